@@ -243,7 +243,7 @@ func describe(v any) string {
 	case bool:
 		return "boolean " + strconv.FormatBool(x)
 	case time.Time:
-		return "date-time " + x.Format(time.RFC3339)
+		return "a date-time"
 	case []any, []map[string]any:
 		return "an array"
 	case map[string]any:

@@ -41,6 +41,9 @@ func (c *Config) checkGroups(ck *checker) {
 			first[g.Name] = i
 		}
 		for j := range i {
+			if ck.src.isIncomplete(join(p, "match")) || ck.src.isIncomplete(join(index("group", j), "match")) {
+				continue // a match that failed to decode is not what the file says
+			}
 			if c.Groups[j].Match.Covers(&g.Match) {
 				ck.errorf(join(p, "match"), "never matches: %s comes first and accepts every request this group would", describeGroup(ck, c.Groups, j))
 				break
