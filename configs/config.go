@@ -160,7 +160,8 @@ type Redis struct {
 	Username string `toml:"username" json:"username"`
 	// PasswordFile holds the password; "" means none.
 	PasswordFile string `toml:"password_file" json:"password_file"`
-	// DB is the database number, 0 to 15; a cluster has only 0. Default 0.
+	// DB is the database number, at least 0; a cluster has only 0.
+	// Default 0.
 	DB int `toml:"db" json:"db"`
 	// TLS connects with TLS. Default false.
 	TLS bool `toml:"tls" json:"tls"`

@@ -34,11 +34,11 @@ const (
 	defaultMaxKeys   = 100_000
 	minKeyIdle       = Duration(time.Minute)
 	maxKeyIdle       = Duration(365 * 24 * time.Hour)
-
-	// CatchAllName names the group SetDefaults appends for requests that no
-	// group of the file matches.
-	CatchAllName = "default"
 )
+
+// CatchAllName names the group SetDefaults appends for requests that no
+// group of the file matches.
+const CatchAllName = "default"
 
 // New returns a Config with every static default and no groups: what an
 // empty file decodes to, before SetDefaults. Upstream.URL is left empty and
