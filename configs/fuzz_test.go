@@ -4,7 +4,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"reflect"
 	"testing"
 
 	"github.com/BurntSushi/toml"
@@ -50,16 +49,6 @@ func FuzzParse(f *testing.F) {
 		if err := c.Validate(); err != nil {
 			t.Fatalf("a loaded config does not validate: %v", err)
 		}
-		out, err := c.Effective()
-		if err != nil {
-			t.Fatal(err)
-		}
-		back, err := Parse("effective", out)
-		if err != nil {
-			t.Fatalf("effective config does not load: %v\n%s", err, out)
-		}
-		if !reflect.DeepEqual(back.Clone(), c.Clone()) {
-			t.Fatalf("effective config loads differently:\n%s", out)
-		}
+		roundTrip(t, c)
 	})
 }

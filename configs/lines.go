@@ -165,9 +165,9 @@ func (s *scanner) key() {
 		}
 		switch c := s.s[s.i]; c {
 		case '"':
-			s.str(`"`, true)
+			s.quoted('"', 1, true)
 		case '\'':
-			s.str(`'`, false)
+			s.quoted('\'', 1, false)
 		case '.':
 			s.advance(1)
 		case '=', ']', '\n', '#', '}', ',':
@@ -182,54 +182,19 @@ func (s *scanner) key() {
 
 // value skips one value: a string, array, inline table or scalar.
 func (s *scanner) value() {
-	if s.i >= len(s.s) {
-		return
-	}
 	switch {
 	case s.peek(`"""`):
-		s.multiline(`"`, true)
+		s.quoted('"', 3, true)
 	case s.peek(`'''`):
-		s.multiline(`'`, false)
+		s.quoted('\'', 3, false)
 	case s.peek(`"`):
-		s.str(`"`, true)
+		s.quoted('"', 1, true)
 	case s.peek(`'`):
-		s.str(`'`, false)
+		s.quoted('\'', 1, false)
 	case s.peek("["):
-		s.advance(1)
-		for s.i < len(s.s) {
-			s.space(true)
-			if s.peek("]") {
-				s.advance(1)
-				return
-			}
-			start := s.i
-			if s.peek(",") {
-				s.advance(1)
-			} else {
-				s.value()
-			}
-			if s.i == start {
-				s.advance(1)
-			}
-		}
+		s.sequence("]", s.value)
 	case s.peek("{"):
-		s.advance(1)
-		for s.i < len(s.s) {
-			s.space(true)
-			if s.peek("}") {
-				s.advance(1)
-				return
-			}
-			start := s.i
-			if s.peek(",") {
-				s.advance(1)
-			} else {
-				s.keyValue(true)
-			}
-			if s.i == start {
-				s.advance(1)
-			}
-		}
+		s.sequence("}", func() { s.keyValue(true) })
 	default: // number, boolean, date-time (which may hold a space)
 		for s.i < len(s.s) && !strings.ContainsRune(",]}#\r\n", rune(s.s[s.i])) {
 			s.i++
@@ -237,37 +202,48 @@ func (s *scanner) value() {
 	}
 }
 
-// str skips a one-line string quoted by q, with backslash escapes if esc.
-func (s *scanner) str(q string, esc bool) {
+// sequence skips an array or inline table: items, each skipped by item,
+// separated by commas, up to end.
+func (s *scanner) sequence(end string, item func()) {
 	s.advance(1)
 	for s.i < len(s.s) {
-		c := s.s[s.i]
-		switch {
-		case esc && c == '\\':
-			s.advance(2)
-		case c == q[0]:
+		s.space(true)
+		if s.peek(end) {
 			s.advance(1)
 			return
-		case c == '\n':
-			return
-		default:
-			s.i++
+		}
+		start := s.i
+		if s.peek(",") {
+			s.advance(1)
+		} else {
+			item()
+		}
+		if s.i == start {
+			s.advance(1)
 		}
 	}
 }
 
-// multiline skips a string quoted by three q, with escapes if esc. Up to two
-// more quotes before the closing three belong to the string.
-func (s *scanner) multiline(q string, esc bool) {
-	s.advance(3)
+// quoted skips a string opened by n (1 or 3) quotes q, with backslash
+// escapes if esc. A one-line string stops at a newline; a multi-line one
+// ends at three quotes, of a run of up to five (the first two of five then
+// belong to the string).
+func (s *scanner) quoted(q byte, n int, esc bool) {
+	s.advance(n)
+	closing := strings.Repeat(string(q), n)
 	for s.i < len(s.s) {
 		c := s.s[s.i]
 		switch {
 		case esc && c == '\\':
 			s.advance(2)
-		case s.peek(q + q + q):
-			run := 0
-			for s.i+run < len(s.s) && s.s[s.i+run] == q[0] && run < 5 {
+		case c == '\n' && n == 1:
+			return
+		case s.peek(closing):
+			run, longest := 0, n
+			if n == 3 {
+				longest = 5
+			}
+			for s.i+run < len(s.s) && s.s[s.i+run] == q && run < longest {
 				run++
 			}
 			s.advance(run)
