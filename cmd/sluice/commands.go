@@ -22,6 +22,7 @@ func init() {
 	commands = []command{
 		versionCommand,
 		helpCommand,
+		checkCommand,
 	}
 }
 

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"io"
+
+	"github.com/sluicehq/sluice/configs"
+)
+
+var checkCommand = command{
+	name:    "check",
+	summary: "validate a config file and print it with defaults filled in",
+	usage: `usage: sluice check [-q] FILE
+
+Reads the TOML config FILE, fills in every default and validates it, the way
+"sluice run -config FILE" and a reload would.
+
+If FILE is valid, prints the effective configuration (TOML, every default
+filled in, including the catch-all group "default" that takes requests no
+other group matches) on stdout and exits 0. With -q it prints nothing.
+
+If FILE is not valid, prints every problem on stderr, one a line, as
+
+    FILE:LINE: KEY: MESSAGE      e.g. sluice.toml:14: group[1].rate.burst: must be ≥ cost (5), got 2
+
+(LINE is left out for a problem with a default value) and exits 1. An
+unreadable FILE also exits 1. A wrong command line exits 2.
+
+Files that FILE names (TLS certificates, token and password files) are not
+opened: check the config where it will run.
+`,
+	run: runCheck,
+}
+
+func runCheck(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("check", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	quiet := fs.Bool("q", false, "print nothing when the file is valid")
+	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
+		if err != nil && !errors.Is(err, flag.ErrHelp) {
+			fprintf(stderr, "sluice check: %v\n", err)
+		}
+		fprintf(stderr, "usage: sluice check [-q] FILE\n")
+		return exitUsage
+	}
+	file := fs.Arg(0)
+	cfg, err := configs.Load(file)
+	var problems configs.Errors
+	switch {
+	case errors.As(err, &problems):
+		for _, p := range problems {
+			fprintf(stderr, "%s\n", p)
+		}
+		fprintf(stderr, "sluice check: %s: %d problem%s\n", file, len(problems), plural(len(problems)))
+		return exitError
+	case err != nil:
+		fprintf(stderr, "sluice check: %v\n", err)
+		return exitError
+	}
+	if *quiet {
+		return exitOK
+	}
+	out, err := cfg.Effective()
+	if err != nil {
+		fprintf(stderr, "sluice check: %v\n", err)
+		return exitError
+	}
+	fprintf(stdout, "# %s is valid; the effective configuration, every default filled in:\n\n%s", file, out)
+	return exitOK
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}

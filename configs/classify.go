@@ -1,0 +1,157 @@
+package configs
+
+import (
+	"fmt"
+	"net/textproto"
+	"strings"
+)
+
+// headerPrefix starts a KeySource or Priority read from a request header.
+const headerPrefix = "header:"
+
+// KeySource says which part of a request tells clients apart for a per-key
+// rate limit: "none" (one quota for the whole group), "ip" (the client
+// address of the connection; behind a load balancer, use its header),
+// "path" (the URL path), or "header:NAME" (the value of header NAME; a
+// request without it shares the quota of the empty key).
+type KeySource string
+
+// Key sources other than "header:NAME" (see [KeyHeader]).
+const (
+	KeyNone KeySource = "none"
+	KeyIP   KeySource = "ip"
+	KeyPath KeySource = "path"
+)
+
+// KeyHeader returns the KeySource "header:NAME".
+func KeyHeader(name string) KeySource { return KeySource(headerPrefix + name) }
+
+// Header returns NAME and true for "header:NAME", else "" and false.
+// After SetDefaults, NAME is in canonical form (see
+// net/textproto.CanonicalMIMEHeaderKey), ready for a direct http.Header
+// lookup.
+func (k KeySource) Header() (string, bool) { return cutHeader(string(k)) }
+
+func (k KeySource) check() error {
+	switch k {
+	case KeyNone, KeyIP, KeyPath:
+		return nil
+	}
+	if name, ok := k.Header(); ok {
+		return checkSourceHeader(name)
+	}
+	return fmt.Errorf(`must be "none", "ip", "path" or "header:NAME", got %q`, string(k))
+}
+
+// Level is a request priority. Under overload the lowest level present is
+// shed first: sheddable, then default, then critical.
+type Level string
+
+// Levels, from most to least important.
+const (
+	LevelCritical  Level = "critical"
+	LevelDefault   Level = "default"
+	LevelSheddable Level = "sheddable"
+)
+
+// Rank orders levels: 0 for critical, 1 for default, 2 for sheddable, and -1
+// for anything else. A higher rank is shed earlier.
+func (l Level) Rank() int {
+	switch l {
+	case LevelCritical:
+		return 0
+	case LevelDefault:
+		return 1
+	case LevelSheddable:
+		return 2
+	}
+	return -1
+}
+
+// ParseLevel reads a level as a client sends it in a priority header,
+// ignoring ASCII case. It does not allocate.
+func ParseLevel(s string) (Level, bool) {
+	for _, l := range [...]Level{LevelCritical, LevelDefault, LevelSheddable} {
+		if strings.EqualFold(s, string(l)) {
+			return l, true
+		}
+	}
+	return "", false
+}
+
+// Priority is a group's priority: a fixed Level for every request, or
+// "header:NAME" to read the level of each request from header NAME (with
+// the group's DefaultPriority when missing or unknown). Clients can set
+// such a header themselves: strip or overwrite it at your edge.
+type Priority string
+
+// PriorityHeader returns the Priority "header:NAME".
+func PriorityHeader(name string) Priority { return Priority(headerPrefix + name) }
+
+// Header returns NAME and true for "header:NAME", else "" and false.
+func (p Priority) Header() (string, bool) { return cutHeader(string(p)) }
+
+// Level returns the fixed level and true, or "" and false for a header
+// priority or an invalid one.
+func (p Priority) Level() (Level, bool) {
+	if Level(p).Rank() < 0 {
+		return "", false
+	}
+	return Level(p), true
+}
+
+func (p Priority) check() error {
+	if _, ok := p.Level(); ok {
+		return nil
+	}
+	if name, ok := p.Header(); ok {
+		return checkSourceHeader(name)
+	}
+	return fmt.Errorf(`must be "critical", "default", "sheddable" or "header:NAME", got %q`, string(p))
+}
+
+// checkSourceHeader checks the NAME of a "header:NAME" key or priority.
+func checkSourceHeader(name string) error {
+	if name == "" {
+		return fmt.Errorf(`"header:" needs a header name, such as "header:X-Tenant"`)
+	}
+	return checkHeaderName(name)
+}
+
+func cutHeader(s string) (string, bool) {
+	if name, ok := strings.CutPrefix(s, headerPrefix); ok {
+		return name, true
+	}
+	return "", false
+}
+
+// checkHeaderName accepts an HTTP field name: a token (RFC 9110 §5.1).
+func checkHeaderName(name string) error {
+	if name == "" {
+		return fmt.Errorf("header name is empty")
+	}
+	for i := 0; i < len(name); i++ {
+		if !isTokenChar(name[i]) {
+			return fmt.Errorf("header name %q has %q, which is not allowed in a field name", name, name[i])
+		}
+	}
+	return nil
+}
+
+// isTokenChar reports whether c may appear in an RFC 9110 token.
+func isTokenChar(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return true
+	}
+	return strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
+}
+
+// canonicalHeader returns the canonical form of a valid header name and
+// leaves anything else as it is, for Validate to report.
+func canonicalHeader(name string) string {
+	if checkHeaderName(name) != nil {
+		return name
+	}
+	return textproto.CanonicalMIMEHeaderKey(name)
+}

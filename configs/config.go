@@ -1,0 +1,196 @@
+package configs
+
+// Config is one sluice configuration: what the daemon listens on, the
+// upstream it guards, how it watches that upstream's resources, its admin API,
+// its control loop, the optional Redis for global quotas, and the groups of
+// requests it limits.
+//
+// A Config returned by [Load], [Parse] or [Default] has every default filled
+// in and has passed [Config.Validate]. A Config built in Go should start from
+// [New] and [NewGroup], then call [Config.SetDefaults] and [Config.Validate].
+// Field comments give the TOML key, the unit, the default and what zero means.
+//
+// A Config is a plain value: safe to read from many goroutines, not to
+// mutate while others read it. To change one at runtime, change a copy
+// ([Config.Clone], [Config.ReplaceGroup]) and swap it in.
+type Config struct {
+	Server   Server   `toml:"server" json:"server"`
+	Upstream Upstream `toml:"upstream" json:"upstream"`
+	Probe    Probe    `toml:"probe" json:"probe"`
+	Admin    Admin    `toml:"admin" json:"admin"`
+	Control  Control  `toml:"control" json:"control"`
+	// Redis holds the shared quotas of groups whose rate has scope "global";
+	// nil when the file has no [redis] section.
+	Redis *Redis `toml:"redis,omitempty" json:"redis,omitempty"`
+	// Groups are tried in order; the first whose Match accepts a request
+	// takes it. After SetDefaults the last group always matches every
+	// request: if the file's last group does not, a group named "default"
+	// with default settings is appended ([Config.SetDefaults]).
+	Groups []Group `toml:"group" json:"groups"`
+
+	src *source // the file this config was read from; nil when built in Go
+}
+
+// Server is the [server] section: the listener clients connect to.
+type Server struct {
+	// Listen is "host:port" or "unix:///path.sock". Default "127.0.0.1:8080".
+	Listen string `toml:"listen" json:"listen"`
+	// TLSCert and TLSKey are PEM files for TLS on the listener; both or
+	// neither. Default: none (plain HTTP, and h2c if H2C).
+	TLSCert string `toml:"tls_cert" json:"tls_cert"`
+	TLSKey  string `toml:"tls_key" json:"tls_key"`
+	// H2C accepts HTTP/2 without TLS (prior knowledge), which gRPC clients
+	// use on plain connections. Ignored with TLS, where HTTP/2 is negotiated.
+	// Default true.
+	H2C bool `toml:"h2c" json:"h2c"`
+	// ReadHeaderTimeout bounds how long a client may take to send the
+	// request headers (slowloris). Must be positive. Default 10s.
+	ReadHeaderTimeout Duration `toml:"read_header_timeout" json:"read_header_timeout"`
+	// ReadTimeout bounds reading a whole request, body included; 0 means
+	// none. Leave it 0 if clients stream request bodies (gRPC client
+	// streaming, uploads). Default 0.
+	ReadTimeout Duration `toml:"read_timeout" json:"read_timeout"`
+	// WriteTimeout bounds writing a whole response; 0 means none. Leave it 0
+	// for streaming responses (gRPC server streaming, SSE, long polls): it
+	// would cut them off. Default 0.
+	WriteTimeout Duration `toml:"write_timeout" json:"write_timeout"`
+	// IdleTimeout closes keep-alive connections idle this long; 0 means
+	// none. Default 2m.
+	IdleTimeout Duration `toml:"idle_timeout" json:"idle_timeout"`
+	// MaxHeaderBytes bounds the request line and headers, in bytes, from 4 KiB
+	// to 64 MiB. Default 1 MiB.
+	MaxHeaderBytes int `toml:"max_header_bytes" json:"max_header_bytes"`
+	// ShutdownGrace is how long SIGTERM waits for requests in flight before
+	// closing connections; 0 closes at once. Default 30s.
+	ShutdownGrace Duration `toml:"shutdown_grace" json:"shutdown_grace"`
+}
+
+// Upstream is the [upstream] section: the service sluice guards.
+type Upstream struct {
+	// URL is "http://host:port", "https://host:port" or
+	// "unix:///path.sock", without a path. Required.
+	URL string `toml:"url" json:"url"`
+	// Protocol is how sluice talks to the upstream. Default "auto".
+	Protocol Protocol `toml:"protocol" json:"protocol"`
+	// DialTimeout bounds opening a connection to the upstream. Must be
+	// positive. Default 2s.
+	DialTimeout Duration `toml:"dial_timeout" json:"dial_timeout"`
+	// ResponseHeaderTimeout bounds the wait for the upstream's response
+	// headers after the request is sent; 0 means none. A request that times
+	// out is a drop: the strongest overload signal. Default 30s.
+	ResponseHeaderTimeout Duration `toml:"response_header_timeout" json:"response_header_timeout"`
+	// IdleConnTimeout closes idle upstream connections; 0 means none.
+	// Default 90s.
+	IdleConnTimeout Duration `toml:"idle_conn_timeout" json:"idle_conn_timeout"`
+	// MaxIdleConnsPerHost is how many idle connections to keep open to the
+	// upstream, from 1 to 100000. Go's default of 2 makes a busy proxy open
+	// and close connections all day. Default 256.
+	MaxIdleConnsPerHost int `toml:"max_idle_conns_per_host" json:"max_idle_conns_per_host"`
+	// CAFile is a PEM bundle trusted for an https upstream instead of the
+	// system roots. Default: the system roots.
+	CAFile string `toml:"ca_file" json:"ca_file"`
+}
+
+// Protocol is how sluice speaks to the upstream.
+type Protocol string
+
+// Protocols.
+const (
+	// ProtocolAuto forwards a request in the protocol it arrived in:
+	// HTTP/2 requests (gRPC) over HTTP/2 (h2c for http://, ALPN for
+	// https://), HTTP/1.x requests over HTTP/1.1.
+	ProtocolAuto Protocol = "auto"
+	// ProtocolHTTP1 always uses HTTP/1.1.
+	ProtocolHTTP1 Protocol = "http1"
+	// ProtocolH2C always uses HTTP/2 without TLS (prior knowledge); for
+	// http:// and unix:// upstreams that only speak HTTP/2, such as gRPC
+	// servers.
+	ProtocolH2C Protocol = "h2c"
+)
+
+// Probe is the [probe] section: whose CPU and memory the targets refer to.
+// With neither Cgroup nor PIDFile, sluice watches the cgroup v2 it runs in
+// (in a pod, the one it shares with the service), else the whole host.
+type Probe struct {
+	// Cgroup is an absolute cgroup v2 directory to watch, such as
+	// "/sys/fs/cgroup/app.slice". Default: our own cgroup.
+	Cgroup string `toml:"cgroup" json:"cgroup"`
+	// PIDFile names a file holding the service's PID; sluice watches that
+	// process. Not together with Cgroup.
+	PIDFile string `toml:"pid_file" json:"pid_file"`
+	// Root is the absolute directory under which /proc and /sys are read;
+	// tests point it at a fake tree. Default "/".
+	Root string `toml:"root" json:"root"`
+}
+
+// Admin is the [admin] section: the admin HTTP API, metrics and dashboard.
+type Admin struct {
+	// Listen is "host:port" or "unix:///path.sock"; "" turns the admin API
+	// off. Off loopback (and not a unix socket) it requires TokenFile.
+	// Default "127.0.0.1:9901".
+	Listen string `toml:"listen" json:"listen"`
+	// TokenFile holds the bearer token that mutations need (and every
+	// request, off loopback). Default: none, which makes the API read-only.
+	TokenFile string `toml:"token_file" json:"token_file"`
+}
+
+// Control is the [control] section: the control loop.
+type Control struct {
+	// Interval is how often the control loop samples and adjusts limits,
+	// from 10ms to 1m. Default 250ms.
+	Interval Duration `toml:"interval" json:"interval"`
+	// StateFile is where learned limits are saved, so a restart does not
+	// start cold; "" saves nothing. Default "".
+	StateFile string `toml:"state_file" json:"state_file"`
+	// SaveInterval is how often the state file is written, at least
+	// Interval. Default 30s.
+	SaveInterval Duration `toml:"save_interval" json:"save_interval"`
+}
+
+// Redis is the [redis] section: the store of global quotas (rate scope
+// "global"). Each node keeps its own adaptive concurrency limit; only rate
+// quotas are shared.
+type Redis struct {
+	// Address is one Redis server, "host:port". Set Address or
+	// ClusterAddresses, not both.
+	Address string `toml:"address,omitempty" json:"address,omitempty"`
+	// ClusterAddresses are seed nodes of a Redis Cluster, "host:port" each.
+	ClusterAddresses []string `toml:"cluster_addresses,omitempty" json:"cluster_addresses,omitempty"`
+	// Username is the ACL user; "" is the default user.
+	Username string `toml:"username" json:"username"`
+	// PasswordFile holds the password; "" means none.
+	PasswordFile string `toml:"password_file" json:"password_file"`
+	// DB is the database number, at least 0; a cluster has only 0.
+	// Default 0.
+	DB int `toml:"db" json:"db"`
+	// TLS connects with TLS. Default false.
+	TLS bool `toml:"tls" json:"tls"`
+	// CAFile is a PEM bundle trusted instead of the system roots; needs TLS.
+	CAFile string `toml:"ca_file" json:"ca_file"`
+	// Timeout bounds one quota decision, from 1ms to 1s. A decision that
+	// times out follows Fallback. Default 5ms.
+	Timeout Duration `toml:"timeout" json:"timeout"`
+	// Fallback is what a global quota does while Redis is unreachable or
+	// slow. Default "local".
+	Fallback Fallback `toml:"fallback" json:"fallback"`
+	// Nodes is how many sluice nodes share the global quotas, from 1 to
+	// 10000; the "local" fallback gives each node limit / Nodes. Default 1.
+	Nodes int `toml:"nodes" json:"nodes"`
+	// KeyPrefix starts every key sluice writes, so several deployments can
+	// share one Redis. Default "sluice:".
+	KeyPrefix string `toml:"key_prefix" json:"key_prefix"`
+}
+
+// Fallback is the policy of a global quota when Redis cannot answer.
+type Fallback string
+
+// Fallback policies.
+const (
+	// FallbackLocal limits locally with this node's share of the global
+	// quota (rate / Redis.Nodes).
+	FallbackLocal Fallback = "local"
+	// FallbackOpen admits requests without a quota check.
+	FallbackOpen Fallback = "open"
+	// FallbackClosed rejects requests that need the quota.
+	FallbackClosed Fallback = "closed"
+)

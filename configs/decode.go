@@ -1,0 +1,321 @@
+package configs
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// decoder fills a Config from the generic tree the TOML library parsed
+// (tables as map[string]any, arrays as []any or []map[string]any, and
+// string, int64, float64, bool and time.Time leaves). Unlike decoding
+// straight into the struct, it does not stop at the first problem: an
+// unknown key, a value of the wrong type or a malformed duration is
+// recorded with its path and line, the field keeps its default, and
+// decoding goes on.
+type decoder struct {
+	ck *checker
+}
+
+// resetter is a table type with static defaults, applied before the file's
+// values are decoded onto it (see defaults.go).
+type resetter interface{ reset() }
+
+var durationType = reflect.TypeFor[Duration]()
+
+// fail records a problem at path and marks the path so that validation does
+// not report its stand-in value again.
+func (d *decoder) fail(path, format string, args ...any) {
+	d.ck.errorf(path, format, args...)
+	if d.ck.src != nil {
+		d.ck.src.markBad(path)
+	}
+}
+
+// table decodes the TOML table m into the struct rv, addressable.
+func (d *decoder) table(path string, m map[string]any, rv reflect.Value) {
+	fields := tomlFields(rv.Type())
+	for _, key := range d.sortedKeys(path, m) {
+		p := join(path, key)
+		i, ok := fields[key]
+		if !ok {
+			d.ck.errorf(p, "unknown key%s", suggest(rv.Type(), key, fields))
+			continue
+		}
+		d.value(p, m[key], rv.Field(i))
+	}
+}
+
+// sortedKeys orders the keys of m as they appear in the file, so that
+// problems on one line come out in a stable order.
+func (d *decoder) sortedKeys(path string, m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b string) int {
+		oa, ob := d.ck.src.offset(join(path, a)), d.ck.src.offset(join(path, b))
+		return cmp.Or(cmp.Compare(oa, ob), strings.Compare(a, b))
+	})
+	return keys
+}
+
+// value decodes one TOML value v into rv.
+func (d *decoder) value(path string, v any, rv reflect.Value) {
+	t := rv.Type()
+	switch {
+	case t == durationType:
+		s, ok := v.(string)
+		if !ok {
+			d.fail(path, `must be a duration string such as "250ms", got %s`, describe(v))
+			return
+		}
+		dur, err := parseDuration(s)
+		if err != nil {
+			d.fail(path, "%v", err)
+			return
+		}
+		rv.SetInt(int64(dur))
+	case t.Kind() == reflect.String:
+		s, ok := v.(string)
+		if !ok {
+			d.fail(path, "must be a string, got %s", describe(v))
+			return
+		}
+		rv.SetString(s)
+	case t.Kind() == reflect.Bool:
+		b, ok := v.(bool)
+		if !ok {
+			d.fail(path, "must be true or false, got %s", describe(v))
+			return
+		}
+		rv.SetBool(b)
+	case t.Kind() == reflect.Int:
+		n, ok := v.(int64)
+		if !ok {
+			d.fail(path, "must be an integer, got %s", describe(v))
+			return
+		}
+		if rv.OverflowInt(n) {
+			d.fail(path, "integer %d is too large", n)
+			return
+		}
+		rv.SetInt(n)
+	case t.Kind() == reflect.Float64:
+		switch n := v.(type) {
+		case float64:
+			rv.SetFloat(n)
+		case int64:
+			rv.SetFloat(float64(n))
+		default:
+			d.fail(path, "must be a number, got %s", describe(v))
+		}
+	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.String:
+		d.strings(path, v, rv)
+	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Struct:
+		d.tables(path, v, rv)
+	case t.Kind() == reflect.Map:
+		d.stringMap(path, v, rv)
+	case t.Kind() == reflect.Struct:
+		m, ok := v.(map[string]any)
+		if !ok {
+			d.fail(path, "must be a table, got %s", describe(v))
+			return
+		}
+		d.table(path, m, rv)
+	case t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Struct:
+		m, ok := v.(map[string]any)
+		if !ok {
+			d.fail(path, "must be a table, got %s", describe(v))
+			return
+		}
+		p := reflect.New(t.Elem())
+		p.Interface().(resetter).reset()
+		d.table(path, m, p.Elem())
+		rv.Set(p)
+	default:
+		panic("configs: no decoder for " + t.String()) // a schema bug, caught by the tests
+	}
+}
+
+// strings decodes an array of strings.
+func (d *decoder) strings(path string, v any, rv reflect.Value) {
+	arr, ok := v.([]any)
+	if !ok {
+		d.fail(path, "must be an array of strings, got %s", describe(v))
+		return
+	}
+	out := reflect.MakeSlice(rv.Type(), 0, len(arr))
+	for i, e := range arr {
+		s, ok := e.(string)
+		if !ok {
+			d.fail(index(path, i), "must be a string, got %s", describe(e))
+			continue
+		}
+		out = reflect.Append(out, reflect.ValueOf(s).Convert(rv.Type().Elem()))
+	}
+	rv.Set(out)
+}
+
+// tables decodes an array of tables ([[group]] or an inline array of
+// inline tables); each element starts from its type's static defaults.
+func (d *decoder) tables(path string, v any, rv reflect.Value) {
+	var elems []map[string]any
+	switch arr := v.(type) {
+	case []map[string]any:
+		elems = arr
+	case []any:
+		for i, e := range arr {
+			m, ok := e.(map[string]any)
+			if !ok {
+				d.fail(index(path, i), "must be a table, got %s", describe(e))
+				return
+			}
+			elems = append(elems, m)
+		}
+	default:
+		d.fail(path, "must be an array of tables ([[%s]]), got %s", path, describe(v))
+		return
+	}
+	out := reflect.MakeSlice(rv.Type(), len(elems), len(elems))
+	for i, m := range elems {
+		e := out.Index(i)
+		e.Addr().Interface().(resetter).reset()
+		d.table(index(path, i), m, e)
+	}
+	rv.Set(out)
+}
+
+// stringMap decodes a table of strings, such as match.headers.
+func (d *decoder) stringMap(path string, v any, rv reflect.Value) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		d.fail(path, "must be a table of strings, got %s", describe(v))
+		return
+	}
+	out := reflect.MakeMapWithSize(rv.Type(), len(m))
+	for _, k := range d.sortedKeys(path, m) {
+		s, ok := m[k].(string)
+		if !ok {
+			d.fail(join(path, k), "must be a string, got %s", describe(m[k]))
+			continue
+		}
+		out.SetMapIndex(reflect.ValueOf(k), reflect.ValueOf(s))
+	}
+	rv.Set(out)
+}
+
+// tomlFields maps the TOML key of each field of the struct type t to its
+// index.
+func tomlFields(t reflect.Type) map[string]int {
+	fields := make(map[string]int, t.NumField())
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("toml"), ",")
+		if name == "" || name == "-" {
+			continue
+		}
+		fields[name] = i
+	}
+	return fields
+}
+
+// describe names the TOML type of v and shows the value, for messages.
+func describe(v any) string {
+	switch x := v.(type) {
+	case string:
+		if len(x) > 40 {
+			x = x[:37] + "..."
+		}
+		return "string " + strconv.Quote(x)
+	case int64:
+		return "integer " + strconv.FormatInt(x, 10)
+	case float64:
+		return "float " + formatFloat(x)
+	case bool:
+		return "boolean " + strconv.FormatBool(x)
+	case time.Time:
+		return "a date-time"
+	case []any, []map[string]any:
+		return "an array"
+	case map[string]any:
+		return "a table"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+func formatFloat(f float64) string {
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return strings.TrimPrefix(strconv.FormatFloat(f, 'g', -1, 64), "+")
+	}
+	return strconv.FormatFloat(f, 'g', -1, 64)
+}
+
+// moved gives a hint for keys an operator may reasonably write that are
+// spelled differently here, by table type and key.
+var moved = map[reflect.Type]map[string]string{
+	reflect.TypeFor[Server](): {
+		"upstream": `; the upstream is set in [upstream] as url = "http://host:port"`,
+	},
+	reflect.TypeFor[Targets](): {
+		"latency_p50":   `; write latency = "200ms" and quantile = 0.5`,
+		"latency_p90":   `; write latency = "200ms" and quantile = 0.9`,
+		"latency_p95":   `; write latency = "200ms" and quantile = 0.95`,
+		"latency_p99":   `; write latency = "200ms" and quantile = 0.99`,
+		"latency_p999":  `; write latency = "200ms" and quantile = 0.999`,
+		"latency_p99.9": `; write latency = "200ms" and quantile = 0.999`,
+	},
+	reflect.TypeFor[Group](): {
+		"limit": `; a fixed concurrency limit is [group.concurrency] law = "fixed" and limit`,
+	},
+}
+
+// suggest returns a hint for an unknown key: a known spelling, or the
+// nearest known key.
+func suggest(t reflect.Type, key string, fields map[string]int) string {
+	if h, ok := moved[t][key]; ok {
+		return h
+	}
+	best, bestDist := "", 3
+	for name := range fields {
+		if dist := editDistance(key, name); dist < bestDist || dist == bestDist && name < best {
+			best, bestDist = name, dist
+		}
+	}
+	if best == "" || bestDist > len(key)/2 {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %q?)", best)
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	if len(a) > 64 || len(b) > 64 {
+		return math.MaxInt
+	}
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

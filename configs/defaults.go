@@ -1,0 +1,333 @@
+package configs
+
+import (
+	"maps"
+	"math"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Defaults live here, in two kinds.
+//
+// Static defaults are where decoding starts: New for the whole config, and
+// the reset methods for each table that can repeat or is optional (a group,
+// a rate, a circuit, redis). A key in the file overrides them, so an explicit
+// zero stays zero: queue.max = 0 means "no queue", targets.cpu = 0 means
+// "no CPU target".
+//
+// Derived defaults depend on other fields (the law, the algorithm, the key,
+// min and max), so they are filled after decoding, by SetDefaults, into
+// fields whose zero is never valid; for those, 0 and absent both mean
+// "derive it". SetDefaults also appends the catch-all group and normalises
+// spelling (upper-case methods, canonical header names, lower-case host).
+
+// Derived default values.
+const (
+	defaultInitial   = 20
+	defaultMin       = 1
+	defaultMax       = 1000
+	defaultBackoff   = 0.9
+	defaultTolerance = 1.5
+	defaultBuckets   = 10
+	defaultLeakyWait = Duration(500 * time.Millisecond)
+	defaultMaxKeys   = 100_000
+	minKeyIdle       = Duration(time.Minute)
+	maxKeyIdle       = Duration(365 * 24 * time.Hour)
+)
+
+// CatchAllName names the group SetDefaults appends for requests that no
+// group of the file matches.
+const CatchAllName = "default"
+
+// New returns a Config with every static default and no groups: what an
+// empty file decodes to, before SetDefaults. Upstream.URL is left empty and
+// must be set.
+func New() *Config {
+	return &Config{
+		Server: Server{
+			Listen:            "127.0.0.1:8080",
+			H2C:               true,
+			ReadHeaderTimeout: Duration(10 * time.Second),
+			IdleTimeout:       Duration(2 * time.Minute),
+			MaxHeaderBytes:    1 << 20,
+			ShutdownGrace:     Duration(30 * time.Second),
+		},
+		Upstream: Upstream{
+			Protocol:              ProtocolAuto,
+			DialTimeout:           Duration(2 * time.Second),
+			ResponseHeaderTimeout: Duration(30 * time.Second),
+			IdleConnTimeout:       Duration(90 * time.Second),
+			MaxIdleConnsPerHost:   256,
+		},
+		Probe:   Probe{Root: "/"},
+		Admin:   Admin{Listen: "127.0.0.1:9901"},
+		Control: Control{Interval: Duration(250 * time.Millisecond), SaveInterval: Duration(30 * time.Second)},
+	}
+}
+
+// NewGroup returns a group with every static default, matching every
+// request: law "target" with the default CPU and memory targets, no rate
+// limit, a FIFO queue of 100 with CoDel.
+func NewGroup(name string) Group {
+	var g Group
+	g.reset()
+	g.Name = name
+	return g
+}
+
+// NewRate returns a rate limit with its static defaults: a local token
+// bucket of cost 1. Set Rate, or Limit and Window.
+func NewRate() *Rate {
+	r := new(Rate)
+	r.reset()
+	return r
+}
+
+// NewCircuit returns a circuit breaker with its static defaults: open at 50%
+// failures over 10s (once 20 requests were seen), for 30s, then 5 probes.
+func NewCircuit() *Circuit {
+	c := new(Circuit)
+	c.reset()
+	return c
+}
+
+// NewRedis returns a [redis] section with its static defaults. Set Address
+// or ClusterAddresses.
+func NewRedis() *Redis {
+	r := new(Redis)
+	r.reset()
+	return r
+}
+
+func (g *Group) reset() {
+	*g = Group{
+		Key:         KeyNone,
+		Priority:    Priority(LevelDefault),
+		Concurrency: Concurrency{Law: LawTarget},
+		Targets:     Targets{Quantile: 0.99, CPU: 0.8, Memory: 0.85},
+		Queue: Queue{
+			Order:         OrderFIFO,
+			Max:           100,
+			MaxWait:       Duration(500 * time.Millisecond),
+			CodelTarget:   Duration(5 * time.Millisecond),
+			CodelInterval: Duration(100 * time.Millisecond),
+		},
+	}
+}
+
+func (r *Rate) reset() {
+	*r = Rate{Algorithm: AlgorithmTokenBucket, Cost: 1, Scope: ScopeLocal}
+}
+
+func (c *Circuit) reset() {
+	*c = Circuit{
+		FailureRatio:   0.5,
+		MinRequests:    20,
+		Window:         Duration(10 * time.Second),
+		OpenDuration:   Duration(30 * time.Second),
+		HalfOpenProbes: 5,
+	}
+}
+
+func (r *Redis) reset() {
+	*r = Redis{
+		Timeout:   Duration(5 * time.Millisecond),
+		Fallback:  FallbackLocal,
+		Nodes:     1,
+		KeyPrefix: "sluice:",
+	}
+}
+
+// SetDefaults fills the derived defaults of every group (see
+// [Group.SetDefaults]) and, unless some group already matches every request
+// or a group is named "default", appends the catch-all group: NewGroup
+// ("default"). Requests that match no group of the file go there, so they
+// are limited with the default settings rather than passed through
+// unguarded; to treat them otherwise, end the file with a catch-all group
+// of your own. SetDefaults is idempotent.
+func (c *Config) SetDefaults() {
+	catchAll, named := false, false
+	for i := range c.Groups {
+		g := &c.Groups[i]
+		g.SetDefaults()
+		catchAll = catchAll || g.Match.CatchAll()
+		named = named || g.Name == CatchAllName
+	}
+	if !catchAll && !named {
+		g := NewGroup(CatchAllName)
+		g.SetDefaults()
+		c.Groups = append(c.Groups, g)
+	}
+	if c.Redis != nil {
+		for i, a := range c.Redis.ClusterAddresses {
+			c.Redis.ClusterAddresses[i] = strings.TrimSpace(a)
+		}
+	}
+}
+
+// SetDefaults fills the derived defaults of g: the concurrency bounds of an
+// adaptive law and its own knob, the burst, buckets, wait and per-key bounds
+// of the rate, the default priority of a header priority. Fields already set
+// are kept. It also normalises spelling: methods to upper case, header names
+// to canonical form, the host to lower case without a trailing dot.
+// Empty enum fields get their static default. It is idempotent.
+func (g *Group) SetDefaults() {
+	m := &g.Match
+	for i, method := range m.Methods {
+		m.Methods[i] = strings.ToUpper(method)
+	}
+	m.Host = strings.TrimSuffix(strings.ToLower(m.Host), ".")
+	if len(m.Headers) > 0 {
+		// Two spellings of one name keep both, for Validate to report.
+		h := make(map[string]string, len(m.Headers))
+		names := slices.Sorted(maps.Keys(m.Headers))
+		for _, name := range names {
+			if canonicalHeader(name) == name {
+				h[name] = m.Headers[name]
+			}
+		}
+		for _, name := range names {
+			if key := canonicalHeader(name); key != name {
+				if _, dup := h[key]; dup {
+					key = name
+				}
+				h[key] = m.Headers[name]
+			}
+		}
+		m.Headers = h
+	}
+
+	if g.Key == "" {
+		g.Key = KeyNone
+	}
+	if name, ok := g.Key.Header(); ok {
+		g.Key = KeyHeader(canonicalHeader(name))
+	}
+	if g.Priority == "" {
+		g.Priority = Priority(LevelDefault)
+	}
+	if name, ok := g.Priority.Header(); ok {
+		g.Priority = PriorityHeader(canonicalHeader(name))
+		if g.DefaultPriority == "" {
+			g.DefaultPriority = LevelDefault
+		}
+	}
+
+	g.Concurrency.setDefaults()
+	if g.Rate != nil {
+		g.Rate.setDefaults(g.Key)
+	}
+	if g.Queue.Order == "" {
+		g.Queue.Order = OrderFIFO
+	}
+}
+
+func (c *Concurrency) setDefaults() {
+	if c.Law == "" {
+		c.Law = LawTarget
+	}
+	if c.Law == LawFixed {
+		return // Limit is the whole story, and has no default
+	}
+	if c.Min == 0 {
+		c.Min = defaultMin
+	}
+	if c.Max == 0 {
+		c.Max = max(defaultMax, c.Min, c.Initial)
+	}
+	if c.Initial == 0 {
+		c.Initial = min(max(defaultInitial, c.Min), c.Max)
+	}
+	switch {
+	case c.Law == LawAIMD && c.Backoff == 0:
+		c.Backoff = defaultBackoff
+	case c.Law == LawGradient && c.Tolerance == 0:
+		c.Tolerance = defaultTolerance
+	}
+}
+
+func (r *Rate) setDefaults(key KeySource) {
+	if r.Algorithm == "" {
+		r.Algorithm = AlgorithmTokenBucket
+	}
+	if r.Scope == "" {
+		r.Scope = ScopeLocal
+	}
+	if r.Cost == 0 {
+		r.Cost = 1
+	}
+	switch r.Algorithm {
+	case AlgorithmTokenBucket, AlgorithmLeakyBucket:
+		if ps := r.PerSecond(); r.Burst == 0 && ps > 0 && ps <= maxRate {
+			r.Burst = max(r.Cost, int(math.Ceil(ps)))
+		}
+	case AlgorithmSlidingBuckets:
+		if r.Buckets == 0 {
+			r.Buckets = defaultBuckets
+		}
+	case AlgorithmLeakyQueue:
+		if r.MaxWait == 0 {
+			r.MaxWait = defaultLeakyWait
+		}
+	}
+	if key != KeyNone && key != "" {
+		if r.MaxKeys == 0 {
+			r.MaxKeys = defaultMaxKeys
+		}
+		if r.KeyIdleTimeout == 0 {
+			r.KeyIdleTimeout = max(minKeyIdle, r.FreshAfter())
+		}
+	}
+}
+
+// PerSecond returns the sustained rate in cost units per second: Rate, or
+// Limit / Window. It is 0 when neither is set.
+func (r *Rate) PerSecond() float64 {
+	if r.Rate != 0 {
+		return r.Rate
+	}
+	if r.Limit > 0 && r.Window > 0 {
+		return float64(r.Limit) / time.Duration(r.Window).Seconds()
+	}
+	return 0
+}
+
+// Quota returns the limit per window of a window algorithm: Limit and
+// Window, or Rate per second when Rate is a whole number (Validate insists
+// on that for window algorithms).
+func (r *Rate) Quota() (limit int, window time.Duration) {
+	if r.Rate != 0 {
+		return int(r.Rate), time.Second
+	}
+	return r.Limit, time.Duration(r.Window)
+}
+
+// FreshAfter is how long an unused key's state takes to become the same
+// as a new key's: after it, forgetting the key changes nothing. It is the
+// window (two for sliding_window, whose estimate reads the previous one),
+// the time to refill the bucket (burst / rate), or max_wait for
+// leaky_queue. Capped at a year.
+func (r *Rate) FreshAfter() Duration {
+	var secs float64
+	switch r.Algorithm {
+	case AlgorithmFixedWindow, AlgorithmSlidingLog, AlgorithmSlidingBuckets, AlgorithmSlidingWindow:
+		_, w := r.Quota()
+		secs = w.Seconds()
+		if r.Algorithm == AlgorithmSlidingWindow {
+			secs *= 2
+		}
+	case AlgorithmLeakyQueue:
+		secs = time.Duration(r.MaxWait).Seconds()
+	default:
+		if ps := r.PerSecond(); ps > 0 {
+			secs = float64(max(r.Burst, r.Cost, 1)) / ps
+		}
+	}
+	if !(secs < maxKeyIdle.seconds()) {
+		return maxKeyIdle
+	}
+	return Duration(math.Ceil(secs*1e3) * float64(time.Millisecond))
+}
+
+func (d Duration) seconds() float64 { return time.Duration(d).Seconds() }

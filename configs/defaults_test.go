@@ -1,0 +1,175 @@
+package configs
+
+import (
+	"reflect"
+	"testing"
+	"time"
+)
+
+func TestSetDefaultsAppendsCatchAll(t *testing.T) {
+	tests := []struct {
+		name   string
+		groups []Group
+		want   []string
+	}{
+		{"no groups", nil, []string{"default"}},
+		{"no catch-all", []Group{withMatch(NewGroup("api"), Match{PathPrefix: "/api/"})}, []string{"api", "default"}},
+		{"own catch-all", []Group{NewGroup("all")}, []string{"all"}},
+		{"slash catch-all", []Group{withMatch(NewGroup("all"), Match{PathPrefix: "/"})}, []string{"all"}},
+		// A group that takes the name stays alone; Validate explains.
+		{"name taken", []Group{withMatch(NewGroup("default"), Match{Path: "/x"})}, []string{"default"}},
+	}
+	for _, tt := range tests {
+		c := New()
+		c.Upstream.URL = "http://h:1"
+		c.Groups = tt.groups
+		c.SetDefaults()
+		if got := groupNames(c); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%s: groups %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+func withMatch(g Group, m Match) Group {
+	g.Match = m
+	return g
+}
+
+func TestSetDefaultsIsIdempotent(t *testing.T) {
+	for _, file := range []string{"testdata/valid/derived.toml", "testdata/valid/inline_groups.toml", "examples/tenants.toml"} {
+		c, err := Load(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again := c.Clone()
+		again.SetDefaults()
+		if !reflect.DeepEqual(again, c.Clone()) {
+			t.Errorf("%s: SetDefaults changed a config it had filled", file)
+		}
+	}
+}
+
+// TestBuiltInGo checks the path of a config built in Go: New, NewGroup,
+// SetDefaults, Validate, with problems named by path and without lines.
+func TestBuiltInGo(t *testing.T) {
+	c := New()
+	c.Upstream.URL = "http://127.0.0.1:9000"
+	g := NewGroup("api")
+	g.Match.PathPrefix = "/api/"
+	g.Key = KeyHeader("x-tenant")
+	g.Rate = NewRate()
+	g.Rate.Rate = 20
+	g.Circuit = NewCircuit()
+	c.Groups = []Group{g}
+	c.SetDefaults()
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Groups[0]; got.Key != "header:X-Tenant" || got.Rate.Burst != 20 || got.Concurrency.Initial != 20 {
+		t.Errorf("derived: key %q, burst %d, initial %d", got.Key, got.Rate.Burst, got.Concurrency.Initial)
+	}
+
+	c.Groups[0].Rate.Scope = ScopeGlobal
+	c.Groups[0].Concurrency.Min = 0
+	err := c.Validate()
+	want := "configs: 2 problems:\n" +
+		"\tgroup[0].concurrency.min: must be from 1 to 1000000, got 0\n" +
+		"\tgroup[0].rate.scope: \"global\" keeps the quota in Redis: add a [redis] section"
+	if err == nil || err.Error() != want {
+		t.Errorf("got  %v\nwant %s", err, want)
+	}
+	c.Redis = NewRedis()
+	c.Redis.Address = "127.0.0.1:6379"
+	c.Groups[0].Concurrency.Min = 1
+	if err := c.Validate(); err != nil {
+		t.Errorf("with [redis]: %v", err)
+	}
+
+	// Without SetDefaults nothing takes the requests no group matches.
+	bare := New()
+	bare.Upstream.URL = "http://h:1"
+	if err := bare.Validate(); err == nil || err.Error() != `configs: group: no group accepts every request; SetDefaults appends one named "default"` {
+		t.Errorf("no groups: %v", err)
+	}
+}
+
+func TestRateHelpers(t *testing.T) {
+	tests := []struct {
+		r          Rate
+		perSecond  float64
+		limit      int
+		window     time.Duration
+		freshAfter time.Duration
+	}{
+		{Rate{Algorithm: AlgorithmTokenBucket, Rate: 10, Burst: 50, Cost: 1}, 10, 10, time.Second, 5 * time.Second},
+		{Rate{Algorithm: AlgorithmFixedWindow, Limit: 600, Window: Duration(time.Minute), Cost: 1}, 10, 600, time.Minute, time.Minute},
+		{Rate{Algorithm: AlgorithmSlidingWindow, Limit: 6, Window: Duration(time.Hour), Cost: 1}, 6.0 / 3600, 6, time.Hour, 2 * time.Hour},
+		{Rate{Algorithm: AlgorithmLeakyQueue, Rate: 5, MaxWait: Duration(time.Second), Cost: 1}, 5, 5, time.Second, time.Second},
+		{Rate{Algorithm: AlgorithmLeakyBucket, Rate: 1e-6, Burst: 1e9, Cost: 1}, 1e-6, 0, time.Second, time.Duration(maxKeyIdle)},
+	}
+	for i, tt := range tests {
+		if got := tt.r.PerSecond(); got != tt.perSecond {
+			t.Errorf("%d: PerSecond = %v, want %v", i, got, tt.perSecond)
+		}
+		if l, w := tt.r.Quota(); l != tt.limit || w != tt.window {
+			t.Errorf("%d: Quota = %d per %v, want %d per %v", i, l, w, tt.limit, tt.window)
+		}
+		if got := time.Duration(tt.r.FreshAfter()); got != tt.freshAfter {
+			t.Errorf("%d: FreshAfter = %v, want %v", i, got, tt.freshAfter)
+		}
+	}
+}
+
+func TestDuration(t *testing.T) {
+	for _, tt := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{0, "0s"}, {250 * time.Millisecond, "250ms"}, {time.Minute, "1m"}, {90 * time.Second, "1m30s"},
+		{time.Hour, "1h"}, {time.Hour + time.Minute, "1h1m"}, {-5 * time.Millisecond, "-5ms"},
+	} {
+		got := Duration(tt.d).String()
+		if got != tt.want {
+			t.Errorf("%v: String = %q, want %q", tt.d, got, tt.want)
+		}
+		var back Duration
+		if err := back.UnmarshalText([]byte(got)); err != nil || time.Duration(back) != tt.d {
+			t.Errorf("%q parses to %v, %v", got, back, err)
+		}
+	}
+	var d Duration
+	if err := d.UnmarshalText([]byte("250")); err == nil {
+		t.Error(`"250" parsed as a duration`)
+	}
+}
+
+func TestLevels(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want Level
+		ok   bool
+	}{{"critical", LevelCritical, true}, {"SHEDDABLE", LevelSheddable, true}, {"Default", LevelDefault, true}, {"urgent", "", false}, {"", "", false}} {
+		if got, ok := ParseLevel(tt.in); got != tt.want || ok != tt.ok {
+			t.Errorf("ParseLevel(%q) = %q, %v", tt.in, got, ok)
+		}
+	}
+	if !(LevelCritical.Rank() < LevelDefault.Rank() && LevelDefault.Rank() < LevelSheddable.Rank()) || Level("x").Rank() != -1 {
+		t.Error("ranks out of order")
+	}
+	if allocs := testing.AllocsPerRun(100, func() { ParseLevel("Sheddable") }); allocs != 0 {
+		t.Errorf("ParseLevel allocates %v times", allocs)
+	}
+	p := PriorityHeader("X-Priority")
+	if name, ok := p.Header(); !ok || name != "X-Priority" {
+		t.Errorf("Header() = %q, %v", name, ok)
+	}
+	if _, ok := p.Level(); ok {
+		t.Error("a header priority has a fixed level")
+	}
+	if l, ok := Priority("critical").Level(); !ok || l != LevelCritical {
+		t.Errorf("Level() = %q, %v", l, ok)
+	}
+	if name, ok := KeyIP.Header(); ok || name != "" {
+		t.Errorf("KeyIP.Header() = %q, %v", name, ok)
+	}
+}

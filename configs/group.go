@@ -1,0 +1,250 @@
+package configs
+
+// Group is one [[group]]: a class of requests with its own limits. A request
+// belongs to the first group whose Match accepts it. Within a group, requests
+// are told apart by Key (for per-key rate limits) and ranked by Priority
+// (for shedding), and the group has one adaptive concurrency limit.
+//
+// Start from [NewGroup]; zero fields documented as "derived" are filled by
+// [Group.SetDefaults]. Use [Group.Validate] to check one group on its own.
+type Group struct {
+	// Name names the group in metrics, logs and the admin API: 1 to 64
+	// letters, digits, '.', '_' or '-'. Unique. Required.
+	Name string `toml:"name" json:"name"`
+	// Match selects the requests of this group; empty matches every request.
+	Match Match `toml:"match" json:"match"`
+	// Key tells clients apart for per-key rate limits. Default "none".
+	Key KeySource `toml:"key" json:"key"`
+	// Priority is a fixed level for the whole group, or "header:NAME" to
+	// read the level from a request header. Lower levels are shed first.
+	// Default "default".
+	Priority Priority `toml:"priority" json:"priority"`
+	// DefaultPriority is the level of a request whose priority header is
+	// missing or not a level; only with a "header:" Priority. Derived:
+	// "default".
+	DefaultPriority Level `toml:"default_priority,omitempty" json:"default_priority,omitempty"`
+	// Rate is the static rate limit, applied per key before the
+	// concurrency limit; nil means none.
+	Rate *Rate `toml:"rate,omitempty" json:"rate,omitempty"`
+	// Concurrency is the adaptive concurrency limit of the group.
+	Concurrency Concurrency `toml:"concurrency" json:"concurrency"`
+	// Targets are what the limit keeps the service inside.
+	Targets Targets `toml:"targets" json:"targets"`
+	// Queue is where requests wait for a concurrency slot.
+	Queue Queue `toml:"queue" json:"queue"`
+	// Circuit is the circuit breaker on upstream failures; nil means none.
+	Circuit *Circuit `toml:"circuit,omitempty" json:"circuit,omitempty"`
+}
+
+// Match selects requests. Every field that is set must accept the request;
+// an empty Match accepts every request. See [Match.Matches] for the exact
+// rules, which the gate uses and the shadowed-group check relies on.
+type Match struct {
+	// Path accepts exactly this URL path. Not together with PathPrefix.
+	Path string `toml:"path,omitempty" json:"path,omitempty"`
+	// PathPrefix accepts URL paths that start with it, byte for byte:
+	// "/api/" accepts "/api/users" but not "/api"; "/api" also accepts
+	// "/apiary". gRPC methods are paths: "/pkg.Service/".
+	PathPrefix string `toml:"path_prefix,omitempty" json:"path_prefix,omitempty"`
+	// Methods accepts these HTTP methods, upper case ("get" is read as
+	// "GET"); empty accepts all.
+	Methods []string `toml:"methods,omitempty" json:"methods,omitempty"`
+	// Host accepts this host, without port, case-insensitively;
+	// "*.example.com" accepts any subdomain of example.com (not
+	// example.com itself).
+	Host string `toml:"host,omitempty" json:"host,omitempty"`
+	// Headers accepts requests whose header NAME has exactly the value
+	// given, for every entry. Names are canonicalised ("x-env" is "X-Env").
+	Headers map[string]string `toml:"headers,omitempty" json:"headers,omitempty"`
+}
+
+// Rate is a [group.rate]: a static rate limit. Give either Rate (per second)
+// or Limit and Window. Which other fields apply depends on Algorithm; a field
+// set for an algorithm that does not use it is an error.
+type Rate struct {
+	// Algorithm is the rate limiting algorithm. Default "token_bucket".
+	Algorithm Algorithm `toml:"algorithm" json:"algorithm"`
+	// Rate is the sustained rate in cost units per second, > 0 and at
+	// most 1e9. Not together with Limit and Window.
+	Rate float64 `toml:"rate,omitzero" json:"rate,omitempty"`
+	// Limit is how many cost units a key may spend per Window, with Window.
+	Limit int `toml:"limit,omitzero" json:"limit,omitempty"`
+	// Window is the period of Limit, from 1ms to 24h.
+	Window Duration `toml:"window,omitzero" json:"window,omitempty"`
+	// Burst is the bucket size in cost units (token_bucket and
+	// leaky_bucket): how far above the sustained rate a key may go after
+	// being idle. At least Cost. Derived: one second of rate, at least Cost.
+	Burst int `toml:"burst,omitzero" json:"burst,omitempty"`
+	// Cost is what one request spends, from 1 to 1e6. Default 1.
+	Cost int `toml:"cost" json:"cost"`
+	// Warmup ramps a cold token bucket up to Rate over this long
+	// (token_bucket, local scope only), as Guava's SmoothWarmingUp does.
+	// Default 0: no warm-up.
+	Warmup Duration `toml:"warmup,omitzero" json:"warmup,omitempty"`
+	// Buckets is how many sub-windows a sliding_buckets window has, from 2 to
+	// 1000. Derived: 10.
+	Buckets int `toml:"buckets,omitzero" json:"buckets,omitempty"`
+	// MaxWait is how long a leaky_queue request may wait for its turn
+	// before it is rejected. Derived: 500ms.
+	MaxWait Duration `toml:"max_wait,omitzero" json:"max_wait,omitempty"`
+	// MaxKeys bounds how many keys keep state; the least recently used is
+	// dropped beyond it. Only when the group's Key is not "none". Derived:
+	// 100000.
+	MaxKeys int `toml:"max_keys,omitzero" json:"max_keys,omitempty"`
+	// KeyIdleTimeout drops the state of a key unused this long. It must be at
+	// least the time the key's state takes to return to fresh (the window,
+	// or burst / rate), else forgetting a key would reset its quota early.
+	// Only when the group's Key is not "none". Derived: that time, at least
+	// 1m.
+	KeyIdleTimeout Duration `toml:"key_idle_timeout,omitzero" json:"key_idle_timeout,omitempty"`
+	// Scope is "local" (this node) or "global" (shared by every node through
+	// [redis]). Default "local".
+	Scope Scope `toml:"scope" json:"scope"`
+}
+
+// Algorithm is a static rate limiting algorithm.
+type Algorithm string
+
+// Algorithms.
+const (
+	// AlgorithmFixedWindow counts per aligned window; cheap, lets up to
+	// twice the limit through around a window edge.
+	AlgorithmFixedWindow Algorithm = "fixed_window"
+	// AlgorithmSlidingLog keeps a timestamp per request; exact, memory grows
+	// with Limit.
+	AlgorithmSlidingLog Algorithm = "sliding_log"
+	// AlgorithmSlidingWindow weights the previous window's count by its
+	// overlap with the sliding window; approximate, two counters.
+	AlgorithmSlidingWindow Algorithm = "sliding_window"
+	// AlgorithmSlidingBuckets splits the window into Buckets counters.
+	AlgorithmSlidingBuckets Algorithm = "sliding_buckets"
+	// AlgorithmTokenBucket refills Rate tokens per second up to Burst.
+	AlgorithmTokenBucket Algorithm = "token_bucket"
+	// AlgorithmLeakyBucket is the leaky bucket as a meter (GCRA): admits a
+	// request if the bucket, draining at Rate, has room for it in Burst.
+	AlgorithmLeakyBucket Algorithm = "leaky_bucket"
+	// AlgorithmLeakyQueue is the leaky bucket as a queue: requests wait and
+	// leave at exactly Rate, and are rejected after MaxWait.
+	AlgorithmLeakyQueue Algorithm = "leaky_queue"
+)
+
+// Scope is where a rate quota lives.
+type Scope string
+
+// Scopes.
+const (
+	ScopeLocal  Scope = "local"  // this node only
+	ScopeGlobal Scope = "global" // shared by all nodes in Redis
+)
+
+// Concurrency is a [group.concurrency]: how many requests of the group may
+// be in the upstream at once, and the control law that moves that limit.
+type Concurrency struct {
+	// Law is the control law. Default "target".
+	Law Law `toml:"law" json:"law"`
+	// Limit is the limit of law "fixed", from 1 to 1e6; only with "fixed".
+	Limit int `toml:"limit,omitzero" json:"limit,omitempty"`
+	// Initial is where an adaptive law starts (unless the state file has a
+	// learned limit), within [Min, Max]. Derived: 20, clamped to [Min, Max].
+	Initial int `toml:"initial,omitzero" json:"initial,omitempty"`
+	// Min is the lowest limit an adaptive law may set, at least 1.
+	// Derived: 1.
+	Min int `toml:"min,omitzero" json:"min,omitempty"`
+	// Max is the highest limit an adaptive law may set, at most 1e6.
+	// Derived: 1000 (or Min, or Initial, if larger).
+	Max int `toml:"max,omitzero" json:"max,omitempty"`
+	// Backoff is the factor the limit is multiplied by on a drop (law
+	// "aimd"), from 0.5 to 0.99. Derived: 0.9.
+	Backoff float64 `toml:"backoff,omitzero" json:"backoff,omitempty"`
+	// Tolerance is how far the short-term latency may rise above the
+	// long-term one before the limit shrinks (law "gradient"), from 1 to 10.
+	// Derived: 1.5.
+	Tolerance float64 `toml:"tolerance,omitzero" json:"tolerance,omitempty"`
+}
+
+// Law is a concurrency control law.
+type Law string
+
+// Laws.
+const (
+	LawFixed    Law = "fixed"    // a constant limit
+	LawAIMD     Law = "aimd"     // additive increase, multiplicative decrease on drops
+	LawGradient Law = "gradient" // Gradient2: short vs long latency
+	LawVegas    Law = "vegas"    // TCP Vegas: estimated queue vs min latency
+	LawTarget   Law = "target"   // tracks the group's Targets
+)
+
+// Targets is a [group.targets]: what the group's limit keeps the service
+// inside. Law "target" tracks all that are set and follows the most
+// restrictive; with every law, CPU and memory beyond their targets shed the
+// lowest priorities first. A zero target is off.
+type Targets struct {
+	// Latency is the highest acceptable latency at Quantile; 0 is off.
+	// Default 0.
+	Latency Duration `toml:"latency" json:"latency"`
+	// Quantile is the latency quantile Latency applies to, from 0.5 to
+	// 0.9999: 0.99 is p99. Default 0.99.
+	Quantile float64 `toml:"quantile" json:"quantile"`
+	// CPU is the highest acceptable CPU utilisation of what the probe
+	// watches, a ratio in [0, 1]; 0 is off. Default 0.8.
+	CPU float64 `toml:"cpu" json:"cpu"`
+	// Memory is the highest acceptable memory utilisation, a ratio in
+	// [0, 1]; 0 is off. Default 0.85.
+	Memory float64 `toml:"memory" json:"memory"`
+}
+
+// Queue is a [group.queue]: where requests wait for a concurrency slot.
+type Queue struct {
+	// Order is the order in which waiting requests get a slot. Default
+	// "fifo".
+	Order Order `toml:"order" json:"order"`
+	// Max is how many requests may wait, from 0 to 1e6; 0 rejects at once
+	// when the group is at its limit. Default 100.
+	Max int `toml:"max" json:"max"`
+	// MaxWait is the longest a request waits, however calm the queue
+	// (a request's own deadline also applies). Positive when Max > 0.
+	// Default 500ms.
+	MaxWait Duration `toml:"max_wait" json:"max_wait"`
+	// CodelTarget is CoDel's target: once the queue has not been empty for
+	// CodelInterval, a request waits at most this long. 0 turns CoDel off.
+	// Below CodelInterval and at most MaxWait. Default 5ms.
+	CodelTarget Duration `toml:"codel_target" json:"codel_target"`
+	// CodelInterval is CoDel's interval. Default 100ms.
+	CodelInterval Duration `toml:"codel_interval" json:"codel_interval"`
+}
+
+// Order is a queue discipline.
+type Order string
+
+// Orders.
+const (
+	OrderFIFO Order = "fifo" // oldest first
+	OrderLIFO Order = "lifo" // newest first: under overload, serves those still waiting
+	// OrderAdaptive is FIFO while the queue is calm and LIFO once it has not
+	// been empty for CodelInterval.
+	OrderAdaptive Order = "adaptive"
+)
+
+// Circuit is a [group.circuit]: a circuit breaker on upstream failures
+// (timeouts, connection errors, 5xx). When open, the group's requests are
+// rejected at once with reason "circuit_open"; after OpenDuration, up to
+// HalfOpenProbes requests go through, and the circuit closes if all succeed.
+type Circuit struct {
+	// FailureRatio opens the circuit when at least this share of the
+	// requests in Window failed, a ratio in [0, 1]; 0 is off. Default 0.5.
+	FailureRatio float64 `toml:"failure_ratio" json:"failure_ratio"`
+	// MinRequests is how many requests Window must hold before
+	// FailureRatio is judged, at least 1. Default 20.
+	MinRequests int `toml:"min_requests" json:"min_requests"`
+	// Window is the rolling window of FailureRatio. Default 10s.
+	Window Duration `toml:"window" json:"window"`
+	// ConsecutiveFailures opens the circuit after this many failures in a
+	// row; 0 is off. Default 0.
+	ConsecutiveFailures int `toml:"consecutive_failures" json:"consecutive_failures"`
+	// OpenDuration is how long the circuit stays open before probing.
+	// Default 30s.
+	OpenDuration Duration `toml:"open_duration" json:"open_duration"`
+	// HalfOpenProbes is how many requests are let through to probe, from 1
+	// to 1000. Default 5.
+	HalfOpenProbes int `toml:"half_open_probes" json:"half_open_probes"`
+}

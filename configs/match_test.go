@@ -1,0 +1,148 @@
+package configs
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+type request struct {
+	method, host, path string
+	header             map[string][]string
+}
+
+func TestMatches(t *testing.T) {
+	api := Match{PathPrefix: "/api/", Methods: []string{"GET", "POST"}}
+	tests := []struct {
+		m    Match
+		r    request
+		want bool
+	}{
+		{Match{}, request{"DELETE", "x", "/anything", nil}, true},
+		{Match{PathPrefix: "/"}, request{"OPTIONS", "x", "*", nil}, true},
+		{api, request{"GET", "h", "/api/users", nil}, true},
+		{api, request{"GET", "h", "/api", nil}, false},
+		{api, request{"PUT", "h", "/api/users", nil}, false},
+		{Match{PathPrefix: "/api"}, request{"GET", "h", "/apiary", nil}, true},
+		{Match{Path: "/healthz"}, request{"GET", "h", "/healthz", nil}, true},
+		{Match{Path: "/healthz"}, request{"GET", "h", "/healthz/", nil}, false},
+		{Match{Host: "api.example.com"}, request{"GET", "API.Example.com:8443", "/", nil}, true},
+		{Match{Host: "api.example.com"}, request{"GET", "api.example.com.", "/", nil}, true},
+		{Match{Host: "api.example.com"}, request{"GET", "example.com", "/", nil}, false},
+		{Match{Host: "*.example.com"}, request{"GET", "a.b.example.com:80", "/", nil}, true},
+		{Match{Host: "*.example.com"}, request{"GET", "example.com", "/", nil}, false},
+		{Match{Host: "*.example.com"}, request{"GET", "badexample.com", "/", nil}, false},
+		{Match{Host: "::1"}, request{"GET", "[::1]:8080", "/", nil}, true},
+		{Match{Host: "10.0.0.1"}, request{"GET", "10.0.0.1:80", "/", nil}, true},
+		{Match{Headers: map[string]string{"X-Env": "canary"}}, request{"GET", "h", "/", map[string][]string{"X-Env": {"canary", "prod"}}}, true},
+		{Match{Headers: map[string]string{"X-Env": "canary"}}, request{"GET", "h", "/", map[string][]string{"X-Env": {"prod"}}}, false},
+		{Match{Headers: map[string]string{"X-Env": "canary"}}, request{"GET", "h", "/", nil}, false},
+	}
+	for i, tt := range tests {
+		if got := tt.m.Matches(tt.r.method, tt.r.host, tt.r.path, tt.r.header); got != tt.want {
+			t.Errorf("%d: %+v.Matches(%+v) = %v, want %v", i, tt.m, tt.r, got, tt.want)
+		}
+	}
+}
+
+func TestMatchesDoesNotAllocate(t *testing.T) {
+	m := Match{PathPrefix: "/api/", Methods: []string{"GET"}, Host: "*.example.com", Headers: map[string]string{"X-Env": "a"}}
+	h := map[string][]string{"X-Env": {"a"}}
+	allocs := testing.AllocsPerRun(100, func() {
+		if !m.Matches("GET", "x.example.com:443", "/api/v1", h) {
+			t.Fatal("no match")
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("Matches allocates %v times", allocs)
+	}
+}
+
+func TestCovers(t *testing.T) {
+	tests := []struct {
+		a, b Match
+		want bool
+	}{
+		{Match{}, Match{Path: "/x", Methods: []string{"GET"}}, true},
+		{Match{PathPrefix: "/"}, Match{Host: "a.com"}, true},
+		{Match{PathPrefix: "/api/"}, Match{PathPrefix: "/api/v1/"}, true},
+		{Match{PathPrefix: "/api/v1/"}, Match{PathPrefix: "/api/"}, false},
+		{Match{PathPrefix: "/api/"}, Match{Path: "/api/x"}, true},
+		{Match{Path: "/api/x"}, Match{PathPrefix: "/api/x"}, false},
+		{Match{PathPrefix: "/api/"}, Match{}, false},
+		{Match{Methods: []string{"GET", "POST"}}, Match{Methods: []string{"GET"}}, true},
+		{Match{Methods: []string{"GET"}}, Match{Methods: []string{"GET", "POST"}}, false},
+		{Match{Methods: []string{"GET"}}, Match{}, false},
+		{Match{Host: "*.example.com"}, Match{Host: "a.example.com"}, true},
+		{Match{Host: "*.example.com"}, Match{Host: "*.a.example.com"}, true},
+		{Match{Host: "*.a.example.com"}, Match{Host: "*.example.com"}, false},
+		{Match{Host: "*.example.com"}, Match{Host: "example.com"}, false},
+		{Match{Host: "a.example.com"}, Match{Host: "*.example.com"}, false},
+		{Match{Headers: map[string]string{"X-A": "1"}}, Match{Headers: map[string]string{"X-A": "1", "X-B": "2"}}, true},
+		{Match{Headers: map[string]string{"X-A": "1", "X-B": "2"}}, Match{Headers: map[string]string{"X-A": "1"}}, false},
+	}
+	for i, tt := range tests {
+		if got := tt.a.Covers(&tt.b); got != tt.want {
+			t.Errorf("%d: %+v.Covers(%+v) = %v, want %v", i, tt.a, tt.b, got, tt.want)
+		}
+	}
+}
+
+// TestCoversImpliesMatches checks Covers against Matches on random matches
+// and requests drawn from small alphabets: whenever a covers b, every
+// request b accepts, a accepts too. It also checks that the generator finds
+// both outcomes, so the property is not true for want of cases.
+func TestCoversImpliesMatches(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	pick := func(xs ...string) string { return xs[rng.IntN(len(xs))] }
+	paths := []string{"/", "/a", "/a/", "/a/b", "/ab", "/b", "*"}
+	hosts := []string{"x.com", "a.x.com", "b.a.x.com", "y.com", "X.COM:80"}
+	randMatch := func() Match {
+		var m Match
+		switch rng.IntN(3) {
+		case 0:
+			m.Path = pick(paths...)
+		case 1:
+			m.PathPrefix = pick(paths[:6]...)
+		}
+		for range rng.IntN(3) {
+			m.Methods = append(m.Methods, pick("GET", "POST", "PUT"))
+		}
+		if rng.IntN(2) == 0 {
+			m.Host = pick("x.com", "a.x.com", "*.x.com", "*.a.x.com", "y.com")
+		}
+		if rng.IntN(3) == 0 {
+			m.Headers = map[string]string{pick("X-A", "X-B"): pick("1", "2")}
+		}
+		return m
+	}
+	randRequest := func() request {
+		h := map[string][]string{}
+		for _, name := range []string{"X-A", "X-B"} {
+			if rng.IntN(2) == 0 {
+				h[name] = []string{pick("1", "2")}
+			}
+		}
+		return request{pick("GET", "POST", "PUT"), pick(hosts...), pick(paths...), h}
+	}
+	covered, notCovered := 0, 0
+	for range 3000 {
+		a, b := randMatch(), randMatch()
+		if !a.Covers(&b) {
+			notCovered++
+			continue
+		}
+		covered++
+		for range 50 {
+			r := randRequest()
+			if b.Matches(r.method, r.host, r.path, r.header) && !a.Matches(r.method, r.host, r.path, r.header) {
+				t.Fatalf("%s covers %s, but only the latter accepts %+v", show(a), show(b), r)
+			}
+		}
+	}
+	if covered < 100 || notCovered < 100 {
+		t.Errorf("covered %d, not covered %d: the generator does not exercise both", covered, notCovered)
+	}
+}
+
+func show(m Match) string { return fmt.Sprintf("%+v", m) }

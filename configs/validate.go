@@ -1,0 +1,246 @@
+package configs
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Bounds of values that no deployment needs to exceed; past them a value
+// is a typo (a missing unit, an extra zero) more often than a choice.
+const (
+	maxRate  = 1e9
+	minRate  = 1e-6
+	maxLimit = 1_000_000
+	maxQueue = 1_000_000
+	maxCost  = 1_000_000
+	maxKeys  = 100_000_000
+	// maxGroups bounds the groups of one config; each request is matched
+	// against them in turn, and shadowing is checked between every pair.
+	maxGroups = 1000
+)
+
+const (
+	ms   = Duration(time.Millisecond)
+	sec  = Duration(time.Second)
+	min1 = Duration(time.Minute)
+	hour = Duration(time.Hour)
+	day  = 24 * hour
+)
+
+// Validate checks c and returns every problem, as an [Errors], or nil. A
+// Config from Load or Parse names the line of each problem; one built in
+// Go names only the key path. Validate does not touch the file system and
+// does not change c; call SetDefaults first on a config built in Go.
+func (c *Config) Validate() error {
+	ck := &checker{src: c.src}
+	c.check(ck)
+	ck.errs.sort()
+	return ck.errs.err()
+}
+
+func (c *Config) check(ck *checker) {
+	c.Server.check(ck, "server")
+	c.Upstream.check(ck, "upstream")
+	c.Probe.check(ck, "probe")
+	c.Admin.check(ck, "admin")
+	c.Control.check(ck, "control")
+	if c.Redis != nil {
+		c.Redis.check(ck, "redis")
+	}
+	c.checkGroups(ck)
+}
+
+func (s *Server) check(ck *checker, p string) {
+	ck.listenAddress(join(p, "listen"), s.Listen, true)
+	if (s.TLSCert == "") != (s.TLSKey == "") {
+		missing := join(p, "tls_key")
+		if s.TLSCert == "" {
+			missing = join(p, "tls_cert")
+		}
+		ck.errorf(missing, "tls_cert and tls_key go together: set both or neither")
+	}
+	ck.duration(join(p, "read_header_timeout"), s.ReadHeaderTimeout, ms, hour)
+	ck.optionalDuration(join(p, "read_timeout"), s.ReadTimeout, ms, day)
+	ck.optionalDuration(join(p, "write_timeout"), s.WriteTimeout, ms, day)
+	ck.optionalDuration(join(p, "idle_timeout"), s.IdleTimeout, ms, day)
+	ck.intRange(join(p, "max_header_bytes"), s.MaxHeaderBytes, 4<<10, 64<<20)
+	ck.duration(join(p, "shutdown_grace"), s.ShutdownGrace, 0, hour)
+}
+
+func (u *Upstream) check(ck *checker, p string) {
+	scheme := ck.upstreamURL(join(p, "url"), u.URL)
+	if oneOf(ck, join(p, "protocol"), u.Protocol, ProtocolAuto, ProtocolHTTP1, ProtocolH2C) &&
+		u.Protocol == ProtocolH2C && scheme == "https" {
+		ck.errorf(join(p, "protocol"), `"h2c" is HTTP/2 without TLS; an https upstream negotiates HTTP/2 itself: use "auto"`)
+	}
+	ck.duration(join(p, "dial_timeout"), u.DialTimeout, ms, min1)
+	ck.optionalDuration(join(p, "response_header_timeout"), u.ResponseHeaderTimeout, ms, day)
+	ck.optionalDuration(join(p, "idle_conn_timeout"), u.IdleConnTimeout, ms, day)
+	ck.intRange(join(p, "max_idle_conns_per_host"), u.MaxIdleConnsPerHost, 1, 100_000)
+	if u.CAFile != "" && scheme != "" && scheme != "https" {
+		ck.errorf(join(p, "ca_file"), "only used for an https upstream, and url is %s://", scheme)
+	}
+}
+
+func (pr *Probe) check(ck *checker, p string) {
+	if pr.Cgroup != "" && !strings.HasPrefix(pr.Cgroup, "/") {
+		ck.errorf(join(p, "cgroup"), "must be an absolute path such as \"/sys/fs/cgroup/app.slice\", got %q", pr.Cgroup)
+	}
+	if pr.Cgroup != "" && pr.PIDFile != "" {
+		ck.errorf(join(p, "pid_file"), "set cgroup or pid_file, not both")
+	}
+	if !strings.HasPrefix(pr.Root, "/") {
+		ck.errorf(join(p, "root"), "must be an absolute path, got %q", pr.Root)
+	}
+}
+
+func (a *Admin) check(ck *checker, p string) {
+	if a.Listen == "" {
+		return // admin API off
+	}
+	if ck.listenAddress(join(p, "listen"), a.Listen, false) && !isLocal(a.Listen) && a.TokenFile == "" {
+		ck.errorf(join(p, "listen"), "%q is reachable from other machines: set admin.token_file, or listen on loopback", a.Listen)
+	}
+}
+
+func (ct *Control) check(ck *checker, p string) {
+	ok := ck.duration(join(p, "interval"), ct.Interval, 10*ms, min1)
+	if ck.duration(join(p, "save_interval"), ct.SaveInterval, 10*ms, day) && ok && ct.SaveInterval < ct.Interval {
+		ck.errorf(join(p, "save_interval"), "must be ≥ interval (%s), got %s", ct.Interval, ct.SaveInterval)
+	}
+}
+
+func (r *Redis) check(ck *checker, p string) {
+	switch {
+	case r.Address != "" && len(r.ClusterAddresses) > 0:
+		ck.errorf(join(p, "cluster_addresses"), "set address or cluster_addresses, not both")
+	case r.Address == "" && len(r.ClusterAddresses) == 0:
+		ck.incompletef(p, "needs address (one server) or cluster_addresses (a cluster)")
+	}
+	if r.Address != "" {
+		ck.hostPort(join(p, "address"), r.Address)
+	}
+	for i, a := range r.ClusterAddresses {
+		ck.hostPort(index(join(p, "cluster_addresses"), i), a)
+	}
+	if r.DB < 0 {
+		ck.errorf(join(p, "db"), "must not be negative, got %d", r.DB)
+	} else if r.DB != 0 && len(r.ClusterAddresses) > 0 {
+		ck.errorf(join(p, "db"), "a Redis Cluster has only database 0, got %d", r.DB)
+	}
+	if r.CAFile != "" && !r.TLS {
+		ck.errorf(join(p, "ca_file"), "only used with tls = true")
+	}
+	ck.duration(join(p, "timeout"), r.Timeout, ms, sec)
+	oneOf(ck, join(p, "fallback"), r.Fallback, FallbackLocal, FallbackOpen, FallbackClosed)
+	ck.intRange(join(p, "nodes"), r.Nodes, 1, 10_000)
+}
+
+// listenAddress checks "host:port" (port 0 picks a free port) or
+// "unix:///path".
+func (c *checker) listenAddress(path, addr string, required bool) bool {
+	if addr == "" {
+		if required {
+			c.errorf(path, `must be "host:port" or "unix:///path.sock", got ""`)
+		}
+		return !required
+	}
+	if rest, ok := strings.CutPrefix(addr, "unix://"); ok {
+		if !strings.HasPrefix(rest, "/") {
+			c.errorf(path, "must be unix:// and an absolute path, such as \"unix:///run/sluice.sock\", got %q", addr)
+			return false
+		}
+		return true
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || !validPort(port, true) || strings.ContainsAny(host, " /") {
+		c.errorf(path, `must be "host:port" or "unix:///path.sock", got %q`, addr)
+		return false
+	}
+	return true
+}
+
+// hostPort checks a "host:port" to connect to.
+func (c *checker) hostPort(path, addr string) bool {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || host == "" || !validPort(port, false) || strings.ContainsAny(host, " /") {
+		c.errorf(path, `must be "host:port", got %q`, addr)
+		return false
+	}
+	return true
+}
+
+// upstreamURL checks the upstream URL and returns its scheme, or "" if the
+// URL is not valid.
+func (c *checker) upstreamURL(path, raw string) string {
+	const want = `"http://host:port", "https://host:port" or "unix:///path.sock"`
+	if raw == "" {
+		c.errorf(path, "required: %s", want)
+		return ""
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		c.errorf(path, "must be %s, got %q", want, raw)
+		return ""
+	}
+	switch u.Scheme {
+	case "unix":
+		if u.Host != "" || !strings.HasPrefix(u.Path, "/") || u.RawQuery != "" || u.Fragment != "" {
+			c.errorf(path, "a unix socket is unix:// and an absolute path, such as \"unix:///run/app.sock\", got %q", raw)
+			return ""
+		}
+	case "http", "https":
+		if u.Host == "" || u.Hostname() == "" || u.Port() != "" && !validPort(u.Port(), false) {
+			c.errorf(path, "must be %s, got %q", want, raw)
+			return ""
+		}
+		if u.User != nil {
+			c.errorf(path, "must not hold credentials, got %q", raw)
+		}
+		if u.Path != "" && u.Path != "/" || u.RawQuery != "" || u.Fragment != "" {
+			c.errorf(path, "must not have a path, query or fragment (requests keep their own path), got %q", raw)
+		}
+	default:
+		c.errorf(path, "must be %s, got %q", want, raw)
+		return ""
+	}
+	return u.Scheme
+}
+
+func validPort(port string, zeroOK bool) bool {
+	n, err := strconv.Atoi(port)
+	if err != nil || strings.HasPrefix(port, "+") || strings.HasPrefix(port, "-") {
+		return false
+	}
+	return n <= 65535 && (n > 0 || zeroOK)
+}
+
+// isLocal reports whether a valid listen address is reachable only from
+// this machine: a unix socket, "localhost" or a loopback IP.
+func isLocal(addr string) bool {
+	if strings.HasPrefix(addr, "unix://") {
+		return true
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// describeGroup names group i for messages about another group.
+func describeGroup(ck *checker, gs []Group, i int) string {
+	s := fmt.Sprintf("group[%d] %q", i, gs[i].Name)
+	if n := ck.src.line(index("group", i)); n > 0 {
+		s += fmt.Sprintf(" (line %d)", n)
+	}
+	return s
+}

@@ -1,0 +1,372 @@
+package configs
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"net"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Validate checks g on its own and returns every problem, as an [Errors]
+// with paths relative to the group ("rate.burst"), or nil. It is what the
+// admin API runs on a changed group before applying it. Checks that need the
+// whole config (unique names, shadowed matches, scope "global" needing
+// [redis]) are in [Config.Validate]; [Config.ReplaceGroup] runs both.
+// Call SetDefaults first on a group built in Go.
+func (g *Group) Validate() error {
+	ck := &checker{}
+	g.check(ck, "")
+	return ck.errs.err()
+}
+
+// checkGroups checks every group, and what only the list can tell: names
+// are unique, every group can be reached, some group takes what the others
+// leave, global quotas have a Redis.
+func (c *Config) checkGroups(ck *checker) {
+	if len(c.Groups) > maxGroups {
+		ck.errorf("group", "at most %d groups, got %d", maxGroups, len(c.Groups))
+		return
+	}
+	first := map[string]int{}
+	catchAll := false
+	for i := range c.Groups {
+		g, p := &c.Groups[i], index("group", i)
+		g.check(ck, p)
+		if j, dup := first[g.Name]; dup && g.Name != "" {
+			ck.errorf(join(p, "name"), "duplicate group name %q, first used by %s", g.Name, describeGroup(ck, c.Groups, j))
+		} else {
+			first[g.Name] = i
+		}
+		for j := range i {
+			if ck.src.isIncomplete(join(p, "match")) || ck.src.isIncomplete(join(index("group", j), "match")) {
+				continue // a match that failed to decode is not what the file says
+			}
+			if c.Groups[j].Match.Covers(&g.Match) {
+				ck.errorf(join(p, "match"), "never matches: %s comes first and accepts every request this group would", describeGroup(ck, c.Groups, j))
+				break
+			}
+		}
+		if g.Rate != nil && g.Rate.Scope == ScopeGlobal && c.Redis == nil {
+			ck.errorf(join(join(p, "rate"), "scope"), `"global" keeps the quota in Redis: add a [redis] section`)
+		}
+		catchAll = catchAll || g.Match.CatchAll()
+	}
+	if catchAll {
+		return
+	}
+	if i, ok := first[CatchAllName]; ok {
+		ck.errorf(join(index("group", i), "name"), "%q names the group for requests no other group matches: give this group another name, or remove its match and put it last", CatchAllName)
+		return
+	}
+	ck.incompletef("group", "no group accepts every request; SetDefaults appends one named %q", CatchAllName)
+}
+
+// check validates one group; p is its path ("group[1]", or "" on its own).
+func (g *Group) check(ck *checker, p string) {
+	g.checkName(ck, join(p, "name"))
+	g.Match.check(ck, join(p, "match"))
+	if err := g.Key.check(); err != nil {
+		ck.errorf(join(p, "key"), "%v", err)
+	}
+	if err := g.Priority.check(); err != nil {
+		ck.errorf(join(p, "priority"), "%v", err)
+	}
+	if _, header := g.Priority.Header(); header {
+		if g.DefaultPriority.Rank() < 0 {
+			ck.errorf(join(p, "default_priority"), `must be "critical", "default" or "sheddable", got %q`, g.DefaultPriority)
+		}
+	} else {
+		ck.unused(join(p, "default_priority"), g.DefaultPriority != "", `with a fixed priority (only with priority = "header:NAME")`)
+	}
+	if g.Rate != nil {
+		g.Rate.check(ck, join(p, "rate"), g.Key)
+	}
+	g.Concurrency.check(ck, join(p, "concurrency"))
+	g.Targets.check(ck, join(p, "targets"), g.Concurrency.Law)
+	g.Queue.check(ck, join(p, "queue"))
+	if g.Circuit != nil {
+		g.Circuit.check(ck, join(p, "circuit"))
+	}
+}
+
+func (g *Group) checkName(ck *checker, path string) {
+	if g.Name == "" {
+		ck.errorf(path, "required")
+		return
+	}
+	if len(g.Name) > 64 {
+		ck.errorf(path, "must be at most 64 bytes, got %d", len(g.Name))
+		return
+	}
+	for i := 0; i < len(g.Name); i++ {
+		c := g.Name[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			ck.errorf(path, "may hold letters, digits, '.', '_' and '-' only, got %q", g.Name)
+			return
+		}
+	}
+}
+
+func (m *Match) check(ck *checker, p string) {
+	if m.Path != "" && m.PathPrefix != "" {
+		ck.errorf(join(p, "path_prefix"), "set path or path_prefix, not both")
+	}
+	for _, k := range []struct{ key, v string }{{"path", m.Path}, {"path_prefix", m.PathPrefix}} {
+		switch {
+		case k.v == "":
+		case !strings.HasPrefix(k.v, "/"):
+			ck.errorf(join(p, k.key), "must start with \"/\": request paths always do, so %q never matches", k.v)
+		case strings.ContainsAny(k.v, "?#"):
+			ck.errorf(join(p, k.key), "must not hold a query or fragment, which are not part of the path, got %q", k.v)
+		case strings.ContainsFunc(k.v, func(r rune) bool { return r <= ' ' || r == 0x7f }):
+			ck.errorf(join(p, k.key), "must not hold spaces or control characters, got %q", k.v)
+		}
+	}
+	seen := map[string]bool{}
+	for i, method := range m.Methods {
+		path := index(join(p, "methods"), i)
+		switch {
+		case method == "" || checkHeaderName(method) != nil:
+			ck.errorf(path, "%q is not an HTTP method", method)
+		case seen[strings.ToUpper(method)]:
+			ck.errorf(path, "%q is listed twice", method)
+		}
+		seen[strings.ToUpper(method)] = true
+	}
+	if m.Methods != nil && len(m.Methods) == 0 {
+		ck.errorf(join(p, "methods"), "is empty, so it would match nothing; leave it out to match every method")
+	}
+	if m.Host != "" {
+		checkHost(ck, join(p, "host"), m.Host)
+	}
+	canonical := map[string]string{}
+	for _, name := range slices.Sorted(maps.Keys(m.Headers)) {
+		path := join(join(p, "headers"), name)
+		if err := checkHeaderName(name); err != nil {
+			ck.errorf(path, "%v", err)
+			continue
+		}
+		c := canonicalHeader(name)
+		if other, dup := canonical[c]; dup {
+			a, b := min(name, other), max(name, other)
+			ck.errorf(path, "%q and %q are the same header (names ignore case)", a, b)
+		}
+		canonical[c] = name
+	}
+}
+
+// checkHost accepts a host name, "*." and a host name, or an IP address
+// without brackets.
+func checkHost(ck *checker, path, host string) {
+	if net.ParseIP(host) != nil {
+		return
+	}
+	name := strings.TrimPrefix(host, "*.")
+	if strings.Contains(name, ":") && !strings.HasPrefix(name, "[") {
+		ck.errorf(path, "must not have a port: the port is ignored when matching, got %q", host)
+		return
+	}
+	labels := strings.Split(strings.TrimSuffix(name, "."), ".")
+	for _, l := range labels {
+		ok := l != "" && len(l) <= 63
+		for i := 0; ok && i < len(l); i++ {
+			c := l[i]
+			ok = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_'
+		}
+		if !ok {
+			ck.errorf(path, `must be a host name, "*.domain" or an IP address (without brackets), got %q`, host)
+			return
+		}
+	}
+}
+
+func (r *Rate) check(ck *checker, p string, key KeySource) {
+	algOK := oneOf(ck, join(p, "algorithm"), r.Algorithm,
+		AlgorithmFixedWindow, AlgorithmSlidingLog, AlgorithmSlidingWindow, AlgorithmSlidingBuckets,
+		AlgorithmTokenBucket, AlgorithmLeakyBucket, AlgorithmLeakyQueue)
+	scopeOK := oneOf(ck, join(p, "scope"), r.Scope, ScopeLocal, ScopeGlobal)
+	costOK := ck.intRange(join(p, "cost"), r.Cost, 1, maxCost)
+	amountOK := r.checkAmount(ck, p)
+	if !algOK {
+		return // which knobs apply depends on the algorithm
+	}
+	alg := fmt.Sprintf("by algorithm %q", r.Algorithm)
+	windowed := false
+	switch r.Algorithm {
+	case AlgorithmFixedWindow, AlgorithmSlidingLog, AlgorithmSlidingWindow, AlgorithmSlidingBuckets:
+		windowed = true
+		if amountOK && r.Rate != 0 && r.Rate != math.Trunc(r.Rate) {
+			ck.errorf(join(p, "rate"), "%s counts whole requests per window and %s per second is not whole: use limit and window", r.Algorithm, formatFloat(r.Rate))
+			amountOK = false
+		}
+		if limit, _ := r.Quota(); amountOK && costOK && limit < r.Cost {
+			at := "limit"
+			if r.Rate != 0 {
+				at = "rate"
+			}
+			ck.errorf(join(p, at), "must be ≥ cost (%d), got %d: no request could ever pass", r.Cost, limit)
+		}
+	}
+	switch r.Algorithm {
+	case AlgorithmTokenBucket, AlgorithmLeakyBucket:
+		if r.Burst == 0 && !amountOK {
+			break // not derived for want of a rate, which is reported
+		}
+		if ck.intRange(join(p, "burst"), r.Burst, 1, maxRate) && costOK && r.Burst < r.Cost {
+			ck.errorf(join(p, "burst"), "must be ≥ cost (%d), got %d", r.Cost, r.Burst)
+		}
+	default:
+		ck.unused(join(p, "burst"), r.Burst != 0, alg)
+	}
+	if r.Algorithm == AlgorithmTokenBucket {
+		ck.duration(join(p, "warmup"), r.Warmup, 0, hour)
+	} else {
+		ck.unused(join(p, "warmup"), r.Warmup != 0, alg)
+	}
+	if r.Algorithm == AlgorithmSlidingBuckets {
+		if ck.intRange(join(p, "buckets"), r.Buckets, 2, 1000) && amountOK {
+			if _, w := r.Quota(); w/time.Duration(r.Buckets) < time.Millisecond {
+				ck.errorf(join(p, "buckets"), "window %s in %d buckets is under 1ms a bucket", Duration(w), r.Buckets)
+			}
+		}
+	} else {
+		ck.unused(join(p, "buckets"), r.Buckets != 0, alg)
+	}
+	if r.Algorithm == AlgorithmLeakyQueue {
+		ck.duration(join(p, "max_wait"), r.MaxWait, ms, min1)
+	} else {
+		ck.unused(join(p, "max_wait"), r.MaxWait != 0, alg)
+	}
+	if key == KeyNone || key == "" {
+		const why = `with key = "none": the group has one quota`
+		ck.unused(join(p, "max_keys"), r.MaxKeys != 0, why)
+		ck.unused(join(p, "key_idle_timeout"), r.KeyIdleTimeout != 0, why)
+	} else {
+		ck.intRange(join(p, "max_keys"), r.MaxKeys, 1, maxKeys)
+		if ck.duration(join(p, "key_idle_timeout"), r.KeyIdleTimeout, sec, maxKeyIdle) && amountOK {
+			if fresh := r.FreshAfter(); r.KeyIdleTimeout < fresh {
+				what := "the time to refill the bucket"
+				if windowed {
+					what = "the window"
+				}
+				ck.errorf(join(p, "key_idle_timeout"), "must be ≥ %s (%s), or forgetting an idle key would reset its quota early, got %s", what, fresh, r.KeyIdleTimeout)
+			}
+		}
+	}
+	if scopeOK && r.Scope == ScopeGlobal {
+		if r.Algorithm == AlgorithmLeakyQueue {
+			ck.errorf(join(p, "scope"), `"global" does not support algorithm "leaky_queue": requests cannot wait in Redis`)
+		}
+		if r.Warmup != 0 {
+			ck.errorf(join(p, "warmup"), `not supported with scope "global"`)
+		}
+	}
+}
+
+// checkAmount checks that the rate is given exactly one way.
+func (r *Rate) checkAmount(ck *checker, p string) bool {
+	hasRate, hasLimit, hasWindow := r.Rate != 0, r.Limit != 0, r.Window != 0
+	switch {
+	case hasRate && (hasLimit || hasWindow):
+		ck.errorf(join(p, "rate"), "set rate, or limit and window, not both")
+		return false
+	case hasRate:
+		return ck.floatRange(join(p, "rate"), r.Rate, minRate, maxRate)
+	case hasLimit && !hasWindow:
+		ck.errorf(join(p, "window"), "required with limit")
+		return false
+	case hasWindow && !hasLimit:
+		ck.errorf(join(p, "limit"), "required with window")
+		return false
+	case hasLimit:
+		ok := ck.intRange(join(p, "limit"), r.Limit, 1, maxRate)
+		return ck.duration(join(p, "window"), r.Window, ms, day) && ok
+	}
+	ck.incompletef(p, "needs rate (per second), or limit and window")
+	return false
+}
+
+func (c *Concurrency) check(ck *checker, p string) {
+	if !oneOf(ck, join(p, "law"), c.Law, LawFixed, LawAIMD, LawGradient, LawVegas, LawTarget) {
+		return
+	}
+	law := fmt.Sprintf("by law %q", c.Law)
+	if c.Law == LawFixed {
+		if c.Limit == 0 {
+			ck.errorf(join(p, "limit"), `required with law "fixed"`)
+		} else {
+			ck.intRange(join(p, "limit"), c.Limit, 1, maxLimit)
+		}
+		ck.unused(join(p, "initial"), c.Initial != 0, law)
+		ck.unused(join(p, "min"), c.Min != 0, law)
+		ck.unused(join(p, "max"), c.Max != 0, law)
+	} else {
+		ck.unused(join(p, "limit"), c.Limit != 0, law+` (only "fixed" has a constant limit; adaptive laws move between min and max)`)
+		minOK := ck.intRange(join(p, "min"), c.Min, 1, maxLimit)
+		maxOK := ck.intRange(join(p, "max"), c.Max, 1, maxLimit)
+		initOK := ck.intRange(join(p, "initial"), c.Initial, 1, maxLimit)
+		if minOK && maxOK && c.Min > c.Max {
+			ck.errorf(join(p, "min"), "must be ≤ max (%d), got %d", c.Max, c.Min)
+		} else if initOK && minOK && c.Initial < c.Min {
+			ck.errorf(join(p, "initial"), "must be ≥ min (%d), got %d", c.Min, c.Initial)
+		} else if initOK && maxOK && c.Initial > c.Max {
+			ck.errorf(join(p, "initial"), "must be ≤ max (%d), got %d", c.Max, c.Initial)
+		}
+	}
+	if c.Law == LawAIMD {
+		ck.floatRange(join(p, "backoff"), c.Backoff, 0.5, 0.99)
+	} else {
+		ck.unused(join(p, "backoff"), c.Backoff != 0, law)
+	}
+	if c.Law == LawGradient {
+		ck.floatRange(join(p, "tolerance"), c.Tolerance, 1, 10)
+	} else {
+		ck.unused(join(p, "tolerance"), c.Tolerance != 0, law)
+	}
+}
+
+func (t *Targets) check(ck *checker, p string, law Law) {
+	ck.optionalDuration(join(p, "latency"), t.Latency, ms, hour)
+	ck.floatRange(join(p, "quantile"), t.Quantile, 0.5, 0.9999)
+	ck.ratio(join(p, "cpu"), t.CPU)
+	ck.ratio(join(p, "memory"), t.Memory)
+	if law == LawTarget && t.Latency == 0 && t.CPU == 0 && t.Memory == 0 {
+		ck.incompletef(p, `law "target" needs at least one of latency, cpu or memory`)
+	}
+}
+
+func (q *Queue) check(ck *checker, p string) {
+	oneOf(ck, join(p, "order"), q.Order, OrderFIFO, OrderLIFO, OrderAdaptive)
+	ck.intRange(join(p, "max"), q.Max, 0, maxQueue)
+	var waitOK bool
+	if q.Max > 0 {
+		waitOK = ck.duration(join(p, "max_wait"), q.MaxWait, ms, hour)
+	} else {
+		waitOK = ck.duration(join(p, "max_wait"), q.MaxWait, 0, hour)
+	}
+	targetOK := ck.duration(join(p, "codel_target"), q.CodelTarget, 0, min1)
+	intervalOK := ck.duration(join(p, "codel_interval"), q.CodelInterval, ms, min1)
+	if q.CodelTarget == 0 || !targetOK {
+		return
+	}
+	if intervalOK && q.CodelTarget >= q.CodelInterval {
+		ck.errorf(join(p, "codel_target"), "must be < codel_interval (%s), got %s", q.CodelInterval, q.CodelTarget)
+	} else if waitOK && q.Max > 0 && q.CodelTarget > q.MaxWait {
+		ck.errorf(join(p, "codel_target"), "must be ≤ max_wait (%s), got %s", q.MaxWait, q.CodelTarget)
+	}
+}
+
+func (c *Circuit) check(ck *checker, p string) {
+	ck.ratio(join(p, "failure_ratio"), c.FailureRatio)
+	ck.intRange(join(p, "min_requests"), c.MinRequests, 1, maxLimit)
+	ck.duration(join(p, "window"), c.Window, ms, hour)
+	ck.intRange(join(p, "consecutive_failures"), c.ConsecutiveFailures, 0, maxLimit)
+	ck.duration(join(p, "open_duration"), c.OpenDuration, ms, hour)
+	ck.intRange(join(p, "half_open_probes"), c.HalfOpenProbes, 1, 1000)
+	if c.FailureRatio == 0 && c.ConsecutiveFailures == 0 {
+		ck.incompletef(p, "never opens: set failure_ratio or consecutive_failures")
+	}
+}
