@@ -1,0 +1,393 @@
+package adaptive
+
+import (
+	"math"
+	"time"
+)
+
+// TargetParams configures Target. Zero fields mean the defaults; at least one of
+// Latency, CPU and Memory must be set.
+type TargetParams struct {
+	Bounds
+	// Latency is the target for Quantile of the upstream latency (e.g. p99 ≤
+	// 200 ms); zero means no latency target.
+	Latency time.Duration
+	// Quantile is the latency figure the target applies to; default P99.
+	Quantile Quantile
+	// CPU and Memory are utilisation targets in (0, 1]; zero means none.
+	CPU    float64
+	Memory float64
+
+	// Headroom is how far below a target the law aims when it raises the limit, as
+	// a fraction of the target, in [0, 0.5); default 0.1. The limit is cut only
+	// above the target itself, so [target × (1 − Headroom), target] is a dead band
+	// where the limit holds. Utilisation targets use half of it.
+	Headroom float64
+	// Tolerance is the queueing allowed, as a fraction of the no-queue latency,
+	// when the latency target cannot be met even without queueing; default 0.1.
+	Tolerance float64
+	// Gain is the fraction of the way to the estimate the limit moves per interval
+	// when it rises, in (0, 1]; default 0.5. Cuts go the whole way.
+	Gain float64
+	// UseRatio is the app-limited guard's threshold; default DefaultUseRatio.
+	UseRatio float64
+
+	// Rate configures the managed token rate; zero value means none.
+	Rate RateParams
+}
+
+// RateParams configures the token rate Target manages beside the limit.
+type RateParams struct {
+	// Initial is the rate in requests per second before the first cut; > 0
+	// enables rate management. Restart from a saved rate by setting it here.
+	Initial float64
+	// Min and Max bound the rate; defaults 1 req/s and unbounded (0).
+	Min, Max float64
+	// Headroom is how far above the admitted throughput the rate is set when a
+	// target is exceeded, in [0, 1); default 0.1.
+	Headroom float64
+}
+
+// Validate reports every problem with the params.
+func (p TargetParams) Validate() error {
+	var pr problems
+	p.Bounds.check(&pr)
+	if p.Latency < 0 {
+		pr.add("latency target %v must be positive", p.Latency)
+	}
+	pr.utilTarget("cpu", p.CPU)
+	pr.utilTarget("memory", p.Memory)
+	if p.Latency == 0 && p.CPU == 0 && p.Memory == 0 {
+		pr.add("target law needs at least one target (latency, cpu or memory)")
+	}
+	if p.Quantile > Mean {
+		pr.add("unknown latency quantile %d", p.Quantile)
+	}
+	pr.ratio("headroom", p.Headroom, 0, 0.5)
+	pr.ratio("tolerance", p.Tolerance, 0, 10)
+	if p.Gain != 0 && !(p.Gain > 0 && p.Gain <= 1) {
+		pr.add("gain %v must be in (0, 1]", p.Gain)
+	}
+	pr.ratio("use ratio", p.UseRatio, 0, 1.0000001)
+	r := p.Rate
+	if r.Initial < 0 || !finite(r.Initial) {
+		pr.add("initial rate %v must be positive", r.Initial)
+	}
+	if r.Min < 0 || !finite(r.Min) {
+		pr.add("min rate %v must be positive", r.Min)
+	}
+	if r.Max < 0 || math.IsNaN(r.Max) {
+		pr.add("max rate %v must be positive", r.Max)
+	}
+	if r.Max > 0 && r.Max < r.Min {
+		pr.add("max rate %v is below min rate %v", r.Max, r.Min)
+	}
+	if r.Initial > 0 && ((r.Min > 0 && r.Initial < r.Min) || (r.Max > 0 && r.Initial > r.Max)) {
+		pr.add("initial rate %v is outside [%v, %v]", r.Initial, r.Min, r.Max)
+	}
+	pr.ratio("rate headroom", r.Headroom, 0, 1)
+	return pr.err()
+}
+
+// Target keeps the service inside every target the operator set (a latency
+// quantile, CPU and memory utilisation) at once, approaching the largest limit
+// that meets all of them. It is sluice's default law.
+//
+// # Model
+//
+// Each interval every configured target proposes a limit and the most restrictive
+// proposal wins. For the latency target the proposal comes from Little's law
+// (L = λW; Little 1961): the mean number in flight is N = X × mean, with X the
+// completion rate. When the backend queues, adding ΔN requests in flight delays
+// every request by ΔN / X, which shifts the quantile p by the same amount, so the
+// in-flight count that puts p at the aim a is
+//
+//	estimate = N + X × (a − p)
+//
+// The law jumps there instead of creeping: a cut goes the whole way (at most
+// halving per interval), a raise goes Gain of the way (at most doubling per
+// interval, a slow start). Below the backend's knee latency does not respond to
+// concurrency and the same formula raises the limit geometrically, bounded by the
+// current throughput, so it cannot overshoot much.
+//
+// The aim is target × (1 − Headroom) and the limit is cut only when p exceeds
+// the target: the band in between is a dead band, which keeps the limit still
+// under steady load.
+//
+// # Latency the limit cannot fix
+//
+// A backend can be slow without queueing (its baseline latency is itself near or
+// above the target). Cutting the limit then only rejects work. The law separates
+// queueing from baseline latency: the queueing delay is the mean latency above
+// the baseline (the lowest interval mean, which rises only while the limit is not
+// in use), and the no-queue quantile is pnq = p − (mean − baseline). The aim
+// becomes max(target × (1 − Headroom), pnq × (1 + Tolerance)): when the target is
+// unreachable, only Tolerance of queueing is allowed (SignalQueueing) and the
+// limit neither collapses nor grows without bound. If a backend becomes slow while
+// the limit is in use, the baseline is stale; the law notices when halving the
+// in-flight count left the mean latency within 10 % (a cut that did not help),
+// adopts the current mean as the baseline and restores the limit it had before
+// the cuts (SignalUnresponsive). Drops are treated alike: a drop ratio above the
+// quantile's budget (1 % for p99) is a violation, unless halving concurrency did
+// not reduce it, in which case the errors are not load and are tolerated.
+//
+// # Resources
+//
+// CPU: utilisation is proportional to throughput, so above the target the law
+// aims the throughput at X × aim / cpu and converts it to a limit with Little's
+// law at the no-queue latency: estimate = X × aim / cpu × min(mean, baseline ×
+// (1 + Tolerance)). Memory: assumed proportional to work held, estimate = limit ×
+// aim / memory. Both aim at target × (1 − Headroom/2) and cut above the target.
+//
+// # Token rate
+//
+// With Rate set, the law also manages a token rate: when a target is exceeded the
+// rate becomes (1 + Rate.Headroom) × the admitted throughput at that moment (for
+// CPU and memory, scaled by aim / utilisation), never higher than it was; while
+// the rate turns requests away and every target has headroom, it grows by the
+// same factor the limit could (at most 25 % per interval).
+//
+// Not safe for concurrent use.
+type Target struct {
+	p     TargetParams
+	limit int
+	rate  float64
+	base  baseline
+	// cut is the episode of consecutive cuts, to tell whether cutting helps.
+	cut struct {
+		active      bool
+		inflight    float64 // N when the episode began
+		mean        float64 // mean latency when it began
+		drops       float64 // drop ratio when it began
+		limit       int     // limit before the first cut
+		latencyCuts bool    // a latency target drove a cut
+		dropCuts    bool    // drops drove a cut
+	}
+	// dropFloor is a drop ratio found not to respond to load; drops up to it are
+	// tolerated.
+	dropFloor float64
+}
+
+// NewTarget returns a Target law starting at p.Initial (and p.Rate.Initial).
+func NewTarget(p TargetParams) (*Target, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	p.Bounds = p.withDefaults()
+	if p.Quantile == QuantileDefault {
+		p.Quantile = P99
+	}
+	p.Headroom = orDefault(p.Headroom, 0.1)
+	p.Tolerance = orDefault(p.Tolerance, 0.1)
+	p.Gain = orDefault(p.Gain, 0.5)
+	p.UseRatio = orDefault(p.UseRatio, DefaultUseRatio)
+	if p.Rate.Initial > 0 {
+		p.Rate.Min = orDefault(p.Rate.Min, 1)
+		if p.Rate.Max == 0 {
+			p.Rate.Max = math.Inf(1)
+		}
+		p.Rate.Headroom = orDefault(p.Rate.Headroom, 0.1)
+	}
+	return &Target{p: p, limit: p.Initial, rate: p.Rate.Initial}, nil
+}
+
+// Limit returns the current limit.
+func (t *Target) Limit() int { return t.limit }
+
+// Rate returns the current token rate in requests per second, 0 when the law
+// manages none.
+func (t *Target) Rate() float64 { return t.rate }
+
+// proposal accumulates the targets' proposals for one interval.
+type proposal struct {
+	violated bool
+	cut      float64 // lowest proposal among violated targets
+	cutWhy   Reason
+	rateCut  float64 // throughput to set the rate to, among violated targets
+	want     float64 // lowest proposal among all targets (growth ceiling)
+	wantWhy  Reason
+	latency  bool // the binding cut came from latency
+	drops    bool // the binding cut came from drops
+}
+
+func (pr *proposal) violate(est, rate float64, why Reason) {
+	pr.violated = true
+	if est < pr.cut {
+		pr.cut, pr.cutWhy = est, why
+		pr.latency = why.Signal == SignalLatency || why.Signal == SignalQueueing
+		pr.drops = why.Signal == SignalDrops
+	}
+	pr.rateCut = math.Min(pr.rateCut, rate)
+}
+
+func (pr *proposal) allow(est float64, why Reason) {
+	if est < pr.want {
+		pr.want, pr.wantWhy = est, why
+	}
+}
+
+// Update applies one interval's sample.
+func (t *Target) Update(s Sample) Decision {
+	old, oldRate := t.limit, t.rate
+	x := s.throughput()
+	mean := seconds(s.Latency.Mean)
+	drops := s.dropRatio()
+	use := inUse(&s, old, t.p.UseRatio)
+	t.base.observe(mean, use, s.interval())
+	n := x * mean // mean in flight, by Little's law
+
+	if why, ok := t.checkCuts(n, mean, drops); ok {
+		next := max(old, t.cut.limit)
+		t.cut.active = false
+		t.limit = next
+		return decide(old, next, oldRate, t.rate, why)
+	}
+
+	pr := proposal{cut: math.Inf(1), rateCut: math.Inf(1), want: math.Inf(1)}
+	t.latency(&pr, &s, x, n, mean)
+	t.drops(&pr, x, n, drops)
+	t.resources(&pr, &s, x, n, mean)
+
+	next, why := old, pr.wantWhy
+	switch {
+	case pr.violated:
+		why = pr.cutWhy
+		next = min(old, round(math.Max(pr.cut, 0.5*float64(old))))
+		if next < old && !t.cut.active {
+			t.cut.active = true
+			t.cut.inflight, t.cut.mean, t.cut.drops, t.cut.limit = n, mean, drops, old
+			t.cut.latencyCuts, t.cut.dropCuts = false, false
+		}
+		if next < old {
+			t.cut.latencyCuts = t.cut.latencyCuts || pr.latency
+			t.cut.dropCuts = t.cut.dropCuts || pr.drops
+		}
+	case math.IsInf(pr.want, 1):
+		why = Reason{Signal: SignalNoData}
+		t.cut.active = false
+	case !use:
+		why = Reason{Signal: SignalAppLimited, Observed: float64(s.MaxInFlight), Bound: float64(old)}
+		t.cut.active = false
+	default:
+		t.cut.active = false
+		if gap := pr.want - float64(old); gap >= 1 {
+			next = old + max(1, round(t.p.Gain*gap))
+			next = min(next, 2*old)
+		}
+	}
+	t.limit = min(max(next, t.p.Min), t.p.Max)
+	t.updateRate(&s, &pr, n)
+	if t.limit == old && t.rate != oldRate && !pr.violated {
+		why = Reason{Signal: SignalRate, Observed: x, Bound: oldRate}
+	}
+	return decide(old, t.limit, oldRate, t.rate, why)
+}
+
+// checkCuts ends a cut episode that halved the in-flight count: if latency (or
+// the drop ratio) did not fall with it, concurrency is not the cause, so the
+// baseline (or the drop floor) adopts the current value. It reports the reason
+// and true when latency cuts proved useless and the limit should be restored.
+func (t *Target) checkCuts(n, mean, drops float64) (Reason, bool) {
+	c := &t.cut
+	if !c.active || n > c.inflight/2 {
+		return Reason{}, false
+	}
+	c.active = false
+	if c.dropCuts && drops > 0 && drops >= 0.9*c.drops {
+		t.dropFloor = drops
+	}
+	if c.latencyCuts && mean > 0 && mean >= 0.9*c.mean {
+		t.base.v = mean
+		return Reason{Signal: SignalUnresponsive, Observed: mean, Bound: c.mean}, true
+	}
+	return Reason{}, false
+}
+
+// latency adds the latency target's proposal.
+func (t *Target) latency(pr *proposal, s *Sample, x, n, mean float64) {
+	target := seconds(t.p.Latency)
+	p := seconds(s.Latency.Quantile(t.p.Quantile))
+	if target == 0 || mean == 0 || p == 0 || x == 0 {
+		return
+	}
+	queueing := math.Max(0, mean-t.base.v)
+	noQueue := math.Max(0, p-queueing)
+	aim := math.Max(target*(1-t.p.Headroom), noQueue*(1+t.p.Tolerance))
+	high, sig := target, SignalLatency
+	if aim > target {
+		high, sig = aim*(1+t.p.Headroom), SignalQueueing
+	}
+	est := n + x*(aim-p)
+	switch {
+	case p > high:
+		pr.violate(est, x, Reason{Signal: sig, Quantile: t.p.Quantile, Observed: p, Bound: high})
+	case p < aim:
+		pr.allow(est, Reason{Signal: SignalLatency, Quantile: t.p.Quantile, Observed: p, Bound: target})
+	default:
+		pr.allow(float64(t.limit), Reason{Signal: sig, Quantile: t.p.Quantile, Observed: p, Bound: high})
+	}
+}
+
+// drops adds the drop ratio's proposal: above the quantile's budget (or the
+// drop floor found not to respond to load) it is a violation.
+func (t *Target) drops(pr *proposal, x, n, drops float64) {
+	if drops < t.dropFloor/2 {
+		t.dropFloor = 0
+	}
+	budget := math.Max(t.p.Quantile.budget(), t.dropFloor*1.25)
+	if drops > budget {
+		pr.violate(n*(1-drops), x*(1-drops), Reason{Signal: SignalDrops, Observed: drops, Bound: budget})
+	}
+}
+
+// resources adds the CPU and memory targets' proposals.
+func (t *Target) resources(pr *proposal, s *Sample, x, n, mean float64) {
+	h := t.p.Headroom / 2
+	if u, ok := s.cpu(); ok && t.p.CPU > 0 {
+		aim := t.p.CPU * (1 - h)
+		why := Reason{Signal: SignalCPU, Observed: u, Bound: t.p.CPU}
+		switch {
+		case u > t.p.CPU:
+			w := mean
+			if t.base.v > 0 {
+				w = math.Min(mean, t.base.v*(1+t.p.Tolerance))
+			}
+			pr.violate(x*aim/u*w, x*aim/u, why)
+		case u < aim:
+			pr.allow(n*aim/math.Max(u, 0.01), why)
+		default:
+			pr.allow(float64(t.limit), why)
+		}
+	}
+	if u, ok := s.memory(); ok && t.p.Memory > 0 {
+		aim := t.p.Memory * (1 - h)
+		lim := float64(t.limit)
+		why := Reason{Signal: SignalMemory, Observed: u, Bound: t.p.Memory}
+		switch {
+		case u > t.p.Memory:
+			pr.violate(lim*aim/u, x*aim/u, why)
+		case u < aim:
+			pr.allow(lim*aim/math.Max(u, 0.01), why)
+		default:
+			pr.allow(lim, why)
+		}
+	}
+}
+
+// updateRate moves the managed token rate (see Target).
+func (t *Target) updateRate(s *Sample, pr *proposal, n float64) {
+	if t.p.Rate.Initial == 0 {
+		return
+	}
+	r := t.rate
+	switch {
+	case pr.violated:
+		if finite(pr.rateCut) && pr.rateCut > 0 {
+			r = math.Min(r, pr.rateCut*(1+t.p.Rate.Headroom))
+		}
+	case s.RateRejected > 0 && finite(pr.want) && n > 0:
+		grow := 1 + t.p.Gain*(pr.want/n-1)
+		r *= math.Min(1.25, math.Max(1, grow))
+	}
+	t.rate = math.Min(math.Max(r, t.p.Rate.Min), t.p.Rate.Max)
+}
