@@ -41,6 +41,9 @@ const (
 	// SignalCPU and SignalMemory: a utilisation (0..1) against its target.
 	SignalCPU
 	SignalMemory
+	// SignalMemoryBudget: the memory a full limit plus a full queue would use,
+	// by the law's memory model, against the memory target.
+	SignalMemoryBudget
 	// SignalDrops: the drop ratio (0..1) against the tolerated ratio.
 	SignalDrops
 	// SignalQueue: Vegas's estimate of requests queued at the backend against its
@@ -73,6 +76,10 @@ type Reason struct {
 	Quantile Quantile // for SignalLatency and SignalQueueing
 	Observed float64
 	Bound    float64
+	// Target is the operator's target when the law compared with a bound
+	// derived from it (Target cuts a little below the latency target); zero
+	// when Bound is the target itself.
+	Target float64
 }
 
 // String formats the reason in a few words; "" for SignalNone.
@@ -86,6 +93,9 @@ func (r Reason) String() string {
 	}
 	switch r.Signal {
 	case SignalLatency:
+		if r.Target != 0 && r.Target != r.Bound {
+			return r.Quantile.String() + " " + dur(r.Observed) + op + dur(r.Bound) + " (target " + dur(r.Target) + ")"
+		}
 		return r.Quantile.String() + " " + dur(r.Observed) + op + "target " + dur(r.Bound)
 	case SignalQueueing:
 		return r.Quantile.String() + " " + dur(r.Observed) + op + dur(r.Bound) +
@@ -97,6 +107,8 @@ func (r Reason) String() string {
 		return "cpu " + pct(r.Observed) + op + "target " + pct(r.Bound)
 	case SignalMemory:
 		return "memory " + pct(r.Observed) + op + "target " + pct(r.Bound)
+	case SignalMemoryBudget:
+		return "memory at full limit and queue " + pct(r.Observed) + op + "target " + pct(r.Bound)
 	case SignalDrops:
 		return "drops " + pct(r.Observed) + op + pct(r.Bound)
 	case SignalQueue:

@@ -46,6 +46,10 @@ type Sample struct {
 	Queued int
 	// QueueLength is the number of waiters at Now.
 	QueueLength int
+	// QueueCapacity is the most waiters the queue holds (its configured
+	// maximum); zero when there is no queue. Target budgets memory for a full
+	// queue with it.
+	QueueCapacity int
 	// QueueWaitMin is the shortest time a request spent waiting among those that
 	// left the queue during the interval (admitted, timed out or evicted); zero when
 	// none left. QueueWait (CoDel) uses it to tell a standing queue from a burst.

@@ -32,16 +32,18 @@ func (p ShedderParams) Validate() error {
 //
 // Each interval, among the levels not shed and with traffic, the lowest may be
 // turned away at the concurrency stage (that is the queue's job); if any level
-// above it has more than Suffer of its arrivals turned away, the lowest is shed
-// (one level per interval). A level is therefore shed only when every lower level
-// already is, and Critical is never shed. After Hold without any admitted level
-// suffering, the highest shed level with traffic is restored (one per Hold).
+// above it has more than Suffer of its arrivals turned away in two consecutive
+// intervals (one unlucky interval is noise), the lowest is shed (one level per
+// interval). A level is therefore shed only when every lower level already is,
+// and Critical is never shed. After Hold without any admitted level suffering,
+// the highest shed level with traffic is restored (one per Hold).
 //
 // Not safe for concurrent use; publish the Floor it returns.
 type PriorityShedder struct {
-	p     ShedderParams
-	floor Priority
-	calm  time.Time // since when no admitted level suffered
+	p        ShedderParams
+	floor    Priority
+	calm     time.Time // since when no admitted level suffered
+	suffered bool      // an admitted level suffered in the last interval
 }
 
 // NewPriorityShedder returns a shedder that sheds nothing yet.
@@ -77,10 +79,12 @@ func (ps *PriorityShedder) Update(s Sample) Floor {
 			suffering = true
 		}
 	}
+	again := suffering && ps.suffered
+	ps.suffered = suffering && !again
 	switch {
 	case suffering:
 		ps.calm = s.Now
-		if lowest >= 0 && lowest < int(Critical) {
+		if again && lowest >= 0 && lowest < int(Critical) {
 			ps.floor = Priority(lowest + 1)
 		}
 	case ps.calm.IsZero():

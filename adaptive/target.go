@@ -19,9 +19,12 @@ type TargetParams struct {
 	Memory float64
 
 	// Headroom is how far below a target the law aims when it raises the limit, as
-	// a fraction of the target, in [0, 0.5); default 0.1. The limit is cut only
-	// above the target itself, so [target × (1 − Headroom), target] is a dead band
-	// where the limit holds. Utilisation targets use half of it.
+	// a fraction of the target, in [0, 0.5); default 0.15. A latency quantile is
+	// cut only above target × (1 − Headroom/3), so between the two is a dead band
+	// where the limit holds; the rest of the target is left for the gate's queue
+	// wait, which the upstream latency the law sees does not include.
+	// Utilisation targets aim at target × (1 − Headroom/2) and are cut above the
+	// target itself.
 	Headroom float64
 	// Tolerance is the queueing allowed, as a fraction of the no-queue latency,
 	// when the latency target cannot be met even without queueing; default 0.1.
@@ -106,13 +109,16 @@ func (p TargetParams) Validate() error {
 //
 // The law jumps there instead of creeping: a cut goes the whole way (at most
 // halving per interval), a raise goes Gain of the way (at most doubling per
-// interval, a slow start). Below the backend's knee latency does not respond to
-// concurrency and the same formula raises the limit geometrically, bounded by the
-// current throughput, so it cannot overshoot much.
+// interval). Below the backend's knee latency does not respond to concurrency:
+// while the mean latency is within Tolerance of its no-load baseline (below),
+// the limit doubles per interval in use (a slow start, SignalSlowStart) until
+// queueing shows.
 //
 // The aim is target × (1 − Headroom) and the limit is cut only when p exceeds
-// the target: the band in between is a dead band, which keeps the limit still
-// under steady load.
+// target × (1 − Headroom/3): the band in between is a dead band, which keeps
+// the limit still under steady load, and the last Headroom/3 of the target is
+// left for the time requests wait in the gate's queue (bounded by QueueWait to
+// what the target leaves), so the end-to-end quantile stays within the target.
 //
 // # Latency the limit cannot fix
 //
@@ -136,8 +142,26 @@ func (p TargetParams) Validate() error {
 // CPU: utilisation is proportional to throughput, so above the target the law
 // aims the throughput at X × aim / cpu and converts it to a limit with Little's
 // law at the no-queue latency: estimate = X × aim / cpu × min(mean, baseline ×
-// (1 + Tolerance)). Memory: assumed proportional to work held, estimate = limit ×
-// aim / memory. Both aim at target × (1 − Headroom/2) and cut above the target.
+// (1 + Tolerance)).
+//
+// Memory must never exceed its target, and the gate's queue holds memory too,
+// so the law budgets the worst case. It learns memory ≈ base + perRequest ×
+// (in flight + waiting) by least squares with forgetting and keeps base +
+// perRequest × (limit + Sample.QueueCapacity) at or below the aim: a full queue
+// on top of a full limit still fits (SignalMemoryBudget). Until the fit is
+// usable, or if memory does not rise with held work, it falls back to
+// proportional control on the observed utilisation: estimate = limit × aim /
+// memory. CPU and memory aim at target × (1 − Headroom/2) and cut above the
+// target.
+//
+// # Pacing
+//
+// A cut takes effect only once the requests admitted under the old limit have
+// drained, so while the peak in flight of the interval still exceeded the limit
+// the law just cut to, it does not cut again on their latency. A mild excess (at
+// most 25 % over the bound) must persist for two intervals before it cuts, so
+// the noise of a quantile measured over one interval does not saw the limit; a
+// larger excess cuts at once, and the whole way; a mild one goes Gain of the way.
 //
 // # Token rate
 //
@@ -166,6 +190,10 @@ type Target struct {
 	// dropFloor is a drop ratio found not to respond to load; drops up to it are
 	// tolerated.
 	dropFloor float64
+	// cutLast: the last decision cut the limit; mild: the last interval had a
+	// mild violation that was not acted on.
+	cutLast, mild bool
+	mem           memModel
 }
 
 // NewTarget returns a Target law starting at p.Initial (and p.Rate.Initial).
@@ -177,7 +205,7 @@ func NewTarget(p TargetParams) (*Target, error) {
 	if p.Quantile == QuantileDefault {
 		p.Quantile = P99
 	}
-	p.Headroom = orDefault(p.Headroom, 0.1)
+	p.Headroom = orDefault(p.Headroom, 0.15)
 	p.Tolerance = orDefault(p.Tolerance, 0.1)
 	p.Gain = orDefault(p.Gain, 0.5)
 	p.UseRatio = orDefault(p.UseRatio, DefaultUseRatio)
@@ -201,6 +229,8 @@ func (t *Target) Rate() float64 { return t.rate }
 // proposal accumulates the targets' proposals for one interval.
 type proposal struct {
 	violated bool
+	severe   bool // some violation exceeds its bound by more than 25 %
+	fast     bool // the growth ceiling is a slow start (no gain applied)
 	cut      float64 // lowest proposal among violated targets
 	cutWhy   Reason
 	rateCut  float64 // throughput to set the rate to, among violated targets
@@ -210,8 +240,12 @@ type proposal struct {
 	drops    bool // the binding cut came from drops
 }
 
+// severeExcess is how far over its bound a signal must be to cut at once.
+const severeExcess = 1.25
+
 func (pr *proposal) violate(est, rate float64, why Reason) {
 	pr.violated = true
+	pr.severe = pr.severe || why.Observed > severeExcess*why.Bound
 	if est < pr.cut {
 		pr.cut, pr.cutWhy = est, why
 		pr.latency = why.Signal == SignalLatency || why.Signal == SignalQueueing
@@ -223,6 +257,15 @@ func (pr *proposal) violate(est, rate float64, why Reason) {
 func (pr *proposal) allow(est float64, why Reason) {
 	if est < pr.want {
 		pr.want, pr.wantWhy = est, why
+		pr.fast = false
+	}
+}
+
+// allowFast is allow for a slow-start proposal, applied without the gain.
+func (pr *proposal) allowFast(est float64, why Reason) {
+	if est < pr.want {
+		pr.want, pr.wantWhy = est, why
+		pr.fast = true
 	}
 }
 
@@ -250,9 +293,19 @@ func (t *Target) Update(s Sample) Decision {
 
 	next, why := old, pr.wantWhy
 	switch {
+	case pr.violated && t.cutLast && s.MaxInFlight > old:
+		// The last cut has not drained yet: this latency is the old limit's.
+		why = pr.cutWhy
+	case pr.violated && !pr.severe && !t.mild:
+		t.mild = true
+		why = pr.cutWhy
 	case pr.violated:
 		why = pr.cutWhy
-		next = min(old, round(math.Max(pr.cut, 0.5*float64(old))))
+		cut := math.Max(pr.cut, 0.5*float64(old))
+		if !pr.severe {
+			cut = float64(old) - t.p.Gain*(float64(old)-cut)
+		}
+		next = min(old, round(cut))
 		if next < old && !t.cut.active {
 			t.cut.active = true
 			t.cut.inflight, t.cut.mean, t.cut.drops, t.cut.limit = n, mean, drops, old
@@ -271,11 +324,22 @@ func (t *Target) Update(s Sample) Decision {
 	default:
 		t.cut.active = false
 		if gap := pr.want - float64(old); gap >= 1 {
-			next = old + max(1, round(t.p.Gain*gap))
+			g := t.p.Gain
+			if pr.fast {
+				g = 1
+			}
+			next = old + max(1, round(g*gap))
 			next = min(next, 2*old)
 		}
 	}
+	if !pr.violated {
+		t.mild = false
+	}
 	t.limit = min(max(next, t.p.Min), t.p.Max)
+	t.cutLast = t.limit < old
+	if t.cutLast {
+		t.mild = false
+	}
 	t.updateRate(&s, &pr, n)
 	if t.limit == old && t.rate != oldRate && !pr.violated {
 		why = Reason{Signal: SignalRate, Observed: x, Bound: oldRate}
@@ -312,19 +376,28 @@ func (t *Target) latency(pr *proposal, s *Sample, x, n, mean float64) {
 	}
 	queueing := math.Max(0, mean-t.base.v)
 	noQueue := math.Max(0, p-queueing)
-	aim := math.Max(target*(1-t.p.Headroom), noQueue*(1+t.p.Tolerance))
-	high, sig := target, SignalLatency
-	if aim > target {
-		high, sig = aim*(1+t.p.Headroom), SignalQueueing
+	h := t.p.Headroom
+	aim := math.Max(target*(1-h), noQueue*(1+t.p.Tolerance))
+	high, sig := target*(1-h/3), SignalLatency
+	if aim > high {
+		high, sig = aim*(1+h/3), SignalQueueing
 	}
 	est := n + x*(aim-p)
+	why := Reason{Signal: sig, Quantile: t.p.Quantile, Observed: p, Bound: high, Target: target}
 	switch {
 	case p > high:
-		pr.violate(est, x, Reason{Signal: sig, Quantile: t.p.Quantile, Observed: p, Bound: high})
+		pr.violate(est, x, why)
+	case p < aim && queueing <= t.p.Tolerance*t.base.v:
+		// No queueing to speak of: latency does not depend on concurrency here,
+		// so the limit may double (a slow start) up to the knee.
+		why.Signal, why.Bound = SignalSlowStart, t.p.Tolerance*t.base.v
+		why.Observed, why.Target = queueing, 0
+		pr.allowFast(math.Max(est, 2*float64(t.limit)), why)
 	case p < aim:
-		pr.allow(est, Reason{Signal: SignalLatency, Quantile: t.p.Quantile, Observed: p, Bound: target})
+		why.Signal, why.Bound = SignalLatency, aim
+		pr.allow(est, why)
 	default:
-		pr.allow(float64(t.limit), Reason{Signal: sig, Quantile: t.p.Quantile, Observed: p, Bound: high})
+		pr.allow(float64(t.limit), why)
 	}
 }
 
@@ -360,11 +433,29 @@ func (t *Target) resources(pr *proposal, s *Sample, x, n, mean float64) {
 		}
 	}
 	if u, ok := s.memory(); ok && t.p.Memory > 0 {
+		held := float64(max(0, s.InFlight) + max(0, s.QueueLength))
+		t.mem.add(held, u)
 		aim := t.p.Memory * (1 - h)
 		lim := float64(t.limit)
+		if slots, proj, ok := t.mem.budget(aim, u, held, t.limit, max(0, s.QueueCapacity)); ok {
+			why := Reason{Signal: SignalMemoryBudget, Observed: proj, Bound: t.p.Memory}
+			switch {
+			case u > t.p.Memory:
+				pr.severe = true // memory over its target must not wait for a second look
+				pr.violate(math.Min(slots, lim*aim/u), x*aim/u, Reason{Signal: SignalMemory, Observed: u, Bound: t.p.Memory})
+			case proj > t.p.Memory:
+				pr.violate(slots, x*aim/proj, why)
+			case proj < aim:
+				pr.allow(slots, why)
+			default:
+				pr.allow(lim, why)
+			}
+			return
+		}
 		why := Reason{Signal: SignalMemory, Observed: u, Bound: t.p.Memory}
 		switch {
 		case u > t.p.Memory:
+			pr.severe = true
 			pr.violate(lim*aim/u, x*aim/u, why)
 		case u < aim:
 			pr.allow(lim*aim/math.Max(u, 0.01), why)

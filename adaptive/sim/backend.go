@@ -28,7 +28,6 @@ func (e *engine) backendEnter(id int32) {
 	r.state = stBackendQueued
 	b.queue.pushBack(ref{id, r.gen})
 	b.queued++
-	e.watchDeadline(id)
 }
 
 // start puts request id on a worker.
@@ -38,20 +37,7 @@ func (e *engine) start(id int32) {
 	r.state = stServing
 	svc := s.Dist.draw(e.rngSvc) * e.b.slow * (1 + s.Contention*float64(e.b.busy)/float64(s.Workers))
 	e.busyAdd(+1)
-	done := e.now + int64(svc)
-	e.ev.push(done, evDone, id, r.gen)
-	if done > r.deadline {
-		e.watchDeadline(id)
-	}
-}
-
-// watchDeadline schedules request id's client deadline once.
-func (e *engine) watchDeadline(id int32) {
-	r := &e.reqs[id]
-	if !r.watched && !r.gone {
-		r.watched = true
-		e.ev.push(r.deadline, evDeadline, id, r.gen)
-	}
+	e.ev.push(e.now+int64(svc), evDone, id, r.gen)
 }
 
 func (e *engine) busyAdd(d int) {

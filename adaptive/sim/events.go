@@ -4,12 +4,10 @@ package sim
 type eventKind uint8
 
 const (
-	evArrival      eventKind = iota // the open-loop process's next arrival
-	evRetry                         // a client's retry of request id arrives
+	evRetry        eventKind = iota // a client's retry of request id arrives
 	evQueueTimeout                  // request id's wait in the gate queue ran out
 	evDone                          // the backend finished request id
-	evDeadline                      // request id's client deadline passed while in the backend
-	evTick                          // the control interval ended
+	evDeadline                      // request id's client deadline passed (from the deadline FIFO)
 	evSlowdown                      // the backend's speed changes (scenario step id)
 )
 
@@ -76,4 +74,30 @@ func (h *eventHeap) pop() event {
 		i = m
 	}
 	return top
+}
+
+// eventFIFO holds events that are scheduled in time order (every client deadline
+// is its attempt's arrival plus the same timeout), so a ring buffer replaces the
+// heap for them: O(1) per event, and the heap stays small.
+type eventFIFO struct {
+	ev   []event
+	head int
+}
+
+func (f *eventFIFO) len() int { return len(f.ev) - f.head }
+
+func (f *eventFIFO) push(e event) {
+	if f.head > 1024 && f.head*2 > len(f.ev) {
+		n := copy(f.ev, f.ev[f.head:])
+		f.ev, f.head = f.ev[:n], 0
+	}
+	f.ev = append(f.ev, e)
+}
+
+func (f *eventFIFO) peek() *event { return &f.ev[f.head] }
+
+func (f *eventFIFO) pop() event {
+	e := f.ev[f.head]
+	f.head++
+	return e
 }

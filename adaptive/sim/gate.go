@@ -22,7 +22,8 @@ import (
 //  5. else the bounded wait queue: if full, the lowest-priority newest waiter is
 //     evicted (RejectQueueFull) when it is of strictly lower priority than the
 //     newcomer, else the newcomer is refused (RejectQueueFull); each waiter waits
-//     at most min(QueueBound.Wait, time left to its deadline) → RejectQueueTimeout;
+//     at most min(QueueBound.For(priority), time left to its deadline) →
+//     RejectQueueTimeout;
 //     with no queue configured → RejectConcurrency.
 //
 // When a slot frees or the limit rises, waiters are served highest priority
@@ -38,7 +39,8 @@ type gateState struct {
 	levels   [adaptive.NumPriorities]deque
 	live     [adaptive.NumPriorities]int
 	lifo     bool
-	wait     int64 // bound for new waiters, ns
+	wait     int64 // bound for new waiters below Critical, ns
+	burst    int64 // bound for new Critical waiters, ns
 	floor    adaptive.Floor
 
 	fair   bool
@@ -135,7 +137,11 @@ func (e *engine) enqueue(id int32) {
 		e.reject(victim, adaptive.RejectQueueFull)
 		r = &e.reqs[id] // reject may have grown the request slice
 	}
-	wait := min(g.wait, r.deadline-e.now)
+	wait := g.wait
+	if r.prio >= adaptive.Critical {
+		wait = g.burst
+	}
+	wait = min(wait, r.deadline-e.now)
 	if wait <= 0 {
 		e.reject(id, adaptive.RejectQueueTimeout)
 		return

@@ -7,6 +7,8 @@ import (
 	"github.com/sluicehq/sluice/adaptive"
 )
 
+var debugReject func(*engine, *request, adaptive.Rejection)
+
 // epoch is virtual time zero, as wall-clock time handed to the policy pieces.
 var epoch = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 
@@ -32,7 +34,6 @@ type request struct {
 	tenant   uint8
 	attempt  uint8
 	gone     bool // its client gave up while the backend holds it
-	watched  bool // a deadline event is scheduled
 	first    int64
 	arrive   int64
 	admit    int64
@@ -62,9 +63,10 @@ type engine struct {
 	sh  *adaptive.PriorityShedder
 	gd  *adaptive.ResourceGuard
 
-	now int64
-	end int64
-	ev  eventHeap
+	now       int64
+	end       int64
+	ev        eventHeap
+	deadlines eventFIFO // client deadlines, in time order
 
 	reqs []request
 	free []int32
@@ -103,7 +105,8 @@ func Run(sc Scenario, law adaptive.Law) (*Report, error) {
 
 func newEngine(sc *Scenario, law adaptive.Law) (*engine, error) {
 	qw, err := adaptive.NewQueueWait(adaptive.QueueWaitParams{
-		Target: sc.Gate.QueueTarget, Interval: sc.Gate.QueueInterval, Order: sc.Gate.Order})
+		Target: sc.Gate.QueueTarget, Interval: sc.Gate.QueueInterval, Order: sc.Gate.Order,
+		Latency: sc.Targets.Latency, Quantile: sc.Targets.Quantile})
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +146,7 @@ func newEngine(sc *Scenario, law adaptive.Law) (*engine, error) {
 	e.g = gateState{limit: law.Limit(), maxQueue: max(sc.Gate.Queue, 0), fair: sc.Gate.Fair,
 		held: make([]int, len(sc.Tenants)), use: make([]int, len(sc.Tenants))}
 	qb := qw.Bound()
-	e.g.wait, e.g.lifo = int64(qb.Wait), qb.LIFO
+	e.g.wait, e.g.burst, e.g.lifo = int64(qb.Wait), int64(qb.Burst), qb.LIFO
 	if sc.Gate.Rate > 0 {
 		e.g.rateOn = true
 		e.g.bucket = tokenBucket{burstSeconds: sc.Gate.Burst / sc.Gate.Rate}
@@ -156,39 +159,61 @@ func newEngine(sc *Scenario, law adaptive.Law) (*engine, error) {
 	return e, nil
 }
 
+// noEvent is a time after every event.
+const noEvent = int64(1<<63 - 1)
+
 func (e *engine) run() {
+	nextArrival := noEvent
 	if t, ok := e.arr.next(0); ok {
-		e.ev.push(int64(t), evArrival, 0, 0)
+		nextArrival = int64(t)
 	}
-	e.ev.push(int64(e.sc.Interval), evTick, 0, 0)
+	nextTick := int64(e.sc.Interval)
 	for i, s := range e.sc.Slowdowns {
 		e.ev.push(int64(s.At), evSlowdown, int32(i), 0)
 	}
-	for e.ev.len() > 0 {
-		ev := e.ev.pop()
-		if ev.at > e.end {
+	for {
+		// The next event is the earliest of the open-loop arrival, the control
+		// tick, the oldest client deadline and the heap's top. Arrivals, ticks
+		// and deadlines come in time order, so they stay out of the heap.
+		at, src := nextArrival, 0
+		if nextTick < at {
+			at, src = nextTick, 1
+		}
+		if e.deadlines.len() > 0 && e.deadlines.peek().at < at {
+			at, src = e.deadlines.peek().at, 2
+		}
+		if e.ev.len() > 0 && e.ev.ev[0].at < at {
+			at, src = e.ev.ev[0].at, 3
+		}
+		if at > e.end {
 			break
 		}
-		e.now = ev.at
-		switch ev.kind {
-		case evArrival:
+		e.now = at
+		switch src {
+		case 0:
 			e.newRequest()
+			nextArrival = noEvent
 			if t, ok := e.arr.next(time.Duration(e.now)); ok {
-				e.ev.push(int64(t), evArrival, 0, 0)
+				nextArrival = int64(t)
 			}
-		case evRetry:
-			e.attempt(ev.id)
-		case evQueueTimeout:
-			e.queueTimeout(ev.id, ev.gen)
-		case evDone:
-			e.done(ev.id, ev.gen)
-		case evDeadline:
-			e.deadline(ev.id, ev.gen)
-		case evTick:
+		case 1:
 			e.tick()
-			e.ev.push(e.now+int64(e.sc.Interval), evTick, 0, 0)
-		case evSlowdown:
-			e.b.slow = e.sc.Slowdowns[ev.id].Factor
+			nextTick += int64(e.sc.Interval)
+		case 2:
+			ev := e.deadlines.pop()
+			e.deadline(ev.id, ev.gen)
+		case 3:
+			ev := e.ev.pop()
+			switch ev.kind {
+			case evRetry:
+				e.attempt(ev.id)
+			case evQueueTimeout:
+				e.queueTimeout(ev.id, ev.gen)
+			case evDone:
+				e.done(ev.id, ev.gen)
+			case evSlowdown:
+				e.b.slow = e.sc.Slowdowns[ev.id].Factor
+			}
 		}
 		e.rec.observeMemory(e)
 	}
@@ -243,7 +268,8 @@ func (e *engine) attempt(id int32) {
 	r.state = stPending
 	r.arrive = e.now
 	r.deadline = e.now + int64(e.sc.Clients.Timeout)
-	r.gone, r.watched = false, false
+	r.gone = false
+	e.deadlines.push(event{at: r.deadline, id: id, gen: r.gen, kind: evDeadline})
 	e.iv.attempts++
 	e.rec.attempt(e.now)
 	e.enter(id)
@@ -262,6 +288,9 @@ func (e *engine) reject(id int32, why adaptive.Rejection) {
 		e.iv.byPrio[r.prio].Rejected++
 	}
 	e.iv.rejects++
+	if debugReject != nil {
+		debugReject(e, r, why)
+	}
 	e.rec.reject(e.now, why)
 	e.retryOrFail(id, true)
 	e.freeReq(id)
@@ -333,19 +362,20 @@ func (e *engine) tick() {
 		}
 	}
 	s := adaptive.Sample{
-		Now:          epoch.Add(time.Duration(e.now)),
-		Interval:     e.sc.Interval,
-		Limit:        e.g.limit,
-		InFlight:     e.g.inflight,
-		MaxInFlight:  iv.maxInflight,
-		Successes:    iv.successes,
-		Drops:        iv.drops,
-		Rejected:     iv.rejected,
-		RateRejected: iv.rateRejected,
-		Shed:         iv.shed,
-		Queued:       iv.queued,
-		QueueLength:  e.g.waiting,
-		QueueDrained: iv.drained || e.g.waiting == 0,
+		Now:           epoch.Add(time.Duration(e.now)),
+		Interval:      e.sc.Interval,
+		Limit:         e.g.limit,
+		InFlight:      e.g.inflight,
+		MaxInFlight:   iv.maxInflight,
+		Successes:     iv.successes,
+		Drops:         iv.drops,
+		Rejected:      iv.rejected,
+		RateRejected:  iv.rateRejected,
+		Shed:          iv.shed,
+		Queued:        iv.queued,
+		QueueLength:   e.g.waiting,
+		QueueCapacity: e.g.maxQueue,
+		QueueDrained:  iv.drained || e.g.waiting == 0,
 		Latency: adaptive.Latency{
 			Min:  time.Duration(iv.lat.min),
 			Mean: iv.lat.mean(),
@@ -373,7 +403,7 @@ func (e *engine) tick() {
 		e.g.bucket.setRate(e.now, d.Rate)
 	}
 	qb := e.qw.Update(s)
-	e.g.wait, e.g.lifo = int64(qb.Wait), qb.LIFO
+	e.g.wait, e.g.burst, e.g.lifo = int64(qb.Wait), int64(qb.Burst), qb.LIFO
 	floor := e.gd.Update(s)
 	if e.sh != nil {
 		floor = floor.Max(e.sh.Update(s))
