@@ -49,9 +49,13 @@ const (
 	// SignalQueue: Vegas's estimate of requests queued at the backend against its
 	// alpha or beta threshold.
 	SignalQueue
-	// SignalSlowStart: the limit doubles while no queueing is seen. Observed is the
-	// queue estimate, Bound the threshold that ends slow start.
+	// SignalSlowStart: Vegas doubles the limit while no queueing is seen.
+	// Observed is the queue estimate, Bound the threshold that ends slow start.
 	SignalSlowStart
+	// SignalNoQueueing: Target doubles the limit while the mean latency stays
+	// within Tolerance of its no-load baseline. Observed is the mean latency,
+	// Bound the baseline plus Tolerance, in seconds.
+	SignalNoQueueing
 	// SignalGradient: Gradient's long/short latency ratio (Observed) against 1.
 	SignalGradient
 	// SignalInUse: the limit is in use and healthy, so it grows. Observed is the
@@ -63,7 +67,8 @@ const (
 	// SignalRate: the managed token rate is in use and the targets have headroom,
 	// so the rate grows. Observed is the throughput, Bound the rate, in req/s.
 	SignalRate
-	// SignalNoData: nothing completed in the interval; the law held.
+	// SignalNoData: the sample gave the law nothing to act on (no completions,
+	// or no figure for any of its targets); it held.
 	SignalNoData
 )
 
@@ -115,6 +120,8 @@ func (r Reason) String() string {
 		return "queue " + num(r.Observed) + op + num(r.Bound)
 	case SignalSlowStart:
 		return "slow start, queue " + num(r.Observed) + op + num(r.Bound)
+	case SignalNoQueueing:
+		return "no queueing, mean " + dur(r.Observed) + op + dur(r.Bound) + ": slow start"
 	case SignalGradient:
 		return "gradient " + num(r.Observed) + op + num(r.Bound)
 	case SignalInUse:
@@ -124,7 +131,7 @@ func (r Reason) String() string {
 	case SignalRate:
 		return "rate in use, " + num(r.Observed) + "/s of " + num(r.Bound) + "/s"
 	case SignalNoData:
-		return "no completions"
+		return "no data"
 	}
 	return ""
 }

@@ -111,7 +111,7 @@ func (p TargetParams) Validate() error {
 // halving per interval), a raise goes Gain of the way (at most doubling per
 // interval). Below the backend's knee latency does not respond to concurrency:
 // while the mean latency is within Tolerance of its no-load baseline (below),
-// the limit doubles per interval in use (a slow start, SignalSlowStart) until
+// the limit doubles per interval in use (a slow start, SignalNoQueueing) until
 // queueing shows.
 //
 // The aim is target × (1 − Headroom) and the limit is cut only when p exceeds
@@ -167,7 +167,8 @@ func (p TargetParams) Validate() error {
 //
 // With Rate set, the law also manages a token rate: when a target is exceeded the
 // rate becomes (1 + Rate.Headroom) × the admitted throughput at that moment (for
-// CPU and memory, scaled by aim / utilisation), never higher than it was; while
+// CPU and memory, scaled by aim / utilisation), never higher than it was, when
+// the law acts on the excess (it is paced as cuts of the limit are); while
 // the rate turns requests away and every target has headroom, it grows by the
 // same factor the limit could (at most 25 % per interval).
 //
@@ -229,8 +230,8 @@ func (t *Target) Rate() float64 { return t.rate }
 // proposal accumulates the targets' proposals for one interval.
 type proposal struct {
 	violated bool
-	severe   bool // some violation exceeds its bound by more than 25 %
-	fast     bool // the growth ceiling is a slow start (no gain applied)
+	severe   bool    // some violation exceeds its bound by more than 25 %
+	fast     bool    // the growth ceiling is a slow start (no gain applied)
 	cut      float64 // lowest proposal among violated targets
 	cutWhy   Reason
 	rateCut  float64 // throughput to set the rate to, among violated targets
@@ -292,6 +293,7 @@ func (t *Target) Update(s Sample) Decision {
 	t.resources(&pr, &s, x, n, mean)
 
 	next, why := old, pr.wantWhy
+	acted := false // a violation was acted on (not paced)
 	switch {
 	case pr.violated && t.cutLast && s.MaxInFlight > old:
 		// The last cut has not drained yet: this latency is the old limit's.
@@ -300,6 +302,7 @@ func (t *Target) Update(s Sample) Decision {
 		t.mild = true
 		why = pr.cutWhy
 	case pr.violated:
+		acted = true
 		why = pr.cutWhy
 		cut := math.Max(pr.cut, 0.5*float64(old))
 		if !pr.severe {
@@ -340,7 +343,7 @@ func (t *Target) Update(s Sample) Decision {
 	if t.cutLast {
 		t.mild = false
 	}
-	t.updateRate(&s, &pr, n)
+	t.updateRate(&s, &pr, n, acted)
 	if t.limit == old && t.rate != oldRate && !pr.violated {
 		why = Reason{Signal: SignalRate, Observed: x, Bound: oldRate}
 	}
@@ -390,8 +393,7 @@ func (t *Target) latency(pr *proposal, s *Sample, x, n, mean float64) {
 	case p < aim && queueing <= t.p.Tolerance*t.base.v:
 		// No queueing to speak of: latency does not depend on concurrency here,
 		// so the limit may double (a slow start) up to the knee.
-		why.Signal, why.Bound = SignalSlowStart, t.p.Tolerance*t.base.v
-		why.Observed, why.Target = queueing, 0
+		why = Reason{Signal: SignalNoQueueing, Observed: mean, Bound: t.base.v * (1 + t.p.Tolerance)}
 		pr.allowFast(math.Max(est, 2*float64(t.limit)), why)
 	case p < aim:
 		why.Signal, why.Bound = SignalLatency, aim
@@ -466,14 +468,14 @@ func (t *Target) resources(pr *proposal, s *Sample, x, n, mean float64) {
 }
 
 // updateRate moves the managed token rate (see Target).
-func (t *Target) updateRate(s *Sample, pr *proposal, n float64) {
+func (t *Target) updateRate(s *Sample, pr *proposal, n float64, acted bool) {
 	if t.p.Rate.Initial == 0 {
 		return
 	}
 	r := t.rate
 	switch {
 	case pr.violated:
-		if finite(pr.rateCut) && pr.rateCut > 0 {
+		if acted && finite(pr.rateCut) && pr.rateCut > 0 {
 			r = math.Min(r, pr.rateCut*(1+t.p.Rate.Headroom))
 		}
 	case s.RateRejected > 0 && finite(pr.want) && n > 0:

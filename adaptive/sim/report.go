@@ -32,7 +32,7 @@ type PhaseReport struct {
 	Throughput float64 // successful attempts per second
 	Goodput    float64 // successful attempts within the SLO per second
 	RejectRate float64 // rejected attempts / attempts
-	DropRate   float64 // dropped attempts / admitted attempts
+	DropRate   float64 // dropped attempts / completed (succeeded or dropped) attempts
 
 	P50, P99, P999 time.Duration
 
@@ -127,6 +127,50 @@ func (r *Report) LimitAt(t time.Duration) int {
 		l = p.Limit
 	}
 	return l
+}
+
+// Window sums up the control intervals ending in (from, to].
+type Window struct {
+	Goodput float64 // successes within the SLO per second
+	// LateRatio is the share of completions that missed the SLO or were
+	// dropped; at most 0.01 means the window's p99 is within the SLO.
+	LateRatio                    float64
+	LimitMean, LimitCV           float64
+	LimitMin, LimitMax           int
+	Rejects, Attempts, Intervals int
+}
+
+// Window returns the figures of the intervals ending in (from, to].
+func (r *Report) Window(from, to time.Duration) Window {
+	w := Window{LimitMin: math.MaxInt, LimitMax: math.MinInt}
+	var good, late int
+	var sum, sq float64
+	for _, p := range r.Series {
+		if p.T <= from || p.T > to {
+			continue
+		}
+		w.Intervals++
+		good += p.Good
+		late += p.Late
+		w.Rejects += p.Rejects
+		w.Attempts += p.Attempts
+		sum += float64(p.Limit)
+		sq += float64(p.Limit) * float64(p.Limit)
+		w.LimitMin, w.LimitMax = min(w.LimitMin, p.Limit), max(w.LimitMax, p.Limit)
+	}
+	if w.Intervals == 0 {
+		return Window{}
+	}
+	n := float64(w.Intervals)
+	w.Goodput = float64(good) / (n * r.Interval.Seconds())
+	if good+late > 0 {
+		w.LateRatio = float64(late) / float64(good+late)
+	}
+	w.LimitMean = sum / n
+	if w.LimitMean > 0 {
+		w.LimitCV = math.Sqrt(math.Max(0, sq/n-w.LimitMean*w.LimitMean)) / w.LimitMean
+	}
+	return w
 }
 
 // String formats the report as a small table per phase.
@@ -287,8 +331,8 @@ func (a *phaseAcc) summarise(r *Report) PhaseReport {
 	if a.attempts > 0 {
 		p.RejectRate = float64(rejected) / float64(a.attempts)
 	}
-	if a.admitted > 0 {
-		p.DropRate = float64(a.drops) / float64(a.admitted)
+	if n := a.drops + a.successes; n > 0 {
+		p.DropRate = float64(a.drops) / float64(n)
 	}
 	var pts []Point
 	for _, pt := range r.Series {

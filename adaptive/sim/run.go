@@ -7,8 +7,6 @@ import (
 	"github.com/sluicehq/sluice/adaptive"
 )
 
-var debugReject func(*engine, *request, adaptive.Rejection)
-
 // epoch is virtual time zero, as wall-clock time handed to the policy pieces.
 var epoch = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 
@@ -84,6 +82,8 @@ type engine struct {
 	minRTTAt int
 
 	rec recorder
+
+	overshoots int // admissions beyond the limit: the gate model's invariant is 0
 }
 
 // Run simulates sc with law in charge of the limit and returns the report. The
@@ -288,9 +288,6 @@ func (e *engine) reject(id int32, why adaptive.Rejection) {
 		e.iv.byPrio[r.prio].Rejected++
 	}
 	e.iv.rejects++
-	if debugReject != nil {
-		debugReject(e, r, why)
-	}
 	e.rec.reject(e.now, why)
 	e.retryOrFail(id, true)
 	e.freeReq(id)
