@@ -23,6 +23,7 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected outputs of testd
 
 type ddCase struct {
 	line     int
+	comment  string // the # lines just before the command, kept by -rewrite
 	cmd      string
 	expected string
 	actual   string
@@ -59,7 +60,7 @@ func runDataDriven(t *testing.T, path string) {
 		var b strings.Builder
 		b.WriteString(header)
 		for _, c := range cases {
-			fmt.Fprintf(&b, "\n%s\n----\n%s\n", c.cmd, c.actual)
+			fmt.Fprintf(&b, "\n%s%s\n----\n%s\n", c.comment, c.cmd, c.actual)
 		}
 		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 			t.Fatal(err)
@@ -76,11 +77,12 @@ func parseDataDriven(t *testing.T, path string) (string, []ddCase) {
 	}
 	defer f.Close()
 	var (
-		header strings.Builder
-		cases  []ddCase
-		cur    *ddCase
-		inOut  bool
-		out    []string
+		header  strings.Builder
+		comment strings.Builder
+		cases   []ddCase
+		cur     *ddCase
+		inOut   bool
+		out     []string
 	)
 	flush := func() {
 		if cur != nil {
@@ -95,12 +97,16 @@ func parseDataDriven(t *testing.T, path string) (string, []ddCase) {
 		n++
 		line := sc.Text()
 		switch {
-		case cur == nil && (strings.HasPrefix(line, "#") || strings.TrimSpace(line) == ""):
-			if len(cases) == 0 && strings.HasPrefix(line, "#") {
-				header.WriteString(line + "\n")
+		case cur == nil && strings.TrimSpace(line) == "":
+			if len(cases) == 0 && header.Len() == 0 && comment.Len() > 0 {
+				header.WriteString(comment.String()) // the file's header ends at its first blank line
+				comment.Reset()
 			}
+		case cur == nil && strings.HasPrefix(line, "#"):
+			comment.WriteString(line + "\n")
 		case cur == nil:
-			cur = &ddCase{line: n, cmd: strings.TrimSpace(line)}
+			cur = &ddCase{line: n, cmd: strings.TrimSpace(line), comment: comment.String()}
+			comment.Reset()
 		case !inOut && line == "----":
 			inOut = true
 		case !inOut:

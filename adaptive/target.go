@@ -158,10 +158,12 @@ func (p TargetParams) Validate() error {
 //
 // A cut takes effect only once the requests admitted under the old limit have
 // drained, so while the peak in flight of the interval still exceeded the limit
-// the law just cut to, it does not cut again on their latency. A mild excess (at
-// most 25 % over the bound) must persist for two intervals before it cuts, so
+// the law just cut to, it does not cut again on their latency. A mild excess
+// must persist for two intervals before it cuts, so
 // the noise of a quantile measured over one interval does not saw the limit; a
-// larger excess cuts at once, and the whole way; a mild one goes Gain of the way.
+// larger excess (50 % over a latency bound, or beyond a quarter of the room left
+// above a utilisation target) cuts at once, and the whole way; a mild one goes
+// Gain of the way.
 //
 // # Token rate
 //
@@ -230,7 +232,7 @@ func (t *Target) Rate() float64 { return t.rate }
 // proposal accumulates the targets' proposals for one interval.
 type proposal struct {
 	violated bool
-	severe   bool    // some violation exceeds its bound by more than 25 %
+	severe   bool    // some violation is severe (see severeExcess)
 	fast     bool    // the growth ceiling is a slow start (no gain applied)
 	cut      float64 // lowest proposal among violated targets
 	cutWhy   Reason
@@ -241,12 +243,22 @@ type proposal struct {
 	drops    bool // the binding cut came from drops
 }
 
-// severeExcess is how far over its bound a signal must be to cut at once.
-const severeExcess = 1.25
+// severeExcess is how far over its bound a latency or drop ratio must be to
+// cut at once: a quantile measured over one interval of a few hundred requests
+// easily reads 25 % high by chance, a real overload (the backend at half speed)
+// reads 70 % high or more.
+const severeExcess = 1.5
 
 func (pr *proposal) violate(est, rate float64, why Reason) {
 	pr.violated = true
-	pr.severe = pr.severe || why.Observed > severeExcess*why.Bound
+	switch why.Signal {
+	case SignalCPU, SignalMemory, SignalMemoryBudget:
+		// A utilisation cannot exceed 1, so severity is measured against the
+		// room left: beyond a quarter of it.
+		pr.severe = pr.severe || why.Observed > why.Bound+(1-why.Bound)/4
+	default:
+		pr.severe = pr.severe || why.Observed > severeExcess*why.Bound
+	}
 	if est < pr.cut {
 		pr.cut, pr.cutWhy = est, why
 		pr.latency = why.Signal == SignalLatency || why.Signal == SignalQueueing

@@ -137,6 +137,7 @@ type Window struct {
 	LateRatio                    float64
 	LimitMean, LimitCV           float64
 	LimitMin, LimitMax           int
+	CPUMean, CPUMax              float64 // per-interval CPU utilisation
 	Rejects, Attempts, Intervals int
 }
 
@@ -156,12 +157,15 @@ func (r *Report) Window(from, to time.Duration) Window {
 		w.Attempts += p.Attempts
 		sum += float64(p.Limit)
 		sq += float64(p.Limit) * float64(p.Limit)
+		w.CPUMean += p.CPU
+		w.CPUMax = math.Max(w.CPUMax, p.CPU)
 		w.LimitMin, w.LimitMax = min(w.LimitMin, p.Limit), max(w.LimitMax, p.Limit)
 	}
 	if w.Intervals == 0 {
 		return Window{}
 	}
 	n := float64(w.Intervals)
+	w.CPUMean /= n
 	w.Goodput = float64(good) / (n * r.Interval.Seconds())
 	if good+late > 0 {
 		w.LateRatio = float64(late) / float64(good+late)
