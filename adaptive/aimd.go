@@ -35,7 +35,7 @@ func (p AIMDParams) Validate() error {
 	if p.Latency < 0 {
 		pr.add("aimd latency bound %v must be positive", p.Latency)
 	}
-	pr.ratio("use ratio", p.UseRatio, 0, 1.0000001)
+	pr.useRatio(p.UseRatio)
 	return pr.err()
 }
 

@@ -42,7 +42,7 @@ func (p GradientParams) Validate() error {
 	if p.MaxInflation != 0 && !(p.MaxInflation >= 1) {
 		pr.add("gradient max inflation %v must be at least 1", p.MaxInflation)
 	}
-	pr.ratio("use ratio", p.UseRatio, 0, 1.0000001)
+	pr.useRatio(p.UseRatio)
 	return pr.err()
 }
 

@@ -105,6 +105,13 @@ func (p *problems) ratio(name string, v, lo, hi float64) {
 	}
 }
 
+// useRatio checks an optional app-limited threshold in (0, 1].
+func (p *problems) useRatio(v float64) {
+	if v != 0 && !(v > 0 && v <= 1) {
+		p.add("use ratio %v must be in (0, 1]", v)
+	}
+}
+
 // utilTarget checks an optional utilisation target in (0, 1].
 func (p *problems) utilTarget(name string, v float64) {
 	if v == 0 {

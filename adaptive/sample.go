@@ -18,7 +18,8 @@ type Sample struct {
 	// Interval is the length of the interval; zero means 250 ms.
 	Interval time.Duration
 
-	// Limit is the concurrency limit in force at the end of the interval.
+	// Limit is the concurrency limit in force at the end of the interval, for
+	// logs and tests; laws go by the limit they decided last (Law.Limit).
 	Limit int
 	// InFlight is the number of admitted requests not yet done at Now.
 	InFlight int

@@ -39,18 +39,6 @@ type TargetParams struct {
 	Rate RateParams
 }
 
-// RateParams configures the token rate Target manages beside the limit.
-type RateParams struct {
-	// Initial is the rate in requests per second before the first cut; > 0
-	// enables rate management. Restart from a saved rate by setting it here.
-	Initial float64
-	// Min and Max bound the rate; defaults 1 req/s and unbounded (0).
-	Min, Max float64
-	// Headroom is how far above the admitted throughput the rate is set when a
-	// target is exceeded, in [0, 1); default 0.1.
-	Headroom float64
-}
-
 // Validate reports every problem with the params.
 func (p TargetParams) Validate() error {
 	var pr problems
@@ -71,7 +59,7 @@ func (p TargetParams) Validate() error {
 	if p.Gain != 0 && !(p.Gain > 0 && p.Gain <= 1) {
 		pr.add("gain %v must be in (0, 1]", p.Gain)
 	}
-	pr.ratio("use ratio", p.UseRatio, 0, 1.0000001)
+	pr.useRatio(p.UseRatio)
 	r := p.Rate
 	if r.Initial < 0 || !finite(r.Initial) {
 		pr.add("initial rate %v must be positive", r.Initial)
@@ -477,22 +465,4 @@ func (t *Target) resources(pr *proposal, s *Sample, x, n, mean float64) {
 			pr.allow(lim, why)
 		}
 	}
-}
-
-// updateRate moves the managed token rate (see Target).
-func (t *Target) updateRate(s *Sample, pr *proposal, n float64, acted bool) {
-	if t.p.Rate.Initial == 0 {
-		return
-	}
-	r := t.rate
-	switch {
-	case pr.violated:
-		if acted && finite(pr.rateCut) && pr.rateCut > 0 {
-			r = math.Min(r, pr.rateCut*(1+t.p.Rate.Headroom))
-		}
-	case s.RateRejected > 0 && finite(pr.want) && n > 0:
-		grow := 1 + t.p.Gain*(pr.want/n-1)
-		r *= math.Min(1.25, math.Max(1, grow))
-	}
-	t.rate = math.Min(math.Max(r, t.p.Rate.Min), t.p.Rate.Max)
 }

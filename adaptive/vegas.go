@@ -25,7 +25,7 @@ func (p VegasParams) Validate() error {
 	if a, b := orDefault(p.Alpha, 3), orDefault(p.Beta, 6); b < a {
 		pr.add("vegas beta %v is below alpha %v", b, a)
 	}
-	pr.ratio("use ratio", p.UseRatio, 0, 1.0000001)
+	pr.useRatio(p.UseRatio)
 	return pr.err()
 }
 
