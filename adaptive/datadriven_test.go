@@ -341,53 +341,29 @@ func (a *kv) str(k, def string) string {
 	return def
 }
 
-func (a *kv) int(k string) int {
+// get parses argument k with parse; a missing key is the zero value.
+func get[T any](a *kv, k string, parse func(string) (T, error)) T {
+	var zero T
 	v, ok := a.m[k]
 	if !ok {
-		return 0
+		return zero
 	}
-	n, err := strconv.Atoi(v)
+	x, err := parse(v)
 	if err != nil && a.err == nil {
 		a.err = fmt.Errorf("%s: %v", k, err)
 	}
-	return n
+	return x
 }
+
+func (a *kv) int(k string) int { return get(a, k, strconv.Atoi) }
 
 func (a *kv) float(k string) float64 {
-	v, ok := a.m[k]
-	if !ok {
-		return 0
-	}
-	x, err := strconv.ParseFloat(v, 64)
-	if err != nil && a.err == nil {
-		a.err = fmt.Errorf("%s: %v", k, err)
-	}
-	return x
+	return get(a, k, func(s string) (float64, error) { return strconv.ParseFloat(s, 64) })
 }
 
-func (a *kv) dur(k string) time.Duration {
-	v, ok := a.m[k]
-	if !ok {
-		return 0
-	}
-	x, err := time.ParseDuration(v)
-	if err != nil && a.err == nil {
-		a.err = fmt.Errorf("%s: %v", k, err)
-	}
-	return x
-}
+func (a *kv) dur(k string) time.Duration { return get(a, k, time.ParseDuration) }
 
-func (a *kv) bool(k string) bool {
-	v, ok := a.m[k]
-	if !ok {
-		return false
-	}
-	x, err := strconv.ParseBool(v)
-	if err != nil && a.err == nil {
-		a.err = fmt.Errorf("%s: %v", k, err)
-	}
-	return x
-}
+func (a *kv) bool(k string) bool { return get(a, k, strconv.ParseBool) }
 
 func parseFloat(s string) float64 {
 	x, err := strconv.ParseFloat(s, 64)

@@ -232,7 +232,6 @@ func (e *engine) admit(id int32) {
 	e.use(r.tenant, +1)
 	e.iv.maxInflight = max(e.iv.maxInflight, g.inflight)
 	r.admit = e.now
-	e.rec.admitted(e.now)
 	e.backendEnter(id)
 }
 

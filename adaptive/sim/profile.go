@@ -97,13 +97,3 @@ func (a *arrivals) next(t time.Duration) (time.Duration, bool) {
 	}
 	return 0, false
 }
-
-// loadAt returns the load multiple at time t.
-func (a *arrivals) loadAt(t time.Duration) float64 {
-	for i := len(a.segs) - 1; i >= 0; i-- {
-		if t >= a.segs[i].At {
-			return a.segs[i].at(t-a.segs[i].At, a.segEnd(i)-a.segs[i].At)
-		}
-	}
-	return 0
-}

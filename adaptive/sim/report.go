@@ -98,7 +98,7 @@ type Point struct {
 	MaxInFlight int
 	Queue       int
 	Attempts    int
-	Admitted    int
+	Completed   int // successes and drops
 	Good        int // successes within the SLO
 	Late        int // successes beyond the SLO, and drops
 	Rejects     int
@@ -212,14 +212,14 @@ type recorder struct {
 }
 
 type phaseAcc struct {
-	name                                                string
-	start, end                                          time.Duration
-	newReqs, attempts, admitted, successes, good, drops int
-	rejections                                          [adaptive.NumRejections]int
-	e2e                                                 *histogram
-	prio                                                [adaptive.NumPriorities]Outcome
-	tenants                                             []Outcome
-	peakMem, peakCPU                                    float64
+	name                                      string
+	start, end                                time.Duration
+	newReqs, attempts, successes, good, drops int
+	rejections                                [adaptive.NumRejections]int
+	e2e                                       *histogram
+	prio                                      [adaptive.NumPriorities]Outcome
+	tenants                                   []Outcome
+	peakMem, peakCPU                          float64
 }
 
 func (rc *recorder) init(e *engine) {
@@ -243,9 +243,8 @@ func (rc *recorder) at(now int64) *phaseAcc {
 	return &rc.phases[rc.cur]
 }
 
-func (rc *recorder) newRequest(now int64, _ *request) { rc.at(now).newReqs++ }
-func (rc *recorder) attempt(now int64)                { rc.at(now).attempts++ }
-func (rc *recorder) admitted(now int64)               { rc.at(now).admitted++ }
+func (rc *recorder) newRequest(now int64) { rc.at(now).newReqs++ }
+func (rc *recorder) attempt(now int64)    { rc.at(now).attempts++ }
 
 func (rc *recorder) reject(now int64, why adaptive.Rejection) {
 	rc.at(now).rejections[why]++
@@ -294,7 +293,7 @@ func (rc *recorder) point(e *engine, s *adaptive.Sample, d adaptive.Decision) {
 	}
 	rc.series = append(rc.series, Point{
 		T: time.Duration(e.now), Limit: e.g.limit, Rate: rate, MaxInFlight: iv.maxInflight,
-		Queue: e.g.waiting, Attempts: iv.attempts, Admitted: iv.successes + iv.drops,
+		Queue: e.g.waiting, Attempts: iv.attempts, Completed: iv.successes + iv.drops,
 		Good: iv.good, Late: iv.late, Rejects: iv.rejects, P99: s.Latency.P99,
 		CPU: s.CPU, Memory: s.Memory, Reason: d.Reason,
 	})

@@ -50,7 +50,7 @@ type interval struct {
 	lat                                  *histogram // upstream latency of successes
 	byPrio                               [adaptive.NumPriorities]adaptive.PriorityCount
 	// for the report's series
-	attempts, admitted, good, late, rejects int
+	attempts, good, late, rejects int
 }
 
 // engine is one simulation run.
@@ -258,7 +258,7 @@ func (e *engine) newRequest() {
 			break
 		}
 	}
-	e.rec.newRequest(e.now, r)
+	e.rec.newRequest(e.now)
 	e.attempt(id)
 }
 
