@@ -1,9 +1,6 @@
 package adaptive
 
-import (
-	"math"
-	"time"
-)
+import "time"
 
 // baselineDrift is how fast, per second, a baseline may rise while the limit is
 // not in use: 10 %/s, so a genuinely slower backend is learned within seconds of
@@ -28,6 +25,6 @@ func (b *baseline) observe(mean float64, inUse bool, interval time.Duration) {
 		return
 	}
 	if !inUse {
-		b.v = math.Min(mean, b.v*(1+baselineDrift*interval.Seconds()))
+		b.v = min(mean, b.v*(1+baselineDrift*interval.Seconds()))
 	}
 }

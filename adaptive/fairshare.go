@@ -1,7 +1,5 @@
 package adaptive
 
-import "math"
-
 // FairShare decides, when a group is at its limit, which keys (tenants, clients)
 // give way first without any configured quota: a key already holding its fair
 // share of the slots, limit / active keys × (1 + Slack), is turned away
@@ -18,7 +16,7 @@ type FairShare struct {
 
 // Share returns a key's fair share of limit slots among activeKeys keys.
 func (f FairShare) Share(limit, activeKeys int) float64 {
-	return float64(limit) / float64(max(1, activeKeys)) * (1 + math.Max(0, f.Slack))
+	return float64(limit) / float64(max(1, activeKeys)) * (1 + max(0, f.Slack))
 }
 
 // Allow reports whether a key holding keyInFlight slots may take (or queue for)

@@ -1,7 +1,5 @@
 package adaptive
 
-import "math"
-
 // GradientParams configures Gradient. Zero fields mean the defaults.
 type GradientParams struct {
 	Bounds
@@ -112,15 +110,15 @@ func (g *Gradient) Update(s Sample) Decision {
 		if g.long > 2*short {
 			g.long *= 0.9
 		}
-		ref := math.Min(g.long, g.p.MaxInflation*g.base.v)
-		grad = math.Max(0.5, math.Min(1, g.p.Tolerance*ref/short))
+		ref := min(g.long, g.p.MaxInflation*g.base.v)
+		grad = max(0.5, min(1, g.p.Tolerance*ref/short))
 		why = Reason{Signal: SignalGradient, Observed: grad, Bound: 1}
 	case s.Drops == 0:
 		return Decision{Limit: old, Reason: Reason{Signal: SignalNoData}}
 	}
 	if s.Drops > 0 {
 		d := s.dropRatio()
-		if c := math.Max(0.5, 0.9-d); c < grad {
+		if c := max(0.5, 0.9-d); c < grad {
 			grad = c
 			why = Reason{Signal: SignalDrops, Observed: d}
 		}
@@ -135,7 +133,7 @@ func (g *Gradient) Update(s Sample) Decision {
 	}
 	next := g.estimate*grad + queue
 	g.estimate = g.estimate*(1-g.p.Smoothing) + next*g.p.Smoothing
-	g.estimate = math.Min(math.Max(g.estimate, float64(g.p.Min)), float64(g.p.Max))
+	g.estimate = min(max(g.estimate, float64(g.p.Min)), float64(g.p.Max))
 	g.limit = int(g.estimate)
 	return decide(old, g.limit, 0, 0, why)
 }

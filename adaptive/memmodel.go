@@ -1,7 +1,5 @@
 package adaptive
 
-import "math"
-
 // memForget is the per-interval forgetting factor of memModel: a sample's weight
 // halves in about 35 intervals (9 s at 250 ms).
 const memForget = 0.98
@@ -66,5 +64,5 @@ func (m *memModel) budget(aim, mem, held float64, limit, queueCap int) (slots, p
 	}
 	slots = (aim-base)/per - float64(queueCap)
 	projected = base + per*float64(limit+queueCap)
-	return slots, math.Max(projected, 0), true
+	return slots, max(projected, 0), true
 }

@@ -252,7 +252,7 @@ func (pr *proposal) violate(est, rate float64, why Reason) {
 		pr.latency = why.Signal == SignalLatency || why.Signal == SignalQueueing
 		pr.drops = why.Signal == SignalDrops
 	}
-	pr.rateCut = math.Min(pr.rateCut, rate)
+	pr.rateCut = min(pr.rateCut, rate)
 }
 
 func (pr *proposal) allow(est float64, why Reason) {
@@ -304,7 +304,7 @@ func (t *Target) Update(s Sample) Decision {
 	case pr.violated:
 		acted = true
 		why = pr.cutWhy
-		cut := math.Max(pr.cut, 0.5*float64(old))
+		cut := max(pr.cut, 0.5*float64(old))
 		if !pr.severe {
 			cut = float64(old) - t.p.Gain*(float64(old)-cut)
 		}
@@ -377,10 +377,10 @@ func (t *Target) latency(pr *proposal, s *Sample, x, n, mean float64) {
 	if target == 0 || mean == 0 || p == 0 || x == 0 {
 		return
 	}
-	queueing := math.Max(0, mean-t.base.v)
-	noQueue := math.Max(0, p-queueing)
+	queueing := max(0, mean-t.base.v)
+	noQueue := max(0, p-queueing)
 	h := t.p.Headroom
-	aim := math.Max(target*(1-h), noQueue*(1+t.p.Tolerance))
+	aim := max(target*(1-h), noQueue*(1+t.p.Tolerance))
 	high, sig := target*(1-h/3), SignalLatency
 	if aim > high {
 		high, sig = aim*(1+h/3), SignalQueueing
@@ -394,7 +394,7 @@ func (t *Target) latency(pr *proposal, s *Sample, x, n, mean float64) {
 		// No queueing to speak of: latency does not depend on concurrency here,
 		// so the limit may double (a slow start) up to the knee.
 		why = Reason{Signal: SignalNoQueueing, Observed: mean, Bound: t.base.v * (1 + t.p.Tolerance)}
-		pr.allowFast(math.Max(est, 2*float64(t.limit)), why)
+		pr.allowFast(max(est, 2*float64(t.limit)), why)
 	case p < aim:
 		why.Signal, why.Bound = SignalLatency, aim
 		pr.allow(est, why)
@@ -409,7 +409,7 @@ func (t *Target) drops(pr *proposal, x, n, drops float64) {
 	if drops < t.dropFloor/2 {
 		t.dropFloor = 0
 	}
-	budget := math.Max(t.p.Quantile.budget(), t.dropFloor*1.25)
+	budget := max(t.p.Quantile.budget(), t.dropFloor*1.25)
 	if drops > budget {
 		pr.violate(n*(1-drops), x*(1-drops), Reason{Signal: SignalDrops, Observed: drops, Bound: budget})
 	}
@@ -425,11 +425,11 @@ func (t *Target) resources(pr *proposal, s *Sample, x, n, mean float64) {
 		case u > t.p.CPU:
 			w := mean
 			if t.base.v > 0 {
-				w = math.Min(mean, t.base.v*(1+t.p.Tolerance))
+				w = min(mean, t.base.v*(1+t.p.Tolerance))
 			}
 			pr.violate(x*aim/u*w, x*aim/u, why)
 		case u < aim:
-			pr.allow(n*aim/math.Max(u, 0.01), why)
+			pr.allow(n*aim/max(u, 0.01), why)
 		default:
 			pr.allow(float64(t.limit), why)
 		}
@@ -444,7 +444,7 @@ func (t *Target) resources(pr *proposal, s *Sample, x, n, mean float64) {
 			switch {
 			case u > t.p.Memory:
 				pr.severe = true // memory over its target must not wait for a second look
-				pr.violate(math.Min(slots, lim*aim/u), x*aim/u, Reason{Signal: SignalMemory, Observed: u, Bound: t.p.Memory})
+				pr.violate(min(slots, lim*aim/u), x*aim/u, Reason{Signal: SignalMemory, Observed: u, Bound: t.p.Memory})
 			case proj > t.p.Memory:
 				pr.violate(slots, x*aim/proj, why)
 			case proj < aim:
@@ -460,7 +460,7 @@ func (t *Target) resources(pr *proposal, s *Sample, x, n, mean float64) {
 			pr.severe = true
 			pr.violate(lim*aim/u, x*aim/u, why)
 		case u < aim:
-			pr.allow(lim*aim/math.Max(u, 0.01), why)
+			pr.allow(lim*aim/max(u, 0.01), why)
 		default:
 			pr.allow(lim, why)
 		}

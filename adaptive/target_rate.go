@@ -1,7 +1,5 @@
 package adaptive
 
-import "math"
-
 // RateParams configures the token rate Target manages beside the limit.
 type RateParams struct {
 	// Initial is the rate in requests per second before the first cut; > 0
@@ -23,11 +21,11 @@ func (t *Target) updateRate(s *Sample, pr *proposal, n float64, acted bool) {
 	switch {
 	case pr.violated:
 		if acted && finite(pr.rateCut) && pr.rateCut > 0 {
-			r = math.Min(r, pr.rateCut*(1+t.p.Rate.Headroom))
+			r = min(r, pr.rateCut*(1+t.p.Rate.Headroom))
 		}
 	case s.RateRejected > 0 && finite(pr.want) && n > 0:
 		grow := 1 + t.p.Gain*(pr.want/n-1)
-		r *= math.Min(1.25, math.Max(1, grow))
+		r *= min(1.25, max(1, grow))
 	}
-	t.rate = math.Min(math.Max(r, t.p.Rate.Min), t.p.Rate.Max)
+	t.rate = min(max(r, t.p.Rate.Min), t.p.Rate.Max)
 }

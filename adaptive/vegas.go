@@ -72,7 +72,7 @@ func (v *Vegas) Update(s Sample) Decision {
 	mean := seconds(s.Latency.Mean)
 	use := inUse(&s, old, v.p.UseRatio)
 	v.base.observe(mean, use, s.interval())
-	lg := math.Max(1, math.Log10(lim))
+	lg := max(1, math.Log10(lim))
 	next := lim
 	var why Reason
 	switch {

@@ -84,6 +84,8 @@ type engine struct {
 	rec recorder
 
 	overshoots int // admissions beyond the limit: the gate model's invariant is 0
+
+	tracksMemory bool // the scenario models memory: track its peak event by event
 }
 
 // Run simulates sc with law in charge of the limit and returns the report. The
@@ -154,6 +156,7 @@ func newEngine(sc *Scenario, law adaptive.Law) (*engine, error) {
 		e.g.bucket.tokens = e.g.bucket.burst
 	}
 	e.b.slow = 1
+	e.tracksMemory = sc.Service.MemBase != 0 || sc.Service.MemPerRequest != 0 || sc.Service.MemPerQueued != 0
 	e.iv.lat = newHistogram()
 	e.rec.init(e)
 	return e, nil
@@ -215,7 +218,9 @@ func (e *engine) run() {
 				e.b.slow = e.sc.Slowdowns[ev.id].Factor
 			}
 		}
-		e.rec.observeMemory(e)
+		if e.tracksMemory {
+			e.rec.observeMemory(e)
+		}
 	}
 }
 
