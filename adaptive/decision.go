@@ -34,9 +34,9 @@ const (
 	// backend's own latency is above it), so only queueing is being limited.
 	// Observed is the quantile, Bound the tolerated level, in seconds.
 	SignalQueueing
-	// SignalUnresponsive: latency did not fall when concurrency was halved, so it is
-	// not caused by concurrency; the law stopped cutting. Observed is the mean
-	// latency now, Bound the mean latency before the cut, in seconds.
+	// SignalUnresponsive: latency did not fall when concurrency was cut, so it is
+	// not caused by concurrency; the law undid the cuts. Observed is the mean
+	// latency now, Bound the mean latency before the cuts, in seconds.
 	SignalUnresponsive
 	// SignalCPU and SignalMemory: a utilisation (0..1) against its target.
 	SignalCPU
@@ -107,7 +107,7 @@ func (r Reason) String() string {
 			": target unreachable without queueing, keeping queueing low"
 	case SignalUnresponsive:
 		return "mean latency " + dur(r.Observed) + " did not fall from " + dur(r.Bound) +
-			" at half the concurrency: not caused by load"
+			" when concurrency was cut: not caused by load"
 	case SignalCPU:
 		return "cpu " + pct(r.Observed) + op + "target " + pct(r.Bound)
 	case SignalMemory:

@@ -98,9 +98,9 @@ func (p TargetParams) Validate() error {
 // The law jumps there instead of creeping: a cut goes the whole way (at most
 // halving per interval), a raise goes Gain of the way (at most doubling per
 // interval). Below the backend's knee latency does not respond to concurrency:
-// while the mean latency is within Tolerance of its no-load baseline (below),
-// the limit doubles per interval in use (a slow start, SignalNoQueueing) until
-// queueing shows.
+// while the limit binds (requests wait or are refused) and the mean latency is
+// within Tolerance of its no-load baseline (below), the limit doubles per
+// interval (a slow start, SignalNoQueueing) until queueing shows.
 //
 // The aim is target × (1 − Headroom) and the limit is cut only when p exceeds
 // target × (1 − Headroom/3): the band in between is a dead band, which keeps
@@ -118,10 +118,11 @@ func (p TargetParams) Validate() error {
 // becomes max(target × (1 − Headroom), pnq × (1 + Tolerance)): when the target is
 // unreachable, only Tolerance of queueing is allowed (SignalQueueing) and the
 // limit neither collapses nor grows without bound. If a backend becomes slow while
-// the limit is in use, the baseline is stale; the law notices when halving the
-// in-flight count left the mean latency within 10 % (a cut that did not help),
-// adopts the current mean as the baseline and restores the limit it had before
-// the cuts (SignalUnresponsive). Drops are treated alike: a drop ratio above the
+// the limit is in use, the baseline is stale; the law notices when cutting the
+// in-flight count by a fifth or more did not shorten the mean latency by a
+// tenth of what Little's law predicts for queueing (ΔN / X), adopts the
+// current mean as the baseline and restores the limit it had before the cuts
+// (SignalUnresponsive). Drops are treated alike: a drop ratio above the
 // quantile's budget (1 % for p99) is a violation, unless halving concurrency did
 // not reduce it, in which case the errors are not load and are tolerated.
 //
@@ -280,7 +281,7 @@ func (t *Target) Update(s Sample) Decision {
 	t.base.observe(mean, use, s.interval())
 	n := x * mean // mean in flight, by Little's law
 
-	if why, ok := t.checkCuts(n, mean, drops); ok {
+	if why, ok := t.checkCuts(s.MaxInFlight <= old, n, x, mean, drops); ok {
 		next := max(old, t.cut.limit)
 		t.cut.active = false
 		t.limit = next
@@ -350,22 +351,31 @@ func (t *Target) Update(s Sample) Decision {
 	return decide(old, t.limit, oldRate, t.rate, why)
 }
 
-// checkCuts ends a cut episode that halved the in-flight count: if latency (or
-// the drop ratio) did not fall with it, concurrency is not the cause, so the
-// baseline (or the drop floor) adopts the current value. It reports the reason
-// and true when latency cuts proved useless and the limit should be restored.
-func (t *Target) checkCuts(n, mean, drops float64) (Reason, bool) {
+// checkCuts judges a cut episode once the cuts have drained (the peak in flight
+// of the interval is within the limit, so its latency is the new limit's) and
+// taken the in-flight count down by a fifth. If latency came from queueing,
+// removing ΔN requests in flight shortens every wait by ΔN / X (Little's law);
+// if the mean latency fell by less than a tenth of that, concurrency is not the
+// cause, so the baseline adopts the current mean. It reports the reason and true
+// when latency cuts proved useless and the limit should be restored. Drops are
+// judged when the count has halved: a drop ratio within 10 % of where it was is
+// not load, and becomes the drop floor.
+func (t *Target) checkCuts(drained bool, n, x, mean, drops float64) (Reason, bool) {
 	c := &t.cut
-	if !c.active || n > c.inflight/2 {
+	if !c.active || !drained || n > 0.8*c.inflight {
+		return Reason{}, false
+	}
+	if c.latencyCuts && mean > 0 && x > 0 && c.mean-mean < 0.1*(c.inflight-n)/x {
+		c.active = false
+		t.base.v = mean
+		return Reason{Signal: SignalUnresponsive, Observed: mean, Bound: c.mean}, true
+	}
+	if n > c.inflight/2 {
 		return Reason{}, false
 	}
 	c.active = false
 	if c.dropCuts && drops > 0 && drops >= 0.9*c.drops {
 		t.dropFloor = drops
-	}
-	if c.latencyCuts && mean > 0 && mean >= 0.9*c.mean {
-		t.base.v = mean
-		return Reason{Signal: SignalUnresponsive, Observed: mean, Bound: c.mean}, true
 	}
 	return Reason{}, false
 }
@@ -390,9 +400,10 @@ func (t *Target) latency(pr *proposal, s *Sample, x, n, mean float64) {
 	switch {
 	case p > high:
 		pr.violate(est, x, why)
-	case p < aim && queueing <= t.p.Tolerance*t.base.v:
-		// No queueing to speak of: latency does not depend on concurrency here,
-		// so the limit may double (a slow start) up to the knee.
+	case p < aim && queueing <= t.p.Tolerance*t.base.v && (s.Rejected > 0 || s.Queued > 0):
+		// No queueing to speak of while the limit binds (requests waited or
+		// were refused): latency does not depend on concurrency here, so the
+		// limit may double (a slow start) up to the knee.
 		why = Reason{Signal: SignalNoQueueing, Observed: mean, Bound: t.base.v * (1 + t.p.Tolerance)}
 		pr.allowFast(max(est, 2*float64(t.limit)), why)
 	case p < aim:
