@@ -1,0 +1,161 @@
+package adaptive
+
+import (
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Decision is a law's answer to one Sample.
+type Decision struct {
+	// Limit is the concurrency limit for the next interval, within the law's Bounds.
+	Limit int
+	// Rate is the token rate for the next interval in requests per second when the
+	// law manages one (Target with TargetParams.Rate set), always > 0 then. Zero
+	// means the law manages no rate: leave the gate's rate as configured.
+	Rate float64
+	// Changed reports whether Limit or Rate differs from the previous decision.
+	Changed bool
+	// Reason says which signal drove the decision. It is set on every change and,
+	// where useful, when the law held (Changed false).
+	Reason Reason
+}
+
+// Signal names what drove a decision.
+type Signal uint8
+
+// Signals a Reason can carry.
+const (
+	SignalNone Signal = iota
+	// SignalLatency: a latency quantile (Reason.Quantile) against its target.
+	// Observed and Bound are in seconds.
+	SignalLatency
+	// SignalQueueing: the latency target cannot be met even without queueing (the
+	// backend's own latency is above it), so only queueing is being limited.
+	// Observed is the quantile, Bound the tolerated level, in seconds.
+	SignalQueueing
+	// SignalUnresponsive: latency did not fall when concurrency was cut, so it is
+	// not caused by concurrency; the law undid the cuts. Observed is the mean
+	// latency now, Bound the mean latency before the cuts, in seconds.
+	SignalUnresponsive
+	// SignalCPU and SignalMemory: a utilisation (0..1) against its target.
+	SignalCPU
+	SignalMemory
+	// SignalMemoryBudget: the memory a full limit plus a full queue would use,
+	// by the law's memory model, against the memory target.
+	SignalMemoryBudget
+	// SignalDrops: the drop ratio (0..1) against the tolerated ratio.
+	SignalDrops
+	// SignalQueue: Vegas's estimate of requests queued at the backend against its
+	// alpha or beta threshold.
+	SignalQueue
+	// SignalSlowStart: Vegas doubles the limit while no queueing is seen.
+	// Observed is the queue estimate, Bound the threshold that ends slow start.
+	SignalSlowStart
+	// SignalNoQueueing: Target doubles the limit while the mean latency stays
+	// within Tolerance of its no-load baseline. Observed is the mean latency,
+	// Bound the baseline plus Tolerance, in seconds.
+	SignalNoQueueing
+	// SignalGradient: Gradient's long/short latency ratio (Observed) against 1.
+	SignalGradient
+	// SignalInUse: the limit is in use and healthy, so it grows. Observed is the
+	// peak in flight, Bound the limit.
+	SignalInUse
+	// SignalAppLimited: the limit is not in use, so it is not raised. Observed is
+	// the peak in flight, Bound the limit.
+	SignalAppLimited
+	// SignalRate: the managed token rate is in use and the targets have headroom,
+	// so the rate grows. Observed is the throughput, Bound the rate, in req/s.
+	SignalRate
+	// SignalNoData: the sample gave the law nothing to act on (no completions,
+	// or no figure for any of its targets); it held.
+	SignalNoData
+)
+
+// Reason explains a Decision with the signal that drove it, the value observed
+// and the bound it was compared with. It is a plain value, so producing one costs
+// no allocation; String formats it for logs and the admin API, e.g.
+// "p99 310ms > target 200ms".
+type Reason struct {
+	Signal   Signal
+	Quantile Quantile // for SignalLatency and SignalQueueing
+	Observed float64
+	Bound    float64
+	// Target is the operator's target when the law compared with a bound
+	// derived from it (Target cuts a little below the latency target); zero
+	// when Bound is the target itself.
+	Target float64
+}
+
+// String formats the reason in a few words; "" for SignalNone.
+func (r Reason) String() string {
+	op := " = "
+	switch {
+	case r.Observed > r.Bound:
+		op = " > "
+	case r.Observed < r.Bound:
+		op = " < "
+	}
+	switch r.Signal {
+	case SignalLatency:
+		if r.Target != 0 && r.Target != r.Bound {
+			return r.Quantile.String() + " " + dur(r.Observed) + op + dur(r.Bound) + " (target " + dur(r.Target) + ")"
+		}
+		return r.Quantile.String() + " " + dur(r.Observed) + op + "target " + dur(r.Bound)
+	case SignalQueueing:
+		return r.Quantile.String() + " " + dur(r.Observed) + op + dur(r.Bound) +
+			": target unreachable without queueing, keeping queueing low"
+	case SignalUnresponsive:
+		return "mean latency " + dur(r.Observed) + " did not fall from " + dur(r.Bound) +
+			" when concurrency was cut: not caused by load"
+	case SignalCPU:
+		return "cpu " + pct(r.Observed) + op + "target " + pct(r.Bound)
+	case SignalMemory:
+		return "memory " + pct(r.Observed) + op + "target " + pct(r.Bound)
+	case SignalMemoryBudget:
+		return "memory at full limit and queue " + pct(r.Observed) + op + "target " + pct(r.Bound)
+	case SignalDrops:
+		return "drops " + pct(r.Observed) + op + pct(r.Bound)
+	case SignalQueue:
+		return "queue " + num(r.Observed) + op + num(r.Bound)
+	case SignalSlowStart:
+		return "slow start, queue " + num(r.Observed) + op + num(r.Bound)
+	case SignalNoQueueing:
+		return "no queueing, mean " + dur(r.Observed) + op + dur(r.Bound) + ": slow start"
+	case SignalGradient:
+		return "gradient " + num(r.Observed) + op + num(r.Bound)
+	case SignalInUse:
+		return "in use, " + num(r.Observed) + " of " + num(r.Bound) + " in flight"
+	case SignalAppLimited:
+		return "not in use, " + num(r.Observed) + " of " + num(r.Bound) + " in flight"
+	case SignalRate:
+		return "rate in use, " + num(r.Observed) + "/s of " + num(r.Bound) + "/s"
+	case SignalNoData:
+		return "no data"
+	}
+	return ""
+}
+
+// dur formats seconds as a duration rounded to three significant figures.
+func dur(sec float64) string {
+	d := time.Duration(sec * float64(time.Second))
+	switch {
+	case d >= 100*time.Millisecond:
+		d = d.Round(time.Millisecond)
+	case d >= 10*time.Millisecond:
+		d = d.Round(100 * time.Microsecond)
+	case d >= time.Millisecond:
+		d = d.Round(10 * time.Microsecond)
+	default:
+		d = d.Round(time.Microsecond)
+	}
+	return d.String()
+}
+
+// pct formats a ratio as a percentage with at most one decimal ("92%", "85.5%").
+func pct(v float64) string {
+	s := strconv.FormatFloat(v*100, 'f', 1, 64)
+	return strings.TrimSuffix(s, ".0") + "%"
+}
+
+func num(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }

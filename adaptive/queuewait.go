@@ -1,0 +1,195 @@
+package adaptive
+
+import "time"
+
+// Order is the service order of a wait queue among equal priorities.
+type Order uint8
+
+// Queue orders. OrderAdaptive (the zero value) is FIFO while the queue drains and
+// LIFO while a standing queue persists.
+const (
+	OrderAdaptive Order = iota
+	OrderFIFO
+	OrderLIFO
+)
+
+// String returns "adaptive", "fifo" or "lifo".
+func (o Order) String() string {
+	switch o {
+	case OrderFIFO:
+		return "fifo"
+	case OrderLIFO:
+		return "lifo"
+	}
+	return "adaptive"
+}
+
+// ParseOrder parses "adaptive", "fifo" or "lifo".
+func ParseOrder(s string) (Order, bool) {
+	switch s {
+	case "adaptive":
+		return OrderAdaptive, true
+	case "fifo":
+		return OrderFIFO, true
+	case "lifo":
+		return OrderLIFO, true
+	}
+	return OrderAdaptive, false
+}
+
+// QueueWaitParams configures QueueWait. Zero fields mean the defaults.
+type QueueWaitParams struct {
+	// Target is the wait bound while a standing queue persists, and the wait below
+	// which the queue counts as draining; default 5 ms (CoDel's target).
+	Target time.Duration
+	// Interval is the wait bound for bursts, and how long waits must stay above
+	// Target for the queue to count as standing; default 100 ms (CoDel's interval).
+	Interval time.Duration
+	// Order is the queue order; default OrderAdaptive.
+	Order Order
+	// Latency, when set, is the operator's latency target for Quantile (default
+	// P99). A waiter is then allowed at most the budget the target leaves over
+	// the upstream latency, but never less than Target: waiting longer would
+	// only make it late. The upstream latency used is a decaying peak of
+	// Sample.Latency.Quantile(Quantile) (halving its excess over the current
+	// value in about 6 s), because when load rises the upstream latency climbs
+	// within an interval while waiters are still being admitted. Critical
+	// waiters are not capped: a critical request served a little late beats one
+	// refused.
+	Latency  time.Duration
+	Quantile Quantile
+}
+
+// Validate reports every problem with the params.
+func (p QueueWaitParams) Validate() error {
+	var pr problems
+	if p.Target < 0 {
+		pr.add("queue wait target %v must be positive", p.Target)
+	}
+	if p.Interval < 0 {
+		pr.add("queue wait interval %v must be positive", p.Interval)
+	}
+	t, i := p.Target, p.Interval
+	if t == 0 {
+		t = 5 * time.Millisecond
+	}
+	if i == 0 {
+		i = 100 * time.Millisecond
+	}
+	if t > 0 && i > 0 && i < t {
+		pr.add("queue wait interval %v is below target %v", i, t)
+	}
+	if p.Order > OrderLIFO {
+		pr.add("unknown queue order %d", p.Order)
+	}
+	if p.Latency < 0 {
+		pr.add("queue wait latency target %v must be positive", p.Latency)
+	}
+	if p.Quantile > Mean {
+		pr.add("unknown latency quantile %d", p.Quantile)
+	}
+	return pr.err()
+}
+
+// QueueBound is how new waiters queue: their maximum wait (the gate also caps it
+// by the request's deadline) and whether the queue serves newest first.
+type QueueBound struct {
+	// Wait is the bound for waiters below Critical.
+	Wait time.Duration
+	// Burst is the bound for Critical waiters, always Interval: the queue serves
+	// them first, so they wait only for the next free slot, and they keep the
+	// burst bound even while a standing queue of lower priorities is cut short.
+	Burst    time.Duration
+	LIFO     bool
+	Standing bool // a standing queue persists
+}
+
+// For returns the wait bound of a waiter of priority p.
+func (b QueueBound) For(p Priority) time.Duration {
+	if p >= Critical {
+		return b.Burst
+	}
+	return b.Wait
+}
+
+// QueueWait bounds queue waits in the style of CoDel (Nichols & Jacobson, 2012)
+// as adapted by Facebook for server queues ("Fail at Scale", Maurer 2015): if the
+// queue has not drained for a whole Interval, it is standing and new waiters may
+// wait only Target; otherwise they may wait Interval, which absorbs bursts.
+// Critical waiters always get the burst bound (QueueBound.For): they are served
+// first, so they wait only for the next free slot. With OrderAdaptive the queue
+// also turns LIFO while standing, so the requests served
+// are the fresh ones whose clients are still waiting ("adaptive LIFO").
+//
+// The queue counts as draining in an interval when nothing was turned away at the
+// concurrency stage (Sample.Rejected is 0: no waiter timed out or found the queue
+// full) and either it was empty at some moment (Sample.QueueDrained, or
+// QueueLength 0 at Now) or, while it runs FIFO, a request left it after waiting
+// less than Target (CoDel's minimum sojourn time). The sojourn test is not used
+// under LIFO, where the newest waiter is served at once even from a queue that
+// never empties; and a queue bounded at Target under overload empties now and
+// then as waiters time out, which is why rejections veto draining.
+//
+// With a latency target set, the bound is also capped by the budget the target
+// leaves over the upstream latency, so a waiter is not kept only to be served
+// late (it is better refused at once, with Retry-After).
+//
+// The gate feeds it the control interval's sample; feeding it more often (e.g.
+// every Interval) with the same fields makes it react faster. Not safe for
+// concurrent use; publish the QueueBound it returns.
+type QueueWait struct {
+	p        QueueWaitParams
+	drained  time.Time // last time the queue was seen draining
+	standing bool
+	budget   time.Duration // latency budget left for waiting; 0 = none
+	peak     time.Duration // decaying peak of the upstream latency quantile
+}
+
+// peakDecay is the per-sample decay of QueueWait's upstream latency peak.
+const peakDecay = 0.97
+
+// NewQueueWait returns a controller that sees no standing queue yet.
+func NewQueueWait(p QueueWaitParams) (*QueueWait, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if p.Target == 0 {
+		p.Target = 5 * time.Millisecond
+	}
+	if p.Interval == 0 {
+		p.Interval = 100 * time.Millisecond
+	}
+	return &QueueWait{p: p}, nil
+}
+
+// Update applies one sample and returns the bound for new waiters.
+func (q *QueueWait) Update(s Sample) QueueBound {
+	lifo := q.Bound().LIFO
+	draining := s.Rejected <= 0 && (s.QueueDrained || s.QueueLength <= 0 ||
+		(!lifo && s.QueueWaitMax > 0 && s.QueueWaitMin < q.p.Target))
+	if draining || q.drained.IsZero() {
+		q.drained = s.Now
+		q.standing = false
+	} else {
+		q.standing = s.Now.Sub(q.drained) >= q.p.Interval
+	}
+	q.budget = 0
+	if up := s.Latency.Quantile(q.p.Quantile); q.p.Latency > 0 && up > 0 {
+		q.peak = max(up, time.Duration(float64(q.peak)*peakDecay))
+		q.budget = max(q.p.Latency-q.peak, q.p.Target)
+	}
+	return q.Bound()
+}
+
+// Bound returns the current bound.
+func (q *QueueWait) Bound() QueueBound {
+	b := QueueBound{Wait: q.p.Interval, Burst: q.p.Interval, Standing: q.standing}
+	if q.standing {
+		b.Wait = q.p.Target
+	}
+	if q.budget > 0 {
+		b.Wait = min(b.Wait, q.budget)
+	}
+	b.LIFO = q.p.Order == OrderLIFO || (q.p.Order == OrderAdaptive && q.standing)
+	return b
+}

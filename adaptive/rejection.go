@@ -1,0 +1,59 @@
+package adaptive
+
+// Rejection is why the gate turned a request away: the vocabulary of DESIGN §2,
+// shown in the Sluice-Reason header, the metrics and the admin API.
+type Rejection uint8
+
+// Rejection reasons. RejectNone is "admitted".
+const (
+	RejectNone Rejection = iota
+	// RejectRate: a token rate or window (static quota or the managed rate).
+	RejectRate
+	// RejectConcurrency: no slot free and no queue to wait in.
+	RejectConcurrency
+	// RejectQueueTimeout: waited for a slot longer than the queue's wait bound or
+	// the request's deadline.
+	RejectQueueTimeout
+	// RejectQueueFull: the queue was full, or a higher priority evicted the waiter.
+	RejectQueueFull
+	// RejectCPU: CPU beyond its target (ResourceGuard).
+	RejectCPU
+	// RejectMemory: memory beyond its target (ResourceGuard).
+	RejectMemory
+	// RejectPriority: the request's priority level is being shed (PriorityShedder).
+	RejectPriority
+	// RejectCircuitOpen: the upstream circuit breaker is open (proxy).
+	RejectCircuitOpen
+	// RejectFairShare: the group is at its limit and the request's key already
+	// holds its fair share of slots (FairShare). Distinct from
+	// RejectConcurrency so an operator can tell a greedy tenant from an
+	// overloaded service.
+	RejectFairShare
+
+	numRejections
+)
+
+// NumRejections is the number of Rejection values, RejectNone included: size of
+// an array indexed by Rejection.
+const NumRejections = int(numRejections)
+
+var rejectionNames = [...]string{
+	RejectNone:         "",
+	RejectRate:         "rate",
+	RejectConcurrency:  "concurrency",
+	RejectQueueTimeout: "queue_timeout",
+	RejectQueueFull:    "queue_full",
+	RejectCPU:          "cpu",
+	RejectMemory:       "memory",
+	RejectPriority:     "priority",
+	RejectCircuitOpen:  "circuit_open",
+	RejectFairShare:    "fair_share",
+}
+
+// String returns the reason's wire name ("queue_full"), "" for RejectNone.
+func (r Rejection) String() string {
+	if int(r) < len(rejectionNames) {
+		return rejectionNames[r]
+	}
+	return "unknown"
+}

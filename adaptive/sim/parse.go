@@ -1,0 +1,465 @@
+package sim
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice/adaptive"
+)
+
+// LoadScenario reads and parses a scenario file; the scenario is named after the
+// file.
+func LoadScenario(path string) (Scenario, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Scenario{}, fmt.Errorf("sim: %w", err)
+	}
+	sc, err := ParseScenario(b)
+	if err != nil {
+		return Scenario{}, fmt.Errorf("%s: %w", path, err)
+	}
+	sc.Name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	return sc, nil
+}
+
+// ParseScenario parses a scenario from its text form: one directive per line,
+// "#" starting a comment, and the leading comment block becoming the
+// Description. Every problem is reported, each with its line number. The format,
+// with every key optional unless said otherwise:
+//
+//	seed 42
+//	duration 30s                      (required)
+//	interval 250ms
+//	slo 100ms                         (required)
+//	service workers=10 dist=lognormal mean=10ms sigma=0.5 contention=0
+//	        cpu_base=0 cpu_worker=0.1 mem_base=0.2 mem_request=0.001 mem_queued=0.001 cancel=false
+//	service dist=exponential mean=10ms | dist=constant mean=95ms | dist=bimodal fast=5ms slow=50ms p_slow=0.1 sigma=0.1
+//	slowdown at=15s x=2
+//	load at=0s x=0.7                  (at least one; constant)
+//	load at=10s from=0.7 to=3         (ramp to the next segment)
+//	load at=20s x=1 amp=0.3 period=10s (sine)
+//	clients timeout=1s retries=3 backoff=10ms retry_after=true
+//	priorities critical=0.2 sheddable=0.8 (or level numbers: 3=0.1)
+//	tenants 0.8 0.1 0.1
+//	gate queue=100 order=adaptive queue_target=5ms queue_interval=100ms fair=true rate=0 burst=0 shedder=true
+//	guard cpu=0.8 memory=0.85 hysteresis=0.05
+//	targets latency=100ms quantile=p99 cpu=0.8 memory=0.85
+//	limits min=1 max=1000 initial=20
+//	static 60
+//	phase overload at=5s
+func ParseScenario(text []byte) (Scenario, error) {
+	var (
+		sc     Scenario
+		errs   []error
+		header []string
+		inHead = true
+	)
+	sc.Phases = nil
+	sc.Tenants = nil
+	sc.Seed = 1
+	sawDuration, sawSLO := false, false
+	sc2 := bufio.NewScanner(bytes.NewReader(text))
+	sc2.Buffer(make([]byte, 0, 4096), 1<<20)
+	line := 0
+	for sc2.Scan() {
+		line++
+		raw := sc2.Text()
+		trimmed := strings.TrimSpace(raw)
+		if inHead && strings.HasPrefix(trimmed, "#") {
+			header = append(header, strings.TrimSpace(strings.TrimPrefix(trimmed, "#")))
+			continue
+		}
+		inHead = false
+		if i := strings.IndexByte(trimmed, '#'); i >= 0 {
+			trimmed = strings.TrimSpace(trimmed[:i])
+		}
+		if trimmed == "" {
+			continue
+		}
+		fields := strings.Fields(trimmed)
+		d := directive{line: line, name: fields[0], args: fields[1:]}
+		switch d.name {
+		case "duration":
+			sawDuration = true
+		case "slo":
+			sawSLO = true
+		}
+		d.apply(&sc)
+		errs = append(errs, d.errs...)
+	}
+	if err := sc2.Err(); err != nil {
+		errs = append(errs, fmt.Errorf("sim: %w", err))
+	}
+	if !sawDuration {
+		errs = append(errs, errors.New("sim: missing duration"))
+	}
+	if !sawSLO {
+		errs = append(errs, errors.New("sim: missing slo"))
+	}
+	sc.Description = strings.TrimSpace(strings.Join(header, "\n"))
+	if len(errs) == 0 {
+		if err := sc.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return Scenario{}, err
+	}
+	return sc, nil
+}
+
+// directive is one line of a scenario file being applied.
+type directive struct {
+	line int
+	name string
+	args []string
+	errs []error
+}
+
+func (d *directive) fail(format string, args ...any) {
+	d.errs = append(d.errs, fmt.Errorf("sim: line %d: %s: "+format, append([]any{d.line, d.name}, args...)...))
+}
+
+// one returns the single positional argument.
+func (d *directive) one() (string, bool) {
+	if len(d.args) != 1 {
+		d.fail("want one value, got %d", len(d.args))
+		return "", false
+	}
+	return d.args[0], true
+}
+
+func (d *directive) dur(key, v string) time.Duration {
+	x, err := time.ParseDuration(v)
+	if err != nil {
+		d.fail("%s: bad duration %q", key, v)
+	}
+	return x
+}
+
+func (d *directive) float(key, v string) float64 {
+	x, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		d.fail("%s: bad number %q", key, v)
+	}
+	return x
+}
+
+func (d *directive) int(key, v string) int {
+	x, err := strconv.Atoi(v)
+	if err != nil {
+		d.fail("%s: bad integer %q", key, v)
+	}
+	return x
+}
+
+func (d *directive) bool(key, v string) bool {
+	x, err := strconv.ParseBool(v)
+	if err != nil {
+		d.fail("%s: bad boolean %q", key, v)
+	}
+	return x
+}
+
+// keys applies each key=value argument with set, in order, reporting malformed,
+// repeated and unknown keys.
+func (d *directive) keys(set func(k, v string) bool) {
+	seen := make(map[string]bool, len(d.args))
+	for _, a := range d.args {
+		k, v, ok := strings.Cut(a, "=")
+		if !ok || k == "" {
+			d.fail("want key=value, got %q", a)
+			continue
+		}
+		if seen[k] {
+			d.fail("%s given twice", k)
+			continue
+		}
+		seen[k] = true
+		if !set(k, v) {
+			d.fail("unknown key %q", k)
+		}
+	}
+}
+
+func (d *directive) apply(sc *Scenario) {
+	switch d.name {
+	case "seed":
+		if v, ok := d.one(); ok {
+			x, err := strconv.ParseUint(v, 10, 64)
+			if err != nil {
+				d.fail("bad seed %q", v)
+			}
+			sc.Seed = x
+		}
+	case "duration":
+		if v, ok := d.one(); ok {
+			sc.Duration = d.dur("duration", v)
+		}
+	case "interval":
+		if v, ok := d.one(); ok {
+			sc.Interval = d.dur("interval", v)
+		}
+	case "slo":
+		if v, ok := d.one(); ok {
+			sc.SLO = d.dur("slo", v)
+		}
+	case "static":
+		if v, ok := d.one(); ok {
+			sc.Static = d.int("static", v)
+		}
+	case "service":
+		d.service(&sc.Service)
+	case "slowdown":
+		var s Slowdown
+		d.keys(func(k, v string) bool {
+			switch k {
+			case "at":
+				s.At = d.dur(k, v)
+			case "x":
+				s.Factor = d.float(k, v)
+			default:
+				return false
+			}
+			return true
+		})
+		sc.Slowdowns = append(sc.Slowdowns, s)
+	case "load":
+		d.load(sc)
+	case "clients":
+		c := &sc.Clients
+		d.keys(func(k, v string) bool {
+			switch k {
+			case "timeout":
+				c.Timeout = d.dur(k, v)
+			case "retries":
+				c.Retries = d.int(k, v)
+			case "backoff":
+				c.Backoff = d.dur(k, v)
+			case "retry_after":
+				c.RetryAfter = d.bool(k, v)
+			default:
+				return false
+			}
+			return true
+		})
+	case "priorities":
+		d.keys(func(k, v string) bool {
+			p, ok := adaptive.ParsePriority(k)
+			if !ok {
+				return false
+			}
+			sc.Priorities[p] = d.float(k, v)
+			return true
+		})
+	case "tenants":
+		if len(d.args) == 0 {
+			d.fail("want at least one weight")
+		}
+		for _, a := range d.args {
+			sc.Tenants = append(sc.Tenants, d.float("weight", a))
+		}
+	case "gate":
+		d.gate(&sc.Gate)
+	case "guard":
+		g := &sc.Gate.Guard
+		d.keys(func(k, v string) bool {
+			switch k {
+			case "cpu":
+				g.CPU = d.float(k, v)
+			case "memory":
+				g.Memory = d.float(k, v)
+			case "hysteresis":
+				g.Hysteresis = d.float(k, v)
+			default:
+				return false
+			}
+			return true
+		})
+	case "targets":
+		t := &sc.Targets
+		d.keys(func(k, v string) bool {
+			switch k {
+			case "latency":
+				t.Latency = d.dur(k, v)
+			case "quantile":
+				q, ok := adaptive.ParseQuantile(v)
+				if !ok {
+					d.fail("unknown quantile %q", v)
+				}
+				t.Quantile = q
+			case "cpu":
+				t.CPU = d.float(k, v)
+			case "memory":
+				t.Memory = d.float(k, v)
+			default:
+				return false
+			}
+			return true
+		})
+	case "limits":
+		b := &sc.Bounds
+		d.keys(func(k, v string) bool {
+			switch k {
+			case "min":
+				b.Min = d.int(k, v)
+			case "max":
+				b.Max = d.int(k, v)
+			case "initial":
+				b.Initial = d.int(k, v)
+			default:
+				return false
+			}
+			return true
+		})
+	case "phase":
+		if len(d.args) < 1 {
+			d.fail("want a name")
+			return
+		}
+		p := Phase{Name: d.args[0]}
+		d.args = d.args[1:]
+		d.keys(func(k, v string) bool {
+			if k != "at" {
+				return false
+			}
+			p.At = d.dur(k, v)
+			return true
+		})
+		sc.Phases = append(sc.Phases, p)
+	default:
+		d.fail("unknown directive")
+	}
+}
+
+func (d *directive) service(s *Service) {
+	kind := ""
+	d.keys(func(k, v string) bool {
+		switch k {
+		case "workers":
+			s.Workers = d.int(k, v)
+		case "dist":
+			kind = v
+		case "mean":
+			s.Dist.Mean = d.dur(k, v)
+		case "sigma":
+			s.Dist.Sigma = d.float(k, v)
+		case "fast":
+			s.Dist.Fast = d.dur(k, v)
+		case "slow":
+			s.Dist.Slow = d.dur(k, v)
+		case "p_slow":
+			s.Dist.PSlow = d.float(k, v)
+		case "contention":
+			s.Contention = d.float(k, v)
+		case "cpu_base":
+			s.CPUBase = d.float(k, v)
+		case "cpu_worker":
+			s.CPUPerWorker = d.float(k, v)
+		case "mem_base":
+			s.MemBase = d.float(k, v)
+		case "mem_request":
+			s.MemPerRequest = d.float(k, v)
+		case "mem_queued":
+			s.MemPerQueued = d.float(k, v)
+		case "cancel":
+			s.Cancel = d.bool(k, v)
+		default:
+			return false
+		}
+		return true
+	})
+	switch kind {
+	case "", "lognormal":
+		s.Dist.Kind = Lognormal
+	case "constant":
+		s.Dist.Kind, s.Dist.Sigma = Lognormal, 0
+	case "exponential":
+		s.Dist.Kind = Exponential
+	case "bimodal":
+		s.Dist.Kind = Bimodal
+	default:
+		d.fail("unknown dist %q (lognormal, exponential, bimodal, constant)", kind)
+	}
+}
+
+func (d *directive) load(sc *Scenario) {
+	var g Segment
+	has := map[string]bool{}
+	d.keys(func(k, v string) bool {
+		has[k] = true
+		switch k {
+		case "at":
+			g.At = d.dur(k, v)
+		case "x":
+			g.X = d.float(k, v)
+		case "from":
+			g.From = d.float(k, v)
+		case "to":
+			g.To = d.float(k, v)
+		case "amp":
+			g.Amp = d.float(k, v)
+		case "period":
+			g.Period = d.dur(k, v)
+		default:
+			return false
+		}
+		return true
+	})
+	switch {
+	case !has["at"]:
+		d.fail("want at=")
+	case has["from"] || has["to"]:
+		if !has["from"] || !has["to"] || has["x"] || has["amp"] || has["period"] {
+			d.fail("a ramp takes from= and to= only")
+		}
+		g.Ramp = true
+	case has["amp"] || has["period"]:
+		if !has["x"] || !has["amp"] || !has["period"] || g.Period <= 0 {
+			d.fail("a sine takes x=, amp= and a positive period=")
+		}
+	case !has["x"]:
+		d.fail("want x= (or from= to=, or x= amp= period=)")
+	}
+	sc.Load = append(sc.Load, g)
+}
+
+func (d *directive) gate(g *Gate) {
+	d.keys(func(k, v string) bool {
+		switch k {
+		case "queue":
+			g.Queue = d.int(k, v)
+			if g.Queue == 0 {
+				g.Queue = -1
+			}
+		case "order":
+			o, ok := adaptive.ParseOrder(v)
+			if !ok {
+				d.fail("unknown order %q (adaptive, fifo, lifo)", v)
+			}
+			g.Order = o
+		case "queue_target":
+			g.QueueTarget = d.dur(k, v)
+		case "queue_interval":
+			g.QueueInterval = d.dur(k, v)
+		case "fair":
+			g.Fair = d.bool(k, v)
+		case "rate":
+			g.Rate = d.float(k, v)
+		case "burst":
+			g.Burst = d.float(k, v)
+		case "shedder":
+			g.NoShedder = !d.bool(k, v)
+		default:
+			return false
+		}
+		return true
+	})
+}

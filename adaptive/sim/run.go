@@ -1,0 +1,427 @@
+package sim
+
+import (
+	"math/rand/v2"
+	"time"
+
+	"github.com/sluicehq/sluice/adaptive"
+)
+
+// epoch is virtual time zero, as wall-clock time handed to the policy pieces.
+var epoch = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// minRTTWindow is how many intervals the model probe's min RTT spans (30 s at
+// 250 ms), like probe's long window.
+const minRTTWindow = 120
+
+type reqState uint8
+
+const (
+	stFree reqState = iota
+	stPending
+	stWaiting
+	stBackendQueued
+	stServing
+)
+
+// request is one attempt of a client request.
+type request struct {
+	gen      uint32
+	state    reqState
+	prio     adaptive.Priority
+	tenant   uint8
+	attempt  uint8
+	gone     bool // its client gave up while the backend holds it
+	first    int64
+	arrive   int64
+	admit    int64
+	enq      int64
+	deadline int64
+}
+
+// interval accumulates what the gate and probe see in one control interval.
+type interval struct {
+	maxInflight                          int
+	successes, drops                     int
+	rejected, rateRejected, shed, queued int
+	waitMin, waitMax                     int64
+	waitSeen                             bool
+	drained                              bool       // the queue was empty at some moment
+	lat                                  *histogram // upstream latency of successes
+	byPrio                               [adaptive.NumPriorities]adaptive.PriorityCount
+	// for the report's series
+	attempts, good, late, rejects int
+}
+
+// engine is one simulation run.
+type engine struct {
+	sc  *Scenario
+	law adaptive.Law
+	qw  *adaptive.QueueWait
+	sh  *adaptive.PriorityShedder
+	gd  *adaptive.ResourceGuard
+
+	now       int64
+	end       int64
+	ev        eventHeap
+	deadlines eventFIFO // client deadlines, in time order
+
+	reqs []request
+	free []int32
+
+	arr                      arrivals
+	rngSvc, rngMix, rngRetry *rand.Rand
+	prioCum                  [adaptive.NumPriorities]float64
+	tenantCum                []float64
+
+	g  gateState
+	b  backendState
+	iv interval
+
+	minRTT   [minRTTWindow]int64
+	minRTTAt int
+
+	rec recorder
+
+	overshoots int // admissions beyond the limit: the gate model's invariant is 0
+
+	tracksMemory bool // the scenario models memory: track its peak event by event
+}
+
+// Run simulates sc with law in charge of the limit and returns the report. The
+// run is deterministic: the same scenario, seed and law give the same report.
+// The law is used as is (Run calls its Update every interval), so pass a fresh
+// one per run.
+func Run(sc Scenario, law adaptive.Law) (*Report, error) {
+	if err := sc.Validate(); err != nil {
+		return nil, err
+	}
+	sc = sc.withDefaults()
+	e, err := newEngine(&sc, law)
+	if err != nil {
+		return nil, err
+	}
+	e.run()
+	return e.rec.report(e), nil
+}
+
+func newEngine(sc *Scenario, law adaptive.Law) (*engine, error) {
+	qw, err := adaptive.NewQueueWait(adaptive.QueueWaitParams{
+		Target: sc.Gate.QueueTarget, Interval: sc.Gate.QueueInterval, Order: sc.Gate.Order,
+		Latency: sc.Targets.Latency, Quantile: sc.Targets.Quantile})
+	if err != nil {
+		return nil, err
+	}
+	gd, err := adaptive.NewResourceGuard(sc.Gate.Guard)
+	if err != nil {
+		return nil, err
+	}
+	e := &engine{sc: sc, law: law, qw: qw, gd: gd}
+	if !sc.Gate.NoShedder {
+		if e.sh, err = adaptive.NewPriorityShedder(adaptive.ShedderParams{}); err != nil {
+			return nil, err
+		}
+	}
+	seed := sc.Seed
+	e.arr = arrivals{segs: sc.Load, end: sc.Duration, capacity: sc.Service.Capacity(),
+		rng: rand.New(rand.NewPCG(seed, 1))}
+	e.rngSvc = rand.New(rand.NewPCG(seed, 2))
+	e.rngMix = rand.New(rand.NewPCG(seed, 3))
+	e.rngRetry = rand.New(rand.NewPCG(seed, 4))
+	sum := 0.0
+	for p, w := range sc.Priorities {
+		sum += w
+		e.prioCum[p] = sum
+	}
+	for p := range e.prioCum {
+		e.prioCum[p] /= sum
+	}
+	sum = 0
+	for _, w := range sc.Tenants {
+		sum += w
+		e.tenantCum = append(e.tenantCum, sum)
+	}
+	for i := range e.tenantCum {
+		e.tenantCum[i] /= sum
+	}
+	e.end = int64(sc.Duration)
+	e.g = gateState{limit: law.Limit(), maxQueue: max(sc.Gate.Queue, 0), fair: sc.Gate.Fair,
+		held: make([]int, len(sc.Tenants)), use: make([]int, len(sc.Tenants))}
+	qb := qw.Bound()
+	e.g.wait, e.g.burst, e.g.lifo = int64(qb.Wait), int64(qb.Burst), qb.LIFO
+	if sc.Gate.Rate > 0 {
+		e.g.rateOn = true
+		e.g.bucket = tokenBucket{burstSeconds: sc.Gate.Burst / sc.Gate.Rate}
+		e.g.bucket.setRate(0, sc.Gate.Rate)
+		e.g.bucket.tokens = e.g.bucket.burst
+	}
+	e.b.slow = 1
+	e.tracksMemory = sc.Service.MemBase != 0 || sc.Service.MemPerRequest != 0 || sc.Service.MemPerQueued != 0
+	e.iv.lat = newHistogram()
+	e.rec.init(e)
+	return e, nil
+}
+
+// noEvent is a time after every event.
+const noEvent = int64(1<<63 - 1)
+
+func (e *engine) run() {
+	nextArrival := noEvent
+	if t, ok := e.arr.next(0); ok {
+		nextArrival = int64(t)
+	}
+	nextTick := int64(e.sc.Interval)
+	for i, s := range e.sc.Slowdowns {
+		e.ev.push(int64(s.At), evSlowdown, int32(i), 0)
+	}
+	for {
+		// The next event is the earliest of the open-loop arrival, the control
+		// tick, the oldest client deadline and the heap's top. Arrivals, ticks
+		// and deadlines come in time order, so they stay out of the heap.
+		at, src := nextArrival, 0
+		if nextTick < at {
+			at, src = nextTick, 1
+		}
+		if e.deadlines.len() > 0 && e.deadlines.peek().at < at {
+			at, src = e.deadlines.peek().at, 2
+		}
+		if e.ev.len() > 0 && e.ev.ev[0].at < at {
+			at, src = e.ev.ev[0].at, 3
+		}
+		if at > e.end {
+			break
+		}
+		e.now = at
+		switch src {
+		case 0:
+			e.newRequest()
+			nextArrival = noEvent
+			if t, ok := e.arr.next(time.Duration(e.now)); ok {
+				nextArrival = int64(t)
+			}
+		case 1:
+			e.tick()
+			nextTick += int64(e.sc.Interval)
+		case 2:
+			ev := e.deadlines.pop()
+			e.deadline(ev.id, ev.gen)
+		case 3:
+			ev := e.ev.pop()
+			switch ev.kind {
+			case evRetry:
+				e.attempt(ev.id)
+			case evQueueTimeout:
+				e.queueTimeout(ev.id, ev.gen)
+			case evDone:
+				e.done(ev.id, ev.gen)
+			case evSlowdown:
+				e.b.slow = e.sc.Slowdowns[ev.id].Factor
+			}
+		}
+		if e.tracksMemory {
+			e.rec.observeMemory(e)
+		}
+	}
+}
+
+// alloc returns a free request slot.
+func (e *engine) alloc() int32 {
+	if n := len(e.free); n > 0 {
+		id := e.free[n-1]
+		e.free = e.free[:n-1]
+		return id
+	}
+	e.reqs = append(e.reqs, request{})
+	return int32(len(e.reqs) - 1)
+}
+
+// freeReq returns slot id; its generation moves on so stale events are ignored.
+func (e *engine) freeReq(id int32) {
+	r := &e.reqs[id]
+	r.state = stFree
+	r.gen++
+	e.free = append(e.free, id)
+}
+
+// newRequest starts a new client request from the open-loop process.
+func (e *engine) newRequest() {
+	id := e.alloc()
+	r := &e.reqs[id]
+	gen := r.gen
+	*r = request{gen: gen, first: e.now}
+	u := e.rngMix.Float64()
+	for p, c := range e.prioCum {
+		if u < c {
+			r.prio = adaptive.Priority(p)
+			break
+		}
+	}
+	u = e.rngMix.Float64()
+	for t, c := range e.tenantCum {
+		if u < c {
+			r.tenant = uint8(t)
+			break
+		}
+	}
+	e.rec.newRequest(e.now)
+	e.attempt(id)
+}
+
+// attempt sends request id's current attempt to the gate.
+func (e *engine) attempt(id int32) {
+	r := &e.reqs[id]
+	r.state = stPending
+	r.arrive = e.now
+	r.deadline = e.now + int64(e.sc.Clients.Timeout)
+	r.gone = false
+	e.deadlines.push(event{at: r.deadline, id: id, gen: r.gen, kind: evDeadline})
+	e.iv.attempts++
+	e.rec.attempt(e.now)
+	e.enter(id)
+}
+
+// reject turns request id away and lets its client retry or give up.
+func (e *engine) reject(id int32, why adaptive.Rejection) {
+	r := &e.reqs[id]
+	switch why {
+	case adaptive.RejectRate:
+		e.iv.rateRejected++
+	case adaptive.RejectCPU, adaptive.RejectMemory, adaptive.RejectPriority:
+		e.iv.shed++
+	default:
+		e.iv.rejected++
+		e.iv.byPrio[r.prio].Rejected++
+	}
+	e.iv.rejects++
+	e.rec.reject(e.now, why)
+	e.retryOrFail(id, true)
+	e.freeReq(id)
+}
+
+// succeed records request id's success; the caller frees its slot.
+func (e *engine) succeed(id int32) {
+	r := &e.reqs[id]
+	up := e.now - r.admit
+	e2e := e.now - r.arrive
+	e.iv.successes++
+	e.iv.lat.add(up)
+	good := e2e <= int64(e.sc.SLO)
+	if good {
+		e.iv.good++
+	} else {
+		e.iv.late++
+	}
+	e.rec.success(e.now, r, e2e, good)
+	e.release(id)
+}
+
+// drop records that request id's client gave up on it, frees its gate slot and
+// lets the client retry. The backend may still hold the request.
+func (e *engine) drop(id int32) {
+	r := &e.reqs[id]
+	e.iv.drops++
+	e.iv.late++
+	e.rec.drop(e.now, e.now-r.arrive)
+	e.release(id)
+	e.retryOrFail(id, false)
+}
+
+// retryOrFail schedules the client's next attempt of request id in a new slot,
+// or records the request as failed when it has no retries left.
+func (e *engine) retryOrFail(id int32, rejected bool) {
+	r := e.reqs[id]
+	c := &e.sc.Clients
+	if int(r.attempt) >= c.Retries {
+		e.rec.fail(e.now, &r)
+		return
+	}
+	delay := float64(c.Backoff) * (0.5 + e.rngRetry.Float64())
+	if rejected && c.RetryAfter {
+		delay = float64(time.Second) * (1 + e.rngRetry.Float64())
+	}
+	nid := e.alloc()
+	n := &e.reqs[nid]
+	gen := n.gen
+	*n = request{gen: gen, state: stPending, prio: r.prio, tenant: r.tenant, attempt: r.attempt + 1, first: r.first}
+	e.ev.push(e.now+int64(delay), evRetry, nid, gen)
+}
+
+// tick ends a control interval: the gate builds the sample and runs the policy.
+func (e *engine) tick() {
+	iv := &e.iv
+	sec := e.sc.Interval.Seconds()
+	e.busyAdd(0)
+	cpu := e.sc.Service.CPUBase + e.sc.Service.CPUPerWorker*e.b.busyArea/float64(e.sc.Interval)
+	e.b.busyArea = 0
+	mem := e.memory()
+
+	e.minRTT[e.minRTTAt%minRTTWindow] = iv.lat.min
+	e.minRTTAt++
+	var minRTT int64
+	for _, v := range e.minRTT {
+		if v > 0 && (minRTT == 0 || v < minRTT) {
+			minRTT = v
+		}
+	}
+	s := adaptive.Sample{
+		Now:           epoch.Add(time.Duration(e.now)),
+		Interval:      e.sc.Interval,
+		Limit:         e.g.limit,
+		InFlight:      e.g.inflight,
+		MaxInFlight:   iv.maxInflight,
+		Successes:     iv.successes,
+		Drops:         iv.drops,
+		Rejected:      iv.rejected,
+		RateRejected:  iv.rateRejected,
+		Shed:          iv.shed,
+		Queued:        iv.queued,
+		QueueLength:   e.g.waiting,
+		QueueCapacity: e.g.maxQueue,
+		QueueDrained:  iv.drained || e.g.waiting == 0,
+		Latency: adaptive.Latency{
+			Min:  time.Duration(iv.lat.min),
+			Mean: iv.lat.mean(),
+			P50:  iv.lat.quantile(0.5),
+			P90:  iv.lat.quantile(0.9),
+			P95:  iv.lat.quantile(0.95),
+			P99:  iv.lat.quantile(0.99),
+			P999: iv.lat.quantile(0.999),
+		},
+		MinRTT:      time.Duration(minRTT),
+		Throughput:  float64(iv.successes+iv.drops) / sec,
+		CPU:         min(max(cpu, 0), 1),
+		CPUKnown:    true,
+		Memory:      mem,
+		MemoryKnown: true,
+		ByPriority:  iv.byPrio,
+	}
+	if iv.waitSeen {
+		s.QueueWaitMin, s.QueueWaitMax = time.Duration(iv.waitMin), time.Duration(iv.waitMax)
+	}
+
+	d := e.law.Update(s)
+	e.setLimit(d.Limit)
+	if d.Rate > 0 && e.g.rateOn {
+		e.g.bucket.setRate(e.now, d.Rate)
+	}
+	qb := e.qw.Update(s)
+	e.g.wait, e.g.burst, e.g.lifo = int64(qb.Wait), int64(qb.Burst), qb.LIFO
+	floor := e.gd.Update(s)
+	if e.sh != nil {
+		floor = floor.Max(e.sh.Update(s))
+	}
+	e.g.floor = floor
+
+	e.rec.point(e, &s, d)
+
+	lat := iv.lat
+	lat.reset()
+	*iv = interval{lat: lat, maxInflight: e.g.inflight, drained: e.g.waiting == 0}
+}
+
+// memory returns the model's current memory utilisation.
+func (e *engine) memory() float64 {
+	s := &e.sc.Service
+	inBackend := e.b.busy + e.b.queued
+	return s.MemBase + s.MemPerRequest*float64(inBackend) + s.MemPerQueued*float64(e.g.waiting)
+}

@@ -1,0 +1,291 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/sluicehq/sluice/adaptive"
+)
+
+// Scenario describes one simulated run: the model backend, the traffic, the
+// clients and the gate's policy configuration. The control law under test is
+// passed to Run separately, so one scenario runs every law. Scenarios are usually
+// read from a file with ParseScenario; zero fields mean the defaults documented
+// on each field.
+type Scenario struct {
+	Name        string // file name without extension
+	Description string // the file's leading # comment block
+
+	Seed     uint64        // random seed; the same seed gives the same run
+	Duration time.Duration // simulated length; required
+	Interval time.Duration // control interval; default 250 ms
+	// SLO is the end-to-end latency (queue wait + backend) a success must meet to
+	// count as goodput; required.
+	SLO time.Duration
+
+	Service   Service
+	Slowdowns []Slowdown // changes of the backend's speed over time
+	Load      []Segment  // the open-loop load profile, in order of At; required
+	Clients   Clients
+
+	// Priorities are the weights of each priority level among new requests;
+	// all zero means every request is Default.
+	Priorities [adaptive.NumPriorities]float64
+	// Tenants are the weights of each tenant (key) among new requests; empty
+	// means one tenant.
+	Tenants []float64
+
+	Gate Gate
+
+	// Targets are the operator's targets, given to the laws that take them
+	// (Target; AIMD uses the latency as its bound). Latency defaults to SLO.
+	Targets Targets
+	// Bounds are every law's min, max and initial limit.
+	Bounds adaptive.Bounds
+	// Static is the Fixed law's limit: a hand-tuned number for the backend at
+	// its nominal capacity; default Bounds.Initial.
+	Static int
+
+	// Phases split the report; each runs from At to the next phase or the end.
+	// Default: one phase "all" from 0.
+	Phases []Phase
+}
+
+// Service is the model backend: a pool of Workers fed from a FIFO queue, so
+// latency grows with concurrency once more than Workers requests are in it.
+type Service struct {
+	Workers int  // default 10
+	Dist    Dist // service time; default lognormal, mean 10 ms, sigma 0.5
+	// Contention stretches each service time by (1 + Contention × busy/Workers),
+	// for backends that slow down as they get busier; default 0.
+	Contention float64
+	// CPU is CPUBase + CPUPerWorker × busy workers (averaged over the interval);
+	// CPUPerWorker defaults to 1/Workers (all busy = 100 %).
+	CPUBase, CPUPerWorker float64
+	// Memory is MemBase + MemPerRequest × requests in the backend (working or
+	// queued there) + MemPerQueued × requests waiting in the gate queue, as a
+	// fraction of the memory available.
+	MemBase, MemPerRequest, MemPerQueued float64
+	// Cancel makes the backend drop a request whose client gave up before a worker
+	// took it; by default it still serves it (wasted work, as most backends do).
+	Cancel bool
+}
+
+// Capacity returns the backend's nominal capacity C in requests per second.
+func (s Service) Capacity() float64 { return float64(s.Workers) / s.Dist.mean() }
+
+// Slowdown multiplies every service time by Factor from At on (2 halves capacity).
+type Slowdown struct {
+	At     time.Duration
+	Factor float64
+}
+
+// Clients are the open-loop clients' behaviour.
+type Clients struct {
+	// Timeout is how long a client waits for an attempt before giving up (a drop);
+	// default 1 s.
+	Timeout time.Duration
+	// Retries is how many times a client retries a rejected or dropped request;
+	// default 0.
+	Retries int
+	// Backoff is the delay before a retry when no Retry-After is honoured,
+	// jittered ×[0.5, 1.5); default 10 ms.
+	Backoff time.Duration
+	// RetryAfter makes clients honour the gate's Retry-After (1 s + up to 1 s of
+	// jitter) on rejections.
+	RetryAfter bool
+}
+
+// Gate is the gate's configuration apart from the law.
+type Gate struct {
+	Queue int // maximum waiters; default 100; negative means no queue
+	Order adaptive.Order
+	// QueueTarget and QueueInterval configure adaptive.QueueWait (5 ms, 100 ms).
+	QueueTarget, QueueInterval time.Duration
+	// Fair enables adaptive.FairShare across tenants.
+	Fair bool
+	// Rate, when > 0, is the initial managed token rate (req/s) given to the
+	// Target law (Rate.Initial); Burst is the bucket size, default Rate/10.
+	Rate, Burst float64
+	// NoShedder disables the adaptive.PriorityShedder.
+	NoShedder bool
+	// Guard configures the adaptive.ResourceGuard (off by default).
+	Guard adaptive.ResourceGuardParams
+}
+
+// Targets are the operator's targets.
+type Targets struct {
+	Latency     time.Duration
+	Quantile    adaptive.Quantile
+	CPU, Memory float64
+}
+
+// Phase names a part of the run in the report.
+type Phase struct {
+	Name string
+	At   time.Duration
+}
+
+// withDefaults returns the scenario with zero fields filled.
+func (sc Scenario) withDefaults() Scenario {
+	if sc.Interval == 0 {
+		sc.Interval = adaptive.DefaultInterval
+	}
+	s := &sc.Service
+	if s.Workers == 0 {
+		s.Workers = 10
+	}
+	if s.Dist == (Dist{}) {
+		s.Dist = Dist{Kind: Lognormal, Mean: 10 * time.Millisecond, Sigma: 0.5}
+	}
+	if s.CPUPerWorker == 0 {
+		s.CPUPerWorker = 1 / float64(s.Workers)
+	}
+	if sc.Clients.Timeout == 0 {
+		sc.Clients.Timeout = time.Second
+	}
+	if sc.Clients.Backoff == 0 {
+		sc.Clients.Backoff = 10 * time.Millisecond
+	}
+	if sc.Gate.Queue == 0 {
+		sc.Gate.Queue = 100
+	}
+	if sc.Gate.Rate > 0 && sc.Gate.Burst == 0 {
+		sc.Gate.Burst = math.Max(1, sc.Gate.Rate/10)
+	}
+	if len(sc.Tenants) == 0 {
+		sc.Tenants = []float64{1}
+	}
+	if sc.Priorities == ([adaptive.NumPriorities]float64{}) {
+		sc.Priorities[adaptive.Default] = 1
+	}
+	if sc.Targets.Latency == 0 {
+		sc.Targets.Latency = sc.SLO
+	}
+	if sc.Static == 0 {
+		sc.Static = sc.Bounds.Clamp(sc.Bounds.Initial)
+		if sc.Bounds.Initial == 0 {
+			sc.Static = sc.Bounds.Clamp(adaptive.DefaultInitialLimit)
+		}
+	}
+	if len(sc.Phases) == 0 {
+		sc.Phases = []Phase{{Name: "all"}}
+	}
+	return sc
+}
+
+// Validate reports every problem with the scenario.
+func (sc Scenario) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf("sim: "+format, args...)) }
+	if sc.Duration <= 0 {
+		bad("duration %v must be positive", sc.Duration)
+	}
+	if sc.Interval < 0 {
+		bad("interval %v must be positive", sc.Interval)
+	}
+	if sc.SLO <= 0 {
+		bad("slo %v must be positive", sc.SLO)
+	}
+	s := sc.Service
+	if s.Workers < 0 {
+		bad("service workers %d must be positive", s.Workers)
+	}
+	if s.Dist != (Dist{}) {
+		d := s.Dist
+		switch {
+		case d.Kind == Bimodal && (d.Fast <= 0 || d.Slow <= 0):
+			bad("service bimodal fast %v and slow %v must be positive", d.Fast, d.Slow)
+		case d.Kind == Bimodal && !(d.PSlow >= 0 && d.PSlow <= 1):
+			bad("service bimodal p_slow %v must be in [0, 1]", d.PSlow)
+		case d.Kind != Bimodal && d.Mean <= 0:
+			bad("service mean %v must be positive", d.Mean)
+		}
+		if !(d.Sigma >= 0 && d.Sigma <= 3) {
+			bad("service sigma %v must be in [0, 3]", d.Sigma)
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"contention", s.Contention}, {"cpu_base", s.CPUBase}, {"cpu_worker", s.CPUPerWorker},
+		{"mem_base", s.MemBase}, {"mem_request", s.MemPerRequest}, {"mem_queued", s.MemPerQueued}} {
+		if !(f.v >= 0) || math.IsInf(f.v, 0) {
+			bad("service %s %v must be a non-negative number", f.name, f.v)
+		}
+	}
+	for _, sl := range sc.Slowdowns {
+		if sl.At < 0 || !(sl.Factor > 0) || math.IsInf(sl.Factor, 0) {
+			bad("slowdown at %v by %v: time must be non-negative and factor positive", sl.At, sl.Factor)
+		}
+	}
+	if len(sc.Load) == 0 {
+		bad("no load profile")
+	}
+	for i, g := range sc.Load {
+		if g.At < 0 || (i > 0 && g.At < sc.Load[i-1].At) {
+			bad("load at %v: segments must start at non-negative, non-decreasing times", g.At)
+		}
+		for _, v := range []float64{g.X, g.From, g.To, math.Abs(g.Amp)} {
+			if !(v >= 0 && v <= 1000) {
+				bad("load at %v: multiple %v must be in [0, 1000]", g.At, v)
+			}
+		}
+		if g.Period < 0 {
+			bad("load at %v: period %v must be positive", g.At, g.Period)
+		}
+	}
+	c := sc.Clients
+	if c.Timeout < 0 || c.Backoff < 0 {
+		bad("clients timeout %v and backoff %v must be positive", c.Timeout, c.Backoff)
+	}
+	if c.Retries < 0 || c.Retries > 100 {
+		bad("clients retries %d must be in [0, 100]", c.Retries)
+	}
+	for p, w := range sc.Priorities {
+		if !(w >= 0) || math.IsInf(w, 0) {
+			bad("priority %d weight %v must be non-negative", p, w)
+		}
+	}
+	if len(sc.Tenants) > 255 {
+		bad("%d tenants: at most 255", len(sc.Tenants))
+	}
+	sum := 0.0
+	for i, w := range sc.Tenants {
+		if !(w >= 0) || math.IsInf(w, 0) {
+			bad("tenant %d weight %v must be non-negative", i, w)
+		}
+		sum += w
+	}
+	if len(sc.Tenants) > 0 && !(sum > 0) {
+		bad("tenant weights must not all be zero")
+	}
+	g := sc.Gate
+	if !(g.Rate >= 0) || !(g.Burst >= 0) || math.IsInf(g.Rate, 0) || math.IsInf(g.Burst, 0) {
+		bad("gate rate %v and burst %v must be non-negative", g.Rate, g.Burst)
+	}
+	if g.QueueTarget < 0 || g.QueueInterval < 0 {
+		bad("gate queue wait bounds %v and %v must be positive", g.QueueTarget, g.QueueInterval)
+	}
+	if err := g.Guard.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := sc.Bounds.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if sc.Static < 0 {
+		bad("static limit %d must be positive", sc.Static)
+	}
+	t := sc.Targets
+	if t.Latency < 0 || !(t.CPU >= 0 && t.CPU <= 1) || !(t.Memory >= 0 && t.Memory <= 1) {
+		bad("targets: latency must be positive and cpu, memory in [0, 1]")
+	}
+	for i, p := range sc.Phases {
+		if p.At < 0 || (i > 0 && p.At <= sc.Phases[i-1].At) {
+			bad("phase %q at %v: phases must start at increasing, non-negative times", p.Name, p.At)
+		}
+	}
+	return errors.Join(errs...)
+}

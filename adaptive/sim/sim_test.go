@@ -1,0 +1,483 @@
+package sim
+
+import (
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/adaptive"
+)
+
+// runs caches simulation results: several tests assert on the same run, and
+// runs are deterministic, so each (scenario, law) pair is simulated once.
+var runs struct {
+	sync.Mutex
+	m map[string]*runResult
+}
+
+type runResult struct {
+	once   sync.Once
+	report *Report
+	eng    *engine
+	err    error
+}
+
+// run simulates testdata/<name>.scenario under the named law.
+func run(t *testing.T, name, law string) *Report {
+	t.Helper()
+	r := result(name, law, 0)
+	if r.err != nil {
+		t.Fatalf("%s/%s: %v", name, law, r.err)
+	}
+	return r.report
+}
+
+// result runs a scenario once per (name, law, limit) and caches it; limit > 0
+// cuts the scenario short.
+func result(name, law string, limit time.Duration) *runResult {
+	key := fmt.Sprintf("%s/%s/%v", name, law, limit)
+	runs.Lock()
+	if runs.m == nil {
+		runs.m = map[string]*runResult{}
+	}
+	r, ok := runs.m[key]
+	if !ok {
+		r = &runResult{}
+		runs.m[key] = r
+	}
+	runs.Unlock()
+	r.once.Do(func() {
+		sc, err := LoadScenario(filepath.Join("testdata", name+".scenario"))
+		if err != nil {
+			r.err = err
+			return
+		}
+		if limit > 0 && sc.Duration > limit {
+			sc.Duration = limit
+			for len(sc.Phases) > 1 && sc.Phases[len(sc.Phases)-1].At >= limit {
+				sc.Phases = sc.Phases[:len(sc.Phases)-1]
+			}
+		}
+		l, err := sc.Law(law)
+		if err != nil {
+			r.err = err
+			return
+		}
+		sc = sc.withDefaults()
+		e, err := newEngine(&sc, l)
+		if err != nil {
+			r.err = err
+			return
+		}
+		e.run()
+		r.eng, r.report = e, e.rec.report(e)
+	})
+	return r
+}
+
+func phase(t *testing.T, r *Report, name string) PhaseReport {
+	t.Helper()
+	p, ok := r.Phase(name)
+	if !ok {
+		t.Fatalf("%s/%s: no phase %q", r.Scenario, r.Law, name)
+	}
+	return p
+}
+
+func scenarioNames(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob("testdata/*.scenario")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no scenarios: %v", err)
+	}
+	var names []string
+	for _, f := range files {
+		names = append(names, strings.TrimSuffix(filepath.Base(f), ".scenario"))
+	}
+	return names
+}
+
+// Every law runs every scenario, and the run obeys the model's invariants.
+// Under the race detector each run is cut to 8 s of simulated time.
+func TestEveryLawRunsEveryScenario(t *testing.T) {
+	var limit time.Duration
+	if raceDetector {
+		limit = 8 * time.Second
+	}
+	for _, name := range scenarioNames(t) {
+		for _, law := range LawNames {
+			t.Run(name+"/"+law, func(t *testing.T) {
+				t.Parallel()
+				res := result(name, law, limit)
+				if res.err != nil {
+					t.Fatal(res.err)
+				}
+				r, e := res.report, res.eng
+				if e.overshoots != 0 {
+					t.Errorf("the gate admitted %d requests beyond the limit", e.overshoots)
+				}
+				sc := e.sc
+				if want := int(sc.Duration / sc.Interval); len(r.Series) != want {
+					t.Errorf("%d points, want %d", len(r.Series), want)
+				}
+				if len(r.Phases) != len(sc.Phases) {
+					t.Errorf("%d phases, want %d", len(r.Phases), len(sc.Phases))
+				}
+				b := sc.Bounds
+				if law == "fixed" {
+					b.Max = max(b.Max, sc.Static)
+				}
+				for _, p := range r.Series {
+					if p.Limit != b.Clamp(p.Limit) {
+						t.Fatalf("at %v the limit %d is outside the bounds %+v", p.T, p.Limit, b)
+					}
+				}
+				for _, p := range r.Phases {
+					if p.Goodput > p.Throughput+1e-9 {
+						t.Errorf("%s: goodput %.1f above throughput %.1f", p.Name, p.Goodput, p.Throughput)
+					}
+					if p.Throughput > 1.1*r.Capacity {
+						t.Errorf("%s: throughput %.0f above capacity %.0f", p.Name, p.Throughput, r.Capacity)
+					}
+					if !(p.P50 <= p.P99 && p.P99 <= p.P999) {
+						t.Errorf("%s: quantiles out of order %v %v %v", p.Name, p.P50, p.P99, p.P999)
+					}
+					if p.RejectRate < 0 || p.RejectRate > 1 || p.DropRate < 0 || p.DropRate > 1 {
+						t.Errorf("%s: reject rate %v, drop rate %v", p.Name, p.RejectRate, p.DropRate)
+					}
+					sec := (p.End - p.Start).Seconds()
+					rejected := 0
+					for _, n := range p.Rejections {
+						rejected += n
+					}
+					if got := float64(rejected) + p.Throughput*sec; got > p.Attempts*sec+float64(sc.Gate.Queue)+5000 {
+						t.Errorf("%s: %.0f outcomes for %.0f attempts", p.Name, got, p.Attempts*sec)
+					}
+				}
+			})
+		}
+	}
+}
+
+// Issue: at 1.5x, 2x and 3x C offered, goodput >= 90 % of C and admitted p99 <=
+// SLO (measured after a 5 s warm-up, which the files declare as a phase).
+func TestTargetOverload(t *testing.T) {
+	for _, name := range []string{"overload-1.5x", "overload-2x", "overload-3x"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			r := run(t, name, "target")
+			p := phase(t, r, "overload")
+			if p.Goodput < 0.9*r.Capacity {
+				t.Errorf("goodput %.0f/s, want >= 90 %% of C = %.0f", p.Goodput, 0.9*r.Capacity)
+			}
+			// p99 <= SLO exactly: at most 1 % of completions late or dropped
+			// (the histogram's P99 is only within 1.6 %).
+			if w := r.Window(p.Start, p.End); w.LateRatio > 0.01 {
+				t.Errorf("%.2f %% late: admitted p99 %v above the SLO %v", 100*w.LateRatio, p.P99, r.SLO)
+			}
+		})
+	}
+}
+
+// Issue: step 0.7 -> 1.4 -> 0.7 x C converges within 2 s (goodput >= 95 % of
+// the steady state, p99 <= SLO) with limit overshoot <= 20 %.
+func TestTargetStep(t *testing.T) {
+	r := run(t, "step", "target")
+	for _, name := range []string{"high", "back"} {
+		p := phase(t, r, name)
+		if p.Converged < 0 || p.Converged > 2*time.Second {
+			t.Errorf("%s: converged after %v, want within 2s", name, p.Converged)
+		}
+		w := r.Window(p.Start+2*time.Second, p.End)
+		if w.Goodput < 0.95*p.SteadyGoodput {
+			t.Errorf("%s: goodput %.0f/s from 2s on, want >= 95 %% of the steady %.0f/s", name, w.Goodput, p.SteadyGoodput)
+		}
+		if w.LateRatio > 0.01 {
+			t.Errorf("%s: %.2f %% late from 2s on: p99 above the SLO", name, 100*w.LateRatio)
+		}
+	}
+	if high := phase(t, r, "high"); high.Limit.Overshoot > 0.2 {
+		t.Errorf("limit overshoot %.0f %% (max %d, settled %.1f), want <= 20 %%",
+			100*high.Limit.Overshoot, high.Limit.Max, high.Limit.SteadyMean)
+	}
+}
+
+// Issue: the backend slows 2x at constant load: the limit settles to about
+// half within 5 s. "About half": the limit that meets the SLO does not halve
+// exactly, because the backend's own p99 doubles too; with this backend it is
+// 0.4 to 0.45 of the old one, so the test accepts 0.3 to 0.6.
+func TestTargetSlowdown(t *testing.T) {
+	r := run(t, "slowdown", "target")
+	before := r.Window(10*time.Second, 15*time.Second)
+	after := r.Window(20*time.Second, 30*time.Second)
+	ratio := after.LimitMean / before.LimitMean
+	if ratio < 0.3 || ratio > 0.6 {
+		t.Errorf("limit %.1f -> %.1f (ratio %.2f), want about half (0.3..0.6)", before.LimitMean, after.LimitMean, ratio)
+	}
+	if after.LimitCV > 0.15 {
+		t.Errorf("limit not settled 5s after the slowdown: cv %.3f (%d..%d)", after.LimitCV, after.LimitMin, after.LimitMax)
+	}
+	if after.LateRatio > 0.01 {
+		t.Errorf("%.2f %% late after settling: p99 above the SLO", 100*after.LateRatio)
+	}
+	if after.Goodput < 0.9*r.Capacity/2 {
+		t.Errorf("goodput %.0f/s after settling, want >= 90 %% of the halved capacity", after.Goodput)
+	}
+}
+
+// Issue: steady 0.8 x C: limit oscillation (coefficient of variation) <= 10 %.
+func TestTargetSteady(t *testing.T) {
+	r := run(t, "steady", "target")
+	p := phase(t, r, "steady")
+	w := r.Window(p.Start, p.End)
+	if w.LimitCV > 0.1 {
+		t.Errorf("limit cv %.3f (%d..%d), want <= 0.10", w.LimitCV, w.LimitMin, w.LimitMax)
+	}
+	if p.RejectRate > 0.001 {
+		t.Errorf("%.2f %% rejected at 0.8 x C", 100*p.RejectRate)
+	}
+}
+
+// Issue: constant high latency with no queueing: no collapse to min, no growth
+// to max. Also the onset variant: the backend becomes that slow while the
+// limit is in use, and the limit must recover.
+func TestTargetHighLatency(t *testing.T) {
+	r := run(t, "high-latency", "target")
+	p := phase(t, r, "steady")
+	w := r.Window(p.Start, p.End)
+	// About 100 requests are in flight; the limit may not sink below that
+	// (rejecting work without helping latency) nor climb toward Max (5000).
+	if w.LimitMin < 100 {
+		t.Errorf("limit fell to %d with about 100 in flight: collapse", w.LimitMin)
+	}
+	if w.LimitMax > 1000 {
+		t.Errorf("limit rose to %d, toward the max of 5000", w.LimitMax)
+	}
+	if p.RejectRate > 0.01 {
+		t.Errorf("%.2f %% rejected, want < 1 %%", 100*p.RejectRate)
+	}
+
+	r = run(t, "high-latency-onset", "target")
+	slow := phase(t, r, "slow")
+	ws := r.Window(slow.Start, slow.End)
+	if ws.LimitMin < 100 || ws.LimitMax > 1000 {
+		t.Errorf("onset: limit %d..%d after 5 s, want between 100 and 1000", ws.LimitMin, ws.LimitMax)
+	}
+	if slow.RejectRate > 0.01 {
+		t.Errorf("onset: %.2f %% rejected 5 s after the backend slowed, want < 1 %%", 100*slow.RejectRate)
+	}
+}
+
+// Issue: retry storm (clients retry 3x), 2x C for 10 s then 0.9 x C: goodput
+// back to >= 95 % within 5 s after the trigger ends (no metastable failure).
+func TestTargetRetryStorm(t *testing.T) {
+	for _, name := range []string{"retry-storm", "retry-after"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			r := run(t, name, "target")
+			before := phase(t, r, "before")
+			after := phase(t, r, "after")
+			w := r.Window(after.Start+5*time.Second, after.End)
+			if w.Goodput < 0.95*before.Goodput {
+				t.Errorf("goodput %.0f/s from 5 s after the trigger, want >= 95 %% of %.0f/s before it", w.Goodput, before.Goodput)
+			}
+			if w.LateRatio > 0.01 {
+				t.Errorf("%.2f %% late after recovery", 100*w.LateRatio)
+			}
+			if trig := phase(t, r, "trigger"); trig.Goodput < 0.9*r.Capacity {
+				t.Errorf("goodput %.0f/s during the trigger, want >= 90 %% of C", trig.Goodput)
+			}
+		})
+	}
+}
+
+// Issue: 20 % critical / 80 % sheddable at 3x: critical success >= 99 %.
+func TestTargetPriority(t *testing.T) {
+	r := run(t, "priority", "target")
+	p := phase(t, r, "overload")
+	if c := p.Priorities[adaptive.Critical]; c.Requests == 0 || c.SuccessRatio() < 0.99 {
+		t.Errorf("critical: %d of %d succeeded (%.2f %%), want >= 99 %%", c.Succeeded, c.Requests, 100*c.SuccessRatio())
+	}
+	if p.Goodput < 0.9*r.Capacity {
+		t.Errorf("goodput %.0f/s: the sheddable traffic should still fill the capacity critical leaves", p.Goodput)
+	}
+}
+
+// Issue: three tenants, one sending 80 % of 2x C: each polite tenant gets >=
+// 95 % of its demand.
+func TestTargetTenants(t *testing.T) {
+	r := run(t, "tenants", "target")
+	p := phase(t, r, "overload")
+	for i, o := range p.Tenants[1:] {
+		if o.GoodRatio() < 0.95 {
+			t.Errorf("polite tenant %d: %d of %d served within the SLO (%.1f %%), want >= 95 %%", i+1, o.Good, o.Requests, 100*o.GoodRatio())
+		}
+	}
+	if p.Goodput < 0.9*r.Capacity {
+		t.Errorf("goodput %.0f/s: the greedy tenant should get the rest of the capacity", p.Goodput)
+	}
+}
+
+// Issue: memory target: with memory per queued request, the model never
+// exceeds the memory target.
+func TestTargetMemory(t *testing.T) {
+	r := run(t, "memory", "target")
+	for _, p := range r.Phases {
+		if p.PeakMemory > 0.85 {
+			t.Errorf("%s: memory peaked at %.1f %%, above the 85 %% target", p.Name, 100*p.PeakMemory)
+		}
+		if p.Goodput < 0.9*r.Capacity {
+			t.Errorf("%s: goodput %.0f/s, want >= 90 %% of C", p.Name, p.Goodput)
+		}
+	}
+	// The scenario must bite: without a limit, memory runs far past the target.
+	if none := run(t, "memory", "none"); none.Phases[0].PeakMemory < 1 {
+		t.Errorf("without a limit memory peaked at only %.2f: the scenario does not test anything", none.Phases[0].PeakMemory)
+	}
+}
+
+// CPU target with the guard: CPU stays at the target, the sheddable half pays.
+// A utilisation target is an average: the law keeps the interval mean at the
+// target; single intervals of a bimodal backend swing a few points around it.
+func TestTargetCPU(t *testing.T) {
+	r := run(t, "bimodal-cpu", "target")
+	p := phase(t, r, "overload")
+	if w := r.Window(p.Start, p.End); w.CPUMean > 0.8 || w.CPUMax > 0.9 {
+		t.Errorf("cpu %.1f %% on average, %.1f %% at most over an interval; target 80 %%", 100*w.CPUMean, 100*w.CPUMax)
+	}
+	if p.Goodput < 0.6*r.Capacity {
+		t.Errorf("goodput %.0f/s, want >= 60 %% of C (CPU is capped at 80 %%)", p.Goodput)
+	}
+	if d := p.Priorities[adaptive.Default]; d.SuccessRatio() < 3*p.Priorities[adaptive.Sheddable].SuccessRatio() {
+		t.Errorf("default %.2f vs sheddable %.2f success: sheddable should be shed first", d.SuccessRatio(), p.Priorities[adaptive.Sheddable].SuccessRatio())
+	}
+}
+
+// Profiles other than steps: a spike is absorbed without harming what comes
+// after, and a ramp plus sine crossing capacity keeps the SLO.
+func TestTargetProfiles(t *testing.T) {
+	r := run(t, "spike", "target")
+	after := phase(t, r, "after")
+	if w := r.Window(after.Start+2*time.Second, after.End); w.Goodput < 0.95*phase(t, r, "before").Goodput || w.LateRatio > 0.01 {
+		t.Errorf("after the spike: goodput %.0f/s, %.2f %% late", w.Goodput, 100*w.LateRatio)
+	}
+	// The sine crosses capacity every 2.5 s, and each crossing costs a few late
+	// responses while the limit catches up: 1.5 % late is allowed (p99 within a
+	// couple of milliseconds of the SLO over 12 seeds tried).
+	r = run(t, "ramp-sine", "target")
+	p := phase(t, r, "sine")
+	if w := r.Window(p.Start, p.End); w.LateRatio > 0.015 || p.Goodput < 0.85*r.Capacity {
+		t.Errorf("sine: %.2f %% late (p99 %v, SLO %v), goodput %.0f/s", 100*w.LateRatio, p.P99, r.SLO, p.Goodput)
+	}
+}
+
+// The comparison of the note: goodput at 3x C and with a static limit gone stale,
+// for every law. Target must be the best or tied (within 1 % of capacity).
+func TestCompareLaws(t *testing.T) {
+	rows := []struct{ scenario, phase string }{{"overload-3x", "overload"}, {"stale-static", "stale"}}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n%-14s", "law")
+	for _, row := range rows {
+		fmt.Fprintf(&b, " | %-28s", row.scenario+" goodput, p99")
+	}
+	b.WriteString("\n")
+	best := make([]float64, len(rows))
+	got := map[string][]float64{}
+	for _, law := range append([]string{"none"}, LawNames...) {
+		fmt.Fprintf(&b, "%-14s", law)
+		for i, row := range rows {
+			r := run(t, row.scenario, law)
+			p := phase(t, r, row.phase)
+			c := r.Capacity
+			if row.scenario == "stale-static" {
+				c /= 2 // the backend runs at half speed in that phase
+			}
+			share := p.Goodput / c
+			got[law] = append(got[law], share)
+			if law != "none" {
+				best[i] = max(best[i], share)
+			}
+			fmt.Fprintf(&b, " | %5.1f %% of C, p99 %-9v", 100*share, p.P99.Round(100*time.Microsecond))
+		}
+		b.WriteString("\n")
+	}
+	t.Log(b.String())
+	for i, row := range rows {
+		if got["target"][i] < best[i]-0.01 {
+			t.Errorf("%s: target %.1f %% of C, the best law %.1f %%", row.scenario, 100*got["target"][i], 100*best[i])
+		}
+	}
+}
+
+// Runs are deterministic for a seed, and the seed matters.
+func TestDeterministic(t *testing.T) {
+	sc, err := LoadScenario("testdata/step.scenario")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Duration = 12 * time.Second
+	sc.Phases = nil
+	var reports []*Report
+	for _, seed := range []uint64{7, 7, 8} {
+		sc.Seed = seed
+		law, _ := sc.Law("target")
+		r, err := Run(sc, law)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reports = append(reports, r)
+	}
+	if !reflect.DeepEqual(reports[0], reports[1]) {
+		t.Error("two runs with the same seed differ")
+	}
+	if reflect.DeepEqual(reports[0].Series, reports[2].Series) {
+		t.Error("two seeds gave the same run")
+	}
+}
+
+func TestScenarioFilesExplainThemselves(t *testing.T) {
+	for _, name := range scenarioNames(t) {
+		sc, err := LoadScenario(filepath.Join("testdata", name+".scenario"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(sc.Description) < 40 {
+			t.Errorf("%s: the # header does not explain the scenario: %q", name, sc.Description)
+		}
+		if sc.Name != name {
+			t.Errorf("%s: named %q", name, sc.Name)
+		}
+	}
+}
+
+// A managed token rate starts below capacity, grows while it turns requests
+// away, and follows capacity down when the backend slows.
+func TestTargetRate(t *testing.T) {
+	r := run(t, "rate", "target")
+	fast := phase(t, r, "fast")
+	if w := r.Window(fast.Start, fast.End); fast.Goodput < 0.9*r.Capacity || w.LateRatio > 0.01 {
+		t.Errorf("fast: goodput %.0f/s, %.2f %% late", fast.Goodput, 100*w.LateRatio)
+	}
+	slow := phase(t, r, "slow")
+	if w := r.Window(slow.Start, slow.End); slow.Goodput < 0.9*r.Capacity/2 || w.LateRatio > 0.01 {
+		t.Errorf("slow: goodput %.0f/s, %.2f %% late", slow.Goodput, 100*w.LateRatio)
+	}
+	var sum float64
+	n := 0
+	for _, p := range r.Series {
+		if p.T > slow.Start && p.T <= slow.End {
+			sum += p.Rate
+			n++
+		}
+	}
+	if mean := sum / float64(n); mean < r.Capacity/2 || mean > 1.5*r.Capacity/2 {
+		t.Errorf("slow: rate %.0f/s on average, want near the halved capacity %.0f/s", mean, r.Capacity/2)
+	}
+	if slow.Rejections[adaptive.RejectRate] == 0 {
+		t.Error("slow: the rate turned nothing away")
+	}
+}
