@@ -16,13 +16,14 @@
 // buckets per power of two from 128 ns to 68.7 s, below that one per
 // nanosecond, so any reported quantile is within 1/128 (0.78 %) of a recorded
 // value. HdrHistogram-go and DataDog's sketches-go were considered and not
-// used: neither is safe for concurrent use, so sharing one would need a lock
-// on every Record (the hot path must not lock), and one per stripe would
-// still leave us writing the striping, draining and sliding window around
-// them; HdrHistogram's RecordValue also writes a shared total count, and
-// DDSketch's Add takes a float64 logarithm and may grow (allocate) its store.
-// A fixed log-linear array with atomic counters is what both reduce to for
-// durations, at 16 KiB a stripe.
+// used: neither is safe for concurrent use (HdrHistogram-go's RecordValue does
+// a plain += on its bucket and on a total count shared by every value), so
+// sharing one would put a lock on every Record, which the hot path must not
+// take; one per stripe would still leave us writing the striping, draining
+// and sliding window around them, and DDSketch's Add also maps a float64
+// through its index mapping and grows (allocates) its store as new ranges
+// appear. A fixed log-linear array of atomic counters is what both reduce to
+// for durations, at 16 KiB a stripe.
 //
 // # Resources
 //
