@@ -36,6 +36,14 @@
 // v3.24.5 reads only cgroup v1); and the Go runtime's heap, goroutines and GC
 // pauses. Every figure is a Signal: a value, a Known flag, and when unknown a
 // Reason for the admin API. Nothing unreadable is ever reported as 0.
+// Resources.CPU and Resources.Memory are the two figures the target control
+// law steers on: the cgroup's against its limit when it has one, else the
+// host's.
+//
+// The cgroup and PSI files stay open between samples and are re-read with
+// pread (pseudofile.go): opening a cgroup file costs several times more than
+// reading it. A Sampler therefore has a Close method. Once a minute of
+// sample time it reopens them and looks up its cgroup again.
 //
 // probe does not log and imports nothing of sluice's.
 package probe

@@ -98,6 +98,7 @@ func (w *window) quantiles(qs []float64, out []time.Duration) {
 		return
 	}
 	var ranks [len(fixedQuantiles)]uint64
+	qs = qs[:min(len(qs), len(ranks))]
 	for i, q := range qs {
 		ranks[i] = rank(q, n)
 	}
