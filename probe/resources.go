@@ -11,12 +11,12 @@ type Resources struct {
 
 	// CPU is the CPU utilisation of what is guarded: the cgroup's against its
 	// limit when it has one (Cgroup.CPULimit is known), else the host's.
-	// CPUFrom says which: "cgroup" or "host".
+	// CPUFrom says which: FromCgroup or FromHost.
 	CPU     Signal
 	CPUFrom string
 	// Memory is the memory utilisation of what is guarded: the cgroup's
 	// working set against memory.max when it is set (Cgroup.MemoryLimit is
-	// known), else the host's. MemoryFrom says which: "cgroup" or "host".
+	// known), else the host's. MemoryFrom says which.
 	Memory     Signal
 	MemoryFrom string
 
@@ -25,6 +25,12 @@ type Resources struct {
 	Cgroup  Cgroup
 	Runtime Runtime
 }
+
+// Where Resources.CPU and Resources.Memory come from.
+const (
+	FromCgroup = "cgroup"
+	FromHost   = "host"
+)
 
 // Host is the machine as a whole, from /proc.
 type Host struct {
@@ -59,7 +65,9 @@ type Process struct {
 	RSS Signal
 }
 
-// Cgroup is the watched cgroup v2.
+// Cgroup is the watched cgroup v2. Only its own limit files are read: a
+// limit set on an ancestor alone (a pod-level cgroup, a systemd slice) is not
+// seen; point SamplerParams.Cgroup at the cgroup that carries it.
 type Cgroup struct {
 	// Dir is the cgroup directory read, "" when none was found.
 	Dir string

@@ -71,6 +71,7 @@ type Sampler struct {
 	hostCPU     hostCPU
 	procCPU     rate
 	procMissing string
+	procCgroup  string // /proc/<pid>/cgroup, or /proc/self/cgroup
 	hostPSI     psiSources
 
 	cg        cgroupState
@@ -132,6 +133,10 @@ func NewSampler(p SamplerParams) (*Sampler, error) {
 		s.explicit = filepath.Join(root, p.Cgroup)
 	}
 	s.procMissing = "process " + strconv.Itoa(pid) + " not found"
+	s.procCgroup = filepath.Join(root, "proc", strconv.Itoa(pid), "cgroup")
+	if p.PID == 0 {
+		s.procCgroup = filepath.Join(root, "proc", "self", "cgroup")
+	}
 	s.rt.init()
 	s.files = &openFiles{}
 	runtime.AddCleanup(s, (*openFiles).closeAll, s.files)
@@ -171,11 +176,7 @@ func (s *Sampler) discover() {
 		s.cg.found(s.explicit, &s.files.cgroup)
 		return
 	}
-	self := "self"
-	if s.pid != os.Getpid() {
-		self = strconv.Itoa(s.pid)
-	}
-	cgFile := filepath.Join(s.root, "proc", self, "cgroup")
+	cgFile := s.procCgroup
 	data, err := s.rd.read(cgFile)
 	if err != nil {
 		// The process may not have started yet: try again next sample.
@@ -245,13 +246,13 @@ func (s *Sampler) Sample(now time.Time) Resources {
 	r.Process = s.sampleProcess(now)
 	r.Cgroup = s.cg.sample(&s.rd, &s.files.cgroup, now, s.cpus, s.cpusWhy)
 
-	r.CPU, r.CPUFrom = r.Host.CPU, "host"
+	r.CPU, r.CPUFrom = r.Host.CPU, FromHost
 	if r.Cgroup.CPULimit.Known {
-		r.CPU, r.CPUFrom = r.Cgroup.CPU, "cgroup"
+		r.CPU, r.CPUFrom = r.Cgroup.CPU, FromCgroup
 	}
-	r.Memory, r.MemoryFrom = r.Host.Memory, "host"
+	r.Memory, r.MemoryFrom = r.Host.Memory, FromHost
 	if r.Cgroup.MemoryLimit.Known {
-		r.Memory, r.MemoryFrom = r.Cgroup.Memory, "cgroup"
+		r.Memory, r.MemoryFrom = r.Cgroup.Memory, FromCgroup
 	}
 	return r
 }

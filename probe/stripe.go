@@ -31,6 +31,8 @@ type stripe struct {
 // groups is the number of bucket groups a dirty bitmap covers.
 const groups = numBuckets / subCount
 
+var _ [32 - groups]struct{} // the bitmap is a uint32: no more than 32 groups
+
 // count adds one to bucket b and marks its group dirty. The count is added
 // before the mark is read, and a drain swaps the marks before it reads the
 // counts, so a count is always seen by this drain or the next: if the mark
