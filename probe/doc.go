@@ -6,7 +6,7 @@
 //
 // A Recorder takes one Record(d) per finished request on the hot path and one
 // Snapshot(now) per control-loop tick. Record costs a few atomic adds to a
-// per-P stripe (see proc.go): no clock read, no lock, no allocation. Snapshot
+// per-P stripe (see procpin.go): no clock read, no lock, no allocation. Snapshot
 // drains the stripes into the current sub-window, slides the window by the
 // time passed in, and returns a Snapshot value: counts, throughput, max
 // in-flight, min/max/mean, P50/P90/P95/P99/P99.9 and the min RTT over a

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/shirou/gopsutil/v3/cpu"
 	"github.com/shirou/gopsutil/v3/mem"
@@ -16,8 +15,6 @@ import (
 // successive cpu.Times readings on the Sampler's own tick: gopsutil's
 // Percent(0) keeps its previous reading in package-level state shared by
 // every caller.
-
-const warmingUp = "warming up: CPU utilisation needs a second sample"
 
 // guard turns a panic inside gopsutil, whose parsers index fields of files
 // they trust, into an error: a malformed file must not crash the daemon.
@@ -81,28 +78,4 @@ func processRSS(ctx context.Context, p *process.Process) (rss uint64, err error)
 		return 0, err
 	}
 	return m.RSS, nil
-}
-
-// rate is a counter and the time it was read, to turn into a rate at the
-// next reading.
-type rate struct {
-	ok    bool
-	at    time.Time
-	value float64
-}
-
-// since records value read at now and returns how much it and time grew
-// since the previous reading, with a reason when no rate can be had yet.
-func (r *rate) since(now time.Time, value float64) (dv float64, dt time.Duration, reason string) {
-	prev := *r
-	*r = rate{ok: true, at: now, value: value}
-	switch {
-	case !prev.ok:
-		return 0, 0, warmingUp
-	case !now.After(prev.at):
-		return 0, 0, "no time elapsed since the previous sample"
-	case value < prev.value:
-		return 0, 0, "counter went backwards (restarted?); starting again"
-	}
-	return value - prev.value, now.Sub(prev.at), ""
 }
