@@ -12,8 +12,9 @@ import (
 type Snapshot struct {
 	// Time is the instant passed to Snapshot.
 	Time time.Time
-	// Span is the stretch of time the window covers: the configured window,
-	// or less while the recorder is younger than that.
+	// Span is the stretch of time the window covers, from the start of its
+	// oldest sub-window to Time: between Window − Window/SubWindows and
+	// Window, or less while the recorder is younger than that.
 	Span time.Duration
 
 	// Count is every finished request: Successes + Drops + Ignored.
