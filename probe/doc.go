@@ -1,0 +1,49 @@
+// Package probe measures what sluice's control loop steers by: request
+// latency over a sliding window, and the CPU, memory and pressure of what
+// sluice guards (a cgroup v2, a process, the host).
+//
+// # Latency
+//
+// A Recorder takes one Record(d) per finished request on the hot path and one
+// Snapshot(now) per control-loop tick. Record costs a few atomic adds to a
+// per-P stripe (see procpin.go): no clock read, no lock, no allocation. Snapshot
+// drains the stripes into the current sub-window, slides the window by the
+// time passed in, and returns a Snapshot value: counts, throughput, max
+// in-flight, min/max/mean, P50/P90/P95/P99/P99.9 and the min RTT over a
+// longer window; Recorder.Quantile answers any other quantile.
+//
+// Durations go into a log-linear histogram of our own (buckets.go): 64
+// buckets per power of two from 128 ns to 68.7 s, below that one per
+// nanosecond, so any reported quantile is within 1/128 (0.78 %) of a recorded
+// value. HdrHistogram-go and DataDog's sketches-go were considered and not
+// used: neither is safe for concurrent use (HdrHistogram-go's RecordValue does
+// a plain += on its bucket and on a total count shared by every value), so
+// sharing one would put a lock on every Record, which the hot path must not
+// take; one per stripe would still leave us writing the striping, draining
+// and sliding window around them, and DDSketch's Add also maps a float64
+// through its index mapping and grows (allocates) its store as new ranges
+// appear. A fixed log-linear array of atomic counters is what both reduce to
+// for durations, at 16 KiB a stripe.
+//
+// # Resources
+//
+// A Sampler reads, on each Sample(now): host CPU (from /proc/stat deltas) and
+// memory (available against total), a process's CPU and RSS (gopsutil v3);
+// the cgroup v2's CPU usage against its quota (cpu.max) or cpuset, its
+// throttling, its memory working set (memory.current less inactive file
+// cache, as the kubelet counts it) against memory.max, and PSI avg10 of CPU
+// and memory for the host and the cgroup (our own parsers, since gopsutil
+// v3.24.5 reads only cgroup v1); and the Go runtime's heap, goroutines and GC
+// pauses. Every figure is a Signal: a value, a Known flag, and when unknown a
+// Reason for the admin API. Nothing unreadable is ever reported as 0.
+// Resources.CPU and Resources.Memory are the two figures the target control
+// law steers on: the cgroup's against its limit when it has one, else the
+// host's.
+//
+// The cgroup and PSI files stay open between samples and are re-read with
+// pread (pseudofile.go): opening a cgroup file costs several times more than
+// reading it. A Sampler therefore has a Close method. Once a minute of
+// sample time it reopens them and looks up its cgroup again.
+//
+// probe does not log and imports nothing of sluice's.
+package probe
