@@ -91,4 +91,3 @@ func (p Params) Args() []string {
 	}
 	return args
 }
-
