@@ -171,9 +171,8 @@ func (s *Scenario) validate() []error {
 	if s.Quick < 0 || s.Quick > 1 {
 		errs = append(errs, fmt.Errorf("quick must be in (0,1], got %v", s.Quick))
 	}
-	if _, err := s.BackendParams(); err != nil {
-		errs = append(errs, err)
-	}
+	_, berrs := s.backendParams()
+	errs = append(errs, berrs...)
 	errs = append(errs, s.Load.validate()...)
 	seen := map[string]bool{}
 	for i, c := range s.Contenders {
@@ -264,6 +263,11 @@ func (c Contender) validate(i int) []error {
 
 // BackendParams returns the backend's parameters.
 func (s *Scenario) BackendParams() (backend.Params, error) {
+	p, errs := s.backendParams()
+	return p, errors.Join(errs...)
+}
+
+func (s *Scenario) backendParams() (backend.Params, []error) {
 	b := s.Backend
 	p := backend.Params{
 		Workers: b.Workers, Queue: b.Queue, QueuedMemory: int64(b.QueuedMemory), MemoryLimit: int64(b.MemoryLimit),
@@ -286,10 +290,8 @@ func (s *Scenario) BackendParams() (backend.Params, error) {
 		}
 		p.Changes = append(p.Changes, c)
 	}
-	if len(errs) == 0 {
-		errs = p.Validate()
-	}
-	return p.WithDefaults(), errors.Join(errs...)
+	errs = append(errs, p.Validate()...)
+	return p.WithDefaults(), errs
 }
 
 // Capacity is the backend's C at the start of the run, req/s.
