@@ -36,6 +36,7 @@ type collector struct {
 	lat, rejects, lag   histogram
 	seconds             []secondAcc
 	tenants, priorities []classAcc
+	phases              []classAcc
 }
 
 func newCollector(p Params) *collector {
@@ -46,6 +47,10 @@ func newCollector(p Params) *collector {
 		rejects: newHistogram(3),
 		lag:     newHistogram(3),
 		totals:  Totals{ErrorsByKind: map[string]int64{}, RejectsByStatus: map[int]int64{}},
+	}
+	c.phases = make([]classAcc, len(p.Schedule))
+	for i := range c.phases {
+		c.phases[i].lat = newHistogram(3)
 	}
 	c.tenants = newClasses(p.Tenants)
 	c.priorities = newClasses(p.Priorities)
@@ -83,12 +88,16 @@ func (c *collector) add(e event) {
 		return
 	}
 	s := c.second(e.intended)
-	counts := []*Counts{&c.totals.Counts, nil, nil}
+	lats := []histogram{c.lat, s.lat, {}, {}, {}}
+	counts := []*Counts{&c.totals.Counts, nil, nil, nil}
 	if e.tenant >= 0 {
-		counts[1] = &c.tenants[e.tenant].Counts
+		counts[1], lats[2] = &c.tenants[e.tenant].Counts, c.tenants[e.tenant].lat
 	}
 	if e.priority >= 0 {
-		counts[2] = &c.priorities[e.priority].Counts
+		counts[2], lats[3] = &c.priorities[e.priority].Counts, c.priorities[e.priority].lat
+	}
+	if i, _ := c.sched.PhaseAt(e.intended); i >= 0 {
+		counts[3], lats[4] = &c.phases[i].Counts, c.phases[i].lat
 	}
 	good := e.kind == KindOK && e.latency <= c.slo
 	s.Offered++
@@ -121,13 +130,10 @@ func (c *collector) add(e event) {
 		if good {
 			s.Good++
 		}
-		c.lat.record(e.latency)
-		s.lat.record(e.latency)
-		if e.tenant >= 0 {
-			c.tenants[e.tenant].lat.record(e.latency)
-		}
-		if e.priority >= 0 {
-			c.priorities[e.priority].lat.record(e.latency)
+		for _, h := range lats {
+			if h.h != nil {
+				h.record(e.latency)
+			}
 		}
 	case KindRejected:
 		s.Rejected++
@@ -154,6 +160,12 @@ func (c *collector) result(start time.Time, p Params) Result {
 			s.P50, s.P99 = s.lat.quantile(50), s.lat.quantile(99)
 		}
 		r.Seconds = append(r.Seconds, s.Second)
+	}
+	var begin time.Duration
+	for i, ph := range p.Schedule {
+		a := c.phases[i]
+		r.Phases = append(r.Phases, PhaseResult{Label: ph.Label, Start: begin, For: ph.For, Counts: a.Counts, Latency: a.lat.summary()})
+		begin += ph.For
 	}
 	r.Tenants = classes(p.Tenants, c.tenants)
 	r.Priorities = classes(p.Priorities, c.priorities)

@@ -101,6 +101,10 @@ func TestGeneratorFiresAtIntendedInstants(t *testing.T) {
 			t.Errorf("second %d: %+v, want %d offered", s, res.Seconds[s], n)
 		}
 	}
+	if len(res.Phases) != 2 || res.Phases[0].Offered != perSecond[0]+perSecond[1] || res.Phases[1].Offered != perSecond[2] ||
+		res.Phases[1].Start != 2*sec || res.Phases[1].Latency.Count != perSecond[2] {
+		t.Errorf("phases %+v", res.Phases)
+	}
 	if res.Seconds[2].Rate != 400 || res.Seconds[0].Rate != 200 {
 		t.Errorf("scheduled rates %v %v, want 200 and 400 (ramp midpoint)", res.Seconds[0].Rate, res.Seconds[2].Rate)
 	}

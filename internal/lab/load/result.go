@@ -57,6 +57,16 @@ type Class struct {
 	Latency Quantiles `json:"latency"`
 }
 
+// PhaseResult is the figures of one phase of the schedule, by the intended
+// send instant of each arrival.
+type PhaseResult struct {
+	Label string        `json:"label"`
+	Start time.Duration `json:"start"`
+	For   time.Duration `json:"for"`
+	Counts
+	Latency Quantiles `json:"latency"`
+}
+
 // Second is one second of the run, by the intended send instant of each
 // arrival (attempts by their own send instant).
 type Second struct {
@@ -78,6 +88,7 @@ type Result struct {
 	Duration   time.Duration `json:"duration"` // the schedule's length
 	SLO        time.Duration `json:"slo"`
 	Totals     Totals        `json:"totals"`
+	Phases     []PhaseResult `json:"phases"`
 	Seconds    []Second      `json:"seconds"`
 	Tenants    []Class       `json:"tenants,omitempty"`
 	Priorities []Class       `json:"priorities,omitempty"`
