@@ -24,6 +24,6 @@ func (d Direct) Start(_ context.Context, env Env) (Running, error) {
 
 type directRun struct{ url string }
 
-func (r directRun) URL() string                  { return r.url }
+func (r directRun) URL() string                   { return r.url }
 func (r directRun) Sample(context.Context) Sample { return Sample{} }
 func (r directRun) Stop(context.Context) error    { return nil }

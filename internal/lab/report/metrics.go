@@ -26,7 +26,7 @@ type Metrics struct {
 	RejectRate    float64 `json:"reject_rate"` // final 429/503 over arrivals
 	RejectP50     float64 `json:"reject_p50_ms"`
 	RejectP99     float64 `json:"reject_p99_ms"`
-	ErrorRate     float64 `json:"error_rate"`         // final errors over arrivals
+	ErrorRate     float64 `json:"error_rate"`          // final errors over arrivals
 	Amplification float64 `json:"retry_amplification"` // tries per arrival sent
 	// Convergence is, for each change of load or backend after the first
 	// phase, how long until goodput settles (see Converge); ConvergenceMax
@@ -138,19 +138,19 @@ func segments(r *Run) []segment {
 }
 
 // converge measures, for each segment after the first, the seconds from
-// its start until the 3-second rolling goodput stays within a band around
-// the segment's settled goodput (the median of its second half), with the
-// admitted p99 of every second within the SLO, until the segment ends. The
-// band is max(15 %, 3√G) of the settled goodput G, a few standard
-// deviations of a Poisson count, so noise alone does not count as
-// unsettled. Settling into collapse (p99 past the SLO) is not convergence.
+// its start to the first second from which every second of the segment
+// has its goodput within a band around the segment's settled goodput G
+// (the median of its second half) and its admitted p99 within the SLO. The
+// band is max(15 %·G, 4√G): four standard deviations of a Poisson count,
+// so noise alone does not count as unsettled. Settling into collapse (p99
+// past the SLO) is not convergence; such a segment counts in full.
 func converge(r *Run) ([]Convergence, *float64) {
 	good := make([]float64, len(r.Load.Seconds))
 	withinSLO := make([]bool, len(r.Load.Seconds))
 	slo := float64(r.SLO.Microseconds()) / 1000
 	for i, s := range r.Load.Seconds {
 		good[i] = float64(s.Good)
-		withinSLO[i] = s.OK == 0 || s.P99 <= slo
+		withinSLO[i] = s.Offered == 0 || (s.OK > 0 && s.P99 <= slo)
 	}
 	var out []Convergence
 	var worst float64
@@ -161,26 +161,12 @@ func converge(r *Run) ([]Convergence, *float64) {
 		tail := slices.Clone(good[seg.start+(seg.end-seg.start)/2 : seg.end])
 		slices.Sort(tail)
 		settled := tail[len(tail)/2]
-		band := math.Max(0.15*settled, 3*math.Sqrt(settled))
-		c := Convergence{At: float64(seg.start), Label: seg.label, Seconds: float64(seg.end - seg.start)}
+		band := math.Max(0.15*settled, 4*math.Sqrt(settled))
 		from := seg.end
-		for s := seg.end - 1; s >= seg.start; s-- {
-			lo := max(seg.start, s-2)
-			var sum float64
-			for k := lo; k <= s; k++ {
-				sum += good[k]
-			}
-			if math.Abs(sum/float64(s-lo+1)-settled) > band || !withinSLO[s] {
-				break
-			}
+		for s := seg.end - 1; s >= seg.start && math.Abs(good[s]-settled) <= band && withinSLO[s]; s-- {
 			from = s
 		}
-		if from < seg.end {
-			c.Converged = true
-			// The rolling window ending at `from` covers up to two seconds
-			// before it; the settled state began at the window's start.
-			c.Seconds = float64(max(from-2, seg.start) - seg.start)
-		}
+		c := Convergence{At: float64(seg.start), Label: seg.label, Seconds: float64(from - seg.start), Converged: from < seg.end}
 		worst = math.Max(worst, c.Seconds)
 		out = append(out, c)
 	}

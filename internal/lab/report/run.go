@@ -12,21 +12,21 @@ import (
 
 // Run is one contender's run of one scenario: the JSON file's content.
 type Run struct {
-	Scenario  string           `json:"scenario"`
-	Contender string           `json:"contender"`
-	Quick     bool             `json:"quick"`
-	Started   time.Time        `json:"started"`
-	Capacity  float64          `json:"capacity"` // the backend's C at the start, req/s
-	SLO       time.Duration    `json:"slo"`
-	Schedule  load.Schedule    `json:"schedule"`
-	Params    backend.Params   `json:"backend_params"`
-	Skipped   string           `json:"skipped,omitempty"` // why the contender did not run
-	Error     string           `json:"error,omitempty"`   // why the run failed part-way
-	Notes     []string         `json:"notes,omitempty"`
-	Metrics   Metrics          `json:"metrics"`
-	Load      load.Result      `json:"load"`
-	Backend   backend.Stats    `json:"backend"` // the backend's counters at the end
-	Samples   []Sample         `json:"samples"` // polled once a second
+	Scenario  string         `json:"scenario"`
+	Contender string         `json:"contender"`
+	Quick     bool           `json:"quick"`
+	Started   time.Time      `json:"started"`
+	Capacity  float64        `json:"capacity"` // the backend's C at the start, req/s
+	SLO       time.Duration  `json:"slo"`
+	Schedule  load.Schedule  `json:"schedule"`
+	Params    backend.Params `json:"backend_params"`
+	Skipped   string         `json:"skipped,omitempty"` // why the contender did not run
+	Error     string         `json:"error,omitempty"`   // why the run failed part-way
+	Notes     []string       `json:"notes,omitempty"`
+	Metrics   Metrics        `json:"metrics"`
+	Load      load.Result    `json:"load"`
+	Backend   backend.Stats  `json:"backend"` // the backend's counters at the end
+	Samples   []Sample       `json:"samples"` // polled once a second
 }
 
 // Sample is what was polled at one instant of a run. Pointers are nil
