@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"io"
+	"runtime/debug"
 	"time"
 
 	"github.com/sluicehq/sluice/internal/lab/backend"
@@ -61,6 +62,11 @@ func runBackend(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fprintf(stderr, "sluice-lab backend: %v\n", err)
 		return exitUsage
 	}
+	if p.QueuedMemory > 0 {
+		// Let the Go heap hand freed queued-request memory back promptly,
+		// so RSS follows the model's held memory, not GOGC's headroom.
+		debug.SetMemoryLimit(p.MemoryLimit + 256<<20)
+	}
 	in, err := backend.Listen(*addr, p)
 	if err != nil {
 		fprintf(stderr, "sluice-lab backend: %v\n", err)
@@ -69,7 +75,8 @@ func runBackend(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fprintf(stdout, "sluice-lab backend: listening on %s (W=%d, service %s, C=%.0f req/s)\n",
 		in.URL, p.Workers, p.Service, p.Capacity())
 	<-ctx.Done()
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	// A lab backend has nothing worth draining: a second, then close.
+	sctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	_ = in.Shutdown(sctx)
 	return exitOK

@@ -44,7 +44,7 @@ func startBackend(p backend.Params, command []string, dir string) (*backendRun, 
 	if err != nil {
 		return nil, err
 	}
-	stop := func(context.Context) error { return child.Stop(5 * time.Second) }
+	stop := func(context.Context) error { return child.Stop(3 * time.Second) }
 	select {
 	case line := <-lines:
 		for _, f := range strings.Fields(line) {

@@ -128,7 +128,12 @@ func (r *Runner) runOne(ctx context.Context, s *scenario.Scenario, c Contender, 
 	if err != nil {
 		return fail(err)
 	}
-	defer func() { _ = be.stop(context.Background()) }()
+	defer func() {
+		// Requests still queued in the backend are of no interest now.
+		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = be.stop(sctx)
+	}()
 
 	env, err := r.env(be, bp, scratch)
 	if err != nil {
@@ -241,8 +246,7 @@ func (r *Runner) sample(ctx context.Context, done <-chan struct{}, gen *load.Gen
 		pctx, cancel := context.WithTimeout(ctx, every/2)
 		s := report.Sample{T: live.Elapsed.Seconds(), ClientInflight: live.Inflight}
 		if st, err := be.stats(pctx); err == nil {
-			s.BackendInService, s.BackendQueued, s.BackendCapacity = st.InService, st.Queued, st.Capacity
-			s.BackendHeldBytes, s.BackendCrashes = st.HeldBytes, st.Crashes
+			s.Backend = &report.BackendSample{InService: st.InService, Queued: st.Queued, Capacity: st.Capacity, HeldBytes: st.HeldBytes, Crashes: st.Crashes}
 		}
 		cs := c.Sample(pctx)
 		cancel()

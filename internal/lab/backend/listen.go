@@ -40,12 +40,14 @@ func Listen(addr string, p Params) (*Instance, error) {
 }
 
 // Shutdown stops accepting, waits for requests in flight until ctx ends,
-// then closes every connection.
+// then closes every connection and fails the requests still queued, so
+// their goroutines end too.
 func (in *Instance) Shutdown(ctx context.Context) error {
 	in.Server.Close()
 	err := in.http.Shutdown(ctx)
 	if err != nil {
 		_ = in.http.Close()
+		in.Server.pool.failAll()
 	}
 	if serr := <-in.done; !errors.Is(serr, http.ErrServerClosed) {
 		return serr

@@ -61,9 +61,15 @@ func TimelinePanels(r Run) []Panel {
 		st = append(st, s.T)
 		limit = append(limit, deref(s.Limit))
 		inflight = append(inflight, deref(s.Inflight))
-		backendIn = append(backendIn, float64(s.BackendInService))
-		queued = append(queued, float64(s.BackendQueued))
-		capacity = append(capacity, s.BackendCapacity)
+		if b := s.Backend; b != nil {
+			backendIn = append(backendIn, float64(b.InService))
+			queued = append(queued, float64(b.Queued))
+			capacity = append(capacity, b.Capacity)
+		} else {
+			backendIn = append(backendIn, math.NaN())
+			queued = append(queued, math.NaN())
+			capacity = append(capacity, math.NaN())
+		}
 	}
 	rates := Panel{Title: r.Contender + ": requests per second (by intended send second)", XLabel: "seconds", Series: []Series{
 		{Name: "offered", X: t, Y: offered, Color: Palette[7]},

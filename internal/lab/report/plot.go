@@ -75,7 +75,8 @@ func WritePNG(w io.Writer, width, panelHeight int, panels []Panel) error {
 	for i, p := range panels {
 		drawPanel(img, image.Rect(0, i*panelHeight, width, (i+1)*panelHeight), p)
 	}
-	return png.Encode(w, img)
+	enc := png.Encoder{CompressionLevel: png.BestSpeed}
+	return enc.Encode(w, img)
 }
 
 func drawPanel(img *image.RGBA, r image.Rectangle, p Panel) {
@@ -112,7 +113,7 @@ func drawPanel(img *image.RGBA, r image.Rectangle, p Panel) {
 		y := py(h.Y)
 		for x := area.Min.X; x < area.Max.X; x++ {
 			if (x/6)%2 == 0 {
-				img.Set(x, y, h.Color)
+				img.SetRGBA(x, y, h.Color)
 			}
 		}
 		text(img, area.Min.X+4, y-3, h.Label, h.Color)
@@ -152,7 +153,7 @@ func drawPanel(img *image.RGBA, r image.Rectangle, p Panel) {
 		x := area.Max.X - textWidth(s.Name) - 26
 		for dx := 0; dx < 16; dx++ {
 			for dy := -1; dy <= 1; dy++ {
-				img.Set(x+dx, y-4+dy, s.Color)
+				img.SetRGBA(x+dx, y-4+dy, s.Color)
 			}
 		}
 		text(img, x+20, y, s.Name, black)
@@ -249,26 +250,26 @@ func text(img *image.RGBA, x, y int, s string, c color.Color) {
 	d.DrawString(s)
 }
 
-func hline(img *image.RGBA, x0, x1, y int, c color.Color) {
+func hline(img *image.RGBA, x0, x1, y int, c color.RGBA) {
 	for x := x0; x <= x1; x++ {
-		img.Set(x, y, c)
+		img.SetRGBA(x, y, c)
 	}
 }
 
-func vline(img *image.RGBA, x, y0, y1 int, c color.Color) {
+func vline(img *image.RGBA, x, y0, y1 int, c color.RGBA) {
 	for y := y0; y <= y1; y++ {
-		img.Set(x, y, c)
+		img.SetRGBA(x, y, c)
 	}
 }
 
-func set(img *image.RGBA, x, y int, c color.Color, clip image.Rectangle) {
+func set(img *image.RGBA, x, y int, c color.RGBA, clip image.Rectangle) {
 	if (image.Point{x, y}).In(clip) {
-		img.Set(x, y, c)
+		img.SetRGBA(x, y, c)
 	}
 }
 
 // line draws a 2-pixel-wide segment (Bresenham), clipped to clip.
-func line(img *image.RGBA, x0, y0, x1, y1 int, c color.Color, dashed bool, clip image.Rectangle) {
+func line(img *image.RGBA, x0, y0, x1, y1 int, c color.RGBA, dashed bool, clip image.Rectangle) {
 	clip = clip.Inset(-1)
 	dx, dy := abs(x1-x0), -abs(y1-y0)
 	sx, sy := sign(x1-x0), sign(y1-y0)

@@ -33,17 +33,24 @@ type Run struct {
 // where the figure is not known (a contender without metrics, a backend
 // in the lab's own process).
 type Sample struct {
-	T                float64  `json:"t"`                  // seconds from the start of the load
-	Limit            *float64 `json:"limit,omitempty"`    // the contender's concurrency limit
-	Inflight         *float64 `json:"inflight,omitempty"` // the contender's in-flight count
-	ClientInflight   int64    `json:"client_inflight"`    // tries the generator has in flight
-	BackendInService int64    `json:"backend_in_service"`
-	BackendQueued    int      `json:"backend_queued"`
-	BackendCapacity  float64  `json:"backend_capacity"`
-	BackendHeldBytes int64    `json:"backend_held_bytes"`
-	BackendCrashes   uint64   `json:"backend_crashes"`
-	ContenderRSS     *int64   `json:"contender_rss,omitempty"` // bytes
-	ContenderCPU     *float64 `json:"contender_cpu,omitempty"` // seconds used so far
-	BackendRSS       *int64   `json:"backend_rss,omitempty"`
-	BackendCPU       *float64 `json:"backend_cpu,omitempty"`
+	T              float64  `json:"t"`                  // seconds from the start of the load
+	Limit          *float64 `json:"limit,omitempty"`    // the contender's concurrency limit
+	Inflight       *float64 `json:"inflight,omitempty"` // the contender's in-flight count
+	ClientInflight int64    `json:"client_inflight"`    // tries the generator has in flight
+	// Backend is the backend's own account; nil when it did not answer
+	// within half a sampling period (an overloaded backend may not).
+	Backend      *BackendSample `json:"backend,omitempty"`
+	ContenderRSS *int64         `json:"contender_rss,omitempty"` // bytes
+	ContenderCPU *float64       `json:"contender_cpu,omitempty"` // seconds used so far
+	BackendRSS   *int64         `json:"backend_rss,omitempty"`
+	BackendCPU   *float64       `json:"backend_cpu,omitempty"`
+}
+
+// BackendSample is the part of backend.Stats a Sample keeps.
+type BackendSample struct {
+	InService int64   `json:"in_service"`
+	Queued    int     `json:"queued"`
+	Capacity  float64 `json:"capacity"` // C now, req/s
+	HeldBytes int64   `json:"held_bytes"`
+	Crashes   uint64  `json:"crashes"`
 }

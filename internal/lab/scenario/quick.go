@@ -9,9 +9,10 @@ import (
 )
 
 // Shortened returns the -quick version of s: every phase (or sweep step)
-// lasts Quick times as long, but at least a second (or as long as before,
-// if that was shorter), and each backend change moves with the phase it
-// falls in, so it happens at the same point of the load pattern.
+// and the client timeout last Quick times as long, but at least a second
+// (or as long as before, if that was shorter), and each backend change
+// moves with the phase it falls in, so it happens at the same point of the
+// load pattern.
 func (s *Scenario) Shortened() *Scenario {
 	q := s.Quick
 	if q == 0 {
@@ -23,6 +24,9 @@ func (s *Scenario) Shortened() *Scenario {
 	}
 	old := s.Schedule()
 	c := *s
+	if c.Load.Timeout != 0 {
+		c.Load.Timeout = scale(c.Load.Timeout)
+	}
 	c.Load.Phases = slices.Clone(s.Load.Phases)
 	for i := range c.Load.Phases {
 		c.Load.Phases[i].For = scale(c.Load.Phases[i].For)

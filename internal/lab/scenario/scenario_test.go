@@ -81,7 +81,11 @@ sweep = { from = "0.5C", to = "1.5C", step = "0.5C", each = "20s" }
 	if len(sched) != 3 || sched[0].From != 100 || sched[2].To != 300 || sched[1].Label != "1C" || sched.Duration() != time.Minute {
 		t.Fatalf("sweep schedule %+v", sched)
 	}
+	s.Load.Timeout = Duration(5 * time.Second)
 	q := s.Shortened()
+	if q.Load.Timeout != Duration(time.Second) || s.Load.Timeout != Duration(5*time.Second) {
+		t.Errorf("quick timeout %v (original %v), want 1s", q.Load.Timeout, s.Load.Timeout)
+	}
 	qs := q.Schedule()
 	if qs.Duration() != 6*time.Second {
 		t.Fatalf("quick lasts %v, want 6s", qs.Duration())
