@@ -113,6 +113,7 @@ type Live struct {
 type Generator struct {
 	p      Params
 	client *http.Client
+	own    *http.Transport // the transport New made, closed after Run
 	body   []byte
 	start  time.Time
 	done   time.Time // no retry is started after it
@@ -128,13 +129,18 @@ func New(p Params) (*Generator, error) {
 	if errs := p.Validate(); len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
+	own := p.Transport == nil
 	p = p.withDefaults()
-	return &Generator{
+	g := &Generator{
 		p:      p,
 		client: &http.Client{Transport: p.Transport},
 		body:   bytes.Repeat([]byte{'x'}, p.BodyBytes),
 		events: make(chan event, 1<<14),
-	}, nil
+	}
+	if own {
+		g.own = p.Transport.(*http.Transport)
+	}
+	return g, nil
 }
 
 // Live returns the progress so far; safe to call while Run runs.
@@ -200,6 +206,9 @@ func (g *Generator) Run(ctx context.Context) (Result, error) {
 		}()
 	}
 	wg.Wait()
+	if g.own != nil {
+		g.own.CloseIdleConnections()
+	}
 	close(g.events)
 	<-collected
 	return col.result(g.start, g.p), ctx.Err()
