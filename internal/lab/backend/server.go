@@ -63,7 +63,8 @@ type Server struct {
 	classes                                        classCounter
 
 	// changed, when set (by tests, before serving), is called after a
-	// request enters the queue or starts its service.
+	// request enters the queue, starts its service or leaves the queue
+	// abandoned, and after a scheduled change.
 	changed func()
 }
 
@@ -96,7 +97,10 @@ func (s *Server) Reset() {
 	s.start = now
 	s.apply(Change{Workers: s.p.Workers, Slowdown: 1}, now)
 	for _, c := range s.p.Changes {
-		s.timers = append(s.timers, time.AfterFunc(c.At, func() { s.apply(c, time.Now()) }))
+		s.timers = append(s.timers, time.AfterFunc(c.At, func() {
+			s.apply(c, time.Now())
+			s.notify()
+		}))
 	}
 	for _, c := range []*atomic.Uint64{&s.served, &s.queueFull, &s.crashes, &s.aborted, &s.abandoned} {
 		c.Store(0)
@@ -207,6 +211,7 @@ func (s *Server) queue(r *http.Request, wt *waiter) (time.Time, bool) {
 		case <-r.Context().Done():
 			if s.pool.abandon(wt) {
 				s.abandoned.Add(1)
+				s.notify()
 				return time.Time{}, false
 			}
 			g = <-wt.grant

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -167,4 +168,104 @@ func TestNewRejectsBadParams(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "workers") || !strings.Contains(err.Error(), "queue") {
 		t.Fatalf("New: %v", err)
 	}
+}
+
+// watch returns a channel that receives after every event the backend
+// notifies.
+func watch(in *Instance) <-chan struct{} {
+	ch := make(chan struct{}, 1)
+	in.Server.changed = func() {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+	return ch
+}
+
+func waitFor(t *testing.T, in *Instance, events <-chan struct{}, what string, ok func(Stats) bool) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for !ok(in.Stats()) {
+		select {
+		case <-events:
+		case <-deadline:
+			t.Fatalf("backend never reached %s: %+v", what, in.Stats())
+		}
+	}
+}
+
+// TestServerSchedule: a scheduled change of workers and latency takes
+// effect, and Reset restores the base settings.
+func TestServerSchedule(t *testing.T) {
+	in, err := Listen("127.0.0.1:0", Params{Workers: 4, Service: Dist{Kind: Const, Mean: 10 * time.Millisecond},
+		Changes: []Change{{At: 20 * time.Millisecond, Workers: 2, Slowdown: 4}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := watch(in)
+	defer in.Shutdown(context.Background())
+	waitFor(t, in, events, "the change", func(s Stats) bool { return s.Workers == 2 })
+	if s := in.Stats(); s.Slowdown != 4 || s.Capacity != 50 {
+		t.Fatalf("after the change: %+v", s)
+	}
+	in.Reset()
+	if s := in.Stats(); s.Workers != 4 || s.Slowdown != 1 || s.Capacity != 400 {
+		t.Fatalf("after reset: %+v", s)
+	}
+}
+
+// TestServerDropAbandoned: with DropAbandoned, a queued request whose
+// client gives up leaves the queue; without, it stays (and is served).
+func TestServerDropAbandoned(t *testing.T) {
+	for _, drop := range []bool{true, false} {
+		in := start(t, Params{Workers: 1, DropAbandoned: drop, Service: Dist{Kind: Const, Mean: 200 * time.Millisecond}})
+		events := watch(in)
+		go get(in.URL + "/work") // holds the only worker
+		waitFor(t, in, events, "a request in service", func(s Stats) bool { return s.InService == 1 })
+		ctx, cancel := context.WithCancel(context.Background())
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, in.URL+"/work", nil)
+		done := make(chan error, 1)
+		go func() {
+			resp, err := http.DefaultClient.Do(req)
+			if err == nil {
+				resp.Body.Close()
+			}
+			done <- err
+		}()
+		waitFor(t, in, events, "a queued request", func(s Stats) bool { return s.Queued == 1 })
+		cancel()
+		if err := <-done; err == nil {
+			t.Fatal("cancelled request succeeded")
+		}
+		if drop {
+			waitFor(t, in, events, "the abandoned request gone", func(s Stats) bool { return s.Abandoned == 1 && s.Queued == 0 })
+		} else {
+			waitFor(t, in, events, "the abandoned request served", func(s Stats) bool { return s.InService == 1 && s.Queued == 0 })
+			if s := in.Stats(); s.Abandoned != 0 {
+				t.Fatalf("abandoned %d without DropAbandoned", s.Abandoned)
+			}
+		}
+	}
+}
+
+// TestServerCPUMode: in CPU mode a request uses its service time as CPU.
+func TestServerCPUMode(t *testing.T) {
+	in := start(t, Params{Workers: 1, CPU: true, Service: Dist{Kind: Const, Mean: 30 * time.Millisecond}})
+	before := processCPU(t)
+	if code, _, err := get(in.URL + "/work"); err != nil || code != 200 {
+		t.Fatalf("CPU-mode request: %d %v", code, err)
+	}
+	if used := processCPU(t) - before; used < 30*time.Millisecond {
+		t.Fatalf("a 30ms CPU-mode request used %v of CPU", used)
+	}
+}
+
+func processCPU(t *testing.T) time.Duration {
+	t.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
