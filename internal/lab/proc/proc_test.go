@@ -77,8 +77,11 @@ func TestGroupUsageFakeProc(t *testing.T) {
 
 func TestStartReadStop(t *testing.T) {
 	log := filepath.Join(t.TempDir(), "child.log")
+	// The first two stdout lines come to the channel (and the log); the
+	// child writes stderr first, so once "second" arrives "oops" is logged.
+	// "third" may or may not be out before Stop: it is not checked.
 	lines := make(chan string, 2)
-	p, err := StartReading([]string{"sh", "-c", "echo first; echo second; echo third; echo oops >&2; exec sleep 60"}, "", log, nil, lines, 2)
+	p, err := StartReading([]string{"sh", "-c", "echo oops >&2; echo first; echo second; echo third; exec sleep 60"}, "", log, nil, lines, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +96,7 @@ func TestStartReadStop(t *testing.T) {
 		t.Fatalf("Stop: %v", err)
 	}
 	b, _ := os.ReadFile(log)
-	for _, want := range []string{"first", "third", "oops"} {
+	for _, want := range []string{"first", "second", "oops"} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("log %q lacks %q", b, want)
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -86,7 +87,11 @@ func parseStat(b []byte) (stat, error) {
 	if err := errors.Join(err1, err2, err3); err != nil {
 		return stat{}, fmt.Errorf("proc: stat: %w", err)
 	}
-	return stat{pgrp: pgrp, cpu: time.Duration(ut+st) * time.Second / clockTicks}, nil
+	const tick = time.Second / clockTicks
+	if ut > math.MaxInt64/uint64(tick)/2 || st > math.MaxInt64/uint64(tick)/2 {
+		return stat{}, errors.New("proc: stat: cpu time out of range")
+	}
+	return stat{pgrp: pgrp, cpu: time.Duration(ut+st) * tick}, nil
 }
 
 // parseStatus reads VmRSS and VmHWM (kB) of /proc/PID/status; 0 if absent
