@@ -245,8 +245,18 @@ func checkRun(t *testing.T, run report.Run) {
 			t.Errorf("sample times not increasing: %v then %v", run.Samples[i-1].T, run.Samples[i].T)
 		}
 	}
-	if b := run.Samples[0].Backend; b == nil || b.Capacity != run.Capacity {
-		t.Errorf("sampled backend %+v, want capacity %v", b, run.Capacity)
+	// The backend may be too busy to answer a poll now and then, not always.
+	answered := 0
+	for _, s := range run.Samples {
+		if s.Backend != nil {
+			answered++
+			if s.Backend.Capacity != run.Capacity {
+				t.Errorf("sampled backend %+v, want capacity %v", s.Backend, run.Capacity)
+			}
+		}
+	}
+	if answered == 0 {
+		t.Error("the backend never answered a poll")
 	}
 	// Every 2xx the generator saw was served by the backend; the backend
 	// may have served more (tries the client had given up on).
@@ -304,9 +314,20 @@ url = "http://127.0.0.1:{{port}}"
 	if run.Load.Totals.OK != run.Load.Totals.Offered {
 		t.Errorf("at 0.5C through the proxy: %+v", run.Load.Totals)
 	}
-	smp := run.Samples[0]
-	if smp.Limit == nil || *smp.Limit != 42 || smp.Inflight == nil || smp.ContenderRSS == nil || *smp.ContenderRSS <= 0 || smp.ContenderCPU == nil {
-		t.Errorf("sample %+v", smp)
+	polled := 0
+	for _, smp := range run.Samples {
+		if smp.ContenderRSS == nil || *smp.ContenderRSS <= 0 || smp.ContenderCPU == nil {
+			t.Errorf("sample without the proxy's usage: %+v", smp)
+		}
+		if smp.Limit != nil {
+			polled++
+			if *smp.Limit != 42 || smp.Inflight == nil {
+				t.Errorf("sample %+v: want limit 42 and an in-flight count", smp)
+			}
+		}
+	}
+	if polled == 0 {
+		t.Error("the proxy's metrics were never read")
 	}
 	if m := run.Metrics; m.PeakRSSContender == nil || m.CPUPerReqProxy == nil || m.PeakRSSBackend != nil {
 		t.Errorf("metrics %+v", m)
