@@ -34,6 +34,9 @@ func (p *progress) update(label string, elapsed, length time.Duration, live load
 	}
 	counts := fmt.Sprintf("ok %d, rejected %d, errors %d, in flight %d", live.OK, live.Rejected, live.Errors, live.Inflight)
 	if p.tty {
+		counts = fmt.Sprintf("ok %d rej %d err %d", live.OK, live.Rejected, live.Errors)
+	}
+	if p.tty {
 		n := int(frac * barWidth)
 		bar := strings.Repeat("=", n) + strings.Repeat(" ", barWidth-n)
 		fmt.Fprintf(p.w, "\r\033[K[%s] %3.0f%% %s %s/%s, %s left; %s", bar, 100*frac, label,
