@@ -37,11 +37,11 @@ const (
 //	lognormal:40ms:0.8       mean, sigma of the underlying normal
 //	bimodal:20ms:200ms:0.1   fast mode's mean, slow mode's mean, slow fraction
 type Dist struct {
-	Kind         DistKind
-	Mean         time.Duration // mean (const, exp, lognormal) or fast mode's mean (bimodal)
-	Sigma        float64       // lognormal only
-	Slow         time.Duration // bimodal only: the slow mode's mean
-	SlowFraction float64       // bimodal only: share of requests in the slow mode, in (0,1)
+	Kind         DistKind      `json:"kind"`
+	Mean         time.Duration `json:"mean"`                    // mean (const, exp, lognormal) or fast mode's mean (bimodal)
+	Sigma        float64       `json:"sigma,omitempty"`         // lognormal only
+	Slow         time.Duration `json:"slow,omitempty"`          // bimodal only: the slow mode's mean
+	SlowFraction float64       `json:"slow_fraction,omitempty"` // bimodal only: share of requests in the slow mode, in (0,1)
 }
 
 // ParseDist parses the string form documented on Dist.

@@ -20,36 +20,36 @@ var DefaultService = Dist{Kind: Exponential, Mean: 40 * time.Millisecond}
 
 // Params configures a Server. Zero fields mean the default.
 type Params struct {
-	Workers int  // W, the worker pool size; zero: DefaultWorkers
-	Service Dist // service-time distribution; zero: DefaultService
+	Workers int  `json:"workers,omitempty"` // W, the worker pool size; zero: DefaultWorkers
+	Service Dist `json:"service,omitempty"` // service-time distribution; zero: DefaultService
 	// Queue bounds the requests waiting for a worker; beyond it the backend
 	// answers 503 at once. Zero: unbounded.
-	Queue int
+	Queue int `json:"queue,omitempty"`
 	// QueuedMemory is the number of bytes a request holds (allocated and
 	// touched, so it counts in RSS) while it waits for a worker. Zero: none.
-	QueuedMemory int64
+	QueuedMemory int64 `json:"queued_memory,omitempty"`
 	// MemoryLimit is the queued-request memory beyond which the backend
 	// "runs out of memory": it crashes (every queued and in-service request
 	// fails with a closed connection) and is down for RestartDelay. Zero:
 	// DefaultMemoryLimit. Only meaningful with QueuedMemory.
-	MemoryLimit int64
+	MemoryLimit int64 `json:"memory_limit,omitempty"`
 	// RestartDelay is how long the backend stays down after a crash. Zero:
 	// DefaultRestartDelay.
-	RestartDelay time.Duration
+	RestartDelay time.Duration `json:"restart_delay,omitempty"`
 	// CPU makes a request burn its service time as CPU time of its thread
 	// instead of sleeping; capacity is then bounded by the cores as well:
 	// C = min(W, cores) / mean.
-	CPU bool
+	CPU bool `json:"cpu,omitempty"`
 	// DropAbandoned takes a queued request out of the queue when its client
 	// goes away. By default the backend, like most thread-pool servers,
 	// does not notice and serves it anyway (wasted work).
-	DropAbandoned bool
+	DropAbandoned bool `json:"drop_abandoned,omitempty"`
 	// ResponseBytes is the size of a successful response body. Zero: 3
 	// bytes ("ok\n").
-	ResponseBytes int
+	ResponseBytes int `json:"response_bytes,omitempty"`
 	// Changes alter workers or latency on a schedule, counted from the
 	// backend's start or its last reset.
-	Changes []Change
+	Changes []Change `json:"changes,omitempty"`
 }
 
 // WithDefaults returns p with zero fields filled in.
