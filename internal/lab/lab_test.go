@@ -207,7 +207,7 @@ func checkRun(t *testing.T, run report.Run) {
 	if run.Scenario == "" || run.Contender == "" || run.Capacity <= 0 || run.SLO <= 0 || len(run.Schedule) == 0 || run.Error != "" {
 		t.Fatalf("run header %+v", run)
 	}
-	if tot.OK+tot.Rejected+tot.Errors != tot.Offered || tot.Sent != tot.Offered-tot.ErrorsByKind["overflow"] || tot.Good > tot.OK || tot.Attempts < tot.Sent {
+	if tot.OK+tot.Rejected+tot.Errors != tot.Offered || tot.Sent > tot.Offered || tot.Sent < tot.Offered-tot.ErrorsByKind["overflow"] || tot.Good > tot.OK || tot.Attempts < tot.Sent {
 		t.Errorf("totals do not add up: %+v", tot)
 	}
 	// Offered follows the schedule: the seeded Poisson count is within a

@@ -28,10 +28,12 @@ type Quantiles struct {
 }
 
 // Counts are the outcomes of a set of requests. Offered = OK + Rejected +
-// Errors always holds; Sent = Offered - errors of kind overflow.
+// Errors always holds. An arrival that found no free slot for its first
+// try is an overflow error and not Sent; one whose retry found none is
+// Sent and an overflow error too.
 type Counts struct {
 	Offered  int64 `json:"offered"`  // arrivals (first tries)
-	Sent     int64 `json:"sent"`     // arrivals that went out
+	Sent     int64 `json:"sent"`     // arrivals whose first try went out
 	Attempts int64 `json:"attempts"` // tries sent, retries included
 	OK       int64 `json:"ok"`       // final 2xx
 	Good     int64 `json:"good"`     // final 2xx within the SLO
