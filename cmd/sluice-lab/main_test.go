@@ -63,6 +63,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "-bogus", "step"}, "flag provided but not defined"},
 		{[]string{"run", "no-such-scenario"}, `no scenario "no-such-scenario"`},
 		{[]string{"run", "-var", "novalue", "step"}, "want NAME=VALUE"},
+		{[]string{"run", "-only", "direct,nginx", "step"}, `no contender "nginx"`},
 		{[]string{"backend", "-service", "gauss:1ms"}, "unknown distribution"},
 		{[]string{"backend", "extra"}, `unexpected argument "extra"`},
 		{[]string{"scenarios", "x"}, "usage: sluice-lab scenarios"},
@@ -126,7 +127,7 @@ func TestRunWithBackendProcess(t *testing.T) {
 	file := filepath.Join(dir, "tiny.toml")
 	os.WriteFile(file, []byte("# Two seconds at half the capacity.\nseed = 3\n[backend]\nworkers = 8\nservice = \"exp:20ms\"\n[load]\npath = \"/x\"\nphases = [{ rate = \"0.5C\", for = \"2s\" }]\n"), 0o644)
 	out := filepath.Join(dir, "out")
-	code, stdout, stderr := runArgs("run", "-out", out, file)
+	code, stdout, stderr := runArgs("run", "-out", out, "-only", "direct", file)
 	if code != exitOK {
 		t.Fatalf("run: code %d\n%s", code, stderr)
 	}

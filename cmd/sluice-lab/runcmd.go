@@ -17,7 +17,7 @@ import (
 var runCommand = command{
 	name:    "run",
 	summary: "run scenarios and write their reports",
-	usage: `usage: sluice-lab run [-quick] [-out DIR] [-var NAME=VALUE]... SCENARIO...
+	usage: `usage: sluice-lab run [-quick] [-out DIR] [-only NAMES] [-var NAME=VALUE]... SCENARIO...
 
 Runs each scenario (a shipped one by name, see "sluice-lab scenarios", or a
 file by path) with each of its contenders in turn, on loopback, and writes
@@ -28,6 +28,7 @@ time left goes to stderr on a terminal, a line every 10 s otherwise.
 Flags:
   -quick          run the short version of each scenario (about a tenth)
   -out DIR        where reports go (default lab-results)
+  -only NAMES     run only these contenders (comma-separated) of each scenario
   -var NAME=VALUE a placeholder for contender commands and files, e.g.
                   -var sluice=./sluice; repeatable
   -inprocess      run the backend inside sluice-lab instead of as a child
@@ -59,6 +60,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	quick := fs.Bool("quick", false, "")
 	out := fs.String("out", "lab-results", "")
 	inprocess := fs.Bool("inprocess", false, "")
+	only := fs.String("only", "", "")
 	vars := varFlags{}
 	fs.Var(vars, "var", "")
 	if err := fs.Parse(args); err != nil {
@@ -79,6 +81,11 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			continue
 		}
 		scenarios = append(scenarios, s)
+	}
+	if *only != "" {
+		if scenarios, bad = keepContenders(scenarios, strings.Split(*only, ","), stderr); bad {
+			return exitUsage
+		}
 	}
 	if bad {
 		return exitUsage
@@ -101,6 +108,36 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	return exitOK
+}
+
+// keepContenders narrows each scenario to the named contenders; a name
+// that no scenario has is a usage error.
+func keepContenders(scenarios []*scenario.Scenario, names []string, stderr io.Writer) ([]*scenario.Scenario, bool) {
+	used := map[string]bool{}
+	var out []*scenario.Scenario
+	for _, s := range scenarios {
+		c := *s
+		c.Contenders = nil
+		for _, spec := range s.Contenders {
+			for _, n := range names {
+				if spec.Name == strings.TrimSpace(n) {
+					c.Contenders = append(c.Contenders, spec)
+					used[spec.Name] = true
+				}
+			}
+		}
+		if len(c.Contenders) > 0 {
+			out = append(out, &c)
+		}
+	}
+	bad := false
+	for _, n := range names {
+		if !used[strings.TrimSpace(n)] {
+			fprintf(stderr, "sluice-lab run: no contender %q in these scenarios\n", n)
+			bad = true
+		}
+	}
+	return out, bad
 }
 
 // isTerminal reports whether w is a character device (a terminal).
