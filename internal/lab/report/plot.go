@@ -144,7 +144,18 @@ func drawPanel(img *image.RGBA, r image.Rectangle, p Panel) {
 			x0, y0, prevOK = x1, y1, true
 		}
 	}
-	// Legend, top right inside the plot area.
+	// Legend, top right inside the plot area, on a white box so lines
+	// passing under it do not hide it.
+	wmax, n := 0, 0
+	for _, s := range p.Series {
+		if s.Name != "" {
+			wmax, n = max(wmax, textWidth(s.Name)), n+1
+		}
+	}
+	if n > 0 {
+		box := image.Rect(area.Max.X-wmax-32, area.Min.Y+2, area.Max.X-2, area.Min.Y+6+15*n)
+		draw.Draw(img, box, image.NewUniform(white), image.Point{}, draw.Src)
+	}
 	y := area.Min.Y + 14
 	for _, s := range p.Series {
 		if s.Name == "" {
