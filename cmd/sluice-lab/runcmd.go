@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/sluicehq/sluice/internal/lab"
+	"github.com/sluicehq/sluice/internal/lab/report"
+	"github.com/sluicehq/sluice/internal/lab/scenario"
+)
+
+var runCommand = command{
+	name:    "run",
+	summary: "run scenarios and write their reports",
+	usage: `usage: sluice-lab run [-quick] [-out DIR] [-only NAMES] [-var NAME=VALUE]... SCENARIO...
+
+Runs each scenario (a shipped one by name, see "sluice-lab scenarios", or a
+file by path) with each of its contenders in turn, on loopback, and writes
+into DIR/SCENARIO/: CONTENDER.json per run, summary.md (one row per
+contender), goodput.png and timeline-CONTENDER.png. A progress bar with the
+time left goes to stderr on a terminal, a line every 10 s otherwise.
+
+Flags:
+  -quick          run the short version of each scenario (about a tenth)
+  -out DIR        where reports go (default lab-results)
+  -only NAMES     run only these contenders (comma-separated) of each scenario
+  -var NAME=VALUE a placeholder for contender commands and files, e.g.
+                  -var sluice=./sluice; repeatable
+  -inprocess      run the backend inside sluice-lab instead of as a child
+                  process (its memory and CPU are then not measured)
+
+Exit codes: 0 when every run finished, 1 when one failed (the others still
+run and are reported), 2 on a bad command line or scenario file.
+`,
+	run: runRun,
+}
+
+// varFlags collects repeated -var NAME=VALUE.
+type varFlags map[string]string
+
+func (v varFlags) String() string { return fmt.Sprint(map[string]string(v)) }
+
+func (v varFlags) Set(s string) error {
+	k, val, ok := strings.Cut(s, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("want NAME=VALUE, got %q", s)
+	}
+	v[k] = val
+	return nil
+}
+
+func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	quick := fs.Bool("quick", false, "")
+	out := fs.String("out", "lab-results", "")
+	inprocess := fs.Bool("inprocess", false, "")
+	only := fs.String("only", "", "")
+	vars := varFlags{}
+	fs.Var(vars, "var", "")
+	if err := fs.Parse(args); err != nil {
+		fprintf(stderr, "sluice-lab run: %v\nRun \"sluice-lab help run\" for the flags.\n", err)
+		return exitUsage
+	}
+	if fs.NArg() == 0 {
+		fprintf(stderr, "sluice-lab run: name at least one scenario (see \"sluice-lab scenarios\")\n")
+		return exitUsage
+	}
+	var scenarios []*scenario.Scenario
+	bad := false
+	for _, name := range fs.Args() {
+		s, err := lab.LoadScenario(name)
+		if err != nil {
+			fprintf(stderr, "%v\n", err)
+			bad = true
+			continue
+		}
+		scenarios = append(scenarios, s)
+	}
+	if *only != "" {
+		if scenarios, bad = keepContenders(scenarios, strings.Split(*only, ","), stderr); bad {
+			return exitUsage
+		}
+	}
+	if bad {
+		return exitUsage
+	}
+	r := &lab.Runner{Out: *out, Quick: *quick, Vars: vars, Progress: stderr, Terminal: isTerminal(stderr)}
+	if !*inprocess {
+		self, err := os.Executable()
+		if err != nil {
+			fprintf(stderr, "sluice-lab run: cannot find my own binary for the backend (use -inprocess): %v\n", err)
+			return exitError
+		}
+		r.BackendCommand = []string{self, "backend"}
+	}
+	outcomes, err := r.Run(ctx, scenarios)
+	for _, o := range outcomes {
+		fprintf(stdout, "%s\n", filepath.Join(o.Dir, report.SummaryFile))
+	}
+	if err != nil {
+		fprintf(stderr, "sluice-lab run: %v\n", err)
+		return exitError
+	}
+	return exitOK
+}
+
+// keepContenders narrows each scenario to the named contenders; a name
+// that no scenario has is a usage error.
+func keepContenders(scenarios []*scenario.Scenario, names []string, stderr io.Writer) ([]*scenario.Scenario, bool) {
+	used := map[string]bool{}
+	var out []*scenario.Scenario
+	for _, s := range scenarios {
+		c := *s
+		c.Contenders = nil
+		for _, spec := range s.Contenders {
+			for _, n := range names {
+				if spec.Name == strings.TrimSpace(n) {
+					c.Contenders = append(c.Contenders, spec)
+					used[spec.Name] = true
+				}
+			}
+		}
+		if len(c.Contenders) > 0 {
+			out = append(out, &c)
+		}
+	}
+	bad := false
+	for _, n := range names {
+		if !used[strings.TrimSpace(n)] {
+			fprintf(stderr, "sluice-lab run: no contender %q in these scenarios\n", n)
+			bad = true
+		}
+	}
+	return out, bad
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

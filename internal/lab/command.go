@@ -1,0 +1,176 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/lab/proc"
+	"github.com/sluicehq/sluice/internal/lab/scenario"
+)
+
+// DefaultStartTimeout bounds a command contender's start when its
+// scenario sets none.
+const DefaultStartTimeout = 15 * time.Second
+
+// SkipError says a contender cannot run here (a required program is
+// missing); the run is reported as skipped, not failed.
+type SkipError struct{ Reason string }
+
+func (e *SkipError) Error() string { return "lab: skipped: " + e.Reason }
+
+// Command is a contender that runs a program: it writes the scenario's
+// files into the run's directory, starts the command with the placeholders
+// filled in, waits until its ready URL answers, polls its Prometheus
+// metrics (if any) and its processes' memory and CPU, and stops it with
+// SIGTERM (then SIGKILL) at the end.
+type Command struct {
+	spec scenario.Contender
+}
+
+// NewCommand returns the contender a scenario's [[contender]] of kind
+// "command" describes.
+func NewCommand(spec scenario.Contender) *Command { return &Command{spec: spec} }
+
+// Name implements Contender.
+func (c *Command) Name() string { return c.spec.Name }
+
+// Start implements Contender.
+func (c *Command) Start(ctx context.Context, env Env) (Running, error) {
+	for _, prog := range c.spec.Requires {
+		if _, err := exec.LookPath(prog); err != nil {
+			return nil, &SkipError{Reason: prog + " is not installed"}
+		}
+	}
+	x := func(s string) (string, error) { return expand(s, env.Vars) }
+	for _, name := range slices.Sorted(maps.Keys(c.spec.Files)) {
+		body, err := x(c.spec.Files[name])
+		if err != nil {
+			return nil, fmt.Errorf("%w (in file %s)", err, name)
+		}
+		if err := os.WriteFile(filepath.Join(env.Dir, name), []byte(body), 0o644); err != nil {
+			return nil, fmt.Errorf("lab: %w", err)
+		}
+	}
+	argv := make([]string, len(c.spec.Command))
+	for i, a := range c.spec.Command {
+		var err error
+		if argv[i], err = x(a); err != nil {
+			return nil, err
+		}
+	}
+	url, err := x(c.spec.URL)
+	if err != nil {
+		return nil, err
+	}
+	ready := url
+	if c.spec.Ready != "" {
+		if ready, err = x(c.spec.Ready); err != nil {
+			return nil, err
+		}
+	}
+	r := &commandRun{url: url, client: &http.Client{Timeout: 500 * time.Millisecond}}
+	if c.spec.Metrics != "" {
+		if r.metrics, err = x(c.spec.Metrics); err != nil {
+			return nil, err
+		}
+		for _, m := range []struct {
+			src string
+			dst **selector
+		}{{c.spec.LimitMetric, &r.limit}, {c.spec.InflightMetric, &r.inflight}} {
+			if m.src == "" {
+				continue
+			}
+			sel, err := parseSelector(m.src)
+			if err != nil {
+				return nil, err
+			}
+			*m.dst = &sel
+		}
+	}
+	if r.p, err = proc.Start(argv, env.Dir, filepath.Join(env.Dir, c.spec.Name+".log"), nil); err != nil {
+		return nil, err
+	}
+	timeout := time.Duration(c.spec.StartTimeout)
+	if timeout == 0 {
+		timeout = DefaultStartTimeout
+	}
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := r.p.WaitReady(wctx, func(ctx context.Context) error { return r.get(ctx, ready, nil) }); err != nil {
+		_ = r.p.Stop(time.Second)
+		return nil, fmt.Errorf("%w (its log: %s)", err, filepath.Join(env.Dir, c.spec.Name+".log"))
+	}
+	return r, nil
+}
+
+type commandRun struct {
+	url, metrics    string
+	limit, inflight *selector
+	p               *proc.Process
+	client          *http.Client
+}
+
+func (r *commandRun) URL() string { return r.url }
+
+// get fetches url; any HTTP answer counts as success. body, if not nil,
+// receives the response body.
+func (r *commandRun) get(ctx context.Context, url string, body *string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := r.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	if body != nil {
+		*body = string(b)
+	}
+	return err
+}
+
+func (r *commandRun) Sample(ctx context.Context) Sample {
+	var s Sample
+	if u, err := proc.GroupUsage(r.p.PID()); err == nil {
+		s.RSS, s.CPU = &u.RSS, &u.CPU
+	}
+	if r.metrics == "" {
+		return s
+	}
+	var text string
+	if err := r.get(ctx, r.metrics, &text); err != nil {
+		return s
+	}
+	if r.limit != nil {
+		if v, ok := r.limit.find(text); ok {
+			s.Limit = &v
+		}
+	}
+	if r.inflight != nil {
+		if v, ok := r.inflight.find(text); ok {
+			s.Inflight = &v
+		}
+	}
+	return s
+}
+
+func (r *commandRun) Stop(context.Context) error {
+	select {
+	case <-r.p.Done():
+		err := r.p.Stop(0)
+		return errors.Join(errors.New("lab: the contender exited during the run"), err)
+	default:
+	}
+	return r.p.Stop(5 * time.Second)
+}

@@ -1,0 +1,88 @@
+package load
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// RetryMode is how a retrying client waits before trying again.
+type RetryMode string
+
+const (
+	// Backoff waits Backoff·2^(n-1) with full jitter before retry n,
+	// ignoring Retry-After: the impatient client.
+	Backoff RetryMode = "backoff"
+	// RetryAfter waits what the Retry-After header says (whole seconds or
+	// an HTTP date), or falls back to Backoff when it is absent.
+	RetryAfter RetryMode = "retry-after"
+)
+
+// DefaultBackoff is a zero Retry.Backoff.
+const DefaultBackoff = 10 * time.Millisecond
+
+// Retry makes clients try again after a 429 or 503. The zero value never
+// retries.
+type Retry struct {
+	Attempts int           `json:"attempts"`          // retries after the first try; 0: none
+	Mode     RetryMode     `json:"mode,omitempty"`    // zero: Backoff
+	Backoff  time.Duration `json:"backoff,omitempty"` // base of the exponential backoff; zero: DefaultBackoff
+}
+
+// Validate returns every problem with r.
+func (r Retry) Validate() []error {
+	var errs []error
+	if r.Attempts < 0 || r.Attempts > 100 {
+		errs = append(errs, fmt.Errorf("load: retry attempts must be in [0,100], got %d", r.Attempts))
+	}
+	switch r.Mode {
+	case "", Backoff, RetryAfter:
+	default:
+		errs = append(errs, fmt.Errorf("load: retry mode must be %q or %q, got %q", Backoff, RetryAfter, r.Mode))
+	}
+	if r.Backoff < 0 || r.Backoff > time.Minute {
+		errs = append(errs, fmt.Errorf("load: retry backoff must be in [0,1m], got %v", r.Backoff))
+	}
+	return errs
+}
+
+// retryable reports whether a response status is one a retrying client
+// tries again.
+func retryable(status int) bool {
+	return status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable
+}
+
+// wait returns how long to wait before retry n (1-based) after a response
+// with the given Retry-After header value, received at now; u in [0,1)
+// is the jitter draw.
+func (r Retry) wait(n int, retryAfter string, now time.Time, u float64) time.Duration {
+	if r.Mode == RetryAfter {
+		if d, ok := parseRetryAfter(retryAfter, now); ok {
+			return d
+		}
+	}
+	base := r.Backoff
+	if base == 0 {
+		base = DefaultBackoff
+	}
+	ceiling := base << min(n-1, 20)
+	return time.Duration(u * float64(ceiling))
+}
+
+// parseRetryAfter reads a Retry-After value: delay-seconds or an HTTP-date
+// (RFC 9110 §10.2.3).
+func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	if secs, err := strconv.ParseUint(v, 10, 32); err == nil {
+		return time.Duration(secs) * time.Second, true
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(t.Sub(now), 0), true
+	}
+	return 0, false
+}
