@@ -1,7 +1,7 @@
 // Package scenario reads the lab's scenario files: TOML that says what the
 // simulated backend is, what load it gets, and which contenders stand in
 // front of it. A file opens with a # header that explains the scenario;
-// docs/lab.md and the files in internal/lab/scenarios show every key.
+// internal/lab/README.md and the files in internal/lab/scenarios show every key.
 package scenario
 
 import (
