@@ -6,8 +6,8 @@ import "time"
 // [0, maxNanos] so that sums of an instant and a validated span never
 // overflow.
 const (
-	maxNanos = int64(1) << 62 // about the year 2116
-	maxSpan  = int64(1) << 60 // about 36 years: the longest window, refill or wait
+	maxNanos = int64(1) << 62                  // about the year 2116
+	maxSpan  = int64(10 * 365 * 24 * time.Hour) // the longest window, refill or wait
 )
 
 // nanos converts now to internal time, reading only its wall clock.

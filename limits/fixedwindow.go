@@ -7,7 +7,7 @@ import "time"
 type WindowParams struct {
 	// Limit is N, the units allowed per window, at least 1.
 	Limit int64
-	// Window is t, the window length, at most about 36 years.
+	// Window is t, the window length, at most 87600h (10 years).
 	Window time.Duration
 }
 

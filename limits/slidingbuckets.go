@@ -22,13 +22,17 @@ const DefaultBuckets = 10
 // Validate reports every problem with p.
 func (p SlidingBucketsParams) Validate() error {
 	var ps problems
+	buckets := p.Buckets
+	if buckets == 0 {
+		buckets = DefaultBuckets
+	}
 	ps.positive("sliding buckets limit", p.Limit)
 	ps.window("sliding buckets window", p.Window)
 	switch {
 	case p.Buckets < 0 || p.Buckets > 4096:
 		ps.add("sliding buckets count must be between 0 and 4096, got %d", p.Buckets)
-	case p.Window > 0 && int64(p.Window) < int64(max(p.Buckets, 1)):
-		ps.add("sliding buckets window %v is shorter than one nanosecond per bucket (%d buckets)", p.Window, p.Buckets)
+	case p.Window > 0 && int64(p.Window) < int64(buckets):
+		ps.add("sliding buckets window %v is shorter than one nanosecond per bucket (%d buckets)", p.Window, buckets)
 	}
 	return ps.err()
 }

@@ -17,9 +17,8 @@ import (
 // sliding window still overlaps. A request is admitted if estimate + n <=
 // Limit. Two counters of memory; the estimate assumes the previous window's
 // requests were spread evenly. Under saturation with evenly spaced arrivals
-// it settles at about Limit-1 per window (9.05 of 10, 99.05 of 100): the
-// request that would make the estimate exactly Limit arrives just after the
-// estimate last allowed it.
+// it settles at about Limit-1 per window (9.05 of 10, 99.05 of 100 in
+// TestSuite's simulation).
 //
 // Result fields: Limit is Limit; Remaining is Limit minus the estimate,
 // rounded down; RetryAfter the time until the estimate has fallen enough for
