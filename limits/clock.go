@@ -6,7 +6,7 @@ import "time"
 // [0, maxNanos] so that sums of an instant and a validated span never
 // overflow.
 const (
-	maxNanos = int64(1) << 62                  // about the year 2116
+	maxNanos = int64(1) << 62                   // about the year 2116
 	maxSpan  = int64(10 * 365 * 24 * time.Hour) // the longest window, refill or wait
 )
 

@@ -163,7 +163,11 @@ type shard[S, P any] struct {
 	mu   sync.Mutex
 	seen *P // the parameters the states are expressed in
 	m    map[string]entry[S]
-	_    [40]byte // keep shards on separate cache lines
+	// e is the entry being worked on. Model methods are called through a
+	// generic dictionary, so a pointer to a local would escape to the heap;
+	// a pointer into the (already heap-allocated) shard does not allocate.
+	e entry[S]
+	_ [32]byte // keep shards on separate cache lines
 }
 
 type store[S, P any, M model[S, P]] struct {
@@ -189,23 +193,29 @@ func (st *store[S, P, M]) allow(key string, h uint64, now, n int64) Result {
 	p := st.cur.Load()
 	if p != sh.seen {
 		for k, e := range sh.m { // parameters changed: carry every state over
-			M(p).adopt(&e.s, sh.seen, now)
-			sh.m[k] = e
+			sh.e = e
+			M(p).adopt(&sh.e.s, sh.seen, now)
+			sh.m[k] = sh.e
 		}
 		sh.seen = p
 	}
-	e, ok := sh.m[key]
-	r := M(p).allow(&e.s, now, n)
+	var ok bool
+	sh.e, ok = sh.m[key]
+	r := M(p).allow(&sh.e.s, now, n)
 	if !ok {
-		if M(p).idle(&e.s, now) { // nothing to remember (a probe, a refusal)
+		if M(p).idle(&sh.e.s, now) { // nothing to remember (a probe, a refusal)
+			sh.e = entry[S]{}
 			sh.mu.Unlock()
 			return r
 		}
+		e := sh.e
 		st.makeRoom(sh, p, now)
+		sh.e = e
 		key = strings.Clone(key)
 	}
-	e.last = max(e.last, now)
-	sh.m[key] = e
+	sh.e.last = max(sh.e.last, now)
+	sh.m[key] = sh.e
+	sh.e = entry[S]{} // hold no slice of a state that may be dropped
 	sh.mu.Unlock()
 	return r
 }
@@ -220,7 +230,8 @@ func (st *store[S, P, M]) makeRoom(sh *shard[S, P], p *P, now int64) {
 	var victim string
 	oldest := int64(-1)
 	for k, e := range sh.m { // map iteration starts at a random entry
-		if M(p).idle(&e.s, now) {
+		sh.e = e
+		if M(p).idle(&sh.e.s, now) {
 			delete(sh.m, k)
 			full = false
 		} else if oldest < 0 || e.last < oldest {
@@ -242,15 +253,17 @@ func (st *store[S, P, M]) sweep(now int64) int {
 		sh.mu.Lock()
 		p := st.cur.Load()
 		for k, e := range sh.m {
+			sh.e = e
 			if p != sh.seen {
-				M(p).adopt(&e.s, sh.seen, now)
-				sh.m[k] = e
+				M(p).adopt(&sh.e.s, sh.seen, now)
+				sh.m[k] = sh.e
 			}
-			if M(p).idle(&e.s, now) {
+			if M(p).idle(&sh.e.s, now) {
 				delete(sh.m, k)
 				dropped++
 			}
 		}
+		sh.e = entry[S]{}
 		sh.seen = p
 		sh.mu.Unlock()
 	}

@@ -9,9 +9,9 @@ func TestSlidingBucketsSteps(t *testing.T) {
 	// 4 units per second in 4 sub-windows of 250 ms.
 	l := must(NewSlidingBuckets(SlidingBucketsParams{Limit: 4, Window: time.Second, Buckets: 4}))
 	runSteps(t, l, []step{
-		{at: 100 * ms, n: 1, allowed: true, remaining: 3, retry: 0, reset: 900 * ms},  // bucket [0,250)
-		{at: 300 * ms, n: 2, allowed: true, remaining: 1, retry: 0, reset: 950 * ms},  // bucket [250,500)
-		{at: 600 * ms, n: 1, allowed: true, remaining: 0, retry: 0, reset: 900 * ms},  // bucket [500,750)
+		{at: 100 * ms, n: 1, allowed: true, remaining: 3, retry: 0, reset: 900 * ms}, // bucket [0,250)
+		{at: 300 * ms, n: 2, allowed: true, remaining: 1, retry: 0, reset: 950 * ms}, // bucket [250,500)
+		{at: 600 * ms, n: 1, allowed: true, remaining: 0, retry: 0, reset: 900 * ms}, // bucket [500,750)
 		{at: 900 * ms, n: 1, allowed: false, remaining: 0, retry: 100 * ms, reset: 600 * ms},
 		{at: 900 * ms, n: 2, allowed: false, remaining: 0, retry: 350 * ms, reset: 600 * ms},
 		// At 1000 ms bucket [0,250) has left the window.
