@@ -65,12 +65,20 @@ func (w *FixedWindow) Params() WindowParams { return w.l.cur.Load().WindowParams
 
 // SetLimit changes N.
 func (w *FixedWindow) SetLimit(n int64) error {
-	return w.l.update(func(p *fwParams) { p.Limit = n }, func(p *fwParams) error { return p.Validate() })
+	return w.l.update(func(cur *fwParams) (*fwParams, error) {
+		p := *cur
+		p.Limit = n
+		return &p, p.Validate()
+	})
 }
 
 // SetWindow changes t.
 func (w *FixedWindow) SetWindow(d time.Duration) error {
-	return w.l.update(func(p *fwParams) { p.Window = d }, func(p *fwParams) error { return p.Validate() })
+	return w.l.update(func(cur *fwParams) (*fwParams, error) {
+		p := *cur
+		p.Window = d
+		return &p, p.Validate()
+	})
 }
 
 func (w *FixedWindow) newStore(shards, perShard int) keyedStore {
@@ -92,6 +100,8 @@ func (p *fwParams) allow(s *fwState, now, n int64) Result {
 	end := s.start + t
 	r := Result{Limit: p.Limit}
 	switch {
+	case n == 0:
+		r.Allowed = true
 	case n > p.Limit:
 		r.RetryAfter = InfDuration
 	case s.count+n <= p.Limit:

@@ -1,9 +1,6 @@
 package limits
 
-import (
-	"math"
-	"time"
-)
+import "time"
 
 // gcra is the arithmetic shared by TokenBucket, LeakyBucket and LeakyQueue:
 // the Generic Cell Rate Algorithm (ITU-T I.371, "virtual scheduling"). The
@@ -21,18 +18,16 @@ type gcra struct {
 	burst    int64   // capacity in units (buckets)
 	maxWait  int64   // ns; LeakyQueue only
 	interval float64 // ns per unit, 1e9/rate
+	perNs    float64 // units per ns, rate/1e9
 	tau      int64   // ns; burst*interval rounded down
 }
 
-func newGCRA(rate float64, burst int64, maxWait time.Duration) *gcra {
-	g := &gcra{rate: rate, burst: burst, maxWait: int64(maxWait)}
-	g.derive()
-	return g
-}
-
-func (g *gcra) derive() {
+func newGCRA(rate float64, burst int64, maxWait time.Duration) gcra {
+	g := gcra{rate: rate, burst: burst, maxWait: int64(maxWait)}
 	g.interval = 1e9 / g.rate
+	g.perNs = g.rate / 1e9
 	g.tau = g.cost(g.burst)
+	return g
 }
 
 // cost is the emission time of n units in ns, rounded down (so a burst of
@@ -47,51 +42,68 @@ func (g *gcra) cost(n int64) int64 {
 	return int64(c)
 }
 
-// whole converts a span in ns to whole units, absorbing float rounding.
+// whole converts a span in ns to whole units (rounded down: the conversion
+// truncates a positive value), absorbing float rounding.
 func (g *gcra) whole(ns int64) int64 {
 	if ns <= 0 {
 		return 0
 	}
-	return int64(math.Floor(float64(ns)/g.interval + 1e-9))
+	return int64(float64(ns)*g.perNs + 1e-9)
 }
 
-// bucket decides for TokenBucket and LeakyBucket.
-func (g *gcra) bucket(tat *int64, now, n int64) Result {
-	base := max(*tat, now)
-	r := Result{Limit: g.burst}
+// bucketParams are the parameters of a TokenBucket without warm-up and of
+// a LeakyBucket: GCRA with a tolerance of burst units.
+type bucketParams struct{ gcra }
+
+func newBucketParams(rate float64, burst int64) *bucketParams {
+	return &bucketParams{newGCRA(rate, burst, 0)}
+}
+
+func (p *bucketParams) step(tat, now, n int64) (int64, Result) {
+	base := max(tat, now)
+	r := Result{Limit: p.burst}
 	switch {
-	case n > g.burst:
+	case n == 0:
+		r.Allowed = true
+	case n > p.burst:
 		r.RetryAfter = InfDuration
 	default:
-		next := base + g.cost(n)
-		if next-now <= g.tau {
+		next := base + p.cost(n)
+		if next-now <= p.tau {
 			r.Allowed = true
-			*tat = next
-			base = next
+			tat, base = next, next
 		} else {
-			r.RetryAfter = span(next - g.tau - now)
+			r.RetryAfter = span(next - p.tau - now)
 		}
 	}
-	r.Remaining = min(g.burst, g.whole(g.tau-(base-now)))
+	r.Remaining = min(p.burst, p.whole(p.tau-(base-now)))
 	r.ResetAfter = span(base - now)
+	return tat, r
+}
+
+// carry keeps the tokens available at now (x/time/rate's SetLimitAt and
+// SetBurstAt semantics), clamped to the new capacity.
+func (p *bucketParams) carry(tat int64, old *bucketParams, now int64) int64 {
+	if tat <= now {
+		return tat // full under any parameters
+	}
+	tokens := float64(old.tau-(tat-now)) / old.interval
+	tokens = max(0, min(float64(p.burst), tokens))
+	debt := (float64(p.burst) - tokens) * p.interval
+	return now + min(p.tau, int64(debt))
+}
+
+func (p *bucketParams) policy() Policy {
+	return Policy{Quota: p.burst, Window: time.Duration(p.tau)}
+}
+
+// The per-key model (Keyed) of a bucket.
+
+func (p *bucketParams) allow(s *int64, now, n int64) (r Result) {
+	*s, r = p.step(*s, now, n)
 	return r
 }
 
-// bucketIdle: a bucket is fresh once it is full.
-func (g *gcra) bucketIdle(tat *int64, now int64) bool { return *tat <= now }
+func (p *bucketParams) idle(s *int64, now int64) bool { return *s <= now }
 
-// bucketAdopt keeps the tokens available at now (x/time/rate's SetLimitAt and
-// SetBurstAt semantics), clamped to the new capacity.
-func (g *gcra) bucketAdopt(tat *int64, old *gcra, now int64) {
-	if *tat <= now {
-		return // full under any parameters
-	}
-	tokens := float64(old.tau-(*tat-now)) / old.interval
-	tokens = max(0, min(float64(g.burst), tokens))
-	debt := (float64(g.burst) - tokens) * g.interval
-	*tat = now + min(g.tau, int64(debt))
-}
-
-func (g *gcra) bucketPolicy() Policy {
-	return Policy{Quota: g.burst, Window: time.Duration(g.tau)}
-}
+func (p *bucketParams) adopt(s *int64, old *bucketParams, now int64) { *s = p.carry(*s, old, now) }

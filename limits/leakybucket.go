@@ -36,7 +36,7 @@ func (p LeakyBucketParams) Validate() error {
 // SetRate and SetCapacity keep the free room (clamped to the new capacity).
 // Safe for concurrent use.
 type LeakyBucket struct {
-	l single[int64, lbParams, *lbParams]
+	l word[bucketParams, *bucketParams]
 }
 
 // NewLeakyBucket returns an empty leaky bucket.
@@ -45,7 +45,7 @@ func NewLeakyBucket(p LeakyBucketParams) (*LeakyBucket, error) {
 		return nil, err
 	}
 	b := &LeakyBucket{}
-	b.l.init(newLBParams(p))
+	b.l.init(newBucketParams(p.Rate, p.Capacity))
 	return b, nil
 }
 
@@ -59,19 +59,16 @@ func (b *LeakyBucket) Allow(n int64) Result { return b.l.allowAt(time.Now(), n) 
 func (b *LeakyBucket) Policy() Policy { return b.l.policy() }
 
 // Params returns the current parameters.
-func (b *LeakyBucket) Params() LeakyBucketParams { return b.l.cur.Load().LeakyBucketParams }
+func (b *LeakyBucket) Params() LeakyBucketParams {
+	p := b.l.cur.Load()
+	return LeakyBucketParams{Rate: p.rate, Capacity: p.burst}
+}
 
 // LevelAt returns the bucket's fill level in units at now (fractional).
 func (b *LeakyBucket) LevelAt(now time.Time) float64 {
 	t := nanos(now)
-	b.l.mu.Lock()
-	defer b.l.mu.Unlock()
-	p := b.l.cur.Load()
-	if p != b.l.seen {
-		p.adopt(&b.l.s, b.l.seen, t)
-		b.l.seen = p
-	}
-	return max(0, float64(b.l.s-t)/p.interval)
+	tat, p := b.l.load(t)
+	return max(0, float64(tat-t)/p.interval)
 }
 
 // SetRate changes the leak rate; the free room is kept.
@@ -86,29 +83,16 @@ func (b *LeakyBucket) SetCapacity(n int64) error {
 }
 
 func (b *LeakyBucket) set(change func(p *LeakyBucketParams)) error {
-	return b.l.update(func(p *lbParams) { change(&p.LeakyBucketParams) }, func(p *lbParams) error {
+	return b.l.update(func(cur *bucketParams) (*bucketParams, error) {
+		p := LeakyBucketParams{Rate: cur.rate, Capacity: cur.burst}
+		change(&p)
 		if err := p.Validate(); err != nil {
-			return err
+			return nil, err
 		}
-		*p = *newLBParams(p.LeakyBucketParams)
-		return nil
+		return newBucketParams(p.Rate, p.Capacity), nil
 	})
 }
 
 func (b *LeakyBucket) newStore(shards, perShard int) keyedStore {
-	return b.l.newStore(shards, perShard)
+	return newStore[int64, bucketParams](&b.l.cur, shards, perShard)
 }
-
-type lbParams struct {
-	LeakyBucketParams
-	gcra
-}
-
-func newLBParams(p LeakyBucketParams) *lbParams {
-	return &lbParams{LeakyBucketParams: p, gcra: *newGCRA(p.Rate, p.Capacity, 0)}
-}
-
-func (p *lbParams) allow(s *int64, now, n int64) Result      { return p.bucket(s, now, n) }
-func (p *lbParams) idle(s *int64, now int64) bool            { return p.bucketIdle(s, now) }
-func (p *lbParams) adopt(s *int64, old *lbParams, now int64) { p.bucketAdopt(s, &old.gcra, now) }
-func (p *lbParams) policy() Policy                           { return p.bucketPolicy() }

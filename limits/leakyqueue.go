@@ -43,7 +43,7 @@ func (p LeakyQueueParams) Validate() error {
 // re-timed at the new pace); SetMaxWait affects later requests only. Safe
 // for concurrent use.
 type LeakyQueue struct {
-	l single[int64, lqParams, *lqParams]
+	l word[queueParams, *queueParams]
 }
 
 // NewLeakyQueue returns an empty leaky queue.
@@ -52,7 +52,7 @@ func NewLeakyQueue(p LeakyQueueParams) (*LeakyQueue, error) {
 		return nil, err
 	}
 	q := &LeakyQueue{}
-	q.l.init(newLQParams(p))
+	q.l.init(newQueueParams(p))
 	return q, nil
 }
 
@@ -80,41 +80,42 @@ func (q *LeakyQueue) SetMaxWait(d time.Duration) error {
 }
 
 func (q *LeakyQueue) set(change func(p *LeakyQueueParams)) error {
-	return q.l.update(func(p *lqParams) { change(&p.LeakyQueueParams) }, func(p *lqParams) error {
+	return q.l.update(func(cur *queueParams) (*queueParams, error) {
+		p := cur.LeakyQueueParams
+		change(&p)
 		if err := p.Validate(); err != nil {
-			return err
+			return nil, err
 		}
-		*p = *newLQParams(p.LeakyQueueParams)
-		return nil
+		return newQueueParams(p), nil
 	})
 }
 
 func (q *LeakyQueue) newStore(shards, perShard int) keyedStore {
-	return q.l.newStore(shards, perShard)
+	return newStore[int64, queueParams](&q.l.cur, shards, perShard)
 }
 
-type lqParams struct {
+type queueParams struct {
 	LeakyQueueParams
 	gcra
 	limit int64 // capacity in units: MaxWait/interval + 1
 }
 
-func newLQParams(p LeakyQueueParams) *lqParams {
-	q := &lqParams{LeakyQueueParams: p, gcra: *newGCRA(p.Rate, 0, p.MaxWait)}
+func newQueueParams(p LeakyQueueParams) *queueParams {
+	q := &queueParams{LeakyQueueParams: p, gcra: newGCRA(p.Rate, 0, p.MaxWait)}
 	q.limit = q.whole(q.maxWait) + 1
 	return q
 }
 
-func (p *lqParams) allow(tat *int64, now, n int64) Result {
-	base := max(*tat, now)
+func (p *queueParams) step(tat, now, n int64) (int64, Result) {
+	base := max(tat, now)
 	r := Result{Limit: p.limit}
-	if wait := base - now; wait <= p.maxWait {
+	if wait := base - now; n == 0 {
+		r.Allowed = true
+	} else if wait <= p.maxWait {
 		r.Allowed = true
 		r.Delay = span(wait)
-		if n > 0 {
-			*tat = base + p.cost(n)
-			base = *tat
-		}
+		tat = base + p.cost(n)
+		base = tat
 	} else {
 		r.RetryAfter = span(wait - p.maxWait)
 	}
@@ -122,20 +123,29 @@ func (p *lqParams) allow(tat *int64, now, n int64) Result {
 		r.Remaining = min(p.limit, p.whole(p.maxWait-backlog)+1)
 	}
 	r.ResetAfter = span(base - now)
+	return tat, r
+}
+
+// carry keeps the backlog in units and re-times it at the new pace.
+func (p *queueParams) carry(tat int64, old *queueParams, now int64) int64 {
+	if tat <= now {
+		return tat
+	}
+	backlog := float64(tat-now) / old.interval * p.interval
+	return now + int64(min(backlog, float64(maxSpan)))
+}
+
+func (p *queueParams) policy() Policy {
+	return Policy{Quota: p.limit, Window: time.Duration(p.cost(p.limit))}
+}
+
+// The per-key model (Keyed).
+
+func (p *queueParams) allow(s *int64, now, n int64) (r Result) {
+	*s, r = p.step(*s, now, n)
 	return r
 }
 
-func (p *lqParams) idle(tat *int64, now int64) bool { return *tat <= now }
+func (p *queueParams) idle(s *int64, now int64) bool { return *s <= now }
 
-// adopt keeps the backlog in units and re-times it at the new pace.
-func (p *lqParams) adopt(tat *int64, old *lqParams, now int64) {
-	if *tat <= now {
-		return
-	}
-	backlog := float64(*tat-now) / old.interval * p.interval
-	*tat = now + int64(min(backlog, float64(maxSpan)))
-}
-
-func (p *lqParams) policy() Policy {
-	return Policy{Quota: p.limit, Window: time.Duration(p.cost(p.limit))}
-}
+func (p *queueParams) adopt(s *int64, old *queueParams, now int64) { *s = p.carry(*s, old, now) }

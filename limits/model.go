@@ -32,17 +32,16 @@ type params[P any] struct {
 	mu  sync.Mutex // serialises read-modify-write in update
 }
 
-// update copies the current parameters, applies change, validates the copy
-// with check and publishes it. A failed change publishes nothing.
-func (ps *params[P]) update(change func(p *P), check func(p *P) error) error {
+// update publishes the parameters next derives from the current ones, or
+// returns next's error and publishes nothing.
+func (ps *params[P]) update(next func(cur *P) (*P, error)) error {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
-	next := *ps.cur.Load()
-	change(&next)
-	if err := check(&next); err != nil {
+	p, err := next(ps.cur.Load())
+	if err != nil {
 		return err
 	}
-	ps.cur.Store(&next)
+	ps.cur.Store(p)
 	return nil
 }
 

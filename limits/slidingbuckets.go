@@ -42,9 +42,11 @@ func (p SlidingBucketsParams) Validate() error {
 // counter per sub-window, epoch-aligned, and a request is admitted if the
 // units counted in the last Buckets sub-windows (the current, partly
 // elapsed, one included) plus n stay within Limit. The count is exact at
-// sub-window granularity; a span of Window can hold at most Limit·(1 +
-// 1/Buckets) units across sub-window edges, approaching the exact log as
-// Buckets grows. Memory: 8 bytes per sub-window.
+// sub-window granularity: no span of Window - Window/Buckets holds more than
+// Limit. A span of a full Window can still hold up to 2·Limit, but only
+// when one limit's worth sits at the very end of one sub-window and the next
+// at the start of the sub-window a Window later (a FixedWindow is the case
+// Buckets = 1, where that span is tiny). Memory: 8 bytes per sub-window.
 //
 // Result fields: Limit is Limit; Remaining is Limit minus the count;
 // RetryAfter the time until enough old sub-windows expire for n to fit;
@@ -97,12 +99,13 @@ func (w *SlidingBuckets) SetBuckets(n int) error {
 }
 
 func (w *SlidingBuckets) set(change func(p *SlidingBucketsParams)) error {
-	return w.l.update(func(p *sbParams) { change(&p.SlidingBucketsParams) }, func(p *sbParams) error {
+	return w.l.update(func(cur *sbParams) (*sbParams, error) {
+		p := cur.SlidingBucketsParams
+		change(&p)
 		if err := p.Validate(); err != nil {
-			return err
+			return nil, err
 		}
-		*p = *newSBParams(p.SlidingBucketsParams)
-		return nil
+		return newSBParams(p), nil
 	})
 }
 
@@ -165,6 +168,8 @@ func (p *sbParams) allow(s *sbState, now, n int64) Result {
 	p.advance(s, now)
 	r := Result{Limit: p.Limit}
 	switch {
+	case n == 0:
+		r.Allowed = true
 	case n > p.Limit:
 		r.RetryAfter = InfDuration
 	case s.sum+n <= p.Limit:

@@ -45,12 +45,20 @@ func (w *SlidingLog) Params() WindowParams { return w.l.cur.Load().WindowParams 
 
 // SetLimit changes N.
 func (w *SlidingLog) SetLimit(n int64) error {
-	return w.l.update(func(p *slParams) { p.Limit = n }, func(p *slParams) error { return p.Validate() })
+	return w.l.update(func(cur *slParams) (*slParams, error) {
+		p := *cur
+		p.Limit = n
+		return &p, p.Validate()
+	})
 }
 
 // SetWindow changes t.
 func (w *SlidingLog) SetWindow(d time.Duration) error {
-	return w.l.update(func(p *slParams) { p.Window = d }, func(p *slParams) error { return p.Validate() })
+	return w.l.update(func(cur *slParams) (*slParams, error) {
+		p := *cur
+		p.Window = d
+		return &p, p.Validate()
+	})
 }
 
 func (w *SlidingLog) newStore(shards, perShard int) keyedStore {
@@ -108,13 +116,13 @@ func (p *slParams) allow(s *logState, now, n int64) Result {
 	s.expire(now - t)
 	r := Result{Limit: p.Limit}
 	switch {
+	case n == 0:
+		r.Allowed = true
 	case n > p.Limit:
 		r.RetryAfter = InfDuration
 	case s.total+n <= p.Limit:
 		r.Allowed = true
-		if n > 0 {
-			s.push(now, n)
-		}
+		s.push(now, n)
 	default:
 		excess := s.total + n - p.Limit
 		for i := 0; i < s.size; i++ {

@@ -58,12 +58,20 @@ func (w *SlidingWindow) Params() WindowParams { return w.l.cur.Load().WindowPara
 
 // SetLimit changes N.
 func (w *SlidingWindow) SetLimit(n int64) error {
-	return w.l.update(func(p *swParams) { p.Limit = n }, func(p *swParams) error { return p.Validate() })
+	return w.l.update(func(cur *swParams) (*swParams, error) {
+		p := *cur
+		p.Limit = n
+		return &p, p.Validate()
+	})
 }
 
 // SetWindow changes t.
 func (w *SlidingWindow) SetWindow(d time.Duration) error {
-	return w.l.update(func(p *swParams) { p.Window = d }, func(p *swParams) error { return p.Validate() })
+	return w.l.update(func(cur *swParams) (*swParams, error) {
+		p := *cur
+		p.Window = d
+		return &p, p.Validate()
+	})
 }
 
 func (w *SlidingWindow) newStore(shards, perShard int) keyedStore {
@@ -101,6 +109,8 @@ func (p *swParams) allow(s *swState, now, n int64) Result {
 	estimate := float64(s.prev)*weight + float64(s.cur)
 	r := Result{Limit: p.Limit}
 	switch {
+	case n == 0:
+		r.Allowed = true
 	case n > p.Limit:
 		r.RetryAfter = InfDuration
 	case estimate+float64(n) <= limit+eps:

@@ -1,6 +1,7 @@
 package limits
 
 import (
+	"errors"
 	"time"
 )
 
@@ -42,10 +43,15 @@ func (p TokenBucketParams) Validate() error {
 	return ps.err()
 }
 
+// errWarmupSwitch is returned by SetWarmup when it would switch warm-up on
+// or off: the two are different state machines.
+var errWarmupSwitch = errors.New("limits: token bucket warm-up can be changed at runtime but not switched on or off; build a new bucket")
+
 // TokenBucket is a token bucket: capacity Burst, refilled continuously at Rate
 // tokens per second, starting full; a request of n tokens is admitted when n
-// tokens are in the bucket, and takes them. Internally it is GCRA (see gcra),
-// so its state is one instant and decisions are exact integer nanoseconds.
+// tokens are in the bucket, and takes them. Internally it is GCRA (see gcra):
+// its state is one instant, decisions are exact integer nanoseconds, and
+// without warm-up they are lock-free (one compare-and-swap).
 //
 // Result fields: Limit is Burst; Remaining the whole tokens left; RetryAfter
 // the time until n tokens will be there; ResetAfter the time until the bucket
@@ -63,15 +69,17 @@ func (p TokenBucketParams) Validate() error {
 // Warmup. A full bucket always admits one request of up to Burst tokens even
 // while its cost exceeds the capacity (Guava's "pay later"), so cold
 // requests never starve. With Warmup, Remaining is an estimate at the
-// current (marginal) token cost.
+// current (marginal) token cost, and decisions take a mutex.
 //
 // Runtime changes (SetRate, SetBurst, SetWarmup) keep the tokens available,
 // clamped to the new Burst, and scale the coldness by the ratio of the new
-// and old maxPermits (as Guava's setRate does); turning warm-up on for a
-// running bucket starts it warm. The zero value is not usable; use
-// NewTokenBucket. Safe for concurrent use.
+// and old maxPermits (as Guava's setRate does). They take effect at the next
+// decision, at that decision's instant; a decision racing with a setter is
+// judged under the old or the new parameters. The zero value is not usable;
+// use NewTokenBucket. Safe for concurrent use.
 type TokenBucket struct {
-	l single[tbState, tbParams, *tbParams]
+	plain *word[bucketParams, *bucketParams]          // without warm-up
+	warm  *single[warmState, warmParams, *warmParams] // with warm-up
 }
 
 // NewTokenBucket returns a full (or, with Warmup, cold) token bucket.
@@ -80,21 +88,43 @@ func NewTokenBucket(p TokenBucketParams) (*TokenBucket, error) {
 		return nil, err
 	}
 	b := &TokenBucket{}
-	b.l.init(newTBParams(p))
+	if p.Warmup > 0 {
+		b.warm = &single[warmState, warmParams, *warmParams]{}
+		b.warm.init(newWarmParams(p))
+	} else {
+		b.plain = &word[bucketParams, *bucketParams]{}
+		b.plain.init(newBucketParams(p.Rate, p.Burst))
+	}
 	return b, nil
 }
 
 // AllowAt decides on a request of n tokens at now.
-func (b *TokenBucket) AllowAt(now time.Time, n int64) Result { return b.l.allowAt(now, n) }
+func (b *TokenBucket) AllowAt(now time.Time, n int64) Result {
+	if b.plain != nil {
+		return b.plain.allowAt(now, n)
+	}
+	return b.warm.allowAt(now, n)
+}
 
 // Allow is AllowAt(time.Now(), n).
-func (b *TokenBucket) Allow(n int64) Result { return b.l.allowAt(time.Now(), n) }
+func (b *TokenBucket) Allow(n int64) Result { return b.AllowAt(time.Now(), n) }
 
 // Policy is Burst tokens per the time Rate takes to produce them.
-func (b *TokenBucket) Policy() Policy { return b.l.policy() }
+func (b *TokenBucket) Policy() Policy {
+	if b.plain != nil {
+		return b.plain.policy()
+	}
+	return b.warm.policy()
+}
 
 // Params returns the current parameters.
-func (b *TokenBucket) Params() TokenBucketParams { return b.l.cur.Load().TokenBucketParams }
+func (b *TokenBucket) Params() TokenBucketParams {
+	if b.plain != nil {
+		p := b.plain.cur.Load()
+		return TokenBucketParams{Rate: p.rate, Burst: p.burst}
+	}
+	return b.warm.cur.Load().TokenBucketParams
+}
 
 // SetRate changes the refill rate; the tokens available are kept.
 func (b *TokenBucket) SetRate(r float64) error {
@@ -107,74 +137,39 @@ func (b *TokenBucket) SetBurst(n int64) error {
 	return b.set(func(p *TokenBucketParams) { p.Burst = n })
 }
 
-// SetWarmup changes the warm-up period (0 turns warm-up off).
+// SetWarmup changes the warm-up period of a bucket built with one. It
+// cannot switch warm-up on or off (errWarmupSwitch).
 func (b *TokenBucket) SetWarmup(d time.Duration) error {
+	if b.warm == nil || d == 0 {
+		return errWarmupSwitch
+	}
 	return b.set(func(p *TokenBucketParams) { p.Warmup = d })
 }
 
 func (b *TokenBucket) set(change func(p *TokenBucketParams)) error {
-	return b.l.update(func(p *tbParams) {
-		change(&p.TokenBucketParams)
-	}, func(p *tbParams) error {
+	if b.plain != nil {
+		return b.plain.update(func(cur *bucketParams) (*bucketParams, error) {
+			p := TokenBucketParams{Rate: cur.rate, Burst: cur.burst}
+			change(&p)
+			if err := p.Validate(); err != nil {
+				return nil, err
+			}
+			return newBucketParams(p.Rate, p.Burst), nil
+		})
+	}
+	return b.warm.update(func(cur *warmParams) (*warmParams, error) {
+		p := cur.TokenBucketParams
+		change(&p)
 		if err := p.Validate(); err != nil {
-			return err
+			return nil, err
 		}
-		*p = *newTBParams(p.TokenBucketParams)
-		return nil
+		return newWarmParams(p), nil
 	})
 }
 
 func (b *TokenBucket) newStore(shards, perShard int) keyedStore {
-	return b.l.newStore(shards, perShard)
-}
-
-// tbState is a token bucket's state: the GCRA instant and, with warm-up, how
-// warm it is (maxPermits minus Guava's stored permits; zero is fully cold).
-type tbState struct {
-	tat    int64
-	warmth float64
-}
-
-type tbParams struct {
-	TokenBucketParams
-	gcra
-	warm warmup
-}
-
-func newTBParams(p TokenBucketParams) *tbParams {
-	if p.ColdFactor == 0 {
-		p.ColdFactor = DefaultColdFactor
+	if b.plain != nil {
+		return newStore[int64, bucketParams](&b.plain.cur, shards, perShard)
 	}
-	t := &tbParams{TokenBucketParams: p, gcra: *newGCRA(p.Rate, p.Burst, 0)}
-	if p.Warmup > 0 {
-		t.warm = newWarmup(t.interval, p.ColdFactor, float64(p.Warmup))
-	}
-	return t
+	return b.warm.newStore(shards, perShard)
 }
-
-func (p *tbParams) allow(s *tbState, now, n int64) Result {
-	if p.Warmup == 0 {
-		return p.bucket(&s.tat, now, n)
-	}
-	return p.warmAllow(s, now, n)
-}
-
-func (p *tbParams) idle(s *tbState, now int64) bool {
-	if p.Warmup == 0 {
-		return p.bucketIdle(&s.tat, now)
-	}
-	return s.tat <= now && p.warm.stored(s, now) >= p.warm.maxPermits
-}
-
-func (p *tbParams) adopt(s *tbState, old *tbParams, now int64) {
-	if p.Warmup > 0 {
-		stored := 0.0 // warm-up switched on for a running bucket: start warm
-		if old.Warmup > 0 {
-			stored = old.warm.stored(s, now) * p.warm.maxPermits / old.warm.maxPermits
-		}
-		s.warmth = p.warm.maxPermits - min(stored, p.warm.maxPermits)
-	}
-	p.bucketAdopt(&s.tat, &old.gcra, now)
-}
-
-func (p *tbParams) policy() Policy { return p.bucketPolicy() }

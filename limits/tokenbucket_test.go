@@ -2,6 +2,8 @@ package limits
 
 import (
 	"math/rand/v2"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -180,19 +182,70 @@ func TestTokenBucketWarmupLargeRequestDoesNotStarve(t *testing.T) {
 }
 
 func TestTokenBucketWarmupSetters(t *testing.T) {
-	l := must(NewTokenBucket(TokenBucketParams{Rate: 10, Burst: 1}))
-	for at := time.Duration(0); at < time.Second; at += 100 * ms {
-		l.AllowAt(t0.Add(at), 1)
+	plain := must(NewTokenBucket(TokenBucketParams{Rate: 10, Burst: 1}))
+	if err := plain.SetWarmup(time.Second); err != errWarmupSwitch {
+		t.Fatalf("switching warm-up on: %v", err)
 	}
-	// Warm-up switched on for a running bucket starts warm: stable cost.
-	must(0, l.SetWarmup(2*time.Second))
-	runSteps(t, l, []step{
-		{at: 1000 * ms, n: 1, allowed: true, remaining: 0, retry: 0, reset: 100 * ms},
-		{at: 1099 * ms, n: 1, allowed: false, remaining: 0, retry: ms, reset: ms},
-	})
+	l := must(NewTokenBucket(TokenBucketParams{Rate: 10, Burst: 1, Warmup: 2 * time.Second}))
+	if err := l.SetWarmup(0); err != errWarmupSwitch {
+		t.Fatalf("switching warm-up off: %v", err)
+	}
 	if err := l.SetWarmup(-time.Second); err == nil {
 		t.Fatal("SetWarmup(-1s) accepted")
 	}
-	must(0, l.SetWarmup(0))
-	runSteps(t, l, []step{{at: 1100 * ms, n: 1, allowed: true, remaining: 0, retry: 0, reset: 100 * ms}})
+	// Cold: maxPermits 20. Doubling the period doubles maxPermits (40) and
+	// scales the stored permits with it: still fully cold, and the cold
+	// interval is unchanged (300 ms), so the first permit costs
+	// (300+290)/2 = 295 ms (threshold 20, slope 10 ms per permit).
+	must(0, l.SetWarmup(4*time.Second))
+	runSteps(t, l, []step{
+		{at: 0, n: 1, allowed: true, remaining: 0, retry: 0, reset: 295 * ms},
+		{at: 294 * ms, n: 1, allowed: false, remaining: 0, retry: ms, reset: ms},
+	})
+	must(0, l.SetRate(20)) // stable 50 ms, cold 150 ms
+	if p := l.Params(); p.Rate != 20 || p.Warmup != 4*time.Second || p.ColdFactor != DefaultColdFactor {
+		t.Fatalf("params %+v", p)
+	}
+}
+
+// Setters racing with lock-free decisions never create tokens: at one
+// instant (no refill), however the rate flips, at most Burst is admitted.
+func TestTokenBucketSettersRaceDecisions(t *testing.T) {
+	for round := range 20 {
+		l := must(NewTokenBucket(TokenBucketParams{Rate: 1000, Burst: 10}))
+		var admitted atomic.Int64
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range 200 {
+					if l.AllowAt(t0, 1).Allowed {
+						admitted.Add(1)
+					}
+				}
+			}()
+		}
+		for i := range 200 {
+			must(0, l.SetRate([]float64{10, 1000, 1e6}[i%3]))
+		}
+		wg.Wait()
+		if n := admitted.Load(); n > 10 {
+			t.Fatalf("round %d: %d admitted at one instant with burst 10", round, n)
+		}
+	}
+}
+
+// A conversion always changes the state word, even when the new parameters
+// would keep it (a full bucket), so that a decision computed under the old
+// parameters fails its compare-and-swap instead of landing afterwards.
+func TestWordConversionAlwaysChangesTheWord(t *testing.T) {
+	l := must(NewTokenBucket(TokenBucketParams{Rate: 1000, Burst: 10}))
+	now := nanos(t0)
+	before := l.plain.w.Load() // a full bucket
+	must(0, l.SetRate(10))
+	l.plain.convert(now)
+	if after := l.plain.w.Load(); after == before || after > now {
+		t.Fatalf("conversion of a full bucket: word %d -> %d (now %d), want changed and still full", before, after, now)
+	}
 }

@@ -24,9 +24,50 @@ func newWarmup(stable, coldFactor, period float64) warmup {
 	return w
 }
 
+// warmState is a warm-up token bucket's state: the GCRA instant and how
+// warm it is (maxPermits minus Guava's stored permits; zero is fully cold,
+// so the zero state is the fresh, cold bucket).
+type warmState struct {
+	tat    int64
+	warmth float64
+}
+
+// warmParams are a TokenBucket's parameters with warm-up.
+type warmParams struct {
+	TokenBucketParams
+	gcra
+	warm warmup
+}
+
+func newWarmParams(p TokenBucketParams) *warmParams {
+	if p.ColdFactor == 0 {
+		p.ColdFactor = DefaultColdFactor
+	}
+	t := &warmParams{TokenBucketParams: p, gcra: newGCRA(p.Rate, p.Burst, 0)}
+	t.warm = newWarmup(t.interval, p.ColdFactor, float64(p.Warmup))
+	return t
+}
+
+func (p *warmParams) idle(s *warmState, now int64) bool {
+	return s.tat <= now && p.warm.stored(s, now) >= p.warm.maxPermits
+}
+
+// adopt keeps the tokens (as bucketParams.carry) and scales the stored
+// permits by the ratio of the maxPermits, as Guava's doSetRate does.
+func (p *warmParams) adopt(s *warmState, old *warmParams, now int64) {
+	stored := old.warm.stored(s, now) * p.warm.maxPermits / old.warm.maxPermits
+	s.warmth = p.warm.maxPermits - min(stored, p.warm.maxPermits)
+	if s.tat > now {
+		b := bucketParams{p.gcra}
+		s.tat = b.carry(s.tat, &bucketParams{old.gcra}, now)
+	}
+}
+
+func (p *warmParams) policy() Policy { return (&bucketParams{p.gcra}).policy() }
+
 // stored is Guava's storedPermits at now: the state's value plus the permits
 // gained while the bucket has been full (idle), at most maxPermits.
-func (w *warmup) stored(s *tbState, now int64) float64 {
+func (w *warmup) stored(s *warmState, now int64) float64 {
 	x := w.maxPermits - s.warmth
 	if now > s.tat {
 		x += float64(now-s.tat) / w.coolDown
@@ -52,9 +93,9 @@ func (w *warmup) toWait(x, k float64) float64 {
 	return ns + w.stable*k
 }
 
-// warmAllow is the token bucket decision with warm-up. Stored permits are
+// allow is the token bucket decision with warm-up. Stored permits are
 // spent first, at their warm-up cost; the rest at the stable interval.
-func (p *tbParams) warmAllow(s *tbState, now, n int64) Result {
+func (p *warmParams) allow(s *warmState, now, n int64) Result {
 	w := &p.warm
 	x := w.stored(s, now)
 	if s.tat < now { // full: normalise, keeping the cooling gained so far
@@ -63,9 +104,12 @@ func (p *tbParams) warmAllow(s *tbState, now, n int64) Result {
 	}
 	base := s.tat
 	r := Result{Limit: p.burst}
-	if n > p.burst {
+	switch {
+	case n == 0:
+		r.Allowed = true
+	case n > p.burst:
 		r.RetryAfter = InfDuration
-	} else {
+	default:
 		use := min(float64(n), x)
 		c := w.toWait(x, use) + w.stable*(float64(n)-use)
 		next := base + int64(min(c, float64(maxSpan)))
