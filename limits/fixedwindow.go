@@ -81,8 +81,8 @@ func (w *FixedWindow) SetWindow(d time.Duration) error {
 	})
 }
 
-func (w *FixedWindow) newStore(shards, perShard int) keyedStore {
-	return w.l.newStore(shards, perShard)
+func (w *FixedWindow) newStore(shards, maxKeys int) keyedStore {
+	return w.l.newStore(shards, maxKeys)
 }
 
 type fwState struct {

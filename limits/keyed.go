@@ -13,8 +13,8 @@ import (
 // KeyedParams configures a Keyed limiter. Zero fields mean their default.
 type KeyedParams struct {
 	// MaxKeys bounds the number of keys held at once (default 1<<20). When
-	// a new key arrives at a full shard, an idle key of that shard is
-	// dropped, else the least recently used of a sample (see Keyed).
+	// a new key arrives and the limiter is full, its shard drops an idle
+	// key, else the least recently used of a sample (see Keyed).
 	MaxKeys int
 	// Shards is the number of independently locked shards, rounded up to a
 	// power of two (default 256, at most MaxKeys).
@@ -60,17 +60,20 @@ func (p KeyedParams) Validate() error {
 // there is no global lock. The lookup of an existing key does not allocate;
 // a new key copies its bytes once.
 //
-// Bound and eviction: at most MaxKeys keys are held. A key whose state is
-// back to fresh (a full bucket, an expired window) is idle: dropping it
-// changes no decision. Every new key examines a couple of entries of its
-// shard and drops the idle ones (an incremental sweep, no stop-the-world
-// pass); Sweep drops all idle keys, one shard at a time. When a new key
-// arrives at a full shard, the shard drops an idle key if its sample of
-// evictSample entries holds one, else the least recently used key of that
-// sample. The new key is always served, never refused; an evicted key that
-// returns starts fresh, so under a flood of distinct keys larger than
-// MaxKeys an active key can lose its history: size MaxKeys above the active
-// set.
+// Bound and eviction: at most MaxKeys keys are held (a count shared by the
+// shards; a new key arriving in an empty shard of a full limiter is let in,
+// so the count can exceed MaxKeys by at most Shards-1 until later arrivals
+// evict), and no shard holds more than twice its share, MaxKeys·2/Shards.
+// A key whose state is back to fresh (a full bucket, an expired window) is
+// idle: dropping it changes no decision. Every new key examines a couple of
+// entries of its shard and drops the idle ones (an incremental sweep, no
+// stop-the-world pass); Sweep drops all idle keys, one shard at a time.
+// When a new key arrives and the limiter (or its shard) is full, its shard
+// drops an idle key if its sample of evictSample entries holds one, else the
+// least recently used key of that sample (Redis's approximated LRU). The
+// new key is always served, never refused; an evicted key that returns
+// starts fresh, so under a flood of distinct keys larger than MaxKeys an
+// active key can lose its history: size MaxKeys above the active set.
 //
 // Parameters are the template's and shared with it: a setter on the template
 // (SetRate, SetLimit, ...) applies to every key, carried over per shard at
@@ -83,7 +86,7 @@ type Keyed struct {
 
 // keyable is implemented by the rate algorithms of this package.
 type keyable interface {
-	newStore(shards, perShard int) keyedStore
+	newStore(shards, maxKeys int) keyedStore
 }
 
 // keyedStore is a Keyed limiter's storage, generic over the algorithm.
@@ -121,7 +124,7 @@ func NewKeyed(template Limiter, p KeyedParams) (*Keyed, error) {
 		shards /= 2
 	}
 	return &Keyed{
-		store:    kt.newStore(shards, maxKeys/shards),
+		store:    kt.newStore(shards, maxKeys),
 		template: template,
 		seed:     maphash.MakeSeed(),
 	}, nil
@@ -171,14 +174,24 @@ type shard[S, P any] struct {
 }
 
 type store[S, P any, M model[S, P]] struct {
-	cur      *atomic.Pointer[P]
-	shards   []shard[S, P]
-	mask     uint64
-	perShard int
+	cur     *atomic.Pointer[P]
+	shards  []shard[S, P]
+	mask    uint64
+	keys    atomic.Int64 // keys held, all shards
+	maxKeys int64
+	// shardCap bounds one shard at twice its fair share, so that a skewed
+	// hash cannot let one shard hold most keys.
+	shardCap int
 }
 
-func newStore[S, P any, M model[S, P]](cur *atomic.Pointer[P], shards, perShard int) *store[S, P, M] {
-	st := &store[S, P, M]{cur: cur, shards: make([]shard[S, P], shards), mask: uint64(shards - 1), perShard: perShard}
+func newStore[S, P any, M model[S, P]](cur *atomic.Pointer[P], shards, maxKeys int) *store[S, P, M] {
+	st := &store[S, P, M]{
+		cur:      cur,
+		shards:   make([]shard[S, P], shards),
+		mask:     uint64(shards - 1),
+		maxKeys:  int64(maxKeys),
+		shardCap: max(1, 2*maxKeys/shards),
+	}
 	p := cur.Load()
 	for i := range st.shards {
 		st.shards[i].seen = p
@@ -212,6 +225,7 @@ func (st *store[S, P, M]) allow(key string, h uint64, now, n int64) Result {
 		st.makeRoom(sh, p, now)
 		sh.e = e
 		key = strings.Clone(key)
+		st.keys.Add(1)
 	}
 	sh.e.last = max(sh.e.last, now)
 	sh.m[key] = sh.e
@@ -220,9 +234,10 @@ func (st *store[S, P, M]) allow(key string, h uint64, now, n int64) Result {
 	return r
 }
 
-// makeRoom sweeps a few entries of sh and, if sh is full, evicts one.
+// makeRoom sweeps a few entries of sh and, if the limiter or sh is full,
+// evicts one of sh.
 func (st *store[S, P, M]) makeRoom(sh *shard[S, P], p *P, now int64) {
-	full := len(sh.m) >= st.perShard
+	full := st.keys.Load() >= st.maxKeys || len(sh.m) >= st.shardCap
 	budget := sweepStep
 	if full {
 		budget = evictSample
@@ -233,6 +248,7 @@ func (st *store[S, P, M]) makeRoom(sh *shard[S, P], p *P, now int64) {
 		sh.e = e
 		if M(p).idle(&sh.e.s, now) {
 			delete(sh.m, k)
+			st.keys.Add(-1)
 			full = false
 		} else if oldest < 0 || e.last < oldest {
 			victim, oldest = k, e.last
@@ -243,6 +259,7 @@ func (st *store[S, P, M]) makeRoom(sh *shard[S, P], p *P, now int64) {
 	}
 	if full && oldest >= 0 {
 		delete(sh.m, victim)
+		st.keys.Add(-1)
 	}
 }
 
@@ -260,6 +277,7 @@ func (st *store[S, P, M]) sweep(now int64) int {
 			}
 			if M(p).idle(&sh.e.s, now) {
 				delete(sh.m, k)
+				st.keys.Add(-1)
 				dropped++
 			}
 		}
@@ -270,13 +288,4 @@ func (st *store[S, P, M]) sweep(now int64) int {
 	return dropped
 }
 
-func (st *store[S, P, M]) len() int {
-	n := 0
-	for i := range st.shards {
-		sh := &st.shards[i]
-		sh.mu.Lock()
-		n += len(sh.m)
-		sh.mu.Unlock()
-	}
-	return n
-}
+func (st *store[S, P, M]) len() int { return int(st.keys.Load()) }

@@ -93,6 +93,6 @@ func (b *LeakyBucket) set(change func(p *LeakyBucketParams)) error {
 	})
 }
 
-func (b *LeakyBucket) newStore(shards, perShard int) keyedStore {
-	return newStore[int64, bucketParams](&b.l.cur, shards, perShard)
+func (b *LeakyBucket) newStore(shards, maxKeys int) keyedStore {
+	return newStore[int64, bucketParams](&b.l.cur, shards, maxKeys)
 }

@@ -90,8 +90,8 @@ func (q *LeakyQueue) set(change func(p *LeakyQueueParams)) error {
 	})
 }
 
-func (q *LeakyQueue) newStore(shards, perShard int) keyedStore {
-	return newStore[int64, queueParams](&q.l.cur, shards, perShard)
+func (q *LeakyQueue) newStore(shards, maxKeys int) keyedStore {
+	return newStore[int64, queueParams](&q.l.cur, shards, maxKeys)
 }
 
 type queueParams struct {

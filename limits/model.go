@@ -76,6 +76,6 @@ func (l *single[S, P, M]) policy() Policy { return M(l.cur.Load()).policy() }
 
 // newStore builds the per-key store Keyed uses with this limiter's model and
 // (shared) parameters.
-func (l *single[S, P, M]) newStore(shards, perShard int) keyedStore {
-	return newStore[S, P, M](&l.cur, shards, perShard)
+func (l *single[S, P, M]) newStore(shards, maxKeys int) keyedStore {
+	return newStore[S, P, M](&l.cur, shards, maxKeys)
 }

@@ -109,8 +109,8 @@ func (w *SlidingBuckets) set(change func(p *SlidingBucketsParams)) error {
 	})
 }
 
-func (w *SlidingBuckets) newStore(shards, perShard int) keyedStore {
-	return w.l.newStore(shards, perShard)
+func (w *SlidingBuckets) newStore(shards, maxKeys int) keyedStore {
+	return w.l.newStore(shards, maxKeys)
 }
 
 // sbState is a ring of sub-window counters; pos is the current one, which

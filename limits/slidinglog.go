@@ -61,8 +61,8 @@ func (w *SlidingLog) SetWindow(d time.Duration) error {
 	})
 }
 
-func (w *SlidingLog) newStore(shards, perShard int) keyedStore {
-	return w.l.newStore(shards, perShard)
+func (w *SlidingLog) newStore(shards, maxKeys int) keyedStore {
+	return w.l.newStore(shards, maxKeys)
 }
 
 // logState is a ring of (instant, units) entries, oldest at head.

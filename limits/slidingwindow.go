@@ -74,8 +74,8 @@ func (w *SlidingWindow) SetWindow(d time.Duration) error {
 	})
 }
 
-func (w *SlidingWindow) newStore(shards, perShard int) keyedStore {
-	return w.l.newStore(shards, perShard)
+func (w *SlidingWindow) newStore(shards, maxKeys int) keyedStore {
+	return w.l.newStore(shards, maxKeys)
 }
 
 type swState struct {

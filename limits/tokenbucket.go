@@ -167,9 +167,9 @@ func (b *TokenBucket) set(change func(p *TokenBucketParams)) error {
 	})
 }
 
-func (b *TokenBucket) newStore(shards, perShard int) keyedStore {
+func (b *TokenBucket) newStore(shards, maxKeys int) keyedStore {
 	if b.plain != nil {
-		return newStore[int64, bucketParams](&b.plain.cur, shards, perShard)
+		return newStore[int64, bucketParams](&b.plain.cur, shards, maxKeys)
 	}
-	return b.warm.newStore(shards, perShard)
+	return b.warm.newStore(shards, maxKeys)
 }
