@@ -45,7 +45,9 @@
 //
 // All exported types are safe for concurrent use. Each rate limiter has its own
 // small mutex around a few arithmetic operations (no allocation, no global
-// lock); Keyed shards its keys over many mutexes; Concurrency's admission and
-// release are lock-free (one CAS on a word holding both the limit and the
-// in-flight count) and take a mutex only to queue or wake a waiter.
+// lock; the buckets hold it for a max, a multiplication and a comparison and
+// build the Result after releasing it); Keyed shards its keys over many
+// mutexes; Concurrency's admission and release are lock-free (one CAS on a
+// word holding both the limit and the in-flight count) and take a mutex only
+// to queue or wake a waiter.
 package limits

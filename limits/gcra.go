@@ -59,26 +59,35 @@ func newBucketParams(rate float64, burst int64) *bucketParams {
 	return &bucketParams{newGCRA(rate, burst, 0)}
 }
 
-func (p *bucketParams) step(tat, now, n int64) (int64, Result) {
-	base := max(tat, now)
-	r := Result{Limit: p.burst}
+func (p *bucketParams) decide(tat, now, n int64) (int64, bool) {
 	switch {
 	case n == 0:
-		r.Allowed = true
+		return tat, true
+	case n > p.burst:
+		return tat, false
+	}
+	if next := max(tat, now) + p.cost(n); next-now <= p.tau {
+		return next, true
+	}
+	return tat, false
+}
+
+func (p *bucketParams) result(old, tat int64, ok bool, now, n int64) Result {
+	base := max(tat, now)
+	r := Result{
+		Allowed:    ok,
+		Limit:      p.burst,
+		Remaining:  min(p.burst, p.whole(p.tau-(base-now))),
+		ResetAfter: span(base - now),
+	}
+	switch {
+	case ok:
 	case n > p.burst:
 		r.RetryAfter = InfDuration
 	default:
-		next := base + p.cost(n)
-		if next-now <= p.tau {
-			r.Allowed = true
-			tat, base = next, next
-		} else {
-			r.RetryAfter = span(next - p.tau - now)
-		}
+		r.RetryAfter = span(max(old, now) + p.cost(n) - p.tau - now)
 	}
-	r.Remaining = min(p.burst, p.whole(p.tau-(base-now)))
-	r.ResetAfter = span(base - now)
-	return tat, r
+	return r
 }
 
 // carry keeps the tokens available at now (x/time/rate's SetLimitAt and
@@ -99,8 +108,10 @@ func (p *bucketParams) policy() Policy {
 
 // The per-key model (Keyed) of a bucket.
 
-func (p *bucketParams) allow(s *int64, now, n int64) (r Result) {
-	*s, r = p.step(*s, now, n)
+func (p *bucketParams) allow(s *int64, now, n int64) Result {
+	next, ok := p.decide(*s, now, n)
+	r := p.result(*s, next, ok, now, n)
+	*s = next
 	return r
 }
 

@@ -106,24 +106,29 @@ func newQueueParams(p LeakyQueueParams) *queueParams {
 	return q
 }
 
-func (p *queueParams) step(tat, now, n int64) (int64, Result) {
-	base := max(tat, now)
-	r := Result{Limit: p.limit}
-	if wait := base - now; n == 0 {
-		r.Allowed = true
-	} else if wait <= p.maxWait {
-		r.Allowed = true
+func (p *queueParams) decide(tat, now, n int64) (int64, bool) {
+	switch base := max(tat, now); {
+	case n == 0:
+		return tat, true
+	case base-now <= p.maxWait:
+		return base + p.cost(n), true
+	}
+	return tat, false
+}
+
+func (p *queueParams) result(old, tat int64, ok bool, now, n int64) Result {
+	r := Result{Allowed: ok, Limit: p.limit, ResetAfter: span(tat - now)}
+	wait := max(old, now) - now
+	switch {
+	case ok && n > 0:
 		r.Delay = span(wait)
-		tat = base + p.cost(n)
-		base = tat
-	} else {
+	case !ok:
 		r.RetryAfter = span(wait - p.maxWait)
 	}
-	if backlog := base - now; backlog <= p.maxWait {
+	if backlog := max(tat, now) - now; backlog <= p.maxWait {
 		r.Remaining = min(p.limit, p.whole(p.maxWait-backlog)+1)
 	}
-	r.ResetAfter = span(base - now)
-	return tat, r
+	return r
 }
 
 // carry keeps the backlog in units and re-times it at the new pace.
@@ -141,8 +146,10 @@ func (p *queueParams) policy() Policy {
 
 // The per-key model (Keyed).
 
-func (p *queueParams) allow(s *int64, now, n int64) (r Result) {
-	*s, r = p.step(*s, now, n)
+func (p *queueParams) allow(s *int64, now, n int64) Result {
+	next, ok := p.decide(*s, now, n)
+	r := p.result(*s, next, ok, now, n)
+	*s = next
 	return r
 }
 

@@ -69,7 +69,7 @@ var errWarmupSwitch = errors.New("limits: token bucket warm-up can be changed at
 // Warmup. A full bucket always admits one request of up to Burst tokens even
 // while its cost exceeds the capacity (Guava's "pay later"), so cold
 // requests never starve. With Warmup, Remaining is an estimate at the
-// current (marginal) token cost, and decisions take a mutex.
+// current (marginal) token cost.
 //
 // Runtime changes (SetRate, SetBurst, SetWarmup) keep the tokens available,
 // clamped to the new Burst, and scale the coldness by the ratio of the new
