@@ -2,30 +2,43 @@ package limits
 
 import "time"
 
-// gcra is the arithmetic shared by TokenBucket, LeakyBucket and LeakyQueue:
-// the Generic Cell Rate Algorithm (ITU-T I.371, "virtual scheduling"). The
+// gcra is the arithmetic of TokenBucket, LeakyBucket and LeakyQueue: the
+// Generic Cell Rate Algorithm (ITU-T I.371, "virtual scheduling"). The
 // whole state is one instant, tat (theoretical arrival time): the moment the
 // bucket is full again, equivalently the moment the meter is empty, or the
 // next free slot of the queue. A request of n units costs n emission
-// intervals; a bucket admits it when, after paying, tat is at most tau
-// (burst emission intervals) ahead of now.
+// intervals.
 //
-// A token bucket of rate r and capacity b starting full, a leaky bucket
-// meter of leak rate r and capacity b starting empty, and GCRA(1/r, b/r)
-// admit exactly the same sequences (level = b - tokens = (tat-now)/interval).
+// As a bucket, a request is admitted when, after paying, tat is at most tau
+// (burst emission intervals) ahead of now. A token bucket of rate r and
+// capacity b starting full, a leaky bucket meter of leak rate r and
+// capacity b starting empty, and GCRA(1/r, b/r) admit exactly the same
+// sequences (level = b - tokens = (tat-now)/interval).
+//
+// As a queue, a request is admitted when its slot, max(tat, now), is at most
+// maxWait ahead of now, and told to wait until then.
+//
+// A *gcra is immutable once published; it is also the per-key model of
+// these algorithms in Keyed (state int64).
 type gcra struct {
 	rate     float64 // units per second
-	burst    int64   // capacity in units (buckets)
-	maxWait  int64   // ns; LeakyQueue only
+	burst    int64   // capacity in units (a queue: maxWait/interval + 1)
+	queue    bool    // LeakyQueue semantics
+	maxWait  int64   // ns; queue only
 	interval float64 // ns per unit, 1e9/rate
 	perNs    float64 // units per ns, rate/1e9
-	tau      int64   // ns; burst*interval rounded down
+	tau      int64   // ns; burst·interval rounded down (a bucket's tolerance)
 }
 
-func newGCRA(rate float64, burst int64, maxWait time.Duration) gcra {
-	g := gcra{rate: rate, burst: burst, maxWait: int64(maxWait)}
-	g.interval = 1e9 / g.rate
-	g.perNs = g.rate / 1e9
+func newBucket(rate float64, burst int64) *gcra {
+	g := &gcra{rate: rate, burst: burst, interval: 1e9 / rate, perNs: rate / 1e9}
+	g.tau = g.cost(burst)
+	return g
+}
+
+func newQueue(rate float64, maxWait time.Duration) *gcra {
+	g := &gcra{rate: rate, queue: true, maxWait: int64(maxWait), interval: 1e9 / rate, perNs: rate / 1e9}
+	g.burst = g.whole(g.maxWait) + 1
 	g.tau = g.cost(g.burst)
 	return g
 }
@@ -51,70 +64,86 @@ func (g *gcra) whole(ns int64) int64 {
 	return int64(float64(ns)*g.perNs + 1e-9)
 }
 
-// bucketParams are the parameters of a TokenBucket without warm-up and of
-// a LeakyBucket: GCRA with a tolerance of burst units.
-type bucketParams struct{ gcra }
-
-func newBucketParams(rate float64, burst int64) *bucketParams {
-	return &bucketParams{newGCRA(rate, burst, 0)}
-}
-
-func (p *bucketParams) decide(tat, now, n int64) (int64, bool) {
+// decide decides on n units at now from state tat: the new state (tat
+// itself when nothing is consumed) and whether n is admitted. It is all a
+// limiter does under its lock.
+func (g *gcra) decide(tat, now, n int64) (int64, bool) {
+	base := max(tat, now)
 	switch {
 	case n == 0:
 		return tat, true
-	case n > p.burst:
-		return tat, false
-	}
-	if next := max(tat, now) + p.cost(n); next-now <= p.tau {
-		return next, true
+	case g.queue:
+		if base-now <= g.maxWait {
+			return base + g.cost(n), true
+		}
+	case n > g.burst:
+	default:
+		if next := base + g.cost(n); next-now <= g.tau {
+			return next, true
+		}
 	}
 	return tat, false
 }
 
-func (p *bucketParams) result(old, tat int64, ok bool, now, n int64) Result {
-	base := max(tat, now)
-	r := Result{
-		Allowed:    ok,
-		Limit:      p.burst,
-		Remaining:  min(p.burst, p.whole(p.tau-(base-now))),
-		ResetAfter: span(base - now),
+// result describes a decision from the old and new state.
+func (g *gcra) result(old, tat int64, ok bool, now, n int64) Result {
+	ahead := max(tat, now) - now
+	r := Result{Allowed: ok, Limit: g.burst, ResetAfter: span(ahead)}
+	wait := max(old, now) - now
+	if g.queue {
+		switch {
+		case ok && n > 0:
+			r.Delay = span(wait)
+		case !ok:
+			r.RetryAfter = span(wait - g.maxWait)
+		}
+		if ahead <= g.maxWait {
+			r.Remaining = min(g.burst, g.whole(g.maxWait-ahead)+1)
+		}
+		return r
 	}
+	r.Remaining = min(g.burst, g.whole(g.tau-ahead))
 	switch {
 	case ok:
-	case n > p.burst:
+	case n > g.burst:
 		r.RetryAfter = InfDuration
 	default:
-		r.RetryAfter = span(max(old, now) + p.cost(n) - p.tau - now)
+		r.RetryAfter = span(wait + g.cost(n) - g.tau)
 	}
 	return r
 }
 
-// carry keeps the tokens available at now (x/time/rate's SetLimitAt and
-// SetBurstAt semantics), clamped to the new capacity.
-func (p *bucketParams) carry(tat int64, old *bucketParams, now int64) int64 {
+// carry converts tat, built under old, to g at now. A bucket keeps the
+// tokens available (x/time/rate's SetLimitAt and SetBurstAt semantics),
+// clamped to the new capacity; a queue keeps its backlog in units, re-timed
+// at the new pace.
+func (g *gcra) carry(tat int64, old *gcra, now int64) int64 {
 	if tat <= now {
-		return tat // full under any parameters
+		return tat // full (empty queue) under any parameters
+	}
+	if g.queue {
+		backlog := float64(tat-now) / old.interval * g.interval
+		return now + int64(min(backlog, float64(maxSpan)))
 	}
 	tokens := float64(old.tau-(tat-now)) / old.interval
-	tokens = max(0, min(float64(p.burst), tokens))
-	debt := (float64(p.burst) - tokens) * p.interval
-	return now + min(p.tau, int64(debt))
+	tokens = max(0, min(float64(g.burst), tokens))
+	debt := (float64(g.burst) - tokens) * g.interval
+	return now + min(g.tau, int64(debt))
 }
 
-func (p *bucketParams) policy() Policy {
-	return Policy{Quota: p.burst, Window: time.Duration(p.tau)}
-}
+// policy: a bucket's capacity per the time the rate takes to produce it; a
+// queue's capacity per the time it takes to drain.
+func (g *gcra) policy() Policy { return Policy{Quota: g.burst, Window: time.Duration(g.tau)} }
 
-// The per-key model (Keyed) of a bucket.
+// The per-key model (Keyed).
 
-func (p *bucketParams) allow(s *int64, now, n int64) Result {
-	next, ok := p.decide(*s, now, n)
-	r := p.result(*s, next, ok, now, n)
+func (g *gcra) allow(s *int64, now, n int64) Result {
+	next, ok := g.decide(*s, now, n)
+	r := g.result(*s, next, ok, now, n)
 	*s = next
 	return r
 }
 
-func (p *bucketParams) idle(s *int64, now int64) bool { return *s <= now }
+func (g *gcra) idle(s *int64, now int64) bool { return *s <= now }
 
-func (p *bucketParams) adopt(s *int64, old *bucketParams, now int64) { *s = p.carry(*s, old, now) }
+func (g *gcra) adopt(s *int64, old *gcra, now int64) { *s = g.carry(*s, old, now) }

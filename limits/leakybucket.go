@@ -36,7 +36,7 @@ func (p LeakyBucketParams) Validate() error {
 // SetRate and SetCapacity keep the free room (clamped to the new capacity).
 // Safe for concurrent use.
 type LeakyBucket struct {
-	l word[bucketParams, *bucketParams]
+	l cell
 }
 
 // NewLeakyBucket returns an empty leaky bucket.
@@ -45,7 +45,7 @@ func NewLeakyBucket(p LeakyBucketParams) (*LeakyBucket, error) {
 		return nil, err
 	}
 	b := &LeakyBucket{}
-	b.l.init(newBucketParams(p.Rate, p.Capacity))
+	b.l.init(newBucket(p.Rate, p.Capacity))
 	return b, nil
 }
 
@@ -83,16 +83,16 @@ func (b *LeakyBucket) SetCapacity(n int64) error {
 }
 
 func (b *LeakyBucket) set(change func(p *LeakyBucketParams)) error {
-	return b.l.update(func(cur *bucketParams) (*bucketParams, error) {
+	return b.l.update(func(cur *gcra) (*gcra, error) {
 		p := LeakyBucketParams{Rate: cur.rate, Capacity: cur.burst}
 		change(&p)
 		if err := p.Validate(); err != nil {
 			return nil, err
 		}
-		return newBucketParams(p.Rate, p.Capacity), nil
+		return newBucket(p.Rate, p.Capacity), nil
 	})
 }
 
 func (b *LeakyBucket) newStore(shards, maxKeys int) keyedStore {
-	return newStore[int64, bucketParams](&b.l.cur, shards, maxKeys)
+	return b.l.newStore(shards, maxKeys)
 }

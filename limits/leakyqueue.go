@@ -43,7 +43,7 @@ func (p LeakyQueueParams) Validate() error {
 // re-timed at the new pace); SetMaxWait affects later requests only. Safe
 // for concurrent use.
 type LeakyQueue struct {
-	l word[queueParams, *queueParams]
+	l cell
 }
 
 // NewLeakyQueue returns an empty leaky queue.
@@ -52,7 +52,7 @@ func NewLeakyQueue(p LeakyQueueParams) (*LeakyQueue, error) {
 		return nil, err
 	}
 	q := &LeakyQueue{}
-	q.l.init(newQueueParams(p))
+	q.l.init(newQueue(p.Rate, p.MaxWait))
 	return q, nil
 }
 
@@ -66,7 +66,10 @@ func (q *LeakyQueue) Allow(n int64) Result { return q.l.allowAt(time.Now(), n) }
 func (q *LeakyQueue) Policy() Policy { return q.l.policy() }
 
 // Params returns the current parameters.
-func (q *LeakyQueue) Params() LeakyQueueParams { return q.l.cur.Load().LeakyQueueParams }
+func (q *LeakyQueue) Params() LeakyQueueParams {
+	p := q.l.cur.Load()
+	return LeakyQueueParams{Rate: p.rate, MaxWait: time.Duration(p.maxWait)}
+}
 
 // SetRate changes the pace; units already scheduled keep their place in the
 // queue and are re-timed at the new pace.
@@ -80,79 +83,16 @@ func (q *LeakyQueue) SetMaxWait(d time.Duration) error {
 }
 
 func (q *LeakyQueue) set(change func(p *LeakyQueueParams)) error {
-	return q.l.update(func(cur *queueParams) (*queueParams, error) {
-		p := cur.LeakyQueueParams
+	return q.l.update(func(cur *gcra) (*gcra, error) {
+		p := LeakyQueueParams{Rate: cur.rate, MaxWait: time.Duration(cur.maxWait)}
 		change(&p)
 		if err := p.Validate(); err != nil {
 			return nil, err
 		}
-		return newQueueParams(p), nil
+		return newQueue(p.Rate, p.MaxWait), nil
 	})
 }
 
 func (q *LeakyQueue) newStore(shards, maxKeys int) keyedStore {
-	return newStore[int64, queueParams](&q.l.cur, shards, maxKeys)
+	return q.l.newStore(shards, maxKeys)
 }
-
-type queueParams struct {
-	LeakyQueueParams
-	gcra
-	limit int64 // capacity in units: MaxWait/interval + 1
-}
-
-func newQueueParams(p LeakyQueueParams) *queueParams {
-	q := &queueParams{LeakyQueueParams: p, gcra: newGCRA(p.Rate, 0, p.MaxWait)}
-	q.limit = q.whole(q.maxWait) + 1
-	return q
-}
-
-func (p *queueParams) decide(tat, now, n int64) (int64, bool) {
-	switch base := max(tat, now); {
-	case n == 0:
-		return tat, true
-	case base-now <= p.maxWait:
-		return base + p.cost(n), true
-	}
-	return tat, false
-}
-
-func (p *queueParams) result(old, tat int64, ok bool, now, n int64) Result {
-	r := Result{Allowed: ok, Limit: p.limit, ResetAfter: span(tat - now)}
-	wait := max(old, now) - now
-	switch {
-	case ok && n > 0:
-		r.Delay = span(wait)
-	case !ok:
-		r.RetryAfter = span(wait - p.maxWait)
-	}
-	if backlog := max(tat, now) - now; backlog <= p.maxWait {
-		r.Remaining = min(p.limit, p.whole(p.maxWait-backlog)+1)
-	}
-	return r
-}
-
-// carry keeps the backlog in units and re-times it at the new pace.
-func (p *queueParams) carry(tat int64, old *queueParams, now int64) int64 {
-	if tat <= now {
-		return tat
-	}
-	backlog := float64(tat-now) / old.interval * p.interval
-	return now + int64(min(backlog, float64(maxSpan)))
-}
-
-func (p *queueParams) policy() Policy {
-	return Policy{Quota: p.limit, Window: time.Duration(p.cost(p.limit))}
-}
-
-// The per-key model (Keyed).
-
-func (p *queueParams) allow(s *int64, now, n int64) Result {
-	next, ok := p.decide(*s, now, n)
-	r := p.result(*s, next, ok, now, n)
-	*s = next
-	return r
-}
-
-func (p *queueParams) idle(s *int64, now int64) bool { return *s <= now }
-
-func (p *queueParams) adopt(s *int64, old *queueParams, now int64) { *s = p.carry(*s, old, now) }

@@ -51,7 +51,7 @@ var errWarmupSwitch = errors.New("limits: token bucket warm-up can be changed at
 // tokens per second, starting full; a request of n tokens is admitted when n
 // tokens are in the bucket, and takes them. Internally it is GCRA (see gcra):
 // its state is one instant, decisions are exact integer nanoseconds, and
-// without warm-up they are lock-free (one compare-and-swap).
+// without warm-up the mutex is held for three arithmetic operations only.
 //
 // Result fields: Limit is Burst; Remaining the whole tokens left; RetryAfter
 // the time until n tokens will be there; ResetAfter the time until the bucket
@@ -74,11 +74,10 @@ var errWarmupSwitch = errors.New("limits: token bucket warm-up can be changed at
 // Runtime changes (SetRate, SetBurst, SetWarmup) keep the tokens available,
 // clamped to the new Burst, and scale the coldness by the ratio of the new
 // and old maxPermits (as Guava's setRate does). They take effect at the next
-// decision, at that decision's instant; a decision racing with a setter is
-// judged under the old or the new parameters. The zero value is not usable;
+// decision, at that decision's instant. The zero value is not usable;
 // use NewTokenBucket. Safe for concurrent use.
 type TokenBucket struct {
-	plain *word[bucketParams, *bucketParams]          // without warm-up
+	plain *cell                                       // without warm-up
 	warm  *single[warmState, warmParams, *warmParams] // with warm-up
 }
 
@@ -92,8 +91,8 @@ func NewTokenBucket(p TokenBucketParams) (*TokenBucket, error) {
 		b.warm = &single[warmState, warmParams, *warmParams]{}
 		b.warm.init(newWarmParams(p))
 	} else {
-		b.plain = &word[bucketParams, *bucketParams]{}
-		b.plain.init(newBucketParams(p.Rate, p.Burst))
+		b.plain = &cell{}
+		b.plain.init(newBucket(p.Rate, p.Burst))
 	}
 	return b, nil
 }
@@ -148,13 +147,13 @@ func (b *TokenBucket) SetWarmup(d time.Duration) error {
 
 func (b *TokenBucket) set(change func(p *TokenBucketParams)) error {
 	if b.plain != nil {
-		return b.plain.update(func(cur *bucketParams) (*bucketParams, error) {
+		return b.plain.update(func(cur *gcra) (*gcra, error) {
 			p := TokenBucketParams{Rate: cur.rate, Burst: cur.burst}
 			change(&p)
 			if err := p.Validate(); err != nil {
 				return nil, err
 			}
-			return newBucketParams(p.Rate, p.Burst), nil
+			return newBucket(p.Rate, p.Burst), nil
 		})
 	}
 	return b.warm.update(func(cur *warmParams) (*warmParams, error) {
@@ -169,7 +168,7 @@ func (b *TokenBucket) set(change func(p *TokenBucketParams)) error {
 
 func (b *TokenBucket) newStore(shards, maxKeys int) keyedStore {
 	if b.plain != nil {
-		return newStore[int64, bucketParams](&b.plain.cur, shards, maxKeys)
+		return b.plain.newStore(shards, maxKeys)
 	}
 	return b.warm.newStore(shards, maxKeys)
 }

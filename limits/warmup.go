@@ -43,7 +43,7 @@ func newWarmParams(p TokenBucketParams) *warmParams {
 	if p.ColdFactor == 0 {
 		p.ColdFactor = DefaultColdFactor
 	}
-	t := &warmParams{TokenBucketParams: p, gcra: newGCRA(p.Rate, p.Burst, 0)}
+	t := &warmParams{TokenBucketParams: p, gcra: *newBucket(p.Rate, p.Burst)}
 	t.warm = newWarmup(t.interval, p.ColdFactor, float64(p.Warmup))
 	return t
 }
@@ -57,13 +57,10 @@ func (p *warmParams) idle(s *warmState, now int64) bool {
 func (p *warmParams) adopt(s *warmState, old *warmParams, now int64) {
 	stored := old.warm.stored(s, now) * p.warm.maxPermits / old.warm.maxPermits
 	s.warmth = p.warm.maxPermits - min(stored, p.warm.maxPermits)
-	if s.tat > now {
-		b := bucketParams{p.gcra}
-		s.tat = b.carry(s.tat, &bucketParams{old.gcra}, now)
-	}
+	s.tat = p.gcra.carry(s.tat, &old.gcra, now)
 }
 
-func (p *warmParams) policy() Policy { return (&bucketParams{p.gcra}).policy() }
+func (p *warmParams) policy() Policy { return p.gcra.policy() }
 
 // stored is Guava's storedPermits at now: the state's value plus the permits
 // gained while the bucket has been full (idle), at most maxPermits.

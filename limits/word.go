@@ -5,67 +5,57 @@ import (
 	"time"
 )
 
-// wordModel is a rate algorithm whose whole state is one int64 (the GCRA
-// family). Deciding is split in two: decide, the few instructions that must
-// see and update the state atomically, and result, which describes the
-// decision afterwards, outside the lock.
-type wordModel[P any] interface {
-	*P
-	// decide decides on n units at now from state w; it returns the new
-	// state (w itself when nothing is consumed) and whether n is admitted.
-	decide(w, now, n int64) (int64, bool)
-	// result describes the decision (old state, new state, admitted).
-	result(old, next int64, ok bool, now, n int64) Result
-	// carry converts w, built under old, to these parameters at now.
-	carry(w int64, old *P, now int64) int64
-	policy() Policy
-}
-
-// word is a single limiter with a one-word state. Its mutex is held only
-// for decide (a max, a multiplication, a comparison): under contention on
-// two cores this measured faster than a compare-and-swap loop, whose
-// retries repeat the work (see BenchmarkTokenBucketVsXRate).
-type word[P any, M wordModel[P]] struct {
-	params[P]
+// cell is a single GCRA limiter (TokenBucket without warm-up, LeakyBucket,
+// LeakyQueue). Its mutex is held only for gcra.decide (a max, a
+// multiplication, a comparison); the Result is built after releasing it.
+// Under contention on two cores this measured faster than a
+// compare-and-swap loop, whose retries repeat the work, and the concrete
+// (non-generic) calls inline.
+type cell struct {
+	params[gcra]
 	mu   sync.Mutex
-	seen *P // the parameters w is expressed in
-	w    int64
+	seen *gcra // the parameters tat is expressed in
+	tat  int64
 }
 
-func (l *word[P, M]) init(p *P) {
+func (l *cell) init(p *gcra) {
 	l.cur.Store(p)
 	l.seen = p
 }
 
-func (l *word[P, M]) allowAt(now time.Time, n int64) Result {
+func (l *cell) allowAt(now time.Time, n int64) Result {
 	t := nanos(now)
 	n = units(n)
 	l.mu.Lock()
 	p := l.current(t)
-	old := l.w
-	next, ok := M(p).decide(old, t, n)
-	l.w = next
+	old := l.tat
+	next, ok := p.decide(old, t, n)
+	l.tat = next
 	l.mu.Unlock()
-	return M(p).result(old, next, ok, t, n)
+	return p.result(old, next, ok, t, n)
 }
 
 // current returns the current parameters, carrying the state over to them
 // if they changed. Call with mu held.
-func (l *word[P, M]) current(now int64) *P {
+func (l *cell) current(now int64) *gcra {
 	p := l.cur.Load()
 	if p != l.seen {
-		l.w = M(p).carry(l.w, l.seen, now)
+		l.tat = p.carry(l.tat, l.seen, now)
 		l.seen = p
 	}
 	return p
 }
 
 // load returns the state in the current parameters.
-func (l *word[P, M]) load(now int64) (int64, *P) {
+func (l *cell) load(now int64) (int64, *gcra) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	p := l.current(now)
-	return l.w, p
+	return l.tat, p
 }
 
-func (l *word[P, M]) policy() Policy { return M(l.cur.Load()).policy() }
+func (l *cell) policy() Policy { return l.cur.Load().policy() }
+
+func (l *cell) newStore(shards, maxKeys int) keyedStore {
+	return newStore[int64, gcra](&l.cur, shards, maxKeys)
+}
