@@ -66,23 +66,29 @@ func (g *gcra) whole(ns int64) int64 {
 
 // decide decides on n units at now from state tat: the new state (tat
 // itself when nothing is consumed) and whether n is admitted. It is all a
-// limiter does under its lock.
+// limiter does under its lock; both halves are small enough to inline.
 func (g *gcra) decide(tat, now, n int64) (int64, bool) {
-	base := max(tat, now)
-	switch {
-	case n == 0:
-		return tat, true
-	case g.queue:
-		if base-now <= g.maxWait {
-			return base + g.cost(n), true
-		}
-	case n > g.burst:
-	default:
-		if next := base + g.cost(n); next-now <= g.tau {
-			return next, true
-		}
+	if g.queue {
+		return g.decideQueue(tat, now, n)
 	}
-	return tat, false
+	return g.decideBucket(tat, now, n)
+}
+
+// decideBucket: n = 0 consumes nothing (next is then max(tat, now), the
+// same state) and is always allowed.
+func (g *gcra) decideBucket(tat, now, n int64) (int64, bool) {
+	next := max(tat, now) + g.cost(n)
+	if n <= g.burst && next-now <= g.tau {
+		return next, true
+	}
+	return tat, n == 0
+}
+
+func (g *gcra) decideQueue(tat, now, n int64) (int64, bool) {
+	if base := max(tat, now); base-now <= g.maxWait {
+		return base + g.cost(n), true
+	}
+	return tat, n == 0
 }
 
 // result describes a decision from the old and new state.

@@ -27,30 +27,37 @@ func (l *cell) allowAt(now time.Time, n int64) Result {
 	t := nanos(now)
 	n = units(n)
 	l.mu.Lock()
-	p := l.current(t)
+	p := l.cur.Load()
+	if p != l.seen {
+		l.convert(p, t)
+	}
 	old := l.tat
-	next, ok := p.decide(old, t, n)
+	var next int64
+	var ok bool
+	if p.queue { // decide, inlined
+		next, ok = p.decideQueue(old, t, n)
+	} else {
+		next, ok = p.decideBucket(old, t, n)
+	}
 	l.tat = next
 	l.mu.Unlock()
 	return p.result(old, next, ok, t, n)
 }
 
-// current returns the current parameters, carrying the state over to them
-// if they changed. Call with mu held.
-func (l *cell) current(now int64) *gcra {
-	p := l.cur.Load()
-	if p != l.seen {
-		l.tat = p.carry(l.tat, l.seen, now)
-		l.seen = p
-	}
-	return p
+// convert carries the state over to new parameters p. Call with mu held.
+func (l *cell) convert(p *gcra, now int64) {
+	l.tat = p.carry(l.tat, l.seen, now)
+	l.seen = p
 }
 
 // load returns the state in the current parameters.
 func (l *cell) load(now int64) (int64, *gcra) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	p := l.current(now)
+	p := l.cur.Load()
+	if p != l.seen {
+		l.convert(p, now)
+	}
 	return l.tat, p
 }
 
