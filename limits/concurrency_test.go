@@ -228,6 +228,10 @@ func TestConcurrencyRaisingTheLimitWakesWaiters(t *testing.T) {
 // A waiter whose context ends exactly as a slot is handed to it passes the
 // slot on: to the next waiter, or back. Run many times to hit both orders.
 func TestConcurrencyCancelRacesHandOff(t *testing.T) {
+	baseline := runtime.NumGoroutine()
+	defer func() { // every waiter goroutine has returned: none leaked
+		waitFor(t, "waiter goroutines to exit", func() bool { return runtime.NumGoroutine() <= baseline })
+	}()
 	for i := range 2000 {
 		c := newConc(t, ConcurrencyParams{Limit: 1, MaxQueue: 5})
 		c.TryAcquire()
