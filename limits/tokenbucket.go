@@ -43,9 +43,9 @@ func (p TokenBucketParams) Validate() error {
 	return ps.err()
 }
 
-// errWarmupSwitch is returned by SetWarmup when it would switch warm-up on
-// or off: the two are different state machines.
-var errWarmupSwitch = errors.New("limits: token bucket warm-up can be changed at runtime but not switched on or off; build a new bucket")
+// ErrWarmupSwitch is returned by TokenBucket.SetWarmup when it would switch
+// warm-up on or off: the two are different state machines.
+var ErrWarmupSwitch = errors.New("limits: token bucket warm-up can be changed at runtime but not switched on or off; build a new bucket")
 
 // TokenBucket is a token bucket: capacity Burst, refilled continuously at Rate
 // tokens per second, starting full; a request of n tokens is admitted when n
@@ -137,10 +137,10 @@ func (b *TokenBucket) SetBurst(n int64) error {
 }
 
 // SetWarmup changes the warm-up period of a bucket built with one. It
-// cannot switch warm-up on or off (errWarmupSwitch).
+// cannot switch warm-up on or off (ErrWarmupSwitch): build a new bucket.
 func (b *TokenBucket) SetWarmup(d time.Duration) error {
 	if b.warm == nil || d == 0 {
-		return errWarmupSwitch
+		return ErrWarmupSwitch
 	}
 	return b.set(func(p *TokenBucketParams) { p.Warmup = d })
 }

@@ -183,11 +183,11 @@ func TestTokenBucketWarmupLargeRequestDoesNotStarve(t *testing.T) {
 
 func TestTokenBucketWarmupSetters(t *testing.T) {
 	plain := must(NewTokenBucket(TokenBucketParams{Rate: 10, Burst: 1}))
-	if err := plain.SetWarmup(time.Second); err != errWarmupSwitch {
+	if err := plain.SetWarmup(time.Second); err != ErrWarmupSwitch {
 		t.Fatalf("switching warm-up on: %v", err)
 	}
 	l := must(NewTokenBucket(TokenBucketParams{Rate: 10, Burst: 1, Warmup: 2 * time.Second}))
-	if err := l.SetWarmup(0); err != errWarmupSwitch {
+	if err := l.SetWarmup(0); err != ErrWarmupSwitch {
 		t.Fatalf("switching warm-up off: %v", err)
 	}
 	if err := l.SetWarmup(-time.Second); err == nil {
