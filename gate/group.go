@@ -66,7 +66,7 @@ type group struct {
 	managedMax   float64 // configured rate (req/s) the law may manage; 0: none
 	prev         countSnap
 	lastInflight int
-	lastInGate   int // in flight plus queued at the last tick
+	lastInGate   int           // in flight plus queued at the last tick
 	recTicks     int64         // sub-windows the recorders have advanced
 	recSub       time.Duration // their sub-window length
 	maxWait      time.Duration // queue.max_wait: caps the published bounds
