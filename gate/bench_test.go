@@ -105,3 +105,42 @@ func BenchmarkEnterDoneRequest(b *testing.B) {
 		p.Done(Success)
 	}
 }
+
+// BenchmarkClassify routes a request through four groups with a header key
+// and a header priority.
+func BenchmarkClassify(b *testing.B) {
+	g := benchGate(b, routingConfig)
+	r := request("/api/v1/users", "X-Tenant", "acme", "X-Priority", "critical")
+	b.ReportAllocs()
+	for b.Loop() {
+		if g.Classify(r).Group() != "api" {
+			b.Fatal("misrouted")
+		}
+	}
+}
+
+// BenchmarkMiddleware is the admitted path of the net/http middleware with a
+// handler that writes a small body.
+func BenchmarkMiddleware(b *testing.B) {
+	g := benchGate(b, benchPlain)
+	ok := []byte("ok")
+	h := Middleware(g, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write(ok) }))
+	b.Run("single", func(b *testing.B) {
+		w := &discardWriter{h: http.Header{}}
+		r := request("/")
+		b.ReportAllocs()
+		for b.Loop() {
+			h.ServeHTTP(w, r)
+		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			w := &discardWriter{h: http.Header{}}
+			r := request("/")
+			for pb.Next() {
+				h.ServeHTTP(w, r)
+			}
+		})
+	})
+}

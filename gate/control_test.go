@@ -278,3 +278,50 @@ name = "g"
 		t.Fatalf("state after Run: %+v, %v", st, info.Err)
 	}
 }
+
+// TestSampleQueueFields: the queue figures of the sample — waiters now, the
+// capacity, requests that waited, their waits, and whether the queue was
+// empty at some moment of the interval (adaptive.QueueWait needs it).
+func TestSampleQueueFields(t *testing.T) {
+	g := newRealGate(t, `
+[[group]]
+name = "g"
+  [group.concurrency]
+  law = "fixed"
+  limit = 1
+  [group.queue]
+  max = 5
+  max_wait = "1h"
+  codel_target = "0s"
+`)
+	gr := g.testGroup(t, "g")
+	holder := mustEnter(t, g, request("/"))
+	w1 := enterAsync(g, nil, func() (Pass, Rejection, bool) { return g.Enter(request("/")) })
+	waitQueued(t, gr, 1)
+	w2 := enterAsync(g, nil, func() (Pass, Rejection, bool) { return g.Enter(request("/")) })
+	waitQueued(t, gr, 2)
+
+	now := time.Now()
+	g.Tick(now)
+	s := gr.info.Load().sample
+	// Empty when the interval began, two waiting at its end.
+	if s.QueueLength != 2 || s.QueueCapacity != 5 || !s.QueueDrained || s.Queued != 0 || s.QueueWaitMax != 0 {
+		t.Fatalf("tick 1: %+v", s)
+	}
+	holder.Done(Success) // to w1
+	r1 := <-w1
+	g.Tick(now.Add(250 * time.Millisecond))
+	s = gr.info.Load().sample
+	if s.QueueLength != 1 || s.QueueDrained || s.Queued != 1 || s.QueueWaitMin <= 0 || s.QueueWaitMin != s.QueueWaitMax {
+		t.Fatalf("tick 2: length %d drained %v queued %d waits %v..%v; want 1 waiting, never empty, one wait",
+			s.QueueLength, s.QueueDrained, s.Queued, s.QueueWaitMin, s.QueueWaitMax)
+	}
+	r1.p.Done(Success) // to w2: the queue empties
+	r2 := <-w2
+	g.Tick(now.Add(500 * time.Millisecond))
+	s = gr.info.Load().sample
+	if s.QueueLength != 0 || !s.QueueDrained || s.Queued != 1 || s.InFlight != 1 || s.MaxInFlight != 1 {
+		t.Fatalf("tick 3: %+v", s)
+	}
+	r2.p.Done(Success)
+}

@@ -32,8 +32,24 @@
 // RateLimit-Policy and RateLimit fields.
 //
 // This is decision for decision the gate model of adaptive/sim (sim/gate.go),
-// so what the simulator proves about the laws holds here. Differences are
-// listed in the package's report and in the comments where they arise.
+// so what the simulator proves about the laws holds here. Where the daemon
+// has more to do than the model, it differs:
+//
+//   - The rate stage is the group's configured algorithm (any of limits',
+//     per key or for the whole group), not only the model's managed bucket.
+//     The law manages a token rate only for a group-wide local bucket
+//     (token_bucket, leaky_bucket, leaky_queue) under law "target"; the
+//     configured rate is then its ceiling, and the burst follows the rate as
+//     in the model.
+//   - queue.max_wait caps the queue bound too. With queue.codel_target = 0
+//     there is no QueueWait: the bound is max_wait and the order as configured.
+//   - A waiter whose client goes away (its context cancelled) leaves the
+//     queue and is counted as canceled, not as a rejection; the model's
+//     clients only time out.
+//   - The arrivals of a group's own priority (its fixed one, or the default
+//     of a header priority) are derived each tick from what left the gate and
+//     what is in it rather than counted per request (see counters); they agree
+//     over an interval except for requests caught mid-decision by the tick.
 //
 // # Hot path cost
 //

@@ -203,8 +203,9 @@ func (gr *group) waitBound(p adaptive.Priority) time.Duration {
 const recorderSub = adaptive.DefaultInterval
 
 // minRTTWindow is how far back the min RTT looks, in ticks of recorderSub
-// (the recorders count ticks, not wall time): a minute at the default interval.
-const minRTTWindow = time.Minute
+// (the recorders count ticks, not wall time): 120 intervals, 30 s at the
+// default interval, as adaptive/sim's probe model.
+const minRTTWindow = 120 * recorderSub
 
 // recorderEpoch is the recorders' time origin: they run on tick counts.
 var recorderEpoch = time.Unix(0, 0)

@@ -34,15 +34,18 @@ type GroupStatus struct {
 	RateManaged bool
 
 	// Latency is the upstream latency over the last control interval
-	// (successes only, queue wait excluded), with MinRTT over the last
-	// minute; QueueWaits the waits of requests that left the queue in it.
+	// (successes only, queue wait excluded), with MinRTT over the last 120
+	// intervals; QueueWaits the waits of requests that left the queue in it.
+	// Their Time and Span count ticks, not wall time: use Tick.
 	Latency    probe.Snapshot
 	QueueWaits probe.Snapshot
 	// Throughput is completions (successes and drops) per second over the
 	// last interval.
 	Throughput float64
-	// Sample is the last adaptive.Sample the law was given.
-	Sample adaptive.Sample
+	// Sample is the last adaptive.Sample the law was given, and Decision the
+	// law's answer: Decision.Reason.String() says why it moved or held.
+	Sample   adaptive.Sample
+	Decision adaptive.Decision
 	// Tick is the instant of the last control tick, zero before the first.
 	Tick time.Time
 
@@ -110,7 +113,7 @@ func (gr *group) status() GroupStatus {
 		QueueWait:         time.Duration(gr.waitNs.Load()),
 		QueueWaitCritical: time.Duration(gr.burstNs.Load()),
 		QueueLIFO:         gr.conc.Order() == orderOf(true),
-		RateManaged:       gr.managedMax > 0,
+		RateManaged:       manageable(c) > 0,
 		Floor:             adaptive.UnpackFloor(gr.floor.Load()),
 		Canceled:          gr.c.canceled.Load(),
 		Override:          gr.override.Load(),
@@ -122,10 +125,10 @@ func (gr *group) status() GroupStatus {
 		s.TokenRate = c.Rate.PerSecond()
 	}
 	if info := gr.info.Load(); info != nil {
-		s.Latency, s.QueueWaits, s.Sample, s.Tick = info.latency, info.queueWait, info.sample, info.at
+		s.Latency, s.QueueWaits, s.Sample, s.Decision, s.Tick = info.latency, info.queueWait, info.sample, info.decision, info.at
 		s.Throughput = info.sample.Throughput
 	}
-	if gr.managedMax > 0 {
+	if s.RateManaged {
 		if u := math.Float64frombits(gr.rate.managed.Load()); u > 0 {
 			s.TokenRate = u
 		}
