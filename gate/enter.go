@@ -183,15 +183,22 @@ func (gr *group) abandoned() Rejection {
 // to ctx's deadline), as adaptive/sim's gate model bounds it; a request whose
 // deadline leaves no time is refused at once.
 func (g *Gate) queue(ctx context.Context, gr *group, p adaptive.Priority, t0 int64) (int64, adaptive.Rejection) {
-	o := limits.AcquireOptions{Priority: int(p), MaxWait: -1}
-	if gr.conc.MaxQueue() > 0 {
-		o.MaxWait = gr.waitBound(p)
-		if dl, ok := ctx.Deadline(); ok {
-			o.MaxWait = min(o.MaxWait, time.Until(dl))
-		}
-		if o.MaxWait <= 0 {
-			return 0, adaptive.RejectQueueTimeout
-		}
+	if gr.conc.MaxQueue() == 0 {
+		return 0, adaptive.RejectConcurrency
+	}
+	switch ctx.Err() {
+	case nil:
+	case context.Canceled:
+		return 0, gaveUp
+	default:
+		return 0, adaptive.RejectQueueTimeout
+	}
+	o := limits.AcquireOptions{Priority: int(p), MaxWait: gr.waitBound(p)}
+	if dl, ok := ctx.Deadline(); ok {
+		o.MaxWait = min(o.MaxWait, time.Until(dl))
+	}
+	if o.MaxWait <= 0 {
+		return 0, adaptive.RejectQueueTimeout
 	}
 	err := gr.conc.Acquire(ctx, o)
 	if errors.Is(err, limits.ErrLimit) {
