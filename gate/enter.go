@@ -100,6 +100,7 @@ func (g *Gate) Enter(r *http.Request) (Pass, Rejection, bool) {
 //
 // An admitted request reads the clock once, takes no lock (but the key's
 // shard with a key, and the rate limiter's own) and does not allocate.
+// c must come from Classify or ClassOf: a zero Class panics.
 func (g *Gate) EnterClass(ctx context.Context, c Class) (Pass, Rejection, bool) {
 	gr := c.g
 	if gr == nil {
