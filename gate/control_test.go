@@ -296,9 +296,9 @@ name = "g"
 `)
 	gr := g.testGroup(t, "g")
 	holder := mustEnter(t, g, request("/"))
-	w1 := enterAsync(g, nil, func() (Pass, Rejection, bool) { return g.Enter(request("/")) })
+	w1 := enterAsync(func() (Pass, Rejection, bool) { return g.Enter(request("/")) })
 	waitQueued(t, gr, 1)
-	w2 := enterAsync(g, nil, func() (Pass, Rejection, bool) { return g.Enter(request("/")) })
+	w2 := enterAsync(func() (Pass, Rejection, bool) { return g.Enter(request("/")) })
 	waitQueued(t, gr, 2)
 
 	now := time.Now()

@@ -55,7 +55,7 @@ priority = "header:X-Priority"
 `
 
 // enterAsync enters r on its own goroutine; the result arrives on the channel.
-func enterAsync(g *Gate, ctx context.Context, r func() (Pass, Rejection, bool)) <-chan enterResult {
+func enterAsync(r func() (Pass, Rejection, bool)) <-chan enterResult {
 	ch := make(chan enterResult, 1)
 	go func() {
 		p, rej, ok := r()
@@ -87,7 +87,7 @@ func TestQueueWaitsAtMostMaxWait(t *testing.T) {
 	gr := g.testGroup(t, "g")
 	holder := mustEnter(t, g, request("/"))
 	start := time.Now()
-	res := <-enterAsync(g, context.Background(), func() (Pass, Rejection, bool) { return g.Enter(request("/")) })
+	res := <-enterAsync(func() (Pass, Rejection, bool) { return g.Enter(request("/")) })
 	waited := time.Since(start)
 	if res.ok || res.rej.Reason != adaptive.RejectQueueTimeout {
 		t.Fatalf("queued request: ok=%v reason=%v, want a queue_timeout", res.ok, res.rej.Reason)
@@ -143,12 +143,12 @@ func TestQueueFullEvictsOnlyLowerPriority(t *testing.T) {
 	gr.burstNs.Store(int64(time.Hour))
 	holder := mustEnter(t, g, request("/"))
 
-	low := enterAsync(g, nil, func() (Pass, Rejection, bool) { return g.Enter(request("/", "X-Priority", "sheddable")) })
+	low := enterAsync(func() (Pass, Rejection, bool) { return g.Enter(request("/", "X-Priority", "sheddable")) })
 	waitQueued(t, gr, 1)
 	// Same priority as the waiter: no eviction, queue_full.
 	mustReject(t, g, request("/", "X-Priority", "sheddable"), adaptive.RejectQueueFull)
 	// Higher: the sheddable waiter is evicted (queue_full), the critical one waits.
-	high := enterAsync(g, nil, func() (Pass, Rejection, bool) { return g.Enter(request("/", "X-Priority", "critical")) })
+	high := enterAsync(func() (Pass, Rejection, bool) { return g.Enter(request("/", "X-Priority", "critical")) })
 	if r := <-low; r.ok || r.rej.Reason != adaptive.RejectQueueFull {
 		t.Fatalf("evicted waiter: ok=%v reason=%v, want queue_full", r.ok, r.rej.Reason)
 	}
@@ -176,7 +176,7 @@ func TestQueuedRequestWhoseClientLeavesIsCanceled(t *testing.T) {
 	holder := mustEnter(t, g, request("/"))
 	defer holder.Done(Success)
 	ctx, cancel := context.WithCancel(context.Background())
-	res := enterAsync(g, ctx, func() (Pass, Rejection, bool) { return g.Enter(request("/").WithContext(ctx)) })
+	res := enterAsync(func() (Pass, Rejection, bool) { return g.Enter(request("/").WithContext(ctx)) })
 	waitQueued(t, gr, 1)
 	cancel()
 	if r := <-res; r.ok {

@@ -32,7 +32,7 @@ key = "header:X-Tenant"
 	for range 4 { // work conserving: alone, greedy may take every slot
 		held = append(held, greedy().mustEnter(t))
 	}
-	p1 := enterAsync(g, nil, polite().enter)
+	p1 := enterAsync(polite().enter)
 	waitQueued(t, gr, 1)
 	for range 3 {
 		rej := greedy().mustReject(t, adaptive.RejectFairShare)
@@ -47,7 +47,7 @@ key = "header:X-Tenant"
 	}
 	// Greedy holds 3, polite 1: greedy is still over its share, polite under.
 	greedy().mustReject(t, adaptive.RejectFairShare)
-	p2 := enterAsync(g, nil, polite().enter)
+	p2 := enterAsync(polite().enter)
 	waitQueued(t, gr, 1)
 	held[1].Done(Success)
 	r2 := <-p2
