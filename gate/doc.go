@@ -1,0 +1,87 @@
+// Package gate is sluice's admission pipeline and its control loop: the point
+// where the static limits, the probes and the control laws meet.
+//
+// # The data path
+//
+// Per request (DESIGN §2), for the first group whose configs.Match accepts it:
+//
+//  1. classify: the group, the key (client IP, a header, the path or none) and
+//     the priority (fixed, or read from a header);
+//  2. floor: the published adaptive.Floor, the stricter of the ResourceGuard's
+//     (memory beyond its target admits only critical, CPU beyond its target
+//     sheds below default) and the PriorityShedder's → "memory", "cpu",
+//     "priority";
+//  3. rate: the group's static rate limit, per key (limits.Keyed) or for the
+//     whole group → "rate"; a leaky_queue's pacing delay is waited out here;
+//  4. fair share, when the group has a key: if the group is at its limit and
+//     the key already holds its share of the slots (limit / active keys) →
+//     "fair_share", so a greedy key gives way before a polite one;
+//  5. a concurrency slot (limits.Concurrency, lock-free); else the bounded
+//     wait queue, highest priority first, for at most
+//     min(QueueBound.For(priority), queue.max_wait, time left to the request's
+//     deadline) → "queue_full", "queue_timeout", or "concurrency" without a
+//     queue.
+//
+// An admitted request gets a Pass; its Done(outcome) releases the slot exactly
+// once and feeds the group's probe.Recorder with the upstream latency, measured
+// from the moment the slot was taken (queue wait excluded, as the laws expect;
+// the queue wait is recorded separately). A rejected request gets a Rejection:
+// its reason, its status class (429 for a client over its quota: "rate",
+// "fair_share"; 503 for overload: everything else), a Retry-After and, for
+// "rate", the rate-limit figures that WriteHeaders renders as the IETF
+// RateLimit-Policy and RateLimit fields.
+//
+// This is decision for decision the gate model of adaptive/sim (sim/gate.go),
+// so what the simulator proves about the laws holds here. Where the daemon
+// has more to do than the model, it differs:
+//
+//   - The rate stage is the group's configured algorithm (any of limits',
+//     per key or for the whole group), not only the model's managed bucket.
+//     The law manages a token rate only for a group-wide local bucket
+//     (token_bucket, leaky_bucket, leaky_queue) under law "target"; the
+//     configured rate is then its ceiling, and the burst follows the rate as
+//     in the model.
+//   - queue.max_wait caps the queue bound too. With queue.codel_target = 0
+//     there is no QueueWait: the bound is max_wait and the order as configured.
+//   - A waiter whose client goes away (its context cancelled) leaves the
+//     queue and is counted as canceled, not as a rejection; the model's
+//     clients only time out.
+//   - The arrivals of a group's own priority (its fixed one, or the default
+//     of a header priority) are derived each tick from what left the gate and
+//     what is in it rather than counted per request (see counters); they agree
+//     over an interval except for requests caught mid-decision by the tick.
+//
+// # Hot path cost
+//
+// Enter and Done of an admitted request read the clock once each (a monotonic
+// read, time.Since of a base instant), take no lock, and allocate nothing:
+// the group's slots are one atomic word, its counters are atomics, the latency
+// recorder is striped per P. A group with a key and fair share takes one
+// sharded mutex per Enter to find the key's counters (a new key allocates
+// once); a rate limit costs its algorithm's own small mutex. A request that
+// has to wait in the queue reads the clock once more when it leaves.
+//
+// # The control loop
+//
+// Run (one goroutine, started and stopped by the caller) calls Tick every
+// control.interval: one resource sample, then per group a probe snapshot,
+// an adaptive.Sample, the law's decision applied (limit, and the token rate
+// where the law manages one), the queue bound and the floor published. Tick
+// takes the instant as data, so tests drive it with chosen times and no
+// goroutine. Learned limits are saved to the state file every
+// control.save_interval and when Run returns, and restored by New.
+//
+// # Priorities come from the client
+//
+// A group with priority = "header:NAME" believes the header: any client can
+// claim "critical" and so jump the queue and escape shedding. Set such a header
+// only at a trusted edge (strip or overwrite it where requests enter your
+// network), or give untrusted traffic a fixed priority through its own group.
+//
+// # Concurrency safety
+//
+// Everything exported is safe for concurrent use. Enter and Done run on any
+// number of goroutines; Tick, Reload, Override and SaveState serialise on one
+// mutex that the hot path never takes; read-outs copy values published by the
+// control loop.
+package gate

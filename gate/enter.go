@@ -1,0 +1,254 @@
+package gate
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/sluicehq/sluice/adaptive"
+	"github.com/sluicehq/sluice/limits"
+)
+
+// Outcome is how an admitted request ended, as the control loop reads it.
+type Outcome uint8
+
+const (
+	// Success: the upstream answered (1xx, 2xx, 3xx); its latency is a sample.
+	Success Outcome = iota
+	// Dropped: the upstream failed in a way that signals overload (a 5xx, a
+	// timeout, a connection error). No latency sample.
+	Dropped
+	// Ignored: no signal (the client cancelled, a 4xx, a panic).
+	Ignored
+)
+
+var outcomeNames = [...]string{"success", "dropped", "ignored"}
+
+// String returns "success", "dropped" or "ignored".
+func (o Outcome) String() string {
+	if int(o) < len(outcomeNames) {
+		return outcomeNames[o]
+	}
+	return "unknown"
+}
+
+// Pass is an admitted request's claim on a slot of its group. Call Done
+// exactly once when the request is finished; a second call on the same Pass
+// is a no-op, but a copy of a Pass is a second claim on the same slot: pass a
+// *Pass around, not copies. The zero Pass holds nothing and Done is a no-op.
+type Pass struct {
+	g  *group
+	ks *keyState
+	t0 int64 // slot taken, ns on the gate's clock
+}
+
+// Group returns the name of the pass's group, "" for the zero Pass.
+func (p *Pass) Group() string {
+	if p.g == nil {
+		return ""
+	}
+	return p.g.name
+}
+
+// Done releases the slot, handing it to the next waiter if any, and records
+// the outcome with the upstream latency measured since the slot was taken
+// (queue wait excluded).
+func (p *Pass) Done(o Outcome) {
+	gr := p.g
+	if gr == nil {
+		return
+	}
+	p.DoneAfter(o, time.Duration(gr.gate.nanos()-p.t0))
+}
+
+// DoneAfter is Done with a latency the caller measured itself (a proxy that
+// times the upstream exchange): it reads no clock.
+func (p *Pass) DoneAfter(o Outcome, latency time.Duration) {
+	gr := p.g
+	if gr == nil {
+		return
+	}
+	p.g = nil
+	gr.conc.Release()
+	if ks := p.ks; ks != nil {
+		ks.held.Add(-1)
+		gr.keys.leave(ks)
+	}
+	switch o {
+	case Success:
+		gr.lat.Record(latency)
+	case Dropped:
+		gr.lat.Drop()
+	default:
+		gr.lat.Ignore()
+	}
+}
+
+// Enter classifies r and runs it through its group's admission pipeline,
+// waiting in the queue if it must (bounded by r's context). It returns a Pass
+// and ok = true, or the Rejection and ok = false. See EnterClass.
+func (g *Gate) Enter(r *http.Request) (Pass, Rejection, bool) {
+	return g.EnterClass(r.Context(), g.Classify(r))
+}
+
+// EnterClass runs a classified request through its group's admission
+// pipeline (see the package doc): floor, rate, fair share, slot or queue.
+// ctx bounds the wait in the queue (its deadline caps the wait; when it is
+// cancelled the request leaves the queue) and a leaky_queue's pacing delay.
+//
+// An admitted request reads the clock once, takes no lock (but the key's
+// shard with a key, and the rate limiter's own) and does not allocate.
+// c must come from Classify or ClassOf: a zero Class panics.
+func (g *Gate) EnterClass(ctx context.Context, c Class) (Pass, Rejection, bool) {
+	gr := c.g
+	if gr == nil {
+		panic("gate: EnterClass with a zero Class")
+	}
+	p := min(c.Priority, adaptive.Critical)
+	t0 := g.nanos()
+	if p != gr.prio {
+		gr.c.arrived[p].Add(1) // the group's own level is derived: see counters
+	}
+
+	if ok, why := adaptive.UnpackFloor(gr.floor.Load()).Admit(p); !ok {
+		return Pass{}, gr.reject(why, p), false
+	}
+
+	if rl := gr.rate; rl != nil {
+		res := rl.lim.AllowAt(c.Key, g.at(t0), rl.cost)
+		if !res.Allowed {
+			r := gr.reject(adaptive.RejectRate, p)
+			r.RetryAfter, r.Rate, r.Policy = res.RetryAfter, res, rl.lim.Policy()
+			return Pass{}, r, false
+		}
+		if res.Delay > 0 && rl.paced {
+			if why := pace(ctx, res.Delay); why != adaptive.RejectNone {
+				if why == gaveUp {
+					return Pass{}, gr.abandoned(), false
+				}
+				r := gr.reject(why, p)
+				r.RetryAfter, r.Rate, r.Policy = res.Delay, res, rl.lim.Policy()
+				return Pass{}, r, false
+			}
+			t0 = g.nanos() // the pacing delay is not upstream latency
+		}
+	}
+
+	var ks *keyState
+	if gr.keys != nil {
+		var active int
+		ks, active = gr.keys.enter(c.Key)
+		if !gr.fair.Allow(int(ks.held.Load()), gr.conc.InFlight(), gr.conc.Limit(), active) {
+			gr.keys.leave(ks)
+			return Pass{}, gr.reject(adaptive.RejectFairShare, p), false
+		}
+	}
+
+	if !gr.conc.TryAcquire() {
+		var why adaptive.Rejection
+		if t0, why = g.queue(ctx, gr, p, t0); why != adaptive.RejectNone {
+			if ks != nil {
+				gr.keys.leave(ks)
+			}
+			if why == gaveUp {
+				return Pass{}, gr.abandoned(), false
+			}
+			return Pass{}, gr.reject(why, p), false
+		}
+	}
+	if ks != nil {
+		ks.held.Add(1)
+	}
+	gr.lat.ObserveInflight(gr.conc.InFlight())
+	return Pass{g: gr, ks: ks, t0: t0}, Rejection{}, true
+}
+
+// gaveUp marks a wait that the request's context ended (the client went
+// away): not a rejection the gate decided, so it is counted apart (canceled)
+// and not as a rejection.
+const gaveUp adaptive.Rejection = 255
+
+// abandoned counts a request whose client went away while it waited and returns
+// the Rejection its caller gets (a queue timeout: the client will not read it).
+func (gr *group) abandoned() Rejection {
+	gr.c.canceled.Add(1)
+	return Rejection{Reason: adaptive.RejectQueueTimeout, Group: gr.name, RetryAfter: overloadRetry}
+}
+
+// queue waits for a slot of gr for a request of priority p that arrived at t0.
+// It returns the instant the slot was taken, or why there is none.
+//
+// The wait is bounded by min(QueueBound.For(p), queue.max_wait, the time left
+// to ctx's deadline), as adaptive/sim's gate model bounds it; a request whose
+// deadline leaves no time is refused at once.
+func (g *Gate) queue(ctx context.Context, gr *group, p adaptive.Priority, t0 int64) (int64, adaptive.Rejection) {
+	if gr.conc.MaxQueue() == 0 {
+		return 0, adaptive.RejectConcurrency
+	}
+	switch ctx.Err() {
+	case nil:
+	case context.Canceled:
+		return 0, gaveUp
+	default:
+		return 0, adaptive.RejectQueueTimeout
+	}
+	o := limits.AcquireOptions{Priority: int(p), MaxWait: gr.waitBound(p)}
+	if dl, ok := ctx.Deadline(); ok {
+		o.MaxWait = min(o.MaxWait, time.Until(dl))
+	}
+	if o.MaxWait <= 0 {
+		return 0, adaptive.RejectQueueTimeout
+	}
+	err := gr.conc.Acquire(ctx, o)
+	if errors.Is(err, limits.ErrLimit) {
+		return 0, adaptive.RejectConcurrency
+	}
+	if errors.Is(err, limits.ErrQueueFull) {
+		return 0, adaptive.RejectQueueFull
+	}
+	// The request was queued (or found a slot freed meanwhile).
+	t1 := g.nanos()
+	gr.c.queued.Add(1)
+	gr.qwait.Record(time.Duration(t1 - t0))
+	if gr.conc.Queued() == 0 {
+		gr.drained.Store(true)
+	}
+	switch {
+	case err == nil:
+		return t1, adaptive.RejectNone
+	case errors.Is(err, limits.ErrEvicted):
+		return 0, adaptive.RejectQueueFull
+	case errors.Is(err, context.Canceled):
+		return 0, gaveUp
+	}
+	return 0, adaptive.RejectQueueTimeout // ErrWaitTimeout, or the deadline passed
+}
+
+// timers are reused for leaky_queue pacing, so a paced request does not
+// allocate one.
+var timers = sync.Pool{New: func() any {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return t
+}}
+
+// pace waits out a leaky_queue's delay d. It returns RejectRate at once when
+// ctx's deadline comes before the delay ends (the request would be late), and
+// gaveUp when ctx ends during the wait.
+func pace(ctx context.Context, d time.Duration) adaptive.Rejection {
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {
+		return adaptive.RejectRate
+	}
+	t := timers.Get().(*time.Timer)
+	t.Reset(d)
+	defer timers.Put(t)
+	select {
+	case <-t.C:
+		return adaptive.RejectNone
+	case <-ctx.Done():
+		t.Stop()
+		return gaveUp
+	}
+}

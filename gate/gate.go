@@ -1,0 +1,162 @@
+package gate
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluicehq/sluice/configs"
+	"github.com/sluicehq/sluice/probe"
+)
+
+// Clock tells the gate the time. The zero Params use the real clock; tests
+// inject one to drive rate limits and the control loop with chosen instants.
+type Clock interface {
+	Now() time.Time
+}
+
+// ResourceSampler reads the CPU and memory of what the gate guards, once per
+// control tick. *probe.Sampler satisfies it.
+type ResourceSampler interface {
+	Sample(now time.Time) probe.Resources
+}
+
+// Params configures a Gate. Config is required; the zero value of every other
+// field means its default.
+type Params struct {
+	// Config is the configuration to run: from configs.Load, Parse or Default,
+	// or built in Go and passed through SetDefaults. New validates it.
+	Config *configs.Config
+	// ConfigSource names where Config came from (a file path) and ConfigHash
+	// identifies its content, for the status read-out. An empty hash is
+	// computed from the effective config.
+	ConfigSource, ConfigHash string
+
+	// Clock is the time source of the hot path (rate limits, latency) and the
+	// control loop. Default: the real clock, read as a monotonic offset.
+	Clock Clock
+	// Resources samples CPU and memory each tick. Default: none, so CPU and
+	// memory are unknown: targets on them and the resource guard stay idle.
+	Resources ResourceSampler
+
+	// StateFile overrides control.state_file; "" keeps the config's (which
+	// may itself be "": no state file).
+	StateFile string
+
+	// GlobalRate builds the rate limiter of a group whose rate has scope
+	// "global" (the Redis-backed limiters of limits/redis). A config with
+	// such a group is refused when it is nil.
+	GlobalRate func(g *configs.Group) (RateLimiter, error)
+
+	// OnChange, if set, is called by the control loop (synchronously, keep it
+	// short) whenever a law changes a group's limit or rate, for logging.
+	OnChange func(Change)
+	// OnSave, if set, is called after every attempt to write the state file.
+	OnSave func(path string, err error)
+}
+
+// Change is one change a control law made to a group, for logs.
+type Change struct {
+	Group          string
+	At             time.Time
+	From, To       int     // concurrency limit
+	RateFrom, Rate float64 // token rate, requests per second; 0 when not managed
+	Reason         string
+}
+
+// Gate admits requests to the groups of a configuration and runs their
+// control loop. Build it with New; it is safe for concurrent use.
+type Gate struct {
+	table atomic.Pointer[table]
+
+	clock     Clock     // nil: real time
+	base      time.Time // instant of offset 0 on the hot path
+	started   time.Time
+	resources ResourceSampler
+	global    func(g *configs.Group) (RateLimiter, error)
+	onChange  func(Change)
+	onSave    func(string, error)
+	statePath string
+
+	// Control-loop side, guarded by mu: Tick, Reload, Override, SaveState.
+	mu       sync.Mutex
+	lastTick time.Time
+	lastSave time.Time
+	ticks    uint64
+
+	status  atomic.Pointer[gateStatus]
+	saved   atomic.Pointer[saveStatus]
+	restore RestoreInfo
+}
+
+// New builds a Gate running p.Config, with every group's limit restored from
+// the state file when it holds one (clamped to the group's bounds). A state
+// file that cannot be read or understood does not stop New: the groups start
+// from their configured initial limits and RestoreInfo reports the problem.
+func New(p Params) (*Gate, error) {
+	if p.Config == nil {
+		return nil, errors.New("gate: no config")
+	}
+	if err := p.Config.Validate(); err != nil {
+		return nil, fmt.Errorf("gate: invalid config: %w", err)
+	}
+	g := &Gate{
+		clock:     p.Clock,
+		resources: p.Resources,
+		global:    p.GlobalRate,
+		onChange:  p.OnChange,
+		onSave:    p.OnSave,
+		statePath: p.Config.Control.StateFile,
+	}
+	if p.StateFile != "" {
+		g.statePath = p.StateFile
+	}
+	if g.clock != nil {
+		g.base = g.clock.Now()
+	} else {
+		g.base = time.Now()
+	}
+	g.started = g.base
+	g.lastTick = g.base
+	g.lastSave = g.base
+
+	var st *stateFile
+	if g.statePath != "" {
+		st, g.restore = readState(g.statePath)
+	}
+	t, err := g.buildTable(p.Config, nil, st)
+	if err != nil {
+		return nil, err
+	}
+	t.source, t.hash = p.ConfigSource, p.ConfigHash
+	if t.hash == "" {
+		t.hash = configHash(p.Config)
+	}
+	t.loaded = g.base
+	g.table.Store(t)
+	g.status.Store(&gateStatus{resources: unknownResources(g.base, "not sampled yet")})
+	g.saved.Store(&saveStatus{})
+	return g, nil
+}
+
+// Config returns the configuration the gate runs now, overrides included.
+// It is shared: do not modify it (Clone it to derive a new one).
+func (g *Gate) Config() *configs.Config { return g.table.Load().cfg }
+
+// nanos is the hot path's clock: nanoseconds since g.base. With the real
+// clock it is one monotonic read (time.Since takes its fast path for a base
+// with a monotonic reading).
+func (g *Gate) nanos() int64 {
+	if g.clock != nil {
+		return int64(g.clock.Now().Sub(g.base))
+	}
+	return int64(time.Since(g.base))
+}
+
+// at converts a hot-path offset to an instant for the rate limiters.
+func (g *Gate) at(ns int64) time.Time { return g.base.Add(time.Duration(ns)) }
+
+// now is the current instant on the gate's clock.
+func (g *Gate) now() time.Time { return g.at(g.nanos()) }

@@ -1,0 +1,213 @@
+package gate
+
+import (
+	"fmt"
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluicehq/sluice/adaptive"
+	"github.com/sluicehq/sluice/configs"
+	"github.com/sluicehq/sluice/limits"
+	"github.com/sluicehq/sluice/probe"
+)
+
+// defaultMaxKeys bounds the keys a group without a rate limit tracks for its
+// fair share (configs' default rate.max_keys).
+const defaultMaxKeys = 100_000
+
+// keyKind is where a group's key comes from.
+type keyKind uint8
+
+const (
+	keyNone keyKind = iota
+	keyIP
+	keyPath
+	keyHeader
+)
+
+// group is one configured group at run time. The fields above the control
+// loop's are fixed for the group's life or atomic: the hot path reads them
+// without locks.
+type group struct {
+	name string
+	gate *Gate
+
+	// Classification.
+	keyKind    keyKind
+	keyHeader  string // canonical, for keyHeader
+	prioHeader string // canonical; "" for a fixed priority
+	prio       adaptive.Priority
+
+	// Admission.
+	conc    *limits.Concurrency
+	floor   atomic.Uint32 // adaptive.Floor.Pack()
+	waitNs  atomic.Int64  // queue wait bound below critical
+	burstNs atomic.Int64  // queue wait bound of critical
+	rate    *rateLimit    // nil: none
+	keys    *keyTable     // nil: no fair share (no key)
+	fair    adaptive.FairShare
+	lat     *probe.Recorder // upstream latency, outcomes, peak in flight
+	qwait   *probe.Recorder // queue waits
+	drained atomic.Bool     // the queue was empty at some moment this interval
+
+	c counters
+
+	// Read-outs, published by the control loop.
+	cfg      atomic.Pointer[configs.Group]
+	info     atomic.Pointer[tickInfo]
+	change   atomic.Pointer[lastChange]
+	override atomic.Pointer[Override]
+	done     [3]atomic.Uint64 // completions by Outcome, cumulative
+
+	// Control loop, guarded by Gate.mu.
+	file         *configs.Group // as loaded, before overrides
+	pol          policy
+	managedMax   float64 // configured rate (req/s) the law may manage; 0: none
+	prev         countSnap
+	lastInflight int
+	lastInGate   int           // in flight plus queued at the last tick
+	recTicks     int64         // sub-windows the recorders have advanced
+	recSub       time.Duration // their sub-window length
+	maxWait      time.Duration // queue.max_wait: caps the published bounds
+	lastKeyed    time.Time     // last Keyed.Sweep
+	keyedEvery   time.Duration // key_idle_timeout
+}
+
+// counters are a group's cumulative atomic counts, read by the control loop
+// (as differences between ticks) and the read-outs.
+//
+// arrived counts the requests of each priority but the group's own (its fixed
+// priority, or the default of a header priority): those, the bulk of most
+// groups' traffic, the control loop derives each tick from what left the gate
+// (completed, rejected, canceled) and the change in what is inside it, and
+// adds to arrived[group's priority] itself. Sparing the hot path a counter
+// that every core writes saves a quarter of its cost under contention.
+type counters struct {
+	arrived  [adaptive.NumPriorities]atomic.Uint64
+	stage    [adaptive.NumPriorities]atomic.Uint64 // concurrency-stage rejections by priority
+	rejected [adaptive.NumRejections]atomic.Uint64 // by reason
+	queued   atomic.Uint64                         // requests that waited for a slot
+	canceled atomic.Uint64                         // requests whose context ended while they waited
+}
+
+// newGroup builds the run-time group of c, starting its law from s.
+func (g *Gate) newGroup(c *configs.Group, s seed, groups int) (*group, error) {
+	gr := &group{name: c.Name, gate: g}
+	c = ptr(c.Clone())
+	gr.cfg.Store(c)
+	gr.file = c
+
+	switch c.Key {
+	case configs.KeyNone:
+	case configs.KeyIP:
+		gr.keyKind = keyIP
+	case configs.KeyPath:
+		gr.keyKind = keyPath
+	default:
+		name, ok := c.Key.Header()
+		if !ok {
+			return nil, fmt.Errorf("gate: group %q: unknown key %q", c.Name, c.Key)
+		}
+		gr.keyKind, gr.keyHeader = keyHeader, name
+	}
+	if name, ok := c.Priority.Header(); ok {
+		gr.prioHeader, gr.prio = name, priorityOf(c.DefaultPriority)
+	} else {
+		l, _ := c.Priority.Level()
+		gr.prio = priorityOf(l)
+	}
+
+	var err error
+	if gr.rate, err = newRate(c, g.global); err != nil {
+		return nil, err
+	}
+	gr.managedMax = manageable(c)
+	if gr.managedMax > 0 && c.Rate.Algorithm != configs.AlgorithmLeakyQueue {
+		gr.rate.burstSecs = float64(c.Rate.Burst) / c.Rate.PerSecond()
+	}
+	if gr.keyKind != keyNone {
+		maxKeys := defaultMaxKeys
+		if c.Rate != nil && c.Rate.MaxKeys > 0 {
+			maxKeys = c.Rate.MaxKeys
+		}
+		gr.keys = newKeyTable(maxKeys)
+		if c.Rate != nil {
+			gr.keyedEvery = time.Duration(c.Rate.KeyIdleTimeout)
+		}
+	}
+
+	if gr.pol, err = newPolicy(c, s, gr.managedMax); err != nil {
+		return nil, fmt.Errorf("gate: group %q: %w", c.Name, err)
+	}
+	if gr.managedMax > 0 {
+		if r := lawRate(gr.pol.law); r > 0 && r != gr.managedMax {
+			if err := gr.rate.setRate(r); err != nil {
+				return nil, fmt.Errorf("gate: group %q: %w", c.Name, err)
+			}
+		}
+	}
+	order := limits.FIFO
+	if c.Queue.Order == configs.OrderLIFO {
+		order = limits.LIFO
+	}
+	if gr.conc, err = limits.NewConcurrency(limits.ConcurrencyParams{
+		Limit: gr.pol.law.Limit(), MaxQueue: c.Queue.Max, MaxWait: time.Duration(c.Queue.MaxWait), Order: order,
+	}); err != nil {
+		return nil, fmt.Errorf("gate: group %q: %w", c.Name, err)
+	}
+	gr.setQueueBounds(c)
+
+	// The recorders advance one sub-window per tick (see tickTime), so each
+	// snapshot holds exactly the interval since the previous tick.
+	gr.recSub = recorderSub
+	stripes := runtime.GOMAXPROCS(0)
+	if groups > 16 {
+		stripes = min(stripes, 4) // ~16 KiB per stripe and recorder
+	}
+	if gr.lat, err = probe.NewRecorder(probe.RecorderParams{Window: gr.recSub, SubWindows: 1,
+		MinRTTWindow: minRTTWindow, Stripes: stripes, Start: recorderEpoch}); err != nil {
+		return nil, err
+	}
+	if gr.qwait, err = probe.NewRecorder(probe.RecorderParams{Window: gr.recSub, SubWindows: 1,
+		MinRTTWindow: gr.recSub, Stripes: 1, Start: recorderEpoch}); err != nil {
+		return nil, err
+	}
+	gr.drained.Store(true)
+	return gr, nil
+}
+
+// setQueueBounds publishes the static queue bounds of c: max_wait for every
+// priority, until QueueWait (CoDel) says otherwise.
+func (gr *group) setQueueBounds(c *configs.Group) {
+	gr.maxWait = time.Duration(c.Queue.MaxWait)
+	w, b := gr.maxWait, gr.maxWait
+	if gr.pol.qw != nil {
+		qb := gr.pol.qw.Bound()
+		w, b = min(qb.Wait, w), min(qb.Burst, b)
+	}
+	gr.waitNs.Store(int64(w))
+	gr.burstNs.Store(int64(b))
+}
+
+// waitBound is the longest a request of priority p may wait in the queue,
+// before its deadline is considered.
+func (gr *group) waitBound(p adaptive.Priority) time.Duration {
+	if p >= adaptive.Critical {
+		return time.Duration(gr.burstNs.Load())
+	}
+	return time.Duration(gr.waitNs.Load())
+}
+
+// recorderSub is the recorders' sub-window: one tick (see tickTime).
+const recorderSub = adaptive.DefaultInterval
+
+// minRTTWindow is how far back the min RTT looks, in ticks of recorderSub
+// (the recorders count ticks, not wall time): 120 intervals, 30 s at the
+// default interval, as adaptive/sim's probe model.
+const minRTTWindow = 120 * recorderSub
+
+// recorderEpoch is the recorders' time origin: they run on tick counts.
+var recorderEpoch = time.Unix(0, 0)
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,211 @@
+package gate
+
+import (
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/sluicehq/sluice/adaptive"
+	"github.com/sluicehq/sluice/limits"
+)
+
+// Response header names, in canonical form (direct map writes).
+const (
+	HeaderReason          = "Sluice-Reason"
+	HeaderRetryAfter      = "Retry-After"
+	HeaderRateLimitPolicy = "Ratelimit-Policy" // RateLimit-Policy
+	HeaderRateLimit       = "Ratelimit"        // RateLimit
+)
+
+// maxRetryAfter caps Retry-After at a day (a request that can never pass
+// a rate limit, RetryAfter = limits.InfDuration, gets a day).
+const maxRetryAfter = 24 * 60 * 60
+
+// retryAfterSeconds renders a Retry-After for a retry that may succeed after
+// d; u is a uniformly random word.
+//
+// The base is d rounded up to whole seconds (RFC 9110 §10.2.3 allows no
+// fractions), at least 1 and at most a day. Jitter only ever adds: the result
+// is uniform over the whole seconds of [base, base + ceil(base/2)], so clients
+// turned away together spread their retries over up to half the wait again
+// (base 1 → 1 or 2 s, as adaptive/sim's clients retry; base 10 → 10 to 15 s),
+// and none comes back before the limiter said it could pass ("equal jitter",
+// Brooker, "Exponential Backoff and Jitter", AWS Architecture Blog, 2015,
+// turned so the delay never shrinks).
+func retryAfterSeconds(d time.Duration, u uint64) int64 {
+	base := int64(1)
+	if d > time.Second {
+		base = min(int64((d-1)/time.Second)+1, maxRetryAfter)
+	}
+	spread := (base + 1) / 2
+	return base + int64(u%uint64(spread+1))
+}
+
+// one returns s as a header value that an Add cannot append into.
+func one(s string) []string { return []string{s}[:1:1] }
+
+// smallValues holds the header values "0" to "300", so common figures cost
+// no allocation.
+var smallValues = func() (v [301][]string) {
+	for i := range v {
+		v[i] = one(strconv.Itoa(i))
+	}
+	return v
+}()
+
+func intValue(n int64) []string {
+	if n >= 0 && n < int64(len(smallValues)) {
+		return smallValues[n]
+	}
+	return one(strconv.FormatInt(n, 10))
+}
+
+// reasonValues holds the Sluice-Reason value of every reason.
+var reasonValues = func() (v [adaptive.NumRejections][]string) {
+	for i := range v {
+		v[i] = one(adaptive.Rejection(i).String())
+	}
+	return v
+}()
+
+// WriteHeaders sets the rejection's fields on h: Retry-After (whole seconds,
+// jittered, see the package's retryAfterSeconds: at least the RetryAfter it
+// carries rounded up, plus up to half that again), Sluice-Reason, and for
+// "rate" the IETF RateLimit-Policy and RateLimit fields. It returns the
+// Retry-After it wrote in seconds, for a caller that also needs it elsewhere
+// (a gRPC retry pushback).
+//
+// The rate-limit fields follow draft-ietf-httpapi-ratelimit-headers-10, one
+// policy named after the group: `RateLimit-Policy: "api";q=100;w=1` and
+// `RateLimit: "api";r=0;t=1`. w must be whole seconds, so a policy whose
+// window is not (a bucket of 20 refilled at 100/s has a 200 ms window) is
+// scaled to the next whole second with its quota in proportion (q=100;w=1);
+// r is the units remaining, t the seconds until the quota is whole again,
+// rounded up.
+func (r Rejection) WriteHeaders(h http.Header) int64 {
+	secs := retryAfterSeconds(r.RetryAfter, rand.Uint64())
+	h[HeaderRetryAfter] = intValue(secs)
+	if int(r.Reason) < len(reasonValues) {
+		h[HeaderReason] = reasonValues[r.Reason]
+	}
+	if r.Reason == adaptive.RejectRate && r.Policy.Quota > 0 {
+		setRateLimitFields(h, r.Group, r.Policy, r.Rate)
+	}
+	return secs
+}
+
+// WriteResponse answers the rejected request: WriteHeaders, then the status
+// (Status: 429 or 503) and a one-line plain-text body naming the reason.
+func (r Rejection) WriteResponse(w http.ResponseWriter) {
+	h := w.Header()
+	r.WriteHeaders(h)
+	reason := r.Reason
+	if int(reason) >= len(bodies) {
+		reason = adaptive.RejectNone
+	}
+	b := &bodies[reason][b2i(r.OverQuota())]
+	h["Content-Type"] = textPlain
+	h["Content-Length"] = b.length
+	h["X-Content-Type-Options"] = noSniff
+	w.WriteHeader(r.Status())
+	_, _ = w.Write(b.text) // the client may be gone: nothing to do
+}
+
+var (
+	textPlain = one("text/plain; charset=utf-8")
+	noSniff   = one("nosniff")
+)
+
+// bodies holds the response body of every reason, for overload [0] and for
+// a client over its quota [1].
+var bodies = func() (b [adaptive.NumRejections][2]struct {
+	text   []byte
+	length []string
+}) {
+	for i := range b {
+		for k, lead := range [2]string{"service overloaded", "too many requests"} {
+			s := lead + " (" + adaptive.Rejection(i).String() + ")\n"
+			b[i][k].text, b[i][k].length = []byte(s), one(strconv.Itoa(len(s)))
+		}
+	}
+	return b
+}()
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// setRateLimitFields sets RateLimit-Policy and RateLimit: each a structured
+// field (RFC 9651) list of one item, the policy name as an sf-string, with
+// integer parameters.
+func setRateLimitFields(h http.Header, name string, p limits.Policy, res limits.Result) {
+	q, w := wholeSecondPolicy(p)
+	var buf [192]byte
+	b := appendSFString(buf[:0], name)
+	nameLen := len(b)
+	b = append(b, ";q="...)
+	b = strconv.AppendInt(b, q, 10)
+	b = append(b, ";w="...)
+	b = strconv.AppendInt(b, w, 10)
+	policyEnd := len(b)
+	b = append(b, buf[:nameLen]...)
+	b = append(b, ";r="...)
+	b = strconv.AppendInt(b, max(res.Remaining, 0), 10)
+	b = append(b, ";t="...)
+	b = strconv.AppendInt(b, ceilSeconds(res.ResetAfter), 10)
+	s := string(b)
+	v := []string{s[:policyEnd], s[policyEnd:]}
+	h[HeaderRateLimitPolicy] = v[0:1:1]
+	h[HeaderRateLimit] = v[1:2:2]
+}
+
+// wholeSecondPolicy expresses p as q units per w whole seconds: its window
+// rounded up to a whole second (at least one) and its quota scaled in
+// proportion, rounded down (never promising more than the limiter allows).
+func wholeSecondPolicy(p limits.Policy) (q, w int64) {
+	if p.Window <= 0 {
+		return max(p.Quota, 0), 1
+	}
+	w = max(ceilSeconds(p.Window), 1)
+	if time.Duration(w)*time.Second == p.Window {
+		return p.Quota, w
+	}
+	scaled := float64(p.Quota) * float64(time.Duration(w)*time.Second) / float64(p.Window)
+	return int64(min(scaled, 1<<62)), w
+}
+
+// ceilSeconds rounds d up to whole seconds, 0 for d ≤ 0, at most a day.
+func ceilSeconds(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return min(int64((d-1)/time.Second)+1, maxRetryAfter)
+}
+
+// appendSFString appends s as an RFC 9651 sf-string: quoted, '"' and '\'
+// escaped, bytes outside printable ASCII dropped, at most 64 characters; an
+// empty result is "default".
+func appendSFString(b []byte, s string) []byte {
+	const maxLen = 64
+	b = append(b, '"')
+	start, n := len(b), 0
+	for i := 0; i < len(s) && n < maxLen; i++ {
+		c := s[i]
+		if c < 0x20 || c > 0x7e {
+			continue
+		}
+		if c == '"' || c == '\\' {
+			b = append(b, '\\')
+		}
+		b = append(b, c)
+		n++
+	}
+	if len(b) == start {
+		b = append(b, "default"...)
+	}
+	return append(b, '"')
+}

@@ -1,0 +1,142 @@
+package gate
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/sluicehq/sluice/adaptive"
+	"github.com/sluicehq/sluice/configs"
+)
+
+// policy is a group's control-loop state: its law and the per-interval policy
+// pieces. Owned by the control loop (Gate.mu); the hot path sees only what
+// they publish.
+type policy struct {
+	law   adaptive.Law
+	qw    *adaptive.QueueWait // nil when CoDel is off (queue.codel_target = 0)
+	guard *adaptive.ResourceGuard
+	shed  *adaptive.PriorityShedder
+}
+
+// seed is where a group's law starts: a learned limit (0: the configured
+// initial) and a learned token rate in requests per second (0: the configured
+// rate), from the state file, a reload or an override.
+type seed struct {
+	limit int
+	rate  float64
+}
+
+// newPolicy builds c's law and policy pieces. managedMax is the configured
+// rate in requests per second when the law manages the group's token rate,
+// else 0.
+func newPolicy(c *configs.Group, s seed, managedMax float64) (policy, error) {
+	law, err := newLaw(c, s, managedMax)
+	if err != nil {
+		return policy{}, err
+	}
+	p := policy{law: law}
+	if c.Queue.CodelTarget > 0 {
+		qw, err := adaptive.NewQueueWait(adaptive.QueueWaitParams{
+			Target:   time.Duration(c.Queue.CodelTarget),
+			Interval: time.Duration(c.Queue.CodelInterval),
+			Order:    queueOrder(c.Queue.Order),
+			Latency:  time.Duration(c.Targets.Latency),
+			Quantile: quantileOf(c.Targets.Quantile),
+		})
+		if err != nil {
+			return policy{}, err
+		}
+		p.qw = qw
+	}
+	if p.guard, err = adaptive.NewResourceGuard(adaptive.ResourceGuardParams{
+		CPU: c.Targets.CPU, Memory: c.Targets.Memory}); err != nil {
+		return policy{}, err
+	}
+	if p.shed, err = adaptive.NewPriorityShedder(adaptive.ShedderParams{}); err != nil {
+		return policy{}, err
+	}
+	return p, nil
+}
+
+// newLaw builds the control law of c, starting from s.
+func newLaw(c *configs.Group, s seed, managedMax float64) (adaptive.Law, error) {
+	cc := &c.Concurrency
+	if cc.Law == configs.LawFixed {
+		n := cc.Limit
+		return adaptive.NewFixed(adaptive.FixedParams{Bounds: adaptive.Bounds{Min: n, Max: n, Initial: n}})
+	}
+	b := adaptive.Bounds{Min: cc.Min, Max: cc.Max, Initial: cc.Initial}
+	if s.limit > 0 {
+		b.Initial = b.Clamp(s.limit)
+	}
+	lat, q := time.Duration(c.Targets.Latency), quantileOf(c.Targets.Quantile)
+	switch cc.Law {
+	case configs.LawAIMD:
+		return adaptive.NewAIMD(adaptive.AIMDParams{Bounds: b, Backoff: cc.Backoff, Latency: lat, Quantile: q})
+	case configs.LawGradient:
+		return adaptive.NewGradient(adaptive.GradientParams{Bounds: b, Tolerance: cc.Tolerance})
+	case configs.LawVegas:
+		return adaptive.NewVegas(adaptive.VegasParams{Bounds: b})
+	case configs.LawTarget:
+		p := adaptive.TargetParams{Bounds: b, Latency: lat, Quantile: q,
+			CPU: c.Targets.CPU, Memory: c.Targets.Memory}
+		if managedMax > 0 {
+			lo := min(1, managedMax)
+			r := managedMax
+			if s.rate > 0 {
+				r = min(max(s.rate, lo), managedMax)
+			}
+			p.Rate = adaptive.RateParams{Initial: r, Min: lo, Max: managedMax}
+		}
+		return adaptive.NewTarget(p)
+	}
+	return nil, fmt.Errorf("gate: group %q: unknown law %q", c.Name, cc.Law)
+}
+
+// lawRate is the token rate a law manages now, 0 when it manages none.
+func lawRate(l adaptive.Law) float64 {
+	if t, ok := l.(*adaptive.Target); ok {
+		return t.Rate()
+	}
+	return 0
+}
+
+// quantileOf maps a configured quantile (0.5 to 0.9999) to the figure the laws
+// read: the nearest one at or above it, so the target is never looser than the
+// operator's (p99.9 for anything above 0.99, the finest the probe reports).
+func quantileOf(q float64) adaptive.Quantile {
+	switch {
+	case q <= 0.5:
+		return adaptive.P50
+	case q <= 0.9:
+		return adaptive.P90
+	case q <= 0.95:
+		return adaptive.P95
+	case q <= 0.99:
+		return adaptive.P99
+	}
+	return adaptive.P999
+}
+
+// queueOrder maps the configured queue order.
+func queueOrder(o configs.Order) adaptive.Order {
+	switch o {
+	case configs.OrderLIFO:
+		return adaptive.OrderLIFO
+	case configs.OrderAdaptive:
+		return adaptive.OrderAdaptive
+	}
+	return adaptive.OrderFIFO
+}
+
+// priorityOf maps a configured level to the adaptive priority the queue and
+// the shedders rank by.
+func priorityOf(l configs.Level) adaptive.Priority {
+	switch l {
+	case configs.LevelCritical:
+		return adaptive.Critical
+	case configs.LevelSheddable:
+		return adaptive.Sheddable
+	}
+	return adaptive.Default
+}

@@ -1,0 +1,194 @@
+package gate
+
+import (
+	"fmt"
+	"math"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluicehq/sluice/configs"
+	"github.com/sluicehq/sluice/limits"
+)
+
+// RateLimiter is a group's static rate limit as the gate uses it: one decision
+// per request, for the request's key ("" when the group has none).
+// *limits.Keyed satisfies it; so will the Redis-backed limiters of
+// limits/redis, plugged in through Params.GlobalRate. Implementations must be
+// safe for concurrent use and should not allocate for a key they already hold.
+type RateLimiter interface {
+	AllowAt(key string, now time.Time, n int64) limits.Result
+	Policy() limits.Policy
+}
+
+// single is one limiter shared by every request of a group without a key.
+type single struct{ l limits.Limiter }
+
+func (s single) AllowAt(_ string, now time.Time, n int64) limits.Result { return s.l.AllowAt(now, n) }
+func (s single) Policy() limits.Policy                                  { return s.l.Policy() }
+
+// rateLimit is a group's built rate limit.
+type rateLimit struct {
+	lim   RateLimiter
+	algo  limits.Limiter // the algorithm (Keyed's template): its setters change every key
+	keyed *limits.Keyed  // nil without a key or for a global limiter
+	cost  int64
+	paced bool // leaky_queue: an admitted request waits out Result.Delay
+	// burstSecs is burst / rate of a bucket whose rate the law manages, so the
+	// burst follows the rate (as adaptive/sim's managed bucket does); 0 when
+	// the rate is not managed.
+	burstSecs float64
+	// managed is the managed rate in force, units per second as float64 bits;
+	// 0 until the law first sets one.
+	managed atomic.Uint64
+}
+
+// newRate builds the rate limit of c (nil when it has none). global builds a
+// limiter for scope "global".
+func newRate(c *configs.Group, global func(*configs.Group) (RateLimiter, error)) (*rateLimit, error) {
+	r := c.Rate
+	if r == nil {
+		return nil, nil
+	}
+	rl := &rateLimit{cost: int64(r.Cost), paced: r.Algorithm == configs.AlgorithmLeakyQueue}
+	if r.Scope == configs.ScopeGlobal {
+		if global == nil {
+			return nil, fmt.Errorf("gate: group %q: rate scope \"global\" needs a global rate limiter (Params.GlobalRate, from limits/redis)", c.Name)
+		}
+		lim, err := global(c)
+		if err != nil {
+			return nil, fmt.Errorf("gate: group %q: global rate limit: %w", c.Name, err)
+		}
+		rl.lim = lim
+		return rl, nil
+	}
+	algo, err := newAlgorithm(r)
+	if err != nil {
+		return nil, fmt.Errorf("gate: group %q: rate: %w", c.Name, err)
+	}
+	rl.algo = algo
+	if c.Key == configs.KeyNone {
+		rl.lim = single{algo}
+		return rl, nil
+	}
+	rl.keyed, err = limits.NewKeyed(algo, limits.KeyedParams{MaxKeys: r.MaxKeys})
+	if err != nil {
+		return nil, fmt.Errorf("gate: group %q: rate: %w", c.Name, err)
+	}
+	rl.lim = rl.keyed
+	return rl, nil
+}
+
+// newAlgorithm builds the limits algorithm r names.
+func newAlgorithm(r *configs.Rate) (limits.Limiter, error) {
+	switch r.Algorithm {
+	case configs.AlgorithmFixedWindow, configs.AlgorithmSlidingLog, configs.AlgorithmSlidingWindow:
+		n, w := r.Quota()
+		p := limits.WindowParams{Limit: int64(n), Window: w}
+		switch r.Algorithm {
+		case configs.AlgorithmFixedWindow:
+			return limits.NewFixedWindow(p)
+		case configs.AlgorithmSlidingLog:
+			return limits.NewSlidingLog(p)
+		}
+		return limits.NewSlidingWindow(p)
+	case configs.AlgorithmSlidingBuckets:
+		n, w := r.Quota()
+		return limits.NewSlidingBuckets(limits.SlidingBucketsParams{Limit: int64(n), Window: w, Buckets: r.Buckets})
+	case configs.AlgorithmTokenBucket:
+		return limits.NewTokenBucket(limits.TokenBucketParams{Rate: r.PerSecond(), Burst: int64(r.Burst),
+			Warmup: time.Duration(r.Warmup)})
+	case configs.AlgorithmLeakyBucket:
+		return limits.NewLeakyBucket(limits.LeakyBucketParams{Rate: r.PerSecond(), Capacity: int64(r.Burst)})
+	case configs.AlgorithmLeakyQueue:
+		return limits.NewLeakyQueue(limits.LeakyQueueParams{Rate: r.PerSecond(), MaxWait: time.Duration(r.MaxWait)})
+	}
+	return nil, fmt.Errorf("unknown algorithm %q", r.Algorithm)
+}
+
+// manageable reports the configured rate, in requests per second, of a group
+// whose token rate the law may manage, else 0. The law manages it when it is
+// "target", and the rate is one local bucket for the whole group (no key: a
+// per-key quota is the client's contract, not the service's capacity) whose
+// rate can change at runtime. The configured rate is the ceiling: the law
+// lowers it under overload and gives it back, never more.
+func manageable(c *configs.Group) float64 {
+	r := c.Rate
+	if r == nil || c.Concurrency.Law != configs.LawTarget || c.Key != configs.KeyNone ||
+		r.Scope != configs.ScopeLocal {
+		return 0
+	}
+	switch r.Algorithm {
+	case configs.AlgorithmTokenBucket, configs.AlgorithmLeakyBucket, configs.AlgorithmLeakyQueue:
+		return r.PerSecond() / float64(max(r.Cost, 1))
+	}
+	return 0
+}
+
+// setRate applies a managed rate in requests per second, with the burst
+// scaled to keep burst / rate as configured.
+func (rl *rateLimit) setRate(reqPerSec float64) error {
+	units := reqPerSec * float64(rl.cost)
+	rl.managed.Store(math.Float64bits(units))
+	burst := int64(max(float64(rl.cost), math.Round(units*rl.burstSecs)))
+	switch a := rl.algo.(type) {
+	case *limits.TokenBucket:
+		if err := a.SetRate(units); err != nil {
+			return err
+		}
+		return a.SetBurst(burst)
+	case *limits.LeakyBucket:
+		if err := a.SetRate(units); err != nil {
+			return err
+		}
+		return a.SetCapacity(burst)
+	case *limits.LeakyQueue:
+		return a.SetRate(units)
+	}
+	return fmt.Errorf("gate: rate of %T cannot change at runtime", rl.algo)
+}
+
+// apply changes the figures of the running algorithm to r's (an override of
+// the rate, the burst or the window; the algorithm itself cannot change
+// without a reload). Every key keeps its state.
+func (rl *rateLimit) apply(r *configs.Rate) error {
+	ps := r.PerSecond()
+	n, w := r.Quota()
+	var errs []error
+	try := func(err error) {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	switch a := rl.algo.(type) {
+	case *limits.TokenBucket:
+		try(a.SetRate(ps))
+		try(a.SetBurst(int64(r.Burst)))
+	case *limits.LeakyBucket:
+		try(a.SetRate(ps))
+		try(a.SetCapacity(int64(r.Burst)))
+	case *limits.LeakyQueue:
+		try(a.SetRate(ps))
+		try(a.SetMaxWait(time.Duration(r.MaxWait)))
+	case *limits.FixedWindow:
+		try(a.SetLimit(int64(n)))
+		try(a.SetWindow(w))
+	case *limits.SlidingLog:
+		try(a.SetLimit(int64(n)))
+		try(a.SetWindow(w))
+	case *limits.SlidingWindow:
+		try(a.SetLimit(int64(n)))
+		try(a.SetWindow(w))
+	case *limits.SlidingBuckets:
+		try(a.SetLimit(int64(n)))
+		try(a.SetWindow(w))
+	case nil:
+		return fmt.Errorf("gate: a global rate limit cannot change at runtime; reload")
+	}
+	if rl.burstSecs > 0 && ps > 0 {
+		rl.burstSecs = float64(r.Burst) / ps
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("gate: rate: %v", errs)
+	}
+	return nil
+}

@@ -1,0 +1,209 @@
+package gate
+
+import (
+	"math"
+	"time"
+
+	"github.com/sluicehq/sluice/adaptive"
+	"github.com/sluicehq/sluice/configs"
+	"github.com/sluicehq/sluice/probe"
+)
+
+// GroupStatus is a group's state for the admin API and the metrics: a copy,
+// owned by the caller. Live figures (limit, in flight, queue, counters) are
+// read at the call; window figures (latency, throughput) are those of the
+// last control tick.
+type GroupStatus struct {
+	Name string
+	Law  configs.Law
+	// Limit is the concurrency limit now; Min and Max its bounds (both the
+	// limit for law "fixed").
+	Limit, Min, Max int
+	InFlight        int
+	// Queued is the number of waiters now; QueueMax the queue's bound.
+	Queued, QueueMax int
+	// QueueWait is the longest a request below critical may wait now (the
+	// CoDel bound), QueueWaitCritical a critical one's.
+	QueueWait, QueueWaitCritical time.Duration
+	// QueueLIFO reports whether the queue serves newest first now.
+	QueueLIFO bool
+	// TokenRate is the group's rate limit in cost units per second (as the
+	// law manages it, where it does); 0 without a rate limit.
+	TokenRate float64
+	// RateManaged reports whether the law manages TokenRate.
+	RateManaged bool
+
+	// Latency is the upstream latency over the last control interval
+	// (successes only, queue wait excluded), with MinRTT over the last 120
+	// intervals; QueueWaits the waits of requests that left the queue in it.
+	// Their Time and Span count ticks, not wall time: use Tick.
+	Latency    probe.Snapshot
+	QueueWaits probe.Snapshot
+	// Throughput is completions (successes and drops) per second over the
+	// last interval.
+	Throughput float64
+	// Sample is the last adaptive.Sample the law was given, and Decision the
+	// law's answer: Decision.Reason.String() says why it moved or held.
+	Sample   adaptive.Sample
+	Decision adaptive.Decision
+	// Tick is the instant of the last control tick, zero before the first.
+	Tick time.Time
+
+	// Cumulative counts since the group was built: requests that arrived,
+	// completions by Outcome (as of the last tick), rejections by reason
+	// (indexed by adaptive.Rejection), and requests whose client left while
+	// they waited.
+	Arrived   uint64
+	Completed [3]uint64
+	Rejected  [adaptive.NumRejections]uint64
+	Canceled  uint64
+
+	// Floor is the lowest priority admitted now and the reason given below it.
+	Floor adaptive.Floor
+	// Keys is how many keys the fair share tracks; RateKeys how many the
+	// per-key rate limit holds.
+	Keys, RateKeys int
+
+	// LastChange is the law's last change of the limit or rate, nil before
+	// the first.
+	LastChange *LimitChange
+	// Override is the runtime override in force, nil when none.
+	Override *Override
+}
+
+// LimitChange is one change of a group's limit or rate by its law.
+type LimitChange struct {
+	At             time.Time
+	From, To       int
+	RateFrom, Rate float64 // requests per second; 0 when not managed
+	// Reason is the law's reason, such as "p99 310ms > target 200ms".
+	Reason string
+}
+
+// Groups returns the status of every group, in match order.
+func (g *Gate) Groups() []GroupStatus {
+	t := g.table.Load()
+	out := make([]GroupStatus, 0, len(t.routes))
+	for _, r := range t.routes {
+		out = append(out, r.g.status())
+	}
+	return out
+}
+
+// Group returns the status of the group called name.
+func (g *Gate) Group(name string) (GroupStatus, bool) {
+	gr := g.table.Load().byName[name]
+	if gr == nil {
+		return GroupStatus{}, false
+	}
+	return gr.status(), true
+}
+
+func (gr *group) status() GroupStatus {
+	c := gr.cfg.Load()
+	s := GroupStatus{
+		Name:              gr.name,
+		Law:               c.Concurrency.Law,
+		Limit:             gr.conc.Limit(),
+		Min:               c.Concurrency.Min,
+		Max:               c.Concurrency.Max,
+		InFlight:          gr.conc.InFlight(),
+		Queued:            gr.conc.Queued(),
+		QueueMax:          gr.conc.MaxQueue(),
+		QueueWait:         time.Duration(gr.waitNs.Load()),
+		QueueWaitCritical: time.Duration(gr.burstNs.Load()),
+		QueueLIFO:         gr.conc.Order() == orderOf(true),
+		RateManaged:       manageable(c) > 0,
+		Floor:             adaptive.UnpackFloor(gr.floor.Load()),
+		Canceled:          gr.c.canceled.Load(),
+		Override:          gr.override.Load(),
+	}
+	if c.Concurrency.Law == configs.LawFixed {
+		s.Min, s.Max = c.Concurrency.Limit, c.Concurrency.Limit
+	}
+	if c.Rate != nil {
+		s.TokenRate = c.Rate.PerSecond()
+	}
+	if info := gr.info.Load(); info != nil {
+		s.Latency, s.QueueWaits, s.Sample, s.Decision, s.Tick = info.latency, info.queueWait, info.sample, info.decision, info.at
+		s.Throughput = info.sample.Throughput
+	}
+	if s.RateManaged {
+		if u := math.Float64frombits(gr.rate.managed.Load()); u > 0 {
+			s.TokenRate = u
+		}
+	}
+	for p := range gr.c.arrived {
+		s.Arrived += gr.c.arrived[p].Load()
+	}
+	for i := range s.Completed {
+		s.Completed[i] = gr.done[i].Load()
+	}
+	for i := range s.Rejected {
+		s.Rejected[i] = gr.c.rejected[i].Load()
+	}
+	if gr.keys != nil {
+		s.Keys = gr.keys.len()
+	}
+	if gr.rate != nil && gr.rate.keyed != nil {
+		s.RateKeys = gr.rate.keyed.Len()
+	}
+	if ch := gr.change.Load(); ch != nil {
+		s.LastChange = &LimitChange{At: ch.at, From: ch.from, To: ch.to, RateFrom: ch.rateFrom, Rate: ch.rate, Reason: ch.reason}
+	}
+	return s
+}
+
+// Status is the gate as a whole, for the admin API.
+type Status struct {
+	// Started is when the gate was built.
+	Started time.Time
+	// Resources is the last resource sample; signals that could not be read
+	// are unknown and say why (Signal.Reason).
+	Resources probe.Resources
+	// Ticks counts control ticks; LastTick is the last one's instant.
+	Ticks    uint64
+	LastTick time.Time
+	// ConfigSource and ConfigHash identify the config running, ConfigLoaded
+	// when it was applied.
+	ConfigSource, ConfigHash string
+	ConfigLoaded             time.Time
+	// StateFile is the state file ("" for none), LastSave the last write and
+	// SaveErr its error; Restore what New found in it.
+	StateFile string
+	LastSave  time.Time
+	SaveErr   error
+	Restore   RestoreInfo
+}
+
+// gateStatus is what the control loop publishes for Status.
+type gateStatus struct {
+	resources probe.Resources
+	ticks     uint64
+	at        time.Time
+}
+
+// Status returns the gate's status.
+func (g *Gate) Status() Status {
+	t := g.table.Load()
+	gs := g.status.Load()
+	sv := g.saved.Load()
+	return Status{
+		Started:      g.started,
+		Resources:    gs.resources,
+		Ticks:        gs.ticks,
+		LastTick:     gs.at,
+		ConfigSource: t.source,
+		ConfigHash:   t.hash,
+		ConfigLoaded: t.loaded,
+		StateFile:    g.statePath,
+		LastSave:     sv.at,
+		SaveErr:      sv.err,
+		Restore:      g.restore,
+	}
+}
+
+// unknownResources is a resource sample in which nothing is known, for why.
+func unknownResources(now time.Time, why string) probe.Resources {
+	return probe.Resources{Time: now, CPU: probe.Signal{Reason: why}, Memory: probe.Signal{Reason: why}}
+}

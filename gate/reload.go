@@ -1,0 +1,318 @@
+package gate
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice/configs"
+	"github.com/sluicehq/sluice/limits"
+)
+
+// ReloadOptions qualify a Reload.
+type ReloadOptions struct {
+	// Source and Hash identify the new config for the status read-out, as
+	// Params.ConfigSource and ConfigHash do.
+	Source, Hash string
+	// KeepOverrides re-applies the runtime overrides in force onto the new
+	// config (the fields they changed, over the file's values). By default a
+	// reload clears them: the file is the truth again.
+	KeepOverrides bool
+}
+
+// ReloadResult says what a Reload did, by group name.
+type ReloadResult struct {
+	// Unchanged groups kept running as they were (learned limit, law state,
+	// counters, per-key state); Changed groups were rebuilt, their laws
+	// starting from the limit they had; Added and Removed groups came and went.
+	Unchanged, Changed, Added, Removed []string
+	// KeptOverrides were re-applied; DroppedOverrides could not be (the new
+	// config refuses them), with why.
+	KeptOverrides    []string
+	DroppedOverrides []error
+}
+
+// Reload swaps in a new configuration. It is checked first (Validate); a bad
+// one is refused whole and the running one stays. Requests already admitted
+// or queued stay with the group they entered, and release their slots there,
+// even if that group was changed or removed; the limits of a rebuilt group
+// count only the requests it admits, so a backend can briefly see the old and
+// the new group's requests together.
+func (g *Gate) Reload(cfg *configs.Config, o ReloadOptions) (ReloadResult, error) {
+	var res ReloadResult
+	if cfg == nil {
+		return res, errors.New("gate: reload: no config")
+	}
+	if err := cfg.Validate(); err != nil {
+		return res, fmt.Errorf("gate: reload: invalid config: %w", err)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	old := g.table.Load()
+
+	file := cfg
+	kept := map[string]*Override{}
+	if o.KeepOverrides {
+		for _, r := range old.routes {
+			ov := r.g.override.Load()
+			fc := cfg.Group(r.g.name)
+			if ov == nil || fc == nil {
+				continue
+			}
+			c := fc.Clone()
+			for _, ch := range ov.Changes {
+				fieldByPath(ch.Path).set(&c, &ov.group)
+			}
+			next, err := cfg.ReplaceGroup(c)
+			if err != nil {
+				res.DroppedOverrides = append(res.DroppedOverrides,
+					fmt.Errorf("gate: override of group %q dropped: %w", r.g.name, err))
+				continue
+			}
+			cfg = next
+			kept[r.g.name] = &Override{At: ov.At, Changes: diffFields(fc, cfg.Group(r.g.name)), group: *cfg.Group(r.g.name)}
+			res.KeptOverrides = append(res.KeptOverrides, r.g.name)
+		}
+	}
+
+	t, err := g.buildTable(cfg, old, nil)
+	if err != nil {
+		return ReloadResult{}, fmt.Errorf("gate: reload: %w", err)
+	}
+	for i := range cfg.Groups {
+		c := &cfg.Groups[i]
+		gr := t.byName[c.Name]
+		prev := old.byName[c.Name]
+		switch {
+		case prev == nil:
+			res.Added = append(res.Added, c.Name)
+		case prev == gr:
+			res.Unchanged = append(res.Unchanged, c.Name)
+			gr.cfg.Store(ptr(c.Clone())) // its match may differ
+		default:
+			res.Changed = append(res.Changed, c.Name)
+			gr.inherit(prev)
+		}
+		gr.file = ptr(file.Group(c.Name).Clone())
+		gr.override.Store(kept[c.Name])
+	}
+	for _, r := range old.routes {
+		if t.byName[r.g.name] == nil {
+			res.Removed = append(res.Removed, r.g.name)
+		}
+	}
+	t.source, t.hash, t.loaded = o.Source, o.Hash, g.now()
+	if t.hash == "" {
+		t.hash = configHash(file)
+	}
+	g.table.Store(t)
+	return res, nil
+}
+
+// inherit carries the cumulative counters and the last change of the group o
+// that gr replaces over to gr, so the read-outs do not restart from zero.
+func (gr *group) inherit(o *group) {
+	for i := range gr.c.arrived {
+		gr.c.arrived[i].Store(o.c.arrived[i].Load())
+		gr.c.stage[i].Store(o.c.stage[i].Load())
+	}
+	for i := range gr.c.rejected {
+		gr.c.rejected[i].Store(o.c.rejected[i].Load())
+	}
+	gr.c.queued.Store(o.c.queued.Load())
+	gr.c.canceled.Store(o.c.canceled.Load())
+	for i := range gr.done {
+		gr.done[i].Store(o.done[i].Load())
+	}
+	gr.prev = gr.counts()
+	gr.change.Store(o.change.Load())
+}
+
+// Override is a runtime change of a group (admin PATCH) in force.
+type Override struct {
+	// At is when it was made.
+	At time.Time
+	// Changes are the fields it changed, against the loaded config.
+	Changes []FieldChange
+	group   configs.Group // the group as overridden
+}
+
+// FieldChange is one field an override changed.
+type FieldChange struct {
+	// Path is the field's key path, as in the TOML: "targets.latency".
+	Path string
+	// From is the loaded config's value, To the override's.
+	From, To string
+}
+
+// Override changes a group at runtime: its targets, concurrency bounds (min,
+// max, initial, limit, backoff, tolerance), rate figures (rate, limit, window,
+// burst, max_wait) and queue (max, max_wait, order, CoDel). The caller gives the
+// whole group as it should be: the admin API decodes a JSON body onto a Clone
+// of Config().Group(name). The result is checked as the file is
+// (configs.Config.ReplaceGroup); changing anything else (the match, key,
+// priority, law, algorithm or scope) needs a Reload and is refused.
+//
+// The law is rebuilt from the new settings, starting from the limit (and
+// rate) in force, clamped to the new bounds; per-key rate state is kept. The
+// override shows in the group's read-out until a Reload clears it (unless
+// ReloadOptions.KeepOverrides) or an Override restores the loaded values.
+func (g *Gate) Override(c configs.Group) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	t := g.table.Load()
+	gr := t.byName[c.Name]
+	if gr == nil {
+		return fmt.Errorf("gate: override: %w: %q", configs.ErrNoGroup, c.Name)
+	}
+	next, err := t.cfg.ReplaceGroup(c)
+	if err != nil {
+		return fmt.Errorf("gate: override of group %q: %w", c.Name, err)
+	}
+	cur, nc := gr.cfg.Load(), next.Group(c.Name)
+	if fixed := structural(cur, nc); len(fixed) > 0 {
+		return fmt.Errorf("gate: override of group %q: %s cannot change at runtime; reload the config",
+			c.Name, strings.Join(fixed, ", "))
+	}
+
+	rateChanged := !reflect.DeepEqual(cur.Rate, nc.Rate)
+	s := seed{limit: gr.conc.Limit(), rate: lawRate(gr.pol.law)}
+	managedMax := manageable(nc)
+	if rateChanged {
+		s.rate = managedMax // a new rate takes effect as given
+	}
+	pol, err := newPolicy(nc, s, managedMax)
+	if err != nil {
+		return fmt.Errorf("gate: override of group %q: %w", c.Name, err)
+	}
+	if rateChanged && gr.rate != nil {
+		if err := gr.rate.apply(nc.Rate); err != nil {
+			return fmt.Errorf("gate: override of group %q: %w", c.Name, err)
+		}
+	}
+	gr.pol, gr.managedMax = pol, managedMax
+	if r := lawRate(pol.law); r > 0 {
+		_ = gr.rate.setRate(r)
+	}
+	_ = gr.conc.SetLimit(min(pol.law.Limit(), limits.MaxConcurrency))
+	_ = gr.conc.SetMaxQueue(nc.Queue.Max)
+	_ = gr.conc.SetMaxWait(time.Duration(nc.Queue.MaxWait))
+	if pol.qw == nil || nc.Queue.Order != cur.Queue.Order {
+		_ = gr.conc.SetOrder(orderOf(nc.Queue.Order == configs.OrderLIFO))
+	}
+	gr.setQueueBounds(nc)
+	gr.cfg.Store(ptr(nc.Clone()))
+
+	var ov *Override
+	if ch := diffFields(gr.file, nc); len(ch) > 0 {
+		ov = &Override{At: g.now(), Changes: ch, group: nc.Clone()}
+	}
+	gr.override.Store(ov)
+
+	nt := *t
+	nt.cfg = next
+	nt.routes = slices.Clone(t.routes)
+	for i := range nt.routes {
+		nt.routes[i].match = &next.Groups[i].Match
+	}
+	g.table.Store(&nt)
+	return nil
+}
+
+// field is one field an override may change.
+type field struct {
+	path string
+	get  func(*configs.Group) any // nil when absent (no rate)
+	set  func(dst, src *configs.Group)
+}
+
+func rateField(path string, get func(*configs.Rate) any, set func(dst, src *configs.Rate)) field {
+	return field{path,
+		func(g *configs.Group) any {
+			if g.Rate == nil {
+				return nil
+			}
+			return get(g.Rate)
+		},
+		func(d, s *configs.Group) {
+			if d.Rate != nil && s.Rate != nil {
+				set(d.Rate, s.Rate)
+			}
+		}}
+}
+
+// overridable are the fields Override may change.
+var overridable = []field{
+	{"targets.latency", func(g *configs.Group) any { return g.Targets.Latency }, func(d, s *configs.Group) { d.Targets.Latency = s.Targets.Latency }},
+	{"targets.quantile", func(g *configs.Group) any { return g.Targets.Quantile }, func(d, s *configs.Group) { d.Targets.Quantile = s.Targets.Quantile }},
+	{"targets.cpu", func(g *configs.Group) any { return g.Targets.CPU }, func(d, s *configs.Group) { d.Targets.CPU = s.Targets.CPU }},
+	{"targets.memory", func(g *configs.Group) any { return g.Targets.Memory }, func(d, s *configs.Group) { d.Targets.Memory = s.Targets.Memory }},
+	{"concurrency.limit", func(g *configs.Group) any { return g.Concurrency.Limit }, func(d, s *configs.Group) { d.Concurrency.Limit = s.Concurrency.Limit }},
+	{"concurrency.initial", func(g *configs.Group) any { return g.Concurrency.Initial }, func(d, s *configs.Group) { d.Concurrency.Initial = s.Concurrency.Initial }},
+	{"concurrency.min", func(g *configs.Group) any { return g.Concurrency.Min }, func(d, s *configs.Group) { d.Concurrency.Min = s.Concurrency.Min }},
+	{"concurrency.max", func(g *configs.Group) any { return g.Concurrency.Max }, func(d, s *configs.Group) { d.Concurrency.Max = s.Concurrency.Max }},
+	{"concurrency.backoff", func(g *configs.Group) any { return g.Concurrency.Backoff }, func(d, s *configs.Group) { d.Concurrency.Backoff = s.Concurrency.Backoff }},
+	{"concurrency.tolerance", func(g *configs.Group) any { return g.Concurrency.Tolerance }, func(d, s *configs.Group) { d.Concurrency.Tolerance = s.Concurrency.Tolerance }},
+	rateField("rate.rate", func(r *configs.Rate) any { return r.Rate }, func(d, s *configs.Rate) { d.Rate = s.Rate }),
+	rateField("rate.limit", func(r *configs.Rate) any { return r.Limit }, func(d, s *configs.Rate) { d.Limit = s.Limit }),
+	rateField("rate.window", func(r *configs.Rate) any { return r.Window }, func(d, s *configs.Rate) { d.Window = s.Window }),
+	rateField("rate.burst", func(r *configs.Rate) any { return r.Burst }, func(d, s *configs.Rate) { d.Burst = s.Burst }),
+	rateField("rate.max_wait", func(r *configs.Rate) any { return r.MaxWait }, func(d, s *configs.Rate) { d.MaxWait = s.MaxWait }),
+	{"queue.order", func(g *configs.Group) any { return g.Queue.Order }, func(d, s *configs.Group) { d.Queue.Order = s.Queue.Order }},
+	{"queue.max", func(g *configs.Group) any { return g.Queue.Max }, func(d, s *configs.Group) { d.Queue.Max = s.Queue.Max }},
+	{"queue.max_wait", func(g *configs.Group) any { return g.Queue.MaxWait }, func(d, s *configs.Group) { d.Queue.MaxWait = s.Queue.MaxWait }},
+	{"queue.codel_target", func(g *configs.Group) any { return g.Queue.CodelTarget }, func(d, s *configs.Group) { d.Queue.CodelTarget = s.Queue.CodelTarget }},
+	{"queue.codel_interval", func(g *configs.Group) any { return g.Queue.CodelInterval }, func(d, s *configs.Group) { d.Queue.CodelInterval = s.Queue.CodelInterval }},
+}
+
+func fieldByPath(path string) field {
+	for _, f := range overridable {
+		if f.path == path {
+			return f
+		}
+	}
+	return field{path: path, get: func(*configs.Group) any { return nil }, set: func(_, _ *configs.Group) {}}
+}
+
+// diffFields lists the overridable fields in which b differs from a.
+func diffFields(a, b *configs.Group) []FieldChange {
+	var out []FieldChange
+	for _, f := range overridable {
+		x, y := f.get(a), f.get(b)
+		if !reflect.DeepEqual(x, y) {
+			out = append(out, FieldChange{Path: f.path, From: fmt.Sprint(x), To: fmt.Sprint(y)})
+		}
+	}
+	return out
+}
+
+// structural names the parts of the group in which b differs from a beyond
+// the overridable fields.
+func structural(a, b *configs.Group) []string {
+	x := a.Clone()
+	for _, f := range overridable {
+		f.set(&x, b)
+	}
+	if reflect.DeepEqual(&x, b) {
+		return nil
+	}
+	var out []string
+	check := func(name string, same bool) {
+		if !same {
+			out = append(out, name)
+		}
+	}
+	check("match", reflect.DeepEqual(x.Match, b.Match))
+	check("key", x.Key == b.Key)
+	check("priority", x.Priority == b.Priority && x.DefaultPriority == b.DefaultPriority)
+	check("concurrency.law", x.Concurrency.Law == b.Concurrency.Law)
+	check("rate", reflect.DeepEqual(x.Rate, b.Rate))
+	check("circuit", reflect.DeepEqual(x.Circuit, b.Circuit))
+	if len(out) == 0 {
+		out = append(out, "a setting")
+	}
+	return out
+}

@@ -1,0 +1,82 @@
+package gate
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"reflect"
+	"time"
+
+	"github.com/sluicehq/sluice/configs"
+)
+
+// table is one configuration at run time: its groups in match order. It is
+// immutable once published; Reload and Override publish a new one.
+type table struct {
+	cfg    *configs.Config
+	routes []route
+	byName map[string]*group
+	source string
+	hash   string
+	loaded time.Time
+}
+
+// route pairs a group with the match that selects it.
+type route struct {
+	match *configs.Match
+	g     *group
+}
+
+// buildTable builds the run-time groups of cfg. A group of old with the same
+// name whose settings differ only in its match is carried over as it is
+// (learned limit, law state, counters, per-key state); a changed group is
+// rebuilt with its law starting from the old group's current limit and rate.
+// Without an old table, st (the state file, may be nil) seeds the laws.
+func (g *Gate) buildTable(cfg *configs.Config, old *table, st *stateFile) (*table, error) {
+	t := &table{cfg: cfg, byName: make(map[string]*group, len(cfg.Groups))}
+	for i := range cfg.Groups {
+		c := &cfg.Groups[i]
+		var s seed
+		var gr *group
+		switch {
+		case old != nil:
+			if o := old.byName[c.Name]; o != nil {
+				if sameLimits(o.cfg.Load(), c) {
+					gr = o
+				} else {
+					s = seed{limit: o.conc.Limit(), rate: lawRate(o.pol.law)}
+				}
+			}
+		case st != nil:
+			if sv, ok := st.Groups[c.Name]; ok {
+				s = seed{limit: sv.Limit, rate: sv.Rate}
+			}
+		}
+		if gr == nil {
+			var err error
+			if gr, err = g.newGroup(c, s, len(cfg.Groups)); err != nil {
+				return nil, err
+			}
+		}
+		t.routes = append(t.routes, route{match: &c.Match, g: gr})
+		t.byName[c.Name] = gr
+	}
+	return t, nil
+}
+
+// sameLimits reports whether a and b differ at most in their match: then the
+// group keeps running as it is.
+func sameLimits(a, b *configs.Group) bool {
+	x, y := a.Clone(), b.Clone()
+	x.Match, y.Match = configs.Match{}, configs.Match{}
+	return reflect.DeepEqual(x, y)
+}
+
+// configHash identifies a config by its effective content.
+func configHash(c *configs.Config) string {
+	b, err := c.Effective()
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
+}
