@@ -32,7 +32,7 @@ var failValues = func() (v [len(failNames)][]string) {
 
 var failBodies = func() (b [len(failNames)]struct {
 	status int
-	text   string
+	text   []byte
 	length []string
 	grpc   []string
 }) {
@@ -42,7 +42,7 @@ var failBodies = func() (b [len(failNames)]struct {
 			status = http.StatusGatewayTimeout
 		}
 		text := strconv.Itoa(status) + " " + http.StatusText(status) + " (upstream " + failNames[i] + ")\n"
-		b[i].status, b[i].text = status, text
+		b[i].status, b[i].text = status, []byte(text)
 		b[i].length = one(strconv.Itoa(len(text)))
 		b[i].grpc = one("sluice: upstream " + failNames[i] + " failed")
 	}
@@ -113,5 +113,5 @@ func (p *Proxy) fail(ctx context.Context, w http.ResponseWriter, x *exchange, g 
 	h["Content-Length"] = b.length
 	h["X-Content-Type-Options"] = noSniff
 	w.WriteHeader(b.status)
-	_, _ = w.Write([]byte(b.text))
+	_, _ = w.Write(b.text)
 }

@@ -107,6 +107,7 @@ func (p *Proxy) forwardH1(w http.ResponseWriter, r *http.Request, x *exchange, g
 	}
 
 	w.WriteHeader(h.status)
+	cs.dirty = true // the head goes out at the first flush, before the proxy waits for more
 	var upErr, clErr error
 	if !h.bodyless(r.Method) {
 		upErr, clErr = p.copyResponse(&cs, c, &h)

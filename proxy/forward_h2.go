@@ -95,10 +95,13 @@ func (p *Proxy) forwardH2(w http.ResponseWriter, r *http.Request, x *exchange, g
 	}
 	w.WriteHeader(resp.StatusCode)
 	cs := newClientSide(w, r, p.clientTimeout)
+	cs.dirty = true
+	// The head goes out now: a stream's first message may be long in coming.
+	clErr := cs.flush()
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
-	var upErr, clErr error
-	for {
+	var upErr error
+	for clErr == nil {
 		n, err := resp.Body.Read(*bp)
 		if n > 0 {
 			if clErr = cs.write((*bp)[:n]); clErr == nil {

@@ -103,8 +103,13 @@ func clientIP(remoteAddr string) string {
 	if len(s) > 1 && s[0] == '[' && s[len(s)-1] == ']' {
 		s = s[1 : len(s)-1]
 	}
-	if s == "" || s == "@" || strings.ContainsAny(s, "\r\n,") {
+	if s == "" || s == "@" || len(s) > 64 {
 		return ""
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c <= ' ' || c == ',' || c >= 0x7f {
+			return "" // not an address; it must not reach a header
+		}
 	}
 	return s
 }

@@ -54,7 +54,7 @@ func intValue(n int64) []string {
 
 // rejectionBodies holds the plain-text body of every (kind, reason) pair.
 var rejectionBodies = func() (b [2][len(reasonNames)]struct {
-	text   string
+	text   []byte
 	length []string
 }) {
 	for k := range b {
@@ -63,7 +63,7 @@ var rejectionBodies = func() (b [2][len(reasonNames)]struct {
 			if RejectKind(k) == RejectRate {
 				s = "too many requests (" + reasonNames[r] + ")\n"
 			}
-			b[k][r].text = s
+			b[k][r].text = []byte(s)
 			b[k][r].length = one(strconv.Itoa(len(s)))
 		}
 	}
@@ -116,7 +116,7 @@ func writeRejection(w http.ResponseWriter, g grpcKind, ct string, rej Rejection)
 	} else {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}
-	_, _ = w.Write([]byte(body.text)) // the client may be gone; nothing to do
+	_, _ = w.Write(body.text) // the client may be gone; nothing to do
 }
 
 // writeGRPCStatus writes a trailers-only gRPC response carrying a failure status:
@@ -176,12 +176,13 @@ func ceilSeconds(d time.Duration) int64 {
 
 // appendSFString appends s as an RFC 8941 sf-string: quoted, with '"' and '\'
 // escaped; bytes outside printable ASCII are dropped, and the name is cut at 64
-// bytes. An empty result becomes "default".
+// characters. An empty result becomes "default".
 func appendSFString(b []byte, s string) []byte {
 	const maxLen = 64
 	b = append(b, '"')
 	start := len(b)
-	for i := 0; i < len(s) && len(b)-start < maxLen; i++ {
+	n := 0
+	for i := 0; i < len(s) && n < maxLen; i++ {
 		c := s[i]
 		if c < 0x20 || c > 0x7e {
 			continue
@@ -190,6 +191,7 @@ func appendSFString(b []byte, s string) []byte {
 			b = append(b, '\\')
 		}
 		b = append(b, c)
+		n++
 	}
 	if len(b) == start {
 		b = append(b, "default"...)
