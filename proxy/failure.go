@@ -91,16 +91,17 @@ func (s *counters) count(c failClass) {
 }
 
 // fail answers a request whose upstream exchange failed before any of the response
-// was sent, and finishes it: ignored if the client is gone (nothing is written),
-// else dropped, with 502 or 504 and Sluice-Error (gRPC: UNAVAILABLE).
+// was sent, with 502 or 504 and Sluice-Error (gRPC: UNAVAILABLE), and finishes it:
+// dropped, or ignored if the request's context ended first (the client went away;
+// what is written then reaches nobody, or a client whose connection broke).
 func (p *Proxy) fail(ctx context.Context, w http.ResponseWriter, x *exchange, g grpcKind, ct string, err error, dialing bool) {
+	c := classify(err, dialing)
 	if ctx.Err() != nil {
 		x.finish(OutcomeIgnored)
-		return
+	} else {
+		p.stats.count(c)
+		x.finish(OutcomeDropped)
 	}
-	c := classify(err, dialing)
-	p.stats.count(c)
-	x.finish(OutcomeDropped)
 	h := w.Header()
 	clear(h)
 	h[headerError] = failValues[c]

@@ -71,13 +71,10 @@ func (p *Proxy) forwardH1(w http.ResponseWriter, r *http.Request, x *exchange, g
 		if sender != nil {
 			<-sender.done
 			if sender.clientErr {
-				// The client's body failed (gone, or malformed): nothing to
-				// learn about the upstream.
+				// The client's body failed (stalled, gone, or malformed):
+				// nothing to learn about the upstream.
 				x.finish(OutcomeIgnored)
-				if ctx.Err() == nil {
-					clear(w.Header())
-					http.Error(w, "proxy: reading the request body failed", http.StatusBadRequest)
-				}
+				clientBodyFailed(w, r, sender.err)
 				return false
 			}
 		}
@@ -148,6 +145,22 @@ func (p *Proxy) forwardH1(w http.ResponseWriter, r *http.Request, x *exchange, g
 	}
 	x.finishAt(o, end)
 	return abort
+}
+
+// clientBodyFailed answers a request whose body could not be read: 408 if the
+// client stalled, else 400, and the connection closes (the rest of the body is in
+// an unknown state). A client that is gone sees nothing.
+func clientBodyFailed(w http.ResponseWriter, r *http.Request, err error) {
+	h := w.Header()
+	clear(h)
+	if r.ProtoMajor == 1 {
+		h.Set("Connection", "close")
+	}
+	code := http.StatusBadRequest
+	if classify(err, false) == failTimeout {
+		code = http.StatusRequestTimeout
+	}
+	http.Error(w, "proxy: reading the request body failed", code)
 }
 
 // grpcResponseOutcome classifies a gRPC response by its grpc-status, found in the

@@ -95,9 +95,15 @@ func (p *Proxy) forwardH2(w http.ResponseWriter, r *http.Request, x *exchange, g
 	}
 	w.WriteHeader(resp.StatusCode)
 	cs := newClientSide(w, r, p.clientTimeout)
-	cs.dirty = true
-	// The head goes out now: a stream's first message may be long in coming.
-	clErr := cs.flush()
+	var clErr error
+	if _, trailersOnly := resp.Header[headerGRPCStatus]; !trailersOnly {
+		// The head goes out now: a stream's first message may be long in
+		// coming. A gRPC trailers-only response (its status in the head) must
+		// instead leave as one HEADERS frame that ends the stream, which the
+		// server sends when the handler returns without a body.
+		cs.dirty = true
+		clErr = cs.flush()
+	}
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
 	var upErr error
