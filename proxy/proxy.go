@@ -11,8 +11,9 @@ import (
 type Protocol uint8
 
 const (
-	// ProtocolAuto (the default) forwards HTTP/2 requests (gRPC) over h2c and the
-	// rest over HTTP/1.1: each request keeps its protocol.
+	// ProtocolAuto (the default) forwards gRPC (HTTP/2 with an application/grpc
+	// content type) over h2c and everything else over HTTP/1.1, which every
+	// upstream speaks; WebSocket upgrades pass.
 	ProtocolAuto Protocol = iota
 	// ProtocolHTTP1 forwards everything over HTTP/1.1 (an upstream without h2c;
 	// gRPC cannot pass).
@@ -288,7 +289,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// panic is reported as dropped.
 	defer x.finish(OutcomeDropped)
 	var abort bool
-	if p.protocol == ProtocolH2C || (p.protocol == ProtocolAuto && r.ProtoMajor == 2) {
+	if p.protocol == ProtocolH2C || (p.protocol == ProtocolAuto && r.ProtoMajor == 2 && g == grpcNative) {
 		abort = p.forwardH2(w, r, &x, g, ct)
 	} else {
 		abort = p.forwardH1(w, r, &x, g, ct)

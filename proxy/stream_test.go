@@ -39,7 +39,11 @@ func TestStreamingBothWays(t *testing.T) {
 		t.Run(map[bool]string{false: "http1", true: "h2c"}[h2c], func(t *testing.T) {
 			up := startUpstream(t, http.HandlerFunc(echoLines), h2c)
 			adm := newFakeAdmitter(t)
-			_, base := startProxy(t, Params{Upstream: up.URL, Admitter: adm}, ServerParams{})
+			params := Params{Upstream: up.URL, Admitter: adm}
+			if h2c {
+				params.Protocol = ProtocolH2C
+			}
+			_, base := startProxy(t, params, ServerParams{})
 			pr, pw := io.Pipe()
 			req, _ := http.NewRequest("POST", base+"/echo", pr)
 			type result struct {
@@ -105,7 +109,11 @@ func TestStreamingResponseFlushes(t *testing.T) {
 				<-next
 				io.WriteString(w, "part2!")
 			}), tc.h2c)
-			_, base := startProxy(t, Params{Upstream: up.URL}, ServerParams{})
+			params := Params{Upstream: up.URL}
+			if tc.h2c {
+				params.Protocol = ProtocolH2C
+			}
+			_, base := startProxy(t, params, ServerParams{})
 			resp, err := newClient(t, tc.h2c).Get(base + "/events")
 			if err != nil {
 				t.Fatal(err)
@@ -161,6 +169,25 @@ func TestWebSocketUpgrade(t *testing.T) {
 		t.Errorf("stats %+v", px.Stats())
 	}
 	adm.noMoreFinishes(t)
+}
+
+// TestAutoProtocol checks ProtocolAuto's choice: an HTTP/2 client's plain request
+// reaches an HTTP/1.1-only upstream over HTTP/1.1.
+func TestAutoProtocol(t *testing.T) {
+	protos := make(chan string, 1)
+	up := startUpstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { protos <- r.Proto }), false)
+	_, base := startProxy(t, Params{Upstream: up.URL}, ServerParams{})
+	resp, err := newClient(t, true).Get(base + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.ProtoMajor != 2 {
+		t.Fatalf("status %d over HTTP/%d", resp.StatusCode, resp.ProtoMajor)
+	}
+	if p := recv(t, protos, "the upstream request"); p != "HTTP/1.1" {
+		t.Errorf("upstream got %s, want HTTP/1.1", p)
+	}
 }
 
 func TestUpgradeRefusedPassesThrough(t *testing.T) {
