@@ -31,6 +31,20 @@ type bodySender struct {
 	clientErr bool  // err came from reading the client's body
 }
 
+// abandon stops the sender, whose connection to the upstream has already been
+// aborted, and waits for it: a read of the client's body that would block is
+// cut by a deadline in the past (the client's connection then closes after the
+// response, its body unread).
+func (s *bodySender) abandon(cs *clientSide) {
+	select {
+	case <-s.done:
+		return
+	default:
+	}
+	_ = cs.ctl.SetReadDeadline(time.Unix(1, 0))
+	<-s.done
+}
+
 // forwardH1 sends r over an HTTP/1.1 connection from the pool and copies the
 // response back. It finishes x. It returns true when the response was cut short
 // and must be aborted.
@@ -69,7 +83,7 @@ func (p *Proxy) forwardH1(w http.ResponseWriter, r *http.Request, x *exchange, g
 		stop()
 		c.abort()
 		if sender != nil {
-			<-sender.done
+			sender.abandon(&cs)
 			if sender.clientErr {
 				// The client's body failed (stalled, gone, or malformed):
 				// nothing to learn about the upstream.
@@ -97,7 +111,7 @@ func (p *Proxy) forwardH1(w http.ResponseWriter, r *http.Request, x *exchange, g
 		stop()
 		c.abort()
 		if sender != nil {
-			<-sender.done
+			sender.abandon(&cs)
 		}
 		p.fail(ctx, w, x, g, ct, protoErr("101 Switching Protocols to a request that asked for no upgrade"), false)
 		return false
@@ -115,10 +129,11 @@ func (p *Proxy) forwardH1(w http.ResponseWriter, r *http.Request, x *exchange, g
 		case <-sender.done:
 		default:
 			// The upstream answered before taking the whole body: this
-			// connection cannot carry another request.
+			// connection cannot carry another request, and the rest of the
+			// body is not wanted.
 			reusable = false
 			c.abort()
-			<-sender.done
+			sender.abandon(&cs)
 		}
 		reusable = reusable && sender.err == nil
 	}

@@ -291,3 +291,43 @@ func TestSlowClients(t *testing.T) {
 		}
 	})
 }
+
+// TestEarlyResponseAbandonsBody checks that an upstream that answers before
+// reading the body (413 here) is answered to the client at once, without waiting
+// for a body that keeps coming.
+func TestEarlyResponseAbandonsBody(t *testing.T) {
+	up := startUpstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Full duplex, or net/http would first try to swallow 256 KiB of body.
+		_ = http.NewResponseController(w).EnableFullDuplex()
+		http.Error(w, "too large", http.StatusRequestEntityTooLarge)
+	}), false)
+	adm := newFakeAdmitter(t)
+	_, base := startProxy(t, Params{Upstream: up.URL, Admitter: adm}, ServerParams{})
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	go func() {
+		// Some body, then nothing until the test ends.
+		_, _ = pw.Write([]byte(strings.Repeat("x", 100<<10)))
+	}()
+	req, _ := http.NewRequest("POST", base+"/upload", pr)
+	type result struct {
+		code int
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		resp, err := newClient(t, false).Do(req)
+		if err != nil {
+			done <- result{0, err}
+			return
+		}
+		resp.Body.Close()
+		done <- result{resp.StatusCode, nil}
+	}()
+	if r := recv(t, done, "the response"); r.err != nil || r.code != http.StatusRequestEntityTooLarge {
+		t.Fatalf("got %d, %v; want 413", r.code, r.err)
+	}
+	if f := adm.outcome(t); f.outcome != OutcomeIgnored {
+		t.Errorf("outcome %v, want ignored", f.outcome)
+	}
+}
