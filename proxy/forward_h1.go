@@ -123,7 +123,9 @@ func (p *Proxy) forwardH1(w http.ResponseWriter, r *http.Request, x *exchange, g
 	if !h.bodyless(r.Method) {
 		upErr, clErr = p.copyResponse(&cs, c, &h)
 	}
-	reusable := !h.closeConn && upErr == nil && clErr == nil
+	// Bytes beyond the response would be read as the next one's: such a
+	// connection is not reused.
+	reusable := !h.closeConn && upErr == nil && clErr == nil && c.br.Buffered() == 0
 	if sender != nil {
 		select {
 		case <-sender.done:
