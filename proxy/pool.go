@@ -135,21 +135,22 @@ func (p *connPool) put(c *upConn, now time.Time) {
 	c.idleAt = now
 	var stale *upConn
 	p.mu.Lock()
-	if p.closed || len(p.idle) >= p.maxIdle {
-		p.mu.Unlock()
-		c.abort()
-		return
-	}
 	if len(p.idle) > 0 && now.Sub(p.idle[0].idleAt) > p.idleTimeout {
 		stale = p.idle[0]
 		copy(p.idle, p.idle[1:])
 		p.idle[len(p.idle)-1] = nil
 		p.idle = p.idle[:len(p.idle)-1]
 	}
-	p.idle = append(p.idle, c)
+	keep := !p.closed && len(p.idle) < p.maxIdle
+	if keep {
+		p.idle = append(p.idle, c)
+	}
 	p.mu.Unlock()
 	if stale != nil {
 		stale.abort()
+	}
+	if !keep {
+		c.abort()
 	}
 }
 

@@ -44,11 +44,3 @@ var smallInts = func() (s [maxSmallInt + 1]string) {
 	}
 	return s
 }()
-
-// itoa is strconv.FormatInt without an allocation for small non-negative n.
-func itoa(n int64) string {
-	if n >= 0 && n <= maxSmallInt {
-		return smallInts[n]
-	}
-	return strconv.FormatInt(n, 10)
-}

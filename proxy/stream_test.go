@@ -331,3 +331,76 @@ func TestEarlyResponseAbandonsBody(t *testing.T) {
 		t.Errorf("outcome %v, want ignored", f.outcome)
 	}
 }
+
+// wrappedWriter is a middleware's ResponseWriter: it hides net/http's controls
+// but unwraps, as http.ResponseController expects.
+type wrappedWriter struct{ http.ResponseWriter }
+
+func (w wrappedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// TestWrappedWriterStillStreams runs a streaming response through a proxy
+// wrapped by middleware: flushing must still reach net/http's writer.
+func TestWrappedWriterStillStreams(t *testing.T) {
+	next := make(chan struct{})
+	up := startUpstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "first;")
+		w.(http.Flusher).Flush()
+		<-next
+		io.WriteString(w, "second")
+	}), false)
+	px, err := New(Params{Upstream: up.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer px.Close()
+	front := startUpstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		px.ServeHTTP(wrappedWriter{w}, r)
+	}), false)
+	resp, err := newClient(t, false).Get(front.URL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	first := make(chan string, 1)
+	go func() {
+		b := make([]byte, 6)
+		io.ReadFull(resp.Body, b)
+		first <- string(b)
+	}()
+	if got := recv(t, first, "the first part"); got != "first;" {
+		t.Fatalf("first part %q", got)
+	}
+	close(next)
+	if rest, _ := io.ReadAll(resp.Body); string(rest) != "second" {
+		t.Fatalf("rest %q", rest)
+	}
+}
+
+// TestResponseUntilClose reads a response framed by the end of the connection
+// (no length, not chunked) and does not reuse that connection.
+func TestResponseUntilClose(t *testing.T) {
+	up := rawUpstream(t, func(c net.Conn, br *bufio.Reader) {
+		if readReqHead(br) {
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nuntil the end")
+		}
+	})
+	adm := newFakeAdmitter(t)
+	px, base := startProxy(t, Params{Upstream: up, Admitter: adm}, ServerParams{})
+	for i := 0; i < 2; i++ {
+		resp, err := newClient(t, false).Get(base + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || string(b) != "until the end" {
+			t.Fatalf("body %q, %v", b, err)
+		}
+		if f := adm.outcome(t); f.outcome != OutcomeSuccess {
+			t.Fatalf("outcome %v", f.outcome)
+		}
+	}
+	if st := px.Stats(); st.IdleConns != 0 || st.Retries != 0 {
+		t.Errorf("stats %+v: a close-delimited connection was kept", st)
+	}
+}
