@@ -3,13 +3,16 @@ package proxy
 import (
 	"bufio"
 	"bytes"
+	"io"
 	"net"
 	"net/http"
+	"net/http/httputil"
 	"net/textproto"
 	"net/url"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // FuzzResponseHead checks the upstream response head parser: it never panics,
@@ -304,4 +307,96 @@ func plainASCII(s string) bool {
 		}
 	}
 	return s != ""
+}
+
+// recWriter records a response body and has net/http's controls as no-ops.
+type recWriter struct {
+	h    http.Header
+	body bytes.Buffer
+}
+
+func (w *recWriter) Header() http.Header              { return w.h }
+func (w *recWriter) WriteHeader(int)                  {}
+func (w *recWriter) Write(b []byte) (int, error)      { return w.body.Write(b) }
+func (w *recWriter) FlushError() error                { return nil }
+func (w *recWriter) SetReadDeadline(time.Time) error  { return nil }
+func (w *recWriter) SetWriteDeadline(time.Time) error { return nil }
+func (w *recWriter) EnableFullDuplex() error          { return nil }
+
+// deadlineConn is a net.Conn whose deadlines do nothing; the fuzz targets read
+// through a bufio.Reader over bytes instead.
+type deadlineConn struct{ net.Conn }
+
+func (deadlineConn) SetReadDeadline(time.Time) error  { return nil }
+func (deadlineConn) SetWriteDeadline(time.Time) error { return nil }
+
+// FuzzChunkedBody checks the chunked body decoder: it never panics, and where
+// net/http's own decoder also accepts the body, both yield the same bytes; the
+// trailer fields it keeps are well-formed.
+func FuzzChunkedBody(f *testing.F) {
+	for _, s := range []string{
+		"5\r\nhello\r\n0\r\n\r\n",
+		"5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\nX-Sum: 1\r\n\r\n",
+		"A\r\n0123456789\r\n0\r\n\r\n",
+		"5\r\nhel\r\n",
+		"5\r\nhelloXX\r\n0\r\n\r\n",
+		"zz\r\n",
+		"0\r\nContent-Length: 5\r\nX-T: v\r\n\r\n",
+		"1\nx\n0\n\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p := &Proxy{upstreamTimeout: time.Second, maxHead: 4096}
+		c := &upConn{nc: deadlineConn{}, br: bufio.NewReaderSize(bytes.NewReader(data), 16)}
+		w := &recWriter{h: http.Header{}}
+		cs := clientSide{w: w, ctl: w}
+		upErr, clErr := p.copyChunked(&cs, c)
+		if clErr != nil {
+			t.Fatalf("client error %v", clErr)
+		}
+		for k, vv := range w.h {
+			name, ok := strings.CutPrefix(k, http.TrailerPrefix)
+			if !ok || !validFieldName(name) || trailerForbidden(name) {
+				t.Fatalf("trailer key %q kept", k)
+			}
+			for _, v := range vv {
+				if hasCTL(v) {
+					t.Fatalf("trailer %s value %q kept", name, v)
+				}
+			}
+		}
+		if upErr != nil {
+			return
+		}
+		ref, err := io.ReadAll(httputil.NewChunkedReader(bytes.NewReader(data)))
+		if err == nil && !bytes.Equal(ref, w.body.Bytes()) {
+			t.Fatalf("decoded %q, net/http decodes %q", w.body.Bytes(), ref)
+		}
+	})
+}
+
+// FuzzParseUpstream checks the upstream URL parser: no panic, and what it
+// accepts has an address to dial.
+func FuzzParseUpstream(f *testing.F) {
+	for _, s := range []string{"http://127.0.0.1:9000", "http://app/base/", "unix:///run/app.sock", "https://h", "http://[::1]:1", "::", "http://h:/x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		u, err := parseUpstream(s)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "proxy: ") {
+				t.Fatalf("error %q lacks the package prefix", err)
+			}
+			return
+		}
+		if u.addr == "" || (u.network != "tcp" && u.network != "unix") || strings.HasSuffix(u.prefix, "/") {
+			t.Fatalf("parseUpstream(%q) = %+v", s, u)
+		}
+		if u.network == "tcp" {
+			if _, port, err := net.SplitHostPort(u.addr); err != nil || port == "" {
+				t.Fatalf("parseUpstream(%q): address %q has no port", s, u.addr)
+			}
+		}
+	})
 }

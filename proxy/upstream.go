@@ -36,6 +36,9 @@ func parseUpstream(s string) (upstream, error) {
 		if u.Port() == "" {
 			addr = net.JoinHostPort(u.Hostname(), "80")
 		}
+		if host, port, err := net.SplitHostPort(addr); err != nil || host == "" || port == "" {
+			return upstream{}, fmt.Errorf("proxy: upstream %q: bad host %q", s, u.Host)
+		}
 		return upstream{network: "tcp", addr: addr, host: u.Host, prefix: strings.TrimRight(u.EscapedPath(), "/")}, nil
 	case "unix":
 		path := u.Path
