@@ -13,8 +13,8 @@
 #     neighbour hits all alike; the median round is reported, with each proxy's
 #     CPU time per request (from /proc), which noise moves far less than rates.
 #  2. Half rate: each target gets about half of nginx's median rate (wrk with a
-#     per-connection delay, delay.lua); the added p50 is the target's p50 minus
-#     the direct p50.
+#     random per-connection delay, delay.lua, so connections do not fire in
+#     step); the added p50 is the target's p50 minus the direct p50.
 #
 # To benchmark another sluice build (say `sluice run`), set SLUICE_CMD: it is run
 # with SLUICE_ADDR (where to listen) and UPSTREAM_ADDR (host:port) exported and
