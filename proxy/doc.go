@@ -36,7 +36,10 @@
 // more on a fresh connection when that is safe. A response cut mid-body is
 // aborted (http.ErrAbortHandler), never passed on as complete. A client that
 // goes away closes the upstream connection, so the upstream can stop working on
-// the request; its outcome is ignored.
+// the request; its outcome is ignored. An upstream that answers before taking
+// the whole request body (413, say) has its answer passed on at once; the rest of
+// the body is then read and dropped for a while (2 s, 256 KiB) before the client's
+// connection closes, so that the client is not reset while it still writes.
 //
 // # Servers and slow clients
 //

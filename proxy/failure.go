@@ -23,6 +23,8 @@ const (
 
 var failNames = [...]string{"connect", "timeout", "reset", "protocol"}
 
+var connectionClose = one("close")
+
 var failValues = func() (v [len(failNames)][]string) {
 	for i := range v {
 		v[i] = one(failNames[i])
@@ -104,6 +106,9 @@ func (p *Proxy) fail(ctx context.Context, w http.ResponseWriter, x *exchange, g 
 	}
 	h := w.Header()
 	clear(h)
+	if x.closeClient {
+		h["Connection"] = connectionClose
+	}
 	h[headerError] = failValues[c]
 	b := &failBodies[c]
 	if g != grpcNone {

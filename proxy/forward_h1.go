@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"sync/atomic"
 	"time"
 )
 
@@ -29,20 +30,97 @@ type bodySender struct {
 	done      chan struct{}
 	err       error // valid once done is closed
 	clientErr bool  // err came from reading the client's body
+	// drainUntil, once set (Unix nanoseconds), says the upstream wants no more:
+	// the rest of the body is read and dropped until then (see beginDrain).
+	drainUntil atomic.Int64
+	sawEOF     bool // the client's body was read to its end; valid once done is closed
 }
 
-// abandon stops the sender, whose connection to the upstream has already been
-// aborted, and waits for it: a read of the client's body that would block is
-// cut by a deadline in the past (the client's connection then closes after the
-// response, its body unread).
-func (s *bodySender) abandon(cs *clientSide) {
+// Draining bounds: a client still sending a body nobody wants gets this long and
+// this many bytes to finish, as nginx's lingering close and net/http's own
+// discard of unread bodies do, before its connection is cut (which may reset it).
+const (
+	drainTimeout = 2 * time.Second
+	maxDrain     = 256 << 10
+)
+
+// errDrainLimit ends a drain that met maxDrain.
+var errDrainLimit = errors.New("proxy: request body beyond what is drained")
+
+// armClientRead sets the deadline of the next read of the client's body: the
+// client timeout, or the end of the drain once one began. (beginDrain sets the
+// deadline too, to cut a read in progress; the second look covers a beginDrain
+// that ran between the first look and the renewal.)
+func (s *bodySender) armClientRead(cs *clientSide) {
+	if s == nil {
+		cs.readDeadline(true)
+		return
+	}
+	if until := s.drainUntil.Load(); until != 0 {
+		_ = cs.ctl.SetReadDeadline(time.Unix(0, until))
+		return
+	}
+	cs.readDeadline(true)
+	if until := s.drainUntil.Load(); until != 0 {
+		_ = cs.ctl.SetReadDeadline(time.Unix(0, until))
+	}
+}
+
+// draining reports whether a drain began.
+func (s *bodySender) draining() bool { return s != nil && s.drainUntil.Load() != 0 }
+
+// drain reads what is left of the client's body into buf and drops it, within
+// the drain's deadline and maxDrain. A body read to its end leaves the client's
+// connection fit for its next request.
+func (s *bodySender) drain(r *http.Request, cs *clientSide, buf []byte) (err error, clientErr bool) {
+	for dropped := 0; dropped <= maxDrain; {
+		s.armClientRead(cs)
+		n, err := r.Body.Read(buf)
+		dropped += n
+		if err == io.EOF {
+			s.sawEOF = true
+			cs.readDeadline(false)
+			return nil, false
+		}
+		if err != nil {
+			return err, true
+		}
+	}
+	return errDrainLimit, true
+}
+
+// isDone reports whether the sender has finished.
+func (s *bodySender) isDone() bool {
 	select {
 	case <-s.done:
-		return
+		return true
 	default:
+		return false
 	}
-	_ = cs.ctl.SetReadDeadline(time.Unix(1, 0))
-	<-s.done
+}
+
+// beginDrain tells the sender the upstream wants no more of the body: from now
+// it reads the rest of the client's body and drops it, and a read still waiting
+// at until is cut. Call it before aborting the upstream connection the sender
+// writes to, so that the failed write finds the drain begun.
+//
+// A cut read leaves the client's connection unusable: net/http cancels the
+// contexts of its later requests. Whoever cuts must close that connection
+// (Connection: close on the response).
+func (s *bodySender) beginDrain(cs *clientSide, until time.Time) {
+	s.drainUntil.Store(until.UnixNano())
+	_ = cs.ctl.SetReadDeadline(until)
+}
+
+// abandon stops the sender, whose upstream connection the caller has aborted,
+// and waits for it. It reports whether the client's body was left unfinished,
+// in which case the client's connection must close.
+func (s *bodySender) abandon(cs *clientSide) (unfinished bool) {
+	if !s.isDone() {
+		s.beginDrain(cs, time.Now())
+		<-s.done
+	}
+	return !s.sawEOF
 }
 
 // forwardH1 sends r over an HTTP/1.1 connection from the pool and copies the
@@ -67,7 +145,9 @@ func (p *Proxy) forwardH1(w http.ResponseWriter, r *http.Request, x *exchange, g
 	for attempt := 0; ; attempt++ {
 		var reused bool
 		var err error
-		c, reused, err = p.pool.get(ctx, x.start)
+		// A request sent again goes on a new connection: the next idle one
+		// may be just as stale.
+		c, reused, err = p.pool.get(ctx, x.start, attempt > 0)
 		if err != nil {
 			p.fail(ctx, w, x, g, ct, err, true)
 			return false
@@ -83,7 +163,7 @@ func (p *Proxy) forwardH1(w http.ResponseWriter, r *http.Request, x *exchange, g
 		stop()
 		c.abort()
 		if sender != nil {
-			sender.abandon(&cs)
+			x.closeClient = sender.abandon(&cs) && r.ProtoMajor == 1
 			if sender.clientErr {
 				// The client's body failed (stalled, gone, or malformed):
 				// nothing to learn about the upstream.
@@ -111,12 +191,18 @@ func (p *Proxy) forwardH1(w http.ResponseWriter, r *http.Request, x *exchange, g
 		stop()
 		c.abort()
 		if sender != nil {
-			sender.abandon(&cs)
+			x.closeClient = sender.abandon(&cs) && r.ProtoMajor == 1
 		}
 		p.fail(ctx, w, x, g, ct, protoErr("101 Switching Protocols to a request that asked for no upgrade"), false)
 		return false
 	}
 
+	if sender != nil && !sender.isDone() && r.ProtoMajor == 1 {
+		// The upstream answers before the client finished sending: the rest of
+		// the body may have to be cut, which ends the client's connection;
+		// say so now.
+		w.Header().Set("Connection", "close")
+	}
 	w.WriteHeader(h.status)
 	cs.dirty = true // the head goes out at the first flush, before the proxy waits for more
 	var upErr, clErr error
@@ -126,18 +212,20 @@ func (p *Proxy) forwardH1(w http.ResponseWriter, r *http.Request, x *exchange, g
 	// Bytes beyond the response would be read as the next one's: such a
 	// connection is not reused.
 	reusable := !h.closeConn && upErr == nil && clErr == nil && c.br.Buffered() == 0
+	draining := false
 	if sender != nil {
-		select {
-		case <-sender.done:
-		default:
+		if sender.isDone() {
+			reusable = reusable && sender.err == nil
+		} else {
 			// The upstream answered before taking the whole body: this
 			// connection cannot carry another request, and the rest of the
-			// body is not wanted.
-			reusable = false
+			// body is not wanted. It is drained (below) for a while, like
+			// nginx's lingering close: cutting the connection on unread bytes
+			// would reset it, maybe before the client read the response.
+			reusable, draining = false, true
+			sender.beginDrain(&cs, time.Now().Add(drainTimeout))
 			c.abort()
-			sender.abandon(&cs)
 		}
-		reusable = reusable && sender.err == nil
 	}
 	if !stop() {
 		reusable = false // the client went away and the connection was aborted
@@ -161,6 +249,13 @@ func (p *Proxy) forwardH1(w http.ResponseWriter, r *http.Request, x *exchange, g
 		o, abort = OutcomeIgnored, upErr != nil
 	}
 	x.finishAt(o, end)
+	if draining {
+		// The client gets the response before the drain, not after.
+		if cs.flush() != nil {
+			sender.beginDrain(&cs, time.Now()) // it is gone
+		}
+		<-sender.done
+	}
 	return abort
 }
 
@@ -209,7 +304,7 @@ func (p *Proxy) sendRequest(c *upConn, r *http.Request, cs *clientSide, upgrade 
 	p.writeRequestHead(c.bw, r, upgrade, mode)
 	switch mode {
 	case bodyInline:
-		if err, clientErr := p.sendBody(c, r, cs, false); err != nil {
+		if err, clientErr := p.sendBody(c, r, cs, nil); err != nil {
 			if clientErr {
 				s := &bodySender{done: make(chan struct{}), err: err, clientErr: true}
 				close(s.done)
@@ -225,7 +320,7 @@ func (p *Proxy) sendRequest(c *upConn, r *http.Request, cs *clientSide, upgrade 
 		_ = cs.ctl.EnableFullDuplex() // HTTP/1: read the body while the response is written
 		s := &bodySender{cs: *cs, done: make(chan struct{})}
 		go func() {
-			s.err, s.clientErr = p.sendBody(c, r, &s.cs, true)
+			s.err, s.clientErr = p.sendBody(c, r, &s.cs, s)
 			if s.err != nil {
 				c.abort() // let the handler's read of the response fail too
 			}
@@ -240,41 +335,36 @@ func (p *Proxy) sendRequest(c *upConn, r *http.Request, cs *clientSide, upgrade 
 }
 
 // sendBody copies r's body to the upstream: as it is when its length is known,
-// chunk-encoded (with the request's trailers) when not. flushEach sends every
-// piece at once, for streams. The client must make progress within the client
+// chunk-encoded (with the request's trailers) when not. With a sender s (the
+// streaming goroutine) every piece is sent at once, and once s is abandoned the
+// rest is drained instead. The client must make progress within the client
 // timeout, the upstream within the upstream timeout. clientErr says which side
 // failed.
-func (p *Proxy) sendBody(c *upConn, r *http.Request, cs *clientSide, flushEach bool) (err error, clientErr bool) {
+func (p *Proxy) sendBody(c *upConn, r *http.Request, cs *clientSide, s *bodySender) (err error, clientErr bool) {
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
 	buf := *bp
 	chunked := r.ContentLength < 0
 	left := r.ContentLength
 	for {
-		cs.readDeadline(true)
+		s.armClientRead(cs)
 		n, rerr := r.Body.Read(buf)
 		if !chunked && int64(n) > left {
 			n = int(left)
 		}
 		if n > 0 {
-			c.armWrite(time.Now().Add(p.upstreamTimeout), p.upstreamTimeout)
-			if chunked {
-				c.bw.Write(appendChunkHeader(c.bw.AvailableBuffer(), n))
-			}
-			if _, err := c.bw.Write(buf[:n]); err != nil {
+			if err := p.sendPiece(c, buf[:n], chunked, s != nil); err != nil {
+				if s.draining() {
+					return s.drain(r, cs, buf)
+				}
 				return err, false
 			}
-			if chunked {
-				c.bw.WriteString("\r\n")
-			}
 			left -= int64(n)
-			if flushEach {
-				if err := c.bw.Flush(); err != nil {
-					return err, false
-				}
-			}
 		}
 		if rerr == io.EOF || (!chunked && left == 0) {
+			if s != nil {
+				s.sawEOF = true
+			}
 			break
 		}
 		if rerr != nil {
@@ -308,6 +398,25 @@ func (p *Proxy) sendBody(c *upConn, r *http.Request, cs *clientSide, flushEach b
 	err = c.bw.Flush()
 	c.armWrite(time.Time{}, 0) // later requests' heads are written without one
 	return err, false
+}
+
+// sendPiece writes one piece of a request body, chunk-framed if chunked, and
+// sends it at once if flush.
+func (p *Proxy) sendPiece(c *upConn, b []byte, chunked, flush bool) error {
+	c.armWrite(time.Now().Add(p.upstreamTimeout), p.upstreamTimeout)
+	if chunked {
+		c.bw.Write(appendChunkHeader(c.bw.AvailableBuffer(), len(b)))
+	}
+	if _, err := c.bw.Write(b); err != nil {
+		return err
+	}
+	if chunked {
+		c.bw.WriteString("\r\n")
+	}
+	if flush {
+		return c.bw.Flush()
+	}
+	return nil
 }
 
 // readHead reads the response head into w's header. Interim responses are passed

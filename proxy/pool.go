@@ -100,9 +100,10 @@ func newConnPool(network, addr string, dialTimeout time.Duration, maxIdle int, i
 	}
 }
 
-// get returns an idle connection (reused == true) or a new one.
-func (p *connPool) get(ctx context.Context, now time.Time) (c *upConn, reused bool, err error) {
-	for {
+// get returns an idle connection (reused == true) or a new one; with fresh, always
+// a new one.
+func (p *connPool) get(ctx context.Context, now time.Time, fresh bool) (c *upConn, reused bool, err error) {
+	for !fresh {
 		p.mu.Lock()
 		n := len(p.idle)
 		if n == 0 {

@@ -83,13 +83,13 @@ func TestPoolReuseAndLiveness(t *testing.T) {
 	now := time.Now()
 	ctx := context.Background()
 
-	c1, reused, err := p.get(ctx, now)
+	c1, reused, err := p.get(ctx, now, false)
 	if err != nil || reused {
 		t.Fatalf("first get: %v, reused %v", err, reused)
 	}
 	peer1 := recv(t, accepted, "the first connection")
 	p.put(c1, now)
-	c, reused, _ := p.get(ctx, now.Add(500*time.Millisecond))
+	c, reused, _ := p.get(ctx, now.Add(500*time.Millisecond), false)
 	if c != c1 || !reused {
 		t.Fatal("a fresh idle connection was not reused")
 	}
@@ -98,7 +98,7 @@ func TestPoolReuseAndLiveness(t *testing.T) {
 	// connection is dialled.
 	p.put(c1, now)
 	peer1.Close()
-	c2, reused, err := p.get(ctx, now.Add(2*time.Second))
+	c2, reused, err := p.get(ctx, now.Add(2*time.Second), false)
 	if err != nil || reused || c2 == c1 {
 		t.Fatalf("a connection the upstream closed was reused (%v, %v)", reused, err)
 	}
@@ -106,13 +106,19 @@ func TestPoolReuseAndLiveness(t *testing.T) {
 
 	// Idle past checkIdleAfter but open: reused after the check.
 	p.put(c2, now)
-	if c, reused, _ := p.get(ctx, now.Add(2*time.Second)); c != c2 || !reused {
+	if c, reused, _ := p.get(ctx, now.Add(2*time.Second), false); c != c2 || !reused {
 		t.Fatal("an open connection idle for 2s was not reused")
+	}
+
+	// A fresh connection is asked for: the idle one stays idle.
+	p.put(c2, now)
+	if c, reused, _ := p.get(ctx, now, true); c == c2 || reused || p.idleCount() != 1 {
+		t.Fatal("get(fresh) handed out an idle connection")
 	}
 
 	// Idle past the idle timeout: discarded without a look.
 	p.put(c2, now)
-	if c, reused, _ := p.get(ctx, now.Add(2*time.Minute)); c == c2 || reused {
+	if c, reused, _ := p.get(ctx, now.Add(2*time.Minute), false); c == c2 || reused {
 		t.Fatal("a connection idle past the timeout was reused")
 	}
 }
@@ -123,7 +129,7 @@ func TestPoolBounds(t *testing.T) {
 	now := time.Now()
 	var cs []*upConn
 	for i := 0; i < 3; i++ {
-		c, _, err := p.get(context.Background(), now)
+		c, _, err := p.get(context.Background(), now, false)
 		if err != nil {
 			t.Fatal(err)
 		}

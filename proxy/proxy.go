@@ -222,12 +222,13 @@ func (p *Proxy) Breaker() *Breaker { return p.breaker }
 
 // exchange is one request's bookkeeping: what must be reported once it finishes.
 type exchange struct {
-	p        *Proxy
-	permit   Permit
-	ticket   Ticket
-	admitted bool
-	done     bool
-	start    time.Time
+	p           *Proxy
+	permit      Permit
+	ticket      Ticket
+	admitted    bool
+	done        bool
+	closeClient bool // the client's HTTP/1 connection must close after the response
+	start       time.Time
 }
 
 // finish reports the outcome to the breaker and the Admitter; later calls do

@@ -404,3 +404,42 @@ func TestResponseUntilClose(t *testing.T) {
 		t.Errorf("stats %+v: a close-delimited connection was kept", st)
 	}
 }
+
+// TestDrainAfterEarlyAnswer checks the drain after an early answer: a client
+// still sending its body gets the response, may finish sending (the rest is read
+// and dropped, not reset), and then sees its connection closed cleanly.
+func TestDrainAfterEarlyAnswer(t *testing.T) {
+	up := startUpstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = http.NewResponseController(w).EnableFullDuplex()
+		http.Error(w, "too large", http.StatusRequestEntityTooLarge)
+	}), false)
+	adm := newFakeAdmitter(t)
+	_, base := startProxy(t, Params{Upstream: up.URL, Admitter: adm}, ServerParams{})
+	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(waitLimit))
+	const size = 200 << 10
+	io.WriteString(conn, fmt.Sprintf("POST /big HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", size))
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || !resp.Close {
+		t.Fatalf("status %d, close %v; want 413 closing the connection", resp.StatusCode, resp.Close)
+	}
+	if f := adm.outcome(t); f.outcome != OutcomeIgnored {
+		t.Errorf("outcome %v", f.outcome)
+	}
+	// The answer came first; now the whole body goes, and is taken.
+	if _, err := conn.Write([]byte(strings.Repeat("b", size))); err != nil {
+		t.Fatalf("sending the rest of the body: %v", err)
+	}
+	if rest, err := io.ReadAll(br); err != nil || len(rest) != 0 {
+		t.Fatalf("after the drain: %q, %v; want a clean close", rest, err)
+	}
+}
