@@ -1,6 +1,9 @@
 package proxy
 
-import "strings"
+import (
+	"net/http"
+	"strings"
+)
 
 // grpcKind says whether a request speaks gRPC, by its Content-Type.
 type grpcKind uint8
@@ -96,4 +99,27 @@ func statusOutcome(code int) Outcome {
 		return OutcomeIgnored
 	}
 	return OutcomeSuccess
+}
+
+// grpcResponseOutcome classifies a gRPC response by its grpc-status, found in the
+// trailers (http.TrailerPrefix keys) or, for a trailers-only response or
+// grpc-web, in the header. A native gRPC response without a status is dropped
+// (clients report INTERNAL); a grpc-web one carries it in the body, unseen here,
+// and counts as a success.
+func grpcResponseOutcome(h http.Header, g grpcKind) Outcome {
+	v := h[http.TrailerPrefix+headerGRPCStatus]
+	if len(v) == 0 {
+		v = h[headerGRPCStatus]
+	}
+	if len(v) == 0 {
+		if g == grpcWeb {
+			return OutcomeSuccess
+		}
+		return OutcomeDropped
+	}
+	code, ok := parseGRPCStatus(v[0])
+	if !ok {
+		return OutcomeDropped
+	}
+	return grpcOutcome(code)
 }

@@ -7,31 +7,6 @@ import (
 	"strings"
 )
 
-// bodyMode is how a request body travels to an HTTP/1.1 upstream.
-type bodyMode uint8
-
-const (
-	bodyNone   bodyMode = iota // no body
-	bodyInline                 // a small body of known length, written by the handler before it reads the response
-	bodyStream                 // written by a goroutine while the handler reads the response (full duplex)
-)
-
-// inlineBodyMax is the largest body written inline: small enough that the
-// upstream's socket buffer takes it whole even if the upstream answers before
-// reading it, so writing it first cannot stall the exchange.
-const inlineBodyMax = 64 << 10
-
-// bodyModeOf picks how r's body is sent.
-func bodyModeOf(r *http.Request, upgrade bool) bodyMode {
-	switch {
-	case r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0:
-		return bodyNone
-	case r.ContentLength > 0 && r.ContentLength <= inlineBodyMax && !upgrade:
-		return bodyInline
-	}
-	return bodyStream
-}
-
 // methodWantsLength reports whether a bodyless request with this method should
 // still say "Content-Length: 0", as net/http's Transport does.
 func methodWantsLength(m string) bool { return m == "POST" || m == "PUT" || m == "PATCH" }
