@@ -113,8 +113,11 @@ func (r Reason) String() string {
 
 // Rejection is what the proxy turns into a rejection response.
 //
-// RetryAfter is when a retry may succeed; the Retry-After header carries it rounded
-// up to whole seconds, at least 1, and jittered upwards (see retryAfterSeconds).
+// RetryAfter is when a retry may succeed. The Retry-After header carries it
+// rounded up to whole seconds, at least 1 (the base), then jittered upwards:
+// uniform over [base, base+ceil(base/2)], so rejected clients spread out and none
+// returns before the limiter said it could succeed. gRPC clients get the same
+// value in grpc-retry-pushback-ms.
 // Quota, when its Limit is positive and Kind is RejectRate, fills the IETF
 // RateLimit-Policy and RateLimit fields (draft-ietf-httpapi-ratelimit-headers-10).
 type Rejection struct {

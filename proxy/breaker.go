@@ -177,13 +177,15 @@ func NewBreaker(p BreakerParams, now time.Time) (*Breaker, error) {
 		return nil, err
 	}
 	p = p.withDefaults()
-	return &Breaker{
+	b := &Breaker{
 		p:      p,
 		origin: now,
 		width:  p.Window / time.Duration(p.Buckets),
 		ok:     make([]atomic.Uint64, p.Buckets),
 		failed: make([]uint64, p.Buckets),
-	}, nil
+	}
+	b.word.Store(pack(1, BreakerClosed)) // generation 0 is the zero Permit's: never current
+	return b, nil
 }
 
 func pack(gen uint32, s BreakerState) uint64 { return uint64(gen)<<32 | uint64(s) }

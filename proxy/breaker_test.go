@@ -169,17 +169,19 @@ func TestBreakerZeroPermitIsHarmless(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Generation 0 is the first closed state: the zero Permit belongs to it, so a
-	// failure on it counts, like any closed-state permit.
+	// The zero Permit belongs to no generation: recording it changes nothing.
 	b.Record(Permit{}, OutcomeDropped, t0)
+	if b.State() != BreakerClosed {
+		t.Fatalf("state %v after a zero Permit failed, want closed", b.State())
+	}
+	pm, _ := b.Allow(t0)
+	b.Record(pm, OutcomeDropped, t0)
 	if b.State() != BreakerOpen {
 		t.Fatalf("state %v, want open", b.State())
 	}
-	// Once the generation moved on, the zero Permit is stale.
 	b.Record(Permit{}, OutcomeSuccess, t0)
-	b.Record(Permit{}, OutcomeDropped, t0)
 	if b.State() != BreakerOpen {
-		t.Fatalf("state %v, want open", b.State())
+		t.Fatalf("state %v after a zero Permit succeeded, want open", b.State())
 	}
 }
 
