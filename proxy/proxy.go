@@ -133,7 +133,7 @@ func (p Params) Validate() error {
 // reporting and a circuit breaker.
 //
 // Per request: the circuit breaker may refuse at once (503, reason circuit_open);
-// the Admitter may reject (429 or 503, see writeRejection); an admitted request is
+// the Admitter may reject (429 or 503, see Rejection); an admitted request is
 // forwarded with its body streamed both ways, and its outcome and latency go back
 // to the Admitter and the breaker exactly once. Upstream failures become 502
 // (connection refused or reset, malformed response) or 504 (timeout) with a
