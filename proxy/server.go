@@ -70,13 +70,15 @@ func (p ServerParams) Validate() error {
 
 // NewServer returns an http.Server for p, serving HTTP/1.1 and, unless disabled,
 // h2c with prior knowledge (net/http's native support: no h2c Upgrade dance, which
-// RFC 9113 deprecates and gRPC does not use). The caller runs and shuts it down.
+// RFC 9113 deprecates and gRPC does not use); served with TLS (ServeTLS), it
+// speaks HTTP/2 over TLS as well. The caller runs and shuts it down.
 func NewServer(p ServerParams) (*http.Server, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
 	var protos http.Protocols
 	protos.SetHTTP1(true)
+	protos.SetHTTP2(true) // over TLS (ServeTLS), negotiated by ALPN
 	protos.SetUnencryptedHTTP2(!p.DisableH2C)
 	return &http.Server{
 		Addr:              p.Addr,
