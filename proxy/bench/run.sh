@@ -156,18 +156,30 @@ echo "All rounds (requests/s): $(for t in "${targets[@]}"; do printf '%s:' "$t";
 
 half=$((nginx_rps / 2))
 delay=$(awk -v c="$HALF_CONNS" -v r="$half" 'BEGIN {d = c * 1000 / r - 0.3; if (d < 1) d = 1; printf "%d", d + 0.5}')
-echo
-echo "## Half of nginx's rate: about $half requests/s offered (wrk -t$THREADS -c$HALF_CONNS -d$DURATION, ${delay} ms delay per connection)"
-echo
-echo "| target | requests/s | p50 | p99 | added p50 over direct |"
-echo "| --- | ---: | ---: | ---: | ---: |"
 declare -A half_res
-for t in "${targets[@]}"; do
-  half_res[$t]=$(WRK_DELAY_MS=$delay measure "$t" -t"$THREADS" -c"$HALF_CONNS" -d"$DURATION" -s "$here/delay.lua")
+for r in $(seq "$ROUNDS"); do
+  for t in "${targets[@]}"; do
+    half_res[$t,$r]=$(WRK_DELAY_MS=$delay measure "$t" -t"$THREADS" -c"$HALF_CONNS" -d"$DURATION" -s "$here/delay.lua")
+    echo "# half-rate round $r $t: ${half_res[$t,$r]}" >&2
+  done
 done
-direct_p50=$(cut -d' ' -f2 <<<"${half_res[direct]}")
+# The median round of a target, by p50.
+half_median() {
+  local t=$1 r
+  for r in $(seq "$ROUNDS"); do echo "${half_res[$t,$r]}"; done | sort -n -k2 | awk -v n="$ROUNDS" 'NR == int((n + 1) / 2)'
+}
+
+echo
+echo "## Half of nginx's rate: about $half requests/s offered (wrk -t$THREADS -c$HALF_CONNS -d$DURATION -s delay.lua, mean delay ${delay} ms per connection), median of $ROUNDS interleaved rounds by p50"
+echo
+echo "| target | requests/s | p50 | p99 | added p50 over direct | proxy CPU per request |"
+echo "| --- | ---: | ---: | ---: | ---: | ---: |"
+direct_p50=$(half_median direct | cut -d' ' -f2)
 for t in "${targets[@]}"; do
-  read -r rps p50 p99 _ <<<"${half_res[$t]}"
+  read -r rps p50 p99 cpu <<<"$(half_median "$t")"
   added=$([ "$t" = direct ] && echo "-" || echo "$((p50 - direct_p50)) µs")
-  echo "| $t | $rps | ${p50} µs | ${p99} µs | $added |"
+  cpu_col=$([ "$cpu" = "-" ] && echo "-" || echo "${cpu} µs")
+  echo "| $t | $rps | ${p50} µs | ${p99} µs | $added | $cpu_col |"
 done
+echo
+echo "All rounds (p50 µs): $(for t in "${targets[@]}"; do printf '%s:' "$t"; for r in $(seq "$ROUNDS"); do printf ' %s' "$(cut -d' ' -f2 <<<"${half_res[$t,$r]}")"; done; printf '; '; done)"
