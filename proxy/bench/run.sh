@@ -1,0 +1,185 @@
+#!/usr/bin/env bash
+# Proxy benchmark: requests/s and latency of a small upstream reached directly,
+# through nginx (Debian's nginx-light, proxy_pass with a limit_req that never
+# triggers), through sluice's proxy, and through a tuned httputil.ReverseProxy,
+# all on this machine, measured with wrk.
+#
+#   proxy/bench/run.sh                 # 3 interleaved rounds of wrk -t2 -c64 -d10s
+#   ROUNDS=5 DURATION=10s proxy/bench/run.sh
+#
+# Two parts:
+#  1. Saturation: wrk -t$THREADS -c$CONNS -d$DURATION against each target, rounds
+#     interleaved (direct, nginx, sluice, httputil, direct, ...) so that a noisy
+#     neighbour hits all alike; the median round is reported, with each proxy's
+#     CPU time per request (from /proc), which noise moves far less than rates.
+#  2. Half rate: each target gets about half of nginx's median rate (wrk with a
+#     random per-connection delay, delay.lua, so connections do not fire in
+#     step); the added p50 is the target's p50 minus the direct p50.
+#
+# To benchmark another sluice build (say `sluice run`), set SLUICE_CMD: it is run
+# with SLUICE_ADDR (where to listen) and UPSTREAM_ADDR (host:port) exported and
+# must serve on SLUICE_ADDR until killed.
+set -euo pipefail
+
+ROUNDS=${ROUNDS:-3}
+DURATION=${DURATION:-10s}
+THREADS=${THREADS:-2}
+CONNS=${CONNS:-64}
+HALF_CONNS=${HALF_CONNS:-32}
+PORT_BASE=${PORT_BASE:-19000}
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+dir=$(mktemp -d /tmp/sluice-proxy-bench.XXXXXX)
+export UPSTREAM_ADDR=127.0.0.1:$PORT_BASE
+export SLUICE_ADDR=127.0.0.1:$((PORT_BASE + 81))
+NGINX_ADDR=127.0.0.1:$((PORT_BASE + 80))
+HTTPUTIL_ADDR=127.0.0.1:$((PORT_BASE + 82))
+
+pids=()
+cleanup() {
+  [ -f "$dir/nginx.pid" ] && kill "$(cat "$dir/nginx.pid")" 2>/dev/null || true
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+
+for tool in wrk nginx go curl; do
+  command -v "$tool" >/dev/null || { echo "run.sh: $tool is not installed" >&2; exit 1; }
+done
+
+(cd "$repo" && go build -o "$dir/upstream" ./proxy/bench/upstream && go build -o "$dir/front" ./proxy/bench/front)
+
+"$dir/upstream" -listen "$UPSTREAM_ADDR" & pids+=($!)
+if [ -n "${SLUICE_CMD:-}" ]; then
+  bash -c "$SLUICE_CMD" & pids+=($!)
+else
+  "$dir/front" -listen "$SLUICE_ADDR" -upstream "http://$UPSTREAM_ADDR" & pids+=($!)
+fi
+sluice_pid=${pids[-1]}
+"$dir/front" -mode httputil -listen "$HTTPUTIL_ADDR" -upstream "http://$UPSTREAM_ADDR" & pids+=($!)
+httputil_pid=${pids[-1]}
+sed -e "s|@DIR@|$dir|g" -e "s|@LISTEN@|$NGINX_ADDR|g" -e "s|@UPSTREAM@|$UPSTREAM_ADDR|g" \
+  "$here/nginx.conf.tmpl" >"$dir/nginx.conf"
+nginx -c "$dir/nginx.conf" -p "$dir" -e "$dir/nginx-error.log"
+
+for addr in "$UPSTREAM_ADDR" "$NGINX_ADDR" "$SLUICE_ADDR" "$HTTPUTIL_ADDR"; do
+  for _ in $(seq 100); do
+    curl -fsS -o /dev/null "http://$addr/" 2>/dev/null && break
+    sleep 0.1
+  done
+  curl -fsS -o /dev/null "http://$addr/" || { echo "run.sh: nothing answers on $addr" >&2; exit 1; }
+done
+
+declare -A addr=([direct]=$UPSTREAM_ADDR [nginx]=$NGINX_ADDR [sluice]=$SLUICE_ADDR [httputil]=$HTTPUTIL_ADDR)
+targets=(direct nginx sluice httputil)
+
+# cpu_ticks PID... prints the user+system clock ticks of the processes and of
+# their children (nginx's workers).
+cpu_ticks() {
+  local total=0 p c
+  for p in "$@"; do
+    for c in "$p" $(pgrep -P "$p" || true); do
+      [ -r "/proc/$c/stat" ] && total=$((total + $(awk '{print $14 + $15}' "/proc/$c/stat")))
+    done
+  done
+  echo "$total"
+}
+pids_of() {
+  case $1 in
+  nginx) cat "$dir/nginx.pid" ;;
+  sluice) echo "$sluice_pid" ;;
+  httputil) echo "$httputil_pid" ;;
+  *) echo "" ;;
+  esac
+}
+
+# measure TARGET [wrk options...]: one wrk run; prints "rps p50_us p99_us cpu_us_per_req".
+measure() {
+  local target=$1
+  shift
+  local p before after out
+  p=$(pids_of "$target")
+  before=$(cpu_ticks $p)
+  out=$(wrk "$@" --latency "http://${addr[$target]}/")
+  after=$(cpu_ticks $p)
+  echo "$out" | awk -v ticks=$((after - before)) -v hz="$(getconf CLK_TCK)" -v target="$target" '
+    function us(v) {
+      if (v ~ /us$/) return v + 0
+      if (v ~ /ms$/) return v * 1000
+      if (v ~ /s$/) return v * 1000000
+      return v
+    }
+    /^ +50%/ { p50 = us($2) }
+    /^ +99%/ { p99 = us($2) }
+    /^Requests\/sec/ { rps = $2 }
+    /requests in/ { n = $1 }
+    END {
+      cpu = (target == "direct" || n == 0) ? "-" : sprintf("%.1f", ticks / hz * 1e6 / n)
+      printf "%.0f %.0f %.0f %s\n", rps, p50, p99, cpu
+    }'
+}
+
+
+echo "# warming up" >&2
+for t in "${targets[@]}"; do wrk -t"$THREADS" -c"$CONNS" -d2s "http://${addr[$t]}/" >/dev/null; done
+
+declare -A res
+for r in $(seq "$ROUNDS"); do
+  for t in "${targets[@]}"; do
+    res[$t,$r]=$(measure "$t" -t"$THREADS" -c"$CONNS" -d"$DURATION")
+    echo "# round $r $t: ${res[$t,$r]}" >&2
+  done
+done
+
+# The median round of a target, by requests/s.
+median_row() {
+  local t=$1 r
+  for r in $(seq "$ROUNDS"); do echo "${res[$t,$r]}"; done | sort -n | awk -v n="$ROUNDS" 'NR == int((n + 1) / 2)'
+}
+
+echo
+echo "## Saturation: wrk -t$THREADS -c$CONNS -d$DURATION, median of $ROUNDS interleaved rounds ($(nproc) cores, $(date -u +%F))"
+echo
+echo "| target | requests/s | p50 | p99 | vs nginx | proxy CPU per request |"
+echo "| --- | ---: | ---: | ---: | ---: | ---: |"
+nginx_rps=$(median_row nginx | cut -d' ' -f1)
+for t in "${targets[@]}"; do
+  read -r rps p50 p99 cpu <<<"$(median_row "$t")"
+  ratio=$(awk -v a="$rps" -v b="$nginx_rps" 'BEGIN {printf "%.2f×", a / b}')
+  cpu_col=$([ "$cpu" = "-" ] && echo "-" || echo "${cpu} µs")
+  echo "| $t | $rps | ${p50} µs | ${p99} µs | $ratio | $cpu_col |"
+done
+echo
+echo "All rounds (requests/s): $(for t in "${targets[@]}"; do printf '%s:' "$t"; for r in $(seq "$ROUNDS"); do printf ' %s' "$(cut -d' ' -f1 <<<"${res[$t,$r]}")"; done; printf '; '; done)"
+
+half=$((nginx_rps / 2))
+delay=$(awk -v c="$HALF_CONNS" -v r="$half" 'BEGIN {d = c * 1000 / r - 0.3; if (d < 1) d = 1; printf "%d", d + 0.5}')
+declare -A half_res
+for r in $(seq "$ROUNDS"); do
+  for t in "${targets[@]}"; do
+    half_res[$t,$r]=$(WRK_DELAY_MS=$delay measure "$t" -t"$THREADS" -c"$HALF_CONNS" -d"$DURATION" -s "$here/delay.lua")
+    echo "# half-rate round $r $t: ${half_res[$t,$r]}" >&2
+  done
+done
+# The median round of a target, by p50.
+half_median() {
+  local t=$1 r
+  for r in $(seq "$ROUNDS"); do echo "${half_res[$t,$r]}"; done | sort -n -k2 | awk -v n="$ROUNDS" 'NR == int((n + 1) / 2)'
+}
+
+echo
+echo "## Half of nginx's rate: about $half requests/s offered (wrk -t$THREADS -c$HALF_CONNS -d$DURATION -s delay.lua, mean delay ${delay} ms per connection), median of $ROUNDS interleaved rounds by p50"
+echo
+echo "| target | requests/s | p50 | p99 | added p50 over direct | proxy CPU per request |"
+echo "| --- | ---: | ---: | ---: | ---: | ---: |"
+direct_p50=$(half_median direct | cut -d' ' -f2)
+for t in "${targets[@]}"; do
+  read -r rps p50 p99 cpu <<<"$(half_median "$t")"
+  added=$([ "$t" = direct ] && echo "-" || echo "$((p50 - direct_p50)) µs")
+  cpu_col=$([ "$cpu" = "-" ] && echo "-" || echo "${cpu} µs")
+  echo "| $t | $rps | ${p50} µs | ${p99} µs | $added | $cpu_col |"
+done
+echo
+echo "All rounds (p50 µs): $(for t in "${targets[@]}"; do printf '%s:' "$t"; for r in $(seq "$ROUNDS"); do printf ' %s' "$(cut -d' ' -f2 <<<"${half_res[$t,$r]}")"; done; printf '; '; done)"

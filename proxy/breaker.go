@@ -1,0 +1,368 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// BreakerParams configures a Breaker. A zero field means its default.
+type BreakerParams struct {
+	// Window is the rolling window over which the failure ratio is computed.
+	// Default 10s.
+	Window time.Duration
+	// Buckets is how many slices the window is counted in; the window rolls by
+	// Window/Buckets. Default 10.
+	Buckets int
+	// MinRequests is how many finished requests the window must hold before the
+	// failure ratio can open the circuit. Default 20.
+	MinRequests int
+	// FailureRatio opens the circuit when failures/requests in the window reaches
+	// it (0 < ratio ≤ 1). Default 0.5.
+	FailureRatio float64
+	// ConsecutiveFailures opens the circuit after that many failures in a row,
+	// whatever the window holds. Default 5.
+	ConsecutiveFailures int
+	// Cooldown is how long the circuit stays open before it lets probes through.
+	// Default 5s.
+	Cooldown time.Duration
+	// Probes is how many requests may be in flight while half-open. Default 1.
+	Probes int
+}
+
+const (
+	defaultBreakerWindow      = 10 * time.Second
+	defaultBreakerBuckets     = 10
+	defaultBreakerMinRequests = 20
+	defaultBreakerRatio       = 0.5
+	defaultBreakerConsecutive = 5
+	defaultBreakerCooldown    = 5 * time.Second
+	defaultBreakerProbes      = 1
+	maxBreakerBuckets         = 1000
+)
+
+// Validate reports every problem with p, joined; nil if p is usable. Zero fields
+// are fine: they mean the defaults.
+func (p BreakerParams) Validate() error {
+	var errs []error
+	if p.Window < 0 {
+		errs = append(errs, fmt.Errorf("proxy: breaker window must not be negative, got %v", p.Window))
+	}
+	if p.Buckets < 0 || p.Buckets > maxBreakerBuckets {
+		errs = append(errs, fmt.Errorf("proxy: breaker buckets must be in [1, %d], got %d", maxBreakerBuckets, p.Buckets))
+	}
+	if p.MinRequests < 0 {
+		errs = append(errs, fmt.Errorf("proxy: breaker min requests must not be negative, got %d", p.MinRequests))
+	}
+	if p.FailureRatio < 0 || p.FailureRatio > 1 || p.FailureRatio != p.FailureRatio {
+		errs = append(errs, fmt.Errorf("proxy: breaker failure ratio must be in (0, 1], got %v", p.FailureRatio))
+	}
+	if p.ConsecutiveFailures < 0 {
+		errs = append(errs, fmt.Errorf("proxy: breaker consecutive failures must not be negative, got %d", p.ConsecutiveFailures))
+	}
+	if p.Cooldown < 0 {
+		errs = append(errs, fmt.Errorf("proxy: breaker cooldown must not be negative, got %v", p.Cooldown))
+	}
+	if p.Probes < 0 {
+		errs = append(errs, fmt.Errorf("proxy: breaker probes must not be negative, got %d", p.Probes))
+	}
+	w, b := p.Window, p.Buckets
+	if w == 0 {
+		w = defaultBreakerWindow
+	}
+	if b == 0 {
+		b = defaultBreakerBuckets
+	}
+	if w > 0 && b > 0 && w/time.Duration(b) <= 0 {
+		errs = append(errs, fmt.Errorf("proxy: breaker window %v is too short for %d buckets", w, b))
+	}
+	return errors.Join(errs...)
+}
+
+func (p BreakerParams) withDefaults() BreakerParams {
+	if p.Window == 0 {
+		p.Window = defaultBreakerWindow
+	}
+	if p.Buckets == 0 {
+		p.Buckets = defaultBreakerBuckets
+	}
+	if p.MinRequests == 0 {
+		p.MinRequests = defaultBreakerMinRequests
+	}
+	if p.FailureRatio == 0 {
+		p.FailureRatio = defaultBreakerRatio
+	}
+	if p.ConsecutiveFailures == 0 {
+		p.ConsecutiveFailures = defaultBreakerConsecutive
+	}
+	if p.Cooldown == 0 {
+		p.Cooldown = defaultBreakerCooldown
+	}
+	if p.Probes == 0 {
+		p.Probes = defaultBreakerProbes
+	}
+	return p
+}
+
+// BreakerState is the state of a circuit.
+type BreakerState uint8
+
+// The states.
+const (
+	BreakerClosed   BreakerState = iota // requests flow; failures are counted
+	BreakerOpen                         // requests are refused until the cooldown ends
+	BreakerHalfOpen                     // a few probes test the upstream
+)
+
+var breakerStateNames = [...]string{"closed", "open", "half_open"}
+
+// String returns "closed", "open" or "half_open".
+func (s BreakerState) String() string {
+	if int(s) < len(breakerStateNames) {
+		return breakerStateNames[s]
+	}
+	return "unknown"
+}
+
+// Permit is the Breaker's receipt for an allowed request; hand it back to Record.
+// The zero Permit is valid and belongs to no circuit generation, so recording it
+// has no effect.
+type Permit struct {
+	gen   uint32
+	probe bool
+}
+
+// Breaker is a circuit breaker for one upstream.
+//
+// Model: while closed, every request is allowed and finished requests are counted in
+// a rolling window of Buckets slices. The circuit opens when ConsecutiveFailures
+// requests fail in a row, or when the window holds at least MinRequests requests of
+// which at least FailureRatio failed. Open, it refuses every request for Cooldown;
+// then it is half-open and allows up to Probes requests at a time: the first probe
+// to succeed closes it (with fresh counts), the first to fail opens it again for
+// another Cooldown. A failure is OutcomeDropped, a success OutcomeSuccess;
+// OutcomeIgnored counts as neither (a probe that ends ignored frees its place).
+// Results of requests allowed before the last state change are ignored.
+//
+// Time is passed in (now), as in golang.org/x/time/rate; instants before the
+// Breaker's creation count as its creation.
+//
+// Concurrency: safe for concurrent use. Allow while closed is one atomic load;
+// recording a success while closed is a compare-and-swap on the current bucket.
+// Failures and every transition take a per-breaker mutex, off the fast path.
+type Breaker struct {
+	p      BreakerParams
+	origin time.Time
+	width  time.Duration // of one bucket
+
+	// word packs the generation (high 32 bits) and the state (low bits); the
+	// generation increases at every state change.
+	word   atomic.Uint64
+	consec atomic.Int64
+	// ok holds the successes per bucket, packed as (epoch+1)<<32 | count, where
+	// epoch is the bucket's index since origin; 0 is an empty bucket.
+	ok []atomic.Uint64
+
+	mu        sync.Mutex
+	failed    []uint64      // like ok, under mu
+	openUntil time.Duration // since origin; meaningful while open
+	probes    int           // in flight while half-open
+}
+
+// NewBreaker returns a closed Breaker created at now, or the problems with p.
+func NewBreaker(p BreakerParams, now time.Time) (*Breaker, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	p = p.withDefaults()
+	b := &Breaker{
+		p:      p,
+		origin: now,
+		width:  p.Window / time.Duration(p.Buckets),
+		ok:     make([]atomic.Uint64, p.Buckets),
+		failed: make([]uint64, p.Buckets),
+	}
+	b.word.Store(pack(1, BreakerClosed)) // generation 0 is the zero Permit's: never current
+	return b, nil
+}
+
+func pack(gen uint32, s BreakerState) uint64 { return uint64(gen)<<32 | uint64(s) }
+func unpack(w uint64) (uint32, BreakerState) { return uint32(w >> 32), BreakerState(w) }
+
+func (b *Breaker) since(now time.Time) time.Duration {
+	d := now.Sub(b.origin)
+	if d < 0 {
+		return 0
+	}
+	return d
+}
+
+// State returns the circuit's state as last changed. An open circuit whose cooldown
+// has ended reports open until the next Allow moves it to half-open.
+func (b *Breaker) State() BreakerState {
+	_, s := unpack(b.word.Load())
+	return s
+}
+
+// Allow reports whether a request may go to the upstream at now, and the Permit to
+// pass to Record when it has finished.
+func (b *Breaker) Allow(now time.Time) (Permit, bool) {
+	gen, s := unpack(b.word.Load())
+	if s == BreakerClosed {
+		return Permit{gen: gen}, true
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	gen, s = unpack(b.word.Load())
+	switch s {
+	case BreakerClosed:
+		return Permit{gen: gen}, true
+	case BreakerOpen:
+		if b.since(now) < b.openUntil {
+			return Permit{}, false
+		}
+		gen++
+		b.word.Store(pack(gen, BreakerHalfOpen))
+		b.probes = 0
+	}
+	if b.probes >= b.p.Probes {
+		return Permit{}, false
+	}
+	b.probes++
+	return Permit{gen: gen, probe: true}, true
+}
+
+// RetryAfter returns how long, from now, the circuit stays open; 0 unless open.
+func (b *Breaker) RetryAfter(now time.Time) time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, s := unpack(b.word.Load()); s != BreakerOpen {
+		return 0
+	}
+	return max(b.openUntil-b.since(now), 0)
+}
+
+// Record reports the outcome, at now, of a request that Allow let through. Record
+// it exactly once per Permit; a request that was allowed but never sent (refused by
+// admission, say) is recorded as OutcomeIgnored.
+func (b *Breaker) Record(p Permit, o Outcome, now time.Time) {
+	if o == OutcomeSuccess && !p.probe {
+		gen, s := unpack(b.word.Load())
+		if s != BreakerClosed || gen != p.gen {
+			return
+		}
+		b.countSuccess(b.since(now))
+		if b.consec.Load() != 0 {
+			b.consec.Store(0)
+		}
+		return
+	}
+	if o == OutcomeIgnored && !p.probe {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	gen, s := unpack(b.word.Load())
+	if gen != p.gen {
+		return
+	}
+	t := b.since(now)
+	if p.probe {
+		if s != BreakerHalfOpen {
+			return
+		}
+		switch o {
+		case OutcomeSuccess:
+			b.reset()
+			b.word.Store(pack(gen+1, BreakerClosed))
+		case OutcomeDropped:
+			b.open(gen, t)
+		default:
+			b.probes--
+		}
+		return
+	}
+	// A failure while closed.
+	b.countFailure(t)
+	n := b.consec.Add(1)
+	if n >= int64(b.p.ConsecutiveFailures) {
+		b.open(gen, t)
+		return
+	}
+	okN, failN := b.window(t)
+	total := okN + failN
+	if total >= uint64(b.p.MinRequests) && float64(failN) >= b.p.FailureRatio*float64(total) {
+		b.open(gen, t)
+	}
+}
+
+// open moves to open at t (since origin); b.mu is held.
+func (b *Breaker) open(gen uint32, t time.Duration) {
+	b.openUntil = t + b.p.Cooldown
+	b.word.Store(pack(gen+1, BreakerOpen))
+}
+
+// reset clears the counts; b.mu is held.
+func (b *Breaker) reset() {
+	for i := range b.ok {
+		b.ok[i].Store(0)
+		b.failed[i] = 0
+	}
+	b.consec.Store(0)
+	b.probes = 0
+}
+
+func (b *Breaker) epoch(t time.Duration) uint64 { return uint64(t / b.width) }
+
+// bump returns the bucket value v advanced by one request in epoch e.
+func bump(v, e uint64) uint64 {
+	tag := (e + 1) & 0xffffffff
+	if v>>32 != tag {
+		return tag<<32 | 1
+	}
+	if v&0xffffffff == 0xffffffff {
+		return v
+	}
+	return v + 1
+}
+
+func (b *Breaker) countSuccess(t time.Duration) {
+	e := b.epoch(t)
+	slot := &b.ok[e%uint64(len(b.ok))]
+	for {
+		v := slot.Load()
+		if slot.CompareAndSwap(v, bump(v, e)) {
+			return
+		}
+	}
+}
+
+func (b *Breaker) countFailure(t time.Duration) {
+	e := b.epoch(t)
+	i := e % uint64(len(b.failed))
+	b.failed[i] = bump(b.failed[i], e)
+}
+
+// window returns the successes and failures in the window ending in t's bucket.
+func (b *Breaker) window(t time.Duration) (okN, failN uint64) {
+	e := b.epoch(t)
+	n := uint64(len(b.ok))
+	live := func(v uint64) uint64 {
+		tag := v >> 32
+		if tag == 0 {
+			return 0
+		}
+		age := (e + 1 - tag) & 0xffffffff
+		if age >= n {
+			return 0
+		}
+		return v & 0xffffffff
+	}
+	for i := range b.ok {
+		okN += live(b.ok[i].Load())
+		failN += live(b.failed[i])
+	}
+	return okN, failN
+}

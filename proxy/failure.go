@@ -1,0 +1,123 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"syscall"
+)
+
+// failClass is what went wrong with the upstream.
+type failClass uint8
+
+const (
+	failConnect  failClass = iota // could not connect
+	failTimeout                   // no progress in time
+	failReset                     // closed or reset under us
+	failProtocol                  // malformed response
+)
+
+var failNames = [...]string{"connect", "timeout", "reset", "protocol"}
+
+var connectionClose = one("close")
+
+var failValues = func() (v [len(failNames)][]string) {
+	for i := range v {
+		v[i] = one(failNames[i])
+	}
+	return v
+}()
+
+var failBodies = func() (b [len(failNames)]struct {
+	status int
+	text   []byte
+	length []string
+	grpc   []string
+}) {
+	for i := range b {
+		status := http.StatusBadGateway
+		if failClass(i) == failTimeout {
+			status = http.StatusGatewayTimeout
+		}
+		text := strconv.Itoa(status) + " " + http.StatusText(status) + " (upstream " + failNames[i] + ")\n"
+		b[i].status, b[i].text = status, []byte(text)
+		b[i].length = one(strconv.Itoa(len(text)))
+		b[i].grpc = one("sluice: upstream " + failNames[i] + " failed")
+	}
+	return b
+}()
+
+// errUpstreamTimeout marks an upstream that did not answer within UpstreamTimeout.
+var errUpstreamTimeout = errors.New("proxy: upstream timed out")
+
+// classify names the class of an upstream error.
+func classify(err error, dialing bool) failClass {
+	var pe *protocolError
+	var ne net.Error
+	switch {
+	case errors.As(err, &pe):
+		return failProtocol
+	case errors.Is(err, errUpstreamTimeout), errors.Is(err, os.ErrDeadlineExceeded),
+		errors.As(err, &ne) && ne.Timeout():
+		return failTimeout
+	case dialing:
+		return failConnect
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return failConnect
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return failReset
+	}
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Op == "dial" {
+		return failConnect
+	}
+	return failReset
+}
+
+// count adds one to the counter of class c.
+func (s *counters) count(c failClass) {
+	switch c {
+	case failConnect:
+		s.connect.Add(1)
+	case failTimeout:
+		s.timeout.Add(1)
+	case failReset:
+		s.reset.Add(1)
+	default:
+		s.protocol.Add(1)
+	}
+}
+
+// fail answers a request whose upstream exchange failed before any of the response
+// was sent, with 502 or 504 and Sluice-Error (gRPC: UNAVAILABLE), and finishes it:
+// dropped, or ignored if the request's context ended first (the client went away;
+// what is written then reaches nobody, or a client whose connection broke).
+func (p *Proxy) fail(ctx context.Context, w http.ResponseWriter, x *exchange, g grpcKind, ct string, err error, dialing bool) {
+	c := classify(err, dialing)
+	if ctx.Err() != nil {
+		x.finish(OutcomeIgnored)
+	} else {
+		p.stats.count(c)
+		x.finish(OutcomeDropped)
+	}
+	h := w.Header()
+	clear(h)
+	if x.closeClient {
+		h["Connection"] = connectionClose
+	}
+	h[headerError] = failValues[c]
+	b := &failBodies[c]
+	if g != grpcNone {
+		writeGRPCStatus(w, g, ct, false, b.grpc, -1)
+		return
+	}
+	h["Content-Type"] = textPlain
+	h["Content-Length"] = b.length
+	h["X-Content-Type-Options"] = noSniff
+	w.WriteHeader(b.status)
+	_, _ = w.Write(b.text)
+}

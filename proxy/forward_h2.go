@@ -1,0 +1,175 @@
+package proxy
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// newH2Transport returns the Transport for h2c to the upstream: net/http's own
+// unencrypted HTTP/2 (Go 1.24+, prior knowledge, as gRPC speaks it), which handles
+// streams, flow control and trailers. Pings find a dead connection in 45s at most
+// even while a stream is idle.
+func newH2Transport(up upstream, dial, idle time.Duration) *http.Transport {
+	d := &net.Dialer{Timeout: dial, KeepAlive: 30 * time.Second}
+	network, addr := up.network, up.addr
+	var protos http.Protocols
+	protos.SetUnencryptedHTTP2(true)
+	return &http.Transport{
+		Protocols: &protos,
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return d.DialContext(ctx, network, addr)
+		},
+		DisableCompression: true,
+		IdleConnTimeout:    idle,
+		HTTP2: &http.HTTP2Config{
+			SendPingTimeout: 30 * time.Second,
+			PingTimeout:     15 * time.Second,
+		},
+	}
+}
+
+// forwardH2 sends r over h2c and streams the response back, flushing every read
+// (gRPC messages must not wait in a buffer), with the upstream's trailers as
+// trailers. It finishes x and returns true when the response was cut short.
+//
+// A gRPC call is bounded by its own deadline (grpc-timeout, which the upstream
+// enforces); any other request must see the response head within the upstream
+// timeout. Body reads are not timed: HTTP/2 pings detect a dead upstream.
+func (p *Proxy) forwardH2(w http.ResponseWriter, r *http.Request, x *exchange, g grpcKind, ct string) (abort bool) {
+	ctx := r.Context()
+	out := new(http.Request)
+	*out = *r
+	path, raw := r.URL.Path, r.URL.RawPath
+	if p.up.prefix != "" {
+		unescaped, _ := url.PathUnescape(p.up.prefix)
+		path = unescaped + path
+		if raw != "" {
+			raw = p.up.prefix + raw
+		}
+	}
+	out.URL = &url.URL{Scheme: "http", Host: p.up.host, Path: path, RawPath: raw, RawQuery: r.URL.RawQuery}
+	out.RequestURI = ""
+	out.Close = false
+	if p.hostHeader != "" {
+		out.Host = p.hostHeader
+	}
+	out.Header = p.outgoingHeader(r)
+	if r.ContentLength == 0 {
+		out.Body = nil
+	}
+	var timer *time.Timer
+	var cancel context.CancelCauseFunc
+	if g == grpcNone {
+		var tctx context.Context
+		tctx, cancel = context.WithCancelCause(ctx)
+		defer cancel(nil)
+		timer = time.AfterFunc(p.upstreamTimeout, func() { cancel(errUpstreamTimeout) })
+		out = out.WithContext(tctx)
+	}
+	resp, err := p.h2.RoundTrip(out)
+	if timer != nil {
+		timer.Stop()
+	}
+	if err != nil {
+		if cancel != nil && context.Cause(out.Context()) == errUpstreamTimeout {
+			err = errUpstreamTimeout
+		}
+		p.fail(ctx, w, x, g, ct, err, false)
+		return false
+	}
+	defer resp.Body.Close()
+
+	h := w.Header()
+	for k, vv := range resp.Header {
+		if !responseSkipped(k) {
+			h[k] = vv
+		}
+	}
+	for k := range resp.Trailer {
+		h.Add("Trailer", k)
+	}
+	w.WriteHeader(resp.StatusCode)
+	cs := newClientSide(w, r, p.clientTimeout)
+	var clErr error
+	if _, trailersOnly := resp.Header[headerGRPCStatus]; !trailersOnly {
+		// The head goes out now: a stream's first message may be long in
+		// coming. A gRPC trailers-only response (its status in the head) must
+		// instead leave as one HEADERS frame that ends the stream, which the
+		// server sends when the handler returns without a body.
+		cs.dirty = true
+		clErr = cs.flush()
+	}
+	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+	var upErr error
+	for clErr == nil {
+		n, err := resp.Body.Read(*bp)
+		if n > 0 {
+			if clErr = cs.write((*bp)[:n]); clErr == nil {
+				clErr = cs.flush()
+			}
+			if clErr != nil {
+				break
+			}
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			upErr = err
+			break
+		}
+	}
+	for k, vv := range resp.Trailer {
+		h[http.TrailerPrefix+k] = vv
+	}
+
+	o := statusOutcome(resp.StatusCode)
+	if g != grpcNone && resp.StatusCode == http.StatusOK {
+		o = grpcResponseOutcome(h, g)
+	}
+	switch {
+	case upErr != nil && ctx.Err() == nil:
+		p.stats.count(classify(upErr, false))
+		o, abort = OutcomeDropped, true
+	case upErr != nil || clErr != nil:
+		o, abort = OutcomeIgnored, upErr != nil
+	}
+	x.finish(o)
+	return abort
+}
+
+// outgoingHeader copies r's fields for an h2c request: without hop-by-hop fields
+// (keeping "TE: trailers", which gRPC needs), with the X-Forwarded-* fields.
+func (p *Proxy) outgoingHeader(r *http.Request) http.Header {
+	conn := r.Header["Connection"]
+	out := make(http.Header, len(r.Header)+2)
+	for k, vv := range r.Header {
+		if k == "Te" {
+			if hasToken(vv, "trailers") {
+				out[k] = []string{"trailers"}
+			}
+			continue
+		}
+		if requestSkipped(k) || connectionListed(conn, k) {
+			continue
+		}
+		out[k] = vv
+	}
+	f := p.forwardedOf(r)
+	var xff []string
+	f.forEach(func(v string) { xff = append(xff, v) })
+	if len(xff) > 0 {
+		out["X-Forwarded-For"] = []string{strings.Join(xff, ", ")}
+	}
+	out["X-Forwarded-Proto"] = []string{f.proto}
+	if f.host != "" {
+		out["X-Forwarded-Host"] = []string{f.host}
+	}
+	return out
+}

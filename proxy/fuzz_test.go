@@ -1,0 +1,402 @@
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/textproto"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// FuzzResponseHead checks the upstream response head parser: it never panics,
+// what it keeps is well-formed, and where net/http also accepts the input, both
+// agree on the status and on every field the proxy forwards.
+func FuzzResponseHead(f *testing.F) {
+	for _, s := range []string{
+		"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-T\r\n\r\n5\r\nhello\r\n0\r\nX-T: v\r\n\r\n",
+		"HTTP/1.0 404 Not Found\r\nConnection: keep-alive, X-A\r\nX-A: 1\r\nX-B: 2\r\n\r\n",
+		"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n",
+		"HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\nHTTP/1.1 200 OK\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nSet-Cookie: a=1\r\nset-cookie: b=2\r\nX:  spaced \t\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nX: a\r\n folded\r\n\r\n",
+		"HTTP/1.1 200 OK\nBare: lf\n\n",
+		"HTTP/1.1 200 OK\r\nContent-Length: 1, 1\r\n\r\n",
+		"HTTP/1.1 999 Weird\r\n\r\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var sc headScratch
+		dst := http.Header{}
+		h, err := sc.readResponseHead(bufio.NewReaderSize(bytes.NewReader(data), 16), dst, 4096)
+		if err != nil {
+			return
+		}
+		if h.status < 100 || h.status > 599 || (h.chunked && h.length >= 0) {
+			t.Fatalf("head %+v", h)
+		}
+		for k, vv := range dst {
+			if k != textproto.CanonicalMIMEHeaderKey(k) || !validFieldName(k) || responseSkipped(k) {
+				t.Fatalf("field name %q kept", k)
+			}
+			for _, v := range vv {
+				if strings.ContainsAny(v, "\r\n\x00") || v != strings.Trim(v, " \t") {
+					t.Fatalf("field %s value %q kept", k, v)
+				}
+			}
+		}
+		ref, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(data)), nil)
+		if err != nil {
+			return
+		}
+		if ref.StatusCode != h.status {
+			t.Fatalf("status %d, net/http says %d", h.status, ref.StatusCode)
+		}
+		named := ref.Header["Connection"]
+		for k, vv := range ref.Header {
+			if responseSkipped(k) || k == "Content-Length" || k == "Trailer" || connectionListed(named, k) {
+				continue
+			}
+			if strings.Join(dst[k], "\x00") != strings.Join(vv, "\x00") {
+				t.Fatalf("field %s: %q, net/http says %q", k, dst[k], vv)
+			}
+		}
+	})
+}
+
+// FuzzChunkSize checks the chunk-size parser against strconv for plain hex.
+func FuzzChunkSize(f *testing.F) {
+	for _, s := range []string{"0", "a", "FF", "10;ext=1", "1f ; n=\"v\"", "", "g", "fffffffffffffff", "1\x00"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		n, err := parseChunkSize(line)
+		if err != nil {
+			return
+		}
+		if n < 0 {
+			t.Fatalf("negative size %d", n)
+		}
+		hex := line
+		if i := bytes.IndexAny(hex, " \t;"); i >= 0 {
+			hex = hex[:i]
+		}
+		want, perr := strconv.ParseInt(string(hex), 16, 64)
+		if perr != nil || want != n {
+			t.Fatalf("parseChunkSize(%q) = %d, strconv says %d (%v)", line, n, want, perr)
+		}
+	})
+}
+
+// FuzzContentLength checks the Content-Length parser against strconv.
+func FuzzContentLength(f *testing.F) {
+	for _, s := range []string{"0", "42", "7, 7", "1,2", "-1", "+1", " 8 ", "999999999999999999", "99999999999999999999", ","} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, v []byte) {
+		n, ok := parseContentLength(v)
+		if !ok {
+			return
+		}
+		for s := string(v); ; {
+			tok, rest, more := nextToken(s)
+			if !more {
+				break
+			}
+			want, err := strconv.ParseUint(tok, 10, 63)
+			if err != nil || int64(want) != n {
+				t.Fatalf("parseContentLength(%q) = %d, element %q parses as %d (%v)", v, n, tok, want, err)
+			}
+			s = rest
+		}
+	})
+}
+
+// FuzzGRPCStatus checks the grpc-status parser against strconv.
+func FuzzGRPCStatus(f *testing.F) {
+	for _, s := range []string{"0", "14", " 8 ", "-1", "1.0", "", "999999999", "1234567890"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		code, ok := parseGRPCStatus(s)
+		if !ok {
+			return
+		}
+		want, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || want != code || code < 0 {
+			t.Fatalf("parseGRPCStatus(%q) = %d, strconv says %d (%v)", s, code, want, err)
+		}
+		_ = grpcOutcome(code)
+	})
+}
+
+// FuzzGRPCKind checks that Content-Type classification ignores case and only
+// recognises the application/grpc family.
+func FuzzGRPCKind(f *testing.F) {
+	for _, s := range []string{"application/grpc", "application/grpc+proto", "application/grpc-web-text", "application/grpcx", "text/plain", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, ct string) {
+		g := grpcKindOf(ct)
+		if g2 := grpcKindOf(strings.ToUpper(ct)); g2 != g && strings.ToUpper(ct) == strings.ToUpper(strings.ToLower(ct)) {
+			t.Fatalf("%q is %d, upper case %d", ct, g, g2)
+		}
+		if g != grpcNone && !strings.HasPrefix(strings.ToLower(ct), "application/grpc") {
+			t.Fatalf("%q classified as gRPC", ct)
+		}
+	})
+}
+
+// FuzzClientIP checks RemoteAddr handling: for a well-formed host:port the host
+// comes out, and the result can never split a header.
+func FuzzClientIP(f *testing.F) {
+	for _, s := range []string{"1.2.3.4:5678", "[::1]:80", "::1", "@", "", "[fe80::1%eth0]:9", "a\r\nb:1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, addr string) {
+		ip := clientIP(addr)
+		if strings.ContainsAny(ip, "\r\n,") {
+			t.Fatalf("clientIP(%q) = %q", addr, ip)
+		}
+		if host, _, err := net.SplitHostPort(addr); err == nil && host != "@" && len(host) <= 64 && plainASCII(host) {
+			if ip != host {
+				t.Fatalf("clientIP(%q) = %q, want %q", addr, ip, host)
+			}
+		}
+	})
+}
+
+// FuzzTokens checks the comma-list scanner against a plain split.
+func FuzzTokens(f *testing.F) {
+	for _, s := range []string{"close", "keep-alive, Upgrade", " , a ,, b\t", "", ","} {
+		f.Add(s, "upgrade")
+	}
+	f.Fuzz(func(t *testing.T, list, tok string) {
+		want := false
+		for _, e := range strings.Split(list, ",") {
+			if e = strings.Trim(e, " \t"); e != "" && strings.EqualFold(e, tok) {
+				want = true
+			}
+		}
+		if got := hasToken([]string{list}, tok); got != want {
+			t.Fatalf("hasToken(%q, %q) = %v, want %v", list, tok, got, want)
+		}
+	})
+}
+
+// FuzzSFString checks that a policy name always becomes a valid RFC 8941
+// sf-string that decodes to the name's printable ASCII.
+func FuzzSFString(f *testing.F) {
+	for _, s := range []string{"default", `a"b\c`, "", "\x00\xff", strings.Repeat("x", 100)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		b := appendSFString(nil, name)
+		if len(b) < 2 || b[0] != '"' || b[len(b)-1] != '"' {
+			t.Fatalf("%q: not quoted: %q", name, b)
+		}
+		var dec []byte
+		for i := 1; i < len(b)-1; i++ {
+			c := b[i]
+			if c < 0x20 || c > 0x7e {
+				t.Fatalf("%q: byte %#x in %q", name, c, b)
+			}
+			if c == '\\' {
+				i++
+				if i >= len(b)-1 || (b[i] != '"' && b[i] != '\\') {
+					t.Fatalf("%q: bad escape in %q", name, b)
+				}
+				c = b[i]
+			} else if c == '"' {
+				t.Fatalf("%q: unescaped quote in %q", name, b)
+			}
+			dec = append(dec, c)
+		}
+		var want []byte
+		for i := 0; i < len(name) && len(want) < 64; i++ {
+			if c := name[i]; c >= 0x20 && c <= 0x7e {
+				want = append(want, c)
+			}
+		}
+		if len(want) == 0 {
+			want = []byte("default")
+		}
+		if !bytes.Equal(dec, want) {
+			t.Fatalf("%q decodes to %q, want %q", name, dec, want)
+		}
+	})
+}
+
+// FuzzRequestHead checks the request head writer: whatever a request carries, the
+// head is one well-formed message (no field smuggled in by a line break), and
+// when net/http can read it back, it has the same method, target and fields.
+func FuzzRequestHead(f *testing.F) {
+	f.Add("GET", "/a?b=c", "example.com", "X-Custom", "value", "10.0.0.1:5", "1.1.1.1")
+	f.Add("POST", "/", "h", "X-A", "a\r\nX-Injected: 1", "[::1]:1", "")
+	f.Add("GET", "/", "h\r\nX-Injected: 1", "Bad Name", "v", "@", "2.2.2.2, 3.3.3.3\nX-Injected: 2")
+	f.Fuzz(func(t *testing.T, method, uri, host, key, value, remote, xff string) {
+		if _, err := url.ParseRequestURI(uri); err != nil || !validFieldName(method) || uri[0] != '/' || strings.Contains(uri, " ") || hasCTL(uri) {
+			return // net/http's server never hands such a request line over
+		}
+		p := &Proxy{up: upstream{host: "up:80"}}
+		r := &http.Request{Method: method, RequestURI: uri, Host: host, RemoteAddr: remote,
+			Header: http.Header{key: {value}, "X-Forwarded-For": {xff}}, ProtoMajor: 1, ProtoMinor: 1}
+		var buf bytes.Buffer
+		bw := bufio.NewWriter(&buf)
+		p.writeRequestHead(bw, r, false, bodyNone)
+		bw.Flush()
+		head := buf.String()
+		if !strings.HasSuffix(head, "\r\n\r\n") || strings.Count(head, "\r\n\r\n") != 1 {
+			t.Fatalf("not one head:\n%q", head)
+		}
+		lines := strings.Split(strings.TrimSuffix(head, "\r\n\r\n"), "\r\n")
+		for _, l := range lines[1:] {
+			name, _, ok := strings.Cut(l, ": ")
+			if !ok || !validFieldName(name) || strings.ContainsAny(l, "\r\n\x00") {
+				t.Fatalf("bad field line %q in\n%q", l, head)
+			}
+			if name == "X-Injected" && key != "X-Injected" {
+				t.Fatalf("a field was smuggled in:\n%q", head)
+			}
+		}
+		if hasCTL(host + key + value + xff + remote) {
+			return // passed on as is (no split is possible); net/http would refuse it
+		}
+		got, err := http.ReadRequest(bufio.NewReader(strings.NewReader(head)))
+		if err != nil {
+			t.Fatalf("head does not parse: %v\n%q", err, head)
+		}
+		if got.Method != method || got.RequestURI != uri {
+			t.Fatalf("method %q uri %q, want %q %q", got.Method, got.RequestURI, method, uri)
+		}
+		if textproto.CanonicalMIMEHeaderKey(key) == key && validFieldName(key) && !requestSkipped(key) {
+			if v := got.Header.Get(key); v != strings.Trim(value, " \t") {
+				t.Fatalf("field %s = %q, want %q", key, v, value)
+			}
+		}
+		if got.Header.Get("X-Forwarded-Proto") != "http" {
+			t.Fatalf("X-Forwarded-Proto %q", got.Header.Get("X-Forwarded-Proto"))
+		}
+	})
+}
+
+// hasCTL reports whether s holds a control character other than HT, or DEL.
+func hasCTL(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c != '\t' && (c < 0x20 || c == 0x7f) {
+			return true
+		}
+	}
+	return false
+}
+
+// plainASCII reports whether s is non-empty printable ASCII without spaces or
+// commas: what an address may be.
+func plainASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c <= ' ' || c >= 0x7f || c == ',' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// recWriter records a response body and has net/http's controls as no-ops.
+type recWriter struct {
+	h    http.Header
+	body bytes.Buffer
+}
+
+func (w *recWriter) Header() http.Header              { return w.h }
+func (w *recWriter) WriteHeader(int)                  {}
+func (w *recWriter) Write(b []byte) (int, error)      { return w.body.Write(b) }
+func (w *recWriter) FlushError() error                { return nil }
+func (w *recWriter) SetReadDeadline(time.Time) error  { return nil }
+func (w *recWriter) SetWriteDeadline(time.Time) error { return nil }
+func (w *recWriter) EnableFullDuplex() error          { return nil }
+
+// deadlineConn is a net.Conn whose deadlines do nothing; the fuzz targets read
+// through a bufio.Reader over bytes instead.
+type deadlineConn struct{ net.Conn }
+
+func (deadlineConn) SetReadDeadline(time.Time) error  { return nil }
+func (deadlineConn) SetWriteDeadline(time.Time) error { return nil }
+
+// FuzzChunkedBody checks the chunked body decoder: it never panics, and where
+// net/http's own decoder also accepts the body, both yield the same bytes; the
+// trailer fields it keeps are well-formed.
+func FuzzChunkedBody(f *testing.F) {
+	for _, s := range []string{
+		"5\r\nhello\r\n0\r\n\r\n",
+		"5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\nX-Sum: 1\r\n\r\n",
+		"A\r\n0123456789\r\n0\r\n\r\n",
+		"5\r\nhel\r\n",
+		"5\r\nhelloXX\r\n0\r\n\r\n",
+		"zz\r\n",
+		"0\r\nContent-Length: 5\r\nX-T: v\r\n\r\n",
+		"1\nx\n0\n\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p := &Proxy{upstreamTimeout: time.Second, maxHead: 4096}
+		c := &upConn{nc: deadlineConn{}, br: bufio.NewReaderSize(bytes.NewReader(data), 16)}
+		w := &recWriter{h: http.Header{}}
+		cs := clientSide{w: w, ctl: w}
+		upErr, clErr := p.copyChunked(&cs, c)
+		if clErr != nil {
+			t.Fatalf("client error %v", clErr)
+		}
+		for k, vv := range w.h {
+			name, ok := strings.CutPrefix(k, http.TrailerPrefix)
+			if !ok || !validFieldName(name) || trailerForbidden(name) {
+				t.Fatalf("trailer key %q kept", k)
+			}
+			for _, v := range vv {
+				if hasCTL(v) {
+					t.Fatalf("trailer %s value %q kept", name, v)
+				}
+			}
+		}
+		if upErr != nil {
+			return
+		}
+		ref, err := io.ReadAll(httputil.NewChunkedReader(bytes.NewReader(data)))
+		if err == nil && !bytes.Equal(ref, w.body.Bytes()) {
+			t.Fatalf("decoded %q, net/http decodes %q", w.body.Bytes(), ref)
+		}
+	})
+}
+
+// FuzzParseUpstream checks the upstream URL parser: no panic, and what it
+// accepts has an address to dial.
+func FuzzParseUpstream(f *testing.F) {
+	for _, s := range []string{"http://127.0.0.1:9000", "http://app/base/", "unix:///run/app.sock", "https://h", "http://[::1]:1", "::", "http://h:/x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		u, err := parseUpstream(s)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "proxy: ") {
+				t.Fatalf("error %q lacks the package prefix", err)
+			}
+			return
+		}
+		if u.addr == "" || (u.network != "tcp" && u.network != "unix") || strings.HasSuffix(u.prefix, "/") {
+			t.Fatalf("parseUpstream(%q) = %+v", s, u)
+		}
+		if u.network == "tcp" {
+			if _, port, err := net.SplitHostPort(u.addr); err != nil || port == "" {
+				t.Fatalf("parseUpstream(%q): address %q has no port", s, u.addr)
+			}
+		}
+	})
+}

@@ -1,0 +1,428 @@
+package proxy
+
+import (
+	"bufio"
+	"fmt"
+	"net/http"
+	"net/textproto"
+	"strings"
+)
+
+// protocolError is a malformed or unsupported message from the upstream.
+type protocolError struct{ msg string }
+
+func (e *protocolError) Error() string { return "proxy: upstream protocol error: " + e.msg }
+
+func protoErr(format string, a ...any) error { return &protocolError{fmt.Sprintf(format, a...)} }
+
+var errHeadTooLarge = &protocolError{"response head too large"}
+
+// respHead is what the proxy needs to know of an upstream response head; the
+// fields themselves go straight into the client's header map.
+type respHead struct {
+	status    int
+	minor     int   // HTTP/1.minor
+	length    int64 // Content-Length, or -1 when absent
+	chunked   bool  // Transfer-Encoding: chunked
+	closeConn bool  // the upstream will close the connection after this response
+	upgrade   bool  // Connection names "upgrade"
+	upgradeTo string
+}
+
+// bodyless reports whether the response can carry no body (RFC 9112 §6.3).
+func (h *respHead) bodyless(method string) bool {
+	return method == "HEAD" || h.status < 200 || h.status == 204 || h.status == 304
+}
+
+// headScratch is reusable memory for parsing heads; one per upstream connection.
+type headScratch struct {
+	line []byte // a line longer than the reader's buffer
+	vals []byte // every kept field value, back to back
+	ents []headEntry
+	conn []string // Connection values naming other fields
+}
+
+type headEntry struct {
+	key      string
+	off, end int32
+}
+
+// readLine returns the next line without its line ending (CRLF or a bare LF, RFC
+// 9112 §2.2), valid until the next read from br; *budget bytes may still be
+// read, and is decreased.
+func (sc *headScratch) readLine(br *bufio.Reader, budget *int) ([]byte, error) {
+	line, err := br.ReadSlice('\n')
+	if err == bufio.ErrBufferFull {
+		sc.line = append(sc.line[:0], line...)
+		for err == bufio.ErrBufferFull {
+			if len(sc.line) > *budget {
+				return nil, errHeadTooLarge
+			}
+			line, err = br.ReadSlice('\n')
+			sc.line = append(sc.line, line...)
+		}
+		line = sc.line
+	}
+	if err != nil {
+		return nil, err
+	}
+	*budget -= len(line)
+	if *budget < 0 {
+		return nil, errHeadTooLarge
+	}
+	line = line[:len(line)-1]
+	if n := len(line); n > 0 && line[n-1] == '\r' {
+		line = line[:n-1]
+	}
+	return line, nil
+}
+
+// parseStatusLine parses "HTTP/1.x SP 3DIGIT [SP reason]".
+func parseStatusLine(line []byte, h *respHead) error {
+	if len(line) < 12 || string(line[:7]) != "HTTP/1." || line[7] < '0' || line[7] > '9' || line[8] != ' ' {
+		return protoErr("malformed status line %q", clip(line))
+	}
+	h.minor = int(line[7] - '0')
+	code := 0
+	for _, c := range line[9:12] {
+		if c < '0' || c > '9' {
+			return protoErr("malformed status code in %q", clip(line))
+		}
+		code = code*10 + int(c-'0')
+	}
+	if code < 100 || code > 599 {
+		return protoErr("status code %d out of range", code)
+	}
+	if len(line) > 12 && line[12] != ' ' {
+		return protoErr("malformed status line %q", clip(line))
+	}
+	for _, c := range line[12:] {
+		if c != '\t' && (c < 0x20 || c == 0x7f) {
+			return protoErr("control character in reason phrase")
+		}
+	}
+	h.status = code
+	return nil
+}
+
+func clip(b []byte) []byte {
+	if len(b) > 64 {
+		return b[:64]
+	}
+	return b
+}
+
+// fieldMode says what a header block is: a response head or a trailer section.
+type fieldMode uint8
+
+const (
+	modeHead fieldMode = iota
+	modeTrailer
+)
+
+// readFields reads header field lines up to the empty line and stores the ones to
+// forward in dst, with canonical keys; in modeTrailer the keys get
+// http.TrailerPrefix, which makes net/http send them as trailers. h collects the
+// framing and connection fields of a head. budget bounds the bytes read.
+func (sc *headScratch) readFields(br *bufio.Reader, dst http.Header, h *respHead, mode fieldMode, budget int) error {
+	sc.vals, sc.ents, sc.conn = sc.vals[:0], sc.ents[:0], sc.conn[:0]
+	clIndex := -1
+	for {
+		line, err := sc.readLine(br, &budget)
+		if err != nil {
+			return err
+		}
+		if len(line) == 0 {
+			break
+		}
+		if line[0] == ' ' || line[0] == '\t' {
+			return protoErr("obsolete line folding") // RFC 9112 §5.2 lets a proxy refuse it
+		}
+		colon := -1
+		for i, c := range line {
+			if c == ':' {
+				colon = i
+				break
+			}
+		}
+		if colon <= 0 {
+			return protoErr("malformed header line %q", clip(line))
+		}
+		name := line[:colon]
+		// RFC 9112 §5.1: a proxy removes whitespace before the colon.
+		for len(name) > 0 && (name[len(name)-1] == ' ' || name[len(name)-1] == '\t') {
+			name = name[:len(name)-1]
+		}
+		key, ok := canonicalKey(name)
+		if !ok {
+			return protoErr("invalid header name %q", clip(name))
+		}
+		value := trimOWS(line[colon+1:])
+		for _, c := range value {
+			if c != '\t' && (c < 0x20 || c == 0x7f) {
+				return protoErr("control character in header %s", key)
+			}
+		}
+		if mode == modeTrailer {
+			if !trailerForbidden(key) {
+				sc.add(http.TrailerPrefix+key, value)
+			}
+			continue
+		}
+		switch key {
+		case "Connection":
+			if err := sc.connection(value, h); err != nil {
+				return err
+			}
+			continue
+		case "Transfer-Encoding":
+			if err := transferEncoding(value, h); err != nil {
+				return err
+			}
+			continue
+		case "Content-Length":
+			n, ok := parseContentLength(value)
+			if !ok || (h.length >= 0 && n != h.length) {
+				return protoErr("invalid Content-Length %q", clip(value))
+			}
+			if h.length >= 0 {
+				continue // a repeated, identical value
+			}
+			h.length = n
+			clIndex = len(sc.ents)
+		case "Upgrade":
+			h.upgradeTo = string(value)
+			continue
+		}
+		if responseSkipped(key) {
+			continue
+		}
+		sc.add(key, value)
+	}
+	if mode == modeHead {
+		if h.chunked {
+			// RFC 9112 §6.1, §6.3: Transfer-Encoding wins over Content-Length, and
+			// a message with both, or chunked in HTTP/1.0, ends its connection.
+			if h.length >= 0 || h.minor == 0 {
+				h.closeConn = true
+			}
+			h.length = -1
+		}
+		// The proxy's server frames the body itself: it keeps a Content-Length
+		// only where one is allowed and means the body to come.
+		if clIndex >= 0 && (h.chunked || h.status < 200 || h.status == 204) {
+			sc.ents[clIndex].key = ""
+		}
+	}
+	sc.flush(dst)
+	return nil
+}
+
+func (sc *headScratch) add(key string, value []byte) {
+	off := len(sc.vals)
+	sc.vals = append(sc.vals, value...)
+	sc.ents = append(sc.ents, headEntry{key: key, off: int32(off), end: int32(len(sc.vals))})
+}
+
+// flush moves the collected fields into dst: one string for all values and one
+// slice for all of their []string, whatever their number.
+func (sc *headScratch) flush(dst http.Header) {
+	if len(sc.ents) == 0 {
+		return
+	}
+	s := string(sc.vals)
+	strs := make([]string, len(sc.ents))
+	for i, e := range sc.ents {
+		if e.key == "" {
+			continue
+		}
+		strs[i] = s[e.off:e.end]
+		if old, ok := dst[e.key]; ok {
+			dst[e.key] = append(old, strs[i])
+		} else {
+			dst[e.key] = strs[i : i+1 : i+1]
+		}
+	}
+	for _, v := range sc.conn {
+		for s := v; ; {
+			tok, rest, ok := nextToken(s)
+			if !ok {
+				break
+			}
+			delete(dst, textproto.CanonicalMIMEHeaderKey(tok))
+			s = rest
+		}
+	}
+}
+
+// connection records a Connection value (RFC 9110 §7.6.1).
+func (sc *headScratch) connection(value []byte, h *respHead) error {
+	named := false
+	for s := string(value); ; { // converted once per Connection field; rare beyond keep-alive
+		tok, rest, ok := nextToken(s)
+		if !ok {
+			break
+		}
+		switch {
+		case strings.EqualFold(tok, "close"):
+			h.closeConn = true
+		case strings.EqualFold(tok, "keep-alive"):
+			if h.minor == 0 {
+				h.closeConn = false
+			}
+		case strings.EqualFold(tok, "upgrade"):
+			h.upgrade = true
+		default:
+			named = true
+		}
+		s = rest
+	}
+	if named {
+		sc.conn = append(sc.conn, string(value))
+	}
+	return nil
+}
+
+// transferEncoding records a Transfer-Encoding value. Only "chunked" is supported,
+// as in net/http's Transport; anything else cannot be framed and is an error.
+func transferEncoding(value []byte, h *respHead) error {
+	if h.chunked || !strings.EqualFold(string(trimOWS(value)), "chunked") {
+		return protoErr("unsupported Transfer-Encoding %q", clip(value))
+	}
+	h.chunked = true
+	return nil
+}
+
+// parseContentLength parses a Content-Length value: digits, or a list of identical
+// digit strings (RFC 9110 §8.6), at most 18 digits.
+func parseContentLength(v []byte) (int64, bool) {
+	n := int64(-1)
+	for s := string(v); ; { // the compiler does not allocate for this conversion
+		tok, rest, ok := nextToken(s)
+		if !ok {
+			break
+		}
+		if len(tok) > 18 {
+			return 0, false
+		}
+		var m int64
+		for i := 0; i < len(tok); i++ {
+			c := tok[i]
+			if c < '0' || c > '9' {
+				return 0, false
+			}
+			m = m*10 + int64(c-'0')
+		}
+		if n >= 0 && m != n {
+			return 0, false
+		}
+		n = m
+		s = rest
+	}
+	return n, n >= 0
+}
+
+func trimOWS(b []byte) []byte {
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
+		b = b[1:]
+	}
+	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t') {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+// isTokenByte reports whether c may appear in a field name (RFC 9110 §5.6.2 tchar).
+func isTokenByte(c byte) bool {
+	return tokenTable[c]
+}
+
+var tokenTable = func() (t [256]bool) {
+	for c := '0'; c <= '9'; c++ {
+		t[c] = true
+	}
+	for c := 'a'; c <= 'z'; c++ {
+		t[c] = true
+		t[c-'a'+'A'] = true
+	}
+	for _, c := range "!#$%&'*+-.^_`|~" {
+		t[c] = true
+	}
+	return t
+}()
+
+// commonKeys interns the canonical names of frequent fields so that parsing them
+// does not allocate.
+var commonKeys = func() map[string]string {
+	m := make(map[string]string)
+	for _, k := range []string{
+		"Accept-Ranges", "Access-Control-Allow-Credentials", "Access-Control-Allow-Headers",
+		"Access-Control-Allow-Methods", "Access-Control-Allow-Origin", "Access-Control-Expose-Headers",
+		"Access-Control-Max-Age", "Age", "Allow", "Alt-Svc", "Cache-Control", "Connection",
+		"Content-Disposition", "Content-Encoding", "Content-Language", "Content-Length",
+		"Content-Location", "Content-Range", "Content-Security-Policy", "Content-Type", "Date",
+		"Etag", "Expires", "Grpc-Message", "Grpc-Status", "Keep-Alive", "Last-Modified", "Link",
+		"Location", "Pragma", "Proxy-Authenticate", "Proxy-Connection", "Referrer-Policy",
+		"Retry-After", "Server", "Set-Cookie", "Strict-Transport-Security", "Te", "Trailer",
+		"Transfer-Encoding", "Upgrade", "Vary", "Via", "Www-Authenticate", "X-Content-Type-Options",
+		"X-Frame-Options", "X-Powered-By", "X-Request-Id", "X-Xss-Protection",
+		"Ratelimit", "Ratelimit-Policy", "Sec-Websocket-Accept", "Sec-Websocket-Protocol",
+		"Sec-Websocket-Extensions", "Sluice-Reason",
+	} {
+		m[k] = k
+	}
+	return m
+}()
+
+// canonicalKey returns the canonical form of a field name (net/textproto's: upper
+// case at the start and after '-', lower case elsewhere), or ok == false if name
+// is not a token. Frequent names cost no allocation.
+func canonicalKey(name []byte) (string, bool) {
+	var buf [64]byte
+	if len(name) == 0 {
+		return "", false
+	}
+	if len(name) > len(buf) {
+		for _, c := range name {
+			if !isTokenByte(c) {
+				return "", false
+			}
+		}
+		return textproto.CanonicalMIMEHeaderKey(string(name)), true
+	}
+	upper := true
+	for i, c := range name {
+		if !isTokenByte(c) {
+			return "", false
+		}
+		if upper && 'a' <= c && c <= 'z' {
+			c -= 'a' - 'A'
+		} else if !upper && 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		buf[i] = c
+		upper = c == '-'
+	}
+	k := buf[:len(name)]
+	if s, ok := commonKeys[string(k)]; ok {
+		return s, true
+	}
+	return string(k), true
+}
+
+// readResponseHead reads a response head from br into dst. budget bounds its size.
+func (sc *headScratch) readResponseHead(br *bufio.Reader, dst http.Header, budget int) (respHead, error) {
+	h := respHead{length: -1}
+	line, err := sc.readLine(br, &budget)
+	if err != nil {
+		return h, err
+	}
+	if err := parseStatusLine(line, &h); err != nil {
+		return h, err
+	}
+	h.closeConn = h.minor == 0 // HTTP/1.0 closes unless it says keep-alive
+	if err := sc.readFields(br, dst, &h, modeHead, budget); err != nil {
+		return h, err
+	}
+	return h, nil
+}

@@ -1,0 +1,174 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"net"
+	"sync"
+	"time"
+)
+
+// Sizes of an upstream connection's buffers. The reader holds a response head and,
+// for small responses, the whole body, which is copied to the client from it.
+const (
+	upReadBuf  = 16 << 10
+	upWriteBuf = 8 << 10
+)
+
+// checkIdleAfter is how long a connection may sit idle before it is checked for a
+// close by the upstream when taken from the pool: under load connections are
+// reused at once and skip the check (a system call).
+const checkIdleAfter = time.Second
+
+// upConn is one HTTP/1.1 connection to the upstream.
+type upConn struct {
+	nc      net.Conn
+	br      *bufio.Reader
+	bw      *bufio.Writer
+	idleAt  time.Time // when it was put back in the pool
+	abortFn func()    // c.abort, bound once so that aborting costs no closure per request
+	sc      headScratch
+
+	// The deadlines last set, so that re-arming them for every request of a busy
+	// connection can be skipped (see armRead).
+	readDL, writeDL time.Time
+}
+
+// deadlineSlack is how much earlier than asked a deadline may fire, as a fraction
+// of the timeout: a deadline set less than timeout/deadlineSlack before the wanted
+// one is kept. Re-arming a deadline costs a timer update in the runtime; on a
+// busy connection this sets it about once per timeout/16 (at most 1s) instead
+// of once per request.
+const deadlineSlack = 16
+
+// slack returns how much earlier than wanted a deadline for timeout may fire.
+func slack(timeout time.Duration) time.Duration { return min(timeout/deadlineSlack, time.Second) }
+
+// armRead makes the read deadline at most slack(timeout) earlier than want.
+func (c *upConn) armRead(want time.Time, timeout time.Duration) {
+	if d := want.Sub(c.readDL); d >= 0 && d < slack(timeout) {
+		return
+	}
+	c.readDL = want
+	_ = c.nc.SetReadDeadline(want)
+}
+
+// armWrite is armRead for writes; a zero want clears the deadline.
+func (c *upConn) armWrite(want time.Time, timeout time.Duration) {
+	if want.IsZero() {
+		if !c.writeDL.IsZero() {
+			c.writeDL = time.Time{}
+			_ = c.nc.SetWriteDeadline(time.Time{})
+		}
+		return
+	}
+	if d := want.Sub(c.writeDL); !c.writeDL.IsZero() && d >= 0 && d < slack(timeout) {
+		return
+	}
+	c.writeDL = want
+	_ = c.nc.SetWriteDeadline(want)
+}
+
+// abort closes the connection under whatever is reading or writing it. Used when
+// the client goes away.
+func (c *upConn) abort() { _ = c.nc.Close() }
+
+// connPool keeps idle HTTP/1.1 connections to one upstream, most recently used
+// first (warm connections; the coldest age out at the bottom).
+//
+// Concurrency: safe for concurrent use; one mutex per upstream, held for a slice
+// push or pop.
+type connPool struct {
+	network, addr string
+	dialer        net.Dialer
+	maxIdle       int
+	idleTimeout   time.Duration
+
+	mu     sync.Mutex
+	idle   []*upConn
+	closed bool
+}
+
+func newConnPool(network, addr string, dialTimeout time.Duration, maxIdle int, idleTimeout time.Duration) *connPool {
+	return &connPool{
+		network:     network,
+		addr:        addr,
+		dialer:      net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second},
+		maxIdle:     maxIdle,
+		idleTimeout: idleTimeout,
+		idle:        make([]*upConn, 0, maxIdle),
+	}
+}
+
+// get returns an idle connection (reused == true) or a new one; with fresh, always
+// a new one.
+func (p *connPool) get(ctx context.Context, now time.Time, fresh bool) (c *upConn, reused bool, err error) {
+	for !fresh {
+		p.mu.Lock()
+		n := len(p.idle)
+		if n == 0 {
+			p.mu.Unlock()
+			break
+		}
+		c = p.idle[n-1]
+		p.idle[n-1] = nil
+		p.idle = p.idle[:n-1]
+		p.mu.Unlock()
+		idle := now.Sub(c.idleAt)
+		if idle > p.idleTimeout || (idle > checkIdleAfter && !peerOpen(c.nc)) {
+			c.abort()
+			continue
+		}
+		return c, true, nil
+	}
+	nc, err := p.dialer.DialContext(ctx, p.network, p.addr)
+	if err != nil {
+		return nil, false, err
+	}
+	c = &upConn{nc: nc, br: bufio.NewReaderSize(nc, upReadBuf), bw: bufio.NewWriterSize(nc, upWriteBuf)}
+	c.abortFn = c.abort
+	return c, false, nil
+}
+
+// put returns a connection whose exchange ended cleanly, at now. It also closes the
+// oldest idle connection if it has outlived the idle timeout.
+func (p *connPool) put(c *upConn, now time.Time) {
+	c.idleAt = now
+	var stale *upConn
+	p.mu.Lock()
+	if len(p.idle) > 0 && now.Sub(p.idle[0].idleAt) > p.idleTimeout {
+		stale = p.idle[0]
+		copy(p.idle, p.idle[1:])
+		p.idle[len(p.idle)-1] = nil
+		p.idle = p.idle[:len(p.idle)-1]
+	}
+	keep := !p.closed && len(p.idle) < p.maxIdle
+	if keep {
+		p.idle = append(p.idle, c)
+	}
+	p.mu.Unlock()
+	if stale != nil {
+		stale.abort()
+	}
+	if !keep {
+		c.abort()
+	}
+}
+
+// close closes every idle connection and stops keeping new ones.
+func (p *connPool) close() {
+	p.mu.Lock()
+	idle := p.idle
+	p.idle, p.closed = nil, true
+	p.mu.Unlock()
+	for _, c := range idle {
+		c.abort()
+	}
+}
+
+// idleCount returns how many connections are idle.
+func (p *connPool) idleCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.idle)
+}

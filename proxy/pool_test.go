@@ -1,0 +1,182 @@
+//go:build linux || darwin || freebsd
+
+package proxy
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// socketPair returns two connected unix stream sockets; closing one end is seen
+// by the other at once (no network in between), so tests need not wait.
+func socketPair(t *testing.T) (net.Conn, net.Conn) {
+	t.Helper()
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := func(fd int) net.Conn {
+		f := os.NewFile(uintptr(fd), "pair")
+		defer f.Close()
+		c, err := net.FileConn(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	return conn(fds[0]), conn(fds[1])
+}
+
+func TestPeerOpen(t *testing.T) {
+	a, b := socketPair(t)
+	if !peerOpen(a) {
+		t.Fatal("an open idle connection looks closed")
+	}
+	b.Write([]byte("x"))
+	if peerOpen(a) {
+		t.Error("a connection with unsolicited bytes looks usable")
+	}
+	a, b = socketPair(t)
+	b.Close()
+	if peerOpen(a) {
+		t.Error("a connection closed by the peer looks open")
+	}
+	a.Close()
+	if peerOpen(a) {
+		t.Error("a closed connection looks open")
+	}
+}
+
+// unixListener accepts connections on a socket in a temporary directory and
+// returns its path and the accepted connections.
+func unixListener(t *testing.T) (string, <-chan net.Conn) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "up.sock")
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	conns := make(chan net.Conn, 16)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { c.Close() })
+			conns <- c
+		}
+	}()
+	return path, conns
+}
+
+func TestPoolReuseAndLiveness(t *testing.T) {
+	path, accepted := unixListener(t)
+	p := newConnPool("unix", path, time.Second, 2, time.Minute)
+	now := time.Now()
+	ctx := context.Background()
+
+	c1, reused, err := p.get(ctx, now, false)
+	if err != nil || reused {
+		t.Fatalf("first get: %v, reused %v", err, reused)
+	}
+	peer1 := recv(t, accepted, "the first connection")
+	p.put(c1, now)
+	c, reused, _ := p.get(ctx, now.Add(500*time.Millisecond), false)
+	if c != c1 || !reused {
+		t.Fatal("a fresh idle connection was not reused")
+	}
+
+	// Idle past checkIdleAfter and closed by the upstream: discarded, a new
+	// connection is dialled.
+	p.put(c1, now)
+	peer1.Close()
+	c2, reused, err := p.get(ctx, now.Add(2*time.Second), false)
+	if err != nil || reused || c2 == c1 {
+		t.Fatalf("a connection the upstream closed was reused (%v, %v)", reused, err)
+	}
+	recv(t, accepted, "the second connection")
+
+	// Idle past checkIdleAfter but open: reused after the check.
+	p.put(c2, now)
+	if c, reused, _ := p.get(ctx, now.Add(2*time.Second), false); c != c2 || !reused {
+		t.Fatal("an open connection idle for 2s was not reused")
+	}
+
+	// A fresh connection is asked for: the idle one stays idle.
+	p.put(c2, now)
+	if c, reused, _ := p.get(ctx, now, true); c == c2 || reused || p.idleCount() != 1 {
+		t.Fatal("get(fresh) handed out an idle connection")
+	}
+
+	// Idle past the idle timeout: discarded without a look.
+	p.put(c2, now)
+	if c, reused, _ := p.get(ctx, now.Add(2*time.Minute), false); c == c2 || reused {
+		t.Fatal("a connection idle past the timeout was reused")
+	}
+}
+
+func TestPoolBounds(t *testing.T) {
+	path, _ := unixListener(t)
+	p := newConnPool("unix", path, time.Second, 2, time.Minute)
+	now := time.Now()
+	var cs []*upConn
+	for i := 0; i < 3; i++ {
+		c, _, err := p.get(context.Background(), now, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs = append(cs, c)
+	}
+	for _, c := range cs {
+		p.put(c, now)
+	}
+	if n := p.idleCount(); n != 2 {
+		t.Fatalf("%d idle, want the bound of 2", n)
+	}
+	// The oldest idle connection outlived the timeout: a put sweeps it.
+	fresh := &upConn{nc: cs[2].nc}
+	p.put(fresh, now.Add(2*time.Minute))
+	p.mu.Lock()
+	kept := len(p.idle) == 2 && p.idle[1] == fresh && p.idle[0] == cs[1]
+	p.mu.Unlock()
+	if !kept {
+		t.Fatal("the put did not sweep the oldest stale connection to make room")
+	}
+	p.close()
+	if n := p.idleCount(); n != 0 {
+		t.Fatalf("%d idle after close", n)
+	}
+	p.put(cs[0], now)
+	if n := p.idleCount(); n != 0 {
+		t.Fatal("a closed pool kept a connection")
+	}
+}
+
+func TestUnixUpstream(t *testing.T) {
+	path, accepted := unixListener(t)
+	go func() {
+		c := <-accepted
+		buf := make([]byte, 4096)
+		c.Read(buf)
+		c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nunix"))
+	}()
+	_, base := startProxy(t, Params{Upstream: "unix://" + path}, ServerParams{})
+	resp, err := newClient(t, false).Get(base + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b := make([]byte, 8)
+	n, _ := resp.Body.Read(b)
+	if resp.StatusCode != 200 || string(b[:n]) != "unix" {
+		t.Fatalf("%d %q", resp.StatusCode, b[:n])
+	}
+}

@@ -1,0 +1,304 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// Protocol selects how the proxy talks to the upstream.
+type Protocol uint8
+
+const (
+	// ProtocolAuto (the default) forwards gRPC (HTTP/2 with an application/grpc
+	// content type) over h2c and everything else over HTTP/1.1, which every
+	// upstream speaks; WebSocket upgrades pass.
+	ProtocolAuto Protocol = iota
+	// ProtocolHTTP1 forwards everything over HTTP/1.1 (an upstream without h2c;
+	// gRPC cannot pass).
+	ProtocolHTTP1
+	// ProtocolH2C forwards everything over h2c (an HTTP/2-only upstream; WebSocket
+	// upgrades cannot pass).
+	ProtocolH2C
+)
+
+// Forwarding says whether the proxy trusts the X-Forwarded-* fields it receives.
+type Forwarding uint8
+
+const (
+	// ForwardAppend (the default) trusts the hop in front: the client's address is
+	// appended to X-Forwarded-For, and an X-Forwarded-Proto or X-Forwarded-Host
+	// that came with the request is passed on (else the proxy sets its own).
+	ForwardAppend Forwarding = iota
+	// ForwardReplace trusts nobody: incoming X-Forwarded-* fields are dropped, and
+	// X-Forwarded-For is the client's address alone.
+	ForwardReplace
+)
+
+// Params configures a Proxy. A zero field means its default.
+type Params struct {
+	// Upstream is "http://host[:port][/prefix]" or "unix:///path/to.sock". Required.
+	Upstream string
+	// Admitter decides per request; nil admits everything.
+	Admitter Admitter
+	// Protocol selects the upstream protocol; default ProtocolAuto.
+	Protocol Protocol
+	// Forwarding selects how X-Forwarded-* are treated; default ForwardAppend.
+	Forwarding Forwarding
+	// Host is the Host header sent upstream; "" passes the client's Host on (a
+	// sidecar's service sees the names its clients used). When set, the client's
+	// Host goes in X-Forwarded-Host.
+	Host string
+	// DialTimeout bounds connecting to the upstream. Default 2s: a dead upstream
+	// fails fast.
+	DialTimeout time.Duration
+	// UpstreamTimeout is the longest the proxy waits for the upstream to make
+	// progress: for the response head, and between reads of the body (as nginx's
+	// proxy_read_timeout) — a slow stream that keeps sending lives on. gRPC calls
+	// are bounded by their own deadline instead. Default 60s.
+	UpstreamTimeout time.Duration
+	// ClientTimeout is the longest an HTTP/1 client may take to make progress:
+	// between reads of its request body and for each write of the response. It
+	// replaces http.Server's ReadTimeout and WriteTimeout, which would cut long
+	// uploads and streams. Default 60s.
+	ClientTimeout time.Duration
+	// MaxIdleConns bounds the idle HTTP/1.1 connections kept to the upstream.
+	// Default 512.
+	MaxIdleConns int
+	// IdleConnTimeout closes connections idle for longer. Default 90s.
+	IdleConnTimeout time.Duration
+	// MaxResponseHeaderBytes bounds an upstream response head. Default 64 KiB.
+	MaxResponseHeaderBytes int
+	// Breaker configures the upstream's circuit breaker.
+	Breaker BreakerParams
+	// DisableBreaker turns the circuit breaker off.
+	DisableBreaker bool
+}
+
+// Defaults.
+const (
+	defaultDialTimeout     = 2 * time.Second
+	defaultUpstreamTimeout = 60 * time.Second
+	defaultClientTimeout   = 60 * time.Second
+	defaultMaxIdleConns    = 512
+	defaultIdleConnTimeout = 90 * time.Second
+	defaultMaxRespHeader   = 64 << 10
+)
+
+// Validate reports every problem with p, joined; nil if p is usable.
+func (p Params) Validate() error {
+	var errs []error
+	if _, err := parseUpstream(p.Upstream); err != nil {
+		errs = append(errs, err)
+	}
+	if p.Protocol > ProtocolH2C {
+		errs = append(errs, fmt.Errorf("proxy: unknown protocol %d", p.Protocol))
+	}
+	if p.Forwarding > ForwardReplace {
+		errs = append(errs, fmt.Errorf("proxy: unknown forwarding mode %d", p.Forwarding))
+	}
+	if !validFieldValue(p.Host) {
+		errs = append(errs, fmt.Errorf("proxy: host %q holds a line break", p.Host))
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"dial timeout", p.DialTimeout},
+		{"upstream timeout", p.UpstreamTimeout},
+		{"client timeout", p.ClientTimeout},
+		{"idle connection timeout", p.IdleConnTimeout},
+	} {
+		if d.v < 0 {
+			errs = append(errs, fmt.Errorf("proxy: %s must not be negative, got %v", d.name, d.v))
+		}
+	}
+	if p.MaxIdleConns < 0 {
+		errs = append(errs, fmt.Errorf("proxy: max idle connections must not be negative, got %d", p.MaxIdleConns))
+	}
+	if p.MaxResponseHeaderBytes < 0 {
+		errs = append(errs, fmt.Errorf("proxy: max response header bytes must not be negative, got %d", p.MaxResponseHeaderBytes))
+	}
+	if !p.DisableBreaker {
+		if err := p.Breaker.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Proxy is an HTTP reverse proxy in front of one upstream: HTTP/1.1 (with
+// WebSocket and other upgrades) and h2c (gRPC), with an admission hook, outcome
+// reporting and a circuit breaker.
+//
+// Per request: the circuit breaker may refuse at once (503, reason circuit_open);
+// the Admitter may reject (429 or 503, see Rejection); an admitted request is
+// forwarded with its body streamed both ways, and its outcome and latency go back
+// to the Admitter and the breaker exactly once. Upstream failures become 502
+// (connection refused or reset, malformed response) or 504 (timeout) with a
+// Sluice-Error header naming the class; for gRPC they become UNAVAILABLE.
+//
+// HTTP/1.1 requests go through the proxy's own client (upstream connection pool,
+// no goroutine per request unless the body streams); h2c uses net/http's
+// Transport.
+//
+// Concurrency: a Proxy is an http.Handler safe for concurrent use.
+type Proxy struct {
+	up         upstream
+	admit      Admitter
+	protocol   Protocol
+	forwarding Forwarding
+	hostHeader string
+
+	upstreamTimeout time.Duration
+	clientTimeout   time.Duration
+	maxHead         int
+
+	pool    *connPool
+	h2      *http.Transport
+	breaker *Breaker
+	stats   counters
+}
+
+// New returns a Proxy for p, or every problem with p.
+func New(p Params) (*Proxy, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	up, _ := parseUpstream(p.Upstream)
+	px := &Proxy{
+		up:              up,
+		admit:           p.Admitter,
+		protocol:        p.Protocol,
+		forwarding:      p.Forwarding,
+		hostHeader:      p.Host,
+		upstreamTimeout: orDuration(p.UpstreamTimeout, defaultUpstreamTimeout),
+		clientTimeout:   orDuration(p.ClientTimeout, defaultClientTimeout),
+		maxHead:         orInt(p.MaxResponseHeaderBytes, defaultMaxRespHeader),
+	}
+	dial := orDuration(p.DialTimeout, defaultDialTimeout)
+	idle := orDuration(p.IdleConnTimeout, defaultIdleConnTimeout)
+	px.pool = newConnPool(up.network, up.addr, dial, orInt(p.MaxIdleConns, defaultMaxIdleConns), idle)
+	if p.Protocol != ProtocolHTTP1 {
+		px.h2 = newH2Transport(up, dial, idle)
+	}
+	if !p.DisableBreaker {
+		b, err := NewBreaker(p.Breaker, time.Now())
+		if err != nil {
+			return nil, err
+		}
+		px.breaker = b
+	}
+	return px, nil
+}
+
+func orDuration(v, def time.Duration) time.Duration {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+func orInt(v, def int) int {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+// Close closes the idle upstream connections. Requests in flight finish; later
+// ones dial anew.
+func (p *Proxy) Close() error {
+	p.pool.close()
+	if p.h2 != nil {
+		p.h2.CloseIdleConnections()
+	}
+	return nil
+}
+
+// Breaker returns the upstream's circuit breaker, or nil if it is disabled.
+func (p *Proxy) Breaker() *Breaker { return p.breaker }
+
+// exchange is one request's bookkeeping: what must be reported once it finishes.
+type exchange struct {
+	p           *Proxy
+	permit      Permit
+	ticket      Ticket
+	admitted    bool
+	done        bool
+	closeClient bool // the client's HTTP/1 connection must close after the response
+	start       time.Time
+}
+
+// finish reports the outcome to the breaker and the Admitter; later calls do
+// nothing.
+func (x *exchange) finish(o Outcome) {
+	if !x.done {
+		x.finishAt(o, time.Now())
+	}
+}
+
+// finishAt is finish with the end instant given.
+func (x *exchange) finishAt(o Outcome, end time.Time) {
+	if x.done {
+		return
+	}
+	x.done = true
+	if x.p.breaker != nil {
+		x.p.breaker.Record(x.permit, o, end)
+	}
+	if x.admitted {
+		x.p.admit.Finish(x.ticket, o, end.Sub(x.start))
+	}
+}
+
+// ServeHTTP forwards r to the upstream, or rejects it.
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodConnect {
+		http.Error(w, "proxy: CONNECT is not supported", http.StatusMethodNotAllowed)
+		return
+	}
+	var ct string
+	if v := r.Header["Content-Type"]; len(v) > 0 {
+		ct = v[0]
+	}
+	g := grpcKindOf(ct)
+	now := time.Now()
+	x := exchange{p: p, start: now}
+	if p.breaker != nil {
+		permit, ok := p.breaker.Allow(now)
+		if !ok {
+			p.stats.circuitRejected.Add(1)
+			writeRejection(w, g, ct, Rejection{Kind: RejectOverload, Reason: ReasonCircuitOpen, RetryAfter: p.breaker.RetryAfter(now)})
+			return
+		}
+		x.permit = permit
+	}
+	if p.admit != nil {
+		t, rej, ok := p.admit.Admit(r)
+		if !ok {
+			if p.breaker != nil {
+				p.breaker.Record(x.permit, OutcomeIgnored, now)
+			}
+			writeRejection(w, g, ct, rej)
+			return
+		}
+		x.ticket, x.admitted, x.start = t, true, time.Now()
+	}
+	// Whatever happens below, even a panic, the outcome is reported once; a
+	// panic is reported as dropped.
+	defer x.finish(OutcomeDropped)
+	var abort bool
+	if p.protocol == ProtocolH2C || (p.protocol == ProtocolAuto && r.ProtoMajor == 2 && g == grpcNative) {
+		abort = p.forwardH2(w, r, &x, g, ct)
+	} else {
+		abort = p.forwardH1(w, r, &x, g, ct)
+	}
+	if abort {
+		// The response was cut short: make the server end it visibly (no final
+		// chunk; a stream reset) instead of passing a truncated body as whole.
+		x.finish(OutcomeDropped)
+		panic(http.ErrAbortHandler)
+	}
+}

@@ -1,0 +1,95 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"log"
+	"net/http"
+	"time"
+)
+
+// ServerParams configures the HTTP server in front of a Proxy. A zero field means
+// its default.
+//
+// Slow clients are bounded without cutting long streams: ReadHeaderTimeout bounds
+// the request head, IdleTimeout a keep-alive connection between requests,
+// MaxHeaderBytes the head's size; the body and the response are bounded by the
+// Proxy's ClientTimeout, a progress deadline renewed on every read and write.
+// http.Server's ReadTimeout and WriteTimeout stay off: they bound a whole request
+// and would kill uploads, downloads, server-sent events and gRPC streams that run
+// longer.
+type ServerParams struct {
+	// Addr is the listen address, as for http.Server.
+	Addr string
+	// Handler is the Proxy (or the Proxy wrapped). Required.
+	Handler http.Handler
+	// ReadHeaderTimeout bounds reading a request head. Default 10s.
+	ReadHeaderTimeout time.Duration
+	// IdleTimeout closes keep-alive connections idle for longer. Default 120s.
+	IdleTimeout time.Duration
+	// MaxHeaderBytes bounds a request head. Default 64 KiB.
+	MaxHeaderBytes int
+	// MaxConcurrentStreams bounds the streams of one HTTP/2 connection. Default 250.
+	MaxConcurrentStreams int
+	// DisableH2C turns unencrypted HTTP/2 (prior knowledge, as gRPC clients use)
+	// off, leaving HTTP/1.1 only.
+	DisableH2C bool
+	// ErrorLog receives the server's own errors (bad requests, panics); nil is
+	// net/http's default, the standard logger.
+	ErrorLog *log.Logger
+}
+
+// Defaults.
+const (
+	defaultReadHeaderTimeout = 10 * time.Second
+	defaultIdleTimeout       = 120 * time.Second
+	defaultMaxHeaderBytes    = 64 << 10
+	defaultMaxStreams        = 250
+)
+
+// Validate reports every problem with p, joined; nil if p is usable.
+func (p ServerParams) Validate() error {
+	var errs []error
+	if p.Handler == nil {
+		errs = append(errs, errors.New("proxy: server handler is required"))
+	}
+	if p.ReadHeaderTimeout < 0 {
+		errs = append(errs, fmt.Errorf("proxy: read header timeout must not be negative, got %v", p.ReadHeaderTimeout))
+	}
+	if p.IdleTimeout < 0 {
+		errs = append(errs, fmt.Errorf("proxy: idle timeout must not be negative, got %v", p.IdleTimeout))
+	}
+	if p.MaxHeaderBytes < 0 {
+		errs = append(errs, fmt.Errorf("proxy: max header bytes must not be negative, got %d", p.MaxHeaderBytes))
+	}
+	if p.MaxConcurrentStreams < 0 {
+		errs = append(errs, fmt.Errorf("proxy: max concurrent streams must not be negative, got %d", p.MaxConcurrentStreams))
+	}
+	return errors.Join(errs...)
+}
+
+// NewServer returns an http.Server for p, serving HTTP/1.1 and, unless disabled,
+// h2c with prior knowledge (net/http's native support: no h2c Upgrade dance, which
+// RFC 9113 deprecates and gRPC does not use); served with TLS (ServeTLS), it
+// speaks HTTP/2 over TLS as well. The caller runs and shuts it down.
+func NewServer(p ServerParams) (*http.Server, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	var protos http.Protocols
+	protos.SetHTTP1(true)
+	protos.SetHTTP2(true) // over TLS (ServeTLS), negotiated by ALPN
+	protos.SetUnencryptedHTTP2(!p.DisableH2C)
+	return &http.Server{
+		Addr:              p.Addr,
+		Handler:           p.Handler,
+		Protocols:         &protos,
+		ReadHeaderTimeout: orDuration(p.ReadHeaderTimeout, defaultReadHeaderTimeout),
+		IdleTimeout:       orDuration(p.IdleTimeout, defaultIdleTimeout),
+		MaxHeaderBytes:    orInt(p.MaxHeaderBytes, defaultMaxHeaderBytes),
+		HTTP2: &http.HTTP2Config{
+			MaxConcurrentStreams: orInt(p.MaxConcurrentStreams, defaultMaxStreams),
+		},
+		ErrorLog: p.ErrorLog,
+	}, nil
+}

@@ -1,0 +1,38 @@
+package proxy
+
+import "sync/atomic"
+
+// Stats counts what the proxy did on its own, beside what the Admitter sees: the
+// requests its circuit breaker refused and the upstream failures it answered.
+// Counters only grow.
+type Stats struct {
+	CircuitRejected uint64 // refused with 503, reason circuit_open
+	ConnectErrors   uint64 // the upstream could not be reached (502)
+	Timeouts        uint64 // the upstream made no progress in time (504, or cut mid-body)
+	ResetErrors     uint64 // the upstream closed or reset the connection (502, or cut mid-body)
+	ProtocolErrors  uint64 // the upstream sent a malformed response (502)
+	Retries         uint64 // requests sent again after a reused connection failed first
+	Upgrades        uint64 // connections upgraded (WebSocket) and spliced
+	IdleConns       int    // idle HTTP/1.1 connections to the upstream now
+}
+
+// counters are the atomic counters behind Stats; they are touched only off the
+// success path.
+type counters struct {
+	circuitRejected, connect, timeout, reset, protocol, retries, upgrades atomic.Uint64
+}
+
+// Stats returns a snapshot of the proxy's counters. Safe for concurrent use.
+func (p *Proxy) Stats() Stats {
+	c := &p.stats
+	return Stats{
+		CircuitRejected: c.circuitRejected.Load(),
+		ConnectErrors:   c.connect.Load(),
+		Timeouts:        c.timeout.Load(),
+		ResetErrors:     c.reset.Load(),
+		ProtocolErrors:  c.protocol.Load(),
+		Retries:         c.retries.Load(),
+		Upgrades:        c.upgrades.Load(),
+		IdleConns:       p.pool.idleCount(),
+	}
+}
