@@ -265,9 +265,10 @@ key = "header:X-Tenant"
 	})
 }
 
-// TestE2ECriticalKeepsSucceeding: with memory beyond its target (1 %, which
-// any machine exceeds), only critical requests are admitted: they keep
-// succeeding while sheddable (and default) ones are shed with 503.
+// TestE2ECriticalKeepsSucceeding: with memory beyond its target (0.01 % of
+// the host's or the cgroup's memory, which any machine exceeds), only critical
+// requests are admitted: they keep succeeding while sheddable (and default)
+// ones are shed with 503.
 func TestE2ECriticalKeepsSucceeding(t *testing.T) {
 	up := startUpstream(t)
 	s := startSluice(t, writeConfig(t, "", up.url, prelude+`
@@ -279,7 +280,7 @@ priority = "header:X-Priority"
   limit = 1000
   [group.targets]
   cpu = 0.0
-  memory = 0.01
+  memory = 0.0001
 `))
 	c := client(t)
 	// The guard acts once the first control ticks have read the memory:

@@ -315,3 +315,28 @@ func TestDescribeMatch(t *testing.T) {
 		t.Errorf("catch-all: %q", got)
 	}
 }
+
+func TestReady(t *testing.T) {
+	up := startUpstream(t)
+	cfg, err := configs.Parse("ready.toml", []byte(strings.ReplaceAll(prelude+catchAll, "UPSTREAM", up.url)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := newDaemon("ready.toml", cfg, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.close()
+	if err := d.ready(); err == nil || !strings.Contains(err.Error(), "not answered") {
+		t.Fatalf("ready before the upstream answered: %v", err)
+	}
+	// The probe returns once the upstream accepted a connection.
+	d.awaitUpstream(context.Background())
+	if err := d.ready(); err != nil {
+		t.Fatalf("ready after the probe: %v", err)
+	}
+	d.draining.Store(true)
+	if err := d.ready(); err == nil || !strings.Contains(err.Error(), "shutting down") {
+		t.Fatalf("ready while shutting down: %v", err)
+	}
+}
