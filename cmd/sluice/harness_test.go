@@ -50,9 +50,6 @@ func TestMain(m *testing.M) {
 // when the tests have it) and returns its path.
 func binary(t *testing.T) string {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("end-to-end test: builds and runs the binary")
-	}
 	binOnce.Do(func() {
 		binPath = filepath.Join(binDir, "sluice")
 		args := []string{"build", "-o", binPath}
