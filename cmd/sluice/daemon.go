@@ -73,6 +73,14 @@ func (d *daemon) build() error {
 		return err
 	}
 
+	for _, g := range cfg.Groups {
+		if g.Rate != nil && g.Rate.Scope == configs.ScopeGlobal {
+			// limits/redis, which gate.Params.GlobalRate would plug in, does
+			// not exist yet.
+			return fmt.Errorf("group %q: rate scope \"global\" (a quota shared through Redis) is not available in this build; use scope \"local\"", g.Name)
+		}
+	}
+
 	ctl := log.Named("control")
 	source := path
 	if source == "" {
@@ -126,8 +134,10 @@ func (d *daemon) build() error {
 		d.server.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
 
-	d.ln, err = listen(s.Listen)
-	return err
+	if d.ln, err = listen(s.Listen); err != nil {
+		return fmt.Errorf("server.listen %s: %w", s.Listen, err)
+	}
+	return nil
 }
 
 // close releases what newDaemon opened, for a daemon that never started.

@@ -125,7 +125,7 @@ func TestRunListenerInUse(t *testing.T) {
 	defer ln.Close()
 	path := writeConfig(t, "", "http://127.0.0.1:9", strings.Replace(prelude, "127.0.0.1:0", ln.Addr().String(), 1)+catchAll)
 	code, _, errOut := runArgs("run", "-config", path)
-	if code != exitError || !strings.Contains(errOut, "not started") || !strings.Contains(errOut, "address already in use") {
+	if code != exitError || !strings.Contains(errOut, "not started: error=\"server.listen "+ln.Addr().String()) || !strings.Contains(errOut, "address already in use") {
 		t.Fatalf("code %d, stderr:\n%s", code, errOut)
 	}
 }
@@ -338,5 +338,22 @@ func TestReady(t *testing.T) {
 	d.draining.Store(true)
 	if err := d.ready(); err == nil || !strings.Contains(err.Error(), "shutting down") {
 		t.Fatalf("ready while shutting down: %v", err)
+	}
+}
+
+func TestRunRefusesGlobalScope(t *testing.T) {
+	path := writeConfig(t, "", "http://127.0.0.1:9", prelude+`
+[redis]
+address = "127.0.0.1:6379"
+[[group]]
+name = "shared"
+match = { path_prefix = "/shared" }
+  [group.rate]
+  rate = 10
+  scope = "global"
+`+catchAll)
+	code, _, errOut := runArgs("run", "-config", path)
+	if code != exitError || !strings.Contains(errOut, `rate scope \"global\"`) || !strings.Contains(errOut, "not available in this build") {
+		t.Fatalf("code %d, stderr:\n%s", code, errOut)
 	}
 }
