@@ -11,7 +11,7 @@
 #
 # Two parts:
 #  1. Saturation: wrk -t$THREADS -c$CONNS -d$DURATION against each target, rounds
-#     interleaved (direct, nginx, sluice, httputil, direct, ...) so that a noisy
+#     interleaved (direct, nginx, sluice, proxy, httputil, direct, ...) so that a noisy
 #     neighbour hits all alike; the median round is reported, with each proxy's
 #     CPU time per request (from /proc), which noise moves far less than rates.
 #  2. Half rate: each target gets about half of nginx's median rate (wrk with a
