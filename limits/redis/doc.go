@@ -1,0 +1,49 @@
+// Package redis keeps global rate quotas in Redis, so that every node of a
+// service enforces one quota together ("5,000 req/s for the whole API,
+// 100 req/s per tenant across all replicas"), while each node keeps its own
+// adaptive concurrency limit.
+//
+// # Model
+//
+// A Store is a connection to one Redis server or Redis Cluster; a Limiter
+// is one quota on it, applied per key, with the algorithm and Result
+// semantics of the package limits type of the same name: TokenBucket and
+// LeakyBucket (GCRA, in integer nanoseconds), FixedWindow and SlidingWindow
+// (epoch-aligned windows). Its method AllowAt(key, now, n) has the shape of
+// limits.Keyed's.
+//
+// Each decision is one Lua script run with EVALSHA on one key (the script is
+// sent again with EVAL only when Redis has lost it), and the decisions of
+// concurrent callers ride the same pipeline (go-redis's auto-pipeliner), so
+// one Redis serves many decisions per round trip. The scripts read the time
+// from Redis (TIME), never from the node. A key holds its state as one
+// integer (the GCRA's theoretical arrival time in Unix ns, or a window's
+// index and counts) and expires by itself once its state is fresh again, so
+// idle keys cost nothing. Keys are
+//
+//	KeyPrefix + Name + ":" + {gcra|fw|sw} + ":{" + key + "}"
+//
+// hash-tagged by the caller's key, for Redis Cluster.
+//
+// # Failure
+//
+// A decision waits at most the store's Timeout (5 ms by default). A
+// decision that fails or times out is answered by the Fallback: local (this
+// node's share of the quota, the quota divided by the node count), open, or
+// closed. After three consecutive failures the store stops calling Redis
+// for a backoff that starts at BackoffMin and doubles up to BackoffMax;
+// after each pause one decision probes Redis, and the first that succeeds
+// brings every limiter of the store back to Redis. Status reports the mode,
+// the last error and the decision counts. A decision that timed out may
+// still be applied by Redis later: during a slow spell the quota is charged
+// both in Redis and locally, never less.
+//
+// # Node count
+//
+// The local share divides by the larger of the configured node count and
+// the nodes seen alive: each store registers its node in a sorted set in
+// Redis (KeyPrefix + "nodes") every Heartbeat, and a node is counted for
+// three heartbeats. During an outage the last count seen is kept.
+//
+// Core package: it does not log; callers read Status.
+package redis

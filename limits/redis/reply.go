@@ -1,0 +1,66 @@
+package redis
+
+import (
+	"errors"
+	"time"
+
+	"github.com/sluicehq/sluice/limits"
+)
+
+var errReply = errors.New("limits/redis: malformed script reply")
+
+// parseReply reads a limiter script's reply, "allowed remaining retry reset"
+// (four decimal integers separated by single spaces; durations in ns,
+// retry -1 meaning never), into a Result of capacity limit. Anything else
+// is an error: the decision then falls back.
+func parseReply(s string, limit int64) (limits.Result, error) {
+	var f [4]int64
+	for i := range f {
+		v, rest, ok := leadingInt(s)
+		last := i == len(f)-1
+		switch {
+		case !ok, last && rest != "", !last && (rest == "" || rest[0] != ' '):
+			return limits.Result{}, errReply
+		}
+		f[i] = v
+		if !last {
+			s = rest[1:]
+		}
+	}
+	allowed, remaining, retry, reset := f[0], f[1], f[2], f[3]
+	if allowed < 0 || allowed > 1 || remaining < 0 || remaining > limit || retry < -1 || reset < 0 {
+		return limits.Result{}, errReply
+	}
+	r := limits.Result{
+		Allowed:    allowed == 1,
+		Limit:      limit,
+		Remaining:  remaining,
+		RetryAfter: time.Duration(retry),
+		ResetAfter: time.Duration(reset),
+	}
+	if retry == -1 {
+		r.RetryAfter = limits.InfDuration
+	}
+	return r, nil
+}
+
+// leadingInt parses an optional '-' and 1 to 18 decimal digits at the start
+// of s, without allocating.
+func leadingInt(s string) (v int64, rest string, ok bool) {
+	neg := len(s) > 0 && s[0] == '-'
+	if neg {
+		s = s[1:]
+	}
+	i := 0
+	for i < len(s) && i < 19 && s[i] >= '0' && s[i] <= '9' {
+		v = v*10 + int64(s[i]-'0')
+		i++
+	}
+	if i == 0 || i > 18 {
+		return 0, "", false
+	}
+	if neg {
+		v = -v
+	}
+	return v, s[i:], true
+}
