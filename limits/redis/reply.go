@@ -45,7 +45,7 @@ func parseReply(s string, limit int64) (limits.Result, error) {
 }
 
 // leadingInt parses an optional '-' and 1 to 18 decimal digits at the start
-// of s, without allocating.
+// of s, in canonical form (no leading zero, no "-0"), without allocating.
 func leadingInt(s string) (v int64, rest string, ok bool) {
 	neg := len(s) > 0 && s[0] == '-'
 	if neg {
@@ -56,7 +56,7 @@ func leadingInt(s string) (v int64, rest string, ok bool) {
 		v = v*10 + int64(s[i]-'0')
 		i++
 	}
-	if i == 0 || i > 18 {
+	if i == 0 || i > 18 || (s[0] == '0' && (i > 1 || neg)) {
 		return 0, "", false
 	}
 	if neg {

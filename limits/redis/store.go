@@ -68,6 +68,9 @@ func Open(p StoreParams) (*Store, error) {
 		}
 		password = strings.TrimSpace(string(b))
 	}
+	// No retries inside the client: a failed call is answered by the
+	// fallback at once, and the store's own backoff decides when to try
+	// again (a retried script could also be applied twice).
 	io := ioTimeout(p.Timeout)
 	var client goredis.UniversalClient
 	var pipe *goredis.AutoPipeliner
@@ -80,14 +83,14 @@ func Open(p StoreParams) (*Store, error) {
 	if len(p.ClusterAddresses) > 0 {
 		c := goredis.NewClusterClient(&goredis.ClusterOptions{
 			Addrs: p.ClusterAddresses, Username: p.Username, Password: password, TLSConfig: p.TLS,
-			DialTimeout: time.Second, ReadTimeout: io, WriteTimeout: io, MaxRetries: -1,
+			DialTimeout: time.Second, DialerRetries: 1, ReadTimeout: io, WriteTimeout: io, MaxRetries: -1,
 		})
 		client = c
 		pipe, err = c.AsyncAutoPipelineWithOptions(apo)
 	} else {
 		c := goredis.NewClient(&goredis.Options{
 			Addr: p.Address, Username: p.Username, Password: password, DB: p.DB, TLSConfig: p.TLS,
-			DialTimeout: time.Second, ReadTimeout: io, WriteTimeout: io, MaxRetries: -1,
+			DialTimeout: time.Second, DialerRetries: 1, ReadTimeout: io, WriteTimeout: io, MaxRetries: -1,
 		})
 		client = c
 		pipe, err = c.AsyncAutoPipelineWithOptions(apo)
@@ -170,7 +173,11 @@ func (s *Store) heartbeat() {
 func (s *Store) beat(leave bool) (int, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), ioTimeout(s.p.Timeout))
 	defer cancel()
-	ttl := 3 * s.p.Heartbeat.Milliseconds()
+	every := s.p.Heartbeat
+	if every <= 0 { // no heartbeat goroutine: a beat by hand (tests)
+		every = DefaultHeartbeat
+	}
+	ttl := 3 * every.Milliseconds()
 	flag := "0"
 	if leave {
 		flag = "1"
