@@ -42,29 +42,37 @@ func exactCases() []exactCase {
 			local: func() limits.Limiter { return must(limits.NewTokenBucket(limits.TokenBucketParams{Rate: 3, Burst: 5})) },
 			steps: []step{
 				{0, 1}, {0, 1}, {0, 1}, {0, 1}, {0, 1}, {0, 1}, // burst of 5, the 6th refused
-				{333 * time.Millisecond, 1},                      // not quite a token yet
-				{333_333_334 * time.Nanosecond, 1},               // now it is
-				{400 * time.Millisecond, 0},                      // a probe
-				{time.Second, 2}, {time.Second, 6},               // 6 > burst: never
-				{900 * time.Millisecond, 1},                      // time goes backwards
-				{5 * time.Second, 5}, {5 * time.Second, 1},       // full again
+				{333 * time.Millisecond, 1},        // not quite a token yet
+				{333_333_334 * time.Nanosecond, 1}, // now it is
+				{400 * time.Millisecond, 0},        // a probe
+				{time.Second, 2}, {time.Second, 6}, // 6 > burst: never
+				{900 * time.Millisecond, 1},                // time goes backwards
+				{5 * time.Second, 5}, {5 * time.Second, 1}, // full again
 			},
 		},
 		{
-			p:     LimiterParams{Name: "tb1k", Algorithm: TokenBucket, Rate: 1000, Burst: 50},
-			local: func() limits.Limiter { return must(limits.NewTokenBucket(limits.TokenBucketParams{Rate: 1000, Burst: 50})) },
+			p: LimiterParams{Name: "tb1k", Algorithm: TokenBucket, Rate: 1000, Burst: 50},
+			local: func() limits.Limiter {
+				return must(limits.NewTokenBucket(limits.TokenBucketParams{Rate: 1000, Burst: 50}))
+			},
 		},
 		{
-			p:     LimiterParams{Name: "tbslow", Algorithm: TokenBucket, Rate: 0.7, Burst: 10},
-			local: func() limits.Limiter { return must(limits.NewTokenBucket(limits.TokenBucketParams{Rate: 0.7, Burst: 10})) },
+			p: LimiterParams{Name: "tbslow", Algorithm: TokenBucket, Rate: 0.7, Burst: 10},
+			local: func() limits.Limiter {
+				return must(limits.NewTokenBucket(limits.TokenBucketParams{Rate: 0.7, Burst: 10}))
+			},
 		},
 		{
-			p:     LimiterParams{Name: "lb", Algorithm: LeakyBucket, Rate: 7, Burst: 4},
-			local: func() limits.Limiter { return must(limits.NewLeakyBucket(limits.LeakyBucketParams{Rate: 7, Capacity: 4})) },
+			p: LimiterParams{Name: "lb", Algorithm: LeakyBucket, Rate: 7, Burst: 4},
+			local: func() limits.Limiter {
+				return must(limits.NewLeakyBucket(limits.LeakyBucketParams{Rate: 7, Capacity: 4}))
+			},
 		},
 		{
-			p:     LimiterParams{Name: "fw", Algorithm: FixedWindow, Limit: 10, Window: time.Second},
-			local: func() limits.Limiter { return must(limits.NewFixedWindow(limits.WindowParams{Limit: 10, Window: time.Second})) },
+			p: LimiterParams{Name: "fw", Algorithm: FixedWindow, Limit: 10, Window: time.Second},
+			local: func() limits.Limiter {
+				return must(limits.NewFixedWindow(limits.WindowParams{Limit: 10, Window: time.Second}))
+			},
 			steps: []step{
 				{0, 4}, {0, 4}, {0, 4}, {0, 2}, {100 * time.Millisecond, 1}, {0, 11},
 				{876_543_211 * time.Nanosecond, 1}, // the next window (t0 is 0.123456789 s into one)
@@ -72,12 +80,16 @@ func exactCases() []exactCase {
 			},
 		},
 		{ // a window that does not divide a second
-			p:     LimiterParams{Name: "fw15", Algorithm: FixedWindow, Limit: 5, Window: 1500 * time.Millisecond},
-			local: func() limits.Limiter { return must(limits.NewFixedWindow(limits.WindowParams{Limit: 5, Window: 1500 * time.Millisecond})) },
+			p: LimiterParams{Name: "fw15", Algorithm: FixedWindow, Limit: 5, Window: 1500 * time.Millisecond},
+			local: func() limits.Limiter {
+				return must(limits.NewFixedWindow(limits.WindowParams{Limit: 5, Window: 1500 * time.Millisecond}))
+			},
 		},
 		{
-			p:     LimiterParams{Name: "sw", Algorithm: SlidingWindow, Limit: 10, Window: time.Second},
-			local: func() limits.Limiter { return must(limits.NewSlidingWindow(limits.WindowParams{Limit: 10, Window: time.Second})) },
+			p: LimiterParams{Name: "sw", Algorithm: SlidingWindow, Limit: 10, Window: time.Second},
+			local: func() limits.Limiter {
+				return must(limits.NewSlidingWindow(limits.WindowParams{Limit: 10, Window: time.Second}))
+			},
 			steps: []step{
 				{0, 5}, {0, 5}, {0, 1}, {900 * time.Millisecond, 3},
 				{1200 * time.Millisecond, 1}, {1200 * time.Millisecond, 4}, {1300 * time.Millisecond, 0},
@@ -85,12 +97,16 @@ func exactCases() []exactCase {
 			},
 		},
 		{
-			p:     LimiterParams{Name: "sw7", Algorithm: SlidingWindow, Limit: 7, Window: 250 * time.Millisecond},
-			local: func() limits.Limiter { return must(limits.NewSlidingWindow(limits.WindowParams{Limit: 7, Window: 250 * time.Millisecond})) },
+			p: LimiterParams{Name: "sw7", Algorithm: SlidingWindow, Limit: 7, Window: 250 * time.Millisecond},
+			local: func() limits.Limiter {
+				return must(limits.NewSlidingWindow(limits.WindowParams{Limit: 7, Window: 250 * time.Millisecond}))
+			},
 		},
 		{
-			p:     LimiterParams{Name: "sw100", Algorithm: SlidingWindow, Limit: 100, Window: time.Minute},
-			local: func() limits.Limiter { return must(limits.NewSlidingWindow(limits.WindowParams{Limit: 100, Window: time.Minute})) },
+			p: LimiterParams{Name: "sw100", Algorithm: SlidingWindow, Limit: 100, Window: time.Minute},
+			local: func() limits.Limiter {
+				return must(limits.NewSlidingWindow(limits.WindowParams{Limit: 100, Window: time.Minute}))
+			},
 		},
 	}
 }

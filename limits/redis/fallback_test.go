@@ -19,7 +19,6 @@ func deadAddress(t *testing.T) string {
 	return "127.0.0.1:" + strconv.Itoa(port)
 }
 
-
 // TestFallbackPolicies decides with Redis unreachable from the start (a node
 // must start and serve while Redis is down) under each policy.
 func TestFallbackPolicies(t *testing.T) {
