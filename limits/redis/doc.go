@@ -30,8 +30,11 @@
 // A decision waits at most the store's Timeout (5 ms by default). A
 // decision that fails or times out is answered by the Fallback: local (this
 // node's share of the quota, the quota divided by the node count), open, or
-// closed. After three consecutive failures the store stops calling Redis
-// for a backoff that starts at BackoffMin and doubles up to BackoffMax;
+// closed. When three decisions in a row have failed and none has succeeded
+// for ten times the Timeout (Redis is dead, or cannot keep up at all; a slow
+// Redis that still answers some decisions in time is not), the store stops
+// calling Redis for a backoff that starts at BackoffMin and doubles up to
+// BackoffMax;
 // after each pause one decision probes Redis, and the first that succeeds
 // brings every limiter of the store back to Redis. Status reports the mode,
 // the last error and the decision counts. A decision that timed out may

@@ -7,13 +7,17 @@ import (
 	"time"
 )
 
-// failThreshold is how many consecutive failed decisions take the link down.
+// failThreshold is how many consecutive failed decisions, with no success
+// for the quiet period, take the link down.
 const failThreshold = 3
 
 // link is the health of a Store's connection to Redis, shared by its
 // limiters: a circuit breaker with exponential backoff. While up, every
-// decision goes to Redis; failThreshold consecutive failures (errors or
-// timeouts) take it down. While down, decisions are answered by the
+// decision goes to Redis; the link goes down after failThreshold
+// consecutive failures (errors or timeouts) with no success for the quiet
+// period: Redis is then dead or cannot keep up at all. (A Redis that is
+// slow but alive keeps answering some decisions in time, and stays up: only
+// its late decisions fall back.) While down, decisions are answered by the
 // fallback without calling Redis, except one probe once the backoff has
 // passed: if the probe succeeds the link is up again, else the backoff
 // doubles (up to its maximum, each pause jittered by ±20 %, so the nodes of
@@ -27,8 +31,9 @@ type link struct {
 	retryAt atomic.Int64 // while down: the earliest instant of the next probe
 	probing atomic.Bool  // a probe is in flight
 	fails   atomic.Int32 // consecutive failures while up
+	lastOK  atomic.Int64 // the last success, give or take quiet/8; 0: none yet
 
-	min, max time.Duration
+	min, max, quiet time.Duration
 
 	mu        sync.Mutex
 	backoff   time.Duration // the current pause while down
@@ -37,8 +42,8 @@ type link struct {
 	lastErrAt int64
 }
 
-func newLink(min, max time.Duration, now int64) *link {
-	return &link{min: min, max: max, since: now}
+func newLink(min, max, quiet time.Duration, now int64) *link {
+	return &link{min: min, max: max, quiet: quiet, since: now}
 }
 
 // route tells whether a decision at now goes to Redis, and whether it is the
@@ -60,12 +65,18 @@ func (k *link) succeeded(now int64, probe bool) {
 		k.down.Store(false)
 		k.fails.Store(0)
 		k.backoff, k.since = 0, now
+		k.lastOK.Store(now)
 		k.probing.Store(false)
 		k.mu.Unlock()
 		return
 	}
 	if k.fails.Load() != 0 {
 		k.fails.Store(0)
+	}
+	// Written at most 8 times per quiet period, to keep the hot path from
+	// bouncing a shared cache line.
+	if now-k.lastOK.Load() > int64(k.quiet/8) {
+		k.lastOK.Store(now)
 	}
 }
 
@@ -81,7 +92,7 @@ func (k *link) failed(now int64, probe bool, err error) {
 		k.probing.Store(false)
 	case k.down.Load():
 		// a decision that left while the link was still up
-	case k.fails.Add(1) >= failThreshold:
+	case k.fails.Add(1) >= failThreshold && now-k.lastOK.Load() >= int64(k.quiet):
 		k.backoff, k.since = k.min, now
 		k.retryAt.Store(now + jitter(k.backoff))
 		k.down.Store(true)

@@ -6,14 +6,15 @@ import (
 	"time"
 )
 
-// TestLink steps the breaker at fixed instants: three failures take it down,
-// nothing reaches Redis before the backoff has passed, then exactly one
-// probe does; failed probes double the pause up to its maximum, and a
-// successful one brings the link back.
+// TestLink steps the breaker at fixed instants: three failures in a row
+// take it down once nothing has succeeded for the quiet period, nothing
+// reaches Redis before the backoff has passed, then exactly one probe does;
+// failed probes double the pause up to its maximum, and a successful one
+// brings the link back.
 func TestLink(t *testing.T) {
 	const ms = int64(time.Millisecond)
 	boom := errors.New("dial tcp: connection refused")
-	k := newLink(10*time.Millisecond, 40*time.Millisecond, 0)
+	k := newLink(10*time.Millisecond, 40*time.Millisecond, 50*time.Millisecond, 0)
 	now := int64(1_000) * ms
 
 	mustRoute := func(step string, wantRedis, wantProbe bool) {
@@ -37,6 +38,11 @@ func TestLink(t *testing.T) {
 	k.failed(now, false, boom)
 	k.failed(now, false, boom)
 	mustRoute("two failures in a row", true, false)
+	now += 49 * ms
+	k.failed(now, false, boom)
+	k.failed(now, false, boom)
+	mustRoute("failures, but a success 49ms ago: slow, not dead", true, false)
+	now += ms
 	k.failed(now, false, boom)
 	if st := k.state(); !st.down || st.lastErr != boom.Error() || st.since != now {
 		t.Fatalf("after three failures: %+v", st)
@@ -61,6 +67,7 @@ func TestLink(t *testing.T) {
 	}
 	mustRoute("up again", true, false)
 	// Down again: the pause starts from the minimum.
+	now += 50 * ms
 	for range failThreshold {
 		k.failed(now, false, boom)
 	}

@@ -104,7 +104,7 @@ func Open(p StoreParams) (*Store, error) {
 	host, _ := os.Hostname()
 	s := &Store{
 		p: p, client: client, pipe: pipe, clock: scripts,
-		link:     newLink(p.BackoffMin, p.BackoffMax, time.Now().UnixNano()),
+		link:     newLink(p.BackoffMin, p.BackoffMax, 10*p.Timeout, time.Now().UnixNano()),
 		nodeID:   fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(id[:])),
 		nodesKey: p.KeyPrefix + "nodes",
 		limiters: make(map[*Limiter]struct{}),
