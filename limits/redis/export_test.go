@@ -17,6 +17,7 @@ func openAtCallerTime(p StoreParams) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.clock, s.argvTime = callerTimeScripts, true
+	// One instant per script call: no batches of several callers.
+	s.clock, s.argvTime, s.batch = callerTimeScripts, true, false
 	return s, nil
 }

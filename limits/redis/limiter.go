@@ -4,12 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
-
-	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/limits"
 )
@@ -40,6 +37,7 @@ type Limiter struct {
 
 	local    *limits.Keyed
 	setShare func(nodes int) error // sets the local template's amounts
+	b        *batcher              // nil: a script call per decision
 
 	redisN, fallbackN, errN, timeoutN atomic.Uint64
 	closed                            atomic.Bool
@@ -128,6 +126,9 @@ func (s *Store) NewLimiter(p LimiterParams) (*Limiter, error) {
 	default:
 		l.a1, l.a2 = int64(p.Window), p.Limit
 	}
+	if s.batch {
+		l.b = newBatcher(l)
+	}
 	s.register(l)
 	return l, nil
 }
@@ -178,25 +179,28 @@ func (l *Limiter) AllowAt(key string, now time.Time, n int64) limits.Result {
 	return l.local.AllowAt(key, now, n)
 }
 
-// decide asks Redis, within the store's Timeout.
+// decide asks Redis, within the store's Timeout: through the batcher, or
+// (on a cluster, and with the tests' clock) with a script call of its own.
 func (l *Limiter) decide(key string, now time.Time, n int64) (limits.Result, error) {
-	b := startBudget(l.s.p.Timeout)
-	defer b.stop()
-	args := make([]any, 7, 9)
-	args[0], args[1], args[2], args[3], args[4], args[5], args[6] = "evalsha", l.scr.sha, 1, l.prefix+key+"}", l.a1, l.a2, n
-	if l.s.argvTime {
-		args = append(args, now.Unix(), int64(now.Nanosecond()))
+	budget := startBudget(l.s.p.Timeout)
+	defer budget.stop()
+	r := &request{key: l.prefix + key + "}", n: n}
+	if l.b != nil {
+		r.done = make(chan struct{})
+		return l.b.ask(r, budget)
 	}
-	bg := context.Background()
-	cmd := goredis.NewCmd(bg, args...)
-	err := l.s.pipe.Submit(bg, cmd).WaitContext(b)
+	var extra []any
+	if l.s.argvTime {
+		extra = []any{now.Unix(), int64(now.Nanosecond())}
+	}
+	reqs := []*request{r}
+	cmd := l.command(reqs, "evalsha", l.scr.sha, extra...)
+	err := l.s.pipe.Submit(context.Background(), cmd).WaitContext(budget)
 	if isNoScript(err) {
 		// Redis lost its script cache (a restart, a failover, SCRIPT
 		// FLUSH): EVAL runs the script and caches it again.
-		args = slices.Clone(args)
-		args[0], args[1] = "eval", l.scr.src
-		cmd = goredis.NewCmd(bg, args...)
-		err = l.s.pipe.Submit(bg, cmd).WaitContext(b)
+		cmd = l.command(reqs, "eval", l.scr.src, extra...)
+		err = l.s.pipe.Submit(context.Background(), cmd).WaitContext(budget)
 	}
 	if err != nil {
 		return limits.Result{}, err
@@ -231,6 +235,9 @@ func (l *Limiter) Close() error {
 		return nil
 	}
 	l.s.unregister(l)
+	if l.b != nil {
+		l.b.close()
+	}
 	if l.own {
 		return l.s.Close()
 	}

@@ -9,27 +9,44 @@ import (
 
 var errReply = errors.New("limits/redis: malformed script reply")
 
-// parseReply reads a limiter script's reply, "allowed remaining retry reset"
-// (four decimal integers separated by single spaces; durations in ns,
-// retry -1 meaning never), into a Result of capacity limit. Anything else
-// is an error: the decision then falls back.
+// parseReply reads a script's reply to one request into a Result of
+// capacity limit; see nextReply.
 func parseReply(s string, limit int64) (limits.Result, error) {
+	r, rest, err := nextReply(s, limit)
+	if err == nil && rest != "" {
+		err = errReply
+	}
+	return r, err
+}
+
+// nextReply reads the first reply of a script's replies to a batch: four
+// decimal integers "allowed remaining retry reset" (durations in ns, retry
+// -1 meaning never), separated by single spaces, as are the replies. It
+// returns the Result of capacity limit and the replies after it. Anything
+// else is an error: the decisions then fall back. It does not allocate.
+func nextReply(s string, limit int64) (limits.Result, string, error) {
 	var f [4]int64
 	for i := range f {
 		v, rest, ok := leadingInt(s)
-		last := i == len(f)-1
-		switch {
-		case !ok, last && rest != "", !last && (rest == "" || rest[0] != ' '):
-			return limits.Result{}, errReply
+		if !ok {
+			return limits.Result{}, "", errReply
 		}
 		f[i] = v
-		if !last {
-			s = rest[1:]
+		s = rest
+		if s == "" {
+			if i < len(f)-1 {
+				return limits.Result{}, "", errReply
+			}
+			break
 		}
+		if s[0] != ' ' || len(s) == 1 {
+			return limits.Result{}, "", errReply
+		}
+		s = s[1:]
 	}
 	allowed, remaining, retry, reset := f[0], f[1], f[2], f[3]
 	if allowed < 0 || allowed > 1 || remaining < 0 || remaining > limit || retry < -1 || reset < 0 {
-		return limits.Result{}, errReply
+		return limits.Result{}, "", errReply
 	}
 	r := limits.Result{
 		Allowed:    allowed == 1,
@@ -41,7 +58,7 @@ func parseReply(s string, limit int64) (limits.Result, error) {
 	if retry == -1 {
 		r.RetryAfter = limits.InfDuration
 	}
-	return r, nil
+	return r, s, nil
 }
 
 // leadingInt parses an optional '-' and 1 to 18 decimal digits at the start

@@ -34,6 +34,9 @@ type Store struct {
 	// argvTime passes each decision's now to the scripts; only the tests'
 	// clock reads it (export_test.go).
 	argvTime bool
+	// batch lets limiters decide many requests per script call (a single
+	// server: a cluster's keys may live on different nodes).
+	batch bool
 
 	nodeID   string
 	nodesKey string
@@ -103,7 +106,7 @@ func Open(p StoreParams) (*Store, error) {
 	_, _ = rand.Read(id[:])
 	host, _ := os.Hostname()
 	s := &Store{
-		p: p, client: client, pipe: pipe, clock: scripts,
+		p: p, client: client, pipe: pipe, clock: scripts, batch: len(p.ClusterAddresses) == 0,
 		link:     newLink(p.BackoffMin, p.BackoffMax, 10*p.Timeout, time.Now().UnixNano()),
 		nodeID:   fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(id[:])),
 		nodesKey: p.KeyPrefix + "nodes",
@@ -124,6 +127,15 @@ func Open(p StoreParams) (*Store, error) {
 func (s *Store) Close() error {
 	if !s.closed.CompareAndSwap(false, true) {
 		return nil
+	}
+	s.mu.Lock()
+	ls := make([]*Limiter, 0, len(s.limiters))
+	for l := range s.limiters {
+		ls = append(ls, l)
+	}
+	s.mu.Unlock()
+	for _, l := range ls {
+		l.Close()
 	}
 	close(s.stop)
 	s.wg.Wait()
