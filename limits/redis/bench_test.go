@@ -113,7 +113,11 @@ func benchDecisions(b *testing.B, p LimiterParams, batch bool) {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	s.batch = batch // without: one script call per decision, as on a cluster
+	if !batch { // one script call per decision, as on a cluster
+		if err := s.unbatched(); err != nil {
+			b.Fatal(err)
+		}
+	}
 	l, err := s.NewLimiter(p)
 	if err != nil {
 		b.Fatal(err)
@@ -178,6 +182,9 @@ func BenchmarkINCR(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer s.Close()
+		if err := s.unbatched(); err != nil {
+			b.Fatal(err)
+		}
 		runCallers(b, func(caller, i int) {
 			budget := startBudget(s.p.Timeout)
 			cmd := goredis.NewIntCmd(context.Background(), "incr", keys[(caller*7919+i)%len(keys)])

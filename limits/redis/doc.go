@@ -12,10 +12,15 @@
 // (epoch-aligned windows). Its method AllowAt(key, now, n) has the shape of
 // limits.Keyed's.
 //
-// Each decision is one Lua script run with EVALSHA on one key (the script is
-// sent again with EVAL only when Redis has lost it), and the decisions of
-// concurrent callers ride the same pipeline (go-redis's auto-pipeliner), so
-// one Redis serves many decisions per round trip. The scripts read the time
+// Each decision is made by a Lua script run with EVALSHA (the script is sent
+// again with EVAL only when Redis has lost it), one round trip. On a single
+// server, the decisions of concurrent callers are batched: one script call
+// decides every request queued while the previous calls were on the wire,
+// in order, so Redis pays the cost of a call (and of reading its clock)
+// once per batch. On a Redis Cluster, whose keys a batch could not mix,
+// each decision is a call of its own and go-redis's auto-pipeliner sends
+// the calls of concurrent callers together. Either way one Redis serves
+// many decisions per round trip. The scripts read the time
 // from Redis (TIME), never from the node. A key holds its state as one
 // integer (the GCRA's theoretical arrival time in Unix ns, or a window's
 // index and counts) and expires by itself once its state is fresh again, so

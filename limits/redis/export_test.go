@@ -18,6 +18,16 @@ func openAtCallerTime(p StoreParams) (*Store, error) {
 		return nil, err
 	}
 	// One instant per script call: no batches of several callers.
-	s.clock, s.argvTime, s.batch = callerTimeScripts, true, false
-	return s, nil
+	s.clock, s.argvTime = callerTimeScripts, true
+	return s, s.unbatched()
+}
+
+// unbatched makes the store's later limiters decide with a script call per
+// decision, through the auto-pipeliner, as on a cluster.
+func (s *Store) unbatched() error {
+	if !s.batch {
+		return nil
+	}
+	s.batch = false
+	return s.autopipeline()
 }

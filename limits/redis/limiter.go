@@ -13,7 +13,7 @@ import (
 
 // Limiter is a global quota: one rate algorithm per key, its state in Redis,
 // shared by every node. Each decision is one round trip (a Lua script run
-// by EVALSHA, batched with the concurrent decisions of other callers), whose
+// by EVALSHA, shared with the concurrent decisions of other callers), whose
 // clock is Redis's TIME, so the nodes' clocks never matter.
 //
 // A decision never fails: if Redis cannot answer within the store's

@@ -17,18 +17,20 @@ import (
 
 // Store is one Redis deployment (a server or a cluster) that holds global
 // quotas, shared by the limiters built on it: the connection pool, the
-// auto-pipeliner that batches the decisions of concurrent callers into
-// pipelines (so one round trip carries many decisions), the health of the
-// link (backoff and probing, see Status), and this node's heartbeat, by
-// which the nodes count each other.
+// health of the link (backoff and probing, see Status), and this node's
+// heartbeat, by which the nodes count each other. On a single server each
+// limiter batches the decisions of concurrent callers into one script call
+// (see batcher); on a cluster, whose keys a batch could not mix, each
+// decision is a script call of its own, and go-redis's auto-pipeliner sends
+// the calls of concurrent callers together.
 //
 // Open does not contact Redis: a node starts, and decides by its fallback,
 // while Redis is down. Safe for concurrent use. Close it to stop its
-// heartbeat and close its connections.
+// heartbeat and its limiters and to close its connections.
 type Store struct {
 	p      StoreParams // resolved
 	client goredis.UniversalClient
-	pipe   *goredis.AutoPipeliner
+	pipe   *goredis.AutoPipeliner // nil while batch
 	link   *link
 	clock  map[Algorithm]*script // the limiter scripts (tests use another clock)
 	// argvTime passes each decision's now to the scripts; only the tests'
@@ -76,37 +78,22 @@ func Open(p StoreParams) (*Store, error) {
 	// again (a retried script could also be applied twice).
 	io := ioTimeout(p.Timeout)
 	var client goredis.UniversalClient
-	var pipe *goredis.AutoPipeliner
-	var err error
-	// The deferred face of the auto-pipeliner: Submit, then a wait bounded
-	// by the decision's budget (the blocking face cannot bound its wait).
-	// One ordered batch stream keeps batches deep; a bounded queue turns an
-	// overload into fast errors (answered by the fallback) instead of memory.
-	apo := &goredis.AutoPipelineOptions{MaxBatchSize: 300, MaxConcurrentBatches: 1, MaxQueuedCommands: 1 << 16}
 	if len(p.ClusterAddresses) > 0 {
-		c := goredis.NewClusterClient(&goredis.ClusterOptions{
+		client = goredis.NewClusterClient(&goredis.ClusterOptions{
 			Addrs: p.ClusterAddresses, Username: p.Username, Password: password, TLSConfig: p.TLS,
 			DialTimeout: time.Second, DialerRetries: 1, ReadTimeout: io, WriteTimeout: io, MaxRetries: -1,
 		})
-		client = c
-		pipe, err = c.AsyncAutoPipelineWithOptions(apo)
 	} else {
-		c := goredis.NewClient(&goredis.Options{
+		client = goredis.NewClient(&goredis.Options{
 			Addr: p.Address, Username: p.Username, Password: password, DB: p.DB, TLSConfig: p.TLS,
 			DialTimeout: time.Second, DialerRetries: 1, ReadTimeout: io, WriteTimeout: io, MaxRetries: -1,
 		})
-		client = c
-		pipe, err = c.AsyncAutoPipelineWithOptions(apo)
-	}
-	if err != nil {
-		client.Close()
-		return nil, fmt.Errorf("limits/redis: %w", err)
 	}
 	var id [8]byte
 	_, _ = rand.Read(id[:])
 	host, _ := os.Hostname()
 	s := &Store{
-		p: p, client: client, pipe: pipe, clock: scripts, batch: len(p.ClusterAddresses) == 0,
+		p: p, client: client, clock: scripts, batch: len(p.ClusterAddresses) == 0,
 		link:     newLink(p.BackoffMin, p.BackoffMax, 10*p.Timeout, time.Now().UnixNano()),
 		nodeID:   fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(id[:])),
 		nodesKey: p.KeyPrefix + "nodes",
@@ -114,6 +101,12 @@ func Open(p StoreParams) (*Store, error) {
 		stop:     make(chan struct{}),
 	}
 	s.divisor.Store(int32(p.Nodes))
+	if !s.batch {
+		if err := s.autopipeline(); err != nil {
+			client.Close()
+			return nil, err
+		}
+	}
 	if p.Heartbeat > 0 {
 		s.wg.Add(1)
 		go s.heartbeat()
@@ -139,7 +132,33 @@ func (s *Store) Close() error {
 	}
 	close(s.stop)
 	s.wg.Wait()
-	return errors.Join(s.pipe.Close(), s.client.Close())
+	var err error
+	if s.pipe != nil {
+		err = s.pipe.Close()
+	}
+	return errors.Join(err, s.client.Close())
+}
+
+// autopipeline sets up the pipe of the limiters that make a script call per
+// decision (on a cluster, whose keys a batch could not mix): go-redis's
+// auto-pipeliner, which sends the calls of concurrent callers together.
+// Its deferred face is used, a Submit then a wait bounded by the decision's
+// budget (the blocking face cannot bound its wait); one ordered batch
+// stream keeps batches deep, and a bounded queue turns an overload into
+// fast errors (answered by the fallback) instead of memory.
+func (s *Store) autopipeline() error {
+	o := &goredis.AutoPipelineOptions{MaxBatchSize: 300, MaxConcurrentBatches: 1, MaxQueuedCommands: 1 << 16}
+	var err error
+	switch c := s.client.(type) {
+	case *goredis.Client:
+		s.pipe, err = c.AsyncAutoPipelineWithOptions(o)
+	case *goredis.ClusterClient:
+		s.pipe, err = c.AsyncAutoPipelineWithOptions(o)
+	}
+	if err != nil {
+		return fmt.Errorf("limits/redis: %w", err)
+	}
+	return nil
 }
 
 // Status reports the link to Redis and the node count; its decision counts
