@@ -170,3 +170,31 @@ func localAdmitted(l *Limiter, key string, at time.Time) int {
 	}
 	return n
 }
+
+// TestOddKeys: any bytes make a key (the caller's key comes from a request
+// header or a path), braces included, and distinct keys never share state.
+func TestOddKeys(t *testing.T) {
+	srv := startServer(t)
+	l, err := New(Params{
+		StoreParams:   StoreParams{Address: srv.addr(), Heartbeat: -1, Timeout: time.Second},
+		LimiterParams: LimiterParams{Name: "api", Algorithm: TokenBucket, Rate: 0.001, Burst: 1},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	keys := []string{"", "a}b", "a", "{x}", "}", "{", "ü ñ", "\x00\xff", "a}b}", "\r\n*1\r\n$4\r\nPING\r\n"}
+	for _, k := range keys {
+		if r := l.Allow(k, 1); !r.Allowed {
+			t.Errorf("key %q: first request refused: %+v", k, r)
+		}
+	}
+	for _, k := range keys {
+		if r := l.Allow(k, 1); r.Allowed {
+			t.Errorf("key %q: second request allowed: %+v", k, r)
+		}
+	}
+	if st := l.Status(); st.RedisDecisions != uint64(2*len(keys)) {
+		t.Fatalf("status %+v", st)
+	}
+}
