@@ -76,8 +76,12 @@ type StoreParams struct {
 	PasswordFile string
 	// DB is the database number (a cluster has only 0). Default 0.
 	DB int
-	// TLS, when not nil, connects with TLS using this configuration.
+	// TLS, when not nil, connects with TLS using this configuration (the
+	// server name defaults to the host of each address).
 	TLS *tls.Config
+	// CAFile is a PEM bundle trusted instead of TLS.RootCAs (by default the
+	// system roots); needs TLS. It is read by Open.
+	CAFile string
 	// Timeout bounds one decision, from the call to the answer, including a
 	// reload of the script after a Redis restart. A decision that takes
 	// longer is answered by the fallback. From 1 ms to 1 s; default 5 ms.
@@ -160,6 +164,9 @@ func (p StoreParams) Validate() error {
 	}
 	if p.Password != "" && p.PasswordFile != "" {
 		ps.add("set password or password file, not both")
+	}
+	if p.CAFile != "" && p.TLS == nil {
+		ps.add("a CA file is only used with TLS")
 	}
 	if p.DB < 0 {
 		ps.add("db must not be negative, got %d", p.DB)

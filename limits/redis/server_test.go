@@ -3,6 +3,7 @@ package redis
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"os"
@@ -40,13 +41,24 @@ type server struct {
 	dir    string
 	port   int
 	extra  []string
+	tls    *tls.Config // the port speaks TLS (see startTLSServer)
 	cmd    *exec.Cmd
 	exited chan struct{}
 }
 
 func startServer(t testing.TB, extra ...string) *server {
 	t.Helper()
-	s := &server{t: t, bin: needBinary(t, "redis-server"), dir: t.TempDir(), extra: extra}
+	return newServer(t, extra...).start()
+}
+
+func newServer(t testing.TB, extra ...string) *server {
+	t.Helper()
+	return &server{t: t, bin: needBinary(t, "redis-server"), dir: t.TempDir(), extra: extra}
+}
+
+func (s *server) start() *server {
+	t := s.t
+	t.Helper()
 	t.Cleanup(s.stop)
 	var err error
 	for range 5 { // a free port can be taken by someone else before we bind it
@@ -74,10 +86,13 @@ func (s *server) addr() string { return net.JoinHostPort("127.0.0.1", strconv.It
 
 // run starts the process on s.port and waits until it answers PING.
 func (s *server) run() error {
-	args := append([]string{
-		"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1", "--dir", s.dir,
-		"--save", "", "--appendonly", "no", "--protected-mode", "no",
-	}, s.extra...)
+	port := []string{"--port", strconv.Itoa(s.port)}
+	if s.tls != nil {
+		port = []string{"--port", "0", "--tls-port", strconv.Itoa(s.port)}
+	}
+	args := append(append(port,
+		"--bind", "127.0.0.1", "--dir", s.dir, "--save", "", "--appendonly", "no", "--protected-mode", "no",
+	), s.extra...)
 	s.cmd = exec.Command(s.bin, args...)
 	log, err := os.OpenFile(s.dir+"/redis.log", os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -95,7 +110,7 @@ func (s *server) run() error {
 	// the server a moment, unless it has exited.
 	deadline := time.Now().Add(15 * time.Second)
 	for time.Now().Before(deadline) {
-		if ping(s.addr()) == nil {
+		if s.ping() == nil {
 			return nil
 		}
 		select {
@@ -123,7 +138,7 @@ func (s *server) kill() {
 	s.t.Helper()
 	s.stop()
 	deadline := time.Now().Add(10 * time.Second)
-	for ping(s.addr()) == nil {
+	for s.ping() == nil {
 		if time.Now().After(deadline) {
 			s.t.Fatalf("redis-server on %s still answers after SIGKILL", s.addr())
 		}
@@ -149,9 +164,17 @@ func (s *server) client() *goredis.Client {
 	return c
 }
 
-// ping sends PING on a fresh connection and expects +PONG.
-func ping(addr string) error {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
+// ping sends PING on a fresh connection and expects +PONG (or, with a
+// password, the error that asks for it: the server is up).
+func (s *server) ping() error {
+	var c net.Conn
+	var err error
+	d := &net.Dialer{Timeout: time.Second}
+	if s.tls != nil {
+		c, err = tls.DialWithDialer(d, "tcp", s.addr(), s.tls)
+	} else {
+		c, err = d.Dial("tcp", s.addr())
+	}
 	if err != nil {
 		return err
 	}
@@ -164,7 +187,7 @@ func ping(addr string) error {
 	if err != nil {
 		return err
 	}
-	if !strings.HasPrefix(line, "+PONG") {
+	if !strings.HasPrefix(line, "+PONG") && !strings.HasPrefix(line, "-NOAUTH") {
 		return fmt.Errorf("PING answered %q", line)
 	}
 	return nil

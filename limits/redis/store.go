@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"crypto/rand"
+	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -58,8 +59,8 @@ type Store struct {
 // use, instead of tearing it down and reconnecting under load.
 func ioTimeout(budget time.Duration) time.Duration { return max(100*time.Millisecond, 20*budget) }
 
-// Open returns a Store for p. It reads p.PasswordFile and sets up the
-// connections, which are dialled on first use.
+// Open returns a Store for p. It reads p.PasswordFile and p.CAFile and sets
+// up the connections, which are dialled on first use.
 func Open(p StoreParams) (*Store, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -72,6 +73,18 @@ func Open(p StoreParams) (*Store, error) {
 			return nil, fmt.Errorf("limits/redis: reading the password file: %w", err)
 		}
 		password = strings.TrimSpace(string(b))
+	}
+	if p.CAFile != "" {
+		b, err := os.ReadFile(p.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("limits/redis: reading the CA file: %w", err)
+		}
+		roots := x509.NewCertPool()
+		if !roots.AppendCertsFromPEM(b) {
+			return nil, fmt.Errorf("limits/redis: no PEM certificate in the CA file %s", p.CAFile)
+		}
+		p.TLS = p.TLS.Clone()
+		p.TLS.RootCAs = roots
 	}
 	// No retries inside the client: a failed call is answered by the
 	// fallback at once, and the store's own backoff decides when to try
