@@ -10,7 +10,12 @@
 // semantics of the package limits type of the same name: TokenBucket and
 // LeakyBucket (GCRA, in integer nanoseconds), FixedWindow and SlidingWindow
 // (epoch-aligned windows). Its method AllowAt(key, now, n) has the shape of
-// limits.Keyed's.
+// limits.Keyed's. From the same state at the same instants, a Limiter and
+// the local algorithm return the same Result (TestExact), with two
+// exceptions: Redis decides at its own time (the now passed in only serves
+// the fallback), and a window limiter whose Redis clock went back to an
+// earlier window starts a fresh one (the local one keeps counting in the
+// later window).
 //
 // Each decision is made by a Lua script run with EVALSHA (the script is sent
 // again with EVAL only when Redis has lost it), one round trip. On a single
@@ -20,15 +25,17 @@
 // once per batch. On a Redis Cluster, whose keys a batch could not mix,
 // each decision is a call of its own and go-redis's auto-pipeliner sends
 // the calls of concurrent callers together. Either way one Redis serves
-// many decisions per round trip. The scripts read the time
-// from Redis (TIME), never from the node. A key holds its state as one
-// integer (the GCRA's theoretical arrival time in Unix ns, or a window's
-// index and counts) and expires by itself once its state is fresh again, so
-// idle keys cost nothing. Keys are
+// many decisions per round trip.
+//
+// The scripts read the time from Redis (TIME), never from the node. A key
+// holds its state as one integer (the GCRA's theoretical arrival time in
+// Unix ns, or a window's index and counts) and expires by itself once its
+// state is fresh again, so idle keys cost nothing. Keys are
 //
 //	KeyPrefix + Name + ":" + {gcra|fw|sw} + ":{" + key + "}"
 //
-// hash-tagged by the caller's key, for Redis Cluster.
+// hash-tagged by the caller's key, for Redis Cluster. Redis 5 or later
+// (tested with 7.0).
 //
 // # Failure
 //
@@ -36,15 +43,14 @@
 // decision that fails or times out is answered by the Fallback: local (this
 // node's share of the quota, the quota divided by the node count), open, or
 // closed. When three decisions in a row have failed and none has succeeded
-// for ten times the Timeout (Redis is dead, or cannot keep up at all; a slow
-// Redis that still answers some decisions in time is not), the store stops
-// calling Redis for a backoff that starts at BackoffMin and doubles up to
-// BackoffMax;
-// after each pause one decision probes Redis, and the first that succeeds
-// brings every limiter of the store back to Redis. Status reports the mode,
-// the last error and the decision counts. A decision that timed out may
-// still be applied by Redis later: during a slow spell the quota is charged
-// both in Redis and locally, never less.
+// for ten times the Timeout (Redis is dead, or cannot keep up at all; a
+// slow Redis that still answers some decisions in time is not), the store
+// stops calling Redis for a backoff that starts at BackoffMin and doubles
+// up to BackoffMax; after each pause one decision probes Redis, and the
+// first that succeeds brings every limiter of the store back to Redis.
+// Status reports the mode, the last error and the decision counts. A
+// decision that timed out may still be applied by Redis later: during a
+// slow spell the quota is charged both in Redis and locally, never less.
 //
 // # Node count
 //
@@ -53,5 +59,6 @@
 // Redis (KeyPrefix + "nodes") every Heartbeat, and a node is counted for
 // three heartbeats. During an outage the last count seen is kept.
 //
-// Core package: it does not log; callers read Status.
+// Core package: it does not log; callers read Status. (go-redis logs dial
+// failures through its own process-wide logger, redis.SetLogger.)
 package redis
