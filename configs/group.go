@@ -96,7 +96,9 @@ type Rate struct {
 	// 1m.
 	KeyIdleTimeout Duration `toml:"key_idle_timeout,omitzero" json:"key_idle_timeout,omitempty"`
 	// Scope is "local" (this node) or "global" (shared by every node through
-	// [redis]). Default "local".
+	// [redis]: token_bucket and leaky_bucket with burst/rate up to 720h,
+	// fixed_window, and sliding_window up to 999999999 a window; no
+	// warm-up). Default "local".
 	Scope Scope `toml:"scope" json:"scope"`
 }
 

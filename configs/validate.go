@@ -21,6 +21,10 @@ const (
 	// maxGroups bounds the groups of one config; each request is matched
 	// against them in turn, and shadowing is checked between every pair.
 	maxGroups = 1000
+
+	// Bounds of global quotas (scope "global"): those of limits/redis.
+	maxGlobalRefill       = 720 * time.Hour
+	maxGlobalSlidingLimit = 999_999_999
 )
 
 const (

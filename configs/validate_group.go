@@ -254,8 +254,21 @@ func (r *Rate) check(ck *checker, p string, key KeySource) {
 		}
 	}
 	if scopeOK && r.Scope == ScopeGlobal {
-		if r.Algorithm == AlgorithmLeakyQueue {
+		switch r.Algorithm {
+		case AlgorithmLeakyQueue:
 			ck.errorf(join(p, "scope"), `"global" does not support algorithm "leaky_queue": requests cannot wait in Redis`)
+		case AlgorithmSlidingLog, AlgorithmSlidingBuckets:
+			ck.errorf(join(p, "scope"), `"global" does not support algorithm %q: use "sliding_window", "fixed_window", "token_bucket" or "leaky_bucket"`, r.Algorithm)
+		case AlgorithmTokenBucket, AlgorithmLeakyBucket:
+			// limits/redis computes in float64 nanoseconds: burst/rate up to 720h.
+			if amountOK && r.Burst > 0 && time.Duration(r.FreshAfter()) > maxGlobalRefill {
+				ck.errorf(join(p, "burst"), `with scope "global", burst/rate must be at most %s, got %s`, Duration(maxGlobalRefill), r.FreshAfter())
+			}
+		case AlgorithmSlidingWindow:
+			// limits/redis keeps two counts of 9 digits in one Redis integer.
+			if limit, _ := r.Quota(); amountOK && limit > maxGlobalSlidingLimit {
+				ck.errorf(join(p, "limit"), `with scope "global", must be at most %d, got %d`, maxGlobalSlidingLimit, limit)
+			}
 		}
 		if r.Warmup != 0 {
 			ck.errorf(join(p, "warmup"), `not supported with scope "global"`)

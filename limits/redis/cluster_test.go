@@ -1,0 +1,100 @@
+package redis
+
+import (
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/limits"
+)
+
+// startCluster starts a Redis Cluster of three masters on loopback, built
+// with redis-cli --cluster create, and waits until every node reports the
+// cluster ok.
+func startCluster(t *testing.T) []*server {
+	t.Helper()
+	cli := needBinary(t, "redis-cli")
+	nodes := make([]*server, 3)
+	args := []string{"--cluster", "create"}
+	for i := range nodes {
+		nodes[i] = startServer(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000")
+		args = append(args, nodes[i].addr())
+	}
+	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
+	if out, err := exec.Command(cli, args...).CombinedOutput(); err != nil {
+		t.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for _, n := range nodes {
+		c := n.client()
+		for {
+			info, err := c.ClusterInfo(bg).Result()
+			if err == nil && strings.Contains(info, "cluster_state:ok") && strings.Contains(info, "cluster_known_nodes:3") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("node %s: cluster not ok within 20s: %q %v", n.addr(), info, err)
+			}
+			time.Sleep(5 * time.Millisecond) // a bounded poll of the node's own report
+		}
+	}
+	return nodes
+}
+
+// TestCluster runs the GCRA on a three-master Redis Cluster: keys of many
+// tenants land on every master (the hash tag is the tenant), and each
+// decides exactly as the local token bucket. The production clock works
+// there too.
+func TestCluster(t *testing.T) {
+	nodes := startCluster(t)
+	seeds := []string{nodes[0].addr(), nodes[1].addr()} // a seed list need not name every node
+	s, err := openAtCallerTime(StoreParams{ClusterAddresses: seeds, Heartbeat: -1, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	p := LimiterParams{Name: "api", Algorithm: TokenBucket, Rate: 3, Burst: 5}
+	l, err := s.NewLimiter(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := randomSteps(7, p, 40)
+	for k := range 30 {
+		key := "tenant-" + strconv.Itoa(k)
+		local := must(limits.NewTokenBucket(limits.TokenBucketParams{Rate: 3, Burst: 5}))
+		for i, st := range steps {
+			now := t0.Add(st.at)
+			if got, want := l.AllowAt(key, now, st.n), local.AllowAt(now, st.n); got != want {
+				t.Fatalf("%s step %d: redis %+v, local %+v; status %+v", key, i, got, want, l.Status())
+			}
+		}
+	}
+	for _, n := range nodes {
+		if size, err := n.client().DBSize(bg).Result(); err != nil || size == 0 {
+			t.Errorf("node %s holds %d keys (%v), want some of the 30", n.addr(), size, err)
+		}
+	}
+
+	prod, err := New(Params{
+		StoreParams:   StoreParams{ClusterAddresses: seeds, Heartbeat: -1, Timeout: time.Second},
+		LimiterParams: LimiterParams{Name: "api", Algorithm: SlidingWindow, Limit: 10, Window: time.Minute},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	for k := range 30 {
+		if r := prod.Allow("tenant-"+strconv.Itoa(k), 4); !r.Allowed || r.Remaining != 6 {
+			t.Fatalf("production clock on the cluster: %+v; status %+v", r, prod.Status())
+		}
+	}
+	if st := prod.Status(); st.RedisDecisions != 30 || st.Errors != 0 {
+		t.Fatalf("status %+v", st)
+	}
+	// The heartbeat registry lives on one of the masters like any key.
+	if n, err := prod.s.beat(false); err != nil || n != 1 {
+		t.Fatalf("heartbeat on the cluster: %d, %v", n, err)
+	}
+}

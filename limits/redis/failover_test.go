@@ -1,0 +1,176 @@
+package redis
+
+import (
+	"runtime"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// stallBound is how far past its Timeout a decision may answer in the
+// failure tests. It is not a speed assertion (benchmarks measure speed):
+// it catches a stall, such as a decision waiting for a dial or socket
+// timeout (seconds), with room for a busy machine under -race.
+const stallBound = 500 * time.Millisecond
+
+// driveUntil makes decisions for fresh keys at the real time until cond
+// holds, bounded by limit. The decisions are the events that move a
+// limiter between modes (a failure, a probe), so the loop drives them
+// rather than sleeping.
+func driveUntil(t *testing.T, l *Limiter, limit time.Duration, what string, cond func(Status) bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for i := 0; !cond(l.Status()); i++ {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v; status %+v", what, limit, l.Status())
+		}
+		l.Allow("drive", 1)
+		if i%64 == 0 {
+			runtime.Gosched()
+		}
+	}
+}
+
+// TestRedisKilled kills Redis under load, checks that every decision still
+// answers within its budget, that the fallback holds this node's share,
+// and that decisions return to Redis by themselves once it is back.
+func TestRedisKilled(t *testing.T) {
+	srv := startServer(t)
+	const timeout = 5 * time.Millisecond // the default budget
+	l, err := New(Params{
+		StoreParams: StoreParams{
+			Address: srv.addr(), Timeout: timeout, Nodes: 4, Heartbeat: -1,
+			BackoffMin: 10 * time.Millisecond, BackoffMax: 100 * time.Millisecond,
+		},
+		LimiterParams: LimiterParams{Name: "api", Algorithm: TokenBucket, Rate: 1000, Burst: 100},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	driveUntil(t, l, 10*time.Second, "first decision by Redis", func(s Status) bool { return s.RedisDecisions > 0 })
+
+	// Load from 8 callers while Redis is killed; each records its slowest
+	// decision. They stop once the limiter has fallen back and made some
+	// decisions that way.
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	slowest := make([]time.Duration, 8)
+	for g := range slowest {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; !stop.Load(); i++ {
+				start := time.Now()
+				l.AllowAt("load", start, 1)
+				slowest[g] = max(slowest[g], time.Since(start))
+				if i%64 == 0 {
+					runtime.Gosched()
+				}
+			}
+		}()
+	}
+	srv.kill()
+	killed := l.Status()
+	driveUntil(t, l, 10*time.Second, "fallback mode after the kill", func(s Status) bool {
+		return s.Mode == ModeFallback && s.FallbackDecisions > killed.FallbackDecisions+1000
+	})
+	stop.Store(true)
+	wg.Wait()
+	if worst := slices.Max(slowest); worst > timeout+stallBound {
+		t.Errorf("slowest decision while Redis died took %v, want about the budget %v", worst, timeout)
+	}
+	down := l.Status()
+	if down.Errors == 0 || down.LastError == "" || down.NextProbe.IsZero() {
+		t.Errorf("want the failure in the status, got %+v", down)
+	}
+	// Further decisions stay within the budget too (no Redis call at all
+	// while backing off, one bounded probe after each pause).
+	for range 2000 {
+		start := time.Now()
+		l.AllowAt("after", start, 1)
+		if d := time.Since(start); d > timeout+stallBound {
+			t.Fatalf("a decision after the kill took %v", d)
+		}
+	}
+
+	// The share: 1/4 of the burst and rate. At a fixed instant before the
+	// next probe (any instant in 2001 is), a fresh key gets 100/4 = 25, and
+	// 20 ms later 1000/4 per second of it: 5 more.
+	at := time.Unix(1_000_000_000, 0)
+	if n := admitted(l, "share", at, 100); n != 25 {
+		t.Errorf("fallback admitted %d of 100 at one instant, want the share 25", n)
+	}
+	if n := admitted(l, "share", at.Add(20*time.Millisecond), 100); n != 5 {
+		t.Errorf("fallback admitted %d 20ms later, want 5", n)
+	}
+
+	// Redis comes back (empty: no script cached, no keys); the limiter
+	// returns by itself, and decides with the whole burst again.
+	srv.restart()
+	before := l.Status()
+	driveUntil(t, l, 10*time.Second, "back to Redis after the restart", func(s Status) bool {
+		return s.Mode == ModeRedis && s.RedisDecisions > before.RedisDecisions
+	})
+	for attempt := 0; ; attempt++ {
+		// A decision that times out on a busy machine is answered locally;
+		// judge one made by Redis: a fresh key's first request leaves 99 of
+		// the global burst (the local share would leave 24).
+		s0 := l.Status()
+		r := l.Allow("fresh"+strconv.Itoa(attempt), 1)
+		if l.Status().RedisDecisions > s0.RedisDecisions {
+			if !r.Allowed || r.Remaining != 99 || r.Limit != 100 {
+				t.Fatalf("back on Redis, a fresh key's first request: %+v, want 99 of 100 remaining", r)
+			}
+			break
+		}
+		if attempt == 20 {
+			t.Fatalf("no decision made by Redis in 20 tries; status %+v", l.Status())
+		}
+	}
+}
+
+// admitted makes count decisions of cost 1 for key at now and returns how
+// many were allowed.
+func admitted(l *Limiter, key string, now time.Time, count int) int {
+	n := 0
+	for range count {
+		if l.AllowAt(key, now, 1).Allowed {
+			n++
+		}
+	}
+	return n
+}
+
+// TestScriptFlush: after SCRIPT FLUSH, the next decision sends the script
+// again (EVAL) and succeeds, without an error or a fallback.
+func TestScriptFlush(t *testing.T) {
+	srv := startServer(t)
+	l, err := New(Params{
+		StoreParams:   StoreParams{Address: srv.addr(), Heartbeat: -1, Timeout: time.Second},
+		LimiterParams: LimiterParams{Name: "api", Algorithm: FixedWindow, Limit: 10, Window: time.Minute},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	c := srv.client()
+	for i := range 3 {
+		if err := c.ScriptFlush(bg).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if r := l.Allow("k", 1); !r.Allowed {
+			t.Fatalf("decision %d: %+v", i, r)
+		}
+		exists, err := c.ScriptExists(bg, scripts[FixedWindow].sha).Result()
+		if err != nil || !exists[0] {
+			t.Fatalf("script not cached again after decision %d: %v %v", i, exists, err)
+		}
+	}
+	if st := l.Status(); st.Errors != 0 || st.FallbackDecisions != 0 || st.RedisDecisions != 3 {
+		t.Fatalf("status %+v", st)
+	}
+}

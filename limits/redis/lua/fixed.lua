@@ -1,0 +1,41 @@
+-- The fixed window of limits.FixedWindow: windows of t ns aligned to the
+-- Unix epoch; a request is admitted if the window's count plus n stays
+-- within the limit.
+--
+-- One call decides on a batch of requests, in order, at one instant.
+-- KEYS[i]    the key of request i; it holds the window's index modulo 9e8
+--            (9 digits) and its count (10 digits) as one integer, and
+--            expires at the end of the window: an absent key is an empty
+--            window. A key may appear more than once.
+-- ARGV[1]    t: the window in ns, from 1 ms to 2^52 ns
+-- ARGV[2]    limit: units per window, below 1e10
+-- ARGV[2+i]  n: the cost of request i in units; 0 only reports the state
+-- Returns the replies of the requests, separated by spaces.
+local t, limit = tonumber(ARGV[1]), tonumber(ARGV[2])
+local r, idx = position(t)
+local tag = math.fmod(idx, 9e8)
+local out = {}
+for i = 1, #KEYS do
+  local key, n = KEYS[i], tonumber(ARGV[2 + i])
+  local count = 0
+  local v = redis.call('GET', key)
+  if v then
+    local d = digits(v, 19)
+    if d and tonumber(string.sub(d, 1, 9)) == tag then count = tonumber(string.sub(d, 10)) end
+  end
+  local ok, retry = false, 0
+  if n == 0 then
+    ok = true
+  elseif n > limit then
+    retry = -1
+  elseif count + n <= limit then
+    ok, count = true, count + n
+    redis.call('SET', key, compact(string.format('%09d%010d', tag, count)), 'PX', px(t - r))
+  else
+    retry = t - r
+  end
+  local reset = 0
+  if count > 0 then reset = t - r end
+  out[i] = reply(ok, math.max(0, limit - count), retry, reset)
+end
+return table.concat(out, ' ')

@@ -1,0 +1,288 @@
+package redis
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Algorithm names a rate algorithm that can keep its state in Redis. The
+// values are those of the configuration's [group.rate] algorithm.
+type Algorithm string
+
+// Algorithms. Each decides exactly as the limits type of the same name.
+const (
+	TokenBucket   Algorithm = "token_bucket"   // GCRA; as limits.TokenBucket without warm-up
+	LeakyBucket   Algorithm = "leaky_bucket"   // GCRA; as limits.LeakyBucket
+	FixedWindow   Algorithm = "fixed_window"   // as limits.FixedWindow
+	SlidingWindow Algorithm = "sliding_window" // as limits.SlidingWindow
+)
+
+// Fallback is what a limiter does with a decision that Redis cannot make in
+// time (an error, a timeout, or Redis being skipped while it is down). The
+// values are those of the configuration's [redis] fallback.
+type Fallback string
+
+// Fallback policies.
+const (
+	// FallbackLocal decides locally with this node's share of the global
+	// quota: the rate (or limit) and the burst divided by the node count.
+	FallbackLocal Fallback = "local"
+	// FallbackOpen admits every request.
+	FallbackOpen Fallback = "open"
+	// FallbackClosed rejects every request.
+	FallbackClosed Fallback = "closed"
+)
+
+// Defaults of StoreParams.
+const (
+	DefaultTimeout    = 5 * time.Millisecond
+	DefaultKeyPrefix  = "sluice:"
+	DefaultBackoffMin = 50 * time.Millisecond
+	DefaultBackoffMax = 2 * time.Second
+	DefaultHeartbeat  = time.Second
+)
+
+// maxSpan bounds a window and a bucket's burst/rate (its tolerance tau):
+// the scripts compute in doubles, exact for integers up to 2^53 ns, and
+// need headroom for an instant's nanoseconds on top.
+const maxSpan = 720 * time.Hour
+
+// maxWindowLimit bounds a window's limit: the scripts keep a window's
+// counts as decimal fields of one 64-bit integer (see lua/fixed.lua and
+// lua/sliding.lua).
+var maxWindowLimit = map[Algorithm]int64{FixedWindow: 9_999_999_999, SlidingWindow: 999_999_999}
+
+// StoreParams configures a Store: where Redis is, how long a decision may
+// take, and what to do when it cannot. Zero fields mean their default;
+// Address or ClusterAddresses is required.
+type StoreParams struct {
+	// Address is one Redis server, "host:port". Set Address or
+	// ClusterAddresses, not both.
+	Address string
+	// ClusterAddresses are seed nodes of a Redis Cluster, "host:port" each.
+	ClusterAddresses []string
+	// Username is the ACL user; "" is the default user.
+	Username string
+	// Password authenticates; "" means none. Not together with PasswordFile.
+	Password string
+	// PasswordFile holds the password (one line; surrounding white space is
+	// trimmed). It is read by Open.
+	PasswordFile string
+	// DB is the database number (a cluster has only 0). Default 0.
+	DB int
+	// TLS, when not nil, connects with TLS using this configuration (the
+	// server name defaults to the host of each address).
+	TLS *tls.Config
+	// CAFile is a PEM bundle trusted instead of TLS.RootCAs (by default the
+	// system roots); needs TLS. It is read by Open.
+	CAFile string
+	// Timeout bounds one decision, from the call to the answer, including a
+	// reload of the script after a Redis restart. A decision that takes
+	// longer is answered by the fallback. From 1 ms to 1 s; default 5 ms.
+	Timeout time.Duration
+	// Fallback is the policy while Redis cannot answer. Default
+	// FallbackLocal.
+	Fallback Fallback
+	// Nodes is how many nodes share the global quotas, at least 1
+	// (default 1). The local fallback divides each quota by the larger of
+	// Nodes and the nodes seen alive through heartbeats.
+	Nodes int
+	// Heartbeat is how often this node registers itself in Redis so the
+	// nodes can count each other; a node is counted for 3 heartbeats.
+	// Default 1 s; negative: no heartbeat (only Nodes is used).
+	Heartbeat time.Duration
+	// KeyPrefix starts every key this store writes, so several deployments
+	// can share one Redis. Default "sluice:".
+	KeyPrefix string
+	// BackoffMin and BackoffMax bound how long the store stops calling
+	// Redis after consecutive failures: the pause starts at BackoffMin and
+	// doubles after each failed probe, up to BackoffMax (each pause jittered
+	// by ±20 %). Defaults 50 ms and 2 s.
+	BackoffMin, BackoffMax time.Duration
+}
+
+// LimiterParams configures one global quota: an algorithm and its amounts,
+// applied per key. Rate and Burst apply to the buckets, Limit and Window to
+// the windows.
+type LimiterParams struct {
+	// Name names the quota in Redis keys (the group's name): 1 to 64
+	// letters, digits, '.', '_' or '-'. Required.
+	Name string
+	// Algorithm is the rate algorithm. Required.
+	Algorithm Algorithm
+	// Rate is the refill (token bucket) or leak (leaky bucket) rate in units
+	// per second, in (0, 1e9].
+	Rate float64
+	// Burst is a bucket's capacity in units, at least 1; Burst/Rate at most
+	// 720 h.
+	Burst int64
+	// Limit is a window's quota in units, at least 1 (below 1e10 for a fixed
+	// window, below 1e9 for a sliding window).
+	Limit int64
+	// Window is a window's length, from 1 ms to 720 h.
+	Window time.Duration
+	// MaxKeys bounds the keys of the local fallback (limits.KeyedParams).
+	// Default limits.DefaultMaxKeys.
+	MaxKeys int
+}
+
+// Params configures a Limiter with a Store of its own (New).
+type Params struct {
+	StoreParams
+	LimiterParams
+}
+
+// problems collects every validation error, so Validate reports them all.
+type problems []error
+
+func (ps *problems) add(format string, args ...any) {
+	*ps = append(*ps, fmt.Errorf("limits/redis: "+format, args...))
+}
+
+func (ps problems) err() error { return errors.Join(ps...) }
+
+// Validate reports every problem with p.
+func (p StoreParams) Validate() error {
+	var ps problems
+	switch {
+	case p.Address != "" && len(p.ClusterAddresses) > 0:
+		ps.add("set address or cluster addresses, not both")
+	case p.Address == "" && len(p.ClusterAddresses) == 0:
+		ps.add("an address (one server) or cluster addresses (a cluster) is required")
+	}
+	if p.Address != "" {
+		ps.hostPort("address", p.Address)
+	}
+	for i, a := range p.ClusterAddresses {
+		ps.hostPort(fmt.Sprintf("cluster address %d", i), a)
+	}
+	if p.Password != "" && p.PasswordFile != "" {
+		ps.add("set password or password file, not both")
+	}
+	if p.CAFile != "" && p.TLS == nil {
+		ps.add("a CA file is only used with TLS")
+	}
+	if p.DB < 0 {
+		ps.add("db must not be negative, got %d", p.DB)
+	} else if p.DB != 0 && len(p.ClusterAddresses) > 0 {
+		ps.add("a Redis Cluster has only db 0, got %d", p.DB)
+	}
+	if p.Timeout != 0 && (p.Timeout < time.Millisecond || p.Timeout > time.Second) {
+		ps.add("timeout must be from 1ms to 1s, got %v", p.Timeout)
+	}
+	switch p.Fallback {
+	case "", FallbackLocal, FallbackOpen, FallbackClosed:
+	default:
+		ps.add("fallback must be %q, %q or %q, got %q", FallbackLocal, FallbackOpen, FallbackClosed, p.Fallback)
+	}
+	if p.Nodes < 0 || p.Nodes > 10_000 {
+		ps.add("nodes must be from 1 to 10000 (or 0 for 1), got %d", p.Nodes)
+	}
+	if p.Heartbeat > 0 && p.Heartbeat < 10*time.Millisecond {
+		ps.add("heartbeat must be at least 10ms (or negative for none), got %v", p.Heartbeat)
+	}
+	if p.BackoffMin < 0 || p.BackoffMax < 0 {
+		ps.add("backoff must not be negative, got %v and %v", p.BackoffMin, p.BackoffMax)
+	} else if r := p.resolved(); r.BackoffMax < r.BackoffMin {
+		ps.add("backoff max (%v) must be at least backoff min (%v)", r.BackoffMax, r.BackoffMin)
+	}
+	return ps.err()
+}
+
+func (ps *problems) hostPort(what, addr string) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || host == "" {
+		ps.add("%s must be host:port, got %q", what, addr)
+		return
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		ps.add("%s has an invalid port, got %q", what, addr)
+	}
+}
+
+// resolved returns p with its defaults filled in.
+func (p StoreParams) resolved() StoreParams {
+	if p.Timeout == 0 {
+		p.Timeout = DefaultTimeout
+	}
+	if p.Fallback == "" {
+		p.Fallback = FallbackLocal
+	}
+	if p.Nodes == 0 {
+		p.Nodes = 1
+	}
+	if p.Heartbeat == 0 {
+		p.Heartbeat = DefaultHeartbeat
+	}
+	if p.KeyPrefix == "" {
+		p.KeyPrefix = DefaultKeyPrefix
+	}
+	if p.BackoffMin == 0 {
+		p.BackoffMin = DefaultBackoffMin
+	}
+	if p.BackoffMax == 0 {
+		p.BackoffMax = max(DefaultBackoffMax, p.BackoffMin)
+	}
+	return p
+}
+
+// Validate reports every problem with p.
+func (p LimiterParams) Validate() error {
+	var ps problems
+	if !validName(p.Name) {
+		ps.add("name must be 1 to 64 letters, digits, '.', '_' or '-', got %q", p.Name)
+	}
+	if p.MaxKeys < 0 {
+		ps.add("max keys must not be negative, got %d", p.MaxKeys)
+	}
+	switch p.Algorithm {
+	case TokenBucket, LeakyBucket:
+		okRate := true
+		switch {
+		case math.IsNaN(p.Rate) || p.Rate <= 0 || p.Rate > 1e9:
+			ps.add("%s rate must be in (0, 1e9] per second, got %v", p.Algorithm, p.Rate)
+			okRate = false
+		}
+		if p.Burst < 1 {
+			ps.add("%s burst must be positive, got %d", p.Algorithm, p.Burst)
+		} else if okRate && float64(p.Burst)*1e9/p.Rate > float64(maxSpan) {
+			ps.add("%s burst/rate must be at most %v, got %d/%v", p.Algorithm, maxSpan, p.Burst, p.Rate)
+		}
+		if p.Limit != 0 || p.Window != 0 {
+			ps.add("%s takes rate and burst, not limit and window", p.Algorithm)
+		}
+	case FixedWindow, SlidingWindow:
+		if top := maxWindowLimit[p.Algorithm]; p.Limit < 1 || p.Limit > top {
+			ps.add("%s limit must be from 1 to %d, got %d", p.Algorithm, top, p.Limit)
+		}
+		if p.Window < time.Millisecond || p.Window > maxSpan {
+			ps.add("%s window must be from 1ms to %v, got %v", p.Algorithm, maxSpan, p.Window)
+		}
+		if p.Rate != 0 || p.Burst != 0 {
+			ps.add("%s takes limit and window, not rate and burst", p.Algorithm)
+		}
+	default:
+		ps.add("algorithm must be %q, %q, %q or %q, got %q", TokenBucket, LeakyBucket, FixedWindow, SlidingWindow, p.Algorithm)
+	}
+	return ps.err()
+}
+
+// Validate reports every problem with p.
+func (p Params) Validate() error {
+	return errors.Join(p.StoreParams.Validate(), p.LimiterParams.Validate())
+}
+
+func validName(s string) bool {
+	if len(s) == 0 || len(s) > 64 {
+		return false
+	}
+	return strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-')
+	}) < 0
+}

@@ -1,0 +1,56 @@
+package redis
+
+import (
+	"strconv"
+	"time"
+)
+
+// Mode is where a store's decisions are made.
+type Mode int32
+
+// Modes.
+const (
+	// ModeRedis: decisions go to Redis (a decision that fails is still
+	// answered by the fallback).
+	ModeRedis Mode = iota
+	// ModeFallback: Redis failed repeatedly; decisions are made by the
+	// fallback, and one decision probes Redis after each backoff.
+	ModeFallback
+)
+
+func (m Mode) String() string {
+	switch m {
+	case ModeRedis:
+		return "redis"
+	case ModeFallback:
+		return "fallback"
+	}
+	return "Mode(" + strconv.Itoa(int(m)) + ")"
+}
+
+// Status is a snapshot of a limiter (or a store) for metrics and the admin
+// API. Times are on the clock of the decisions' now.
+type Status struct {
+	// Mode is where decisions are made, since Since (the store's creation,
+	// or the last change).
+	Mode  Mode
+	Since time.Time
+	// NextProbe is, in ModeFallback, the earliest instant at which a
+	// decision will try Redis again.
+	NextProbe time.Time
+	// LastError is the last failure of a call to Redis ("" if none), at
+	// LastErrorAt.
+	LastError   string
+	LastErrorAt time.Time
+	// Fallback is the policy for decisions Redis does not make.
+	Fallback Fallback
+	// Nodes is the node count the local fallback divides the quota by: the
+	// larger of the configured count and ObservedNodes, the live nodes at the
+	// last heartbeat (0 if not known).
+	Nodes, ObservedNodes int
+	// Decision counts of the limiter since it was built (zero in a
+	// Store's status): made by Redis, made by the fallback (Redis down,
+	// failed or too slow), Redis calls that failed (timeouts included), and
+	// Redis calls that ran out of the Timeout.
+	RedisDecisions, FallbackDecisions, Errors, Timeouts uint64
+}

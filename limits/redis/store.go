@@ -1,0 +1,273 @@
+package redis
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// Store is one Redis deployment (a server or a cluster) that holds global
+// quotas, shared by the limiters built on it: the connection pool, the
+// health of the link (backoff and probing, see Status), and this node's
+// heartbeat, by which the nodes count each other. On a single server each
+// limiter batches the decisions of concurrent callers into one script call
+// (see batcher); on a cluster, whose keys a batch could not mix, each
+// decision is a script call of its own, and go-redis's auto-pipeliner sends
+// the calls of concurrent callers together.
+//
+// Open does not contact Redis: a node starts, and decides by its fallback,
+// while Redis is down. Safe for concurrent use. Close it to stop its
+// heartbeat and its limiters and to close its connections.
+type Store struct {
+	p      StoreParams // resolved
+	client goredis.UniversalClient
+	pipe   *goredis.AutoPipeliner // nil while batch
+	link   *link
+	clock  map[Algorithm]*script // the limiter scripts (tests use another clock)
+	// argvTime passes each decision's now to the scripts; only the tests'
+	// clock reads it (export_test.go).
+	argvTime bool
+	// batch lets limiters decide many requests per script call (a single
+	// server: a cluster's keys may live on different nodes).
+	batch bool
+
+	nodeID   string
+	nodesKey string
+	observed atomic.Int32 // live nodes at the last heartbeat; 0: not known
+	divisor  atomic.Int32 // the node count the local fallback divides by
+
+	mu       sync.Mutex
+	limiters map[*Limiter]struct{}
+	closed   atomic.Bool
+	stop     chan struct{}
+	wg       sync.WaitGroup
+}
+
+// ioTimeout bounds a socket read or write of a connection. It is longer than
+// the decision budget on purpose: a caller stops waiting after its budget,
+// but a reply that arrives a little later still keeps its connection in
+// use, instead of tearing it down and reconnecting under load.
+func ioTimeout(budget time.Duration) time.Duration { return max(100*time.Millisecond, 20*budget) }
+
+// Open returns a Store for p. It reads p.PasswordFile and p.CAFile and sets
+// up the connections, which are dialled on first use.
+func Open(p StoreParams) (*Store, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	p = p.resolved()
+	password := p.Password
+	if p.PasswordFile != "" {
+		b, err := os.ReadFile(p.PasswordFile)
+		if err != nil {
+			return nil, fmt.Errorf("limits/redis: reading the password file: %w", err)
+		}
+		password = strings.TrimSpace(string(b))
+	}
+	if p.CAFile != "" {
+		b, err := os.ReadFile(p.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("limits/redis: reading the CA file: %w", err)
+		}
+		roots := x509.NewCertPool()
+		if !roots.AppendCertsFromPEM(b) {
+			return nil, fmt.Errorf("limits/redis: no PEM certificate in the CA file %s", p.CAFile)
+		}
+		p.TLS = p.TLS.Clone()
+		p.TLS.RootCAs = roots
+	}
+	// No retries inside the client: a failed call is answered by the
+	// fallback at once, and the store's own backoff decides when to try
+	// again (a retried script could also be applied twice).
+	io := ioTimeout(p.Timeout)
+	var client goredis.UniversalClient
+	if len(p.ClusterAddresses) > 0 {
+		client = goredis.NewClusterClient(&goredis.ClusterOptions{
+			Addrs: p.ClusterAddresses, Username: p.Username, Password: password, TLSConfig: p.TLS,
+			DialTimeout: time.Second, DialerRetries: 1, ReadTimeout: io, WriteTimeout: io, MaxRetries: -1,
+		})
+	} else {
+		client = goredis.NewClient(&goredis.Options{
+			Addr: p.Address, Username: p.Username, Password: password, DB: p.DB, TLSConfig: p.TLS,
+			DialTimeout: time.Second, DialerRetries: 1, ReadTimeout: io, WriteTimeout: io, MaxRetries: -1,
+		})
+	}
+	var id [8]byte
+	_, _ = rand.Read(id[:])
+	host, _ := os.Hostname()
+	s := &Store{
+		p: p, client: client, clock: scripts, batch: len(p.ClusterAddresses) == 0,
+		link:     newLink(p.BackoffMin, p.BackoffMax, 10*p.Timeout, time.Now().UnixNano()),
+		nodeID:   fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(id[:])),
+		nodesKey: p.KeyPrefix + "nodes",
+		limiters: make(map[*Limiter]struct{}),
+		stop:     make(chan struct{}),
+	}
+	s.divisor.Store(int32(p.Nodes))
+	if !s.batch {
+		if err := s.autopipeline(); err != nil {
+			client.Close()
+			return nil, err
+		}
+	}
+	if p.Heartbeat > 0 {
+		s.wg.Add(1)
+		go s.heartbeat()
+	}
+	return s, nil
+}
+
+// Close stops the heartbeat (removing this node from the count), and closes
+// the connections. Limiters built on the store answer by their fallback
+// afterwards. Close is idempotent.
+func (s *Store) Close() error {
+	if !s.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	s.mu.Lock()
+	ls := make([]*Limiter, 0, len(s.limiters))
+	for l := range s.limiters {
+		ls = append(ls, l)
+	}
+	s.mu.Unlock()
+	for _, l := range ls {
+		l.Close()
+	}
+	close(s.stop)
+	s.wg.Wait()
+	var err error
+	if s.pipe != nil {
+		err = s.pipe.Close()
+	}
+	return errors.Join(err, s.client.Close())
+}
+
+// autopipeline sets up the pipe of the limiters that make a script call per
+// decision (on a cluster, whose keys a batch could not mix): go-redis's
+// auto-pipeliner, which sends the calls of concurrent callers together.
+// Its deferred face is used, a Submit then a wait bounded by the decision's
+// budget (the blocking face cannot bound its wait); one ordered batch
+// stream keeps batches deep, and a bounded queue turns an overload into
+// fast errors (answered by the fallback) instead of memory.
+func (s *Store) autopipeline() error {
+	o := &goredis.AutoPipelineOptions{MaxBatchSize: 300, MaxConcurrentBatches: 1, MaxQueuedCommands: 1 << 16}
+	var err error
+	switch c := s.client.(type) {
+	case *goredis.Client:
+		s.pipe, err = c.AsyncAutoPipelineWithOptions(o)
+	case *goredis.ClusterClient:
+		s.pipe, err = c.AsyncAutoPipelineWithOptions(o)
+	}
+	if err != nil {
+		return fmt.Errorf("limits/redis: %w", err)
+	}
+	return nil
+}
+
+// Status reports the link to Redis and the node count; its decision counts
+// are zero (they are per Limiter).
+func (s *Store) Status() Status {
+	ls := s.link.state()
+	st := Status{
+		Mode:          ModeRedis,
+		Since:         time.Unix(0, ls.since),
+		LastError:     ls.lastErr,
+		Fallback:      s.p.Fallback,
+		Nodes:         int(s.divisor.Load()),
+		ObservedNodes: int(s.observed.Load()),
+	}
+	if ls.down {
+		st.Mode, st.NextProbe = ModeFallback, time.Unix(0, ls.next)
+	}
+	if ls.lastErrAt != 0 {
+		st.LastErrorAt = time.Unix(0, ls.lastErrAt)
+	}
+	return st
+}
+
+// heartbeat registers this node every p.Heartbeat until Close, then
+// deregisters it.
+func (s *Store) heartbeat() {
+	defer s.wg.Done()
+	t := time.NewTicker(s.p.Heartbeat)
+	defer t.Stop()
+	for {
+		_, _ = s.beat(false)
+		select {
+		case <-s.stop:
+			_, _ = s.beat(true)
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// beat registers this node (or, with leave, removes it), and updates the
+// node count from the live nodes Redis reports.
+func (s *Store) beat(leave bool) (int, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), ioTimeout(s.p.Timeout))
+	defer cancel()
+	every := s.p.Heartbeat
+	if every <= 0 { // no heartbeat goroutine: a beat by hand (tests)
+		every = DefaultHeartbeat
+	}
+	ttl := 3 * every.Milliseconds()
+	flag := "0"
+	if leave {
+		flag = "1"
+	}
+	keys := []string{s.nodesKey}
+	n, err := s.client.EvalSha(ctx, nodesScript.sha, keys, s.nodeID, ttl, flag).Int()
+	if isNoScript(err) {
+		n, err = s.client.Eval(ctx, nodesScript.src, keys, s.nodeID, ttl, flag).Int()
+	}
+	if err != nil {
+		return 0, err
+	}
+	if !leave {
+		s.observed.Store(int32(n))
+		s.reshare()
+	}
+	return n, nil
+}
+
+// reshare recomputes the node count and, if it changed, every limiter's
+// local share of its quota.
+func (s *Store) reshare() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d := max(int32(s.p.Nodes), s.observed.Load())
+	if s.divisor.Swap(d) == d {
+		return
+	}
+	for l := range s.limiters {
+		l.share(int(d))
+	}
+}
+
+func (s *Store) register(l *Limiter) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.limiters[l] = struct{}{}
+	l.share(int(s.divisor.Load()))
+}
+
+func (s *Store) unregister(l *Limiter) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.limiters, l)
+}
+
+func isNoScript(err error) bool {
+	return err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT")
+}
