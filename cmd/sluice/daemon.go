@@ -75,9 +75,8 @@ func (d *daemon) build() error {
 
 	for _, g := range cfg.Groups {
 		if g.Rate != nil && g.Rate.Scope == configs.ScopeGlobal {
-			// limits/redis, which gate.Params.GlobalRate would plug in, does
-			// not exist yet.
-			return fmt.Errorf("group %q: rate scope \"global\" (a quota shared through Redis) is not available in this build; use scope \"local\"", g.Name)
+			// limits/redis is not plugged into gate.Params.GlobalRate yet.
+			return fmt.Errorf("group %q: rate scope \"global\" (a quota shared through Redis) is not wired into sluice run yet; use scope \"local\"", g.Name)
 		}
 	}
 

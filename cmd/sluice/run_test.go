@@ -353,7 +353,7 @@ match = { path_prefix = "/shared" }
   scope = "global"
 `+catchAll)
 	code, _, errOut := runArgs("run", "-config", path)
-	if code != exitError || !strings.Contains(errOut, `rate scope \"global\"`) || !strings.Contains(errOut, "not available in this build") {
+	if code != exitError || !strings.Contains(errOut, `rate scope \"global\"`) || !strings.Contains(errOut, "not wired into sluice run yet") {
 		t.Fatalf("code %d, stderr:\n%s", code, errOut)
 	}
 }
