@@ -89,7 +89,45 @@ type Upstream struct {
 	// CAFile is a PEM bundle trusted for an https upstream instead of the
 	// system roots. Default: the system roots.
 	CAFile string `toml:"ca_file" json:"ca_file"`
+	// Circuit is the upstream's circuit breaker.
+	Circuit Circuit `toml:"circuit" json:"circuit"`
 }
+
+// Circuit is the [upstream.circuit] section: a circuit breaker on upstream
+// failures (refused or reset connections, timeouts, malformed responses,
+// 5xx, and for gRPC the overload and server-fault statuses). There is one per
+// upstream, for every group: a dead upstream fails all of them alike.
+//
+// Closed, it counts finished requests over Window and opens when
+// ConsecutiveFailures fail in a row or when, once Window holds MinRequests,
+// FailureRatio of them failed. Open, it answers every request at once with
+// 503 and reason "circuit_open" (counted in the request's group) for
+// OpenDuration; then it lets HalfOpenProbes requests through and closes once
+// they all succeeded, or opens again at the first that fails. Set both
+// FailureRatio and ConsecutiveFailures to 0 to turn the breaker off.
+type Circuit struct {
+	// FailureRatio opens the circuit when at least this share of the
+	// requests in Window failed, a ratio in [0, 1]; 0 is off. Default 0.5.
+	FailureRatio float64 `toml:"failure_ratio" json:"failure_ratio"`
+	// MinRequests is how many requests Window must hold before
+	// FailureRatio is judged, from 1 to 1e6. Default 20.
+	MinRequests int `toml:"min_requests" json:"min_requests"`
+	// Window is the rolling window of FailureRatio, from 1ms to 1h.
+	// Default 10s.
+	Window Duration `toml:"window" json:"window"`
+	// ConsecutiveFailures opens the circuit after this many failures in a
+	// row; 0 is off. Default 5.
+	ConsecutiveFailures int `toml:"consecutive_failures" json:"consecutive_failures"`
+	// OpenDuration is how long the circuit stays open before probing, from
+	// 1ms to 1h. Default 5s.
+	OpenDuration Duration `toml:"open_duration" json:"open_duration"`
+	// HalfOpenProbes is how many requests are let through to probe, from 1
+	// to 1000; all must succeed to close the circuit. Default 3.
+	HalfOpenProbes int `toml:"half_open_probes" json:"half_open_probes"`
+}
+
+// Off reports whether the breaker is turned off: neither trigger is set.
+func (c *Circuit) Off() bool { return c.FailureRatio == 0 && c.ConsecutiveFailures == 0 }
 
 // Protocol is how sluice speaks to the upstream.
 type Protocol string

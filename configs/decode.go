@@ -274,7 +274,8 @@ var moved = map[reflect.Type]map[string]string{
 		"latency_p99.9": `; write latency = "200ms" and quantile = 0.999`,
 	},
 	reflect.TypeFor[Group](): {
-		"limit": `; a fixed concurrency limit is [group.concurrency] law = "fixed" and limit`,
+		"limit":   `; a fixed concurrency limit is [group.concurrency] law = "fixed" and limit`,
+		"circuit": `; the circuit breaker is the upstream's: [upstream.circuit]`,
 	},
 }
 

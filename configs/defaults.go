@@ -59,6 +59,7 @@ func New() *Config {
 			ResponseHeaderTimeout: Duration(30 * time.Second),
 			IdleConnTimeout:       Duration(90 * time.Second),
 			MaxIdleConnsPerHost:   256,
+			Circuit:               defaultCircuit(),
 		},
 		Probe:   Probe{Root: "/"},
 		Admin:   Admin{Listen: "127.0.0.1:9901"},
@@ -82,14 +83,6 @@ func NewRate() *Rate {
 	r := new(Rate)
 	r.reset()
 	return r
-}
-
-// NewCircuit returns a circuit breaker with its static defaults: open at 50%
-// failures over 10s (once 20 requests were seen), for 30s, then 5 probes.
-func NewCircuit() *Circuit {
-	c := new(Circuit)
-	c.reset()
-	return c
 }
 
 // NewRedis returns a [redis] section with its static defaults. Set Address
@@ -120,13 +113,19 @@ func (r *Rate) reset() {
 	*r = Rate{Algorithm: AlgorithmTokenBucket, Cost: 1, Scope: ScopeLocal}
 }
 
-func (c *Circuit) reset() {
-	*c = Circuit{
-		FailureRatio:   0.5,
-		MinRequests:    20,
-		Window:         Duration(10 * time.Second),
-		OpenDuration:   Duration(30 * time.Second),
-		HalfOpenProbes: 5,
+// defaultCircuit is the breaker of [upstream.circuit] before the file's
+// values: open at 5 failures in a row, or at half the requests of the last
+// 10s failed once there were 20; stay open 5s, then close after 3 probes
+// succeed. A sidecar's upstream that restarts is back within seconds, so the
+// circuit does not stay open long.
+func defaultCircuit() Circuit {
+	return Circuit{
+		FailureRatio:        0.5,
+		MinRequests:         20,
+		Window:              Duration(10 * time.Second),
+		ConsecutiveFailures: 5,
+		OpenDuration:        Duration(5 * time.Second),
+		HalfOpenProbes:      3,
 	}
 }
 

@@ -59,7 +59,6 @@ func TestBuiltInGo(t *testing.T) {
 	g.Key = KeyHeader("x-tenant")
 	g.Rate = NewRate()
 	g.Rate.Rate = 20
-	g.Circuit = NewCircuit()
 	c.Groups = []Group{g}
 	c.SetDefaults()
 	if err := c.Validate(); err != nil {

@@ -56,10 +56,6 @@ func (g *Group) Clone() Group {
 		r := *g.Rate
 		n.Rate = &r
 	}
-	if g.Circuit != nil {
-		ci := *g.Circuit
-		n.Circuit = &ci
-	}
 	return n
 }
 

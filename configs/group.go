@@ -32,8 +32,6 @@ type Group struct {
 	Targets Targets `toml:"targets" json:"targets"`
 	// Queue is where requests wait for a concurrency slot.
 	Queue Queue `toml:"queue" json:"queue"`
-	// Circuit is the circuit breaker on upstream failures; nil means none.
-	Circuit *Circuit `toml:"circuit,omitempty" json:"circuit,omitempty"`
 }
 
 // Match selects requests. Every field that is set must accept the request;
@@ -226,27 +224,3 @@ const (
 	// been empty for CodelInterval.
 	OrderAdaptive Order = "adaptive"
 )
-
-// Circuit is a [group.circuit]: a circuit breaker on upstream failures
-// (timeouts, connection errors, 5xx). When open, the group's requests are
-// rejected at once with reason "circuit_open"; after OpenDuration, up to
-// HalfOpenProbes requests go through, and the circuit closes if all succeed.
-type Circuit struct {
-	// FailureRatio opens the circuit when at least this share of the
-	// requests in Window failed, a ratio in [0, 1]; 0 is off. Default 0.5.
-	FailureRatio float64 `toml:"failure_ratio" json:"failure_ratio"`
-	// MinRequests is how many requests Window must hold before
-	// FailureRatio is judged, at least 1. Default 20.
-	MinRequests int `toml:"min_requests" json:"min_requests"`
-	// Window is the rolling window of FailureRatio. Default 10s.
-	Window Duration `toml:"window" json:"window"`
-	// ConsecutiveFailures opens the circuit after this many failures in a
-	// row; 0 is off. Default 0.
-	ConsecutiveFailures int `toml:"consecutive_failures" json:"consecutive_failures"`
-	// OpenDuration is how long the circuit stays open before probing.
-	// Default 30s.
-	OpenDuration Duration `toml:"open_duration" json:"open_duration"`
-	// HalfOpenProbes is how many requests are let through to probe, from 1
-	// to 1000. Default 5.
-	HalfOpenProbes int `toml:"half_open_probes" json:"half_open_probes"`
-}

@@ -128,8 +128,11 @@ func TestValidFiles(t *testing.T) {
 				t.Errorf("redis = %+v", c.Redis)
 			}
 			g := c.Groups[0]
-			if g.Rate.Burst != 20 || g.Circuit.ConsecutiveFailures != 3 || g.Queue.Order != OrderAdaptive || g.Targets.Quantile != 0.95 {
+			if g.Rate.Burst != 20 || g.Queue.Order != OrderAdaptive || g.Targets.Quantile != 0.95 {
 				t.Errorf("group api = %+v", g)
+			}
+			if ci := c.Upstream.Circuit; ci.ConsecutiveFailures != 3 || ci.HalfOpenProbes != 2 || time.Duration(ci.OpenDuration) != 10*time.Second {
+				t.Errorf("upstream.circuit = %+v", ci)
 			}
 		},
 	}

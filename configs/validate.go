@@ -88,6 +88,16 @@ func (u *Upstream) check(ck *checker, p string) {
 	if u.CAFile != "" && scheme != "" && scheme != "https" {
 		ck.errorf(join(p, "ca_file"), "only used for an https upstream, and url is %s://", scheme)
 	}
+	u.Circuit.check(ck, join(p, "circuit"))
+}
+
+func (c *Circuit) check(ck *checker, p string) {
+	ck.ratio(join(p, "failure_ratio"), c.FailureRatio)
+	ck.intRange(join(p, "min_requests"), c.MinRequests, 1, maxLimit)
+	ck.duration(join(p, "window"), c.Window, ms, hour)
+	ck.intRange(join(p, "consecutive_failures"), c.ConsecutiveFailures, 0, maxLimit)
+	ck.duration(join(p, "open_duration"), c.OpenDuration, ms, hour)
+	ck.intRange(join(p, "half_open_probes"), c.HalfOpenProbes, 1, 1000)
 }
 
 func (pr *Probe) check(ck *checker, p string) {

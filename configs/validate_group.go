@@ -87,9 +87,6 @@ func (g *Group) check(ck *checker, p string) {
 	g.Concurrency.check(ck, join(p, "concurrency"))
 	g.Targets.check(ck, join(p, "targets"), g.Concurrency.Law)
 	g.Queue.check(ck, join(p, "queue"))
-	if g.Circuit != nil {
-		g.Circuit.check(ck, join(p, "circuit"))
-	}
 }
 
 func (g *Group) checkName(ck *checker, path string) {
@@ -369,17 +366,5 @@ func (q *Queue) check(ck *checker, p string) {
 		ck.errorf(join(p, "codel_target"), "must be < codel_interval (%s), got %s", q.CodelInterval, q.CodelTarget)
 	} else if waitOK && q.Max > 0 && q.CodelTarget > q.MaxWait {
 		ck.errorf(join(p, "codel_target"), "must be ≤ max_wait (%s), got %s", q.MaxWait, q.CodelTarget)
-	}
-}
-
-func (c *Circuit) check(ck *checker, p string) {
-	ck.ratio(join(p, "failure_ratio"), c.FailureRatio)
-	ck.intRange(join(p, "min_requests"), c.MinRequests, 1, maxLimit)
-	ck.duration(join(p, "window"), c.Window, ms, hour)
-	ck.intRange(join(p, "consecutive_failures"), c.ConsecutiveFailures, 0, maxLimit)
-	ck.duration(join(p, "open_duration"), c.OpenDuration, ms, hour)
-	ck.intRange(join(p, "half_open_probes"), c.HalfOpenProbes, 1, 1000)
-	if c.FailureRatio == 0 && c.ConsecutiveFailures == 0 {
-		ck.incompletef(p, "never opens: set failure_ratio or consecutive_failures")
 	}
 }

@@ -1,8 +1,10 @@
 package gate
 
 import (
+	"bytes"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -106,4 +108,47 @@ func TestWriteHeaders(t *testing.T) {
 			t.Errorf("%v: RateLimit field present = %v", why, has)
 		}
 	}
+}
+
+// FuzzSFString checks that a policy name always becomes a valid RFC 9651
+// sf-string that decodes to the name's printable ASCII.
+func FuzzSFString(f *testing.F) {
+	for _, s := range []string{"default", `a"b\c`, "", "\x00\xff", strings.Repeat("x", 100)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		b := appendSFString(nil, name)
+		if len(b) < 2 || b[0] != '"' || b[len(b)-1] != '"' {
+			t.Fatalf("%q: not quoted: %q", name, b)
+		}
+		var dec []byte
+		for i := 1; i < len(b)-1; i++ {
+			c := b[i]
+			if c < 0x20 || c > 0x7e {
+				t.Fatalf("%q: byte %#x in %q", name, c, b)
+			}
+			if c == '\\' {
+				i++
+				if i >= len(b)-1 || (b[i] != '"' && b[i] != '\\') {
+					t.Fatalf("%q: bad escape in %q", name, b)
+				}
+				c = b[i]
+			} else if c == '"' {
+				t.Fatalf("%q: unescaped quote in %q", name, b)
+			}
+			dec = append(dec, c)
+		}
+		var want []byte
+		for i := 0; i < len(name) && len(want) < 64; i++ {
+			if c := name[i]; c >= 0x20 && c <= 0x7e {
+				want = append(want, c)
+			}
+		}
+		if len(want) == 0 {
+			want = []byte("default")
+		}
+		if !bytes.Equal(dec, want) {
+			t.Fatalf("%q decodes to %q, want %q", name, dec, want)
+		}
+	})
 }

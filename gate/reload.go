@@ -310,7 +310,6 @@ func structural(a, b *configs.Group) []string {
 	check("priority", x.Priority == b.Priority && x.DefaultPriority == b.DefaultPriority)
 	check("concurrency.law", x.Concurrency.Law == b.Concurrency.Law)
 	check("rate", reflect.DeepEqual(x.Rate, b.Rate))
-	check("circuit", reflect.DeepEqual(x.Circuit, b.Circuit))
 	if len(out) == 0 {
 		out = append(out, "a setting")
 	}

@@ -99,15 +99,19 @@ func benchRequest() *http.Request {
 func BenchmarkServeHTTP(b *testing.B) {
 	for _, bc := range []struct {
 		name    string
-		admit   Admitter
+		gate    bool
 		breaker bool
 	}{
-		{"bare", nil, false},
-		{"breaker", nil, true},
-		{"admitter+breaker", &countingAdmitter{}, true},
+		{"bare", false, false},
+		{"breaker", false, true},
+		{"gate+breaker", true, true},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			p, err := New(Params{Upstream: cannedUpstream(b, cannedOK), Admitter: bc.admit, DisableBreaker: !bc.breaker})
+			params := Params{Upstream: cannedUpstream(b, cannedOK), DisableBreaker: !bc.breaker}
+			if bc.gate {
+				params.Gate = testGate(b, roomyGroup)
+			}
+			p, err := New(params)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -154,23 +158,6 @@ func BenchmarkServeHTTPSharedContext(b *testing.B) {
 	}
 }
 
-// countingAdmitter admits everything, allocation-free.
-type countingAdmitter struct {
-	mu       sync.Mutex
-	admitted int
-	outcomes [3]int
-}
-
-func (a *countingAdmitter) Admit(*http.Request) (Ticket, Rejection, bool) {
-	return Ticket{Ref: a, Data: 1}, Rejection{}, true
-}
-
-func (a *countingAdmitter) Finish(t Ticket, o Outcome, _ time.Duration) {
-	a.mu.Lock()
-	a.outcomes[o]++
-	a.mu.Unlock()
-}
-
 // BenchmarkEndToEnd measures one proxied request through the whole proxy
 // process: net/http's server, the proxy, and a canned upstream, driven by a raw
 // keep-alive client that allocates nothing; allocs/op is everything the proxy
@@ -184,6 +171,14 @@ func BenchmarkEndToEnd(b *testing.B) {
 	}{
 		{"sluice", func() http.Handler {
 			p, err := New(Params{Upstream: up})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { p.Close() })
+			return p
+		}},
+		{"sluice+gate", func() http.Handler {
+			p, err := New(Params{Upstream: up, Gate: testGate(b, roomyGroup)})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/sluicehq/sluice/gate"
 )
 
 // BreakerParams configures a Breaker. A zero field means its default.
@@ -20,15 +22,16 @@ type BreakerParams struct {
 	// failure ratio can open the circuit. Default 20.
 	MinRequests int
 	// FailureRatio opens the circuit when failures/requests in the window reaches
-	// it (0 < ratio ≤ 1). Default 0.5.
+	// it (0 < ratio ≤ 1); negative turns this trigger off. Default 0.5.
 	FailureRatio float64
 	// ConsecutiveFailures opens the circuit after that many failures in a row,
-	// whatever the window holds. Default 5.
+	// whatever the window holds; negative turns this trigger off. Default 5.
 	ConsecutiveFailures int
 	// Cooldown is how long the circuit stays open before it lets probes through.
 	// Default 5s.
 	Cooldown time.Duration
-	// Probes is how many requests may be in flight while half-open. Default 1.
+	// Probes is how many requests a half-open circuit lets through; all of them
+	// must succeed to close it. Default 3.
 	Probes int
 }
 
@@ -39,7 +42,7 @@ const (
 	defaultBreakerRatio       = 0.5
 	defaultBreakerConsecutive = 5
 	defaultBreakerCooldown    = 5 * time.Second
-	defaultBreakerProbes      = 1
+	defaultBreakerProbes      = 3
 	maxBreakerBuckets         = 1000
 )
 
@@ -56,11 +59,11 @@ func (p BreakerParams) Validate() error {
 	if p.MinRequests < 0 {
 		errs = append(errs, fmt.Errorf("proxy: breaker min requests must not be negative, got %d", p.MinRequests))
 	}
-	if p.FailureRatio < 0 || p.FailureRatio > 1 || p.FailureRatio != p.FailureRatio {
-		errs = append(errs, fmt.Errorf("proxy: breaker failure ratio must be in (0, 1], got %v", p.FailureRatio))
+	if p.FailureRatio > 1 || p.FailureRatio != p.FailureRatio {
+		errs = append(errs, fmt.Errorf("proxy: breaker failure ratio must be at most 1 (negative: off), got %v", p.FailureRatio))
 	}
-	if p.ConsecutiveFailures < 0 {
-		errs = append(errs, fmt.Errorf("proxy: breaker consecutive failures must not be negative, got %d", p.ConsecutiveFailures))
+	if p.FailureRatio < 0 && p.ConsecutiveFailures < 0 {
+		errs = append(errs, errors.New("proxy: breaker never opens with both the failure ratio and consecutive failures off; set DisableBreaker instead"))
 	}
 	if p.Cooldown < 0 {
 		errs = append(errs, fmt.Errorf("proxy: breaker cooldown must not be negative, got %v", p.Cooldown))
@@ -140,11 +143,12 @@ type Permit struct {
 // a rolling window of Buckets slices. The circuit opens when ConsecutiveFailures
 // requests fail in a row, or when the window holds at least MinRequests requests of
 // which at least FailureRatio failed. Open, it refuses every request for Cooldown;
-// then it is half-open and allows up to Probes requests at a time: the first probe
-// to succeed closes it (with fresh counts), the first to fail opens it again for
-// another Cooldown. A failure is OutcomeDropped, a success OutcomeSuccess;
-// OutcomeIgnored counts as neither (a probe that ends ignored frees its place).
-// Results of requests allowed before the last state change are ignored.
+// then it is half-open and lets Probes requests through: once all of them have
+// succeeded it closes (with fresh counts); the first to fail opens it again for
+// another Cooldown. A failure is gate.Dropped, a success gate.Success;
+// gate.Ignored counts as neither (a probe that ends ignored frees its place for
+// another). Results of requests allowed before the last state change are
+// ignored. A negative FailureRatio or ConsecutiveFailures turns that trigger off.
 //
 // Time is passed in (now), as in golang.org/x/time/rate; instants before the
 // Breaker's creation count as its creation.
@@ -168,7 +172,8 @@ type Breaker struct {
 	mu        sync.Mutex
 	failed    []uint64      // like ok, under mu
 	openUntil time.Duration // since origin; meaningful while open
-	probes    int           // in flight while half-open
+	probes    int           // let through while half-open, but those ignored
+	probesOK  int           // of which succeeded
 }
 
 // NewBreaker returns a closed Breaker created at now, or the problems with p.
@@ -225,7 +230,7 @@ func (b *Breaker) Allow(now time.Time) (Permit, bool) {
 		}
 		gen++
 		b.word.Store(pack(gen, BreakerHalfOpen))
-		b.probes = 0
+		b.probes, b.probesOK = 0, 0
 	}
 	if b.probes >= b.p.Probes {
 		return Permit{}, false
@@ -246,9 +251,9 @@ func (b *Breaker) RetryAfter(now time.Time) time.Duration {
 
 // Record reports the outcome, at now, of a request that Allow let through. Record
 // it exactly once per Permit; a request that was allowed but never sent (refused by
-// admission, say) is recorded as OutcomeIgnored.
-func (b *Breaker) Record(p Permit, o Outcome, now time.Time) {
-	if o == OutcomeSuccess && !p.probe {
+// admission, say) is recorded as gate.Ignored.
+func (b *Breaker) Record(p Permit, o gate.Outcome, now time.Time) {
+	if o == gate.Success && !p.probe {
 		gen, s := unpack(b.word.Load())
 		if s != BreakerClosed || gen != p.gen {
 			return
@@ -259,7 +264,7 @@ func (b *Breaker) Record(p Permit, o Outcome, now time.Time) {
 		}
 		return
 	}
-	if o == OutcomeIgnored && !p.probe {
+	if o == gate.Ignored && !p.probe {
 		return
 	}
 	b.mu.Lock()
@@ -274,10 +279,12 @@ func (b *Breaker) Record(p Permit, o Outcome, now time.Time) {
 			return
 		}
 		switch o {
-		case OutcomeSuccess:
-			b.reset()
-			b.word.Store(pack(gen+1, BreakerClosed))
-		case OutcomeDropped:
+		case gate.Success:
+			if b.probesOK++; b.probesOK >= b.p.Probes {
+				b.reset()
+				b.word.Store(pack(gen+1, BreakerClosed))
+			}
+		case gate.Dropped:
 			b.open(gen, t)
 		default:
 			b.probes--
@@ -287,8 +294,11 @@ func (b *Breaker) Record(p Permit, o Outcome, now time.Time) {
 	// A failure while closed.
 	b.countFailure(t)
 	n := b.consec.Add(1)
-	if n >= int64(b.p.ConsecutiveFailures) {
+	if b.p.ConsecutiveFailures > 0 && n >= int64(b.p.ConsecutiveFailures) {
 		b.open(gen, t)
+		return
+	}
+	if b.p.FailureRatio <= 0 {
 		return
 	}
 	okN, failN := b.window(t)
@@ -311,7 +321,7 @@ func (b *Breaker) reset() {
 		b.failed[i] = 0
 	}
 	b.consec.Store(0)
-	b.probes = 0
+	b.probes, b.probesOK = 0, 0
 }
 
 func (b *Breaker) epoch(t time.Duration) uint64 { return uint64(t / b.width) }

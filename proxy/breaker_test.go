@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/gate"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -40,11 +42,11 @@ func runBreakerSteps(t *testing.T, p BreakerParams, steps []breakerStep) {
 				}
 			}
 		case "ok":
-			b.Record(permits[s.ref], OutcomeSuccess, now)
+			b.Record(permits[s.ref], gate.Success, now)
 		case "fail":
-			b.Record(permits[s.ref], OutcomeDropped, now)
+			b.Record(permits[s.ref], gate.Dropped, now)
 		case "ignore":
-			b.Record(permits[s.ref], OutcomeIgnored, now)
+			b.Record(permits[s.ref], gate.Ignored, now)
 		default:
 			t.Fatalf("step %d: unknown action %q", i, s.do)
 		}
@@ -138,17 +140,20 @@ func TestBreakerHalfOpenProbes(t *testing.T) {
 		{at: 2 * time.Second, do: "fail", ref: 5, state: BreakerOpen},       // 10: a probe fails: reopen
 		{at: 2 * time.Second, do: "ok", ref: 9, state: BreakerOpen},         // 11: stale probe
 		{at: 2500 * time.Millisecond, do: "allow", allow: false, state: BreakerOpen, retryS: 500 * time.Millisecond},
-		{at: 3 * time.Second, do: "allow", allow: true, state: BreakerHalfOpen}, // 13
-		{at: 3 * time.Second, do: "ok", ref: 13, state: BreakerClosed},          // 14: a probe succeeds: close
-		{at: 3 * time.Second, do: "allow", allow: true, state: BreakerClosed},   // 15
-		{at: 3 * time.Second, do: "fail", ref: 15, state: BreakerOpen},          // 16: fresh counts, 1 failure opens
+		{at: 3 * time.Second, do: "allow", allow: true, state: BreakerHalfOpen},             // 13
+		{at: 3 * time.Second, do: "allow", allow: true, state: BreakerHalfOpen},             // 14
+		{at: 3 * time.Second, do: "ok", ref: 13, state: BreakerHalfOpen},                    // 15: one of two probes succeeded
+		{at: 3 * time.Second, do: "allow", allow: false, state: BreakerHalfOpen, retryS: 0}, // 16: both were let through
+		{at: 3 * time.Second, do: "ok", ref: 14, state: BreakerClosed},                      // 17: both succeeded: close
+		{at: 3 * time.Second, do: "allow", allow: true, state: BreakerClosed},               // 18
+		{at: 3 * time.Second, do: "fail", ref: 18, state: BreakerOpen},                      // 19: fresh counts, 1 failure opens
 	}
 	runBreakerSteps(t, p, steps)
 }
 
 func TestBreakerClosesWithFreshCounts(t *testing.T) {
 	// After closing, the failures from before the open are forgotten.
-	p := BreakerParams{ConsecutiveFailures: 2, Cooldown: time.Second, MinRequests: 4, FailureRatio: 0.5}
+	p := BreakerParams{ConsecutiveFailures: 2, Cooldown: time.Second, MinRequests: 4, FailureRatio: 0.5, Probes: 1}
 	steps := []breakerStep{
 		{at: 0, do: "allow", allow: true, state: BreakerClosed},
 		{at: 0, do: "fail", ref: 0, state: BreakerClosed},
@@ -164,22 +169,41 @@ func TestBreakerClosesWithFreshCounts(t *testing.T) {
 	runBreakerSteps(t, p, steps)
 }
 
+func TestBreakerTriggersOff(t *testing.T) {
+	// Consecutive failures off: 50 failures in a row open only by the ratio,
+	// which needs MinRequests.
+	p := BreakerParams{ConsecutiveFailures: -1, MinRequests: 50, FailureRatio: 0.5}
+	steps := allowN(49, 0, "fail", 0, BreakerClosed)
+	steps = append(steps, allowN(1, 0, "fail", len(steps), BreakerOpen)...)
+	runBreakerSteps(t, p, steps)
+	// The ratio off: only a run of failures opens it.
+	p = BreakerParams{ConsecutiveFailures: 3, MinRequests: 1, FailureRatio: -1}
+	steps = nil
+	for i := 0; i < 10; i++ {
+		steps = append(steps, allowN(2, 0, "fail", len(steps), BreakerClosed)...)
+		steps = append(steps, allowN(1, 0, "ok", len(steps), BreakerClosed)...)
+	}
+	steps = append(steps, allowN(3, 0, "fail", len(steps), BreakerClosed)...)
+	steps[len(steps)-1].state = BreakerOpen
+	runBreakerSteps(t, p, steps)
+}
+
 func TestBreakerZeroPermitIsHarmless(t *testing.T) {
 	b, err := NewBreaker(BreakerParams{ConsecutiveFailures: 1}, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The zero Permit belongs to no generation: recording it changes nothing.
-	b.Record(Permit{}, OutcomeDropped, t0)
+	b.Record(Permit{}, gate.Dropped, t0)
 	if b.State() != BreakerClosed {
 		t.Fatalf("state %v after a zero Permit failed, want closed", b.State())
 	}
 	pm, _ := b.Allow(t0)
-	b.Record(pm, OutcomeDropped, t0)
+	b.Record(pm, gate.Dropped, t0)
 	if b.State() != BreakerOpen {
 		t.Fatalf("state %v, want open", b.State())
 	}
-	b.Record(Permit{}, OutcomeSuccess, t0)
+	b.Record(Permit{}, gate.Success, t0)
 	if b.State() != BreakerOpen {
 		t.Fatalf("state %v after a zero Permit succeeded, want open", b.State())
 	}
@@ -191,7 +215,7 @@ func TestBreakerTimeBeforeCreation(t *testing.T) {
 		t.Fatal(err)
 	}
 	pm, _ := b.Allow(t0.Add(-time.Hour))
-	b.Record(pm, OutcomeDropped, t0.Add(-time.Hour)) // counts as at t0
+	b.Record(pm, gate.Dropped, t0.Add(-time.Hour)) // counts as at t0
 	if _, ok := b.Allow(t0.Add(999 * time.Millisecond)); ok {
 		t.Fatal("allowed during the cooldown")
 	}
@@ -204,18 +228,21 @@ func TestBreakerParamsValidate(t *testing.T) {
 	if err := (BreakerParams{}).Validate(); err != nil {
 		t.Fatalf("zero params: %v", err)
 	}
-	bad := BreakerParams{Window: -1, Buckets: -2, MinRequests: -3, FailureRatio: 1.5, ConsecutiveFailures: -4, Cooldown: -5, Probes: -6}
+	bad := BreakerParams{Window: -1, Buckets: -2, MinRequests: -3, FailureRatio: 1.5, Cooldown: -5, Probes: -6}
 	err := bad.Validate()
 	if err == nil {
 		t.Fatal("no error for bad params")
 	}
-	for _, want := range []string{"window", "buckets", "min requests", "failure ratio", "consecutive", "cooldown", "probes"} {
+	for _, want := range []string{"window", "buckets", "min requests", "failure ratio", "cooldown", "probes"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %q", err, want)
 		}
 	}
 	if !strings.HasPrefix(err.Error(), "proxy: ") {
 		t.Errorf("error %q lacks the package prefix", err)
+	}
+	if err := (BreakerParams{FailureRatio: -1, ConsecutiveFailures: -1}).Validate(); err == nil || !strings.Contains(err.Error(), "never opens") {
+		t.Errorf("both triggers off: %v, want a breaker that never opens refused", err)
 	}
 	if err := (BreakerParams{Window: time.Nanosecond, Buckets: 10}).Validate(); err == nil {
 		t.Error("no error for a window shorter than its buckets")
@@ -246,7 +273,7 @@ func BenchmarkBreakerAllowRecord(b *testing.B) {
 			if !ok {
 				b.Fatal("refused")
 			}
-			br.Record(pm, OutcomeSuccess, now)
+			br.Record(pm, gate.Success, now)
 		}
 	})
 }

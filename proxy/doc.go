@@ -1,25 +1,33 @@
 // Package proxy is sluice's HTTP reverse proxy: it forwards requests to one
-// upstream over HTTP/1.1 or h2c (gRPC), asks an Admitter whether each request may
-// pass, reports every admitted request's outcome and latency back exactly once,
-// and keeps a circuit breaker on the upstream.
+// upstream over HTTP/1.1 or h2c (gRPC), asks the admission pipeline (a
+// gate.Gate) whether each request may pass, reports every admitted request's
+// outcome and latency back to it exactly once, and keeps a circuit breaker on
+// the upstream.
 //
 // # Data path
 //
 // For each request ServeHTTP
 //
-//  1. asks the circuit Breaker (one atomic load while closed); an open circuit
-//     answers 503 with reason circuit_open at once;
-//  2. asks the Admitter (nil admits everything); a Rejection becomes 429 (rate)
-//     or 503 (overload) with a jittered Retry-After, Sluice-Reason and, for rate
-//     limits, the RateLimit-Policy and RateLimit fields — or, for gRPC, a
-//     trailers-only response with grpc-status RESOURCE_EXHAUSTED or UNAVAILABLE;
+//  1. classifies the request (gate.Gate.Classify: group, key, priority) and asks
+//     the circuit Breaker (one atomic load while closed); an open circuit
+//     answers 503 with reason circuit_open at once, counted in the request's
+//     group (gate.Gate.Reject);
+//  2. asks the gate (gate.Gate.EnterClass; a nil gate admits everything): a
+//     gate.Rejection is answered as the gate renders it (429 for a client over
+//     its quota, 503 for overload, with a jittered Retry-After, Sluice-Reason
+//     and, for rate limits, the RateLimit-Policy and RateLimit fields) — or,
+//     for gRPC, as a trailers-only response with those fields, grpc-status
+//     RESOURCE_EXHAUSTED (over quota) or UNAVAILABLE (overload) and
+//     grpc-retry-pushback-ms;
 //  3. forwards the request: HTTP/1.1 through the proxy's own client (a pool of
 //     upstream connections, the head written straight from the request, the
 //     response head parsed straight into the client's header map, small bodies
 //     copied out of the connection's read buffer, no goroutine per request unless
 //     the request body streams), gRPC through net/http's h2c Transport;
-//  4. finishes: the Outcome (success, dropped, ignored; see Outcome) goes to the
-//     breaker and to the Admitter's Finish.
+//  4. finishes: the gate.Outcome (success: 1xx–3xx, gRPC OK; dropped: 5xx,
+//     timeouts, connection failures, gRPC overload and server faults; ignored:
+//     4xx, the caller's gRPC errors, a client that went away) goes to the
+//     breaker and, with the upstream latency, to the gate (gate.Pass.DoneAfter).
 //
 // Bodies stream both ways without buffering: the proxy flushes to the client
 // whenever it would otherwise wait for the upstream. WebSocket and other
@@ -48,7 +56,4 @@
 // and by the Proxy's ClientTimeout, a progress deadline on body reads and
 // response writes, instead of a whole-request ReadTimeout or WriteTimeout that
 // would cut long streams.
-//
-// Everything the admission pipeline (package gate) must provide is in
-// admission.go.
 package proxy

@@ -9,6 +9,8 @@ import (
 	"os"
 	"strconv"
 	"syscall"
+
+	"github.com/sluicehq/sluice/gate"
 )
 
 // failClass is what went wrong with the upstream.
@@ -99,10 +101,10 @@ func (s *counters) count(c failClass) {
 func (p *Proxy) fail(ctx context.Context, w http.ResponseWriter, x *exchange, g grpcKind, ct string, err error, dialing bool) {
 	c := classify(err, dialing)
 	if ctx.Err() != nil {
-		x.finish(OutcomeIgnored)
+		x.finish(gate.Ignored)
 	} else {
 		p.stats.count(c)
-		x.finish(OutcomeDropped)
+		x.finish(gate.Dropped)
 	}
 	h := w.Header()
 	clear(h)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net/http"
 	"time"
+
+	"github.com/sluicehq/sluice/gate"
 )
 
 // noResponseError is a failure before any byte of a response arrived.
@@ -64,7 +66,7 @@ func (p *Proxy) forwardH1(w http.ResponseWriter, r *http.Request, x *exchange, g
 			if sender.clientErr {
 				// The client's body failed (stalled, gone, or malformed):
 				// nothing to learn about the upstream.
-				x.finish(OutcomeIgnored)
+				x.finish(gate.Ignored)
 				clientBodyFailed(w, r, sender.err)
 				return false
 			}
@@ -141,9 +143,9 @@ func (p *Proxy) forwardH1(w http.ResponseWriter, r *http.Request, x *exchange, g
 	switch {
 	case upErr != nil && ctx.Err() == nil:
 		p.stats.count(classify(upErr, false))
-		o, abort = OutcomeDropped, true
+		o, abort = gate.Dropped, true
 	case upErr != nil || clErr != nil:
-		o, abort = OutcomeIgnored, upErr != nil
+		o, abort = gate.Ignored, upErr != nil
 	}
 	x.finishAt(o, end)
 	if draining {

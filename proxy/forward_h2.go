@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/sluicehq/sluice/gate"
 )
 
 // newH2Transport returns the Transport for h2c to the upstream: net/http's own
@@ -136,9 +138,9 @@ func (p *Proxy) forwardH2(w http.ResponseWriter, r *http.Request, x *exchange, g
 	switch {
 	case upErr != nil && ctx.Err() == nil:
 		p.stats.count(classify(upErr, false))
-		o, abort = OutcomeDropped, true
+		o, abort = gate.Dropped, true
 	case upErr != nil || clErr != nil:
-		o, abort = OutcomeIgnored, upErr != nil
+		o, abort = gate.Ignored, upErr != nil
 	}
 	x.finish(o)
 	return abort

@@ -3,6 +3,8 @@ package proxy
 import (
 	"net/http"
 	"strings"
+
+	"github.com/sluicehq/sluice/gate"
 )
 
 // grpcKind says whether a request speaks gRPC, by its Content-Type.
@@ -75,30 +77,30 @@ func parseGRPCStatus(s string) (code int, ok bool) {
 //     NOT_FOUND, ALREADY_EXISTS, PERMISSION_DENIED, FAILED_PRECONDITION, ABORTED,
 //     OUT_OF_RANGE, UNIMPLEMENTED, UNAUTHENTICATED (HTTP 4xx/501) → ignored;
 //   - a code outside 0…16 is UNKNOWN, as gRPC clients treat it → dropped.
-func grpcOutcome(code int) Outcome {
+func grpcOutcome(code int) gate.Outcome {
 	switch code {
 	case grpcOK:
-		return OutcomeSuccess
+		return gate.Success
 	case grpcDeadlineExceeded, grpcResourceExhausted, grpcUnavailable,
 		grpcUnknown, grpcInternal, grpcDataLoss:
-		return OutcomeDropped
+		return gate.Dropped
 	}
 	if code >= 1 && code <= 16 {
-		return OutcomeIgnored
+		return gate.Ignored
 	}
-	return OutcomeDropped
+	return gate.Dropped
 }
 
 // statusOutcome classifies an HTTP status from the upstream: 5xx dropped, 4xx
 // ignored, anything else (1xx, 2xx, 3xx) success.
-func statusOutcome(code int) Outcome {
+func statusOutcome(code int) gate.Outcome {
 	switch {
 	case code >= 500:
-		return OutcomeDropped
+		return gate.Dropped
 	case code >= 400:
-		return OutcomeIgnored
+		return gate.Ignored
 	}
-	return OutcomeSuccess
+	return gate.Success
 }
 
 // grpcResponseOutcome classifies a gRPC response by its grpc-status, found in the
@@ -106,20 +108,20 @@ func statusOutcome(code int) Outcome {
 // grpc-web, in the header. A native gRPC response without a status is dropped
 // (clients report INTERNAL); a grpc-web one carries it in the body, unseen here,
 // and counts as a success.
-func grpcResponseOutcome(h http.Header, g grpcKind) Outcome {
+func grpcResponseOutcome(h http.Header, g grpcKind) gate.Outcome {
 	v := h[http.TrailerPrefix+headerGRPCStatus]
 	if len(v) == 0 {
 		v = h[headerGRPCStatus]
 	}
 	if len(v) == 0 {
 		if g == grpcWeb {
-			return OutcomeSuccess
+			return gate.Success
 		}
-		return OutcomeDropped
+		return gate.Dropped
 	}
 	code, ok := parseGRPCStatus(v[0])
 	if !ok {
-		return OutcomeDropped
+		return gate.Dropped
 	}
 	return grpcOutcome(code)
 }

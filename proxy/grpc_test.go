@@ -15,6 +15,9 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+
+	"github.com/sluicehq/sluice/adaptive"
+	"github.com/sluicehq/sluice/gate"
 )
 
 // These tests use grpc-go on both ends: its health service as the upstream (no
@@ -65,15 +68,15 @@ func grpcCtx(t *testing.T) context.Context {
 func TestGRPCPassThrough(t *testing.T) {
 	hs, up := startGRPCUpstream(t)
 	hs.SetServingStatus("svc", healthpb.HealthCheckResponse_SERVING)
-	adm := newFakeAdmitter(t)
-	_, base := startProxy(t, Params{Upstream: up, Admitter: adm}, ServerParams{})
+	adm := newFinishes(t)
+	_, base := startWatched(t, adm, Params{Upstream: up}, ServerParams{})
 	client := healthpb.NewHealthClient(dialGRPC(t, base))
 
 	resp, err := client.Check(grpcCtx(t), &healthpb.HealthCheckRequest{Service: "svc"})
 	if err != nil || resp.Status != healthpb.HealthCheckResponse_SERVING {
 		t.Fatalf("Check: %v, %v", resp, err)
 	}
-	if f := adm.outcome(t); f.outcome != OutcomeSuccess {
+	if f := adm.outcome(t); f.outcome != gate.Success {
 		t.Errorf("outcome %v, want success", f.outcome)
 	}
 
@@ -81,7 +84,7 @@ func TestGRPCPassThrough(t *testing.T) {
 	if status.Code(err) != codes.NotFound {
 		t.Fatalf("Check of an unknown service: %v, want NotFound", err)
 	}
-	if f := adm.outcome(t); f.outcome != OutcomeIgnored {
+	if f := adm.outcome(t); f.outcome != gate.Ignored {
 		t.Errorf("NotFound: outcome %v, want ignored", f.outcome)
 	}
 }
@@ -91,8 +94,8 @@ func TestGRPCPassThrough(t *testing.T) {
 func TestGRPCServerStreaming(t *testing.T) {
 	hs, up := startGRPCUpstream(t)
 	hs.SetServingStatus("svc", healthpb.HealthCheckResponse_SERVING)
-	adm := newFakeAdmitter(t)
-	_, base := startProxy(t, Params{Upstream: up, Admitter: adm}, ServerParams{})
+	adm := newFinishes(t)
+	_, base := startWatched(t, adm, Params{Upstream: up}, ServerParams{})
 	client := healthpb.NewHealthClient(dialGRPC(t, base))
 	ctx, cancel := context.WithCancel(grpcCtx(t))
 	stream, err := client.Watch(ctx, &healthpb.HealthCheckRequest{Service: "svc"})
@@ -111,15 +114,15 @@ func TestGRPCServerStreaming(t *testing.T) {
 		}
 	}
 	cancel()
-	if f := adm.outcome(t); f.outcome != OutcomeIgnored {
+	if f := adm.outcome(t); f.outcome != gate.Ignored {
 		t.Errorf("a stream the client cancelled: outcome %v, want ignored", f.outcome)
 	}
 }
 
 func TestGRPCStatusOutcomes(t *testing.T) {
 	_, up := startGRPCUpstream(t)
-	adm := newFakeAdmitter(t)
-	_, base := startProxy(t, Params{Upstream: up, Admitter: adm, DisableBreaker: true}, ServerParams{})
+	adm := newFinishes(t)
+	_, base := startWatched(t, adm, Params{Upstream: up, DisableBreaker: true}, ServerParams{})
 	cc := dialGRPC(t, base)
 	for code := codes.OK; code <= codes.Unauthenticated; code++ {
 		err := cc.Invoke(grpcCtx(t), "/codes/"+strconv.Itoa(int(code)), &healthpb.HealthCheckRequest{}, &healthpb.HealthCheckResponse{})
@@ -132,40 +135,95 @@ func TestGRPCStatusOutcomes(t *testing.T) {
 	}
 }
 
+// shedGroups: one Watch stream at a time (no queue), and Check calls at one
+// per 100 s per client, so the second call in a row is over its quota.
+const shedGroups = `
+[[group]]
+name = "watch"
+match = { path = "/grpc.health.v1.Health/Watch" }
+  [group.concurrency]
+  law = "fixed"
+  limit = 1
+  [group.queue]
+  max = 0
+[[group]]
+name = "check"
+match = { path = "/grpc.health.v1.Health/Check" }
+  [group.rate]
+  rate = 0.01
+`
+
+// TestGRPCShed runs gRPC calls into a real gate's limits: overload (no slot)
+// comes back as UNAVAILABLE, a rate limit as RESOURCE_EXHAUSTED, each with the
+// gate's reason, RateLimit fields for the rate, and a retry pushback.
 func TestGRPCShed(t *testing.T) {
-	_, up := startGRPCUpstream(t)
-	adm := newFakeAdmitter(t)
-	_, base := startProxy(t, Params{Upstream: up, Admitter: adm}, ServerParams{})
+	hs, up := startGRPCUpstream(t)
+	hs.SetServingStatus("svc", healthpb.HealthCheckResponse_SERVING)
+	g := testGate(t, shedGroups)
+	adm := newFinishes(t)
+	_, base := startWatched(t, adm, Params{Upstream: up, Gate: g}, ServerParams{})
 	client := healthpb.NewHealthClient(dialGRPC(t, base))
-	for _, tc := range []struct {
-		rej  Rejection
-		code codes.Code
-	}{
-		{Rejection{Kind: RejectOverload, Reason: ReasonQueueFull, RetryAfter: time.Second}, codes.Unavailable},
-		{Rejection{Kind: RejectOverload, Reason: ReasonCPU}, codes.Unavailable},
-		{Rejection{Kind: RejectRate, Reason: ReasonRate, RetryAfter: 2 * time.Second, Quota: Quota{Limit: 10, Window: time.Second}}, codes.ResourceExhausted},
-	} {
-		adm.mu.Lock()
-		adm.reject = &tc.rej
-		adm.mu.Unlock()
-		var trailer metadata.MD
-		_, err := client.Check(grpcCtx(t), &healthpb.HealthCheckRequest{}, grpc.Trailer(&trailer))
-		if status.Code(err) != tc.code || !strings.Contains(status.Convert(err).Message(), tc.rej.Reason.String()) {
-			t.Errorf("%v: got %v, want %v", tc.rej.Reason, err, tc.code)
-		}
-		if got := trailer.Get("sluice-reason"); len(got) != 1 || got[0] != tc.rej.Reason.String() {
-			t.Errorf("%v: sluice-reason %q", tc.rej.Reason, got)
-		}
-		if ms, _ := strconv.Atoi(strings.Join(trailer.Get("grpc-retry-pushback-ms"), "")); ms < 1000 {
-			t.Errorf("%v: grpc-retry-pushback-ms %q", tc.rej.Reason, trailer.Get("grpc-retry-pushback-ms"))
-		}
+
+	// The first stream takes the watch group's only slot and keeps it.
+	ctx, cancel := context.WithCancel(grpcCtx(t))
+	defer cancel()
+	first, err := client.Watch(ctx, &healthpb.HealthCheckRequest{Service: "svc"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err := first.Recv(); err != nil || m.Status != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("first Watch: %v, %v", m, err)
+	}
+	second, err := client.Watch(grpcCtx(t), &healthpb.HealthCheckRequest{Service: "svc"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = second.Recv()
+	checkShed(t, "second Watch", err, second.Trailer(), codes.Unavailable, "concurrency")
+
+	if _, err := client.Check(grpcCtx(t), &healthpb.HealthCheckRequest{Service: "svc"}); err != nil {
+		t.Fatalf("first Check: %v", err)
+	}
+	if f := adm.outcome(t); f.outcome != gate.Success {
+		t.Errorf("first Check: outcome %v", f.outcome)
+	}
+	var trailer metadata.MD
+	_, err = client.Check(grpcCtx(t), &healthpb.HealthCheckRequest{Service: "svc"}, grpc.Trailer(&trailer))
+	checkShed(t, "second Check", err, trailer, codes.ResourceExhausted, "rate")
+	if got := trailer.Get("ratelimit-policy"); len(got) != 1 || !strings.HasPrefix(got[0], `"check";q=`) {
+		t.Errorf("second Check: ratelimit-policy %q", got)
+	}
+	if st := groupStatus(t, g, "watch"); st.Rejected[adaptive.RejectConcurrency] != 1 || st.InFlight != 1 {
+		t.Errorf("watch group: %d concurrency rejections, %d in flight; want 1 and 1", st.Rejected[adaptive.RejectConcurrency], st.InFlight)
+	}
+	if st := groupStatus(t, g, "check"); st.Rejected[adaptive.RejectRate] != 1 || st.Completed[gate.Success] != 1 {
+		t.Errorf("check group: %d rate rejections, %d successes; want 1 and 1", st.Rejected[adaptive.RejectRate], st.Completed[gate.Success])
+	}
+	cancel()
+	if f := adm.outcome(t); f.outcome != gate.Ignored {
+		t.Errorf("the first Watch, cancelled: outcome %v, want ignored", f.outcome)
 	}
 	adm.noMoreFinishes(t)
 }
 
+// checkShed checks a call the gate shed: its code, its Sluice-Reason and a
+// retry pushback of at least a second.
+func checkShed(t *testing.T, what string, err error, trailer metadata.MD, code codes.Code, reason string) {
+	t.Helper()
+	if status.Code(err) != code || !strings.Contains(status.Convert(err).Message(), reason) {
+		t.Errorf("%s: got %v, want %v (%s)", what, err, code, reason)
+	}
+	if got := trailer.Get("sluice-reason"); len(got) != 1 || got[0] != reason {
+		t.Errorf("%s: sluice-reason %q, want %q", what, got, reason)
+	}
+	if ms, _ := strconv.Atoi(strings.Join(trailer.Get("grpc-retry-pushback-ms"), "")); ms < 1000 {
+		t.Errorf("%s: grpc-retry-pushback-ms %q", what, trailer.Get("grpc-retry-pushback-ms"))
+	}
+}
+
 func TestGRPCUpstreamDown(t *testing.T) {
-	adm := newFakeAdmitter(t)
-	_, base := startProxy(t, Params{Upstream: "http://" + closedAddr(t), Admitter: adm,
+	adm := newFinishes(t)
+	_, base := startWatched(t, adm, Params{Upstream: "http://" + closedAddr(t),
 		Breaker: BreakerParams{ConsecutiveFailures: 2, Cooldown: time.Hour}}, ServerParams{})
 	client := healthpb.NewHealthClient(dialGRPC(t, base))
 	for i, want := range []string{"connect", "connect", "circuit_open"} {
@@ -180,7 +238,7 @@ func TestGRPCUpstreamDown(t *testing.T) {
 		}
 	}
 	for i := 0; i < 2; i++ {
-		if f := adm.outcome(t); f.outcome != OutcomeDropped {
+		if f := adm.outcome(t); f.outcome != gate.Dropped {
 			t.Errorf("outcome %v, want dropped", f.outcome)
 		}
 	}

@@ -6,90 +6,116 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/configs"
+	"github.com/sluicehq/sluice/gate"
 )
 
 // waitLimit bounds every wait for an event in these tests: far beyond what any
 // event takes, it only turns a hang into a failure.
 const waitLimit = 10 * time.Second
 
-// finished is one Finish call seen by a fakeAdmitter.
+// finished is one exchange's end as the proxy reported it to the gate.
 type finished struct {
-	data    uint64
-	outcome Outcome
+	outcome gate.Outcome
 	latency time.Duration
 }
 
-// fakeAdmitter admits (or, with reject set, rejects) every request and reports
-// each Finish on a channel; it fails the test if a ticket finishes twice.
-type fakeAdmitter struct {
-	t      *testing.T
-	mu     sync.Mutex
-	next   uint64
-	seen   map[uint64]bool
-	reject *Rejection
-	admits int
-	done   chan finished
+// finishes receives every finished exchange of a proxy started with
+// startWatched, through the proxy's observe hook: each exchange is reported
+// there right after the gate (Pass.DoneAfter) and the breaker got it.
+type finishes struct {
+	done chan finished
 }
 
-func newFakeAdmitter(t *testing.T) *fakeAdmitter {
-	return &fakeAdmitter{t: t, seen: map[uint64]bool{}, done: make(chan finished, 1000)}
+func newFinishes(t *testing.T) *finishes {
+	return &finishes{done: make(chan finished, 1000)}
 }
 
-func (a *fakeAdmitter) Admit(r *http.Request) (Ticket, Rejection, bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.admits++
-	if a.reject != nil {
-		return Ticket{}, *a.reject, false
-	}
-	a.next++
-	return Ticket{Ref: a, Data: a.next}, Rejection{}, true
+func (f *finishes) record(o gate.Outcome, latency time.Duration) {
+	f.done <- finished{o, latency}
 }
 
-func (a *fakeAdmitter) Finish(t Ticket, o Outcome, latency time.Duration) {
-	a.mu.Lock()
-	if t.Ref != a || a.seen[t.Data] || t.Data == 0 || t.Data > a.next {
-		a.mu.Unlock()
-		a.t.Errorf("Finish of ticket %+v: foreign, unknown or finished twice", t)
-		return
-	}
-	a.seen[t.Data] = true
-	a.mu.Unlock()
-	a.done <- finished{t.Data, o, latency}
-}
-
-// outcome waits for the next Finish.
-func (a *fakeAdmitter) outcome(t *testing.T) finished {
+// outcome waits for the next finished exchange.
+func (f *finishes) outcome(t *testing.T) finished {
 	t.Helper()
-	select {
-	case f := <-a.done:
-		return f
-	case <-time.After(waitLimit):
-		t.Fatal("no Finish")
-		return finished{}
-	}
+	return recv(t, f.done, "a finished exchange")
 }
 
 // noMoreFinishes checks that nothing was finished beyond what was taken.
-func (a *fakeAdmitter) noMoreFinishes(t *testing.T) {
+func (f *finishes) noMoreFinishes(t *testing.T) {
 	t.Helper()
 	select {
-	case f := <-a.done:
-		t.Fatalf("unexpected Finish %+v", f)
+	case x := <-f.done:
+		t.Fatalf("unexpected finish %+v", x)
 	default:
 	}
+}
+
+// testGate returns a gate running the groups in groupsTOML (TOML text of
+// [[group]] tables; "" for none, so only the catch-all group) with a real
+// clock and no control loop: its limits stay as configured.
+func testGate(t testing.TB, groupsTOML string) *gate.Gate {
+	t.Helper()
+	cfg, err := configs.Parse("test.toml", []byte("[upstream]\nurl = \"http://127.0.0.1:1\"\n"+groupsTOML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := gate.New(gate.Params{Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// roomyGroup is a catch-all group that admits everything the tests send:
+// a fixed limit far above their concurrency, no rate limit.
+const roomyGroup = `
+[[group]]
+name = "all"
+  [group.concurrency]
+  law = "fixed"
+  limit = 10000
+`
+
+// groupStatus ends a control interval (so the outcomes are counted) and
+// returns the status of g's group called name.
+func groupStatus(t *testing.T, g *gate.Gate, name string) gate.GroupStatus {
+	t.Helper()
+	g.Tick(time.Now())
+	st, ok := g.Group(name)
+	if !ok {
+		t.Fatalf("no group %q", name)
+	}
+	return st
+}
+
+// startWatched is startProxy with every finished exchange sent to f, and with a
+// roomy test gate (roomyGroup) when p has none.
+func startWatched(t *testing.T, f *finishes, p Params, sp ServerParams) (*Proxy, string) {
+	t.Helper()
+	if p.Gate == nil {
+		p.Gate = testGate(t, roomyGroup)
+	}
+	return serveProxy(t, p, sp, f.record)
 }
 
 // startProxy serves a Proxy for p on a loopback port and returns it and its URL.
 func startProxy(t *testing.T, p Params, sp ServerParams) (*Proxy, string) {
 	t.Helper()
+	return serveProxy(t, p, sp, nil)
+}
+
+// serveProxy serves a Proxy for p, with observe as its hook (nil for none).
+func serveProxy(t *testing.T, p Params, sp ServerParams, observe func(gate.Outcome, time.Duration)) (*Proxy, string) {
+	t.Helper()
 	px, err := New(p)
 	if err != nil {
 		t.Fatal(err)
 	}
+	px.observe = observe // before serving: the handlers read it
 	sp.Handler = px
 	if sp.ErrorLog == nil {
 		sp.ErrorLog = log.New(io.Discard, "", 0)

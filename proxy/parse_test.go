@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/sluicehq/sluice/gate"
 )
 
 func TestGRPCKindOf(t *testing.T) {
@@ -43,11 +45,11 @@ func TestParseGRPCStatus(t *testing.T) {
 }
 
 func TestGRPCOutcome(t *testing.T) {
-	want := map[int]Outcome{
-		0: OutcomeSuccess, 1: OutcomeIgnored, 2: OutcomeDropped, 3: OutcomeIgnored, 4: OutcomeDropped,
-		5: OutcomeIgnored, 6: OutcomeIgnored, 7: OutcomeIgnored, 8: OutcomeDropped, 9: OutcomeIgnored,
-		10: OutcomeIgnored, 11: OutcomeIgnored, 12: OutcomeIgnored, 13: OutcomeDropped, 14: OutcomeDropped,
-		15: OutcomeDropped, 16: OutcomeIgnored, 17: OutcomeDropped, -1: OutcomeDropped,
+	want := map[int]gate.Outcome{
+		0: gate.Success, 1: gate.Ignored, 2: gate.Dropped, 3: gate.Ignored, 4: gate.Dropped,
+		5: gate.Ignored, 6: gate.Ignored, 7: gate.Ignored, 8: gate.Dropped, 9: gate.Ignored,
+		10: gate.Ignored, 11: gate.Ignored, 12: gate.Ignored, 13: gate.Dropped, 14: gate.Dropped,
+		15: gate.Dropped, 16: gate.Ignored, 17: gate.Dropped, -1: gate.Dropped,
 	}
 	for code, o := range want {
 		if got := grpcOutcome(code); got != o {
@@ -57,8 +59,8 @@ func TestGRPCOutcome(t *testing.T) {
 }
 
 func TestStatusOutcome(t *testing.T) {
-	for code, want := range map[int]Outcome{101: OutcomeSuccess, 200: OutcomeSuccess, 204: OutcomeSuccess, 302: OutcomeSuccess, 304: OutcomeSuccess,
-		400: OutcomeIgnored, 404: OutcomeIgnored, 429: OutcomeIgnored, 499: OutcomeIgnored, 500: OutcomeDropped, 502: OutcomeDropped, 503: OutcomeDropped, 504: OutcomeDropped} {
+	for code, want := range map[int]gate.Outcome{101: gate.Success, 200: gate.Success, 204: gate.Success, 302: gate.Success, 304: gate.Success,
+		400: gate.Ignored, 404: gate.Ignored, 429: gate.Ignored, 499: gate.Ignored, 500: gate.Dropped, 502: gate.Dropped, 503: gate.Dropped, 504: gate.Dropped} {
 		if got := statusOutcome(code); got != want {
 			t.Errorf("statusOutcome(%d) = %v, want %v", code, got, want)
 		}
@@ -69,14 +71,14 @@ func TestGRPCResponseOutcome(t *testing.T) {
 	for _, tc := range []struct {
 		h    http.Header
 		g    grpcKind
-		want Outcome
+		want gate.Outcome
 	}{
-		{http.Header{"Trailer:Grpc-Status": {"0"}}, grpcNative, OutcomeSuccess},
-		{http.Header{"Trailer:Grpc-Status": {"14"}}, grpcNative, OutcomeDropped},
-		{http.Header{"Grpc-Status": {"5"}}, grpcNative, OutcomeIgnored},
-		{http.Header{}, grpcNative, OutcomeDropped},
-		{http.Header{}, grpcWeb, OutcomeSuccess},
-		{http.Header{"Grpc-Status": {"x"}}, grpcWeb, OutcomeDropped},
+		{http.Header{"Trailer:Grpc-Status": {"0"}}, grpcNative, gate.Success},
+		{http.Header{"Trailer:Grpc-Status": {"14"}}, grpcNative, gate.Dropped},
+		{http.Header{"Grpc-Status": {"5"}}, grpcNative, gate.Ignored},
+		{http.Header{}, grpcNative, gate.Dropped},
+		{http.Header{}, grpcWeb, gate.Success},
+		{http.Header{"Grpc-Status": {"x"}}, grpcWeb, gate.Dropped},
 	} {
 		if got := grpcResponseOutcome(tc.h, tc.g); got != tc.want {
 			t.Errorf("grpcResponseOutcome(%v, %d) = %v, want %v", tc.h, tc.g, got, tc.want)

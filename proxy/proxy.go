@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/sluicehq/sluice/adaptive"
+	"github.com/sluicehq/sluice/gate"
 )
 
 // Protocol selects how the proxy talks to the upstream.
@@ -40,8 +43,11 @@ const (
 type Params struct {
 	// Upstream is "http://host[:port][/prefix]" or "unix:///path/to.sock". Required.
 	Upstream string
-	// Admitter decides per request; nil admits everything.
-	Admitter Admitter
+	// Gate admits each request (gate.Gate.Classify, then EnterClass) and
+	// learns every admitted request's outcome and upstream latency
+	// (Pass.DoneAfter); its rejections are rendered as it says
+	// (Rejection.WriteResponse), or as gRPC statuses. nil admits everything.
+	Gate *gate.Gate
 	// Protocol selects the upstream protocol; default ProtocolAuto.
 	Protocol Protocol
 	// Forwarding selects how X-Forwarded-* are treated; default ForwardAppend.
@@ -129,13 +135,14 @@ func (p Params) Validate() error {
 }
 
 // Proxy is an HTTP reverse proxy in front of one upstream: HTTP/1.1 (with
-// WebSocket and other upgrades) and h2c (gRPC), with an admission hook, outcome
-// reporting and a circuit breaker.
+// WebSocket and other upgrades) and h2c (gRPC), with admission by a gate.Gate,
+// outcome reporting and a circuit breaker.
 //
-// Per request: the circuit breaker may refuse at once (503, reason circuit_open);
-// the Admitter may reject (429 or 503, see Rejection); an admitted request is
-// forwarded with its body streamed both ways, and its outcome and latency go back
-// to the Admitter and the breaker exactly once. Upstream failures become 502
+// Per request: the circuit breaker may refuse at once (503, reason circuit_open,
+// counted in the request's group by gate.Gate.Reject); the gate may reject (429
+// or 503, see gate.Rejection); an admitted request is forwarded with its body
+// streamed both ways, and its outcome and latency go back to the gate and the
+// breaker exactly once. Upstream failures become 502
 // (connection refused or reset, malformed response) or 504 (timeout) with a
 // Sluice-Error header naming the class; for gRPC they become UNAVAILABLE.
 //
@@ -146,7 +153,7 @@ func (p Params) Validate() error {
 // Concurrency: a Proxy is an http.Handler safe for concurrent use.
 type Proxy struct {
 	up         upstream
-	admit      Admitter
+	gate       *gate.Gate
 	protocol   Protocol
 	forwarding Forwarding
 	hostHeader string
@@ -159,6 +166,10 @@ type Proxy struct {
 	h2      *http.Transport
 	breaker *Breaker
 	stats   counters
+
+	// observe, when set (by this package's tests), sees every finished
+	// exchange's outcome and latency, after the gate and the breaker.
+	observe func(gate.Outcome, time.Duration)
 }
 
 // New returns a Proxy for p, or every problem with p.
@@ -169,7 +180,7 @@ func New(p Params) (*Proxy, error) {
 	up, _ := parseUpstream(p.Upstream)
 	px := &Proxy{
 		up:              up,
-		admit:           p.Admitter,
+		gate:            p.Gate,
 		protocol:        p.Protocol,
 		forwarding:      p.Forwarding,
 		hostHeader:      p.Host,
@@ -224,23 +235,23 @@ func (p *Proxy) Breaker() *Breaker { return p.breaker }
 type exchange struct {
 	p           *Proxy
 	permit      Permit
-	ticket      Ticket
-	admitted    bool
+	pass        gate.Pass // the zero Pass without a gate: its Done does nothing
 	done        bool
 	closeClient bool // the client's HTTP/1 connection must close after the response
 	start       time.Time
 }
 
-// finish reports the outcome to the breaker and the Admitter; later calls do
+// finish reports the outcome to the breaker and the gate; later calls do
 // nothing.
-func (x *exchange) finish(o Outcome) {
+func (x *exchange) finish(o gate.Outcome) {
 	if !x.done {
 		x.finishAt(o, time.Now())
 	}
 }
 
-// finishAt is finish with the end instant given.
-func (x *exchange) finishAt(o Outcome, end time.Time) {
+// finishAt is finish with the end instant given. The gate gets the latency
+// from admission to end: the upstream exchange, queue wait excluded.
+func (x *exchange) finishAt(o gate.Outcome, end time.Time) {
 	if x.done {
 		return
 	}
@@ -248,8 +259,10 @@ func (x *exchange) finishAt(o Outcome, end time.Time) {
 	if x.p.breaker != nil {
 		x.p.breaker.Record(x.permit, o, end)
 	}
-	if x.admitted {
-		x.p.admit.Finish(x.ticket, o, end.Sub(x.start))
+	lat := end.Sub(x.start)
+	x.pass.DoneAfter(o, lat)
+	if x.p.observe != nil {
+		x.p.observe(o, lat)
 	}
 }
 
@@ -266,29 +279,33 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g := grpcKindOf(ct)
 	now := time.Now()
 	x := exchange{p: p, start: now}
+	var class gate.Class
+	if p.gate != nil {
+		class = p.gate.Classify(r)
+	}
 	if p.breaker != nil {
 		permit, ok := p.breaker.Allow(now)
 		if !ok {
 			p.stats.circuitRejected.Add(1)
-			writeRejection(w, g, ct, Rejection{Kind: RejectOverload, Reason: ReasonCircuitOpen, RetryAfter: p.breaker.RetryAfter(now)})
+			p.rejectCircuitOpen(w, g, ct, class, p.breaker.RetryAfter(now))
 			return
 		}
 		x.permit = permit
 	}
-	if p.admit != nil {
-		t, rej, ok := p.admit.Admit(r)
+	if p.gate != nil {
+		pass, rej, ok := p.gate.EnterClass(r.Context(), class)
 		if !ok {
 			if p.breaker != nil {
-				p.breaker.Record(x.permit, OutcomeIgnored, now)
+				p.breaker.Record(x.permit, gate.Ignored, now)
 			}
-			writeRejection(w, g, ct, rej)
+			writeRejection(w, g, ct, &rej)
 			return
 		}
-		x.ticket, x.admitted, x.start = t, true, time.Now()
+		x.pass, x.start = pass, time.Now()
 	}
 	// Whatever happens below, even a panic, the outcome is reported once; a
 	// panic is reported as dropped.
-	defer x.finish(OutcomeDropped)
+	defer x.finish(gate.Dropped)
 	var abort bool
 	if p.protocol == ProtocolH2C || (p.protocol == ProtocolAuto && r.ProtoMajor == 2 && g == grpcNative) {
 		abort = p.forwardH2(w, r, &x, g, ct)
@@ -298,7 +315,21 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if abort {
 		// The response was cut short: make the server end it visibly (no final
 		// chunk; a stream reset) instead of passing a truncated body as whole.
-		x.finish(OutcomeDropped)
+		x.finish(gate.Dropped)
 		panic(http.ErrAbortHandler)
 	}
+}
+
+// rejectCircuitOpen answers a request that the open circuit refused: 503 with
+// reason circuit_open, and a Retry-After when the cooldown ends. With a gate,
+// the rejection is counted in the request's group (gate.Gate.Reject), so every
+// rejection shows in the same read-outs.
+func (p *Proxy) rejectCircuitOpen(w http.ResponseWriter, g grpcKind, ct string, c gate.Class, retryAfter time.Duration) {
+	var rej gate.Rejection
+	if p.gate != nil {
+		rej = p.gate.Reject(c, adaptive.RejectCircuitOpen, retryAfter)
+	} else {
+		rej = gate.Rejection{Reason: adaptive.RejectCircuitOpen, RetryAfter: retryAfter}
+	}
+	writeRejection(w, g, ct, &rej)
 }

@@ -16,6 +16,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/adaptive"
+	"github.com/sluicehq/sluice/gate"
 )
 
 func TestForwardBasics(t *testing.T) {
@@ -29,8 +32,9 @@ func TestForwardBasics(t *testing.T) {
 		w.WriteHeader(http.StatusCreated)
 		io.WriteString(w, "created "+r.URL.RequestURI())
 	}), false)
-	adm := newFakeAdmitter(t)
-	_, base := startProxy(t, Params{Upstream: up.URL + "/base/", Admitter: adm}, ServerParams{})
+	adm := newFinishes(t)
+	g := testGate(t, roomyGroup)
+	_, base := startWatched(t, adm, Params{Upstream: up.URL + "/base/", Gate: g}, ServerParams{})
 
 	req, _ := http.NewRequest("GET", base+"/items/7?q=a%20b&x=1", nil)
 	req.Host = "api.example.com"
@@ -63,10 +67,16 @@ func TestForwardBasics(t *testing.T) {
 		t.Errorf("upstream proto %s", r.Proto)
 	}
 	f := adm.outcome(t)
-	if f.outcome != OutcomeSuccess || f.latency <= 0 {
+	if f.outcome != gate.Success || f.latency <= 0 {
 		t.Errorf("finish %+v, want a success with a latency", f)
 	}
 	adm.noMoreFinishes(t)
+	// The gate got it: the slot is free and the latency is its sample.
+	st := groupStatus(t, g, "all")
+	if st.InFlight != 0 || st.Completed[gate.Success] != 1 || st.Latency.Successes != 1 ||
+		st.Latency.Max < f.latency*99/100 || st.Latency.Max > f.latency*101/100 {
+		t.Errorf("gate: %d in flight, %d successes, latency %+v; want the exchange's %v", st.InFlight, st.Completed[gate.Success], st.Latency, f.latency)
+	}
 }
 
 func TestForwardedHeaders(t *testing.T) {
@@ -124,11 +134,11 @@ func TestOutcomeByStatus(t *testing.T) {
 		}
 		w.WriteHeader(code)
 	}), false)
-	adm := newFakeAdmitter(t)
-	_, base := startProxy(t, Params{Upstream: up.URL, Admitter: adm}, ServerParams{})
+	adm := newFinishes(t)
+	_, base := startWatched(t, adm, Params{Upstream: up.URL}, ServerParams{})
 	c := newClient(t, false)
-	for code, want := range map[int]Outcome{200: OutcomeSuccess, 204: OutcomeSuccess, 302: OutcomeSuccess, 304: OutcomeSuccess,
-		400: OutcomeIgnored, 404: OutcomeIgnored, 429: OutcomeIgnored, 500: OutcomeDropped, 502: OutcomeDropped, 503: OutcomeDropped} {
+	for code, want := range map[int]gate.Outcome{200: gate.Success, 204: gate.Success, 302: gate.Success, 304: gate.Success,
+		400: gate.Ignored, 404: gate.Ignored, 429: gate.Ignored, 500: gate.Dropped, 502: gate.Dropped, 503: gate.Dropped} {
 		resp, err := c.Get(fmt.Sprintf("%s/?code=%d", base, code))
 		if err != nil {
 			t.Fatal(err)
@@ -145,8 +155,9 @@ func TestOutcomeByStatus(t *testing.T) {
 }
 
 func TestUpstreamDownFailsFastAndOpensCircuit(t *testing.T) {
-	adm := newFakeAdmitter(t)
-	px, base := startProxy(t, Params{Upstream: "http://" + closedAddr(t), Admitter: adm,
+	adm := newFinishes(t)
+	g := testGate(t, roomyGroup)
+	px, base := startWatched(t, adm, Params{Upstream: "http://" + closedAddr(t), Gate: g,
 		Breaker: BreakerParams{ConsecutiveFailures: 3, Cooldown: time.Hour}}, ServerParams{})
 	c := newClient(t, false)
 	for i := 0; i < 3; i++ {
@@ -159,7 +170,7 @@ func TestUpstreamDownFailsFastAndOpensCircuit(t *testing.T) {
 		if resp.StatusCode != http.StatusBadGateway || resp.Header.Get("Sluice-Error") != "connect" {
 			t.Fatalf("request %d: status %d, Sluice-Error %q, body %q", i, resp.StatusCode, resp.Header.Get("Sluice-Error"), body)
 		}
-		if f := adm.outcome(t); f.outcome != OutcomeDropped {
+		if f := adm.outcome(t); f.outcome != gate.Dropped {
 			t.Fatalf("request %d: outcome %v, want dropped", i, f.outcome)
 		}
 	}
@@ -175,16 +186,44 @@ func TestUpstreamDownFailsFastAndOpensCircuit(t *testing.T) {
 	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Sluice-Reason") != "circuit_open" || ra < 3599 {
 		t.Fatalf("status %d reason %q Retry-After %q; want a 503 circuit_open for the cooldown", resp.StatusCode, resp.Header.Get("Sluice-Reason"), resp.Header.Get("Retry-After"))
 	}
-	adm.mu.Lock()
-	admits := adm.admits
-	adm.mu.Unlock()
-	if admits != 3 {
-		t.Errorf("%d admissions, want 3: an open circuit answers before admission", admits)
-	}
 	adm.noMoreFinishes(t)
-	st := px.Stats()
-	if st.ConnectErrors != 3 || st.CircuitRejected != 1 {
-		t.Errorf("stats %+v", st)
+	// The gate saw three admitted requests fail, and counted the open
+	// circuit's answer as a rejection of the group: an open circuit answers
+	// before admission, so nothing holds a slot.
+	st := groupStatus(t, g, "all")
+	if st.Completed[gate.Dropped] != 3 || st.Rejected[adaptive.RejectCircuitOpen] != 1 || st.InFlight != 0 || st.Arrived != 4 {
+		t.Errorf("gate: %d dropped, %d circuit_open, %d in flight, %d arrived; want 3, 1, 0, 4",
+			st.Completed[gate.Dropped], st.Rejected[adaptive.RejectCircuitOpen], st.InFlight, st.Arrived)
+	}
+	if ps := px.Stats(); ps.ConnectErrors != 3 || ps.CircuitRejected != 1 {
+		t.Errorf("stats %+v", ps)
+	}
+}
+
+// TestCircuitOpenWithoutGate: with no gate, an open circuit still answers 503
+// circuit_open with the cooldown as Retry-After.
+func TestCircuitOpenWithoutGate(t *testing.T) {
+	px, base := startProxy(t, Params{Upstream: "http://" + closedAddr(t),
+		Breaker: BreakerParams{ConsecutiveFailures: 1, Cooldown: time.Minute}}, ServerParams{})
+	c := newClient(t, false)
+	for i, want := range []int{http.StatusBadGateway, http.StatusServiceUnavailable} {
+		resp, err := c.Get(base + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Fatalf("request %d: status %d, want %d", i, resp.StatusCode, want)
+		}
+		if want == http.StatusServiceUnavailable {
+			ra, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
+			if resp.Header.Get("Sluice-Reason") != "circuit_open" || ra < 59 || ra > 90 {
+				t.Errorf("reason %q Retry-After %q", resp.Header.Get("Sluice-Reason"), resp.Header.Get("Retry-After"))
+			}
+		}
+	}
+	if px.Breaker().State() != BreakerOpen {
+		t.Errorf("breaker %v, want open", px.Breaker().State())
 	}
 }
 
@@ -197,8 +236,8 @@ func TestUpstreamTimeout(t *testing.T) {
 		case <-r.Context().Done():
 		}
 	}), false)
-	adm := newFakeAdmitter(t)
-	px, base := startProxy(t, Params{Upstream: up.URL, Admitter: adm, UpstreamTimeout: 100 * time.Millisecond}, ServerParams{})
+	adm := newFinishes(t)
+	px, base := startWatched(t, adm, Params{Upstream: up.URL, UpstreamTimeout: 100 * time.Millisecond}, ServerParams{})
 	resp, err := newClient(t, false).Get(base + "/")
 	if err != nil {
 		t.Fatal(err)
@@ -207,7 +246,7 @@ func TestUpstreamTimeout(t *testing.T) {
 	if resp.StatusCode != http.StatusGatewayTimeout || resp.Header.Get("Sluice-Error") != "timeout" {
 		t.Fatalf("status %d Sluice-Error %q, want 504 timeout", resp.StatusCode, resp.Header.Get("Sluice-Error"))
 	}
-	if f := adm.outcome(t); f.outcome != OutcomeDropped {
+	if f := adm.outcome(t); f.outcome != gate.Dropped {
 		t.Errorf("outcome %v, want dropped", f.outcome)
 	}
 	if px.Stats().Timeouts != 1 {
@@ -269,8 +308,8 @@ func TestUpstreamProtocolErrors(t *testing.T) {
 					io.WriteString(c, tc.response)
 				}
 			})
-			adm := newFakeAdmitter(t)
-			px, base := startProxy(t, Params{Upstream: up, Admitter: adm}, ServerParams{})
+			adm := newFinishes(t)
+			px, base := startWatched(t, adm, Params{Upstream: up}, ServerParams{})
 			resp, err := newClient(t, false).Get(base + "/")
 			if err != nil {
 				if !tc.cut {
@@ -278,7 +317,7 @@ func TestUpstreamProtocolErrors(t *testing.T) {
 				}
 				// The head never left the proxy's buffer: the client sees the
 				// connection end instead of a response. Still a visible failure.
-				if f := adm.outcome(t); f.outcome != OutcomeDropped {
+				if f := adm.outcome(t); f.outcome != gate.Dropped {
 					t.Errorf("outcome %v, want dropped", f.outcome)
 				}
 				return
@@ -294,7 +333,7 @@ func TestUpstreamProtocolErrors(t *testing.T) {
 			if !tc.cut && resp.Header.Get("Sluice-Error") != tc.class {
 				t.Errorf("Sluice-Error %q, want %q", resp.Header.Get("Sluice-Error"), tc.class)
 			}
-			if f := adm.outcome(t); f.outcome != OutcomeDropped {
+			if f := adm.outcome(t); f.outcome != gate.Dropped {
 				t.Errorf("outcome %v, want dropped", f.outcome)
 			}
 			st := px.Stats()
@@ -313,8 +352,8 @@ func TestClientCancelIsIgnoredAndReachesUpstream(t *testing.T) {
 		<-r.Context().Done() // the proxy closed its connection
 		upstreamSawCancel <- struct{}{}
 	}), false)
-	adm := newFakeAdmitter(t)
-	_, base := startProxy(t, Params{Upstream: up.URL, Admitter: adm}, ServerParams{})
+	adm := newFinishes(t)
+	_, base := startWatched(t, adm, Params{Upstream: up.URL}, ServerParams{})
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, "GET", base+"/slow", nil)
 	errc := make(chan error, 1)
@@ -331,42 +370,96 @@ func TestClientCancelIsIgnoredAndReachesUpstream(t *testing.T) {
 		t.Fatal("the cancelled request succeeded")
 	}
 	recv(t, upstreamSawCancel, "the cancellation at the upstream")
-	if f := adm.outcome(t); f.outcome != OutcomeIgnored {
+	if f := adm.outcome(t); f.outcome != gate.Ignored {
 		t.Errorf("outcome %v, want ignored", f.outcome)
 	}
 }
 
-func TestRejections(t *testing.T) {
-	up := startUpstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		t.Error("a rejected request reached the upstream")
-	}), false)
-	adm := newFakeAdmitter(t)
-	_, base := startProxy(t, Params{Upstream: up.URL, Admitter: adm}, ServerParams{})
-	c := newClient(t, false)
+// rejectGroups: per tenant, one request per 100 s; everything else one at a
+// time, with a queue of one that waits at most 50 ms.
+const rejectGroups = `
+[[group]]
+name = "tenant"
+match = { path_prefix = "/rate" }
+key = "header:X-Tenant"
+  [group.rate]
+  rate = 0.01
+[[group]]
+name = "one"
+  [group.concurrency]
+  law = "fixed"
+  limit = 1
+  [group.queue]
+  max = 1
+  max_wait = "50ms"
+  codel_target = "0s"
+`
 
-	adm.reject = &Rejection{Kind: RejectRate, Reason: ReasonRate, RetryAfter: 2 * time.Second,
-		Quota: Quota{Policy: "tenant", Limit: 50, Window: 10 * time.Second, Remaining: 0, Reset: 2 * time.Second}}
-	resp, err := c.Post(base+"/", "text/plain", strings.NewReader("a body that is never read"))
-	if err != nil {
-		t.Fatal(err)
+// TestRejections runs requests into a real gate's limits and checks what the
+// client gets: 429 with the RateLimit fields for a quota, 503 for overload,
+// and no request reaching the upstream.
+func TestRejections(t *testing.T) {
+	hold := make(chan struct{})
+	entered := make(chan struct{}, 1)
+	up := startUpstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/hold" {
+			entered <- struct{}{}
+			<-hold
+		}
+	}), false)
+	g := testGate(t, rejectGroups)
+	adm := newFinishes(t)
+	_, base := startWatched(t, adm, Params{Upstream: up.URL, Gate: g}, ServerParams{})
+	c := newClient(t, false)
+	do := func(method, path, tenant string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest(method, base+path, strings.NewReader("a body that is never read"))
+		req.Header.Set("X-Tenant", tenant)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
 	}
-	resp.Body.Close()
+
+	if resp := do("POST", "/rate", "a"); resp.StatusCode != 200 {
+		t.Fatalf("tenant a's first request: %d", resp.StatusCode)
+	}
+	adm.outcome(t)
+	resp := do("POST", "/rate", "a")
 	ra, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
-	if resp.StatusCode != 429 || ra < 2 || ra > 3 || resp.Header.Get("Sluice-Reason") != "rate" ||
-		resp.Header.Get("RateLimit-Policy") != `"tenant";q=50;w=10` || resp.Header.Get("RateLimit") != `"tenant";r=0;t=2` {
+	if resp.StatusCode != 429 || ra < 100 || ra > 150 || resp.Header.Get("Sluice-Reason") != "rate" ||
+		resp.Header.Get("RateLimit-Policy") != `"tenant";q=1;w=100` || resp.Header.Get("RateLimit") != `"tenant";r=0;t=100` {
 		t.Errorf("rate rejection: %d %v", resp.StatusCode, resp.Header)
 	}
-
-	adm.reject = &Rejection{Kind: RejectOverload, Reason: ReasonQueueTimeout, RetryAfter: 300 * time.Millisecond}
-	resp, err = c.Get(base + "/")
-	if err != nil {
-		t.Fatal(err)
+	if resp := do("POST", "/rate", "b"); resp.StatusCode != 200 {
+		t.Fatalf("tenant b has a quota of its own: %d", resp.StatusCode)
 	}
-	resp.Body.Close()
+	adm.outcome(t)
+
+	// One request holds the only slot; the next waits 50 ms in the queue and
+	// gives up.
+	held := make(chan *http.Response, 1)
+	go func() {
+		resp, err := c.Get(base + "/hold")
+		if err == nil {
+			resp.Body.Close()
+		}
+		held <- resp
+	}()
+	recv(t, entered, "the held request at the upstream")
+	resp = do("GET", "/", "")
 	ra, _ = strconv.Atoi(resp.Header.Get("Retry-After"))
-	if resp.StatusCode != 503 || ra < 1 || ra > 2 || resp.Header.Get("Sluice-Reason") != "queue_timeout" {
+	if resp.StatusCode != 503 || ra < 1 || ra > 2 || resp.Header.Get("Sluice-Reason") != "queue_timeout" || resp.Header.Get("RateLimit") != "" {
 		t.Errorf("overload rejection: %d %v", resp.StatusCode, resp.Header)
 	}
+	close(hold)
+	if resp := recv(t, held, "the held response"); resp == nil || resp.StatusCode != 200 {
+		t.Errorf("held request: %v", resp)
+	}
+	adm.outcome(t)
 	adm.noMoreFinishes(t)
 }
 
@@ -386,8 +479,8 @@ func TestRequestBodies(t *testing.T) {
 		seen <- seenReq{r.ContentLength, r.TransferEncoding, sha256.Sum256(b), r.Trailer.Get("X-Sum")}
 		fmt.Fprint(w, len(b))
 	}), false)
-	adm := newFakeAdmitter(t)
-	_, base := startProxy(t, Params{Upstream: up.URL, Admitter: adm}, ServerParams{})
+	adm := newFinishes(t)
+	_, base := startWatched(t, adm, Params{Upstream: up.URL}, ServerParams{})
 	c := newClient(t, false)
 	for _, tc := range []struct {
 		name    string
@@ -431,7 +524,7 @@ func TestRequestBodies(t *testing.T) {
 			} else if s.length != int64(tc.size) {
 				t.Errorf("upstream Content-Length %d, want %d", s.length, tc.size)
 			}
-			if f := adm.outcome(t); f.outcome != OutcomeSuccess {
+			if f := adm.outcome(t); f.outcome != gate.Success {
 				t.Errorf("outcome %v", f.outcome)
 			}
 		})
@@ -472,8 +565,8 @@ func TestResponseBodies(t *testing.T) {
 			w.Header().Set("Content-Length", "1234")
 		}
 	}), false)
-	adm := newFakeAdmitter(t)
-	_, base := startProxy(t, Params{Upstream: up.URL, Admitter: adm}, ServerParams{})
+	adm := newFinishes(t)
+	_, base := startWatched(t, adm, Params{Upstream: up.URL}, ServerParams{})
 	c := newClient(t, false)
 
 	resp, err := c.Get(base + "/big")
@@ -542,8 +635,8 @@ func TestRetryOnStaleConnection(t *testing.T) {
 			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
 		}
 	})
-	adm := newFakeAdmitter(t)
-	px, base := startProxy(t, Params{Upstream: up, Admitter: adm}, ServerParams{})
+	adm := newFinishes(t)
+	px, base := startWatched(t, adm, Params{Upstream: up}, ServerParams{})
 	c := newClient(t, false)
 	for i := 0; i < 5; i++ {
 		resp, err := c.Get(base + "/")
@@ -555,7 +648,7 @@ func TestRetryOnStaleConnection(t *testing.T) {
 		if resp.StatusCode != 200 || string(b) != "ok" {
 			t.Fatalf("request %d: %d %q", i, resp.StatusCode, b)
 		}
-		if f := adm.outcome(t); f.outcome != OutcomeSuccess {
+		if f := adm.outcome(t); f.outcome != gate.Success {
 			t.Fatalf("request %d: outcome %v", i, f.outcome)
 		}
 	}

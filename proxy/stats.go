@@ -2,7 +2,7 @@ package proxy
 
 import "sync/atomic"
 
-// Stats counts what the proxy did on its own, beside what the Admitter sees: the
+// Stats counts what the proxy did on its own, beside what the gate sees: the
 // requests its circuit breaker refused and the upstream failures it answered.
 // Counters only grow.
 type Stats struct {

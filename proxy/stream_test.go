@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/net/websocket"
+
+	"github.com/sluicehq/sluice/gate"
 )
 
 // echoLines is an upstream that answers each line of the request body with
@@ -38,12 +40,12 @@ func TestStreamingBothWays(t *testing.T) {
 	for _, h2c := range []bool{false, true} {
 		t.Run(map[bool]string{false: "http1", true: "h2c"}[h2c], func(t *testing.T) {
 			up := startUpstream(t, http.HandlerFunc(echoLines), h2c)
-			adm := newFakeAdmitter(t)
-			params := Params{Upstream: up.URL, Admitter: adm}
+			adm := newFinishes(t)
+			params := Params{Upstream: up.URL}
 			if h2c {
 				params.Protocol = ProtocolH2C
 			}
-			_, base := startProxy(t, params, ServerParams{})
+			_, base := startWatched(t, adm, params, ServerParams{})
 			pr, pw := io.Pipe()
 			req, _ := http.NewRequest("POST", base+"/echo", pr)
 			type result struct {
@@ -82,7 +84,7 @@ func TestStreamingBothWays(t *testing.T) {
 			if rest, _ := io.ReadAll(br); len(rest) != 0 {
 				t.Errorf("trailing %q", rest)
 			}
-			if f := adm.outcome(t); f.outcome != OutcomeSuccess {
+			if f := adm.outcome(t); f.outcome != gate.Success {
 				t.Errorf("outcome %v", f.outcome)
 			}
 		})
@@ -144,14 +146,14 @@ func TestWebSocketUpgrade(t *testing.T) {
 	up := startUpstream(t, websocket.Handler(func(ws *websocket.Conn) {
 		io.Copy(ws, ws)
 	}), false)
-	adm := newFakeAdmitter(t)
-	px, base := startProxy(t, Params{Upstream: up.URL, Admitter: adm}, ServerParams{})
+	adm := newFinishes(t)
+	px, base := startWatched(t, adm, Params{Upstream: up.URL}, ServerParams{})
 	ws, err := websocket.Dial("ws"+strings.TrimPrefix(base, "http")+"/chat", "", "http://localhost/")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ws.Close()
-	if f := adm.outcome(t); f.outcome != OutcomeSuccess {
+	if f := adm.outcome(t); f.outcome != gate.Success {
 		t.Errorf("outcome %v at the upgrade", f.outcome)
 	}
 	for i := 0; i < 3; i++ {
@@ -194,8 +196,8 @@ func TestUpgradeRefusedPassesThrough(t *testing.T) {
 	up := startUpstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no websockets here", http.StatusBadRequest)
 	}), false)
-	adm := newFakeAdmitter(t)
-	_, base := startProxy(t, Params{Upstream: up.URL, Admitter: adm}, ServerParams{})
+	adm := newFinishes(t)
+	_, base := startWatched(t, adm, Params{Upstream: up.URL}, ServerParams{})
 	req, _ := http.NewRequest("GET", base+"/", nil)
 	req.Header.Set("Connection", "Upgrade")
 	req.Header.Set("Upgrade", "websocket")
@@ -208,7 +210,7 @@ func TestUpgradeRefusedPassesThrough(t *testing.T) {
 	if resp.StatusCode != 400 || !strings.Contains(string(b), "no websockets") {
 		t.Errorf("%d %q", resp.StatusCode, b)
 	}
-	if f := adm.outcome(t); f.outcome != OutcomeIgnored {
+	if f := adm.outcome(t); f.outcome != gate.Ignored {
 		t.Errorf("outcome %v", f.outcome)
 	}
 }
@@ -232,8 +234,8 @@ func TestSlowClients(t *testing.T) {
 	})
 	t.Run("body", func(t *testing.T) {
 		up := startUpstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.Copy(io.Discard, r.Body) }), false)
-		adm := newFakeAdmitter(t)
-		_, base := startProxy(t, Params{Upstream: up.URL, Admitter: adm, ClientTimeout: 100 * time.Millisecond}, ServerParams{})
+		adm := newFinishes(t)
+		_, base := startWatched(t, adm, Params{Upstream: up.URL, ClientTimeout: 100 * time.Millisecond}, ServerParams{})
 		for _, framing := range []string{"Content-Length: 1000", "Content-Length: 1000000", "Transfer-Encoding: chunked"} {
 			conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
 			if err != nil {
@@ -245,7 +247,7 @@ func TestSlowClients(t *testing.T) {
 			} else {
 				io.WriteString(conn, "0123456789")
 			}
-			if f := adm.outcome(t); f.outcome != OutcomeIgnored {
+			if f := adm.outcome(t); f.outcome != gate.Ignored {
 				t.Errorf("%s: outcome %v, want ignored", framing, f.outcome)
 			}
 			_ = conn.SetReadDeadline(time.Now().Add(waitLimit))
@@ -265,15 +267,15 @@ func TestSlowClients(t *testing.T) {
 				}
 			}
 		}), false)
-		adm := newFakeAdmitter(t)
-		_, base := startProxy(t, Params{Upstream: up.URL, Admitter: adm, ClientTimeout: 100 * time.Millisecond}, ServerParams{})
+		adm := newFinishes(t)
+		_, base := startWatched(t, adm, Params{Upstream: up.URL, ClientTimeout: 100 * time.Millisecond}, ServerParams{})
 		conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer conn.Close()
 		io.WriteString(conn, "GET / HTTP/1.1\r\nHost: x\r\n\r\n") // and never read
-		if f := adm.outcome(t); f.outcome != OutcomeIgnored {
+		if f := adm.outcome(t); f.outcome != gate.Ignored {
 			t.Errorf("outcome %v, want ignored", f.outcome)
 		}
 	})
@@ -301,8 +303,8 @@ func TestEarlyResponseAbandonsBody(t *testing.T) {
 		_ = http.NewResponseController(w).EnableFullDuplex()
 		http.Error(w, "too large", http.StatusRequestEntityTooLarge)
 	}), false)
-	adm := newFakeAdmitter(t)
-	_, base := startProxy(t, Params{Upstream: up.URL, Admitter: adm}, ServerParams{})
+	adm := newFinishes(t)
+	_, base := startWatched(t, adm, Params{Upstream: up.URL}, ServerParams{})
 	pr, pw := io.Pipe()
 	defer pw.Close()
 	go func() {
@@ -327,7 +329,7 @@ func TestEarlyResponseAbandonsBody(t *testing.T) {
 	if r := recv(t, done, "the response"); r.err != nil || r.code != http.StatusRequestEntityTooLarge {
 		t.Fatalf("got %d, %v; want 413", r.code, r.err)
 	}
-	if f := adm.outcome(t); f.outcome != OutcomeIgnored {
+	if f := adm.outcome(t); f.outcome != gate.Ignored {
 		t.Errorf("outcome %v, want ignored", f.outcome)
 	}
 }
@@ -384,8 +386,8 @@ func TestResponseUntilClose(t *testing.T) {
 			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nuntil the end")
 		}
 	})
-	adm := newFakeAdmitter(t)
-	px, base := startProxy(t, Params{Upstream: up, Admitter: adm}, ServerParams{})
+	adm := newFinishes(t)
+	px, base := startWatched(t, adm, Params{Upstream: up}, ServerParams{})
 	for i := 0; i < 2; i++ {
 		resp, err := newClient(t, false).Get(base + "/")
 		if err != nil {
@@ -396,7 +398,7 @@ func TestResponseUntilClose(t *testing.T) {
 		if err != nil || string(b) != "until the end" {
 			t.Fatalf("body %q, %v", b, err)
 		}
-		if f := adm.outcome(t); f.outcome != OutcomeSuccess {
+		if f := adm.outcome(t); f.outcome != gate.Success {
 			t.Fatalf("outcome %v", f.outcome)
 		}
 	}
@@ -413,8 +415,8 @@ func TestDrainAfterEarlyAnswer(t *testing.T) {
 		_ = http.NewResponseController(w).EnableFullDuplex()
 		http.Error(w, "too large", http.StatusRequestEntityTooLarge)
 	}), false)
-	adm := newFakeAdmitter(t)
-	_, base := startProxy(t, Params{Upstream: up.URL, Admitter: adm}, ServerParams{})
+	adm := newFinishes(t)
+	_, base := startWatched(t, adm, Params{Upstream: up.URL}, ServerParams{})
 	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
 	if err != nil {
 		t.Fatal(err)
@@ -432,7 +434,7 @@ func TestDrainAfterEarlyAnswer(t *testing.T) {
 	if resp.StatusCode != http.StatusRequestEntityTooLarge || !resp.Close {
 		t.Fatalf("status %d, close %v; want 413 closing the connection", resp.StatusCode, resp.Close)
 	}
-	if f := adm.outcome(t); f.outcome != OutcomeIgnored {
+	if f := adm.outcome(t); f.outcome != gate.Ignored {
 		t.Errorf("outcome %v", f.outcome)
 	}
 	// The answer came first; now the whole body goes, and is taken.

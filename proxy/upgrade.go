@@ -5,6 +5,8 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/sluicehq/sluice/gate"
 )
 
 // splice completes an upgrade (WebSocket and the like) the upstream accepted with
@@ -24,10 +26,10 @@ func (p *Proxy) splice(w http.ResponseWriter, r *http.Request, c *upConn, h *res
 		// The client went away while the upstream was answering.
 		_ = conn.Close()
 		c.abort()
-		x.finish(OutcomeIgnored)
+		x.finish(gate.Ignored)
 		return false
 	}
-	x.finish(OutcomeSuccess)
+	x.finish(gate.Success)
 	p.stats.upgrades.Add(1)
 	_ = conn.SetDeadline(time.Time{})
 	_ = c.nc.SetDeadline(time.Time{})

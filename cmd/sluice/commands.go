@@ -20,9 +20,10 @@ var commands []command
 
 func init() {
 	commands = []command{
+		runCommand,
+		checkCommand,
 		versionCommand,
 		helpCommand,
-		checkCommand,
 	}
 }
 

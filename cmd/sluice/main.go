@@ -9,18 +9,16 @@ import (
 	"context"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 )
 
+// main runs the command line. Signals are each command's business: "sluice
+// run" catches SIGHUP, SIGINT and SIGTERM itself (see run.go); the other
+// commands end as the default actions say.
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// Exit codes shared by every subcommand.
+// Exit codes shared by every subcommand; "sluice run" has more (run.go).
 const (
 	exitOK    = 0 // success
 	exitError = 1 // the command ran and failed (bad config, failed start, ...)

@@ -1,24 +1,28 @@
 #!/usr/bin/env bash
 # Proxy benchmark: requests/s and latency of a small upstream reached directly,
 # through nginx (Debian's nginx-light, proxy_pass with a limit_req that never
-# triggers), through sluice's proxy, and through a tuned httputil.ReverseProxy,
-# all on this machine, measured with wrk.
+# triggers), through the real daemon (`sluice run`, every request admitted by
+# the gate: a per-client token bucket and a concurrency limit that never
+# trigger), through sluice's proxy package alone (no gate), and through a tuned
+# httputil.ReverseProxy, all on this machine, measured with wrk.
 #
 #   proxy/bench/run.sh                 # 3 interleaved rounds of wrk -t2 -c64 -d10s
 #   ROUNDS=5 DURATION=10s proxy/bench/run.sh
 #
 # Two parts:
 #  1. Saturation: wrk -t$THREADS -c$CONNS -d$DURATION against each target, rounds
-#     interleaved (direct, nginx, sluice, httputil, direct, ...) so that a noisy
+#     interleaved (direct, nginx, sluice, proxy, httputil, direct, ...) so that a noisy
 #     neighbour hits all alike; the median round is reported, with each proxy's
 #     CPU time per request (from /proc), which noise moves far less than rates.
 #  2. Half rate: each target gets about half of nginx's median rate (wrk with a
 #     random per-connection delay, delay.lua, so connections do not fire in
 #     step); the added p50 is the target's p50 minus the direct p50.
 #
-# To benchmark another sluice build (say `sluice run`), set SLUICE_CMD: it is run
-# with SLUICE_ADDR (where to listen) and UPSTREAM_ADDR (host:port) exported and
-# must serve on SLUICE_ADDR until killed.
+# The "sluice" target is `sluice run -config $dir/sluice.toml` built from this
+# tree (the config is written below). To benchmark another build or config, set
+# SLUICE_CMD: it is run with SLUICE_ADDR (where to listen) and UPSTREAM_ADDR
+# (host:port) exported and must serve on SLUICE_ADDR until killed. GOMAXPROCS,
+# GOGC and the like pass through the environment to every Go target.
 set -euo pipefail
 
 ROUNDS=${ROUNDS:-3}
@@ -35,6 +39,7 @@ export UPSTREAM_ADDR=127.0.0.1:$PORT_BASE
 export SLUICE_ADDR=127.0.0.1:$((PORT_BASE + 81))
 NGINX_ADDR=127.0.0.1:$((PORT_BASE + 80))
 HTTPUTIL_ADDR=127.0.0.1:$((PORT_BASE + 82))
+PROXY_ADDR=127.0.0.1:$((PORT_BASE + 83))
 
 pids=()
 cleanup() {
@@ -49,22 +54,52 @@ for tool in wrk nginx go curl; do
   command -v "$tool" >/dev/null || { echo "run.sh: $tool is not installed" >&2; exit 1; }
 done
 
-(cd "$repo" && go build -o "$dir/upstream" ./proxy/bench/upstream && go build -o "$dir/front" ./proxy/bench/front)
+(cd "$repo" && go build -o "$dir/upstream" ./proxy/bench/upstream && go build -o "$dir/front" ./proxy/bench/front &&
+  go build -o "$dir/sluice" ./cmd/sluice)
+
+# The daemon's config: like nginx's limit_req, a per-client-address token
+# bucket that never runs dry, and a fixed concurrency limit never reached, so
+# every request pays for admission (classification, the key's bucket, a slot,
+# the outcome and latency recorded) and none is refused. The control loop runs
+# as usual; the CPU and memory targets are off, so that a busy machine sheds
+# nothing.
+cat >"$dir/sluice.toml" <<EOF
+[server]
+listen = "$SLUICE_ADDR"
+[upstream]
+url = "http://$UPSTREAM_ADDR"
+[admin]
+listen = ""
+[[group]]
+name = "bench"
+key  = "ip"
+  [group.rate]
+  rate = 1e9
+  [group.concurrency]
+  law   = "fixed"
+  limit = 100000
+  [group.targets]
+  cpu    = 0.0
+  memory = 0.0
+EOF
+"$dir/sluice" check -q "$dir/sluice.toml"
 
 "$dir/upstream" -listen "$UPSTREAM_ADDR" & pids+=($!)
 if [ -n "${SLUICE_CMD:-}" ]; then
   bash -c "$SLUICE_CMD" & pids+=($!)
 else
-  "$dir/front" -listen "$SLUICE_ADDR" -upstream "http://$UPSTREAM_ADDR" & pids+=($!)
+  "$dir/sluice" run -config "$dir/sluice.toml" -log-level warn & pids+=($!)
 fi
 sluice_pid=${pids[-1]}
+"$dir/front" -listen "$PROXY_ADDR" -upstream "http://$UPSTREAM_ADDR" & pids+=($!)
+proxy_pid=${pids[-1]}
 "$dir/front" -mode httputil -listen "$HTTPUTIL_ADDR" -upstream "http://$UPSTREAM_ADDR" & pids+=($!)
 httputil_pid=${pids[-1]}
 sed -e "s|@DIR@|$dir|g" -e "s|@LISTEN@|$NGINX_ADDR|g" -e "s|@UPSTREAM@|$UPSTREAM_ADDR|g" \
   "$here/nginx.conf.tmpl" >"$dir/nginx.conf"
 nginx -c "$dir/nginx.conf" -p "$dir" -e "$dir/nginx-error.log"
 
-for addr in "$UPSTREAM_ADDR" "$NGINX_ADDR" "$SLUICE_ADDR" "$HTTPUTIL_ADDR"; do
+for addr in "$UPSTREAM_ADDR" "$NGINX_ADDR" "$SLUICE_ADDR" "$PROXY_ADDR" "$HTTPUTIL_ADDR"; do
   for _ in $(seq 100); do
     curl -fsS -o /dev/null "http://$addr/" 2>/dev/null && break
     sleep 0.1
@@ -72,8 +107,8 @@ for addr in "$UPSTREAM_ADDR" "$NGINX_ADDR" "$SLUICE_ADDR" "$HTTPUTIL_ADDR"; do
   curl -fsS -o /dev/null "http://$addr/" || { echo "run.sh: nothing answers on $addr" >&2; exit 1; }
 done
 
-declare -A addr=([direct]=$UPSTREAM_ADDR [nginx]=$NGINX_ADDR [sluice]=$SLUICE_ADDR [httputil]=$HTTPUTIL_ADDR)
-targets=(direct nginx sluice httputil)
+declare -A addr=([direct]=$UPSTREAM_ADDR [nginx]=$NGINX_ADDR [sluice]=$SLUICE_ADDR [proxy]=$PROXY_ADDR [httputil]=$HTTPUTIL_ADDR)
+targets=(direct nginx sluice proxy httputil)
 
 # cpu_ticks PID... prints the user+system clock ticks of the processes and of
 # their children (nginx's workers).
@@ -90,6 +125,7 @@ pids_of() {
   case $1 in
   nginx) cat "$dir/nginx.pid" ;;
   sluice) echo "$sluice_pid" ;;
+  proxy) echo "$proxy_pid" ;;
   httputil) echo "$httputil_pid" ;;
   *) echo "" ;;
   esac

@@ -1,0 +1,289 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/sluicehq/sluice/configs"
+	"github.com/sluicehq/sluice/gate"
+	"github.com/sluicehq/sluice/probe"
+	"github.com/sluicehq/sluice/proxy"
+)
+
+// daemon is a running sluice: the gate (admission and the control loop), the
+// proxy in front of the upstream, the HTTP server that feeds it, and the
+// resource sampler. Its goroutines are started by start and stopped by stop,
+// and nowhere else.
+//
+// reload and ready are what the admin API needs besides the gate: the same
+// reload SIGHUP runs, and the readiness a load balancer should see.
+type daemon struct {
+	path string // the config file; "" when running the embedded default
+	log  hclog.Logger
+
+	// started is the config the daemon started with: the sections that only a
+	// restart can change (server, upstream, probe, admin, redis, the state
+	// file) stay as they are in it, whatever a reload brings.
+	started *configs.Config
+
+	sampler *probe.Sampler
+	gate    *gate.Gate
+	proxy   *proxy.Proxy
+	server  *http.Server
+	ln      net.Listener
+
+	reloadMu sync.Mutex  // one reload at a time (SIGHUP and the admin API)
+	answered atomic.Bool // the upstream accepted a probe or answered a request
+	draining atomic.Bool // shutting down: no longer ready
+
+	wg      sync.WaitGroup
+	stopCtl context.CancelFunc // ends the control loop and the upstream probe
+	ctlErr  error              // the control loop's last state save; read after wg.Wait
+	failed  chan error         // the server stopped serving on its own
+}
+
+// newDaemon builds every part for cfg and opens the listener; nothing runs
+// until start. What it opened is closed again when it fails.
+func newDaemon(path string, cfg *configs.Config, log hclog.Logger) (*daemon, error) {
+	d := &daemon{path: path, log: log, started: cfg, failed: make(chan error, 1)}
+	if err := d.build(); err != nil {
+		d.close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// build makes the parts of d for d.started.
+func (d *daemon) build() error {
+	cfg, path, log := d.started, d.path, d.log
+	sp, err := samplerParams(cfg)
+	if err != nil {
+		return err
+	}
+	if d.sampler, err = probe.NewSampler(sp); err != nil {
+		return err
+	}
+
+	for _, g := range cfg.Groups {
+		if g.Rate != nil && g.Rate.Scope == configs.ScopeGlobal {
+			// limits/redis is not plugged into gate.Params.GlobalRate yet.
+			return fmt.Errorf("group %q: rate scope \"global\" (a quota shared through Redis) is not wired into sluice run yet; use scope \"local\"", g.Name)
+		}
+	}
+
+	ctl := log.Named("control")
+	source := path
+	if source == "" {
+		source = "embedded default"
+	}
+	d.gate, err = gate.New(gate.Params{
+		Config:       cfg,
+		ConfigSource: source,
+		Resources:    d.sampler,
+		OnChange: func(c gate.Change) {
+			ctl.Debug("limit changed", "group", c.Group, "from", c.From, "to", c.To,
+				"rate_from", c.RateFrom, "rate", c.Rate, "reason", c.Reason)
+		},
+		OnSave: func(path string, err error) {
+			if err != nil {
+				ctl.Warn("state file not saved", "path", path, "error", err)
+			} else {
+				ctl.Trace("state file saved", "path", path)
+			}
+		},
+	})
+	if err != nil {
+		return err
+	}
+
+	pp := proxyParams(cfg)
+	pp.Gate = d.gate
+	if d.proxy, err = proxy.New(pp); err != nil {
+		return err
+	}
+	s := &cfg.Server
+	d.server, err = proxy.NewServer(proxy.ServerParams{
+		Handler:           d.proxy,
+		ReadHeaderTimeout: time.Duration(s.ReadHeaderTimeout),
+		MaxHeaderBytes:    s.MaxHeaderBytes,
+		DisableH2C:        !s.H2C,
+		ErrorLog:          log.Named("proxy").StandardLogger(&hclog.StandardLoggerOptions{ForceLevel: hclog.Warn}),
+	})
+	if err != nil {
+		return err
+	}
+	// configs' zero is "none" for these; net/http's zero is "none" too.
+	d.server.IdleTimeout = time.Duration(s.IdleTimeout)
+	d.server.ReadTimeout = time.Duration(s.ReadTimeout)
+	d.server.WriteTimeout = time.Duration(s.WriteTimeout)
+	if s.TLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(s.TLSCert, s.TLSKey)
+		if err != nil {
+			return fmt.Errorf("server.tls_cert, server.tls_key: %w", err)
+		}
+		d.server.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+
+	if d.ln, err = listen(s.Listen); err != nil {
+		return fmt.Errorf("server.listen %s: %w", s.Listen, err)
+	}
+	return nil
+}
+
+// close releases what newDaemon opened, for a daemon that never started.
+func (d *daemon) close() {
+	if d.ln != nil {
+		d.ln.Close()
+	}
+	if d.proxy != nil {
+		d.proxy.Close()
+	}
+	if d.sampler != nil {
+		d.sampler.Close()
+	}
+}
+
+// start runs the daemon's goroutines: the server, the control loop and the
+// upstream probe.
+func (d *daemon) start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	d.stopCtl = cancel
+	d.wg.Add(3)
+	go func() {
+		defer d.wg.Done()
+		var err error
+		if d.server.TLSConfig != nil {
+			err = d.server.ServeTLS(d.ln, "", "")
+		} else {
+			err = d.server.Serve(d.ln)
+		}
+		if !errors.Is(err, http.ErrServerClosed) {
+			d.failed <- err
+		}
+	}()
+	go func() {
+		defer d.wg.Done()
+		d.ctlErr = d.gate.Run(ctx)
+	}()
+	go func() {
+		defer d.wg.Done()
+		d.awaitUpstream(ctx)
+	}()
+}
+
+// drained is how a shutdown's drain ended.
+type drained struct {
+	expired bool // the grace period ran out and connections were closed
+	cut     int  // requests in flight or queued when they were
+}
+
+// shutdown stops accepting connections and waits, for at most grace, until
+// the requests in flight have finished; then it closes every connection left.
+// It runs in the background: the result comes on the channel, so a second
+// signal can still be heard meanwhile.
+func (d *daemon) shutdown(grace time.Duration) <-chan drained {
+	d.draining.Store(true)
+	out := make(chan drained, 1)
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), grace)
+		defer cancel()
+		if err := d.server.Shutdown(ctx); err == nil {
+			out <- drained{}
+			return
+		}
+		cut := d.pending()
+		d.server.Close()
+		out <- drained{expired: true, cut: cut}
+	}()
+	return out
+}
+
+// stop ends the control loop, which writes the state file one last time,
+// waits for every goroutine, and releases the sampler and the upstream
+// connections. It returns the last state save's error. Call it after the
+// server has shut down.
+func (d *daemon) stop() error {
+	d.stopCtl()
+	d.wg.Wait()
+	d.sampler.Close()
+	d.proxy.Close()
+	return d.ctlErr
+}
+
+// pending counts the requests the gate holds: in flight upstream or queued.
+func (d *daemon) pending() int {
+	n := 0
+	for _, g := range d.gate.Groups() {
+		n += g.InFlight + g.Queued
+	}
+	return n
+}
+
+// ready reports whether the daemon should get traffic: nil once the upstream
+// has accepted a connection or answered a request, until shutdown begins.
+// The running config is always valid (a bad reload is refused whole).
+func (d *daemon) ready() error {
+	if d.draining.Load() {
+		return errors.New("sluice: shutting down")
+	}
+	if d.answered.Load() {
+		return nil
+	}
+	for _, g := range d.gate.Groups() {
+		if g.Completed[gate.Success]+g.Completed[gate.Ignored] > 0 {
+			d.answered.Store(true)
+			return nil
+		}
+	}
+	return errors.New("sluice: the upstream has not answered yet")
+}
+
+// awaitUpstream probes the upstream until the daemon is ready: a connection
+// to it, retried with a growing pause (up to 5 s), or an answer to a proxied
+// request, whichever comes first. The first failure and the success are
+// logged.
+func (d *daemon) awaitUpstream(ctx context.Context) {
+	log := d.log.Named("upstream")
+	network, addr, err := splitAddress(d.started.Upstream.URL)
+	if err != nil {
+		log.Error("cannot probe the upstream", "url", d.started.Upstream.URL, "error", err)
+		return
+	}
+	dialer := net.Dialer{Timeout: time.Duration(d.started.Upstream.DialTimeout)}
+	pause := 250 * time.Millisecond
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for failures := 0; d.ready() != nil; failures++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		}
+		c, err := dialer.DialContext(ctx, network, addr)
+		if err == nil {
+			c.Close()
+			d.answered.Store(true)
+			break
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if failures == 0 {
+			log.Warn("upstream not reachable yet; requests get 502 until it is", "address", addr, "error", err)
+		}
+		timer.Reset(pause)
+		pause = min(2*pause, 5*time.Second)
+	}
+	log.Info("upstream reachable", "address", addr)
+}

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/sluicehq/sluice/configs"
+	"github.com/sluicehq/sluice/gate"
+)
+
+// reload reads the config file again and swaps it in whole (SIGHUP runs it;
+// so will the admin API's POST /v1/reload). A file that does not load is
+// refused, every problem logged, and the running config keeps serving.
+// Groups whose settings did not change keep their learned limits and state.
+//
+// The listener, the upstream, the probe, the admin API, Redis and the state
+// file are set up once, at start: a reload that changes them logs that they
+// need a restart and leaves them as they are (the gate then reports the
+// settings in force, not the file's).
+func (d *daemon) reload(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	d.reloadMu.Lock()
+	defer d.reloadMu.Unlock()
+	log := d.log.Named("config")
+	if d.path == "" {
+		err := errors.New("sluice: reload: started without -config, so there is no file to read again")
+		log.Warn("reload ignored", "error", err)
+		return err
+	}
+	cfg, err := configs.Load(d.path)
+	if err != nil {
+		logConfigProblems(log, err)
+		log.Error("reload refused: the running config keeps serving", "file", d.path)
+		return fmt.Errorf("sluice: reload %s: %w", d.path, err)
+	}
+	if changed := restartOnly(d.started, cfg); len(changed) > 0 {
+		log.Warn("settings that only a restart applies changed; they keep their running values", "settings", strings.Join(changed, ", "))
+	}
+	keepRestartOnly(cfg, d.started)
+	res, err := d.gate.Reload(cfg, gate.ReloadOptions{Source: d.path})
+	if err != nil {
+		log.Error("reload refused: the running config keeps serving", "file", d.path, "error", err)
+		return err
+	}
+	log.Info("config reloaded", "file", d.path,
+		"unchanged", strings.Join(res.Unchanged, ","), "changed", strings.Join(res.Changed, ","),
+		"added", strings.Join(res.Added, ","), "removed", strings.Join(res.Removed, ","))
+	return nil
+}
+
+// logConfigProblems logs each problem of a config that does not load, one
+// line each.
+func logConfigProblems(log hclog.Logger, err error) {
+	var problems configs.Errors
+	if !errors.As(err, &problems) {
+		log.Error("cannot read the config", "error", err)
+		return
+	}
+	for _, p := range problems {
+		args := []any{"problem", p.Msg}
+		if p.Path != "" {
+			args = append([]any{"key", p.Path}, args...)
+		}
+		if p.Line > 0 {
+			args = append([]any{"line", p.Line}, args...)
+		}
+		log.Error("config problem", append([]any{"file", p.File}, args...)...)
+	}
+}
+
+// restartOnly lists the settings that differ between the running config and
+// next and that only a restart applies, by key path ("server.listen").
+func restartOnly(running, next *configs.Config) []string {
+	var out []string
+	out = diffFields(out, "server", running.Server, next.Server)
+	out = diffFields(out, "upstream", running.Upstream, next.Upstream)
+	out = diffFields(out, "probe", running.Probe, next.Probe)
+	out = diffFields(out, "admin", running.Admin, next.Admin)
+	if running.Control.StateFile != next.Control.StateFile {
+		out = append(out, "control.state_file")
+	}
+	if !reflect.DeepEqual(running.Redis, next.Redis) {
+		out = append(out, "redis")
+	}
+	return out
+}
+
+// diffFields appends the TOML key of every field of the structs a and b
+// that differs, under prefix.
+func diffFields(out []string, prefix string, a, b any) []string {
+	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
+	t := va.Type()
+	for i := range t.NumField() {
+		if !reflect.DeepEqual(va.Field(i).Interface(), vb.Field(i).Interface()) {
+			name, _, _ := strings.Cut(t.Field(i).Tag.Get("toml"), ",")
+			out = append(out, prefix+"."+name)
+		}
+	}
+	return out
+}
+
+// keepRestartOnly sets next's restart-only settings to running's.
+func keepRestartOnly(next, running *configs.Config) {
+	next.Server, next.Upstream, next.Probe, next.Admin = running.Server, running.Upstream, running.Probe, running.Admin
+	next.Control.StateFile = running.Control.StateFile
+	next.Redis = running.Redis
+}

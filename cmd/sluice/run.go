@@ -1,0 +1,208 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/sluicehq/sluice/configs"
+)
+
+// Exit codes of "sluice run" beyond the shared ones (see main.go).
+const (
+	exitCut         = 3 // the grace period ran out: requests in flight were cut
+	exitInterrupted = 4 // a second signal: exited at once, without draining or saving
+)
+
+var runCommand = command{
+	name:    "run",
+	summary: "run the daemon: a reverse proxy that guards the upstream",
+	usage: `usage: sluice run [-config FILE] [-log-level LEVEL] [-log-json] [-grace DUR]
+
+Runs sluice in front of the upstream the config names: it listens on
+server.listen, admits each request through its group's limits, forwards it,
+and adapts the limits every control.interval. Without -config it runs the
+embedded default (sluice check prints it): 127.0.0.1:8080 in front of
+http://127.0.0.1:9000.
+
+Flags:
+  -config FILE      the TOML config; "sluice check FILE" validates it
+  -log-level LEVEL  trace, debug, info, warn or error (default info); limit
+                    changes are logged at debug
+  -log-json         log one JSON object per line instead of text
+  -grace DUR        how long SIGTERM waits for requests in flight, such as
+                    "10s" (default: server.shutdown_grace of the config)
+
+Logs go to stderr. At start they name the listening address (the real one
+when server.listen has port 0), the upstream, every group with its law and
+limits, and what the state file restored.
+
+Signals:
+  SIGHUP            reload the config file: it is read and checked whole; a
+                    bad file is logged, problem by problem, and the running
+                    config keeps serving. Groups whose settings did not change
+                    keep their learned limits. Changes to server, upstream,
+                    probe, admin, redis and control.state_file need a restart:
+                    they are logged and not applied.
+  SIGTERM, SIGINT   stop accepting connections, wait up to the grace period
+                    for requests in flight, write the state file, exit.
+                    A second SIGTERM or SIGINT exits at once.
+
+Exit codes:
+  0  stopped by a signal after every request in flight finished
+  1  could not start (bad config, listener in use, unreadable TLS key,
+     ...), the server failed, or the state file could not be written at exit
+  2  wrong command line
+  3  stopped by a signal, but the grace period ran out: the requests still
+     in flight were cut (the state file was written)
+  4  a second signal during shutdown: exited at once, requests in flight
+     cut, the state file not written
+`,
+	run: runRun,
+}
+
+// runFlags are the flags of "sluice run".
+type runFlags struct {
+	config   string
+	level    hclog.Level
+	json     bool
+	grace    time.Duration // < 0: the config's
+	graceSet bool
+}
+
+func parseRunFlags(args []string, stderr io.Writer) (runFlags, bool) {
+	var f runFlags
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&f.config, "config", "", "the TOML config")
+	level := fs.String("log-level", "info", "log level")
+	fs.BoolVar(&f.json, "log-json", false, "log JSON")
+	fs.DurationVar(&f.grace, "grace", -1, "shutdown grace period")
+	err := fs.Parse(args)
+	if err == nil && fs.NArg() > 0 {
+		err = errors.New("unexpected argument " + fs.Arg(0))
+	}
+	if err == nil {
+		if f.level = hclog.LevelFromString(*level); f.level == hclog.NoLevel || *level == "off" {
+			err = errors.New(`-log-level must be trace, debug, info, warn or error, got "` + *level + `"`)
+		}
+	}
+	fs.Visit(func(fl *flag.Flag) { f.graceSet = f.graceSet || fl.Name == "grace" })
+	if err == nil && f.graceSet && f.grace < 0 {
+		err = errors.New("-grace must not be negative, got " + f.grace.String())
+	}
+	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fprintf(stderr, "sluice run: %v\n", err)
+		}
+		fprintf(stderr, "usage: sluice run [-config FILE] [-log-level LEVEL] [-log-json] [-grace DUR]\n")
+		return f, false
+	}
+	return f, true
+}
+
+// runRun is "sluice run". It owns the process's signals while it runs;
+// cancelling ctx stops it as SIGTERM does (tests drive it that way).
+func runRun(ctx context.Context, args []string, _, stderr io.Writer) int {
+	f, ok := parseRunFlags(args, stderr)
+	if !ok {
+		return exitUsage
+	}
+	log := hclog.New(&hclog.LoggerOptions{
+		Name:       "sluice",
+		Level:      f.level,
+		Output:     stderr,
+		JSONFormat: f.json,
+		Color:      hclog.ColorOff,
+	})
+
+	// Signals are caught from here on: one that comes while starting is
+	// handled once the daemon runs.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+
+	cfg, err := loadConfig(f.config)
+	if err != nil {
+		logConfigProblems(log.Named("config"), err)
+		log.Error("not started: the config does not load", "file", f.config)
+		return exitError
+	}
+	d, err := newDaemon(f.config, cfg, log)
+	if err != nil {
+		log.Error("not started", "error", err)
+		return exitError
+	}
+	logStart(d)
+	d.start()
+
+	grace := time.Duration(cfg.Server.ShutdownGrace)
+	if f.graceSet {
+		grace = f.grace
+	}
+	code := exitOK
+wait:
+	for {
+		select {
+		case s := <-sigs:
+			if s == syscall.SIGHUP {
+				log.Info("SIGHUP: reloading the config")
+				_ = d.reload(ctx) // logged there
+				continue
+			}
+			log.Info("signal: shutting down", "signal", s.String(), "grace", grace.String())
+			break wait
+		case <-ctx.Done():
+			log.Info("shutting down", "grace", grace.String())
+			break wait
+		case err := <-d.failed:
+			log.Error("the server failed; shutting down", "error", err)
+			code = exitError
+			break wait
+		}
+	}
+
+	done := d.shutdown(grace)
+	for {
+		select {
+		case s := <-sigs:
+			if s == syscall.SIGHUP {
+				log.Warn("SIGHUP ignored: shutting down")
+				continue
+			}
+			log.Warn("second signal: exiting at once; requests in flight are cut and the state file is not written", "signal", s.String())
+			d.server.Close()
+			return exitInterrupted
+		case r := <-done:
+			if r.expired {
+				log.Warn("grace period over: connections closed", "requests_cut", r.cut, "grace", grace.String())
+				if code == exitOK {
+					code = exitCut
+				}
+			} else {
+				log.Info("requests in flight finished")
+			}
+			if err := d.stop(); err != nil {
+				log.Error("state file not written at exit", "error", err)
+				code = exitError
+			}
+			log.Info("stopped", "exit_code", code)
+			return code
+		}
+	}
+}
+
+// loadConfig loads the file at path, or the embedded default for "".
+func loadConfig(path string) (*configs.Config, error) {
+	if path == "" {
+		return configs.Default(), nil
+	}
+	return configs.Load(path)
+}

@@ -1,0 +1,359 @@
+package main
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/sluicehq/sluice/configs"
+	"github.com/sluicehq/sluice/proxy"
+)
+
+// These tests drive "sluice run" in this process: run with a context that
+// stops it as SIGTERM would, its log written to a logs collector.
+
+// runInProcess starts run with args in a goroutine and waits until it
+// listens. Cancel stops it; the exit code comes on the returned channel.
+func runInProcess(t *testing.T, args ...string) (addr string, log *logs, stop context.CancelFunc, exit <-chan int) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	log = newLogs()
+	codes, returned := make(chan int, 1), make(chan struct{})
+	go func() {
+		codes <- run(ctx, append([]string{"run", "-log-json"}, args...), new(strings.Builder), log)
+		log.close()
+		close(returned)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-returned:
+		case <-time.After(waitLimit):
+			t.Error("run did not return")
+		}
+		if t.Failed() {
+			t.Logf("run's log:\n%s", log)
+		}
+	})
+	rec := log.wait(t, `the "listening" line`, message("listening"))
+	return str(rec["addr"]), log, cancel, codes
+}
+
+func TestRunServesAndStops(t *testing.T) {
+	up := startUpstream(t)
+	path := writeConfig(t, "", up.url, prelude+catchAll)
+	addr, log, stop, exit := runInProcess(t, "-config", path)
+	r := do(client(t), "GET", "http://"+addr+"/x")
+	if r.status != 200 || r.body != "ok /x" {
+		t.Fatalf("through sluice: %d %q %v", r.status, r.body, r.err)
+	}
+	log.wait(t, "the upstream probe", message("upstream reachable"))
+	stop()
+	if code := recv(t, exit, "the exit code"); code != exitOK {
+		t.Fatalf("exit code %d", code)
+	}
+	log.wait(t, "the end", message("stopped", "exit_code", "0"))
+}
+
+func TestRunUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"run", "extra"},
+		{"run", "-log-level", "loud"},
+		{"run", "-log-level", "off"},
+		{"run", "-grace", "-1s"},
+		{"run", "-grace", "soon"},
+		{"run", "-nope"},
+		{"run", "-h"},
+	} {
+		code, out, errOut := runArgs(args...)
+		if code != exitUsage || out != "" || !strings.Contains(errOut, "usage: sluice run [-config FILE]") {
+			t.Errorf("%v: code %d, stdout %q, stderr %q", args, code, out, errOut)
+		}
+	}
+}
+
+func TestRunRefusesABadConfig(t *testing.T) {
+	path := writeFile(t, "bad.toml", `[upstream]
+url = "http://127.0.0.1:9000"
+[control]
+interval = 250
+[[group]]
+name = "api"
+  [group.concurency]
+  law = "aimd"
+`)
+	code, _, errOut := runArgs("run", "-config", path)
+	if code != exitError {
+		t.Fatalf("code %d, want %d", code, exitError)
+	}
+	for _, want := range []string{
+		`config problem: file=` + path + ` line=4 key=control.interval problem="must be a duration string such as \"250ms\", got integer 250"`,
+		`config problem: file=` + path + ` line=7 key=group[0].concurency problem="unknown key (did you mean \"concurrency\"?)"`,
+		`not started: the config does not load`,
+	} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+	code, _, errOut = runArgs("run", "-config", filepath.Join(t.TempDir(), "missing.toml"))
+	if code != exitError || !strings.Contains(errOut, "cannot read the config") {
+		t.Errorf("missing file: code %d, stderr %q", code, errOut)
+	}
+}
+
+func TestRunListenerInUse(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	path := writeConfig(t, "", "http://127.0.0.1:9", strings.Replace(prelude, "127.0.0.1:0", ln.Addr().String(), 1)+catchAll)
+	code, _, errOut := runArgs("run", "-config", path)
+	if code != exitError || !strings.Contains(errOut, "not started: error=\"server.listen "+ln.Addr().String()) || !strings.Contains(errOut, "address already in use") {
+		t.Fatalf("code %d, stderr:\n%s", code, errOut)
+	}
+}
+
+func TestRunTLS(t *testing.T) {
+	up := startUpstream(t)
+	dir := t.TempDir()
+	cert, key, pool := selfSigned(t, dir)
+	path := writeConfig(t, dir, up.url, strings.Replace(prelude, "[upstream]", "tls_cert = \""+cert+"\"\ntls_key = \""+key+"\"\n[upstream]", 1)+catchAll)
+	addr, log, _, _ := runInProcess(t, "-config", path)
+	log.wait(t, "TLS on", message("listening", "tls", "true", "h2c", "false"))
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr, Timeout: waitLimit}).Get("https://" + addr + "/tls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.ProtoMajor != 2 {
+		t.Errorf("over TLS: %d %s, want 200 over HTTP/2", resp.StatusCode, resp.Proto)
+	}
+
+	bad := writeConfig(t, "", up.url, strings.Replace(prelude, "[upstream]", "tls_cert = \""+key+"\"\ntls_key = \""+key+"\"\n[upstream]", 1)+catchAll)
+	if code, _, errOut := runArgs("run", "-config", bad); code != exitError || !strings.Contains(errOut, "server.tls_cert") {
+		t.Errorf("unusable certificate: code %d, stderr %s", code, errOut)
+	}
+}
+
+// selfSigned writes a certificate for 127.0.0.1 and its key into dir.
+func selfSigned(t *testing.T, dir string) (certFile, keyFile string, pool *x509.CertPool) {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "sluice test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, BasicConstraintsValid: true, IsCA: true}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, err := x509.MarshalECPrivateKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile = filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := x509.ParseCertificate(der)
+	pool = x509.NewCertPool()
+	pool.AddCert(c)
+	return certFile, keyFile, pool
+}
+
+func TestHelpRunDocumentsExitCodes(t *testing.T) {
+	_, out, _ := runArgs("help", "run")
+	for _, code := range []int{exitOK, exitError, exitUsage, exitCut, exitInterrupted} {
+		if !strings.Contains(out, "\n  "+string(rune('0'+code))+"  ") {
+			t.Errorf("help run does not document exit code %d:\n%s", code, out)
+		}
+	}
+	for _, s := range []string{"SIGHUP", "SIGTERM", "-config FILE", "-log-level LEVEL", "-log-json", "-grace DUR"} {
+		if !strings.Contains(out, s) {
+			t.Errorf("help run does not mention %s", s)
+		}
+	}
+}
+
+func TestListenRemovesAStaleSocket(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "s.sock")
+	old, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old.(*net.UnixListener).SetUnlinkOnClose(false)
+	// Someone serves on it: refused.
+	if ln, err := listen("unix://" + sock); err == nil {
+		ln.Close()
+		t.Fatal("listened on a socket another listener serves")
+	}
+	old.Close() // gone, the file left behind
+	ln, err := listen("unix://" + sock)
+	if err != nil {
+		t.Fatalf("stale socket not replaced: %v", err)
+	}
+	ln.Close()
+}
+
+func TestBreakerParams(t *testing.T) {
+	c := configs.New().Upstream.Circuit
+	b, off := breakerParams(&c)
+	want := proxy.BreakerParams{Window: 10 * time.Second, MinRequests: 20, FailureRatio: 0.5, ConsecutiveFailures: 5, Cooldown: 5 * time.Second, Probes: 3}
+	if off || b != want {
+		t.Errorf("defaults: %+v off %v, want %+v", b, off, want)
+	}
+	c.FailureRatio = 0
+	if b, off := breakerParams(&c); off || b.FailureRatio != -1 || b.ConsecutiveFailures != 5 || b.Validate() != nil {
+		t.Errorf("ratio off: %+v off %v", b, off)
+	}
+	c.FailureRatio, c.ConsecutiveFailures = 0.3, 0
+	if b, off := breakerParams(&c); off || b.FailureRatio != 0.3 || b.ConsecutiveFailures != -1 || b.Validate() != nil {
+		t.Errorf("consecutive off: %+v off %v", b, off)
+	}
+	c.FailureRatio = 0
+	if _, off := breakerParams(&c); !off {
+		t.Error("both triggers 0: the breaker is not off")
+	}
+}
+
+func TestProxyParams(t *testing.T) {
+	cfg := configs.New()
+	cfg.Upstream.URL = "unix:///run/app.sock"
+	cfg.Upstream.Protocol = configs.ProtocolH2C
+	cfg.Upstream.ResponseHeaderTimeout = 0
+	p := proxyParams(cfg)
+	if p.Upstream != "unix:///run/app.sock" || p.Protocol != proxy.ProtocolH2C || p.UpstreamTimeout != noTimeout ||
+		p.IdleConnTimeout != 90*time.Second || p.MaxIdleConns != 256 || p.DialTimeout != 2*time.Second {
+		t.Errorf("%+v", p)
+	}
+	if err := p.Validate(); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestSamplerParams(t *testing.T) {
+	cfg := configs.New()
+	cfg.Probe.PIDFile = writeFile(t, "app.pid", " 4242\n")
+	if p, err := samplerParams(cfg); err != nil || p.PID != 4242 || p.Root != "/" {
+		t.Errorf("%+v %v", p, err)
+	}
+	cfg.Probe.PIDFile = writeFile(t, "bad.pid", "nope")
+	if _, err := samplerParams(cfg); err == nil || !strings.Contains(err.Error(), "want a process ID") {
+		t.Errorf("bad pid file: %v", err)
+	}
+	cfg.Probe.PIDFile = filepath.Join(t.TempDir(), "none.pid")
+	if _, err := samplerParams(cfg); err == nil || !strings.Contains(err.Error(), "probe.pid_file") {
+		t.Errorf("missing pid file: %v", err)
+	}
+}
+
+func TestRestartOnly(t *testing.T) {
+	a, err := configs.Parse("a", []byte("[upstream]\nurl = \"http://127.0.0.1:9000\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := a.Clone()
+	b.Server.Listen = "127.0.0.1:1"
+	b.Upstream.Circuit.OpenDuration = 1
+	b.Control.StateFile = "/tmp/x"
+	b.Control.Interval = configs.Duration(time.Second) // applied by a reload
+	b.Admin.Listen = ""
+	got := restartOnly(a, b)
+	want := []string{"server.listen", "upstream.circuit", "admin.listen", "control.state_file"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("restartOnly = %q, want %q", got, want)
+	}
+	keepRestartOnly(b, a)
+	if got := restartOnly(a, b); len(got) != 0 || b.Control.Interval != configs.Duration(time.Second) {
+		t.Errorf("after keepRestartOnly: %q, interval %v", got, b.Control.Interval)
+	}
+}
+
+func TestReloadWithoutFile(t *testing.T) {
+	d := &daemon{log: hclog.NewNullLogger()}
+	if err := d.reload(context.Background()); err == nil || !strings.Contains(err.Error(), "without -config") {
+		t.Errorf("reload without a file: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := d.reload(ctx); err != context.Canceled {
+		t.Errorf("reload with a cancelled context: %v", err)
+	}
+}
+
+func TestDescribeMatch(t *testing.T) {
+	m := configs.Match{Methods: []string{"GET", "POST"}, Host: "*.example.com", PathPrefix: "/api/", Headers: map[string]string{"X-B": "2", "X-A": "1"}}
+	if got := describeMatch(&m); got != "GET|POST host *.example.com prefix /api/ X-A=1 X-B=2" {
+		t.Errorf("describeMatch = %q", got)
+	}
+	if got := describeMatch(&configs.Match{PathPrefix: "/"}); got != "*" {
+		t.Errorf("catch-all: %q", got)
+	}
+}
+
+func TestReady(t *testing.T) {
+	up := startUpstream(t)
+	cfg, err := configs.Parse("ready.toml", []byte(strings.ReplaceAll(prelude+catchAll, "UPSTREAM", up.url)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := newDaemon("ready.toml", cfg, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.close()
+	if err := d.ready(); err == nil || !strings.Contains(err.Error(), "not answered") {
+		t.Fatalf("ready before the upstream answered: %v", err)
+	}
+	// The probe returns once the upstream accepted a connection.
+	d.awaitUpstream(context.Background())
+	if err := d.ready(); err != nil {
+		t.Fatalf("ready after the probe: %v", err)
+	}
+	d.draining.Store(true)
+	if err := d.ready(); err == nil || !strings.Contains(err.Error(), "shutting down") {
+		t.Fatalf("ready while shutting down: %v", err)
+	}
+}
+
+func TestRunRefusesGlobalScope(t *testing.T) {
+	path := writeConfig(t, "", "http://127.0.0.1:9", prelude+`
+[redis]
+address = "127.0.0.1:6379"
+[[group]]
+name = "shared"
+match = { path_prefix = "/shared" }
+  [group.rate]
+  rate = 10
+  scope = "global"
+`+catchAll)
+	code, _, errOut := runArgs("run", "-config", path)
+	if code != exitError || !strings.Contains(errOut, `rate scope \"global\"`) || !strings.Contains(errOut, "not wired into sluice run yet") {
+		t.Fatalf("code %d, stderr:\n%s", code, errOut)
+	}
+}

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/sluicehq/sluice/configs"
+)
+
+// logStart logs what the daemon is about to run: the real listening address,
+// the upstream and its circuit breaker, every group with its law and limits,
+// and what the state file restored.
+func logStart(d *daemon) {
+	log, cfg := d.log, d.started
+	source := d.path
+	if source == "" {
+		source = "embedded default"
+	}
+	log.Info("starting", "version", version, "config", source, "pid", os.Getpid())
+	log.Info("listening", "addr", d.ln.Addr().String(), "network", d.ln.Addr().Network(),
+		"tls", d.server.TLSConfig != nil, "h2c", cfg.Server.H2C && d.server.TLSConfig == nil)
+	circuit := "off"
+	if c := &cfg.Upstream.Circuit; !c.Off() {
+		circuit = fmt.Sprintf("failure_ratio=%g over %s (min %d), consecutive_failures=%d, open %s, %d probes",
+			c.FailureRatio, c.Window, c.MinRequests, c.ConsecutiveFailures, c.OpenDuration, c.HalfOpenProbes)
+	}
+	log.Info("upstream", "url", cfg.Upstream.URL, "protocol", cfg.Upstream.Protocol, "circuit", circuit)
+
+	glog := log.Named("gate")
+	for _, st := range d.gate.Groups() {
+		g := cfg.Group(st.Name)
+		args := []any{"name", st.Name, "match", describeMatch(&g.Match), "law", st.Law,
+			"limit", st.Limit, "min", st.Min, "max", st.Max, "key", g.Key, "priority", g.Priority}
+		if r := g.Rate; r != nil {
+			args = append(args, "rate", fmt.Sprintf("%s %g/s per %s key", r.Algorithm, r.PerSecond(), g.Key))
+		}
+		if g.Queue.Max > 0 {
+			args = append(args, "queue", fmt.Sprintf("%s, %d, max_wait %s", g.Queue.Order, g.Queue.Max, g.Queue.MaxWait))
+		} else {
+			args = append(args, "queue", "none")
+		}
+		glog.Info("group", args...)
+	}
+
+	ri := d.gate.RestoreInfo()
+	clog := log.Named("control")
+	switch {
+	case ri.Path == "":
+		clog.Info("no state file (control.state_file): limits start from their configured values")
+	case ri.Err != nil:
+		clog.Warn("state file not used: limits start from their configured values", "path", ri.Path, "error", ri.Err)
+	case ri.SavedAt.IsZero():
+		clog.Info("state file not written yet: limits start from their configured values", "path", ri.Path)
+	default:
+		clog.Info("limits restored from the state file", "path", ri.Path, "saved_at", ri.SavedAt.Format("2006-01-02T15:04:05Z07:00"), "groups", ri.Groups)
+	}
+}
+
+// describeMatch renders a group's match for the log: "*" for every request.
+func describeMatch(m *configs.Match) string {
+	var parts []string
+	if len(m.Methods) > 0 {
+		parts = append(parts, strings.Join(m.Methods, "|"))
+	}
+	if m.Host != "" {
+		parts = append(parts, "host "+m.Host)
+	}
+	switch {
+	case m.Path != "":
+		parts = append(parts, "path "+m.Path)
+	case m.PathPrefix != "" && m.PathPrefix != "/":
+		parts = append(parts, "prefix "+m.PathPrefix)
+	}
+	for _, k := range slices.Sorted(maps.Keys(m.Headers)) {
+		parts = append(parts, k+"="+m.Headers[k])
+	}
+	if len(parts) == 0 {
+		return "*"
+	}
+	return strings.Join(parts, " ")
+}

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/sluicehq/sluice/configs"
+	"github.com/sluicehq/sluice/probe"
+	"github.com/sluicehq/sluice/proxy"
+)
+
+// This file maps the configuration onto the parameters of the parts the
+// daemon wires together. configs' "0 means none" is spelled differently by
+// each part, so the translation lives here, in one place.
+
+// noTimeout stands for "none" where a part reads zero as "its default": a
+// day, the longest timeout configs accepts.
+const noTimeout = 24 * time.Hour
+
+func orNone(d configs.Duration) time.Duration {
+	if d == 0 {
+		return noTimeout
+	}
+	return time.Duration(d)
+}
+
+// proxyParams returns the proxy's parameters for cfg's [upstream].
+func proxyParams(cfg *configs.Config) proxy.Params {
+	u := &cfg.Upstream
+	p := proxy.Params{
+		Upstream:        u.URL,
+		DialTimeout:     time.Duration(u.DialTimeout),
+		UpstreamTimeout: orNone(u.ResponseHeaderTimeout),
+		IdleConnTimeout: orNone(u.IdleConnTimeout),
+		MaxIdleConns:    u.MaxIdleConnsPerHost,
+	}
+	switch u.Protocol {
+	case configs.ProtocolHTTP1:
+		p.Protocol = proxy.ProtocolHTTP1
+	case configs.ProtocolH2C:
+		p.Protocol = proxy.ProtocolH2C
+	default:
+		p.Protocol = proxy.ProtocolAuto
+	}
+	p.Breaker, p.DisableBreaker = breakerParams(&u.Circuit)
+	return p
+}
+
+// breakerParams maps [upstream.circuit] onto the proxy's breaker: a trigger
+// configs turns off with 0 is negative there.
+func breakerParams(c *configs.Circuit) (proxy.BreakerParams, bool) {
+	if c.Off() {
+		return proxy.BreakerParams{}, true
+	}
+	b := proxy.BreakerParams{
+		Window:              time.Duration(c.Window),
+		MinRequests:         c.MinRequests,
+		FailureRatio:        c.FailureRatio,
+		ConsecutiveFailures: c.ConsecutiveFailures,
+		Cooldown:            time.Duration(c.OpenDuration),
+		Probes:              c.HalfOpenProbes,
+	}
+	if b.FailureRatio == 0 {
+		b.FailureRatio = -1
+	}
+	if b.ConsecutiveFailures == 0 {
+		b.ConsecutiveFailures = -1
+	}
+	return b, false
+}
+
+// samplerParams returns the resource sampler's parameters for cfg's [probe]:
+// the PID in probe.pid_file is read now.
+func samplerParams(cfg *configs.Config) (probe.SamplerParams, error) {
+	p := probe.SamplerParams{Root: cfg.Probe.Root, Cgroup: cfg.Probe.Cgroup}
+	if cfg.Probe.PIDFile == "" {
+		return p, nil
+	}
+	b, err := os.ReadFile(cfg.Probe.PIDFile)
+	if err != nil {
+		return p, fmt.Errorf("probe.pid_file: %w", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		return p, fmt.Errorf("probe.pid_file %s: want a process ID, got %q", cfg.Probe.PIDFile, strings.TrimSpace(string(b)))
+	}
+	p.PID = pid
+	return p, nil
+}
+
+// splitAddress returns the network and address of a listen address or an
+// upstream URL: "unix:///path" is a unix socket, "http://h[:p]" and
+// "https://h[:p]" are TCP (ports 80 and 443 by default), "host:port" is TCP.
+func splitAddress(s string) (network, addr string, err error) {
+	if rest, ok := strings.CutPrefix(s, "unix://"); ok {
+		return "unix", rest, nil
+	}
+	if !strings.Contains(s, "://") {
+		return "tcp", s, nil
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return "", "", err
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	return "tcp", net.JoinHostPort(u.Hostname(), port), nil
+}
+
+// listen opens the listener for [server] listen. A unix socket left behind by
+// a process that is gone (nothing accepts on it) is removed and bound again.
+func listen(address string) (net.Listener, error) {
+	network, addr, err := splitAddress(address)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen(network, addr)
+	if err == nil || network != "unix" || !errors.Is(err, syscall.EADDRINUSE) {
+		return ln, err
+	}
+	if c, derr := net.DialTimeout("unix", addr, time.Second); derr == nil {
+		c.Close()
+		return nil, err // someone serves there
+	}
+	if rerr := os.Remove(addr); rerr != nil {
+		return nil, err
+	}
+	return net.Listen(network, addr)
+}
