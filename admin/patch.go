@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/sluicehq/sluice/configs"
@@ -175,7 +176,7 @@ func notOverridable(cur *configs.Group, sec string, f *string) string {
 		scratch.Rate = configs.NewRate() // so that rate's fields are known
 	}
 	if err := decodeOne(b, &scratch); err != nil && strings.HasPrefix(err.Error(), "json: unknown field") {
-		return "unknown field" + suggest(path)
+		return "unknown field " + strconv.Quote(path) + suggest(path)
 	}
 	return "cannot change at runtime: edit the config file and reload"
 }
