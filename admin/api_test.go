@@ -41,8 +41,8 @@ func TestStatus(t *testing.T) {
 		{"ticks", v.Control.Ticks, uint64(1)},
 		{"interval", v.Control.Interval, 0.25},
 		{"cpu known", v.Resources.CPU.Known, false},
-		{"cpu reason", v.Resources.CPU.Reason, "no resource sampler"},
-		{"memory reason", v.Resources.Memory.Reason, "no resource sampler"},
+		{"cpu reason", v.Resources.CPU.Reason, "fake: not set"},
+		{"memory reason", v.Resources.Memory.Reason, "fake: not set"},
 		{"listen", v.Admin.Listen, strings.TrimPrefix(f.url, "http://")},
 		{"writable", v.Admin.Writable, true},
 		{"reads need token", v.Admin.ReadsNeedToken, false},
@@ -56,7 +56,7 @@ func TestStatus(t *testing.T) {
 		t.Errorf("hash %q, unknown cpu value %v", st.ConfigHash, v.Resources.CPU.Value)
 	}
 	// The unknown value is null in the JSON, not 0.
-	if !strings.Contains(compactJSON(t, a.body), `"cpu":{"value":null,"known":false,"reason":"no resource sampler"}`) {
+	if !strings.Contains(compactJSON(t, a.body), `"cpu":{"value":null,"known":false,"reason":"fake: not set"}`) {
 		t.Errorf("unknown cpu not explained in the JSON:\n%s", a.body)
 	}
 }

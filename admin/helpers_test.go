@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluicehq/sluice/configs"
 	"github.com/sluicehq/sluice/gate"
+	"github.com/sluicehq/sluice/probe"
 )
 
 // testConfig has a keyed, rate-limited adaptive group and a fixed catch-all.
@@ -78,10 +79,36 @@ func parseConfig(t testing.TB, toml string) *configs.Config {
 	return cfg
 }
 
+// fakeSampler reports the CPU and memory the test sets; unknown until then.
+type fakeSampler struct {
+	mu          sync.Mutex
+	cpu, memory float64
+	known       bool
+}
+
+func (s *fakeSampler) set(cpu, memory float64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cpu, s.memory, s.known = cpu, memory, true
+}
+
+func (s *fakeSampler) Sample(now time.Time) probe.Resources {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := probe.Resources{Time: now, CPUFrom: probe.FromHost, MemoryFrom: probe.FromHost,
+		CPU: probe.Signal{Reason: "fake: not set"}, Memory: probe.Signal{Reason: "fake: not set"}}
+	if s.known {
+		r.CPU = probe.Signal{Value: s.cpu, Known: true}
+		r.Memory = probe.Signal{Value: s.memory, Known: true}
+	}
+	return r
+}
+
 // fixture is a gate and an admin server serving it on a loopback port.
 type fixture struct {
 	gate    *gate.Gate
 	clock   *fakeClock
+	res     *fakeSampler
 	metrics *Metrics
 	srv     *Server
 	url     string // http://127.0.0.1:PORT
@@ -98,8 +125,9 @@ type fixtureOpt func(*Params)
 // otherwise. Load returns what setNext set, else the same config again.
 func newFixture(t testing.TB, toml string, opts ...fixtureOpt) *fixture {
 	t.Helper()
-	f := &fixture{clock: newFakeClock(), metrics: NewMetrics(MetricsParams{})}
-	g, err := gate.New(gate.Params{Config: parseConfig(t, toml), ConfigSource: "sluice.toml", Clock: f.clock, Observer: f.metrics})
+	f := &fixture{clock: newFakeClock(), res: &fakeSampler{}, metrics: NewMetrics(MetricsParams{})}
+	g, err := gate.New(gate.Params{Config: parseConfig(t, toml), ConfigSource: "sluice.toml", Clock: f.clock,
+		Resources: f.res, Observer: f.metrics})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -78,6 +78,7 @@ func exported(t testing.TB) map[string]bool {
 func busyFixture(t testing.TB) *fixture {
 	t.Helper()
 	f := newFixture(t, testConfig)
+	f.res.set(0.42, 0.61)
 	f.serve(t, "/api/a", 30, 20*time.Millisecond, gate.Success)
 	f.serve(t, "/api/a", 3, 0, gate.Dropped)
 	f.serve(t, "/other", 2, 5*time.Millisecond, gate.Ignored)
@@ -118,7 +119,7 @@ func TestMetricsNames(t *testing.T) {
 		"sluice_queue_length", "sluice_queue_capacity", "sluice_latency_seconds", "sluice_latency_target_seconds",
 		"sluice_cpu_target_ratio", "sluice_memory_target_ratio", "sluice_concurrency_limit_max", "sluice_override_active",
 		"sluice_config_reloads_total", "sluice_state_saves_total", "sluice_limit_changes_total", "sluice_build_info",
-		"sluice_config_info", "sluice_control_ticks_total",
+		"sluice_config_info", "sluice_control_ticks_total", "sluice_cpu_utilization_ratio", "sluice_memory_utilization_ratio",
 		// Go and process collectors
 		"go_goroutines", "process_start_time_seconds",
 	} {
@@ -126,9 +127,11 @@ func TestMetricsNames(t *testing.T) {
 			t.Errorf("%s is not exported", n)
 		}
 	}
-	// CPU and memory are unknown without a sampler: left out, not 0.
-	if names["sluice_cpu_utilization_ratio"] || names["sluice_memory_utilization_ratio"] {
-		t.Error("unknown CPU or memory exported")
+	// Unknown CPU and memory are left out, not exported as 0.
+	f := newFixture(t, testConfig)
+	f.tick(250 * time.Millisecond)
+	if s := metricText(t, f.srv.Registry(), "sluice_cpu_utilization_ratio", "sluice_memory_utilization_ratio"); s != "" {
+		t.Errorf("unknown CPU or memory exported:\n%s", s)
 	}
 }
 
@@ -154,7 +157,11 @@ sluice_override_active{group="batch"} 0
 # TYPE sluice_token_rate gauge
 sluice_token_rate{group="api"} 1000
 `
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "sluice_concurrency_limit", "sluice_inflight_requests",
+	want += `# HELP sluice_cpu_utilization_ratio CPU utilisation of what sluice guards (its cgroup against its limit, else the host), 0–1; absent when unknown.
+# TYPE sluice_cpu_utilization_ratio gauge
+sluice_cpu_utilization_ratio 0.42
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "sluice_cpu_utilization_ratio", "sluice_concurrency_limit", "sluice_inflight_requests",
 		"sluice_latency_target_seconds", "sluice_override_active", "sluice_token_rate"); err != nil {
 		t.Error(err)
 	}
