@@ -23,6 +23,7 @@ func init() {
 		versionCommand,
 		helpCommand,
 		checkCommand,
+		statusCommand,
 	}
 }
 
