@@ -65,8 +65,36 @@
 // # Metrics
 //
 // A collector reads the gate's read-outs at scrape time (no per-request
-// work, no per-key labels); the per-request histograms come from Metrics,
-// which the gate feeds through its Observer hook. See metrics.go for the list.
+// work, no per-key labels, series bounded by the config's groups); the
+// per-request histograms come from Metrics, which the gate feeds through its
+// Observer hook. With the Go and process collectors, /metrics serves:
+//
+//	sluice_requests_total{group,decision,reason}   decision admitted (reason: success,
+//	                                               dropped, ignored), rejected (reason:
+//	                                               why), canceled (reason: client_gone)
+//	sluice_concurrency_limit{group}, _min, _max    the limit and its bounds
+//	sluice_inflight_requests{group}
+//	sluice_queue_length{group}, sluice_queue_capacity{group}
+//	sluice_queue_wait_bound_seconds{group}         the CoDel bound now
+//	sluice_queue_wait_seconds{group}               histogram of queue waits
+//	sluice_request_duration_seconds{group,outcome} histogram of upstream latency
+//	sluice_latency_seconds{group,percentile}       p50 … p99.9 of the last interval
+//	sluice_latency_target_seconds{group}, sluice_latency_target_quantile{group}
+//	sluice_cpu_target_ratio{group}, sluice_memory_target_ratio{group}
+//	sluice_cpu_utilization_ratio, sluice_memory_utilization_ratio
+//	sluice_token_rate{group}                       groups with a rate limit
+//	sluice_priority_floor{group}                   shedding below this priority
+//	sluice_tracked_keys{group}, sluice_override_active{group}
+//	sluice_limit_changes_total{group}              (Metrics.ObserveChange)
+//	sluice_state_saves_total{result}               (Metrics.ObserveSave)
+//	sluice_state_last_save_timestamp_seconds, sluice_state_last_save_success
+//	sluice_config_reloads_total{result}, sluice_config_loaded_timestamp_seconds
+//	sluice_config_info{source,hash}, sluice_build_info{version}
+//	sluice_control_ticks_total
+//
+// A figure that is not known (a target that is off, a resource that cannot
+// be read, a latency without samples) is left out rather than exported as 0.
+// configs/grafana-dashboard.json draws the dashboard's panels from them.
 //
 // # Concurrency
 //

@@ -222,6 +222,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	a := ln.Addr()
 	s.addr.Store(&a)
 	s.startHistory()
+	defer s.stopHistory()
 	return s.srv.Serve(ln)
 }
 

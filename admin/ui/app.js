@@ -27,12 +27,13 @@
     selected: localStorage.getItem("sluice-group") || "",
     groups: [],          // last /v1/groups
     status: null,        // last /v1/status
+    statusAt: 0,         // when it came
     store: newStore(),   // merged /v1/history
     polls: 0,
     updates: 0,
     hover: null,         // {t} while the pointer is over a chart
   };
-  const exposed = { updates: 0, groups: [], selected: "", lastTime: 0, charts: {}, errors: 0 };
+  const exposed = { updates: 0, groups: [], selected: "", firstTime: 0, lastTime: 0, charts: {}, errors: 0 };
   window.sluice = exposed;
 
   // ---- fetching -------------------------------------------------------------
@@ -64,7 +65,7 @@
       ]);
       state.polls++;
       state.groups = groups.groups || [];
-      if (status) state.status = status;
+      if (status) { state.status = status; state.statusAt = Date.now(); }
       merge(state.store, hist);
       hide("token");
       render();
@@ -141,6 +142,7 @@
     exposed.groups = names;
     exposed.selected = state.selected;
     exposed.lastTime = state.store.times[state.store.times.length - 1] || 0;
+    exposed.firstTime = state.store.times[0] || 0;
     renderHeader();
     renderTabs();
     const g = state.groups.find((x) => x.name === state.selected);
@@ -154,7 +156,7 @@
     const s = state.status;
     if (!s) return;
     text("version", s.version);
-    text("uptime", "up " + dur(s.uptime_seconds));
+    text("uptime", "up " + dur(s.uptime_seconds + (Date.now() - state.statusAt) / 1000));
     const src = s.config.source || "embedded default";
     text("config", src + " · " + (s.config.hash || "").slice(0, 8));
     const ready = el("ready");
@@ -210,9 +212,11 @@
     const parts = [];
     if (g.last_change) {
       const c = g.last_change;
-      let s = "limit " + c.from + " → " + c.to;
-      if (c.rate) s += ", rate " + num(c.rate_from) + " → " + num(c.rate) + "/s";
-      parts.push(span(s + ": " + (c.reason || "no reason given")));
+      const moves = [];
+      if (c.from !== c.to) moves.push("limit " + c.from + " → " + c.to);
+      if (c.rate && c.rate_from !== c.rate) moves.push("rate " + num(c.rate_from) + " → " + num(c.rate) + "/s");
+      if (moves.length === 0) moves.push("limit " + c.to);
+      parts.push(span(moves.join(", ") + ": " + (c.reason || "no reason given")));
       parts.push(span(" " + ago(c.at), "when"));
     } else {
       parts.push(span("the law has not changed the limit yet"));
@@ -255,19 +259,22 @@
     const admitted = last(sg && sg.series.admitted);
     const rejected = last(sg && sg.series.rejected);
     text("t-thru", admitted == null ? num(g.throughput) + "/s" : num(admitted) + "/s");
-    text("t-thru-s", g.rate ? "rate limit " + num(g.rate.per_second) + "/s" + (g.rate.managed ? " (managed)" : "") : "no rate limit");
+    text("t-thru-s", g.rate ? "rate ≤ " + num(g.rate.per_second) + "/s" + (g.rate.managed ? " (law)" : "") : "no rate limit");
     const rv = el("t-rej");
     rv.textContent = rejected == null ? "–" : num(rejected) + "/s";
     const share = admitted != null && rejected != null && admitted + rejected > 0 ? rejected / (admitted + rejected) : 0;
     rv.className = "v" + (share > 0.1 ? " bad" : share > 0 ? " warn" : "");
     text("t-rej-s", pct(share) + " · " + num(g.requests.rejected) + " total");
     const s = state.status;
-    resourceTile("t-cpu", s && s.resources.cpu, g.targets.cpu);
-    resourceTile("t-mem", s && s.resources.memory, g.targets.memory);
+    resourceTile("t-cpu", s && s.resources.cpu, last(state.store.cpu), g.targets.cpu);
+    resourceTile("t-mem", s && s.resources.memory, last(state.store.memory), g.targets.memory);
   }
 
-  function resourceTile(id, sig, target) {
+  // resourceTile shows the newest reading of the history, or why there is
+  // none from the status.
+  function resourceTile(id, sig, value, target) {
     const v = el(id);
+    if (value != null) sig = { known: true, value };
     if (!sig || !sig.known) {
       v.textContent = "unknown";
       v.className = "v";
@@ -321,12 +328,12 @@
     chart("c-cpu", times, t0, t1, [
       { label: "cpu", color: C.cpu, values: st.cpu.slice(i0), fill: true, width: 2 },
       { label: "target", color: C.target, values: col("cpu_target"), dash: true },
-    ], { fmt: pct, max: 1, empty: unknownNote("cpu") });
+    ], { fmt: pct, axis: pctAxis, max: 1, empty: unknownNote("cpu") });
 
     chart("c-memory", times, t0, t1, [
       { label: "memory", color: C.memory, values: st.memory.slice(i0), fill: true, width: 2 },
       { label: "target", color: C.target, values: col("memory_target"), dash: true },
-    ], { fmt: pct, max: 1, empty: unknownNote("memory") });
+    ], { fmt: pct, axis: pctAxis, max: 1, empty: unknownNote("memory") });
   }
 
   function unknownNote(which) {
@@ -387,7 +394,7 @@
       ctx.strokeStyle = pal.grid;
       ctx.beginPath(); ctx.moveTo(pad.l, yy); ctx.lineTo(pad.l + pw, yy); ctx.stroke();
       ctx.fillStyle = pal.muted;
-      ctx.fillText(opt.fmt(tv), pad.l - 6, yy);
+      ctx.fillText((opt.axis || opt.fmt)(tv), pad.l - 6, yy);
     }
     ctx.textAlign = "center";
     ctx.textBaseline = "top";
@@ -399,11 +406,14 @@
       ctx.strokeStyle = pal.grid;
       ctx.beginPath(); ctx.moveTo(xx, pad.t); ctx.lineTo(xx, pad.t + ph); ctx.stroke();
       ctx.fillStyle = pal.muted;
-      ctx.fillText(s === 0 ? "now" : "−" + (s >= 60 ? s / 60 + "m" : s + "s"), xx, pad.t + ph + 5);
+      ctx.textAlign = s === 0 ? "right" : s + stepS > span ? "left" : "center";
+      ctx.fillText(s === 0 ? "now" : "−" + (s >= 60 ? s / 60 + "m" : s + "s"), s === 0 ? xx + 1 : xx, pad.t + ph + 5);
     }
 
     let points = 0;
-    for (const s of drawn.slice().reverse()) points += drawSeries(ctx, s, times, x, y, opt, pad.t + ph);
+    // Areas under lines; a stack from the top down, so each band is seen.
+    const order = opt.stack ? drawn.slice().reverse() : [...drawn.filter((s) => s.fill), ...drawn.filter((s) => !s.fill)];
+    for (const s of order) points += drawSeries(ctx, s, times, x, y, opt, pad.t + ph);
 
     const empty = points === 0;
     if (empty) {
@@ -532,6 +542,7 @@
     return +s.toPrecision(3) + "s";
   }
   function pct(v) { return v == null ? "–" : (v * 100).toFixed(v < 0.1 ? 1 : 0) + "%"; }
+  function pctAxis(v) { return (v * 100).toFixed(0) + "%"; }
   function dur(sec) {
     sec = Math.floor(sec);
     const d = Math.floor(sec / 86400), h = Math.floor(sec / 3600) % 24, m = Math.floor(sec / 60) % 60, s = sec % 60;
@@ -540,7 +551,10 @@
     if (m) return m + "m" + s + "s";
     return s + "s";
   }
-  function ago(iso) { return dur(Math.max(0, (Date.now() - Date.parse(iso)) / 1000)) + " ago"; }
+  function ago(iso) {
+    const sec = (Date.now() - Date.parse(iso)) / 1000;
+    return sec < 1 ? "just now" : dur(sec) + " ago";
+  }
   function clock(ms) { return new Date(ms).toLocaleTimeString([], { hour12: false }); }
   function qname(q) { return q ? "p" + +(q * 100).toPrecision(4) : "p99"; }
   // qkey is the latency field nearest at or above the quantile q, the one the
