@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 
@@ -21,7 +22,9 @@ type ReloadReport struct {
 	// are the overrides that survived: those whose PATCH asked
 	// keep_on_reload (or all of them, for a reload that asked to keep them).
 	gate.ReloadResult
-	// Cleared names the groups whose override the reload cleared.
+	// Cleared names the groups whose override the reload cleared. An
+	// override that could not be cleared stays in KeptOverrides, with why in
+	// DroppedOverrides.
 	Cleared []string
 }
 
@@ -85,7 +88,11 @@ func (s *Server) reload(ctx context.Context, keepAll bool) (rep ReloadReport, er
 				continue
 			}
 			if err := s.gate.Override(cfg.Group(name).Clone()); err != nil {
-				rep.DroppedOverrides = append(rep.DroppedOverrides, err)
+				// Cannot happen for values the file itself holds; if it
+				// does, the override stays and says so.
+				rep.DroppedOverrides = append(rep.DroppedOverrides,
+					fmt.Errorf("admin: the override of group %q could not be cleared and stays: %w", name, err))
+				kept = append(kept, name)
 			}
 		}
 		rep.KeptOverrides = kept

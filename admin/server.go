@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"net"
 	"net/http"
 	"sync"
@@ -81,6 +82,10 @@ type Params struct {
 	HistoryLength   int
 	// MaxBodyBytes bounds a request body. Default 64 KiB.
 	MaxBodyBytes int64
+	// ErrorLog receives the HTTP server's own errors (failed accepts, bad
+	// TLS handshakes, handler panics), as http.Server.ErrorLog: hclog's
+	// StandardLogger fits. Nil: the log package's standard logger.
+	ErrorLog *log.Logger
 	// Now is the clock of uptime and history. Default time.Now.
 	Now func() time.Time
 }
@@ -104,7 +109,7 @@ type Server struct {
 	srv      *http.Server
 	started  time.Time
 	serving  atomic.Bool
-	addr     atomic.Pointer[net.Addr] // bound by Serve
+	addr     atomic.Pointer[net.Addr] // bound by Listen or Serve
 	stopHist context.CancelFunc
 	histDone chan struct{}
 
@@ -183,6 +188,7 @@ func New(p Params) (*Server, error) {
 		// as asked (?seconds=N).
 		IdleTimeout:    2 * time.Minute,
 		MaxHeaderBytes: 64 << 10,
+		ErrorLog:       p.ErrorLog,
 	}
 	return s, nil
 }
@@ -202,6 +208,8 @@ func (s *Server) Listen() (net.Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("admin: listen: %w", err)
 	}
+	a := ln.Addr()
+	s.addr.Store(&a)
 	return ln, nil
 }
 
@@ -226,8 +234,8 @@ func (s *Server) Serve(ln net.Listener) error {
 	return s.srv.Serve(ln)
 }
 
-// Addr returns the address Serve was given a listener on, nil before: with
-// port 0 in Params.Listen, the port the system chose.
+// Addr returns the address of the listener that Listen opened or Serve was
+// given, nil before: with port 0 in Params.Listen, the port the system chose.
 func (s *Server) Addr() net.Addr {
 	if a := s.addr.Load(); a != nil {
 		return *a
