@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -190,10 +191,19 @@ const readCharts = `(() => {
   return out;
 })()`
 
-// TestDashboardInBrowser loads the dashboard of a running daemon in headless
-// Chromium: the charts draw, their values move on, the group selector and the
-// time window work, and a screenshot is written (see artifactsDir).
-func TestDashboardInBrowser(t *testing.T) {
+// browser is a headless Chromium tab, with the console errors it saw.
+type browser struct {
+	ctx      context.Context
+	mu       sync.Mutex
+	errs     []string
+	stop     func()
+	consoled chan struct{}
+}
+
+// newBrowser starts headless Chromium with a fresh profile. Without
+// chromium the test is skipped, but in CI (the CI variable set) it fails.
+func newBrowser(t *testing.T) *browser {
+	t.Helper()
 	if _, err := os.Stat(chromiumPath); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("chromium is required in CI: %v (install Debian's chromium, as .ci/run does)", err)
@@ -203,11 +213,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	if _, err := exec.LookPath(chromiumPath); err != nil {
 		t.Fatalf("%s is not executable: %v", chromiumPath, err)
 	}
-	d := startDaemon(t)
-	defer d.stop()
-
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
 	actx, acancel := chromedp.NewExecAllocator(ctx,
 		chromedp.ExecPath(chromiumPath),
 		chromedp.Headless,
@@ -223,46 +229,70 @@ func TestDashboardInBrowser(t *testing.T) {
 		chromedp.Flag("hide-scrollbars", true),
 		chromedp.UserDataDir(t.TempDir()),
 	)
-	defer acancel()
 	bctx, bcancel := chromedp.NewContext(actx)
-	defer bcancel()
-
+	b := &browser{ctx: bctx, consoled: make(chan struct{})}
 	// Script errors and policy violations show in the console: collect them.
-	var (
-		mu          sync.Mutex
-		consoleErrs []string
-	)
 	console := chromedp.Console(bctx)
-	consoleDone := make(chan struct{})
 	go func() {
-		defer close(consoleDone)
+		defer close(b.consoled)
 		for m, err := range console {
 			if err != nil {
 				return
 			}
 			if m.Type == chromedp.ConsoleError || m.IsException() {
-				mu.Lock()
-				consoleErrs = append(consoleErrs, m.Text)
-				mu.Unlock()
+				b.mu.Lock()
+				b.errs = append(b.errs, m.Text)
+				b.mu.Unlock()
 			}
 		}
 	}()
-	if err := chromedp.Do(bctx,
-		chromedp.EmulateViewport(1440, 1000),
-		chromedp.Navigate(d.admin+"/"),
-	); err != nil {
-		t.Fatalf("loading the page: %v", err)
+	b.stop = func() {
+		bcancel()
+		<-b.consoled
+		acancel()
+		cancel()
 	}
+	t.Cleanup(b.stop)
+	return b
+}
 
-	// The page polls once a second: wait for it to have drawn data, not for
-	// a time.
-	poll := func(what, expr string) {
-		t.Helper()
-		if _, err := chromedp.Run(bctx, chromedp.Poll[bool](expr,
-			chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(45*time.Second))); err != nil {
-			t.Fatalf("waiting for %s: %v", what, err)
-		}
+// open loads url in a 1440×1000 viewport.
+func (b *browser) open(t *testing.T, url string) {
+	t.Helper()
+	if err := chromedp.Do(b.ctx, chromedp.EmulateViewport(1440, 1000), chromedp.Navigate(url)); err != nil {
+		t.Fatalf("loading %s: %v", url, err)
 	}
+}
+
+// poll waits until the JavaScript expression is true: the page polls the
+// API once a second, so the test waits for a state, not for a time.
+func (b *browser) poll(t *testing.T, what, expr string) {
+	t.Helper()
+	if _, err := chromedp.Run(b.ctx, chromedp.Poll[bool](expr,
+		chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(45*time.Second))); err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+// consoleErrors stops the browser and returns the errors its console saw.
+func (b *browser) consoleErrors() []string {
+	b.stop()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.errs
+}
+
+// TestDashboardInBrowser loads the dashboard of a running daemon in headless
+// Chromium: the charts draw, their values move on, the group selector and the
+// time window work, and a screenshot is written (see artifactsDir).
+func TestDashboardInBrowser(t *testing.T) {
+	b := newBrowser(t)
+	d := startDaemon(t)
+	defer d.stop()
+	bctx := b.ctx
+	b.open(t, d.admin+"/")
+	poll := func(what, expr string) { t.Helper(); b.poll(t, what, expr) }
+
 	poll("the first updates", `window.sluice && window.sluice.updates >= 2 && window.sluice.groups.length === 2`)
 	poll("latency points and a resource reading", `(() => {
 	  const c = window.sluice.charts;
@@ -349,11 +379,39 @@ func TestDashboardInBrowser(t *testing.T) {
 	if err != nil || errs != 0 {
 		t.Errorf("the page saw %d failed polls (%v)", errs, err)
 	}
-	bcancel()
-	<-consoleDone
-	mu.Lock()
-	defer mu.Unlock()
-	for _, e := range consoleErrs {
+	for _, e := range b.consoleErrors() {
 		t.Errorf("console: %s", e)
+	}
+}
+
+// TestDashboardAsksForTheToken serves the handler of a server set for a
+// public address (every read needs the token) on loopback: the page shows
+// the token form, and once the token is typed in, its data comes.
+func TestDashboardAsksForTheToken(t *testing.T) {
+	b := newBrowser(t)
+	g, err := gate.New(gate.Params{Config: parseConfig(t, testConfig)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := New(Params{Gate: g, Listen: "0.0.0.0:9901", Token: testToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler()) // loopback; the Host is an IP literal
+	defer hs.Close()
+	b.open(t, hs.URL+"/")
+	b.poll(t, "the token form", `window.sluice && window.sluice.errors > 0 && !document.getElementById("token").classList.contains("hidden")`)
+	if err := chromedp.Do(b.ctx,
+		chromedp.SendKeys(`#token-input`, testToken),
+		chromedp.Click(`#token-form button`),
+	); err != nil {
+		t.Fatal(err)
+	}
+	b.poll(t, "data with the token", `window.sluice.updates >= 1 && window.sluice.groups.join() === "api,batch" && document.getElementById("token").classList.contains("hidden")`)
+	// The 401s before the token are expected in the console; nothing else.
+	for _, e := range b.consoleErrors() {
+		if !strings.Contains(e, "401") {
+			t.Errorf("console: %s", e)
+		}
 	}
 }

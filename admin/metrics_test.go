@@ -2,6 +2,7 @@ package admin
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"net/http"
 	"slices"
@@ -271,17 +272,28 @@ func TestObserveDoesNotAllocate(t *testing.T) {
 	}
 }
 
-// BenchmarkObserveDone is the cost the histograms add to each request.
+// BenchmarkObserveDone is the cost the histograms add to each request: one
+// goroutine, and all of them on one group's series.
 func BenchmarkObserveDone(b *testing.B) {
 	m := NewMetrics(MetricsParams{})
 	m.ObserveDone("api", gate.Success, time.Millisecond)
-	b.ReportAllocs()
-	b.RunParallel(func(pb *testing.PB) {
+	b.Run("single", func(b *testing.B) {
+		b.ReportAllocs()
 		d := time.Millisecond
-		for pb.Next() {
+		for b.Loop() {
 			m.ObserveDone("api", gate.Success, d)
 			d += time.Microsecond
 		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			d := time.Millisecond
+			for pb.Next() {
+				m.ObserveDone("api", gate.Success, d)
+				d += time.Microsecond
+			}
+		})
 	})
 }
 
@@ -295,4 +307,46 @@ func BenchmarkScrape(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkEnterDoneWithMetrics is the gate's admitted path with the
+// histograms attached: compare with gate's BenchmarkEnterDone/plain.
+func BenchmarkEnterDoneWithMetrics(b *testing.B) {
+	m := NewMetrics(MetricsParams{})
+	g, err := gate.New(gate.Params{Config: parseConfig(b, `
+[upstream]
+url = "http://127.0.0.1:9"
+[[group]]
+name = "api"
+  [group.concurrency]
+  law = "fixed"
+  limit = 1000000
+`), Observer: m})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cl, _ := g.ClassOf("api", "", 4)
+	ctx := context.Background()
+	b.Run("single", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			p, _, ok := g.EnterClass(ctx, cl)
+			if !ok {
+				b.Fatal("rejected")
+			}
+			p.Done(gate.Success)
+		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				p, _, ok := g.EnterClass(ctx, cl)
+				if !ok {
+					b.Fatal("rejected")
+				}
+				p.Done(gate.Success)
+			}
+		})
+	})
 }
