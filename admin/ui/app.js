@@ -305,7 +305,7 @@
       { label: "in flight", color: C.inflight, values: col("in_flight"), fill: true },
       { label: "limit", color: C.limit, values: col("limit"), width: 2 },
       { label: "queued", color: C.queued, values: col("queued") },
-    ], { fmt: num, step: true });
+    ], { fmt: num, step: true, int: true });
 
     chart("c-latency", times, t0, t1, [
       { label: "p50", color: C.p50, values: col("p50") },
@@ -379,7 +379,7 @@
     let ymax = 0;
     for (const s of drawn) for (const v of s.values) if (v != null && v > ymax) ymax = v;
     if (opt.max) ymax = Math.max(ymax, opt.max * 0.5);
-    const ticks = niceTicks(ymax || 1, 4);
+    const ticks = niceTicks(ymax || 1, 4, opt.int);
     const ytop = ticks[ticks.length - 1];
     const x = (t) => pad.l + ((t - t0) / (t1 - t0 || 1)) * pw;
     const y = (v) => pad.t + ph - (v / ytop) * ph;
@@ -506,10 +506,14 @@
     return best;
   }
 
-  function niceTicks(max, n) {
+  // niceTicks returns 0 and round steps up to at least max, about n of
+  // them; with integer, the steps are whole numbers.
+  function niceTicks(max, n, integer) {
     const raw = max / n;
     const mag = Math.pow(10, Math.floor(Math.log10(raw)));
-    const step = [1, 2, 2.5, 5, 10].map((m) => m * mag).find((s) => s >= raw) || 10 * mag;
+    const mults = integer ? [1, 2, 5, 10] : [1, 2, 2.5, 5, 10];
+    let step = mults.map((m) => m * mag).find((s) => s >= raw) || 10 * mag;
+    if (integer) step = Math.max(1, Math.round(step));
     const out = [];
     for (let v = 0; v <= max + step * 0.999; v += step) out.push(+v.toPrecision(12));
     if (out.length < 2) out.push(step);
@@ -531,8 +535,8 @@
     if (a >= 1e4) return (v / 1e3).toFixed(0) + "k";
     if (a >= 1e3) return (v / 1e3).toFixed(1) + "k";
     if (a >= 100 || Number.isInteger(v)) return v.toFixed(0);
-    if (a >= 10) return v.toFixed(1);
-    return v.toFixed(2);
+    if (a >= 10) return String(+v.toFixed(1));
+    return String(+v.toFixed(2));
   }
   function durS(s) {
     if (s == null || Number.isNaN(s)) return "–";
