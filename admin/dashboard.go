@@ -11,11 +11,15 @@ import (
 
 // ui is the dashboard: one page, its script and its style sheet, served
 // from the binary. It loads nothing from elsewhere (no CDN, no web font), so
-// it works offline, and the Content-Security-Policy of guard allows nothing
-// else.
+// it works offline, and its Content-Security-Policy (pagePolicy) allows
+// nothing else: no other origin, no inline script.
 //
 //go:embed ui/index.html ui/app.js ui/style.css
 var ui embed.FS
+
+// pagePolicy is the Content-Security-Policy of the dashboard's files.
+const pagePolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+	"connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
 func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 	serveAsset(w, "ui/index.html")
@@ -40,7 +44,9 @@ func serveAsset(w http.ResponseWriter, name string) {
 	if ct == "" {
 		ct = "application/octet-stream"
 	}
-	w.Header().Set("Content-Type", ct)
-	w.Header().Set("Cache-Control", "no-cache")
+	h := w.Header()
+	h.Set("Content-Type", ct)
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Content-Security-Policy", pagePolicy)
 	_, _ = w.Write(b)
 }

@@ -78,7 +78,6 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("Referrer-Policy", "no-referrer")
-		h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
 		if !s.hosts.allows(r.Host) {
 			writeError(w, errorf(http.StatusForbidden,
 				"admin: the Host header "+strconv.Quote(r.Host)+" does not name this admin listener (a guard against DNS rebinding): use its address"))
@@ -126,7 +125,7 @@ func (s *Server) serveEndpoint(e endpoint) http.Handler {
 	})
 }
 
-// authorize checks the bearer token where a operation needs it.
+// authorize checks the bearer token where an operation needs it.
 func (s *Server) authorize(w http.ResponseWriter, r *http.Request, a access) *apiError {
 	switch {
 	case a == public, a == read && s.mode != modeOpen:
