@@ -272,6 +272,14 @@ func TestObserveDoesNotAllocate(t *testing.T) {
 	}
 }
 
+func TestNilMetricsObserveNothing(t *testing.T) {
+	var m *Metrics
+	m.ObserveDone("api", gate.Success, time.Millisecond)
+	m.ObserveQueueWait("api", time.Millisecond)
+	m.ObserveSave("state.json", nil)
+	m.ObserveChange(gate.Change{Group: "api"})
+}
+
 // BenchmarkObserveDone is the cost the histograms add to each request: one
 // goroutine, and all of them on one group's series.
 func BenchmarkObserveDone(b *testing.B) {

@@ -22,7 +22,8 @@ import (
 //
 // Metrics is safe for concurrent use. ObserveDone and ObserveQueueWait take no
 // lock and do not allocate once a group has been seen (its series are looked
-// up in a copy-on-write map).
+// up in a copy-on-write map). The Observe methods of a nil *Metrics do
+// nothing, so a nil one passed as gate.Params.Observer is harmless.
 type Metrics struct {
 	duration  *prometheus.HistogramVec
 	queueWait *prometheus.HistogramVec
@@ -108,19 +109,25 @@ var _ gate.Observer = (*Metrics)(nil)
 
 // ObserveDone implements gate.Observer.
 func (m *Metrics) ObserveDone(group string, o gate.Outcome, latency time.Duration) {
-	if int(o) < len(groupObservers{}.done) {
+	if m != nil && int(o) < len(groupObservers{}.done) {
 		m.group(group).done[o].Observe(latency.Seconds())
 	}
 }
 
 // ObserveQueueWait implements gate.Observer.
 func (m *Metrics) ObserveQueueWait(group string, wait time.Duration) {
+	if m == nil {
+		return
+	}
 	m.group(group).wait.Observe(wait.Seconds())
 }
 
 // ObserveSave counts a write of the state file: call it from
 // gate.Params.OnSave.
 func (m *Metrics) ObserveSave(_ string, err error) {
+	if m == nil {
+		return
+	}
 	result := "success"
 	if err != nil {
 		result = "failure"
@@ -131,6 +138,9 @@ func (m *Metrics) ObserveSave(_ string, err error) {
 // ObserveChange counts a change by a control law: call it from
 // gate.Params.OnChange.
 func (m *Metrics) ObserveChange(c gate.Change) {
+	if m == nil {
+		return
+	}
 	m.changes.WithLabelValues(c.Group).Inc()
 }
 
