@@ -272,6 +272,8 @@ func TestObserveDoesNotAllocate(t *testing.T) {
 	}
 }
 
+// TestNilMetricsObserveNothing: a typed nil passed as the gate's Observer must
+// not panic (a panic fails the test).
 func TestNilMetricsObserveNothing(t *testing.T) {
 	var m *Metrics
 	m.ObserveDone("api", gate.Success, time.Millisecond)
