@@ -91,6 +91,25 @@ key = "header:X-Tenant"
 	}
 }
 
+// BenchmarkEnterDoneObserved is the plain admitted path with an Observer
+// that does nothing: the cost of the hook itself.
+func BenchmarkEnterDoneObserved(b *testing.B) {
+	g, err := New(Params{Config: config(b, benchPlain), Observer: nopObserver{}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cl, _ := g.ClassOf("api", "", 4)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		p, _, ok := g.EnterClass(ctx, cl)
+		if !ok {
+			b.Fatal("rejected")
+		}
+		p.Done(Success)
+	}
+}
+
 // BenchmarkEnterDoneRequest is the same through Enter(*http.Request):
 // classification included.
 func BenchmarkEnterDoneRequest(b *testing.B) {

@@ -59,7 +59,9 @@
 // recorder is striped per P. A group with a key and fair share takes one
 // sharded mutex per Enter to find the key's counters (a new key allocates
 // once); a rate limit costs its algorithm's own small mutex. A request that
-// has to wait in the queue reads the clock once more when it leaves.
+// has to wait in the queue reads the clock once more when it leaves. An
+// Observer (Params.Observer: the admin package's histograms) is called once
+// per Done and once per queue wait; without one the hook costs a nil check.
 //
 // # The control loop
 //

@@ -84,6 +84,9 @@ func (p *Pass) DoneAfter(o Outcome, latency time.Duration) {
 	default:
 		gr.lat.Ignore()
 	}
+	if ob := gr.gate.observer; ob != nil {
+		ob.ObserveDone(gr.name, o, latency)
+	}
 }
 
 // Enter classifies r and runs it through its group's admission pipeline,
@@ -212,6 +215,9 @@ func (g *Gate) queue(ctx context.Context, gr *group, p adaptive.Priority, t0 int
 	t1 := g.nanos()
 	gr.c.queued.Add(1)
 	gr.qwait.Record(time.Duration(t1 - t0))
+	if ob := g.observer; ob != nil {
+		ob.ObserveQueueWait(gr.name, time.Duration(t1-t0))
+	}
 	if gr.conc.Queued() == 0 {
 		gr.drained.Store(true)
 	}

@@ -55,6 +55,9 @@ type Params struct {
 	OnChange func(Change)
 	// OnSave, if set, is called after every attempt to write the state file.
 	OnSave func(path string, err error)
+	// Observer, if set, sees every finished request and every queue wait
+	// (for histograms). Nil costs nothing on the hot path.
+	Observer Observer
 }
 
 // Change is one change a control law made to a group, for logs.
@@ -78,6 +81,7 @@ type Gate struct {
 	global    func(g *configs.Group) (RateLimiter, error)
 	onChange  func(Change)
 	onSave    func(string, error)
+	observer  Observer // nil: none
 	statePath string
 
 	// Control-loop side, guarded by mu: Tick, Reload, Override, SaveState.
@@ -108,6 +112,7 @@ func New(p Params) (*Gate, error) {
 		global:    p.GlobalRate,
 		onChange:  p.OnChange,
 		onSave:    p.OnSave,
+		observer:  p.Observer,
 		statePath: p.Config.Control.StateFile,
 	}
 	if p.StateFile != "" {

@@ -22,6 +22,7 @@ func init() {
 	commands = []command{
 		runCommand,
 		checkCommand,
+		statusCommand,
 		versionCommand,
 		helpCommand,
 	}

@@ -1,0 +1,137 @@
+package admin
+
+import (
+	"net/http"
+	"runtime"
+	"strconv"
+	"time"
+)
+
+func (s *Server) getStatus(w http.ResponseWriter, _ *http.Request) {
+	st := s.gate.Status()
+	cfg := s.gate.Config()
+	now := s.p.Now()
+	v := statusView{
+		Version:       s.p.Version,
+		GoVersion:     runtime.Version(),
+		Started:       s.started,
+		UptimeSeconds: now.Sub(s.started).Seconds(),
+		Ready:         true,
+		Config: configView{
+			Source:    st.ConfigSource,
+			Hash:      st.ConfigHash,
+			Loaded:    when(st.ConfigLoaded),
+			Groups:    make([]string, 0, len(cfg.Groups)),
+			Overrides: []string{},
+		},
+		Control: controlView{Interval: time.Duration(cfg.Control.Interval).Seconds(), Ticks: st.Ticks, LastTick: when(st.LastTick)},
+		State: stateView{File: st.StateFile, LastSave: when(st.LastSave),
+			Restore: restoreView{SavedAt: when(st.Restore.SavedAt), Groups: st.Restore.Groups}},
+		Resources: newResourcesView(st.Resources),
+		Admin:     adminView{Listen: s.p.Listen, Writable: s.token.set, ReadsNeedToken: s.mode == modeOpen},
+	}
+	if a := s.Addr(); a != nil {
+		v.Admin.Listen = a.String()
+		if a.Network() == "unix" {
+			v.Admin.Listen = "unix://" + a.String()
+		}
+	}
+	if v.Version == "" {
+		v.Version = "unknown"
+	}
+	if err := s.ready(); err != nil {
+		v.Ready, v.NotReady = false, err.Error()
+	}
+	if st.SaveErr != nil {
+		v.State.SaveError = st.SaveErr.Error()
+	}
+	if st.Restore.Err != nil {
+		v.State.Restore.Error = st.Restore.Err.Error()
+	}
+	for _, g := range s.gate.Groups() {
+		v.Config.Groups = append(v.Config.Groups, g.Name)
+		if g.Override != nil {
+			v.Config.Overrides = append(v.Config.Overrides, g.Name)
+		}
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+// groupsView is GET /v1/groups.
+type groupsView struct {
+	Groups []groupView `json:"groups"`
+}
+
+func (s *Server) getGroups(w http.ResponseWriter, _ *http.Request) {
+	sts := s.gate.Groups()
+	cfg := s.gate.Config()
+	v := groupsView{Groups: make([]groupView, len(sts))}
+	s.mu.Lock()
+	for i, st := range sts {
+		v.Groups[i] = newGroupView(st, cfg.Group(st.Name), s.keep[st.Name])
+	}
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, v)
+}
+
+func (s *Server) getGroup(w http.ResponseWriter, r *http.Request) {
+	v, err := s.groupView(r.PathValue("name"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+// groupView renders the group called name, or a 404.
+func (s *Server) groupView(name string) (groupView, *apiError) {
+	st, ok := s.gate.Group(name)
+	if !ok {
+		return groupView{}, noGroup(name)
+	}
+	s.mu.Lock()
+	keep := s.keep[name]
+	s.mu.Unlock()
+	return newGroupView(st, s.gate.Config().Group(name), keep), nil
+}
+
+func noGroup(name string) *apiError {
+	return errorf(http.StatusNotFound, "admin: no group named "+quoteName(name)+" (GET /v1/groups lists them)")
+}
+
+// quoteName quotes a group name from a URL for a message, cut to the
+// longest valid name.
+func quoteName(name string) string {
+	const maxName = 64
+	if len(name) > maxName {
+		name = name[:maxName] + "…"
+	}
+	return strconv.Quote(name)
+}
+
+// healthView is the body of /livez and /readyz.
+type healthView struct {
+	Status string `json:"status"`
+	Error  string `json:"error,omitempty"`
+}
+
+func (s *Server) livez(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, healthView{Status: "ok"})
+}
+
+func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
+	if err := s.ready(); err != nil {
+		writeJSON(w, http.StatusServiceUnavailable, healthView{Status: "not ready", Error: err.Error()})
+		return
+	}
+	writeJSON(w, http.StatusOK, healthView{Status: "ready"})
+}
+
+// ready is Params.Ready. The gate itself only ever runs a valid config: it
+// refuses an invalid one at New and Reload.
+func (s *Server) ready() error {
+	if s.p.Ready == nil {
+		return nil
+	}
+	return s.p.Ready()
+}

@@ -1,0 +1,103 @@
+// Package admin is sluice's operator surface: a JSON API to read and steer
+// the gate, Prometheus metrics, a live dashboard, health checks and pprof,
+// all on one HTTP listener apart from the proxy's.
+//
+// # Endpoints
+//
+//	GET   /v1/status          version, uptime, config source and hash, control
+//	                          loop, state file, resource signals (unknown ones
+//	                          with their reason)
+//	GET   /v1/groups          every group's read-out, in match order
+//	GET   /v1/groups/{name}   one group's read-out
+//	PATCH /v1/groups/{name}   a runtime override of the group's targets,
+//	                          concurrency bounds or fixed limit, rate and queue
+//	POST  /v1/reload          re-read the config (Params.Load) and apply it
+//	GET   /v1/history         the last minutes of every group, sampled each
+//	                          second on the server (?since=UNIX_MS for the
+//	                          points after an instant)
+//	GET   /metrics            Prometheus text or protobuf exposition
+//	GET   /livez, /readyz     liveness; readiness (Params.Ready)
+//	GET   /debug/pprof/       the runtime profiles
+//	GET   /                   the live dashboard, one embedded page
+//
+// Every answer of the API is JSON; an error is {"error": MESSAGE, "field":
+// PATH, "problems": [{"field": PATH, "error": MESSAGE}, ...]}, with field set
+// when one field is at fault, as the TOML names it ("targets.latency").
+//
+// # PATCH
+//
+// The body holds the fields to change, named as in the TOML and in
+// configs' JSON, durations as strings, plus "keep_on_reload":
+//
+//	{"targets": {"latency": "150ms"}, "concurrency": {"max": 400}, "keep_on_reload": true}
+//
+// Only the fields gate.Overridable lists may change; any other (the match,
+// the law, the algorithm, ...) is refused by name, as is an unknown one. The
+// changed group is checked as the file is (configs.Config.ReplaceGroup, by
+// the gate's Override) and every problem is reported. When a new min or max
+// leaves the configured initial limit outside them and the body does not set
+// concurrency.initial, the initial limit is moved to the nearest bound and the
+// answer's "notes" say so. The override shows in the group's read-out until a
+// reload clears it; "keep_on_reload": true keeps it over reloads, re-applied
+// onto the new file, until a later PATCH of the group without it.
+//
+// # Security
+//
+// The listener's address decides the mode (Params.Listen, checked again on
+// the address actually bound):
+//
+//   - loopback (a loopback IP, "localhost", a unix socket): reads are open to
+//     local users; mutations need the bearer token, and with no token the API
+//     is read-only (403);
+//   - anything else: every request needs the token, but /livez, /readyz and
+//     the dashboard page itself, which holds no data (its data calls carry
+//     the token the operator types in). Without a token, New and Serve refuse
+//     to start.
+//
+// The token is compared in constant time (of SHA-256 digests, so its length
+// does not leak either). The Host header must name the listener: a loopback
+// name or IP on loopback; off loopback also any IP literal, this machine's
+// host name, the listen host and Params.Hosts; anything else is a 403, which
+// defeats DNS rebinding. A unix socket is not checked (no browser reaches it).
+// Mutations need "Content-Type: application/json" (415) and bodies are cut at
+// Params.MaxBodyBytes (413).
+//
+// # Metrics
+//
+// A collector reads the gate's read-outs at scrape time (no per-request
+// work, no per-key labels, series bounded by the config's groups); the
+// per-request histograms come from Metrics, which the gate feeds through its
+// Observer hook. With the Go and process collectors, /metrics serves:
+//
+//	sluice_requests_total{group,decision,reason}   decision admitted (reason: success,
+//	                                               dropped, ignored), rejected (reason:
+//	                                               why), canceled (reason: client_gone)
+//	sluice_concurrency_limit{group}, _min, _max    the limit and its bounds
+//	sluice_inflight_requests{group}
+//	sluice_queue_length{group}, sluice_queue_capacity{group}
+//	sluice_queue_wait_bound_seconds{group}         the CoDel bound now
+//	sluice_queue_wait_seconds{group}               histogram of queue waits
+//	sluice_request_duration_seconds{group,outcome} histogram of upstream latency
+//	sluice_latency_seconds{group,percentile}       p50 … p99.9 of the last interval
+//	sluice_latency_target_seconds{group}, sluice_latency_target_quantile{group}
+//	sluice_cpu_target_ratio{group}, sluice_memory_target_ratio{group}
+//	sluice_cpu_utilization_ratio, sluice_memory_utilization_ratio
+//	sluice_token_rate{group}                       groups with a rate limit
+//	sluice_priority_floor{group}                   shedding below this priority
+//	sluice_tracked_keys{group}, sluice_override_active{group}
+//	sluice_limit_changes_total{group}              (Metrics.ObserveChange)
+//	sluice_state_saves_total{result}               (Metrics.ObserveSave)
+//	sluice_state_last_save_timestamp_seconds, sluice_state_last_save_success
+//	sluice_config_reloads_total{result}, sluice_config_loaded_timestamp_seconds
+//	sluice_config_info{source,hash}, sluice_build_info{version}
+//	sluice_control_ticks_total
+//
+// A figure that is not known (a target that is off, a resource that cannot
+// be read, a latency without samples) is left out rather than exported as 0.
+// configs/grafana-dashboard.json draws the dashboard's panels from them.
+//
+// # Concurrency
+//
+// A Server is safe for concurrent use. Its one goroutine, the history
+// sampler, is started by Serve and stopped by Shutdown.
+package admin

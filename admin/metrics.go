@@ -1,0 +1,183 @@
+package admin
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sluicehq/sluice/adaptive"
+	"github.com/sluicehq/sluice/gate"
+)
+
+// The metrics read from the gate at scrape time (DESIGN §7). Every series is
+// per group at most: no key, path or client labels, so their number is
+// bounded by the config. Series whose figure is not known (a target that is
+// off, a resource that cannot be read, a latency without samples) are left
+// out rather than exported as 0.
+var (
+	descBuildInfo = prometheus.NewDesc("sluice_build_info",
+		"The sluice version running; always 1.", []string{"version"}, nil)
+	descRequests = prometheus.NewDesc("sluice_requests_total",
+		"Requests that left the gate, by group, decision and reason: admitted ones by how they ended "+
+			"(success, dropped, ignored), rejected ones by why (rate, concurrency, queue_timeout, queue_full, "+
+			"cpu, memory, priority, circuit_open, fair_share), canceled ones (the client left while queued) as client_gone.",
+		[]string{"group", "decision", "reason"}, nil)
+	descLimit = prometheus.NewDesc("sluice_concurrency_limit",
+		"The group's concurrency limit now.", []string{"group"}, nil)
+	descLimitMin = prometheus.NewDesc("sluice_concurrency_limit_min",
+		"The lowest concurrency limit the group's law may set.", []string{"group"}, nil)
+	descLimitMax = prometheus.NewDesc("sluice_concurrency_limit_max",
+		"The highest concurrency limit the group's law may set.", []string{"group"}, nil)
+	descInFlight = prometheus.NewDesc("sluice_inflight_requests",
+		"Admitted requests of the group not yet done.", []string{"group"}, nil)
+	descQueueLength = prometheus.NewDesc("sluice_queue_length",
+		"Requests of the group waiting for a concurrency slot now.", []string{"group"}, nil)
+	descQueueCapacity = prometheus.NewDesc("sluice_queue_capacity",
+		"The most requests the group's queue holds.", []string{"group"}, nil)
+	descQueueBound = prometheus.NewDesc("sluice_queue_wait_bound_seconds",
+		"The longest a request below critical may wait in the group's queue now (the CoDel bound).", []string{"group"}, nil)
+	descTokenRate = prometheus.NewDesc("sluice_token_rate",
+		"The group's rate limit in cost units per second, as its law manages it where it does; absent without a rate limit.",
+		[]string{"group"}, nil)
+	descLatency = prometheus.NewDesc("sluice_latency_seconds",
+		"Upstream latency percentiles of the group over the last control interval, as its law saw them "+
+			"(successes only, queue wait excluded); absent when the interval had no success.",
+		[]string{"group", "percentile"}, nil)
+	descLatencyTarget = prometheus.NewDesc("sluice_latency_target_seconds",
+		"The group's latency target, at the quantile of sluice_latency_target_quantile; absent when off.", []string{"group"}, nil)
+	descLatencyQuantile = prometheus.NewDesc("sluice_latency_target_quantile",
+		"The quantile the group's latency target applies to (0.99 is p99).", []string{"group"}, nil)
+	descCPUTarget = prometheus.NewDesc("sluice_cpu_target_ratio",
+		"The group's CPU utilisation target, 0–1; absent when off.", []string{"group"}, nil)
+	descMemoryTarget = prometheus.NewDesc("sluice_memory_target_ratio",
+		"The group's memory utilisation target, 0–1; absent when off.", []string{"group"}, nil)
+	descFloor = prometheus.NewDesc("sluice_priority_floor",
+		"The lowest priority the group admits now (0 sheddable … 7 critical); 0 when nothing is shed.", []string{"group"}, nil)
+	descKeys = prometheus.NewDesc("sluice_tracked_keys",
+		"Keys the group keeps state for (fair share or per-key rate limit, whichever holds more).", []string{"group"}, nil)
+	descOverride = prometheus.NewDesc("sluice_override_active",
+		"1 when a runtime override (admin PATCH) is in force on the group, else 0.", []string{"group"}, nil)
+	descCPU = prometheus.NewDesc("sluice_cpu_utilization_ratio",
+		"CPU utilisation of what sluice guards (its cgroup against its limit, else the host), 0–1; absent when unknown.", nil, nil)
+	descMemory = prometheus.NewDesc("sluice_memory_utilization_ratio",
+		"Memory utilisation of what sluice guards (its cgroup's working set against its limit, else the host), 0–1; absent when unknown.", nil, nil)
+	descTicks = prometheus.NewDesc("sluice_control_ticks_total",
+		"Control loop intervals run.", nil, nil)
+	descConfigInfo = prometheus.NewDesc("sluice_config_info",
+		"The config running: where it came from and its hash; always 1.", []string{"source", "hash"}, nil)
+	descConfigLoaded = prometheus.NewDesc("sluice_config_loaded_timestamp_seconds",
+		"When the config running was applied, in unix seconds.", nil, nil)
+	descLastSave = prometheus.NewDesc("sluice_state_last_save_timestamp_seconds",
+		"When the state file was last written, in unix seconds; absent without a state file or before the first write.", nil, nil)
+	descSaveOK = prometheus.NewDesc("sluice_state_last_save_success",
+		"1 when the last write of the state file succeeded, 0 when it failed; absent before the first write.", nil, nil)
+)
+
+var gateDescs = []*prometheus.Desc{descBuildInfo, descRequests, descLimit, descLimitMin, descLimitMax,
+	descInFlight, descQueueLength, descQueueCapacity, descQueueBound, descTokenRate, descLatency,
+	descLatencyTarget, descLatencyQuantile, descCPUTarget, descMemoryTarget, descFloor, descKeys,
+	descOverride, descCPU, descMemory, descTicks, descConfigInfo, descConfigLoaded, descLastSave, descSaveOK}
+
+// gateCollector reads the gate's state at scrape time.
+type gateCollector struct {
+	gate    Gate
+	version string
+}
+
+func newGateCollector(g Gate, version string) *gateCollector {
+	if version == "" {
+		version = "unknown"
+	}
+	return &gateCollector{gate: g, version: version}
+}
+
+// Describe implements prometheus.Collector.
+func (c *gateCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range gateDescs {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *gateCollector) Collect(ch chan<- prometheus.Metric) {
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	counter := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
+	}
+	gauge(descBuildInfo, 1, c.version)
+
+	st := c.gate.Status()
+	if r := st.Resources.CPU; r.Known {
+		gauge(descCPU, r.Value)
+	}
+	if r := st.Resources.Memory; r.Known {
+		gauge(descMemory, r.Value)
+	}
+	counter(descTicks, float64(st.Ticks))
+	gauge(descConfigInfo, 1, st.ConfigSource, st.ConfigHash)
+	if !st.ConfigLoaded.IsZero() {
+		gauge(descConfigLoaded, unixSeconds(st.ConfigLoaded))
+	}
+	if st.StateFile != "" && !st.LastSave.IsZero() {
+		gauge(descLastSave, unixSeconds(st.LastSave))
+		ok := 1.0
+		if st.SaveErr != nil {
+			ok = 0
+		}
+		gauge(descSaveOK, ok)
+	}
+
+	cfg := c.gate.Config()
+	for _, g := range c.gate.Groups() {
+		n := g.Name
+		for o, name := range [...]string{gate.Success: "success", gate.Dropped: "dropped", gate.Ignored: "ignored"} {
+			counter(descRequests, float64(g.Completed[o]), n, "admitted", name)
+		}
+		for r := 1; r < adaptive.NumRejections; r++ {
+			counter(descRequests, float64(g.Rejected[r]), n, "rejected", adaptive.Rejection(r).String())
+		}
+		counter(descRequests, float64(g.Canceled), n, "canceled", "client_gone")
+
+		gauge(descLimit, float64(g.Limit), n)
+		gauge(descLimitMin, float64(g.Min), n)
+		gauge(descLimitMax, float64(g.Max), n)
+		gauge(descInFlight, float64(g.InFlight), n)
+		gauge(descQueueLength, float64(g.Queued), n)
+		gauge(descQueueCapacity, float64(g.QueueMax), n)
+		gauge(descQueueBound, g.QueueWait.Seconds(), n)
+		if g.TokenRate > 0 {
+			gauge(descTokenRate, g.TokenRate, n)
+		}
+		if l := g.Latency; l.Successes > 0 {
+			gauge(descLatency, l.P50.Seconds(), n, "50")
+			gauge(descLatency, l.P90.Seconds(), n, "90")
+			gauge(descLatency, l.P95.Seconds(), n, "95")
+			gauge(descLatency, l.P99.Seconds(), n, "99")
+			gauge(descLatency, l.P999.Seconds(), n, "99.9")
+		}
+		if gc := cfg.Group(n); gc != nil {
+			t := gc.Targets
+			if t.Latency > 0 {
+				gauge(descLatencyTarget, float64(t.Latency)/1e9, n)
+				gauge(descLatencyQuantile, t.Quantile, n)
+			}
+			if t.CPU > 0 {
+				gauge(descCPUTarget, t.CPU, n)
+			}
+			if t.Memory > 0 {
+				gauge(descMemoryTarget, t.Memory, n)
+			}
+		}
+		gauge(descFloor, float64(g.Floor.Priority), n)
+		gauge(descKeys, float64(max(g.Keys, g.RateKeys)), n)
+		active := 0.0
+		if g.Override != nil {
+			active = 1
+		}
+		gauge(descOverride, active, n)
+	}
+}
+
+func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }

@@ -1,0 +1,333 @@
+package admin
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/sluicehq/sluice/configs"
+	"github.com/sluicehq/sluice/gate"
+)
+
+// keepField is the one PATCH field that is not a group field.
+const keepField = "keep_on_reload"
+
+// patch is a decoded PATCH body.
+type patch struct {
+	// group is the group as it should be: the current one with the body's
+	// fields set.
+	group configs.Group
+	// keep is the body's keep_on_reload.
+	keep bool
+	// notes say what was adjusted beyond the body (an initial limit moved
+	// into new bounds).
+	notes []string
+}
+
+// overridable is gate.Overridable as a set, and sections the tables its
+// paths are in ("targets", "concurrency", ...).
+var overridable, sections = func() (map[string]bool, map[string]bool) {
+	o, s := map[string]bool{}, map[string]bool{}
+	for _, p := range gate.Overridable() {
+		o[p] = true
+		sec, _, _ := strings.Cut(p, ".")
+		s[sec] = true
+	}
+	return o, s
+}()
+
+// decodePatch applies a PATCH body onto a copy of cur. Every field the body
+// names is checked on its own, so each problem names its field: a field that
+// is not a group field, one that cannot change at runtime, and a value of the
+// wrong type or form. Ranges and the rules between fields are left to the
+// gate's Override, which checks the result as the file is checked.
+func decodePatch(cur *configs.Group, body []byte) (patch, *apiError) {
+	p := patch{group: cur.Clone()}
+	var top map[string]json.RawMessage
+	if err := decodeOne(body, &top); err != nil || top == nil {
+		msg := "the body must be one JSON object of the fields to change, such as {\"targets\": {\"latency\": \"150ms\"}}"
+		if err != nil {
+			msg += ": " + err.Error()
+		}
+		return p, errorf(http.StatusBadRequest, "admin: "+msg)
+	}
+	if len(top) == 0 {
+		return p, errorf(http.StatusBadRequest, "admin: the body changes nothing: name the fields to change, such as {\"targets\": {\"latency\": \"150ms\"}}")
+	}
+	var ps []problem
+	bad := func(field, msg string) { ps = append(ps, problem{Field: field, Error: msg}) }
+	given := map[string]bool{}
+	for _, k := range sortedKeys(top) {
+		raw := top[k]
+		switch {
+		case k == keepField:
+			if err := json.Unmarshal(raw, &p.keep); err != nil {
+				bad(k, "must be true or false, got "+kindOf(raw))
+			}
+		case !sections[k]:
+			bad(k, notOverridable(cur, k, nil))
+		case k == "rate" && cur.Rate == nil:
+			bad(k, "the group has no rate limit: add [group.rate] to the config file and reload")
+		default:
+			var fields map[string]json.RawMessage
+			if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
+				bad(k, "must be an object of the fields to change, got "+kindOf(raw))
+				continue
+			}
+			for _, f := range sortedKeys(fields) {
+				path := k + "." + f
+				switch v := fields[f]; {
+				case !overridable[path]:
+					bad(path, notOverridable(cur, k, &f))
+				case isNull(v):
+					bad(path, "must be a value, got null")
+				default:
+					if err := decodeLeaf(&p.group, k, f, v); err != nil {
+						bad(path, err.Error())
+						continue
+					}
+					given[path] = true
+				}
+			}
+		}
+	}
+	if len(ps) > 0 {
+		return p, problems(http.StatusBadRequest, ps)
+	}
+	p.notes = fitInitial(&p.group.Concurrency, cur.Concurrency.Law, given)
+	return p, nil
+}
+
+// fitInitial moves an adaptive law's initial limit into new bounds that the
+// body set without setting it, rather than refusing the change: the initial
+// limit matters only at a cold start, and the limit in force is clamped to
+// the new bounds anyway. It returns a note for each move.
+func fitInitial(c *configs.Concurrency, law configs.Law, given map[string]bool) []string {
+	if law == configs.LawFixed || given["concurrency.initial"] || c.Min > c.Max {
+		return nil
+	}
+	switch {
+	case given["concurrency.max"] && c.Initial > c.Max:
+		n := fmt.Sprintf("concurrency.initial lowered from %d to %d, the new max", c.Initial, c.Max)
+		c.Initial = c.Max
+		return []string{n}
+	case given["concurrency.min"] && c.Initial < c.Min:
+		n := fmt.Sprintf("concurrency.initial raised from %d to %d, the new min", c.Initial, c.Min)
+		c.Initial = c.Min
+		return []string{n}
+	}
+	return nil
+}
+
+// decodeOne decodes exactly one JSON value from b into v.
+func decodeOne(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		if errors.Is(err, io.EOF) {
+			return errors.New("the body is empty")
+		}
+		return err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return errors.New("more than one JSON value")
+	}
+	return nil
+}
+
+// decodeLeaf sets field f of table sec of g from the JSON value v, and says
+// what is wrong with v if it cannot.
+func decodeLeaf(g *configs.Group, sec, f string, v json.RawMessage) error {
+	b, err := json.Marshal(map[string]map[string]json.RawMessage{sec: {f: v}})
+	if err != nil {
+		return errors.New("is not valid JSON")
+	}
+	err = decodeOne(b, g)
+	var te *json.UnmarshalTypeError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &te):
+		return fmt.Errorf("must be %s, got %s", typeWord(te.Type), te.Value)
+	}
+	return err
+}
+
+// notOverridable explains why a body field is refused: it is not a field
+// of the group at all, or it cannot change at runtime.
+func notOverridable(cur *configs.Group, sec string, f *string) string {
+	probe := map[string]any{sec: nil}
+	path := sec
+	if f != nil {
+		probe[sec] = map[string]any{*f: nil}
+		path += "." + *f
+	}
+	b, _ := json.Marshal(probe)
+	scratch := cur.Clone()
+	if scratch.Rate == nil {
+		scratch.Rate = configs.NewRate() // so that rate's fields are known
+	}
+	if err := decodeOne(b, &scratch); err != nil && strings.HasPrefix(err.Error(), "json: unknown field") {
+		return "unknown field " + strconv.Quote(path) + suggest(path)
+	}
+	return "cannot change at runtime: edit the config file and reload"
+}
+
+// suggest proposes the overridable field nearest to path, when one is close.
+func suggest(path string) string {
+	best, bestD := "", 3
+	for o := range overridable {
+		if d := editDistance(path, o); d < bestD || d == bestD && best != "" && o < best {
+			best, bestD = o, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %q?)", best)
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+var durationType = reflect.TypeFor[configs.Duration]()
+
+// typeWord names what a field of type t takes, for a message.
+func typeWord(t reflect.Type) string {
+	if t == durationType {
+		return `a duration string such as "250ms"`
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	case reflect.Slice:
+		return "an array"
+	}
+	return "a " + t.String()
+}
+
+// kindOf names the kind of a JSON value, for a message.
+func kindOf(v json.RawMessage) string {
+	v = bytes.TrimSpace(v)
+	if len(v) == 0 {
+		return "nothing"
+	}
+	switch v[0] {
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
+}
+
+func isNull(v json.RawMessage) bool { return string(bytes.TrimSpace(v)) == "null" }
+
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+// groupPath matches the "group[N]." that configs puts before a group's
+// field paths.
+var groupPath = regexp.MustCompile(`^group\[\d+\]\.`)
+
+// overrideError turns an error of the gate's Override into an answer: the
+// config's problems one by one, with paths as PATCH names them.
+func overrideError(name string, err error) *apiError {
+	var ce configs.Errors
+	switch {
+	case errors.Is(err, configs.ErrNoGroup):
+		return noGroup(name)
+	case errors.As(err, &ce):
+		ps := make([]problem, len(ce))
+		for i, e := range ce {
+			ps[i] = problem{Field: groupPath.ReplaceAllString(e.Path, ""), Error: e.Msg}
+		}
+		return problems(http.StatusUnprocessableEntity, ps)
+	}
+	return errorf(http.StatusUnprocessableEntity, "admin: "+err.Error())
+}
+
+func (s *Server) patchGroup(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	body, aerr := readBody(r, s.p.MaxBodyBytes)
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur := s.gate.Config().Group(name)
+	if cur == nil {
+		writeError(w, noGroup(name))
+		return
+	}
+	p, aerr := decodePatch(cur, body)
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	if err := s.gate.Override(p.group); err != nil {
+		writeError(w, overrideError(name, err))
+		return
+	}
+	st, ok := s.gate.Group(name)
+	if !ok {
+		writeError(w, noGroup(name))
+		return
+	}
+	if st.Override != nil && p.keep {
+		s.keep[name] = true
+	} else {
+		delete(s.keep, name)
+	}
+	v := newGroupView(st, s.gate.Config().Group(name), s.keep[name])
+	v.Notes = p.notes
+	writeJSON(w, http.StatusOK, v)
+}

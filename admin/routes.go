@@ -1,0 +1,174 @@
+package admin
+
+import (
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"net/http/pprof"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// access is what an operation asks of a request beyond a good Host.
+type access uint8
+
+const (
+	public access = iota // nothing: health checks, the page (it holds no data)
+	read                 // the token, off loopback
+	mutate               // the token always, a JSON body within the size limit
+)
+
+// op is one method of an endpoint.
+type op struct {
+	access access
+	h      http.HandlerFunc
+}
+
+// endpoint maps the methods a path takes to their operations. GET also
+// answers HEAD.
+type endpoint map[string]op
+
+func get(a access, h http.HandlerFunc) endpoint { return endpoint{http.MethodGet: {a, h}} }
+
+// routes builds the handler: the Host guard around a mux of endpoints.
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	handle := func(pattern string, e endpoint) { mux.Handle(pattern, s.serveEndpoint(e)) }
+
+	handle("/{$}", get(public, s.page))
+	handle("/ui/", get(public, s.asset))
+	handle("/livez", get(public, s.livez))
+	handle("/readyz", get(public, s.readyz))
+	handle("/metrics", get(read, promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{
+		ErrorHandling:     promhttp.ContinueOnError,
+		EnableOpenMetrics: true,
+	}).ServeHTTP))
+	handle("/v1/status", get(read, s.getStatus))
+	handle("/v1/groups", get(read, s.getGroups))
+	handle("/v1/groups/{name}", endpoint{
+		http.MethodGet:   {read, s.getGroup},
+		http.MethodPatch: {mutate, s.patchGroup},
+	})
+	handle("/v1/history", get(read, s.getHistory))
+	handle("/v1/reload", endpoint{http.MethodPost: {mutate, s.postReload}})
+	// pprof's symbol lookup takes a POST of addresses (go tool pprof): a
+	// read, not a mutation.
+	prof := endpoint{http.MethodGet: {read, pprof.Index}, http.MethodPost: {read, pprof.Index}}
+	handle("/debug/pprof/", prof)
+	for name, h := range map[string]http.HandlerFunc{
+		"cmdline": pprof.Cmdline, "profile": pprof.Profile, "symbol": pprof.Symbol, "trace": pprof.Trace,
+	} {
+		handle("/debug/pprof/"+name, endpoint{http.MethodGet: {read, h}, http.MethodPost: {read, h}})
+	}
+	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, errorf(http.StatusNotFound, "admin: no such endpoint: "+r.URL.Path))
+	}))
+	return s.guard(mux)
+}
+
+// guard checks the Host header (the DNS-rebinding guard) and sets the
+// headers every answer carries.
+func (s *Server) guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Referrer-Policy", "no-referrer")
+		if !s.hosts.allows(r.Host) {
+			writeError(w, errorf(http.StatusForbidden,
+				"admin: the Host header "+strconv.Quote(r.Host)+" does not name this admin listener (a guard against DNS rebinding): use its address"))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// serveEndpoint dispatches on the method, then checks access: the token,
+// and for a mutation its content type and body size.
+func (s *Server) serveEndpoint(e endpoint) http.Handler {
+	allow := make([]string, 0, len(e)+1)
+	for m := range e {
+		allow = append(allow, m)
+		if m == http.MethodGet {
+			allow = append(allow, http.MethodHead)
+		}
+	}
+	slices.Sort(allow)
+	allowed := strings.Join(allow, ", ")
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		m := r.Method
+		if m == http.MethodHead {
+			m = http.MethodGet
+		}
+		o, ok := e[m]
+		if !ok {
+			w.Header().Set("Allow", allowed)
+			writeError(w, errorf(http.StatusMethodNotAllowed,
+				"admin: "+r.URL.Path+" does not take "+r.Method+"; it takes "+allowed))
+			return
+		}
+		if err := s.authorize(w, r, o.access); err != nil {
+			writeError(w, err)
+			return
+		}
+		if o.access == mutate {
+			if err := s.checkBody(w, r); err != nil {
+				writeError(w, err)
+				return
+			}
+		}
+		o.h(w, r)
+	})
+}
+
+// authorize checks the bearer token where an operation needs it.
+func (s *Server) authorize(w http.ResponseWriter, r *http.Request, a access) *apiError {
+	switch {
+	case a == public, a == read && s.mode != modeOpen:
+		return nil
+	case !s.token.set:
+		return errorf(http.StatusForbidden, "admin: the API is read-only: no token is set (admin.token_file)")
+	case s.token.matches(r):
+		return nil
+	}
+	w.Header().Set("WWW-Authenticate", `Bearer realm="sluice"`)
+	if r.Header.Get("Authorization") == "" {
+		return errorf(http.StatusUnauthorized, `admin: this needs "Authorization: Bearer TOKEN" with the token of admin.token_file`)
+	}
+	return errorf(http.StatusUnauthorized, "admin: the bearer token does not match admin.token_file")
+}
+
+// checkBody checks a mutation's content type and caps its body.
+func (s *Server) checkBody(w http.ResponseWriter, r *http.Request) *apiError {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mt != "application/json" {
+		return errorf(http.StatusUnsupportedMediaType,
+			"admin: a change needs \"Content-Type: application/json\", got "+strconv.Quote(r.Header.Get("Content-Type")))
+	}
+	if r.ContentLength > s.p.MaxBodyBytes {
+		return tooLarge(s.p.MaxBodyBytes)
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, s.p.MaxBodyBytes)
+	return nil
+}
+
+// readBody reads a mutation's body, capped by checkBody.
+func readBody(r *http.Request, limit int64) ([]byte, *apiError) {
+	b, err := io.ReadAll(r.Body)
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		return nil, tooLarge(limit)
+	case err != nil:
+		return nil, errorf(http.StatusBadRequest, "admin: reading the body: "+err.Error())
+	}
+	return b, nil
+}
+
+func tooLarge(limit int64) *apiError {
+	return errorf(http.StatusRequestEntityTooLarge, "admin: the body is larger than "+strconv.FormatInt(limit, 10)+" bytes")
+}

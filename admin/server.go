@@ -1,0 +1,295 @@
+package admin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/sluicehq/sluice/configs"
+	"github.com/sluicehq/sluice/gate"
+)
+
+// Gate is what the admin API reads and steers. *gate.Gate satisfies it.
+type Gate interface {
+	Status() gate.Status
+	Groups() []gate.GroupStatus
+	Group(name string) (gate.GroupStatus, bool)
+	Config() *configs.Config
+	Override(c configs.Group) error
+	Reload(cfg *configs.Config, o gate.ReloadOptions) (gate.ReloadResult, error)
+}
+
+// DefaultListen is where the admin API listens when Params.Listen is empty:
+// configs' default for admin.listen.
+const DefaultListen = "127.0.0.1:9901"
+
+// Defaults of Params.
+const (
+	DefaultMaxBodyBytes    = 64 << 10
+	DefaultHistoryInterval = time.Second
+	DefaultHistoryLength   = 600 // ten minutes at one point a second
+)
+
+// Params configures a Server. Gate is required; the zero value of every other
+// field means its default.
+type Params struct {
+	// Gate is the gate to read and steer.
+	Gate Gate
+
+	// Listen is "host:port" or "unix:///path.sock", as admin.listen.
+	// Default DefaultListen.
+	Listen string
+	// Token is the bearer token (ReadTokenFile reads admin.token_file).
+	// Empty: the API is read-only, which New refuses off loopback.
+	Token string
+	// Hosts are more names the Host header may carry off loopback (a DNS
+	// name that points at this machine), for the DNS-rebinding guard.
+	Hosts []string
+
+	// Version is the daemon's version, for /v1/status and sluice_build_info.
+	Version string
+	// Load reads the configuration a reload applies (the daemon's config
+	// file, parsed and validated). Nil: reloads answer 501.
+	Load func(ctx context.Context) (*configs.Config, error)
+	// OnReload, if set, is called after every reload attempt through the
+	// Server (POST /v1/reload, Server.Reload), for logs.
+	OnReload func(ReloadReport, error)
+	// Ready reports whether the daemon may take traffic: nil once the
+	// upstream has answered and the config is valid, else why not. Nil means
+	// always ready.
+	Ready func() error
+
+	// Metrics are the per-request histograms the gate feeds (pass the same
+	// value to gate.Params.Observer). Nil: no histograms are exported.
+	Metrics *Metrics
+	// Registry is where the metrics are registered and gathered from for
+	// /metrics. Nil: a new registry with the Go and process collectors.
+	Registry *prometheus.Registry
+
+	// HistoryInterval is how often the history behind the dashboard is
+	// sampled, and HistoryLength how many points it keeps per group.
+	// Defaults 1s and 600.
+	HistoryInterval time.Duration
+	HistoryLength   int
+	// MaxBodyBytes bounds a request body. Default 64 KiB.
+	MaxBodyBytes int64
+	// ErrorLog receives the HTTP server's own errors (failed accepts, bad
+	// TLS handshakes, handler panics), as http.Server.ErrorLog: hclog's
+	// StandardLogger fits. Nil: the log package's standard logger.
+	ErrorLog *log.Logger
+	// Now is the clock of uptime and history. Default time.Now.
+	Now func() time.Time
+}
+
+// ErrNoToken is returned by New and Serve for a listener that other machines
+// can reach when no token is set.
+var ErrNoToken = errors.New("admin: refusing to serve off loopback without a token: set admin.token_file, or listen on loopback")
+
+// Server is the admin HTTP server. Build it with New; it is safe for
+// concurrent use.
+type Server struct {
+	p        Params
+	gate     Gate
+	mode     mode
+	token    tokenDigest // zero: none
+	hosts    hostSet
+	reg      *prometheus.Registry
+	history  *history
+	reloads  *prometheus.CounterVec
+	handler  http.Handler
+	srv      *http.Server
+	started  time.Time
+	serving  atomic.Bool
+	addr     atomic.Pointer[net.Addr] // bound by Listen or Serve
+	stopHist context.CancelFunc
+	histDone chan struct{}
+
+	// mu serialises the mutations (PATCH, reload) and guards keep.
+	mu   sync.Mutex
+	keep map[string]bool // groups whose override survives reloads
+}
+
+// New builds a Server from p. It does not listen: call ListenAndServe, or
+// Listen then Serve. It returns ErrNoToken when p.Listen is reachable from
+// other machines (not loopback, not a unix socket) and p.Token is empty.
+func New(p Params) (*Server, error) {
+	if p.Gate == nil {
+		return nil, errors.New("admin: no gate")
+	}
+	if p.Listen == "" {
+		p.Listen = DefaultListen
+	}
+	if p.MaxBodyBytes <= 0 {
+		p.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if p.HistoryInterval <= 0 {
+		p.HistoryInterval = DefaultHistoryInterval
+	}
+	if p.HistoryLength <= 0 {
+		p.HistoryLength = DefaultHistoryLength
+	}
+	if p.Now == nil {
+		p.Now = time.Now
+	}
+	m, err := modeOf(p.Listen)
+	if err != nil {
+		return nil, err
+	}
+	if m == modeOpen && p.Token == "" {
+		return nil, fmt.Errorf("%w (listen %q)", ErrNoToken, p.Listen)
+	}
+	s := &Server{
+		p:       p,
+		gate:    p.Gate,
+		mode:    m,
+		hosts:   newHostSet(p.Listen, p.Hosts, m),
+		reg:     p.Registry,
+		history: newHistory(p.HistoryLength),
+		started: p.Now(),
+		keep:    map[string]bool{},
+	}
+	if p.Token != "" {
+		s.token = digest(p.Token)
+	}
+	if s.reg == nil {
+		s.reg = prometheus.NewRegistry()
+		s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	s.reloads = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sluice_config_reloads_total",
+		Help: "Config reloads through the admin server (POST /v1/reload, SIGHUP), by result: success or failure.",
+	}, []string{"result"})
+	s.reloads.WithLabelValues("success")
+	s.reloads.WithLabelValues("failure")
+	cs := []prometheus.Collector{newGateCollector(p.Gate, p.Version), s.reloads}
+	if p.Metrics != nil {
+		cs = append(cs, p.Metrics)
+	}
+	for _, c := range cs {
+		if err := s.reg.Register(c); err != nil {
+			return nil, fmt.Errorf("admin: registering metrics: %w", err)
+		}
+	}
+	s.handler = s.routes()
+	s.srv = &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		// No WriteTimeout: /debug/pprof/profile and /trace stream for as long
+		// as asked (?seconds=N).
+		IdleTimeout:    2 * time.Minute,
+		MaxHeaderBytes: 64 << 10,
+		ErrorLog:       p.ErrorLog,
+	}
+	return s, nil
+}
+
+// Handler returns the admin API's handler, security checks included. Serve
+// uses it; a caller that serves it on a listener of its own must also run
+// the history sampler (Serve does) for the dashboard to have a history.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Registry returns the registry /metrics gathers from.
+func (s *Server) Registry() *prometheus.Registry { return s.reg }
+
+// Listen opens Params.Listen: a TCP address or a unix socket (created mode
+// 0660, after removing a stale socket file that nothing listens on).
+func (s *Server) Listen() (net.Listener, error) {
+	ln, err := listen(s.p.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("admin: listen: %w", err)
+	}
+	a := ln.Addr()
+	s.addr.Store(&a)
+	return ln, nil
+}
+
+// Serve serves the admin API on ln until Shutdown, and samples the history
+// meanwhile. It returns http.ErrServerClosed after Shutdown, like
+// http.Server.Serve, or ErrNoToken (closing ln) when ln is reachable from
+// other machines and no token is set, whatever Params.Listen said. It may be
+// called once.
+func (s *Server) Serve(ln net.Listener) error {
+	if !s.serving.CompareAndSwap(false, true) {
+		ln.Close()
+		return errors.New("admin: Serve called twice")
+	}
+	if modeOfAddr(ln.Addr()) == modeOpen && s.p.Token == "" {
+		ln.Close()
+		return fmt.Errorf("%w (bound to %s)", ErrNoToken, ln.Addr())
+	}
+	a := ln.Addr()
+	s.addr.Store(&a)
+	s.startHistory()
+	defer s.stopHistory()
+	return s.srv.Serve(ln)
+}
+
+// Addr returns the address of the listener that Listen opened or Serve was
+// given, nil before: with port 0 in Params.Listen, the port the system chose.
+func (s *Server) Addr() net.Addr {
+	if a := s.addr.Load(); a != nil {
+		return *a
+	}
+	return nil
+}
+
+// ListenAndServe is Listen, then Serve.
+func (s *Server) ListenAndServe() error {
+	ln, err := s.Listen()
+	if err != nil {
+		return err
+	}
+	return s.Serve(ln)
+}
+
+// Shutdown stops the history sampler and shuts the HTTP server down
+// gracefully (http.Server.Shutdown): no new connections, in-flight requests
+// finish until ctx ends.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.stopHistory()
+	return s.srv.Shutdown(ctx)
+}
+
+// startHistory starts the history sampler, the Server's one goroutine.
+func (s *Server) startHistory() {
+	ctx, cancel := context.WithCancel(context.Background())
+	s.mu.Lock()
+	s.stopHist, s.histDone = cancel, make(chan struct{})
+	done := s.histDone
+	s.mu.Unlock()
+	go func() {
+		defer close(done)
+		s.history.sample(s.p.Now(), s.gate)
+		tk := time.NewTicker(s.p.HistoryInterval)
+		defer tk.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tk.C:
+				s.history.sample(s.p.Now(), s.gate)
+			}
+		}
+	}()
+}
+
+func (s *Server) stopHistory() {
+	s.mu.Lock()
+	cancel, done := s.stopHist, s.histDone
+	s.stopHist, s.histDone = nil, nil
+	s.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+}

@@ -1,0 +1,436 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"sort"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+)
+
+var statusCommand = command{
+	name:    "status",
+	summary: "show a running sluice's groups: limits, latency, throughput, rejections",
+	usage: `usage: sluice status [-admin URL] [-token-file FILE] [-timeout D] [-json]
+
+Asks the admin API of a running sluice (GET /v1/status and GET /v1/groups)
+and prints its state and a table of its groups: the law, the concurrency
+limit and its bounds, requests in flight and queued, the rate limit, latency
+p50 and p99 against the target, throughput, rejections since start (with the
+commonest reason), and the law's reason for its last change of the limit.
+A group marked * runs with a runtime override (PATCH /v1/groups/NAME).
+
+  -admin URL        the admin API: http://HOST:PORT or unix:///PATH.sock
+                    (default http://127.0.0.1:9901, admin.listen's default)
+  -token-file FILE  the file holding the bearer token (admin.token_file):
+                    needed when the admin API listens off loopback
+  -timeout D        how long to wait for the answers (default 3s)
+  -json             print the API's answers as one JSON object,
+                    {"status": ..., "groups": [...]}, instead of the table
+
+Exit codes: 0 printed; 1 the admin API could not be reached or answered an
+error; 2 the command line is wrong.
+`,
+	run: runStatus,
+}
+
+func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("status", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	adminURL := fs.String("admin", "http://127.0.0.1:9901", "")
+	tokenFile := fs.String("token-file", "", "")
+	timeout := fs.Duration("timeout", 3*time.Second, "")
+	asJSON := fs.Bool("json", false, "")
+	if err := fs.Parse(args); err != nil || fs.NArg() != 0 || *timeout <= 0 {
+		switch {
+		case err != nil && !errors.Is(err, flag.ErrHelp):
+			fprintf(stderr, "sluice status: %v\n", err)
+		case err == nil && fs.NArg() != 0:
+			fprintf(stderr, "sluice status: unexpected argument %q\n", fs.Arg(0))
+		case err == nil:
+			fprintf(stderr, "sluice status: -timeout must be positive, got %v\n", *timeout)
+		}
+		fprintf(stderr, "usage: sluice status [-admin URL] [-token-file FILE] [-timeout D] [-json]\n")
+		return exitUsage
+	}
+	c, err := newAdminClient(*adminURL, *tokenFile, *timeout)
+	if err != nil {
+		fprintf(stderr, "sluice status: %v\n", err)
+		return exitUsage
+	}
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	var status, groups json.RawMessage
+	if err := c.get(ctx, "/v1/status", &status); err != nil {
+		fprintf(stderr, "sluice status: %v\n", err)
+		return exitError
+	}
+	if err := c.get(ctx, "/v1/groups", &groups); err != nil {
+		fprintf(stderr, "sluice status: %v\n", err)
+		return exitError
+	}
+	if *asJSON {
+		out, err := json.MarshalIndent(struct {
+			Status json.RawMessage `json:"status"`
+			Groups json.RawMessage `json:"groups"`
+		}{status, groupsList(groups)}, "", "  ")
+		if err != nil {
+			fprintf(stderr, "sluice status: %v\n", err)
+			return exitError
+		}
+		fprintf(stdout, "%s\n", out)
+		return exitOK
+	}
+	var st statusAnswer
+	var gs groupsAnswer
+	if err := json.Unmarshal(status, &st); err != nil {
+		fprintf(stderr, "sluice status: %s/v1/status: not a sluice status: %v\n", c.base, err)
+		return exitError
+	}
+	if err := json.Unmarshal(groups, &gs); err != nil {
+		fprintf(stderr, "sluice status: %s/v1/groups: not sluice groups: %v\n", c.base, err)
+		return exitError
+	}
+	printStatus(stdout, &st, gs.Groups, time.Now())
+	return exitOK
+}
+
+// groupsList is the "groups" array of a /v1/groups answer, or the answer
+// itself if it has none.
+func groupsList(b json.RawMessage) json.RawMessage {
+	var v struct {
+		Groups json.RawMessage `json:"groups"`
+	}
+	if json.Unmarshal(b, &v) == nil && v.Groups != nil {
+		return v.Groups
+	}
+	return b
+}
+
+// adminClient reads the admin API.
+type adminClient struct {
+	base  string // for messages: the -admin URL
+	http  *http.Client
+	root  string // URL the paths are appended to
+	token string
+}
+
+func newAdminClient(raw, tokenFile string, timeout time.Duration) (*adminClient, error) {
+	c := &adminClient{base: strings.TrimRight(raw, "/")}
+	tr := &http.Transport{Proxy: nil, DisableKeepAlives: true, ResponseHeaderTimeout: timeout}
+	if path, ok := strings.CutPrefix(raw, "unix://"); ok {
+		if !strings.HasPrefix(path, "/") {
+			return nil, fmt.Errorf("-admin %q: a unix socket is unix:// and an absolute path", raw)
+		}
+		tr.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", path)
+		}
+		c.root = "http://localhost"
+	} else {
+		u, err := url.Parse(raw)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" {
+			return nil, fmt.Errorf("-admin %q: want http://HOST:PORT or unix:///PATH.sock", raw)
+		}
+		c.root = strings.TrimRight(u.String(), "/")
+	}
+	c.http = &http.Client{Transport: tr, Timeout: timeout}
+	if tokenFile != "" {
+		b, err := os.ReadFile(tokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("-token-file: %w", err)
+		}
+		c.token = strings.TrimSpace(string(b))
+	}
+	return c, nil
+}
+
+// get fetches path and stores the JSON answer in out, or says why not in
+// words an operator can act on.
+func (c *adminClient) get(ctx context.Context, path string, out *json.RawMessage) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.root+path, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Accept", "application/json")
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return reachError(c.base, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return fmt.Errorf("%s%s: reading the answer: %w", c.base, path, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		var e struct {
+			Error string `json:"error"`
+		}
+		msg := strings.TrimSpace(string(body))
+		if json.Unmarshal(body, &e) == nil && e.Error != "" {
+			msg = e.Error
+		}
+		hint := ""
+		if resp.StatusCode == http.StatusUnauthorized {
+			hint = " (pass the token with -token-file)"
+		}
+		return fmt.Errorf("%s%s: %s: %s%s", c.base, path, resp.Status, msg, hint)
+	}
+	if !json.Valid(body) {
+		return fmt.Errorf("%s%s: the answer is not JSON: is this sluice's admin API?", c.base, path)
+	}
+	*out = body
+	return nil
+}
+
+// reachError explains a failed request.
+func reachError(base string, err error) error {
+	var ne net.Error
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ENOENT):
+		return fmt.Errorf("cannot reach the admin API at %s: nothing listens there (is sluice running? is admin.listen elsewhere? set -admin)", base)
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return fmt.Errorf("the admin API at %s did not answer in time", base)
+	}
+	return fmt.Errorf("cannot reach the admin API at %s: %v", base, err)
+}
+
+// The parts of the admin API's answers the table shows.
+type (
+	signalAnswer struct {
+		Value  *float64 `json:"value"`
+		Known  bool     `json:"known"`
+		Reason string   `json:"reason"`
+	}
+	statusAnswer struct {
+		Version       string  `json:"version"`
+		UptimeSeconds float64 `json:"uptime_seconds"`
+		Ready         bool    `json:"ready"`
+		NotReady      string  `json:"not_ready"`
+		Config        struct {
+			Source string `json:"source"`
+			Hash   string `json:"hash"`
+		} `json:"config"`
+		Resources struct {
+			CPU        signalAnswer `json:"cpu"`
+			CPUFrom    string       `json:"cpu_from"`
+			Memory     signalAnswer `json:"memory"`
+			MemoryFrom string       `json:"memory_from"`
+		} `json:"resources"`
+		State struct {
+			SaveError string `json:"save_error"`
+		} `json:"state"`
+	}
+	groupAnswer struct {
+		Name     string `json:"name"`
+		Law      string `json:"law"`
+		Limit    int    `json:"limit"`
+		Min      int    `json:"min"`
+		Max      int    `json:"max"`
+		InFlight int    `json:"in_flight"`
+		Queue    struct {
+			Length int `json:"length"`
+			Max    int `json:"max"`
+		} `json:"queue"`
+		Rate *struct {
+			PerSecond float64 `json:"per_second"`
+			Managed   bool    `json:"managed"`
+		} `json:"rate"`
+		Targets struct {
+			Latency  *float64 `json:"latency_seconds"`
+			Quantile float64  `json:"quantile"`
+		} `json:"targets"`
+		Latency struct {
+			P50 *float64 `json:"p50"`
+			P99 *float64 `json:"p99"`
+		} `json:"latency"`
+		Throughput float64 `json:"throughput"`
+		Requests   struct {
+			Rejected uint64            `json:"rejected"`
+			ByReason map[string]uint64 `json:"rejected_by_reason"`
+		} `json:"requests"`
+		LastChange *struct {
+			At     time.Time `json:"at"`
+			From   int       `json:"from"`
+			To     int       `json:"to"`
+			Reason string    `json:"reason"`
+		} `json:"last_change"`
+		Override *struct {
+			KeepOnReload bool `json:"keep_on_reload"`
+			Changes      []struct {
+				Field string `json:"field"`
+				From  string `json:"from"`
+				To    string `json:"to"`
+			} `json:"changes"`
+		} `json:"override"`
+	}
+	groupsAnswer struct {
+		Groups []groupAnswer `json:"groups"`
+	}
+)
+
+// printStatus writes the status lines and the table of groups.
+func printStatus(w io.Writer, st *statusAnswer, gs []groupAnswer, now time.Time) {
+	src := st.Config.Source
+	if src == "" {
+		src = "embedded default"
+	}
+	hash := st.Config.Hash
+	if len(hash) > 8 {
+		hash = hash[:8]
+	}
+	ready := "ready"
+	if !st.Ready {
+		ready = "NOT READY: " + st.NotReady
+	}
+	fprintf(w, "sluice %s · up %s · config %s (%s) · %s\n", st.Version,
+		shortDuration(time.Duration(st.UptimeSeconds*float64(time.Second))), src, hash, ready)
+	r := st.Resources
+	fprintf(w, "cpu %s · memory %s\n", signalText(r.CPU, r.CPUFrom), signalText(r.Memory, r.MemoryFrom))
+	if st.State.SaveError != "" {
+		fprintf(w, "state file: %s\n", st.State.SaveError)
+	}
+	fprintf(w, "\n")
+
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fprintf(tw, "GROUP\tLAW\tLIMIT\tBOUNDS\tIN FLIGHT\tQUEUE\tRATE/S\tP50\tP99\tTARGET\tTHRU/S\tREJECTED\tLAST CHANGE\n")
+	var overridden []string
+	for _, g := range gs {
+		name := g.Name
+		if g.Override != nil {
+			name += "*"
+			var ch []string
+			for _, c := range g.Override.Changes {
+				ch = append(ch, c.Field+" "+c.From+" → "+c.To)
+			}
+			keep := ""
+			if g.Override.KeepOnReload {
+				keep = ", kept on reload"
+			}
+			overridden = append(overridden, g.Name+": "+strings.Join(ch, ", ")+keep)
+		}
+		rate := "–"
+		if g.Rate != nil {
+			rate = number(g.Rate.PerSecond)
+			if g.Rate.Managed {
+				rate += " (law)"
+			}
+		}
+		target := "–"
+		if g.Targets.Latency != nil {
+			target = quantileName(g.Targets.Quantile) + " ≤ " + seconds(g.Targets.Latency)
+		}
+		change := "–"
+		if c := g.LastChange; c != nil {
+			change = fmt.Sprintf("%d → %d: %s (%s ago)", c.From, c.To, c.Reason, shortDuration(now.Sub(c.At)))
+		}
+		fprintf(tw, "%s\t%s\t%d\t%d–%d\t%d\t%d/%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			name, g.Law, g.Limit, g.Min, g.Max, g.InFlight, g.Queue.Length, g.Queue.Max, rate,
+			seconds(g.Latency.P50), seconds(g.Latency.P99), target, number(g.Throughput),
+			rejections(g.Requests.Rejected, g.Requests.ByReason), change)
+	}
+	_ = tw.Flush()
+	if len(overridden) > 0 {
+		fprintf(w, "\n* runtime override in force:\n")
+		for _, o := range overridden {
+			fprintf(w, "  %s\n", o)
+		}
+	}
+}
+
+func signalText(s signalAnswer, from string) string {
+	if !s.Known || s.Value == nil {
+		if s.Reason == "" {
+			return "unknown"
+		}
+		return "unknown (" + s.Reason + ")"
+	}
+	t := fmt.Sprintf("%.0f%%", *s.Value*100)
+	if from != "" {
+		t += " (" + from + ")"
+	}
+	return t
+}
+
+// rejections is the total and its commonest reason.
+func rejections(total uint64, by map[string]uint64) string {
+	if total == 0 {
+		return "0"
+	}
+	reasons := make([]string, 0, len(by))
+	for r, n := range by {
+		if n > 0 {
+			reasons = append(reasons, r)
+		}
+	}
+	sort.Slice(reasons, func(i, j int) bool {
+		if by[reasons[i]] != by[reasons[j]] {
+			return by[reasons[i]] > by[reasons[j]]
+		}
+		return reasons[i] < reasons[j]
+	})
+	if len(reasons) == 0 {
+		return fmt.Sprint(total)
+	}
+	return fmt.Sprintf("%d (%s %d)", total, reasons[0], by[reasons[0]])
+}
+
+// seconds formats a duration given in seconds, "–" for none.
+func seconds(s *float64) string {
+	if s == nil {
+		return "–"
+	}
+	d := time.Duration(*s * float64(time.Second))
+	switch {
+	case d >= time.Second:
+		return d.Round(10 * time.Millisecond).String()
+	case d >= 10*time.Millisecond:
+		return d.Round(100 * time.Microsecond).String()
+	case d >= time.Millisecond:
+		return d.Round(10 * time.Microsecond).String()
+	}
+	return d.Round(time.Microsecond).String()
+}
+
+func number(x float64) string {
+	switch {
+	case x >= 100 || x == float64(int64(x)):
+		return fmt.Sprintf("%.0f", x)
+	case x >= 10:
+		return fmt.Sprintf("%.1f", x)
+	}
+	return fmt.Sprintf("%.2f", x)
+}
+
+func quantileName(q float64) string {
+	if q == 0 {
+		q = 0.99
+	}
+	return "p" + strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.2f", q*100), "0"), ".")
+}
+
+// shortDuration formats d to the second, without zero tails: "3h2m", "45s".
+func shortDuration(d time.Duration) string {
+	d = d.Round(time.Second)
+	switch {
+	case d >= 24*time.Hour:
+		return fmt.Sprintf("%dd%dh", d/(24*time.Hour), d%(24*time.Hour)/time.Hour)
+	case d >= time.Hour:
+		return fmt.Sprintf("%dh%dm", d/time.Hour, d%time.Hour/time.Minute)
+	case d >= time.Minute:
+		return fmt.Sprintf("%dm%ds", d/time.Minute, d%time.Minute/time.Second)
+	}
+	return fmt.Sprintf("%ds", d/time.Second)
+}
