@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/sluicehq/sluice/admin"
 	"github.com/sluicehq/sluice/configs"
 	"github.com/sluicehq/sluice/gate"
 	"github.com/sluicehq/sluice/probe"
@@ -21,11 +23,8 @@ import (
 
 // daemon is a running sluice: the gate (admission and the control loop), the
 // proxy in front of the upstream, the HTTP server that feeds it, and the
-// resource sampler. Its goroutines are started by start and stopped by stop,
-// and nowhere else.
-//
-// reload and ready are what the admin API needs besides the gate: the same
-// reload SIGHUP runs, and the readiness a load balancer should see.
+// resource sampler, and the admin API (when admin.listen is set). Its
+// goroutines are started by start and stopped by stop, and nowhere else.
 type daemon struct {
 	path string // the config file; "" when running the embedded default
 	log  hclog.Logger
@@ -40,6 +39,9 @@ type daemon struct {
 	proxy   *proxy.Proxy
 	server  *http.Server
 	ln      net.Listener
+
+	admin   *admin.Server // nil when admin.listen is ""
+	adminLn net.Listener
 
 	reloadMu sync.Mutex  // one reload at a time (SIGHUP and the admin API)
 	answered atomic.Bool // the upstream accepted a probe or answered a request
@@ -85,13 +87,20 @@ func (d *daemon) build() error {
 	if source == "" {
 		source = "embedded default"
 	}
-	d.gate, err = gate.New(gate.Params{
+	// The metrics exist only where the admin API serves them; without it the
+	// gate observes nothing per request.
+	var metrics *admin.Metrics
+	if cfg.Admin.Listen != "" {
+		metrics = admin.NewMetrics(admin.MetricsParams{})
+	}
+	gp := gate.Params{
 		Config:       cfg,
 		ConfigSource: source,
 		Resources:    d.sampler,
 		OnChange: func(c gate.Change) {
 			ctl.Debug("limit changed", "group", c.Group, "from", c.From, "to", c.To,
 				"rate_from", c.RateFrom, "rate", c.Rate, "reason", c.Reason)
+			metrics.ObserveChange(c)
 		},
 		OnSave: func(path string, err error) {
 			if err != nil {
@@ -99,9 +108,13 @@ func (d *daemon) build() error {
 			} else {
 				ctl.Trace("state file saved", "path", path)
 			}
+			metrics.ObserveSave(path, err)
 		},
-	})
-	if err != nil {
+	}
+	if metrics != nil {
+		gp.Observer = metrics // a nil *Metrics in the interface would still be called
+	}
+	if d.gate, err = gate.New(gp); err != nil {
 		return err
 	}
 
@@ -136,6 +149,48 @@ func (d *daemon) build() error {
 	if d.ln, err = listen(s.Listen); err != nil {
 		return fmt.Errorf("server.listen %s: %w", s.Listen, err)
 	}
+	if metrics != nil {
+		return d.buildAdmin(metrics)
+	}
+	return nil
+}
+
+// buildAdmin makes the admin API for d.started and opens its listener.
+func (d *daemon) buildAdmin(metrics *admin.Metrics) error {
+	a := &d.started.Admin
+	var token string
+	if a.TokenFile != "" {
+		var err error
+		if token, err = admin.ReadTokenFile(a.TokenFile); err != nil {
+			return fmt.Errorf("admin.token_file: %w", err)
+		}
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		prometheus.NewGoCollector(),
+		prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}),
+		upstreamCollector{d.proxy},
+	)
+	log := d.log.Named("admin")
+	var err error
+	d.admin, err = admin.New(admin.Params{
+		Gate:     d.gate,
+		Listen:   a.Listen,
+		Token:    token,
+		Version:  version,
+		Load:     d.loadNext,
+		OnReload: d.logReload,
+		Ready:    d.ready,
+		Metrics:  metrics,
+		Registry: reg,
+		ErrorLog: log.StandardLogger(&hclog.StandardLoggerOptions{ForceLevel: hclog.Warn}),
+	})
+	if err != nil {
+		return fmt.Errorf("admin: %w", err)
+	}
+	if d.adminLn, err = d.admin.Listen(); err != nil {
+		return fmt.Errorf("admin.listen %s: %w", a.Listen, err)
+	}
 	return nil
 }
 
@@ -143,6 +198,9 @@ func (d *daemon) build() error {
 func (d *daemon) close() {
 	if d.ln != nil {
 		d.ln.Close()
+	}
+	if d.adminLn != nil {
+		d.adminLn.Close()
 	}
 	if d.proxy != nil {
 		d.proxy.Close()
@@ -152,11 +210,20 @@ func (d *daemon) close() {
 	}
 }
 
-// start runs the daemon's goroutines: the server, the control loop and the
-// upstream probe.
+// start runs the daemon's goroutines: the server, the control loop, the
+// upstream probe and the admin API.
 func (d *daemon) start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	d.stopCtl = cancel
+	if d.admin != nil {
+		d.wg.Add(1)
+		go func() {
+			defer d.wg.Done()
+			if err := d.admin.Serve(d.adminLn); !errors.Is(err, http.ErrServerClosed) {
+				d.failed <- fmt.Errorf("admin: %w", err)
+			}
+		}()
+	}
 	d.wg.Add(3)
 	go func() {
 		defer d.wg.Done()
@@ -209,11 +276,19 @@ func (d *daemon) shutdown(grace time.Duration) <-chan drained {
 	return out
 }
 
-// stop ends the control loop, which writes the state file one last time,
-// waits for every goroutine, and releases the sampler and the upstream
-// connections. It returns the last state save's error. Call it after the
-// server has shut down.
+// stop closes the admin API (it answered /readyz with "shutting down" while
+// the server drained), ends the control loop, which writes the state file one
+// last time, waits for every goroutine, and releases the sampler and the
+// upstream connections. It returns the last state save's error. Call it
+// after the server has shut down.
 func (d *daemon) stop() error {
+	if d.admin != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		if err := d.admin.Shutdown(ctx); err != nil {
+			d.log.Named("admin").Warn("admin API not shut down cleanly", "error", err)
+		}
+		cancel()
+	}
 	d.stopCtl()
 	d.wg.Wait()
 	d.sampler.Close()

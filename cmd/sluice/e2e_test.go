@@ -35,6 +35,8 @@ listen = "127.0.0.1:0"
 shutdown_grace = "20s"
 [upstream]
 url = "UPSTREAM"
+[admin]
+listen = "127.0.0.1:0"
 [control]
 interval = "50ms"
 `
@@ -387,7 +389,7 @@ match = { path_prefix = "/r" }
 `+catchAll)
 	s.signal(t, syscall.SIGHUP)
 	s.log.wait(t, "the refused reload", message("reload refused: the running config keeps serving"))
-	for _, want := range []struct{ key, line string }{{"group[0].rate.rate", "14"}, {"group[0].concurency", "15"}} {
+	for _, want := range []struct{ key, line string }{{"group[0].rate.rate", "16"}, {"group[0].concurency", "17"}} {
 		s.log.wait(t, "the problem with "+want.key, message("config problem", "key", want.key, "line", want.line))
 	}
 	if r := do(c, "GET", s.url("/r")); r.status != 429 || r.header.Get("Sluice-Reason") != "rate" {

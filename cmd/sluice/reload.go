@@ -9,50 +9,72 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/sluicehq/sluice/admin"
 	"github.com/sluicehq/sluice/configs"
 	"github.com/sluicehq/sluice/gate"
 )
 
 // reload reads the config file again and swaps it in whole (SIGHUP runs it;
-// so will the admin API's POST /v1/reload). A file that does not load is
-// refused, every problem logged, and the running config keeps serving.
-// Groups whose settings did not change keep their learned limits and state.
-//
-// The listener, the upstream, the probe, the admin API, Redis and the state
-// file are set up once, at start: a reload that changes them logs that they
-// need a restart and leaves them as they are (the gate then reports the
-// settings in force, not the file's).
+// the admin API's POST /v1/reload runs the same steps). A file that does not
+// load is refused, every problem logged, and the running config keeps
+// serving. Groups whose settings did not change keep their learned limits and
+// state. With the admin API on, the reload goes through it, so that runtime
+// overrides are kept or cleared as their PATCH asked and the reload is
+// counted in its metrics.
 func (d *daemon) reload(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
+	if d.admin != nil {
+		_, err := d.admin.Reload(ctx) // loadNext and logReload run inside
 		return err
 	}
 	d.reloadMu.Lock()
 	defer d.reloadMu.Unlock()
+	cfg, err := d.loadNext(ctx)
+	if err != nil {
+		d.logReload(admin.ReloadReport{}, err)
+		return err
+	}
+	res, err := d.gate.Reload(cfg, gate.ReloadOptions{Source: d.path})
+	d.logReload(admin.ReloadReport{Source: d.path, ReloadResult: res}, err)
+	return err
+}
+
+// loadNext reads the config file for a reload. Problems are logged one per
+// line. The listener, the upstream, the probe, the admin API, Redis and the
+// state file are set up once, at start: a file that changes them is logged
+// as needing a restart, and the returned config keeps their running values
+// (the gate then reports the settings in force, not the file's).
+func (d *daemon) loadNext(ctx context.Context) (*configs.Config, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	log := d.log.Named("config")
 	if d.path == "" {
-		err := errors.New("sluice: reload: started without -config, so there is no file to read again")
-		log.Warn("reload ignored", "error", err)
-		return err
+		return nil, errors.New("sluice: reload: started without -config, so there is no file to read again")
 	}
 	cfg, err := configs.Load(d.path)
 	if err != nil {
 		logConfigProblems(log, err)
-		log.Error("reload refused: the running config keeps serving", "file", d.path)
-		return fmt.Errorf("sluice: reload %s: %w", d.path, err)
+		return nil, fmt.Errorf("sluice: reload %s: %w", d.path, err)
 	}
 	if changed := restartOnly(d.started, cfg); len(changed) > 0 {
 		log.Warn("settings that only a restart applies changed; they keep their running values", "settings", strings.Join(changed, ", "))
 	}
 	keepRestartOnly(cfg, d.started)
-	res, err := d.gate.Reload(cfg, gate.ReloadOptions{Source: d.path})
+	return cfg, nil
+}
+
+// logReload logs how a reload ended.
+func (d *daemon) logReload(rep admin.ReloadReport, err error) {
+	log := d.log.Named("config")
 	if err != nil {
 		log.Error("reload refused: the running config keeps serving", "file", d.path, "error", err)
-		return err
+		return
 	}
+	res := rep.ReloadResult
 	log.Info("config reloaded", "file", d.path,
 		"unchanged", strings.Join(res.Unchanged, ","), "changed", strings.Join(res.Changed, ","),
-		"added", strings.Join(res.Added, ","), "removed", strings.Join(res.Removed, ","))
-	return nil
+		"added", strings.Join(res.Added, ","), "removed", strings.Join(res.Removed, ","),
+		"overrides_cleared", strings.Join(rep.Cleared, ","))
 }
 
 // logConfigProblems logs each problem of a config that does not load, one

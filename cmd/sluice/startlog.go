@@ -28,6 +28,13 @@ func logStart(d *daemon) {
 			c.FailureRatio, c.Window, c.MinRequests, c.ConsecutiveFailures, c.OpenDuration, c.HalfOpenProbes)
 	}
 	log.Info("upstream", "url", cfg.Upstream.URL, "protocol", cfg.Upstream.Protocol, "circuit", circuit)
+	if d.admin != nil {
+		a := d.adminLn.Addr()
+		log.Named("admin").Info("admin API, metrics and dashboard", "addr", a.String(), "network", a.Network(),
+			"url", "http://"+a.String()+"/", "mutations", cfg.Admin.TokenFile != "")
+	} else {
+		log.Named("admin").Info("admin API off (admin.listen is empty)")
+	}
 
 	glog := log.Named("gate")
 	for _, st := range d.gate.Groups() {

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sluicehq/sluice/proxy"
+)
+
+// upstreamCollector exports what the proxy counts on its own, beside what
+// the gate sees: the circuit breaker's state and the upstream failures the
+// proxy answered. It reads the proxy at scrape time.
+type upstreamCollector struct{ p *proxy.Proxy }
+
+var (
+	upstreamCircuitDesc = prometheus.NewDesc("sluice_upstream_circuit_state",
+		"State of the upstream's circuit breaker: 1 for the current state, 0 for the others.",
+		[]string{"state"}, nil)
+	upstreamErrorsDesc = prometheus.NewDesc("sluice_upstream_errors_total",
+		"Upstream failures the proxy answered itself (502/504 or a response cut mid-body), by kind.",
+		[]string{"kind"}, nil)
+	upstreamCircuitRejectedDesc = prometheus.NewDesc("sluice_upstream_circuit_rejected_total",
+		"Requests refused with 503 because the upstream's circuit was open.", nil, nil)
+	upstreamRetriesDesc = prometheus.NewDesc("sluice_upstream_retries_total",
+		"Requests sent again after a reused upstream connection failed before answering.", nil, nil)
+	upstreamUpgradesDesc = prometheus.NewDesc("sluice_upstream_upgrades_total",
+		"Connections upgraded (WebSocket) and spliced to the upstream.", nil, nil)
+	upstreamIdleDesc = prometheus.NewDesc("sluice_upstream_idle_connections",
+		"Idle HTTP/1.1 connections to the upstream.", nil, nil)
+)
+
+func (upstreamCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{upstreamCircuitDesc, upstreamErrorsDesc,
+		upstreamCircuitRejectedDesc, upstreamRetriesDesc, upstreamUpgradesDesc, upstreamIdleDesc} {
+		ch <- d
+	}
+}
+
+func (c upstreamCollector) Collect(ch chan<- prometheus.Metric) {
+	if b := c.p.Breaker(); b != nil {
+		now := b.State()
+		for _, s := range []proxy.BreakerState{proxy.BreakerClosed, proxy.BreakerOpen, proxy.BreakerHalfOpen} {
+			v := 0.0
+			if s == now {
+				v = 1
+			}
+			ch <- prometheus.MustNewConstMetric(upstreamCircuitDesc, prometheus.GaugeValue, v, s.String())
+		}
+	}
+	st := c.p.Stats()
+	for _, e := range []struct {
+		kind string
+		n    uint64
+	}{{"connect", st.ConnectErrors}, {"timeout", st.Timeouts}, {"reset", st.ResetErrors}, {"protocol", st.ProtocolErrors}} {
+		ch <- prometheus.MustNewConstMetric(upstreamErrorsDesc, prometheus.CounterValue, float64(e.n), e.kind)
+	}
+	ch <- prometheus.MustNewConstMetric(upstreamCircuitRejectedDesc, prometheus.CounterValue, float64(st.CircuitRejected))
+	ch <- prometheus.MustNewConstMetric(upstreamRetriesDesc, prometheus.CounterValue, float64(st.Retries))
+	ch <- prometheus.MustNewConstMetric(upstreamUpgradesDesc, prometheus.CounterValue, float64(st.Upgrades))
+	ch <- prometheus.MustNewConstMetric(upstreamIdleDesc, prometheus.GaugeValue, float64(st.IdleConns))
+}
