@@ -14,7 +14,7 @@ import (
 func TestBatches(t *testing.T) {
 	srv := startServer(t)
 	l, err := New(Params{
-		StoreParams:   StoreParams{Address: srv.addr(), Heartbeat: -1, Timeout: time.Second},
+		StoreParams:   StoreParams{Address: srv.Addr(), Heartbeat: -1, Timeout: time.Second},
 		LimiterParams: LimiterParams{Name: "api", Algorithm: TokenBucket, Rate: 0.001, Burst: 100},
 	})
 	if err != nil {

@@ -108,7 +108,7 @@ func BenchmarkDecisions(b *testing.B) {
 
 func benchDecisions(b *testing.B, p LimiterParams, batch bool) {
 	srv := startServer(b)
-	s, err := Open(StoreParams{Address: srv.addr(), Heartbeat: -1})
+	s, err := Open(StoreParams{Address: srv.Addr(), Heartbeat: -1})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func benchDecisions(b *testing.B, p LimiterParams, batch bool) {
 	for l.Status().RedisDecisions == 0 { // connections up before timing
 		l.Allow(keys[0], 1)
 	}
-	c := srv.client()
+	c := srv.Client()
 	c.ConfigResetStat(bg)
 	before := l.Status()
 	var calls uint64
@@ -177,7 +177,7 @@ func BenchmarkINCR(b *testing.B) {
 		keys[i] = "incr:{tenant-" + strconv.Itoa(i) + "}"
 	}
 	b.Run("autopipeline", func(b *testing.B) {
-		s, err := Open(StoreParams{Address: srv.addr(), Heartbeat: -1})
+		s, err := Open(StoreParams{Address: srv.Addr(), Heartbeat: -1})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -193,7 +193,7 @@ func BenchmarkINCR(b *testing.B) {
 		})
 	})
 	b.Run("plain", func(b *testing.B) {
-		c := goredis.NewClient(&goredis.Options{Addr: srv.addr(), PoolSize: callers})
+		c := goredis.NewClient(&goredis.Options{Addr: srv.Addr(), PoolSize: callers})
 		defer c.Close()
 		runCallers(b, func(caller, i int) {
 			c.Incr(context.Background(), keys[(caller*7919+i)%len(keys)])
@@ -213,8 +213,8 @@ func BenchmarkIdleKeyMemory(b *testing.B) {
 	} {
 		b.Run(string(p.Algorithm), func(b *testing.B) {
 			srv := startServer(b)
-			c := srv.client()
-			l, err := New(Params{StoreParams: StoreParams{Address: srv.addr(), Heartbeat: -1, Timeout: time.Second}, LimiterParams: p})
+			c := srv.Client()
+			l, err := New(Params{StoreParams: StoreParams{Address: srv.Addr(), Heartbeat: -1, Timeout: time.Second}, LimiterParams: p})
 			if err != nil {
 				b.Fatal(err)
 			}
