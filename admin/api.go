@@ -48,12 +48,14 @@ func (s *Server) getStatus(w http.ResponseWriter, _ *http.Request) {
 	if st.Restore.Err != nil {
 		v.State.Restore.Error = st.Restore.Err.Error()
 	}
-	for _, g := range s.gate.Groups() {
+	groups := s.gate.Groups()
+	for _, g := range groups {
 		v.Config.Groups = append(v.Config.Groups, g.Name)
 		if g.Override != nil {
 			v.Config.Overrides = append(v.Config.Overrides, g.Name)
 		}
 	}
+	v.Redis = newRedisView(groups, cfg)
 	writeJSON(w, http.StatusOK, v)
 }
 

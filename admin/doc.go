@@ -6,7 +6,9 @@
 //
 //	GET   /v1/status          version, uptime, config source and hash, control
 //	                          loop, state file, resource signals (unknown ones
-//	                          with their reason)
+//	                          with their reason), the link to Redis of the
+//	                          global quotas (mode, since, last error, next
+//	                          probe, nodes)
 //	GET   /v1/groups          every group's read-out, in match order
 //	GET   /v1/groups/{name}   one group's read-out
 //	PATCH /v1/groups/{name}   a runtime override of the group's targets,
@@ -91,6 +93,11 @@
 //	sluice_config_reloads_total{result}, sluice_config_loaded_timestamp_seconds
 //	sluice_config_info{source,hash}, sluice_build_info{version}
 //	sluice_control_ticks_total
+//	sluice_redis_up, sluice_redis_nodes,           global quotas (rate scope "global"): the
+//	sluice_redis_observed_nodes                    link to Redis, the node count the local
+//	                                               fallback shares each quota by
+//	sluice_redis_decisions_total{group,source}     source: redis, fallback
+//	sluice_redis_errors_total{group,kind}          kind: error, timeout
 //
 // A figure that is not known (a target that is off, a resource that cannot
 // be read, a latency without samples) is left out rather than exported as 0.

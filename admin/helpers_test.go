@@ -125,9 +125,16 @@ type fixtureOpt func(*Params)
 // otherwise. Load returns what setNext set, else the same config again.
 func newFixture(t testing.TB, toml string, opts ...fixtureOpt) *fixture {
 	t.Helper()
+	return newGlobalFixture(t, toml, nil, opts...)
+}
+
+// newGlobalFixture is newFixture with a gate whose global rates global
+// builds.
+func newGlobalFixture(t testing.TB, toml string, global func(*configs.Group) (gate.RateLimiter, error), opts ...fixtureOpt) *fixture {
+	t.Helper()
 	f := &fixture{clock: newFakeClock(), res: &fakeSampler{}, metrics: NewMetrics(MetricsParams{})}
 	g, err := gate.New(gate.Params{Config: parseConfig(t, toml), ConfigSource: "sluice.toml", Clock: f.clock,
-		Resources: f.res, Observer: f.metrics})
+		Resources: f.res, Observer: f.metrics, GlobalRate: global})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -96,6 +96,9 @@ func (c *gateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range gateDescs {
 		ch <- d
 	}
+	for _, d := range globalDescs {
+		ch <- d
+	}
 }
 
 // Collect implements prometheus.Collector.
@@ -130,7 +133,9 @@ func (c *gateCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 
 	cfg := c.gate.Config()
-	for _, g := range c.gate.Groups() {
+	groups := c.gate.Groups()
+	collectGlobal(ch, groups)
+	for _, g := range groups {
 		n := g.Name
 		for o, name := range [...]string{gate.Success: "success", gate.Dropped: "dropped", gate.Ignored: "ignored"} {
 			counter(descRequests, float64(g.Completed[o]), n, "admitted", name)

@@ -67,6 +67,8 @@ type rateView struct {
 	// Managed reports whether the law moves it.
 	Managed bool `json:"managed"`
 	Keys    int  `json:"keys"`
+	// Global is the quota's state in Redis, for scope "global" only.
+	Global *globalView `json:"global,omitempty"`
 }
 
 type targetsView struct {
@@ -174,7 +176,7 @@ func newGroupView(st gate.GroupStatus, c *configs.Group, keep bool) groupView {
 		v.Queue.Order = "lifo"
 	}
 	if st.TokenRate > 0 {
-		v.Rate = &rateView{PerSecond: st.TokenRate, Managed: st.RateManaged, Keys: st.RateKeys}
+		v.Rate = &rateView{PerSecond: st.TokenRate, Managed: st.RateManaged, Keys: st.RateKeys, Global: newGlobalView(st)}
 	}
 	if c != nil {
 		t := c.Targets
@@ -230,6 +232,8 @@ type statusView struct {
 	State     stateView     `json:"state"`
 	Resources resourcesView `json:"resources"`
 	Admin     adminView     `json:"admin"`
+	// Redis is the link to Redis of the global quotas; null without one.
+	Redis *redisView `json:"redis"`
 }
 
 type configView struct {

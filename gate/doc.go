@@ -40,7 +40,10 @@
 //     The law manages a token rate only for a group-wide local bucket
 //     (token_bucket, leaky_bucket, leaky_queue) under law "target"; the
 //     configured rate is then its ceiling, and the burst follows the rate as
-//     in the model.
+//     in the model. A rate with scope "global" is the quota of every node
+//     together, kept in Redis (RedisRate, on a limits/redis Store): its
+//     decision is a round trip to Redis, bounded by redis.timeout, else its
+//     fallback's (by default this node's share of the quota).
 //   - queue.max_wait caps the queue bound too. With queue.codel_target = 0
 //     there is no QueueWait: the bound is max_wait and the order as configured.
 //   - A waiter whose client goes away (its context cancelled) leaves the

@@ -46,8 +46,11 @@ type Params struct {
 	StateFile string
 
 	// GlobalRate builds the rate limiter of a group whose rate has scope
-	// "global" (the Redis-backed limiters of limits/redis). A config with
-	// such a group is refused when it is nil.
+	// "global": RedisRate(store) for the Redis-backed limiters of
+	// limits/redis. It is called by New and by Reload for each group built
+	// (not for a group a reload keeps as it is); see RateLimiter for when
+	// the gate closes what it returns. A config with such a group is refused
+	// when it is nil.
 	GlobalRate func(g *configs.Group) (RateLimiter, error)
 
 	// OnChange, if set, is called by the control loop (synchronously, keep it

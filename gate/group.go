@@ -91,9 +91,15 @@ type counters struct {
 	canceled atomic.Uint64                         // requests whose context ended while they waited
 }
 
-// newGroup builds the run-time group of c, starting its law from s.
-func (g *Gate) newGroup(c *configs.Group, s seed, groups int) (*group, error) {
+// newGroup builds the run-time group of c, starting its law from s. A group
+// that cannot be built closes the rate limiter it built.
+func (g *Gate) newGroup(c *configs.Group, s seed, groups int) (_ *group, err error) {
 	gr := &group{name: c.Name, gate: g}
+	defer func() {
+		if err != nil {
+			gr.closeRate()
+		}
+	}()
 	c = ptr(c.Clone())
 	gr.cfg.Store(c)
 	gr.file = c
@@ -118,7 +124,6 @@ func (g *Gate) newGroup(c *configs.Group, s seed, groups int) (*group, error) {
 		gr.prio = priorityOf(l)
 	}
 
-	var err error
 	if gr.rate, err = newRate(c, g.global); err != nil {
 		return nil, err
 	}

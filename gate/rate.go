@@ -8,13 +8,22 @@ import (
 
 	"github.com/sluicehq/sluice/configs"
 	"github.com/sluicehq/sluice/limits"
+	"github.com/sluicehq/sluice/limits/redis"
 )
 
 // RateLimiter is a group's static rate limit as the gate uses it: one decision
 // per request, for the request's key ("" when the group has none).
-// *limits.Keyed satisfies it; so will the Redis-backed limiters of
-// limits/redis, plugged in through Params.GlobalRate. Implementations must be
-// safe for concurrent use and should not allocate for a key they already hold.
+// *limits.Keyed satisfies it, and so do the Redis-backed limiters of
+// limits/redis, plugged in through Params.GlobalRate (see RedisRate).
+// Implementations must be safe for concurrent use and should not allocate
+// for a key they already hold.
+//
+// A limiter built by Params.GlobalRate that is an io.Closer is closed by the
+// gate when its group is replaced or removed by a Reload, or when the config
+// it was built for is refused; those of the running groups are the caller's
+// to close once the gate is no longer used (closing a limits/redis Store
+// closes its limiters). One that also has a Status() redis.Status method
+// shows it in its group's read-out (GroupStatus.Global).
 type RateLimiter interface {
 	AllowAt(key string, now time.Time, n int64) limits.Result
 	Policy() limits.Policy
@@ -40,6 +49,9 @@ type rateLimit struct {
 	// managed is the managed rate in force, units per second as float64 bits;
 	// 0 until the law first sets one.
 	managed atomic.Uint64
+	// before holds the decision counts of the global limiters of the groups
+	// this one replaced on reloads, so the read-outs do not restart from 0.
+	before redis.Status
 }
 
 // newRate builds the rate limit of c (nil when it has none). global builds a

@@ -6,6 +6,7 @@ import (
 
 	"github.com/sluicehq/sluice/adaptive"
 	"github.com/sluicehq/sluice/configs"
+	"github.com/sluicehq/sluice/limits/redis"
 	"github.com/sluicehq/sluice/probe"
 )
 
@@ -32,6 +33,12 @@ type GroupStatus struct {
 	TokenRate float64
 	// RateManaged reports whether the law manages TokenRate.
 	RateManaged bool
+	// Global is, for a rate with scope "global", where its decisions are
+	// made now (Redis, or the fallback while Redis is down), the link's last
+	// error, the node count the fallback shares the quota by, and the
+	// decision counts since the group was first built (reloads keep them);
+	// nil for a local rate or none.
+	Global *redis.Status
 
 	// Latency is the upstream latency over the last control interval
 	// (successes only, queue wait excluded), with MinRTT over the last 120
@@ -148,6 +155,7 @@ func (gr *group) status() GroupStatus {
 	if gr.rate != nil && gr.rate.keyed != nil {
 		s.RateKeys = gr.rate.keyed.Len()
 	}
+	s.Global = gr.globalStatus()
 	if ch := gr.change.Load(); ch != nil {
 		s.LastChange = &LimitChange{At: ch.at, From: ch.from, To: ch.to, RateFrom: ch.rateFrom, Rate: ch.rate, Reason: ch.reason}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluicehq/sluice/configs"
 	"github.com/sluicehq/sluice/limits"
+	"github.com/sluicehq/sluice/limits/redis"
 )
 
 // ReloadOptions qualify a Reload.
@@ -109,6 +110,13 @@ func (g *Gate) Reload(cfg *configs.Config, o ReloadOptions) (ReloadResult, error
 		t.hash = configHash(file)
 	}
 	g.table.Store(t)
+	// The groups replaced or removed take no more requests (but those that
+	// loaded the old table a moment ago): their rate limiters are released.
+	for _, r := range old.routes {
+		if t.byName[r.g.name] != r.g {
+			r.g.closeRate()
+		}
+	}
 	return res, nil
 }
 
@@ -129,6 +137,10 @@ func (gr *group) inherit(o *group) {
 	}
 	gr.prev = gr.counts()
 	gr.change.Store(o.change.Load())
+	if st := o.globalStatus(); st != nil && gr.rate != nil {
+		gr.rate.before = redis.Status{RedisDecisions: st.RedisDecisions, FallbackDecisions: st.FallbackDecisions,
+			Errors: st.Errors, Timeouts: st.Timeouts}
+	}
 }
 
 // Override is a runtime change of a group (admin PATCH) in force.

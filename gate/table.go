@@ -31,8 +31,18 @@ type route struct {
 // (learned limit, law state, counters, per-key state); a changed group is
 // rebuilt with its law starting from the old group's current limit and rate.
 // Without an old table, st (the state file, may be nil) seeds the laws.
-func (g *Gate) buildTable(cfg *configs.Config, old *table, st *stateFile) (*table, error) {
+// When a group cannot be built, the rate limiters of the groups built so far
+// are closed.
+func (g *Gate) buildTable(cfg *configs.Config, old *table, st *stateFile) (_ *table, err error) {
 	t := &table{cfg: cfg, byName: make(map[string]*group, len(cfg.Groups))}
+	var built []*group
+	defer func() {
+		if err != nil {
+			for _, gr := range built {
+				gr.closeRate()
+			}
+		}
+	}()
 	for i := range cfg.Groups {
 		c := &cfg.Groups[i]
 		var s seed
@@ -52,10 +62,10 @@ func (g *Gate) buildTable(cfg *configs.Config, old *table, st *stateFile) (*tabl
 			}
 		}
 		if gr == nil {
-			var err error
 			if gr, err = g.newGroup(c, s, len(cfg.Groups)); err != nil {
 				return nil, err
 			}
+			built = append(built, gr)
 		}
 		t.routes = append(t.routes, route{match: &c.Match, g: gr})
 		t.byName[c.Name] = gr

@@ -13,18 +13,21 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
+	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/admin"
 	"github.com/sluicehq/sluice/configs"
 	"github.com/sluicehq/sluice/gate"
+	"github.com/sluicehq/sluice/limits/redis"
 	"github.com/sluicehq/sluice/probe"
 	"github.com/sluicehq/sluice/proxy"
 )
 
 // daemon is a running sluice: the gate (admission and the control loop), the
-// proxy in front of the upstream, the HTTP server that feeds it, and the
-// resource sampler, and the admin API (when admin.listen is set). Its
-// goroutines are started by start and stopped by stop, and nowhere else.
+// proxy in front of the upstream, the HTTP server that feeds it, the
+// resource sampler, the admin API (when admin.listen is set), and the Redis
+// store of the global quotas (when [redis] is). Its goroutines are started by
+// start and stopped by stop, and nowhere else.
 type daemon struct {
 	path string // the config file; "" when running the embedded default
 	log  hclog.Logger
@@ -35,6 +38,7 @@ type daemon struct {
 	started *configs.Config
 
 	sampler *probe.Sampler
+	store   *redis.Store // nil without [redis]
 	gate    *gate.Gate
 	proxy   *proxy.Proxy
 	server  *http.Server
@@ -75,13 +79,6 @@ func (d *daemon) build() error {
 		return err
 	}
 
-	for _, g := range cfg.Groups {
-		if g.Rate != nil && g.Rate.Scope == configs.ScopeGlobal {
-			// limits/redis is not plugged into gate.Params.GlobalRate yet.
-			return fmt.Errorf("group %q: rate scope \"global\" (a quota shared through Redis) is not wired into sluice run yet; use scope \"local\"", g.Name)
-		}
-	}
-
 	ctl := log.Named("control")
 	source := path
 	if source == "" {
@@ -113,6 +110,15 @@ func (d *daemon) build() error {
 	}
 	if metrics != nil {
 		gp.Observer = metrics // a nil *Metrics in the interface would still be called
+	}
+	if cfg.Redis != nil {
+		// The store does not contact Redis here: the daemon starts, and its
+		// global quotas decide by their fallback, while Redis is down.
+		goredis.SetLogger(&redisLog{log: log.Named("redis"), repeatAfter: time.Minute})
+		if d.store, err = redis.Open(storeParams(cfg.Redis)); err != nil {
+			return fmt.Errorf("redis: %w", err)
+		}
+		gp.GlobalRate = gate.RedisRate(d.store)
 	}
 	if d.gate, err = gate.New(gp); err != nil {
 		return err
@@ -208,6 +214,9 @@ func (d *daemon) close() {
 	if d.sampler != nil {
 		d.sampler.Close()
 	}
+	if d.store != nil {
+		d.store.Close()
+	}
 }
 
 // start runs the daemon's goroutines: the server, the control loop, the
@@ -245,6 +254,13 @@ func (d *daemon) start() {
 		defer d.wg.Done()
 		d.awaitUpstream(ctx)
 	}()
+	if d.store != nil {
+		d.wg.Add(1)
+		go func() {
+			defer d.wg.Done()
+			watchRedis(ctx, d.store, time.Duration(d.started.Control.Interval), d.log.Named("redis"))
+		}()
+	}
 }
 
 // drained is how a shutdown's drain ended.
@@ -278,9 +294,10 @@ func (d *daemon) shutdown(grace time.Duration) <-chan drained {
 
 // stop closes the admin API (it answered /readyz with "shutting down" while
 // the server drained), ends the control loop, which writes the state file one
-// last time, waits for every goroutine, and releases the sampler and the
-// upstream connections. It returns the last state save's error. Call it
-// after the server has shut down.
+// last time, waits for every goroutine, and releases the sampler, the
+// upstream connections and the Redis store (its heartbeat leaves the node
+// count at once). It returns the last state save's error. Call it after the
+// server has shut down.
 func (d *daemon) stop() error {
 	if d.admin != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -293,6 +310,11 @@ func (d *daemon) stop() error {
 	d.wg.Wait()
 	d.sampler.Close()
 	d.proxy.Close()
+	if d.store != nil {
+		if err := d.store.Close(); err != nil {
+			d.log.Named("redis").Warn("redis connections not closed cleanly", "error", err)
+		}
+	}
 	return d.ctlErr
 }
 

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/sluicehq/sluice/configs"
+	"github.com/sluicehq/sluice/limits/redis"
 	"github.com/sluicehq/sluice/proxy"
 )
 
@@ -341,10 +343,14 @@ func TestReady(t *testing.T) {
 	}
 }
 
-func TestRunRefusesGlobalScope(t *testing.T) {
+// TestRunRedisFileProblem: a [redis] whose password file cannot be read
+// stops the start with an error that names the section and the file.
+func TestRunRedisFileProblem(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "redis-password")
 	path := writeConfig(t, "", "http://127.0.0.1:9", prelude+`
 [redis]
 address = "127.0.0.1:6379"
+password_file = "`+missing+`"
 [[group]]
 name = "shared"
 match = { path_prefix = "/shared" }
@@ -353,7 +359,39 @@ match = { path_prefix = "/shared" }
   scope = "global"
 `+catchAll)
 	code, _, errOut := runArgs("run", "-config", path)
-	if code != exitError || !strings.Contains(errOut, `rate scope \"global\"`) || !strings.Contains(errOut, "not wired into sluice run yet") {
+	if code != exitError || !strings.Contains(errOut, "redis: ") || !strings.Contains(errOut, "password file") ||
+		!strings.Contains(errOut, missing) {
 		t.Fatalf("code %d, stderr:\n%s", code, errOut)
+	}
+}
+
+func TestStoreParams(t *testing.T) {
+	r := configs.NewRedis()
+	r.ClusterAddresses = []string{"10.0.0.1:6379", "10.0.0.2:6379"}
+	r.Username, r.PasswordFile, r.CAFile, r.TLS = "sluice", "/etc/pw", "/etc/ca.pem", true
+	r.Fallback, r.Nodes, r.Timeout, r.KeyPrefix = configs.FallbackClosed, 3, configs.Duration(20*time.Millisecond), "q:"
+	p := storeParams(r)
+	if !slices.Equal(p.ClusterAddresses, r.ClusterAddresses) || p.Address != "" || p.Username != "sluice" ||
+		p.PasswordFile != "/etc/pw" || p.CAFile != "/etc/ca.pem" || p.TLS == nil || p.TLS.MinVersion != tls.VersionTLS12 ||
+		p.Fallback != redis.FallbackClosed || p.Nodes != 3 || p.Timeout != 20*time.Millisecond || p.KeyPrefix != "q:" {
+		t.Errorf("%+v", p)
+	}
+	if err := p.Validate(); err != nil {
+		t.Error(err)
+	}
+	// The defaults of [redis] are limits/redis's defaults.
+	d := configs.NewRedis()
+	d.Address = "127.0.0.1:6379"
+	p = storeParams(d)
+	if p.TLS != nil || p.Fallback != redis.FallbackLocal || p.Nodes != 1 || p.Timeout != redis.DefaultTimeout ||
+		p.KeyPrefix != redis.DefaultKeyPrefix || p.DB != 0 {
+		t.Errorf("defaults: %+v", p)
+	}
+	for f, want := range map[configs.Fallback]redis.Fallback{configs.FallbackLocal: redis.FallbackLocal,
+		configs.FallbackOpen: redis.FallbackOpen, configs.FallbackClosed: redis.FallbackClosed} {
+		d.Fallback = f
+		if got := storeParams(d).Fallback; got != want {
+			t.Errorf("fallback %s: %s", f, got)
+		}
 	}
 }

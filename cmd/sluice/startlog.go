@@ -28,6 +28,14 @@ func logStart(d *daemon) {
 			c.FailureRatio, c.Window, c.MinRequests, c.ConsecutiveFailures, c.OpenDuration, c.HalfOpenProbes)
 	}
 	log.Info("upstream", "url", cfg.Upstream.URL, "protocol", cfg.Upstream.Protocol, "circuit", circuit)
+	if r := cfg.Redis; r != nil {
+		where := r.Address
+		if where == "" {
+			where = "cluster " + strings.Join(r.ClusterAddresses, ",")
+		}
+		log.Named("redis").Info("global quotas in redis", "address", where, "tls", r.TLS, "db", r.DB,
+			"timeout", r.Timeout, "fallback", r.Fallback, "nodes", r.Nodes, "key_prefix", r.KeyPrefix)
+	}
 	if d.admin != nil {
 		a := d.adminLn.Addr()
 		log.Named("admin").Info("admin API, metrics and dashboard", "addr", a.String(), "network", a.Network(),
@@ -42,7 +50,7 @@ func logStart(d *daemon) {
 		args := []any{"name", st.Name, "match", describeMatch(&g.Match), "law", st.Law,
 			"limit", st.Limit, "min", st.Min, "max", st.Max, "key", g.Key, "priority", g.Priority}
 		if r := g.Rate; r != nil {
-			args = append(args, "rate", fmt.Sprintf("%s %g/s per %s key", r.Algorithm, r.PerSecond(), g.Key))
+			args = append(args, "rate", fmt.Sprintf("%s %s %g/s per %s key", r.Scope, r.Algorithm, r.PerSecond(), g.Key))
 		}
 		if g.Queue.Max > 0 {
 			args = append(args, "queue", fmt.Sprintf("%s, %d, max_wait %s", g.Queue.Order, g.Queue.Max, g.Queue.MaxWait))

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -28,7 +29,9 @@ and prints its state and a table of its groups: the law, the concurrency
 limit and its bounds, requests in flight and queued, the rate limit, latency
 p50 and p99 against the target, throughput, rejections since start (with the
 commonest reason), and the law's reason for its last change of the limit.
-A group marked * runs with a runtime override (PATCH /v1/groups/NAME).
+A group marked * runs with a runtime override (PATCH /v1/groups/NAME). With
+global quotas (rate scope "global"), a line tells whether Redis decides them
+or the fallback does, and the node count they are shared by.
 
   -admin URL        the admin API: http://HOST:PORT or unix:///PATH.sock
                     (default http://127.0.0.1:9901, admin.listen's default)
@@ -232,6 +235,17 @@ type (
 		State struct {
 			SaveError string `json:"save_error"`
 		} `json:"state"`
+		Redis *struct {
+			Mode      string     `json:"mode"`
+			Since     time.Time  `json:"since"`
+			NextProbe *time.Time `json:"next_probe"`
+			LastError string     `json:"last_error"`
+			Nodes     struct {
+				Configured int  `json:"configured"`
+				Observed   *int `json:"observed"`
+				Share      int  `json:"share"`
+			} `json:"nodes"`
+		} `json:"redis"`
 	}
 	groupAnswer struct {
 		Name     string `json:"name"`
@@ -245,8 +259,9 @@ type (
 			Max    int `json:"max"`
 		} `json:"queue"`
 		Rate *struct {
-			PerSecond float64 `json:"per_second"`
-			Managed   bool    `json:"managed"`
+			PerSecond float64   `json:"per_second"`
+			Managed   bool      `json:"managed"`
+			Global    *struct{} `json:"global"`
 		} `json:"rate"`
 		Targets struct {
 			Latency  *float64 `json:"latency_seconds"`
@@ -302,6 +317,20 @@ func printStatus(w io.Writer, st *statusAnswer, gs []groupAnswer, now time.Time)
 	if st.State.SaveError != "" {
 		fprintf(w, "state file: %s\n", st.State.SaveError)
 	}
+	if r := st.Redis; r != nil {
+		line := "redis " + r.Mode + " since " + r.Since.Local().Format("15:04:05")
+		if r.Mode == "fallback" {
+			line += " (" + r.LastError + ")"
+			if r.NextProbe != nil {
+				line += ", next probe in " + shortDuration(max(0, r.NextProbe.Sub(now)))
+			}
+		}
+		seen := "? seen"
+		if r.Nodes.Observed != nil {
+			seen = strconv.Itoa(*r.Nodes.Observed) + " seen"
+		}
+		fprintf(w, "%s · nodes %d (%d configured, %s)\n", line, r.Nodes.Share, r.Nodes.Configured, seen)
+	}
 	fprintf(w, "\n")
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -326,6 +355,9 @@ func printStatus(w io.Writer, st *statusAnswer, gs []groupAnswer, now time.Time)
 			rate = number(g.Rate.PerSecond)
 			if g.Rate.Managed {
 				rate += " (law)"
+			}
+			if g.Rate.Global != nil {
+				rate += " (global)"
 			}
 		}
 		target := "–"

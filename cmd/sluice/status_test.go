@@ -216,3 +216,34 @@ func TestStatusTokenFile(t *testing.T) {
 		t.Errorf("Authorization %q", got)
 	}
 }
+
+// TestStatusRedis: with global quotas, a line tells the link to Redis, and
+// the rate column marks a global quota.
+func TestStatusRedis(t *testing.T) {
+	now := time.Date(2025, 3, 1, 12, 0, 10, 0, time.UTC)
+	var st statusAnswer
+	var gs groupsAnswer
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(json.Unmarshal([]byte(`{"version": "v1", "ready": true, "redis": {"mode": "fallback",
+		"since": "2025-03-01T12:00:00Z", "next_probe": "2025-03-01T12:00:12Z",
+		"last_error": "dial tcp 10.0.0.1:6379: connect: connection refused",
+		"nodes": {"configured": 3, "observed": 2, "share": 3}}}`), &st))
+	must(json.Unmarshal([]byte(`{"groups": [{"name": "api", "law": "fixed", "limit": 5,
+		"rate": {"per_second": 300, "managed": false, "global": {"mode": "fallback"}}}]}`), &gs))
+	var b strings.Builder
+	printStatus(&b, &st, gs.Groups, now)
+	lines := strings.Split(b.String(), "\n")
+	want := "redis fallback since " + st.Redis.Since.Local().Format("15:04:05") +
+		" (dial tcp 10.0.0.1:6379: connect: connection refused), next probe in 2s · nodes 3 (3 configured, 2 seen)"
+	if lines[2] != want {
+		t.Errorf("redis line %q\nwant       %q", lines[2], want)
+	}
+	if row := strings.Fields(lines[5]); len(row) < 8 || row[0] != "api" || row[6] != "300" || row[7] != "(global)" {
+		t.Errorf("api row %q", lines[5])
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/configs"
+	"github.com/sluicehq/sluice/limits/redis"
 	"github.com/sluicehq/sluice/probe"
 	"github.com/sluicehq/sluice/proxy"
 )
@@ -74,6 +76,35 @@ func breakerParams(c *configs.Circuit) (proxy.BreakerParams, bool) {
 		b.ConsecutiveFailures = -1
 	}
 	return b, false
+}
+
+// storeParams maps [redis] onto the store of the global quotas. What the
+// section does not set (the heartbeat, the backoff) keeps limits/redis's
+// defaults; each group's quota is mapped by gate.RedisRate.
+func storeParams(r *configs.Redis) redis.StoreParams {
+	p := redis.StoreParams{
+		Address:          r.Address,
+		ClusterAddresses: r.ClusterAddresses,
+		Username:         r.Username,
+		PasswordFile:     r.PasswordFile,
+		DB:               r.DB,
+		CAFile:           r.CAFile,
+		Timeout:          time.Duration(r.Timeout),
+		Nodes:            r.Nodes,
+		KeyPrefix:        r.KeyPrefix,
+	}
+	if r.TLS {
+		p.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	switch r.Fallback {
+	case configs.FallbackOpen:
+		p.Fallback = redis.FallbackOpen
+	case configs.FallbackClosed:
+		p.Fallback = redis.FallbackClosed
+	default:
+		p.Fallback = redis.FallbackLocal
+	}
+	return p
 }
 
 // samplerParams returns the resource sampler's parameters for cfg's [probe]:

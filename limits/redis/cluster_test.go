@@ -20,7 +20,7 @@ func startCluster(t *testing.T) []*server {
 	args := []string{"--cluster", "create"}
 	for i := range nodes {
 		nodes[i] = startServer(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000")
-		args = append(args, nodes[i].addr())
+		args = append(args, nodes[i].Addr())
 	}
 	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
 	if out, err := exec.Command(cli, args...).CombinedOutput(); err != nil {
@@ -28,14 +28,14 @@ func startCluster(t *testing.T) []*server {
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for _, n := range nodes {
-		c := n.client()
+		c := n.Client()
 		for {
 			info, err := c.ClusterInfo(bg).Result()
 			if err == nil && strings.Contains(info, "cluster_state:ok") && strings.Contains(info, "cluster_known_nodes:3") {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("node %s: cluster not ok within 20s: %q %v", n.addr(), info, err)
+				t.Fatalf("node %s: cluster not ok within 20s: %q %v", n.Addr(), info, err)
 			}
 			time.Sleep(5 * time.Millisecond) // a bounded poll of the node's own report
 		}
@@ -49,7 +49,7 @@ func startCluster(t *testing.T) []*server {
 // there too.
 func TestCluster(t *testing.T) {
 	nodes := startCluster(t)
-	seeds := []string{nodes[0].addr(), nodes[1].addr()} // a seed list need not name every node
+	seeds := []string{nodes[0].Addr(), nodes[1].Addr()} // a seed list need not name every node
 	s, err := openAtCallerTime(StoreParams{ClusterAddresses: seeds, Heartbeat: -1, Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -72,8 +72,8 @@ func TestCluster(t *testing.T) {
 		}
 	}
 	for _, n := range nodes {
-		if size, err := n.client().DBSize(bg).Result(); err != nil || size == 0 {
-			t.Errorf("node %s holds %d keys (%v), want some of the 30", n.addr(), size, err)
+		if size, err := n.Client().DBSize(bg).Result(); err != nil || size == 0 {
+			t.Errorf("node %s holds %d keys (%v), want some of the 30", n.Addr(), size, err)
 		}
 	}
 

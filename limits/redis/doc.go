@@ -22,7 +22,9 @@
 // server, the decisions of concurrent callers are batched: one script call
 // decides every request queued while the previous calls were on the wire,
 // in order, so Redis pays the cost of a call (and of reading its clock)
-// once per batch. On a Redis Cluster, whose keys a batch could not mix,
+// once per batch, and reads and writes each key of the batch once, however
+// many of its requests are for that key (a quota without a per-key split
+// costs one GET and one SET per batch). On a Redis Cluster, whose keys a batch could not mix,
 // each decision is a call of its own and go-redis's auto-pipeliner sends
 // the calls of concurrent callers together. Either way one Redis serves
 // many decisions per round trip.

@@ -154,7 +154,7 @@ func randomSteps(seed uint64, p LimiterParams, count int) []step {
 // the same decisions, remaining units, and durations to the nanosecond.
 func TestExact(t *testing.T) {
 	srv := startServer(t)
-	s, err := openAtCallerTime(StoreParams{Address: srv.addr(), Heartbeat: -1, Timeout: time.Second})
+	s, err := openAtCallerTime(StoreParams{Address: srv.Addr(), Heartbeat: -1, Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +197,7 @@ func TestExact(t *testing.T) {
 func TestProductionClock(t *testing.T) {
 	srv := startServer(t)
 	l, err := New(Params{
-		StoreParams:   StoreParams{Address: srv.addr(), Heartbeat: -1, Timeout: time.Second},
+		StoreParams:   StoreParams{Address: srv.Addr(), Heartbeat: -1, Timeout: time.Second},
 		LimiterParams: LimiterParams{Name: "api", Algorithm: TokenBucket, Rate: 1, Burst: 10},
 	})
 	if err != nil {
@@ -213,7 +213,7 @@ func TestProductionClock(t *testing.T) {
 	if strings.Contains(scripts[TokenBucket].src, "ARGV[#ARGV") {
 		t.Fatal("the production script reads a time from its arguments")
 	}
-	v, err := srv.client().Get(bg, "sluice:api:gcra:{tenant}").Int64()
+	v, err := srv.Client().Get(bg, "sluice:api:gcra:{tenant}").Int64()
 	if err != nil {
 		t.Fatal(err)
 	}

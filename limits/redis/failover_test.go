@@ -42,7 +42,7 @@ func TestRedisKilled(t *testing.T) {
 	const timeout = 5 * time.Millisecond // the default budget
 	l, err := New(Params{
 		StoreParams: StoreParams{
-			Address: srv.addr(), Timeout: timeout, Nodes: 4, Heartbeat: -1,
+			Address: srv.Addr(), Timeout: timeout, Nodes: 4, Heartbeat: -1,
 			BackoffMin: 10 * time.Millisecond, BackoffMax: 100 * time.Millisecond,
 		},
 		LimiterParams: LimiterParams{Name: "api", Algorithm: TokenBucket, Rate: 1000, Burst: 100},
@@ -73,7 +73,7 @@ func TestRedisKilled(t *testing.T) {
 			}
 		}()
 	}
-	srv.kill()
+	srv.Kill()
 	killed := l.Status()
 	driveUntil(t, l, 10*time.Second, "fallback mode after the kill", func(s Status) bool {
 		return s.Mode == ModeFallback && s.FallbackDecisions > killed.FallbackDecisions+1000
@@ -110,7 +110,7 @@ func TestRedisKilled(t *testing.T) {
 
 	// Redis comes back (empty: no script cached, no keys); the limiter
 	// returns by itself, and decides with the whole burst again.
-	srv.restart()
+	srv.Restart()
 	before := l.Status()
 	driveUntil(t, l, 10*time.Second, "back to Redis after the restart", func(s Status) bool {
 		return s.Mode == ModeRedis && s.RedisDecisions > before.RedisDecisions
@@ -150,14 +150,14 @@ func admitted(l *Limiter, key string, now time.Time, count int) int {
 func TestScriptFlush(t *testing.T) {
 	srv := startServer(t)
 	l, err := New(Params{
-		StoreParams:   StoreParams{Address: srv.addr(), Heartbeat: -1, Timeout: time.Second},
+		StoreParams:   StoreParams{Address: srv.Addr(), Heartbeat: -1, Timeout: time.Second},
 		LimiterParams: LimiterParams{Name: "api", Algorithm: FixedWindow, Limit: 10, Window: time.Minute},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	c := srv.client()
+	c := srv.Client()
 	for i := range 3 {
 		if err := c.ScriptFlush(bg).Err(); err != nil {
 			t.Fatal(err)

@@ -77,7 +77,7 @@ func TestFallbackPolicies(t *testing.T) {
 // fallback without calling Redis.
 func TestClosed(t *testing.T) {
 	srv := startServer(t)
-	s, err := Open(StoreParams{Address: srv.addr(), Heartbeat: -1, Timeout: time.Second})
+	s, err := Open(StoreParams{Address: srv.Addr(), Heartbeat: -1, Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

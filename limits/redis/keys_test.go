@@ -10,8 +10,8 @@ import (
 // state is fresh again, after which Redis drops them by itself.
 func TestKeys(t *testing.T) {
 	srv := startServer(t)
-	c := srv.client()
-	s, err := Open(StoreParams{Address: srv.addr(), Heartbeat: -1, Timeout: time.Second, KeyPrefix: "q/"})
+	c := srv.Client()
+	s, err := Open(StoreParams{Address: srv.Addr(), Heartbeat: -1, Timeout: time.Second, KeyPrefix: "q/"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,9 +79,9 @@ func TestKeys(t *testing.T) {
 // another user of the Redis) is treated as a fresh state and overwritten.
 func TestForeignValue(t *testing.T) {
 	srv := startServer(t)
-	c := srv.client()
+	c := srv.Client()
 	l, err := New(Params{
-		StoreParams:   StoreParams{Address: srv.addr(), Heartbeat: -1, Timeout: time.Second},
+		StoreParams:   StoreParams{Address: srv.Addr(), Heartbeat: -1, Timeout: time.Second},
 		LimiterParams: LimiterParams{Name: "api", Algorithm: FixedWindow, Limit: 3, Window: time.Hour},
 	})
 	if err != nil {
@@ -101,7 +101,7 @@ func TestForeignValue(t *testing.T) {
 func TestNodes(t *testing.T) {
 	srv := startServer(t)
 	open := func(nodes int) *Store {
-		s, err := Open(StoreParams{Address: srv.addr(), Heartbeat: -1, Timeout: time.Second, Nodes: nodes})
+		s, err := Open(StoreParams{Address: srv.Addr(), Heartbeat: -1, Timeout: time.Second, Nodes: nodes})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -143,7 +143,7 @@ func TestNodes(t *testing.T) {
 	}
 
 	// The heartbeat goroutine registers a node, and Close removes it.
-	d, err := Open(StoreParams{Address: srv.addr(), Heartbeat: 10 * time.Millisecond, Timeout: time.Second})
+	d, err := Open(StoreParams{Address: srv.Addr(), Heartbeat: 10 * time.Millisecond, Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +176,7 @@ func localAdmitted(l *Limiter, key string, at time.Time) int {
 func TestOddKeys(t *testing.T) {
 	srv := startServer(t)
 	l, err := New(Params{
-		StoreParams:   StoreParams{Address: srv.addr(), Heartbeat: -1, Timeout: time.Second},
+		StoreParams:   StoreParams{Address: srv.Addr(), Heartbeat: -1, Timeout: time.Second},
 		LimiterParams: LimiterParams{Name: "api", Algorithm: TokenBucket, Rate: 0.001, Burst: 1},
 	})
 	if err != nil {

@@ -58,15 +58,15 @@ func TestTLSAndPassword(t *testing.T) {
 		"--tls-ca-cert-file", filepath.Join(certs, "ca.pem"), "--tls-auth-clients", "no", "--requirepass", "s3cret")
 	roots := x509.NewCertPool()
 	roots.AppendCertsFromPEM(must(os.ReadFile(filepath.Join(certs, "ca.pem"))))
-	srv.tls = &tls.Config{RootCAs: roots}
-	srv.start()
+	srv.TLS = &tls.Config{RootCAs: roots}
+	srv.Start()
 	pwFile := filepath.Join(certs, "password")
 	if err := os.WriteFile(pwFile, []byte("s3cret\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	open := func(p StoreParams) *Limiter {
 		t.Helper()
-		p.Address, p.Heartbeat, p.Timeout = srv.addr(), -1, time.Second
+		p.Address, p.Heartbeat, p.Timeout = srv.Addr(), -1, time.Second
 		l, err := New(Params{StoreParams: p, LimiterParams: LimiterParams{Name: "api", Algorithm: TokenBucket, Rate: 1, Burst: 2}})
 		if err != nil {
 			t.Fatal(err)
@@ -100,10 +100,10 @@ func TestTLSAndPassword(t *testing.T) {
 		p    StoreParams
 		want string
 	}{
-		{StoreParams{Address: srv.addr(), CAFile: "/x"}, "only used with TLS"},
-		{StoreParams{Address: srv.addr(), TLS: &tls.Config{}, CAFile: pwFile}, "no PEM certificate"},
-		{StoreParams{Address: srv.addr(), TLS: &tls.Config{}, CAFile: filepath.Join(certs, "missing")}, "reading the CA file"},
-		{StoreParams{Address: srv.addr(), PasswordFile: filepath.Join(certs, "missing")}, "reading the password file"},
+		{StoreParams{Address: srv.Addr(), CAFile: "/x"}, "only used with TLS"},
+		{StoreParams{Address: srv.Addr(), TLS: &tls.Config{}, CAFile: pwFile}, "no PEM certificate"},
+		{StoreParams{Address: srv.Addr(), TLS: &tls.Config{}, CAFile: filepath.Join(certs, "missing")}, "reading the CA file"},
+		{StoreParams{Address: srv.Addr(), PasswordFile: filepath.Join(certs, "missing")}, "reading the password file"},
 	} {
 		if _, err := Open(c.p); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("Open(%+v) = %v, want an error with %q", c.p, err, c.want)

@@ -14,14 +14,18 @@
 local t, limit = tonumber(ARGV[1]), tonumber(ARGV[2])
 local r, idx = position(t)
 local tag = math.fmod(idx, 9e8)
+local count_of = {} -- key -> the window's count, after its last request
 local out = {}
 for i = 1, #KEYS do
   local key, n = KEYS[i], tonumber(ARGV[2 + i])
-  local count = 0
-  local v = redis.call('GET', key)
-  if v then
-    local d = digits(v, 19)
-    if d and tonumber(string.sub(d, 1, 9)) == tag then count = tonumber(string.sub(d, 10)) end
+  local count = count_of[key]
+  if not count then
+    count = 0
+    local v = redis.call('GET', key)
+    if v then
+      local d = digits(v, 19)
+      if d and tonumber(string.sub(d, 1, 9)) == tag then count = tonumber(string.sub(d, 10)) end
+    end
   end
   local ok, retry = false, 0
   if n == 0 then
@@ -30,12 +34,17 @@ for i = 1, #KEYS do
     retry = -1
   elseif count + n <= limit then
     ok, count = true, count + n
-    redis.call('SET', key, compact(string.format('%09d%010d', tag, count)), 'PX', px(t - r))
+    change(key)
   else
     retry = t - r
   end
+  count_of[key] = count
   local reset = 0
   if count > 0 then reset = t - r end
   out[i] = reply(ok, math.max(0, limit - count), retry, reset)
+end
+for j = 1, #changed do
+  local key = changed[j]
+  redis.call('SET', key, compact(string.format('%09d%010d', tag, count_of[key])), 'PX', px(t - r))
 end
 return table.concat(out, ' ')

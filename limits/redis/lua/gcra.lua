@@ -15,16 +15,20 @@
 local rate, burst = tonumber(ARGV[1]), tonumber(ARGV[2])
 local interval, per_ns = 1e9 / rate, rate / 1e9
 local tau = math.floor(burst * interval) -- the tolerance: burst intervals
+local ahead_of = {} -- key -> max(TAT, now) - now, after its last request
 local out = {}
 for i = 1, #KEYS do
   local key, n = KEYS[i], tonumber(ARGV[2 + i])
-  local wait = 0 -- max(TAT, now) - now
-  local v = redis.call('GET', key)
-  if v then
-    local d = digits(v, 19)
-    if d then
-      local ahead = (tonumber(string.sub(d, 1, 10)) - sec) * 1e9 + (tonumber(string.sub(d, 11)) - nsec)
-      wait = math.max(0, ahead)
+  local wait = ahead_of[key] -- max(TAT, now) - now
+  if not wait then
+    wait = 0
+    local v = redis.call('GET', key)
+    if v then
+      local d = digits(v, 19)
+      if d then
+        local ahead = (tonumber(string.sub(d, 1, 10)) - sec) * 1e9 + (tonumber(string.sub(d, 11)) - nsec)
+        wait = math.max(0, ahead)
+      end
     end
   end
   local cost = math.floor(n * interval)
@@ -32,10 +36,9 @@ for i = 1, #KEYS do
   local ahead = wait
   if ok and n > 0 then
     ahead = wait + cost
-    local x = nsec + ahead
-    local ns = math.fmod(x, 1e9)
-    redis.call('SET', key, string.format('%d%09d', sec + (x - ns) / 1e9, ns), 'PX', px(ahead))
+    change(key)
   end
+  ahead_of[key] = ahead
   local retry = 0
   if not ok then
     if n > burst then retry = -1 else retry = math.max(0, wait + cost - tau) end
@@ -43,5 +46,12 @@ for i = 1, #KEYS do
   local remaining = 0
   if tau - ahead > 0 then remaining = math.min(burst, math.floor((tau - ahead) * per_ns + 1e-9)) end
   out[i] = reply(ok, remaining, retry, ahead)
+end
+for j = 1, #changed do
+  local key = changed[j]
+  local ahead = ahead_of[key]
+  local x = nsec + ahead
+  local ns = math.fmod(x, 1e9)
+  redis.call('SET', key, string.format('%d%09d', sec + (x - ns) / 1e9, ns), 'PX', px(ahead))
 end
 return table.concat(out, ' ')

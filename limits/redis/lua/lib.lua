@@ -39,3 +39,17 @@ end
 local function reply(ok, remaining, retry, reset)
   return string.format('%d %d %d %d', ok and 1 or 0, remaining, retry, reset)
 end
+
+-- A batch reads each of its keys once, at the key's first request, and
+-- writes each key a request changed once, after the batch, with the key's
+-- last state: a batch of many requests for one key (a quota without a
+-- per-key split, the hottest case) costs Redis one GET and one SET. The
+-- scripts keep each key's state in their own tables meanwhile; changed
+-- lists the keys to write, in the order of their first change.
+local changed = {}
+local function change(key)
+  if not changed[key] then
+    changed[key] = true
+    changed[#changed + 1] = key
+  end
+end

@@ -20,19 +20,23 @@ local r, idx = position(t)
 local tag = math.fmod(idx, 9)
 local weight = (t - r) / t
 local eps = 1e-9 -- float slack so exact boundaries admit
+local prev_of, cur_of = {}, {} -- key -> the counts, after its last request
 local out = {}
 for i = 1, #KEYS do
   local key, n = KEYS[i], tonumber(ARGV[2 + i])
-  local prev, cur = 0, 0
-  local v = redis.call('GET', key)
-  if v then
-    local d = digits(v, 19)
-    if d then
-      local was = tonumber(string.sub(d, 1, 1))
-      if was == tag then
-        prev, cur = tonumber(string.sub(d, 2, 10)), tonumber(string.sub(d, 11))
-      elseif math.fmod(was + 1, 9) == tag then
-        prev = tonumber(string.sub(d, 11))
+  local prev, cur = prev_of[key], cur_of[key]
+  if not prev then
+    prev, cur = 0, 0
+    local v = redis.call('GET', key)
+    if v then
+      local d = digits(v, 19)
+      if d then
+        local was = tonumber(string.sub(d, 1, 1))
+        if was == tag then
+          prev, cur = tonumber(string.sub(d, 2, 10)), tonumber(string.sub(d, 11))
+        elseif math.fmod(was + 1, 9) == tag then
+          prev = tonumber(string.sub(d, 11))
+        end
       end
     end
   end
@@ -44,7 +48,7 @@ for i = 1, #KEYS do
     retry = -1
   elseif estimate + n <= limit + eps then
     ok, cur, estimate = true, cur + n, estimate + n
-    redis.call('SET', key, compact(string.format('%d%09d%09d', tag, prev, cur)), 'PX', px(2 * t - r))
+    change(key)
   elseif cur + n <= limit then
     -- within this window, once prev * (t - e) / t <= limit - cur - n
     local e = t * (1 - (limit - cur - n) / prev)
@@ -54,8 +58,13 @@ for i = 1, #KEYS do
     local e = t * (1 - (limit - n) / cur)
     retry = math.max(0, t - r + math.ceil(e - eps))
   end
+  prev_of[key], cur_of[key] = prev, cur
   local reset = 0
   if cur > 0 then reset = 2 * t - r elseif prev > 0 then reset = t - r end
   out[i] = reply(ok, math.max(0, math.min(limit, math.floor(limit - estimate + eps))), retry, reset)
+end
+for j = 1, #changed do
+  local key = changed[j]
+  redis.call('SET', key, compact(string.format('%d%09d%09d', tag, prev_of[key], cur_of[key])), 'PX', px(2 * t - r))
 end
 return table.concat(out, ' ')

@@ -1,0 +1,153 @@
+package admin
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sluicehq/sluice/configs"
+	"github.com/sluicehq/sluice/gate"
+)
+
+// The read-outs of global quotas (rate scope "global", kept in Redis): each
+// group's in its rate, the link to Redis in /v1/status and the metrics. They
+// come from gate.GroupStatus.Global; the groups of one daemon share one
+// Redis, so the link's state (mode, since, last error, nodes) is the same in
+// every group, and the first group with a global quota tells it.
+
+// globalView is a group's global quota: where it decides now and its
+// decision counts since the group was first built.
+type globalView struct {
+	// Mode is "redis", or "fallback" while Redis is down and the fallback
+	// policy decides.
+	Mode string `json:"mode"`
+	// Fallback is the policy for decisions Redis does not make: "local"
+	// (this node's share of the quota), "open" or "closed".
+	Fallback  string        `json:"fallback"`
+	Decisions decisionCount `json:"decisions"`
+	// Errors counts the calls to Redis that failed, Timeouts those of them
+	// that ran out of redis.timeout.
+	Errors   uint64 `json:"errors"`
+	Timeouts uint64 `json:"timeouts"`
+}
+
+// decisionCount splits decisions by who made them.
+type decisionCount struct {
+	Redis    uint64 `json:"redis"`
+	Fallback uint64 `json:"fallback"`
+}
+
+// redisView is the link to Redis in /v1/status; null without a global quota.
+type redisView struct {
+	Mode  string    `json:"mode"`
+	Since time.Time `json:"since"`
+	// NextProbe is, in fallback mode, the earliest instant a decision tries
+	// Redis again.
+	NextProbe   *time.Time `json:"next_probe"`
+	LastError   string     `json:"last_error,omitempty"`
+	LastErrorAt *time.Time `json:"last_error_at"`
+	Fallback    string     `json:"fallback"`
+	Nodes       nodesView  `json:"nodes"`
+	// Groups are the groups with a global quota; the counts are their sums.
+	Groups    []string      `json:"groups"`
+	Decisions decisionCount `json:"decisions"`
+	Errors    uint64        `json:"errors"`
+	Timeouts  uint64        `json:"timeouts"`
+}
+
+// nodesView is how many nodes share the global quotas.
+type nodesView struct {
+	// Configured is redis.nodes; Observed the nodes seen alive through
+	// their heartbeats in Redis (null before the first one); Share the
+	// count the local fallback divides each quota by, the larger of both.
+	Configured int  `json:"configured"`
+	Observed   *int `json:"observed"`
+	Share      int  `json:"share"`
+}
+
+func newGlobalView(st gate.GroupStatus) *globalView {
+	g := st.Global
+	if g == nil {
+		return nil
+	}
+	return &globalView{Mode: g.Mode.String(), Fallback: string(g.Fallback),
+		Decisions: decisionCount{Redis: g.RedisDecisions, Fallback: g.FallbackDecisions},
+		Errors:    g.Errors, Timeouts: g.Timeouts}
+}
+
+// newRedisView sums up the global quotas of groups; nil when none has one.
+func newRedisView(groups []gate.GroupStatus, cfg *configs.Config) *redisView {
+	var v *redisView
+	for _, st := range groups {
+		g := st.Global
+		if g == nil {
+			continue
+		}
+		if v == nil {
+			v = &redisView{Mode: g.Mode.String(), Since: g.Since, NextProbe: when(g.NextProbe), LastError: g.LastError,
+				LastErrorAt: when(g.LastErrorAt), Fallback: string(g.Fallback), Nodes: nodesView{Share: g.Nodes}}
+			if g.ObservedNodes > 0 {
+				n := g.ObservedNodes
+				v.Nodes.Observed = &n
+			}
+			if cfg.Redis != nil {
+				v.Nodes.Configured = cfg.Redis.Nodes
+			}
+		}
+		v.Groups = append(v.Groups, st.Name)
+		v.Decisions.Redis += g.RedisDecisions
+		v.Decisions.Fallback += g.FallbackDecisions
+		v.Errors += g.Errors
+		v.Timeouts += g.Timeouts
+	}
+	return v
+}
+
+var (
+	descRedisUp = prometheus.NewDesc("sluice_redis_up",
+		"1 while global quotas are decided by Redis, 0 while Redis is down and the fallback decides them; absent without a global quota.",
+		nil, nil)
+	descRedisDecisions = prometheus.NewDesc("sluice_redis_decisions_total",
+		"Decisions of the group's global quota, by source: redis, or fallback (Redis down, failing or too slow).",
+		[]string{"group", "source"}, nil)
+	descRedisErrors = prometheus.NewDesc("sluice_redis_errors_total",
+		"Calls to Redis for the group's global quota that failed, by kind: timeout (beyond redis.timeout) or error.",
+		[]string{"group", "kind"}, nil)
+	descRedisNodes = prometheus.NewDesc("sluice_redis_nodes",
+		"The node count the local fallback shares each global quota by: the larger of redis.nodes and the nodes seen alive.",
+		nil, nil)
+	descRedisObserved = prometheus.NewDesc("sluice_redis_observed_nodes",
+		"sluice nodes seen alive through their heartbeats in Redis; absent before the first heartbeat.", nil, nil)
+)
+
+var globalDescs = []*prometheus.Desc{descRedisUp, descRedisDecisions, descRedisErrors, descRedisNodes, descRedisObserved}
+
+// collectGlobal exports the global quotas of groups.
+func collectGlobal(ch chan<- prometheus.Metric, groups []gate.GroupStatus) {
+	link := false
+	for _, st := range groups {
+		g := st.Global
+		if g == nil {
+			continue
+		}
+		if !link {
+			link = true
+			up := 0.0
+			if g.Mode.String() == "redis" {
+				up = 1
+			}
+			ch <- prometheus.MustNewConstMetric(descRedisUp, prometheus.GaugeValue, up)
+			ch <- prometheus.MustNewConstMetric(descRedisNodes, prometheus.GaugeValue, float64(g.Nodes))
+			if g.ObservedNodes > 0 {
+				ch <- prometheus.MustNewConstMetric(descRedisObserved, prometheus.GaugeValue, float64(g.ObservedNodes))
+			}
+		}
+		counter := func(d *prometheus.Desc, v uint64, label string) {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), st.Name, label)
+		}
+		counter(descRedisDecisions, g.RedisDecisions, "redis")
+		counter(descRedisDecisions, g.FallbackDecisions, "fallback")
+		counter(descRedisErrors, g.Errors-min(g.Timeouts, g.Errors), "error") // read apart: a timeout may show first
+		counter(descRedisErrors, g.Timeouts, "timeout")
+	}
+}

@@ -1,0 +1,201 @@
+package admin
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/sluicehq/sluice/configs"
+	"github.com/sluicehq/sluice/gate"
+	"github.com/sluicehq/sluice/limits"
+	"github.com/sluicehq/sluice/limits/redis"
+)
+
+// globalConfig has two groups with a global quota and one with a local rate.
+const globalConfig = `
+[upstream]
+url = "http://127.0.0.1:9"
+
+[redis]
+address = "127.0.0.1:6379"
+nodes = 2
+
+[[group]]
+name = "api"
+match = { path_prefix = "/api/" }
+  [group.rate]
+  scope = "global"
+  rate = 100
+
+[[group]]
+name = "search"
+match = { path_prefix = "/search/" }
+  [group.rate]
+  scope = "global"
+  algorithm = "fixed_window"
+  limit = 50
+  window = "1s"
+
+[[group]]
+name = "batch"
+  [group.rate]
+  rate = 10
+`
+
+// fakeQuota is a global quota whose status the test sets, as a
+// limits/redis Limiter reports it.
+type fakeQuota struct {
+	mu sync.Mutex
+	st redis.Status
+}
+
+func (q *fakeQuota) AllowAt(string, time.Time, int64) limits.Result {
+	return limits.Result{Allowed: true, Limit: 100, Remaining: 99}
+}
+func (q *fakeQuota) Policy() limits.Policy { return limits.Policy{Quota: 100, Window: time.Second} }
+
+func (q *fakeQuota) Status() redis.Status {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.st
+}
+
+func (q *fakeQuota) set(st redis.Status) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.st = st
+}
+
+// globalFixture serves globalConfig; the quotas of api and search are
+// fakes, in fallback mode with known counts.
+func globalFixture(t *testing.T) (*fixture, map[string]*fakeQuota) {
+	t.Helper()
+	link := redis.Status{
+		Mode: redis.ModeFallback, Since: t0, NextProbe: t0.Add(2 * time.Second),
+		LastError: "dial tcp 127.0.0.1:6379: connect: connection refused", LastErrorAt: t0.Add(time.Millisecond),
+		Fallback: redis.FallbackLocal, Nodes: 3, ObservedNodes: 3,
+	}
+	api, search := link, link
+	api.RedisDecisions, api.FallbackDecisions, api.Errors, api.Timeouts = 10, 5, 4, 1
+	search.RedisDecisions, search.FallbackDecisions = 1, 2
+	quotas := map[string]*fakeQuota{"api": {st: api}, "search": {st: search}}
+	f := newGlobalFixture(t, globalConfig, func(c *configs.Group) (gate.RateLimiter, error) { return quotas[c.Name], nil })
+	return f, quotas
+}
+
+// TestGlobalStatus: /v1/status shows the link to Redis (mode, since, next
+// probe, last error, nodes configured, observed and shared by) and the sums
+// of the global quotas; each group's rate shows its own quota; without a
+// global quota, "redis" is null.
+func TestGlobalStatus(t *testing.T) {
+	f, _ := globalFixture(t)
+	a := f.get(t, "/v1/status")
+	var v statusView
+	if err := json.Unmarshal(a.body, &v); err != nil || a.status != http.StatusOK {
+		t.Fatalf("status: %d %v\n%s", a.status, err, a.body)
+	}
+	r := v.Redis
+	if r == nil {
+		t.Fatalf("no redis in %s", a.body)
+	}
+	observed := 3
+	want := redisView{
+		Mode: "fallback", Since: t0, NextProbe: when(t0.Add(2 * time.Second)),
+		LastError: "dial tcp 127.0.0.1:6379: connect: connection refused", LastErrorAt: when(t0.Add(time.Millisecond)),
+		Fallback: "local", Nodes: nodesView{Configured: 2, Observed: &observed, Share: 3},
+		Groups: []string{"api", "search"}, Decisions: decisionCount{Redis: 11, Fallback: 7}, Errors: 4, Timeouts: 1,
+	}
+	if got, w := mustJSON(t, r), mustJSON(t, want); got != w {
+		t.Errorf("redis =\n%s\nwant\n%s", got, w)
+	}
+
+	api := f.group(t, "api")
+	if api.Rate == nil || api.Rate.Global == nil {
+		t.Fatalf("api: rate %+v, want a global quota", api.Rate)
+	}
+	if g := *api.Rate.Global; g != (globalView{Mode: "fallback", Fallback: "local", Decisions: decisionCount{10, 5}, Errors: 4, Timeouts: 1}) {
+		t.Errorf("api: global = %+v", g)
+	}
+	if b := f.group(t, "batch"); b.Rate == nil || b.Rate.Global != nil {
+		t.Errorf("batch (local rate): rate %+v, want no global", b.Rate)
+	}
+	if s := string(f.get(t, "/v1/groups/batch").body); strings.Contains(s, `"global"`) {
+		t.Errorf("batch's read-out names a global quota:\n%s", s)
+	}
+
+	plain := newFixture(t, testConfig)
+	if s := compactJSON(t, plain.get(t, "/v1/status").body); !strings.Contains(s, `"redis":null`) {
+		t.Errorf("without a global quota, want \"redis\":null in\n%s", s)
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestGlobalMetrics: the link's state and each global quota's counts are
+// read at scrape time; nothing is exported without a global quota.
+func TestGlobalMetrics(t *testing.T) {
+	f, quotas := globalFixture(t)
+	reg := f.srv.Registry()
+	names := []string{"sluice_redis_up", "sluice_redis_decisions_total", "sluice_redis_errors_total",
+		"sluice_redis_nodes", "sluice_redis_observed_nodes"}
+	want := `# HELP sluice_redis_decisions_total Decisions of the group's global quota, by source: redis, or fallback (Redis down, failing or too slow).
+# TYPE sluice_redis_decisions_total counter
+sluice_redis_decisions_total{group="api",source="fallback"} 5
+sluice_redis_decisions_total{group="api",source="redis"} 10
+sluice_redis_decisions_total{group="search",source="fallback"} 2
+sluice_redis_decisions_total{group="search",source="redis"} 1
+# HELP sluice_redis_errors_total Calls to Redis for the group's global quota that failed, by kind: timeout (beyond redis.timeout) or error.
+# TYPE sluice_redis_errors_total counter
+sluice_redis_errors_total{group="api",kind="error"} 3
+sluice_redis_errors_total{group="api",kind="timeout"} 1
+sluice_redis_errors_total{group="search",kind="error"} 0
+sluice_redis_errors_total{group="search",kind="timeout"} 0
+# HELP sluice_redis_nodes The node count the local fallback shares each global quota by: the larger of redis.nodes and the nodes seen alive.
+# TYPE sluice_redis_nodes gauge
+sluice_redis_nodes 3
+# HELP sluice_redis_observed_nodes sluice nodes seen alive through their heartbeats in Redis; absent before the first heartbeat.
+# TYPE sluice_redis_observed_nodes gauge
+sluice_redis_observed_nodes 3
+# HELP sluice_redis_up 1 while global quotas are decided by Redis, 0 while Redis is down and the fallback decides them; absent without a global quota.
+# TYPE sluice_redis_up gauge
+sluice_redis_up 0
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), names...); err != nil {
+		t.Error(err)
+	}
+
+	// Redis is back: up, read at the next scrape.
+	for _, q := range quotas {
+		st := q.Status()
+		st.Mode, st.NextProbe = redis.ModeRedis, time.Time{}
+		q.set(st)
+	}
+	if s := metricText(t, reg, "sluice_redis_up"); !strings.Contains(s, "sluice_redis_up 1") {
+		t.Errorf("after Redis came back:\n%s", s)
+	}
+
+	problems, err := testutil.CollectAndLint(newGateCollector(f.gate, "v1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("lint: %s: %s", p.Metric, p.Text)
+	}
+
+	plain := newFixture(t, testConfig)
+	if s := metricText(t, plain.srv.Registry(), names...); s != "" {
+		t.Errorf("without a global quota:\n%s", s)
+	}
+}

@@ -1,0 +1,221 @@
+// Package redistest runs a real redis-server for tests: a child process on a
+// free loopback port, in a temporary directory, without persistence, killed
+// when the test ends. The tests of limits/redis and the end-to-end tests of
+// sluice run use it.
+//
+// A test that needs redis-server is skipped, with the reason, where it is not
+// installed, and fails instead when the environment variable CI is set: in CI
+// a missing server must never pass silently (.ci/run installs it).
+package redistest
+
+import (
+	"bufio"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// Need returns the path of a program a test needs (redis-server,
+// redis-cli). Missing, the test is skipped with the reason, or fails when CI
+// is set.
+func Need(t testing.TB, name string) string {
+	t.Helper()
+	path, err := exec.LookPath(name)
+	if err != nil {
+		msg := fmt.Sprintf("this test needs a real %s (Debian package redis-server; .ci/run installs it): %v", name, err)
+		if os.Getenv("CI") != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return path
+}
+
+// Server is a redis-server child process. Build it with New (then set TLS
+// if needed, and Start) or Start. Its methods are for the test's goroutine.
+type Server struct {
+	// TLS, set before Start, makes the port speak TLS only (the server's
+	// arguments must name its certificate); it is the client side's
+	// configuration used to check that the server answers.
+	TLS *tls.Config
+
+	t      testing.TB
+	bin    string
+	dir    string
+	port   int
+	extra  []string
+	cmd    *exec.Cmd
+	exited chan struct{}
+}
+
+// Start starts a redis-server with the extra arguments and waits until it
+// answers PING.
+func Start(t testing.TB, extra ...string) *Server {
+	t.Helper()
+	return New(t, extra...).Start()
+}
+
+// New returns a server with the extra arguments, not started yet.
+func New(t testing.TB, extra ...string) *Server {
+	t.Helper()
+	return &Server{t: t, bin: Need(t, "redis-server"), dir: t.TempDir(), extra: extra}
+}
+
+// Start starts s on a free port and waits until it answers PING. The
+// process is killed when the test ends.
+func (s *Server) Start() *Server {
+	t := s.t
+	t.Helper()
+	t.Cleanup(s.Stop)
+	var err error
+	for range 5 { // a free port can be taken by someone else before we bind it
+		if s.port, err = FreePort(); err != nil {
+			continue
+		}
+		if err = s.run(); err == nil {
+			return s
+		}
+	}
+	t.Fatalf("starting redis-server: %v", err)
+	return nil
+}
+
+// FreePort returns a loopback TCP port that was free a moment ago.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Addr is the server's "host:port".
+func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
+
+// Dir is the server's working directory (its log is redis.log there).
+func (s *Server) Dir() string { return s.dir }
+
+// run starts the process on s.port and waits until it answers PING.
+func (s *Server) run() error {
+	port := []string{"--port", strconv.Itoa(s.port)}
+	if s.TLS != nil {
+		port = []string{"--port", "0", "--tls-port", strconv.Itoa(s.port)}
+	}
+	args := append(append(port,
+		"--bind", "127.0.0.1", "--dir", s.dir, "--save", "", "--appendonly", "no", "--protected-mode", "no",
+	), s.extra...)
+	s.cmd = exec.Command(s.bin, args...)
+	log, err := os.OpenFile(s.dir+"/redis.log", os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	s.cmd.Stdout, s.cmd.Stderr = log, log
+	if err := s.cmd.Start(); err != nil {
+		log.Close()
+		return err
+	}
+	exited := make(chan struct{})
+	s.exited = exited
+	go func() { s.cmd.Wait(); log.Close(); close(exited) }()
+	// Poll the real condition (PING answered), bounded; between tries, give
+	// the server a moment, unless it has exited.
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		if s.Ping() == nil {
+			return nil
+		}
+		select {
+		case <-exited:
+			b, _ := os.ReadFile(s.dir + "/redis.log")
+			return fmt.Errorf("redis-server exited: %s", lastLines(string(b), 5))
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	s.Stop()
+	return fmt.Errorf("redis-server on %s did not answer PING within 15s", s.Addr())
+}
+
+// Restart starts the server again on the same port (its data is gone).
+func (s *Server) Restart() {
+	s.t.Helper()
+	if err := s.run(); err != nil {
+		s.t.Fatalf("restarting redis-server: %v", err)
+	}
+}
+
+// Kill ends the server abruptly (SIGKILL) and waits until its port refuses
+// connections.
+func (s *Server) Kill() {
+	s.t.Helper()
+	s.Stop()
+	deadline := time.Now().Add(10 * time.Second)
+	for s.Ping() == nil {
+		if time.Now().After(deadline) {
+			s.t.Fatalf("redis-server on %s still answers after SIGKILL", s.Addr())
+		}
+	}
+}
+
+// Stop kills the process, if it runs, and waits for it to exit.
+func (s *Server) Stop() {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return
+	}
+	select {
+	case <-s.exited:
+	default:
+		s.cmd.Process.Kill()
+		<-s.exited
+	}
+}
+
+// Client is a plain client for the test's own look at the server, closed
+// when the test ends.
+func (s *Server) Client() *goredis.Client {
+	c := goredis.NewClient(&goredis.Options{Addr: s.Addr(), MaxRetries: -1})
+	s.t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// Ping sends PING on a fresh connection and expects +PONG (or, with a
+// password, the error that asks for it: the server is up).
+func (s *Server) Ping() error {
+	var c net.Conn
+	var err error
+	d := &net.Dialer{Timeout: time.Second}
+	if s.TLS != nil {
+		c, err = tls.DialWithDialer(d, "tcp", s.Addr(), s.TLS)
+	} else {
+		c, err = d.Dial("tcp", s.Addr())
+	}
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(time.Second))
+	if _, err := c.Write([]byte("PING\r\n")); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if !strings.HasPrefix(line, "+PONG") && !strings.HasPrefix(line, "-NOAUTH") {
+		return fmt.Errorf("PING answered %q", line)
+	}
+	return nil
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
