@@ -70,6 +70,11 @@ const (
 	// SignalNoData: the sample gave the law nothing to act on (no completions,
 	// or no figure for any of its targets); it held.
 	SignalNoData
+	// SignalOverload: Target turns away a large share of the demand, so it aims
+	// the latency quantile at its no-queue level plus tolerance (the backend's
+	// knee) rather than at the target. Observed is the quantile, Bound that
+	// aim, in seconds; Target the operator's target.
+	SignalOverload
 )
 
 // Reason explains a Decision with the signal that drove it, the value observed
@@ -132,6 +137,9 @@ func (r Reason) String() string {
 		return "rate in use, " + num(r.Observed) + "/s of " + num(r.Bound) + "/s"
 	case SignalNoData:
 		return "no data"
+	case SignalOverload:
+		return r.Quantile.String() + " " + dur(r.Observed) + op + dur(r.Bound) +
+			": overloaded, keeping the backend's queue short (target " + dur(r.Target) + ")"
 	}
 	return ""
 }

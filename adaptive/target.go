@@ -126,6 +126,21 @@ func (p TargetParams) Validate() error {
 // quantile's budget (1 % for p99) is a violation, unless halving concurrency did
 // not reduce it, in which case the errors are not load and are tolerated.
 //
+// # Overload
+//
+// Above the knee a backend's throughput no longer grows with concurrency, only
+// its queue does: every request in flight beyond the knee adds its share of
+// waiting to every other (ΔN / X, Little's law) and nothing to goodput. Below
+// or near capacity that queue is worth having, since it absorbs the bursts of
+// random arrivals that a tighter limit would refuse; under a sustained excess
+// it never drains and only costs latency (and the answers that come too late).
+// So while the limit turns away more than a tenth of the demand
+// (overloadShare), the law aims the quantile at its no-queue level plus
+// Tolerance, the knee, instead of at the target (SignalOverload): the backend
+// stays at full throughput with a short queue, and the waiting happens in the
+// gate's queue, which sheds it. When the excess ends, the aim returns to the
+// target.
+//
 // # Resources
 //
 // CPU: utilisation is proportional to throughput, so above the target the law
@@ -185,7 +200,10 @@ type Target struct {
 	// cutLast: the last decision cut the limit; mild: the last interval had a
 	// mild violation that was not acted on.
 	cutLast, mild bool
-	mem           memModel
+	// refused is the share of the demand the limit turned away, a moving
+	// average over intervals (observeRefused).
+	refused float64
+	mem     memModel
 }
 
 // NewTarget returns a Target law starting at p.Initial (and p.Rate.Initial).
@@ -279,6 +297,7 @@ func (t *Target) Update(s Sample) Decision {
 	drops := s.dropRatio()
 	use := inUse(&s, old, t.p.UseRatio)
 	t.base.observe(mean, use, s.interval())
+	t.observeRefused(&s)
 	n := x * mean // mean in flight, by Little's law
 
 	if why, ok := t.checkCuts(s.MaxInFlight <= old, n, x, mean, drops); ok {
@@ -395,6 +414,10 @@ func (t *Target) latency(pr *proposal, s *Sample, x, n, mean float64) {
 	if aim > high {
 		high, sig = aim*(1+h/3), SignalQueueing
 	}
+	overloaded := false
+	if knee := noQueue * (1 + t.p.Tolerance); knee < aim && t.refused > overloadShare {
+		aim, overloaded = knee, true
+	}
 	est := n + x*(aim-p)
 	why := Reason{Signal: sig, Quantile: t.p.Quantile, Observed: p, Bound: high, Target: target}
 	switch {
@@ -409,9 +432,33 @@ func (t *Target) latency(pr *proposal, s *Sample, x, n, mean float64) {
 	case p < aim:
 		why.Signal, why.Bound = SignalLatency, aim
 		pr.allow(est, why)
+	case overloaded:
+		why.Signal, why.Bound = SignalOverload, aim
+		pr.allow(float64(t.limit), why)
 	default:
 		pr.allow(float64(t.limit), why)
 	}
+}
+
+// overloadShare is the share of the demand the limit must turn away for the
+// law to take the backend as overloaded: more than a burst at about capacity
+// is refused (a few per cent), less than any sustained excess over it.
+const overloadShare = 0.1
+
+// refusedWeight is the weight of one interval in Target.refused: a sustained
+// excess shows over a second or so, not in one interval of a few hundred
+// random arrivals.
+const refusedWeight = 0.25
+
+// observeRefused updates the moving average of the share of the demand the
+// limit turned away (requests refused for concurrency, queue or fair share,
+// against those refused and served).
+func (t *Target) observeRefused(s *Sample) {
+	d := float64(s.Rejected + s.Successes + s.Drops)
+	if d == 0 {
+		return
+	}
+	t.refused += refusedWeight * (float64(s.Rejected)/d - t.refused)
 }
 
 // drops adds the drop ratio's proposal: above the quantile's budget (or the

@@ -183,6 +183,32 @@ func TestTargetOverload(t *testing.T) {
 	}
 }
 
+// The lab's backend (16 workers, exponential 40 ms, SLO 300 ms: few latencies
+// per interval and a service p99 at 61 % of the SLO) overloaded by a quarter
+// and by 3x: goodput >= 90 % of C and admitted p99 <= SLO, as on the canonical
+// backend, and, under sustained overload, no more backend queueing than it
+// takes: the limit stays within 2.5 x the knee (W = 16 in flight) rather than
+// filling the latency budget (about 55, where p99 reaches 300 ms).
+func TestTargetLabBackend(t *testing.T) {
+	for _, name := range []string{"lab-overload-1.25x", "lab-overload-3x"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			r := run(t, name, "target")
+			p := phase(t, r, "overload")
+			w := r.Window(p.Start, p.End)
+			if p.Goodput < 0.9*r.Capacity {
+				t.Errorf("goodput %.0f/s, want >= 90 %% of C = %.0f", p.Goodput, 0.9*r.Capacity)
+			}
+			if w.LateRatio > 0.01 {
+				t.Errorf("%.2f %% late: admitted p99 %v above the SLO %v", 100*w.LateRatio, p.P99, r.SLO)
+			}
+			if w.LimitMean > 2.5*16 {
+				t.Errorf("limit mean %.1f, want <= 40 (2.5 x the knee): the backend queues for nothing", w.LimitMean)
+			}
+		})
+	}
+}
+
 // Issue: step 0.7 -> 1.4 -> 0.7 x C converges within 2 s (goodput >= 95 % of
 // the steady state, p99 <= SLO) with limit overshoot <= 20 %.
 func TestTargetStep(t *testing.T) {
@@ -378,7 +404,8 @@ func TestTargetProfiles(t *testing.T) {
 // The comparison of the note: goodput at 3x C and with a static limit gone stale,
 // for every law. Target must be the best or tied (within 1 % of capacity).
 func TestCompareLaws(t *testing.T) {
-	rows := []struct{ scenario, phase string }{{"overload-3x", "overload"}, {"stale-static", "stale"}}
+	rows := []struct{ scenario, phase string }{{"overload-3x", "overload"}, {"stale-static", "stale"},
+		{"lab-overload-1.25x", "overload"}, {"lab-overload-3x", "overload"}}
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n%-14s", "law")
 	for _, row := range rows {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 
@@ -30,7 +31,10 @@ Flags:
   -out DIR        where reports go (default lab-results)
   -only NAMES     run only these contenders (comma-separated) of each scenario
   -var NAME=VALUE a placeholder for contender commands and files, e.g.
-                  -var sluice=./sluice; repeatable
+                  -var static_limit=16; repeatable
+  -sluice PATH    the sluice binary the sluice contenders run (default:
+                  "sluice" beside sluice-lab, else on PATH); the same as
+                  -var sluice=PATH
   -inprocess      run the backend inside sluice-lab instead of as a child
                   process (its memory and CPU are then not measured)
 
@@ -61,6 +65,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	out := fs.String("out", "lab-results", "")
 	inprocess := fs.Bool("inprocess", false, "")
 	only := fs.String("only", "", "")
+	sluice := fs.String("sluice", "", "")
 	vars := varFlags{}
 	fs.Var(vars, "var", "")
 	if err := fs.Parse(args); err != nil {
@@ -90,7 +95,28 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if bad {
 		return exitUsage
 	}
+	if *sluice != "" {
+		vars["sluice"] = *sluice
+	}
+	if path, ok := vars["sluice"]; ok && strings.ContainsRune(path, filepath.Separator) {
+		// Contenders run in their scratch directories: a relative path
+		// would be taken from there.
+		if abs, err := filepath.Abs(path); err == nil {
+			vars["sluice"] = abs
+		}
+	} else if !ok {
+		if path, ok := findSluice(); ok {
+			vars["sluice"] = path
+		}
+	}
 	r := &lab.Runner{Out: *out, Quick: *quick, Vars: vars, Progress: stderr, Terminal: isTerminal(stderr)}
+	if err := r.Check(scenarios); err != nil {
+		fprintf(stderr, "sluice-lab run: %v\n", err)
+		if _, ok := vars["sluice"]; !ok && strings.Contains(err.Error(), "{{sluice}}") {
+			fprintf(stderr, "sluice-lab run: no sluice binary found beside sluice-lab or on PATH: build one (go build -o sluice ./cmd/sluice) and pass -sluice ./sluice\n")
+		}
+		return exitUsage
+	}
 	if !*inprocess {
 		self, err := os.Executable()
 		if err != nil {
@@ -138,6 +164,22 @@ func keepContenders(scenarios []*scenario.Scenario, names []string, stderr io.Wr
 		}
 	}
 	return out, bad
+}
+
+// findSluice looks for the sluice binary beside our own, then on PATH.
+func findSluice() (string, bool) {
+	if self, err := os.Executable(); err == nil {
+		beside := filepath.Join(filepath.Dir(self), "sluice")
+		if st, err := os.Stat(beside); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+			return beside, true
+		}
+	}
+	if path, err := exec.LookPath("sluice"); err == nil {
+		if abs, err := filepath.Abs(path); err == nil {
+			return abs, true
+		}
+	}
+	return "", false
 }
 
 // isTerminal reports whether w is a character device (a terminal).

@@ -21,6 +21,7 @@ var commands []command
 func init() {
 	commands = []command{
 		runCommand,
+		demoCommand,
 		checkCommand,
 		statusCommand,
 		versionCommand,

@@ -50,38 +50,17 @@ func (c *Command) Start(ctx context.Context, env Env) (Running, error) {
 			return nil, &SkipError{Reason: prog + " is not installed"}
 		}
 	}
-	x := func(s string) (string, error) { return expand(s, env.Vars) }
-	for _, name := range slices.Sorted(maps.Keys(c.spec.Files)) {
-		body, err := x(c.spec.Files[name])
-		if err != nil {
-			return nil, fmt.Errorf("%w (in file %s)", err, name)
-		}
-		if err := os.WriteFile(filepath.Join(env.Dir, name), []byte(body), 0o644); err != nil {
-			return nil, fmt.Errorf("lab: %w", err)
-		}
-	}
-	argv := make([]string, len(c.spec.Command))
-	for i, a := range c.spec.Command {
-		var err error
-		if argv[i], err = x(a); err != nil {
-			return nil, err
-		}
-	}
-	url, err := x(c.spec.URL)
+	x, err := c.expand(env.Vars)
 	if err != nil {
 		return nil, err
 	}
-	ready := url
-	if c.spec.Ready != "" {
-		if ready, err = x(c.spec.Ready); err != nil {
-			return nil, err
+	for _, name := range slices.Sorted(maps.Keys(x.files)) {
+		if err := os.WriteFile(filepath.Join(env.Dir, name), []byte(x.files[name]), 0o644); err != nil {
+			return nil, fmt.Errorf("lab: %w", err)
 		}
 	}
-	r := &commandRun{url: url, client: &http.Client{Timeout: 500 * time.Millisecond}}
-	if c.spec.Metrics != "" {
-		if r.metrics, err = x(c.spec.Metrics); err != nil {
-			return nil, err
-		}
+	r := &commandRun{url: x.url, metrics: x.metrics, client: &http.Client{Timeout: 500 * time.Millisecond}}
+	if x.metrics != "" {
 		for _, m := range []struct {
 			src string
 			dst **selector
@@ -96,7 +75,7 @@ func (c *Command) Start(ctx context.Context, env Env) (Running, error) {
 			*m.dst = &sel
 		}
 	}
-	if r.p, err = proc.Start(argv, env.Dir, filepath.Join(env.Dir, c.spec.Name+".log"), nil); err != nil {
+	if r.p, err = proc.Start(x.argv, env.Dir, filepath.Join(env.Dir, c.spec.Name+".log"), nil); err != nil {
 		return nil, err
 	}
 	timeout := time.Duration(c.spec.StartTimeout)
@@ -105,11 +84,57 @@ func (c *Command) Start(ctx context.Context, env Env) (Running, error) {
 	}
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if err := r.p.WaitReady(wctx, func(ctx context.Context) error { return r.get(ctx, ready, nil) }); err != nil {
+	if err := r.p.WaitReady(wctx, func(ctx context.Context) error { return r.get(ctx, x.ready, nil) }); err != nil {
 		_ = r.p.Stop(time.Second)
 		return nil, fmt.Errorf("%w (its log: %s)", err, filepath.Join(env.Dir, c.spec.Name+".log"))
 	}
 	return r, nil
+}
+
+// expanded is a command contender's strings with the placeholders filled in.
+type expanded struct {
+	argv                []string
+	url, ready, metrics string
+	files               map[string]string
+}
+
+// expand fills in every placeholder of the contender's strings from vars
+// and the contender's own vars (vars win: they hold the operator's -var).
+func (c *Command) expand(vars map[string]string) (expanded, error) {
+	all := merged(c.spec.Vars, vars)
+	x := expanded{argv: make([]string, len(c.spec.Command)), files: map[string]string{}}
+	var errs []error
+	one := func(dst *string, src, where string) {
+		v, err := expand(src, all)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%w (in %s)", err, where))
+		}
+		*dst = v
+	}
+	for i, a := range c.spec.Command {
+		one(&x.argv[i], a, "command")
+	}
+	one(&x.url, c.spec.URL, "url")
+	x.ready = x.url
+	if c.spec.Ready != "" {
+		one(&x.ready, c.spec.Ready, "ready")
+	}
+	one(&x.metrics, c.spec.Metrics, "metrics")
+	for _, name := range slices.Sorted(maps.Keys(c.spec.Files)) {
+		var body string
+		one(&body, c.spec.Files[name], "file "+name)
+		x.files[name] = body
+	}
+	return x, errors.Join(errs...)
+}
+
+// merged is the union of maps, later ones winning.
+func merged(ms ...map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, m := range ms {
+		maps.Copy(out, m)
+	}
+	return out
 }
 
 type commandRun struct {

@@ -55,7 +55,8 @@ type Env struct {
 	// Vars are the placeholders a scenario's strings may use, as
 	// {{name}}: dir, backend, backend_addr, port and admin_port (free
 	// loopback ports picked for the contender), workers, capacity (C,
-	// req/s, rounded), mean_ms (mean service time), plus any the
-	// operator passed with -var (e.g. sluice, the daemon's path).
+	// req/s, rounded), mean_ms (mean service time), slo (the scenario's,
+	// as "300ms"), plus any the operator passed with -var (e.g. sluice,
+	// the daemon's path). A contender's own vars come under these.
 	Vars map[string]string
 }

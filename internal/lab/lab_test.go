@@ -10,13 +10,17 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
+	"github.com/sluicehq/sluice/configs"
 	"github.com/sluicehq/sluice/internal/lab/report"
 	"github.com/sluicehq/sluice/internal/lab/scenario"
 )
@@ -73,14 +77,21 @@ func helperProxy(args []string) int {
 }
 
 func TestExpand(t *testing.T) {
-	vars := map[string]string{"port": "8080", "backend": "http://127.0.0.1:9"}
+	vars := map[string]string{"port": "8080", "backend": "http://127.0.0.1:9", "listen": "listen {{port}}", "conf": "{{listen}}; upstream {{ backend }}"}
 	got, err := expand("listen {{port}}; upstream {{ backend }}; server { x }", vars)
 	if err != nil || got != "listen 8080; upstream http://127.0.0.1:9; server { x }" {
 		t.Fatalf("expand = %q, %v", got, err)
 	}
+	if got, err := expand("{{conf}};", vars); err != nil || got != "listen 8080; upstream http://127.0.0.1:9;" {
+		t.Fatalf("nested: %q, %v", got, err)
+	}
 	_, err = expand("{{prot}}", vars)
-	if err == nil || !strings.Contains(err.Error(), "{{prot}}") || !strings.Contains(err.Error(), "backend, port") {
+	if err == nil || !strings.Contains(err.Error(), "{{prot}}") || !strings.Contains(err.Error(), "backend, conf, listen, port") {
 		t.Fatalf("unknown placeholder: %v", err)
+	}
+	vars["a"], vars["b"] = "x{{b}}", "y{{a}}"
+	if _, err := expand("{{a}}", vars); err == nil || !strings.Contains(err.Error(), "nest more than 8 deep") {
+		t.Fatalf("cycle: %v", err)
 	}
 }
 
@@ -158,17 +169,53 @@ func TestLoadScenario(t *testing.T) {
 	}
 }
 
+// sluiceBinary builds cmd/sluice once for the tests that run it, without
+// the race detector even under -race: the tests check the lab's handling
+// of a real daemon, not the daemon's own races (its tests do), and a race
+// build at 3×C would make the run slow on two cores.
+func sluiceBinary(t *testing.T) string {
+	t.Helper()
+	sluiceOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "sluice-lab-test-")
+		if err != nil {
+			sluiceErr = err
+			return
+		}
+		sluicePath = filepath.Join(dir, "sluice")
+		out, err := exec.Command("go", "build", "-o", sluicePath, "github.com/sluicehq/sluice/cmd/sluice").CombinedOutput()
+		if err != nil {
+			sluiceErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if sluiceErr != nil {
+		t.Fatal(sluiceErr)
+	}
+	return sluicePath
+}
+
+var (
+	sluiceOnce sync.Once
+	sluicePath string
+	sluiceErr  error
+)
+
 // TestQuickStep is the CI-sized lab run: the shipped step scenario in its
-// -quick form (about 6 s), straight at the backend, checked against its
-// own report: every file is there, and the numbers add up.
+// -quick form (about 6 s), through the real sluice binary with the target
+// law, checked against its own report: every file is there, the numbers
+// add up, and sluice's limit and in-flight count were read from its
+// metrics while the load ran.
 func TestQuickStep(t *testing.T) {
 	s, err := LoadScenario("step")
 	if err != nil {
 		t.Fatal(err)
 	}
+	s = only(t, s, "target")
 	out := t.TempDir()
 	var progress strings.Builder
-	r := &Runner{Out: out, Quick: true, Progress: &progress}
+	r := &Runner{Out: out, Quick: true, Progress: &progress, Vars: map[string]string{"sluice": sluiceBinary(t)}}
+	if err := r.Check([]*scenario.Scenario{s}); err != nil {
+		t.Fatal(err)
+	}
 	outcomes, err := r.Run(context.Background(), []*scenario.Scenario{s})
 	if err != nil {
 		t.Fatal(err)
@@ -177,12 +224,12 @@ func TestQuickStep(t *testing.T) {
 		t.Fatalf("outcomes %+v", outcomes)
 	}
 	dir := filepath.Join(out, "step")
-	for _, f := range []string{report.SummaryFile, "direct.json", report.GoodputPlot, report.TimelinePlot("direct")} {
+	for _, f := range []string{report.SummaryFile, "target.json", report.GoodputPlot, report.TimelinePlot("target"), "target/sluice.toml", "target/target.log"} {
 		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
 			t.Errorf("%s: %v", f, err)
 		}
 	}
-	b, err := os.ReadFile(filepath.Join(dir, "direct.json"))
+	b, err := os.ReadFile(filepath.Join(dir, "target.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,12 +238,121 @@ func TestQuickStep(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkRun(t, run)
+	polled := 0
+	for _, smp := range run.Samples {
+		if smp.Limit != nil && smp.Inflight != nil {
+			polled++
+			if *smp.Limit < 1 || *smp.Limit > 1000 || *smp.Inflight < 0 {
+				t.Errorf("sample %+v: limit or in-flight out of range", smp)
+			}
+		}
+	}
+	if polled == 0 {
+		t.Error("sluice's limit and in-flight were never read from its metrics")
+	}
+	if m := run.Metrics; m.PeakRSSContender == nil || *m.PeakRSSContender <= 0 || m.CPUPerReqProxy == nil {
+		t.Errorf("sluice's process not measured: %+v", m)
+	}
+	// The SLO of the scenario is the latency target sluice ran with.
+	cfg, _ := os.ReadFile(filepath.Join(dir, "target", "sluice.toml"))
+	if !strings.Contains(string(cfg), `latency  = "300ms"`) || !strings.Contains(string(cfg), `law = "target"`) {
+		t.Errorf("sluice.toml:\n%s", cfg)
+	}
 	md, _ := os.ReadFile(filepath.Join(dir, report.SummaryFile))
-	if !strings.Contains(string(md), "| direct | ") || !strings.Contains(string(md), "# step (-quick)") {
+	if !strings.Contains(string(md), "| target | ") || !strings.Contains(string(md), "# step (-quick)") {
 		t.Errorf("summary:\n%s", md)
 	}
-	if !strings.Contains(progress.String(), "step/direct: offered ") {
+	if !strings.Contains(progress.String(), "step/target: offered ") {
 		t.Errorf("progress output %q", progress.String())
+	}
+}
+
+// only narrows s to the named contender.
+func only(t *testing.T, s *scenario.Scenario, name string) *scenario.Scenario {
+	t.Helper()
+	c := *s
+	c.Contenders = nil
+	for _, spec := range s.Contenders {
+		if spec.Name == name {
+			c.Contenders = append(c.Contenders, spec)
+		}
+	}
+	if len(c.Contenders) != 1 {
+		t.Fatalf("%s has no contender %q", s.Name, name)
+	}
+	return &c
+}
+
+// TestShippedSluiceConfigs fills in every shipped scenario's sluice
+// contenders as a run would and checks each config with sluice's own
+// parser: the policies are valid, differ only in the concurrency law and
+// the queue, and every adaptive one targets the scenario's SLO.
+func TestShippedSluiceConfigs(t *testing.T) {
+	vars := map[string]string{"sluice": "/usr/bin/sluice"}
+	for _, name := range Placeholders {
+		vars[name] = "1"
+	}
+	vars["backend"] = "http://127.0.0.1:1"
+	sluiceRuns := 0
+	for _, name := range Scenarios() {
+		s, err := LoadScenario(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vars["slo"] = time.Duration(s.SLO).String()
+		var groups []configs.Group
+		for _, spec := range s.Contenders {
+			if spec.Kind != scenario.KindCommand || spec.Files["sluice.toml"] == "" {
+				continue
+			}
+			x, err := NewCommand(spec).expand(vars)
+			if err != nil {
+				t.Fatalf("%s/%s: %v", name, spec.Name, err)
+			}
+			cfg, err := configs.Parse(name+"/"+spec.Name+"/sluice.toml", []byte(x.files["sluice.toml"]))
+			if err != nil {
+				t.Errorf("%v", err)
+				continue
+			}
+			sluiceRuns++
+			g := *cfg.Group("api")
+			if g.Concurrency.Law != configs.LawFixed && time.Duration(g.Targets.Latency) != time.Duration(s.SLO) {
+				t.Errorf("%s/%s: latency target %v, SLO %v", name, spec.Name, g.Targets.Latency, s.SLO)
+			}
+			if (g.Concurrency.Law == configs.LawFixed && g.Concurrency.Limit >= 4096) != (g.Queue.Max == 0) {
+				t.Errorf("%s/%s: only no-limit goes without a queue: %+v", name, spec.Name, g.Queue)
+			}
+			groups = append(groups, g)
+		}
+		// Apart from the law, its limits and the queue, the groups agree.
+		for i := 1; i < len(groups); i++ {
+			a, b := groups[0], groups[i]
+			a.Concurrency, b.Concurrency = configs.Concurrency{}, configs.Concurrency{}
+			a.Queue, b.Queue = configs.Queue{}, configs.Queue{}
+			aj, _ := json.Marshal(a)
+			bj, _ := json.Marshal(b)
+			if string(aj) != string(bj) {
+				t.Errorf("%s: groups differ beyond the policy:\n%s\n%s", name, aj, bj)
+			}
+		}
+	}
+	if sluiceRuns < 40 {
+		t.Errorf("only %d sluice contenders in the shipped scenarios", sluiceRuns)
+	}
+}
+
+// TestCheck finds unknown placeholders before anything runs, each once.
+func TestCheck(t *testing.T) {
+	sweep, _ := LoadScenario("sweep")
+	step, _ := LoadScenario("step")
+	r := &Runner{Out: t.TempDir()}
+	err := r.Check([]*scenario.Scenario{sweep, step})
+	if err == nil || strings.Count(err.Error(), "{{sluice}}") != 1 || !strings.Contains(err.Error(), "sweep/no-limit, sweep/static") || !strings.Contains(err.Error(), "step/target") {
+		t.Errorf("check without sluice: %v", err)
+	}
+	r.Vars = map[string]string{"sluice": "/bin/true"}
+	if err := r.Check([]*scenario.Scenario{sweep, step}); err != nil {
+		t.Errorf("check with sluice: %v", err)
 	}
 }
 

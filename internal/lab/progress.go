@@ -13,6 +13,7 @@ import (
 // in place on a terminal, a plain line every plainEvery otherwise.
 type progress struct {
 	w          io.Writer // nil: silent
+	prefix     string    // starts every plain line, e.g. "sluice-lab: "
 	tty        bool
 	total      time.Duration // load time of every planned run
 	done       time.Duration // load time of the finished runs
@@ -48,7 +49,7 @@ func (p *progress) update(label string, elapsed, length time.Duration, live load
 		return
 	}
 	p.lastPlain = now
-	fmt.Fprintf(p.w, "sluice-lab: %s %s/%s, %.0f%% of all, %s left; %s\n", label, round(elapsed), round(length), 100*frac, round(left), counts)
+	fmt.Fprintf(p.w, "%s%s %s/%s, %.0f%% of all, %s left; %s\n", p.prefix, label, round(elapsed), round(length), 100*frac, round(left), counts)
 }
 
 // finish closes a run's progress with a one-line summary.
@@ -60,7 +61,7 @@ func (p *progress) finish(length time.Duration, line string) {
 	if p.tty {
 		fmt.Fprint(p.w, "\r\033[K")
 	}
-	fmt.Fprintf(p.w, "sluice-lab: %s\n", line)
+	fmt.Fprintf(p.w, "%s%s\n", p.prefix, line)
 	p.lastPlain = time.Time{}
 }
 

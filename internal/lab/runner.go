@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,7 +9,9 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -34,8 +37,16 @@ type Runner struct {
 	// draws a bar in place instead of a line every ten seconds.
 	Progress io.Writer
 	Terminal bool
+	// Program names the caller at the start of each progress line;
+	// empty: "sluice-lab".
+	Program string
 	// SampleEvery is the polling period; zero: a second.
 	SampleEvery time.Duration
+	// Hold, if set, is called after each run's load with the run's
+	// report, while the contender and the backend are still up (a
+	// dashboard the contender serves still answers); the contender is
+	// stopped when Hold returns.
+	Hold func(ctx context.Context, run report.Run)
 }
 
 // Outcome is what one scenario produced.
@@ -53,7 +64,11 @@ func (r *Runner) Run(ctx context.Context, scenarios []*scenario.Scenario) ([]Out
 	if r.Out == "" {
 		return nil, errors.New("lab: no output directory")
 	}
-	pr := &progress{w: r.Progress, tty: r.Terminal, plainEvery: 10 * time.Second}
+	program := r.Program
+	if program == "" {
+		program = "sluice-lab"
+	}
+	pr := &progress{w: r.Progress, tty: r.Terminal, plainEvery: 10 * time.Second, prefix: program + ": "}
 	for _, s := range scenarios {
 		pr.total += r.version(s).Schedule().Duration() * time.Duration(len(s.Contenders))
 	}
@@ -90,6 +105,46 @@ func (r *Runner) version(s *scenario.Scenario) *scenario.Scenario {
 	}
 	return s
 }
+
+// Check fills in the placeholders of every command contender of the
+// scenarios as a run would (with stand-ins for the ports and paths a run
+// picks), so that an unknown placeholder (a var not given, a typo) is
+// found before any load runs. It returns every problem, each unknown
+// placeholder once with the contenders that use it.
+func (r *Runner) Check(scenarios []*scenario.Scenario) error {
+	vars := map[string]string{}
+	for _, name := range Placeholders {
+		vars[name] = "0"
+	}
+	maps.Copy(vars, r.Vars)
+	users := map[string][]string{} // unknown placeholder → its contenders
+	var errs []error
+	for _, s := range scenarios {
+		for _, spec := range s.Contenders {
+			if spec.Kind != scenario.KindCommand {
+				continue
+			}
+			where := s.Name + "/" + spec.Name
+			_, err := NewCommand(spec).expand(vars)
+			var unknown *unknownVarError
+			switch {
+			case err == nil:
+			case errors.As(err, &unknown):
+				users[unknown.name] = append(users[unknown.name], where)
+			default:
+				errs = append(errs, fmt.Errorf("%s: %w", where, err))
+			}
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(users)) {
+		errs = append(errs, fmt.Errorf("lab: unknown placeholder {{%s}} in %s", name, strings.Join(users[name], ", ")))
+	}
+	return errors.Join(errs...)
+}
+
+// Placeholders are the names the runner defines for every contender (see
+// Env).
+var Placeholders = []string{"dir", "backend", "backend_addr", "port", "admin_port", "workers", "capacity", "mean_ms", "slo"}
 
 // contenderFor builds the Contender a scenario entry describes.
 func contenderFor(spec scenario.Contender) Contender {
@@ -135,7 +190,7 @@ func (r *Runner) runOne(ctx context.Context, s *scenario.Scenario, c Contender, 
 		_ = be.stop(sctx)
 	}()
 
-	env, err := r.env(be, bp, scratch)
+	env, err := r.env(be, bp, run.SLO, scratch)
 	if err != nil {
 		return fail(err)
 	}
@@ -162,6 +217,7 @@ func (r *Runner) runOne(ctx context.Context, s *scenario.Scenario, c Contender, 
 	if err != nil {
 		return fail(err)
 	}
+	run.Timeout = cmp.Or(lp.Timeout, load.DefaultTimeout)
 	gen, err := load.New(lp)
 	if err != nil {
 		return fail(err)
@@ -182,6 +238,11 @@ func (r *Runner) runOne(ctx context.Context, s *scenario.Scenario, c Contender, 
 	} else {
 		run.Notes = append(run.Notes, err.Error())
 	}
+	if r.Hold != nil && runErr == nil {
+		held := run
+		report.Compute(&held)
+		r.Hold(ctx, held)
+	}
 	stopped = true
 	if err := running.Stop(context.Background()); err != nil {
 		run.Notes = append(run.Notes, err.Error())
@@ -200,7 +261,7 @@ func (r *Runner) runOne(ctx context.Context, s *scenario.Scenario, c Contender, 
 }
 
 // env fills in the placeholders a contender may use.
-func (r *Runner) env(be *backendRun, bp backend.Params, dir string) (Env, error) {
+func (r *Runner) env(be *backendRun, bp backend.Params, slo time.Duration, dir string) (Env, error) {
 	port, err1 := freePort()
 	admin, err2 := freePort()
 	if err := errors.Join(err1, err2); err != nil {
@@ -219,6 +280,7 @@ func (r *Runner) env(be *backendRun, bp backend.Params, dir string) (Env, error)
 		"workers":      strconv.Itoa(bp.Workers),
 		"capacity":     strconv.FormatFloat(bp.Capacity(), 'f', 0, 64),
 		"mean_ms":      strconv.FormatFloat(float64(bp.Service.MeanTime().Microseconds())/1000, 'f', -1, 64),
+		"slo":          slo.String(),
 	}
 	maps.Copy(vars, r.Vars)
 	return Env{Backend: be.url, Dir: abs, Vars: vars}, nil

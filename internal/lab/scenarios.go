@@ -18,6 +18,21 @@ import (
 //go:embed scenarios/*.toml
 var shipped embed.FS
 
+// contendersFile is the library of contenders the shipped scenarios build
+// on (`like = "target"`): `sluice run` with each control law.
+//
+//go:embed contenders.toml
+var contendersFile []byte
+
+// Library returns the shipped library of contenders.
+func Library() *scenario.Library {
+	lib, err := scenario.ParseLibrary("contenders.toml", contendersFile)
+	if err != nil {
+		panic(err) // a test parses it; it cannot fail at run time
+	}
+	return lib
+}
+
 // Scenarios lists the names of the shipped scenarios.
 func Scenarios() []string {
 	entries, _ := fs.ReadDir(shipped, "scenarios")
@@ -30,14 +45,15 @@ func Scenarios() []string {
 }
 
 // LoadScenario reads a scenario by the name of a shipped one ("step") or
-// by the path of a file ("my/step.toml", anything with a / or .toml).
+// by the path of a file ("my/step.toml", anything with a / or .toml). Its
+// contenders may be like those of Library.
 func LoadScenario(nameOrPath string) (*scenario.Scenario, error) {
 	if strings.ContainsRune(nameOrPath, '/') || strings.HasSuffix(nameOrPath, ".toml") {
 		src, err := os.ReadFile(nameOrPath)
 		if err != nil {
 			return nil, fmt.Errorf("lab: %w", err)
 		}
-		return scenario.Parse(nameOrPath, src)
+		return scenario.ParseWith(nameOrPath, src, Library())
 	}
 	file := path.Join("scenarios", nameOrPath+".toml")
 	src, err := shipped.ReadFile(file)
@@ -47,5 +63,5 @@ func LoadScenario(nameOrPath string) (*scenario.Scenario, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lab: %w", err)
 	}
-	return scenario.Parse(file, src)
+	return scenario.ParseWith(file, src, Library())
 }

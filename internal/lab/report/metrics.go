@@ -39,8 +39,11 @@ type Metrics struct {
 	LimitOscillation *float64 `json:"limit_oscillation,omitempty"`
 	PeakRSSContender *int64   `json:"peak_rss_contender,omitempty"` // bytes
 	PeakRSSBackend   *int64   `json:"peak_rss_backend,omitempty"`
-	CPUPerReqProxy   *float64 `json:"cpu_per_request_contender_us,omitempty"` // CPU µs per try sent
-	CPUPerReqBackend *float64 `json:"cpu_per_request_backend_us,omitempty"`
+	// PhaseRSS is the peak RSS within each phase of the schedule, in
+	// its order (a phase no sample fell in has nil figures).
+	PhaseRSS         []PhaseRSS `json:"phase_rss,omitempty"`
+	CPUPerReqProxy   *float64   `json:"cpu_per_request_contender_us,omitempty"` // CPU µs per try sent
+	CPUPerReqBackend *float64   `json:"cpu_per_request_backend_us,omitempty"`
 	// Fairness is Jain's index over tenants of goodput / max-min fair
 	// share (1 is perfectly fair, 1/n is one tenant taking everything).
 	Fairness        *float64 `json:"fairness,omitempty"`
@@ -48,6 +51,13 @@ type Metrics struct {
 	DispatchLagP99  float64  `json:"dispatch_lag_p99_ms"` // the generator's own lateness
 	DispatchLagMax  float64  `json:"dispatch_lag_max_ms"`
 	OverflowedTries int64    `json:"overflowed"` // arrivals and retries the generator had no slot for
+}
+
+// PhaseRSS is the peak resident memory during one phase, bytes.
+type PhaseRSS struct {
+	Label     string `json:"label"`
+	Contender *int64 `json:"contender,omitempty"`
+	Backend   *int64 `json:"backend,omitempty"`
 }
 
 // Convergence is how long goodput took to settle after a change at At.
@@ -94,6 +104,7 @@ func Compute(r *Run) {
 	m.Convergence, m.ConvergenceMax = converge(r)
 	m.LimitOscillation = oscillation(r)
 	m.PeakRSSContender, m.PeakRSSBackend = peaks(r.Samples)
+	m.PhaseRSS = phaseRSS(r)
 	m.CPUPerReqProxy, m.CPUPerReqBackend = cpuPerRequest(r.Samples, tot.Attempts)
 	m.Fairness = Fairness(res.Tenants)
 	r.Metrics = m
@@ -227,6 +238,31 @@ func peaks(samples []Sample) (contender, backend *int64) {
 		}
 	}
 	return contender, backend
+}
+
+// phaseRSS is the peak RSS of the samples taken during each phase; nil
+// when no sample has an RSS.
+func phaseRSS(r *Run) []PhaseRSS {
+	var out []PhaseRSS
+	var begin time.Duration
+	found := false
+	for _, p := range r.Schedule {
+		end := begin + p.For
+		var in []Sample
+		for _, s := range r.Samples {
+			if t := time.Duration(s.T * float64(time.Second)); t >= begin && t < end {
+				in = append(in, s)
+			}
+		}
+		c, b := peaks(in)
+		found = found || c != nil || b != nil
+		out = append(out, PhaseRSS{Label: p.Label, Contender: c, Backend: b})
+		begin = end
+	}
+	if !found {
+		return nil
+	}
+	return out
 }
 
 // cpuPerRequest is the CPU used between the first and last samples over

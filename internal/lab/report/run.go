@@ -18,6 +18,7 @@ type Run struct {
 	Started   time.Time      `json:"started"`
 	Capacity  float64        `json:"capacity"` // the backend's C at the start, req/s
 	SLO       time.Duration  `json:"slo"`
+	Timeout   time.Duration  `json:"timeout"` // the clients' bound on each try
 	Schedule  load.Schedule  `json:"schedule"`
 	Params    backend.Params `json:"backend_params"`
 	Skipped   string         `json:"skipped,omitempty"` // why the contender did not run

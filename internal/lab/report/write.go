@@ -123,12 +123,17 @@ func Markdown(w io.Writer, header string, runs []Run) error {
 	}
 	ran := ranRuns(runs)
 	if len(ran) > 0 && len(ran[0].Load.Phases) > 1 {
-		bw.printf("\n## By phase\n\n| contender | phase | offered/s | goodput/s | p99 ms | rejected | errors |\n|---|---|--:|--:|--:|--:|--:|\n")
+		bw.printf("\n## By phase\n\n| contender | phase | offered/s | goodput/s | p99 ms | rejected | errors | peak RSS proxy | peak RSS backend |\n|---|---|--:|--:|--:|--:|--:|--:|--:|\n")
 		for _, r := range ran {
-			for _, p := range r.Load.Phases {
+			for i, p := range r.Load.Phases {
 				secs := p.For.Seconds()
-				bw.printf("| %s | %s | %.0f | %.0f | %.1f | %s | %s |\n", r.Contender, p.Label,
-					float64(p.Offered)/secs, float64(p.Good)/secs, p.Latency.P99, ratio(p.Rejected, p.Offered), ratio(p.Errors, p.Offered))
+				var rss PhaseRSS
+				if i < len(r.Metrics.PhaseRSS) {
+					rss = r.Metrics.PhaseRSS[i]
+				}
+				bw.printf("| %s | %s | %.0f | %.0f | %.1f | %s | %s | %s | %s |\n", r.Contender, p.Label,
+					float64(p.Offered)/secs, float64(p.Good)/secs, p.Latency.P99, ratio(p.Rejected, p.Offered), ratio(p.Errors, p.Offered),
+					optBytes(rss.Contender), optBytes(rss.Backend))
 			}
 		}
 	}

@@ -32,6 +32,10 @@ type Scenario struct {
 	Backend    Backend     `toml:"backend"`
 	Load       Load        `toml:"load"`
 	Contenders []Contender `toml:"contender"`
+	// Vars are placeholders for this scenario's command contenders (see
+	// Contender.Vars): they override a library contender's and are
+	// overridden by a contender's own.
+	Vars map[string]string `toml:"vars"`
 }
 
 // DefaultQuick is the -quick factor of a scenario that sets none.
@@ -95,9 +99,15 @@ type Retry struct {
 // kind "command" starts Command (after writing Files into its scratch
 // directory) and sends the load to URL. Strings may use the placeholders
 // {{dir}}, {{backend}}, {{backend_addr}}, {{port}}, {{admin_port}},
-// {{workers}}, {{capacity}} and {{mean_ms}} (see lab.Env).
+// {{workers}}, {{capacity}}, {{mean_ms}} and {{slo}} (see lab.Env), and
+// those Vars define.
+//
+// Like names a contender of the Library the scenario is parsed with: the
+// fields this table leaves empty are taken from it (see Library). After
+// parsing, Like only records where a contender came from.
 type Contender struct {
-	Name           string            `toml:"name"`
+	Name           string            `toml:"name"` // default: Like
+	Like           string            `toml:"like"`
 	Kind           string            `toml:"kind"`
 	Command        []string          `toml:"command"`
 	URL            string            `toml:"url"`
@@ -108,6 +118,10 @@ type Contender struct {
 	Metrics        string            `toml:"metrics"`  // Prometheus text endpoint polled each second
 	LimitMetric    string            `toml:"limit_metric"`
 	InflightMetric string            `toml:"inflight_metric"`
+	// Vars define placeholders of this contender's strings; a value may
+	// use placeholders itself. After parsing they include the scenario's
+	// and the library's (see Library).
+	Vars map[string]string `toml:"vars"`
 }
 
 // Contender kinds.
@@ -119,8 +133,15 @@ const (
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,63}$`)
 
 // Parse reads a scenario from src; file names it in errors and gives the
-// default name. Every problem is reported, not just the first.
+// default name. Every problem is reported, not just the first. A
+// contender with like is an error: see ParseWith.
 func Parse(file string, src []byte) (*Scenario, error) {
+	return ParseWith(file, src, nil)
+}
+
+// ParseWith is Parse for a scenario whose contenders may be like those
+// of lib (nil: none).
+func ParseWith(file string, src []byte, lib *Library) (*Scenario, error) {
 	var s Scenario
 	md, err := toml.Decode(string(src), &s)
 	if err != nil {
@@ -134,6 +155,7 @@ func Parse(file string, src []byte) (*Scenario, error) {
 		s.Name = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
 	}
 	s.Header = header(src)
+	errs = append(errs, s.resolve(lib)...)
 	errs = append(errs, s.validate()...)
 	if len(errs) > 0 {
 		for i, e := range errs {
@@ -160,6 +182,30 @@ func header(src []byte) string {
 	return strings.TrimSpace(strings.Join(lines, "\n"))
 }
 
+// resolve completes each contender that is like a library one, and gives
+// every command contender the scenario's vars under its own.
+func (s *Scenario) resolve(lib *Library) []error {
+	var errs []error
+	for i, c := range s.Contenders {
+		switch {
+		case c.Like != "":
+			base, ok := lib.Get(c.Like)
+			if !ok {
+				known := "none"
+				if names := lib.Names(); len(names) > 0 {
+					known = strings.Join(names, ", ")
+				}
+				errs = append(errs, fmt.Errorf("contender[%d] %q: like %q: no such contender in the library (known: %s)", i, c.Name, c.Like, known))
+				continue
+			}
+			s.Contenders[i] = c.over(base, s.Vars)
+		case c.Kind == KindCommand:
+			s.Contenders[i].Vars = merged(s.Vars, c.Vars)
+		}
+	}
+	return errs
+}
+
 func (s *Scenario) validate() []error {
 	var errs []error
 	if !nameRE.MatchString(s.Name) {
@@ -171,6 +217,7 @@ func (s *Scenario) validate() []error {
 	if s.Quick < 0 || s.Quick > 1 {
 		errs = append(errs, fmt.Errorf("quick must be in (0,1], got %v", s.Quick))
 	}
+	errs = append(errs, varNames("vars", s.Vars)...)
 	_, berrs := s.backendParams()
 	errs = append(errs, berrs...)
 	errs = append(errs, s.Load.validate()...)
@@ -237,8 +284,8 @@ func (c Contender) validate(i int) []error {
 	}
 	switch c.Kind {
 	case KindDirect:
-		if len(c.Command) > 0 || c.URL != "" || len(c.Files) > 0 || c.Metrics != "" {
-			errs = append(errs, fmt.Errorf("%s: a direct contender takes no command, url, files or metrics", where))
+		if len(c.Command) > 0 || c.URL != "" || len(c.Files) > 0 || c.Metrics != "" || len(c.Vars) > 0 {
+			errs = append(errs, fmt.Errorf("%s: a direct contender takes no command, url, files, metrics or vars", where))
 		}
 	case KindCommand:
 		if len(c.Command) == 0 || c.Command[0] == "" {
@@ -255,8 +302,22 @@ func (c Contender) validate(i int) []error {
 		if (c.LimitMetric != "" || c.InflightMetric != "") && c.Metrics == "" {
 			errs = append(errs, fmt.Errorf("%s: limit_metric and inflight_metric need metrics (the endpoint)", where))
 		}
+		errs = append(errs, varNames(where+": vars", c.Vars)...)
 	default:
 		errs = append(errs, fmt.Errorf("%s: kind must be %q or %q, got %q", where, KindDirect, KindCommand, c.Kind))
+	}
+	return errs
+}
+
+// varRE is what a placeholder's name looks like: {{name}}.
+var varRE = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
+
+func varNames(where string, vars map[string]string) []error {
+	var errs []error
+	for _, k := range slices.Sorted(maps.Keys(vars)) {
+		if !varRE.MatchString(k) {
+			errs = append(errs, fmt.Errorf("%s: name %q: want a-z 0-9 _ starting with a letter or _", where, k))
+		}
 	}
 	return errs
 }

@@ -36,6 +36,19 @@ func TestParseMinimal(t *testing.T) {
 	}
 }
 
+// shippedLibrary parses the lab's library of contenders.
+func shippedLibrary(t testing.TB) *Library {
+	src, err := os.ReadFile("../contenders.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lib, err := ParseLibrary("contenders.toml", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lib
+}
+
 // TestShippedScenarios parses every file in internal/lab/scenarios and
 // its -quick version.
 func TestShippedScenarios(t *testing.T) {
@@ -43,12 +56,13 @@ func TestShippedScenarios(t *testing.T) {
 	if len(files) < 9 {
 		t.Fatalf("only %d scenario files", len(files))
 	}
+	lib := shippedLibrary(t)
 	for _, f := range files {
 		src, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := Parse(f, src)
+		s, err := ParseWith(f, src, lib)
 		if err != nil {
 			t.Errorf("%v", err)
 			continue
@@ -193,6 +207,7 @@ func TestValues(t *testing.T) {
 }
 
 func FuzzParse(f *testing.F) {
+	lib := shippedLibrary(f)
 	files, _ := filepath.Glob("../scenarios/*.toml")
 	for _, file := range files {
 		src, _ := os.ReadFile(file)
@@ -200,8 +215,9 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add(minimal)
 	f.Add("# x\n[load]\nsweep = { from = \"0C\", to = \"1000C\", step = \"0.001C\", each = \"1ns\" }\n")
+	f.Add("# x\n[vars]\ng = \"{{g}}\"\n[load]\nphases = [{ rate = \"1\", for = \"1s\" }]\n[[contender]]\nlike = \"target\"\nvars.concurrency = \"law = 1\"\n")
 	f.Fuzz(func(t *testing.T, src string) {
-		s, err := Parse("fuzz.toml", []byte(src))
+		s, err := ParseWith("fuzz.toml", []byte(src), lib)
 		if err != nil {
 			return
 		}
