@@ -110,7 +110,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			vars["sluice"] = path
 		}
 	}
-	r := &lab.Runner{Out: *out, Quick: *quick, Vars: vars, Progress: stderr, Terminal: isTerminal(stderr)}
+	r := &lab.Runner{Out: *out, Quick: *quick, Vars: vars, Progress: stderr, Terminal: cli.IsTerminal(stderr)}
 	if err := r.Check(scenarios); err != nil {
 		cli.Fprintf(stderr, "sluice-lab run: %v\n", err)
 		if _, ok := vars["sluice"]; !ok && strings.Contains(err.Error(), "{{sluice}}") {
@@ -181,14 +181,4 @@ func findSluice() (string, bool) {
 		}
 	}
 	return "", false
-}
-
-// isTerminal reports whether w is a character device (a terminal).
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

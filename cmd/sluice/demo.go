@@ -124,7 +124,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	r := &lab.Runner{
 		Out: dir, Quick: *quick, Program: "sluice demo",
 		Vars:     map[string]string{"sluice": self, "admin_port": port},
-		Progress: stderr, Terminal: isTerminal(stderr),
+		Progress: stderr, Terminal: cli.IsTerminal(stderr),
 		Hold: func(ctx context.Context, run report.Run) {
 			runs = append(runs, run)
 			if !*keep || len(runs) < len(s.Contenders) {
@@ -231,14 +231,4 @@ func latency(ms float64) string {
 		return fmt.Sprintf("%.1f s", ms/1000)
 	}
 	return fmt.Sprintf("%.0f ms", ms)
-}
-
-// isTerminal reports whether w is a character device (a terminal).
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

@@ -8,10 +8,13 @@
 //     command's usage on stdout; help is built in and listed last.
 //   - "-h", "-help" and "--help" stand for "help"; a Program may add
 //     aliases of its own (sluice maps "-v" and friends to "version").
-//   - No command, an unknown one, or a wrong "help" line is a usage error:
-//     a message and the command list on stderr, exit code ExitUsage.
+//   - A missing or unknown command, or a wrong "help" line, is a usage
+//     error: exit code ExitUsage, the problem on stderr and, for a missing
+//     or unknown command, the command list after it.
 //   - A command returns the process exit code: ExitOK, ExitError, ExitUsage
 //     or a code of its own that it documents.
+//
+// Fprintf and IsTerminal serve the commands' own output to stdout and stderr.
 //
 // Signals and the context are the caller's business: Run passes ctx to the
 // command unchanged. A Program is read only by Run, so one may be used by
