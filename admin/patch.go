@@ -185,7 +185,7 @@ func notOverridable(cur *configs.Group, sec string, f *string) string {
 func suggest(path string) string {
 	best, bestD := "", 3
 	for o := range overridable {
-		if d := editDistance(path, o); d < bestD || d == bestD && best != "" && o < best {
+		if d := configs.EditDistance(path, o); d < bestD || d == bestD && best != "" && o < best {
 			best, bestD = o, d
 		}
 	}
@@ -193,27 +193,6 @@ func suggest(path string) string {
 		return ""
 	}
 	return fmt.Sprintf(" (did you mean %q?)", best)
-}
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 var durationType = reflect.TypeFor[configs.Duration]()

@@ -287,7 +287,7 @@ func suggest(t reflect.Type, key string, fields map[string]int) string {
 	}
 	best, bestDist := "", 3
 	for name := range fields {
-		if dist := editDistance(key, name); dist < bestDist || dist == bestDist && name < best {
+		if dist := EditDistance(key, name); dist < bestDist || dist == bestDist && name < best {
 			best, bestDist = name, dist
 		}
 	}
@@ -297,8 +297,13 @@ func suggest(t reflect.Type, key string, fields map[string]int) string {
 	return fmt.Sprintf(" (did you mean %q?)", best)
 }
 
-// editDistance is the Levenshtein distance between a and b, in bytes.
-func editDistance(a, b string) int {
+// EditDistance is the Levenshtein distance between a and b, in bytes: the
+// fewest single-byte insertions, deletions and substitutions that turn one
+// into the other. It serves to suggest a known key for a misspelled one,
+// here and in the admin API's PATCH. A string longer than 64 bytes is no
+// misspelling of a key: for it EditDistance returns math.MaxInt without the
+// quadratic work, so hostile input stays cheap. Safe for concurrent use.
+func EditDistance(a, b string) int {
 	if len(a) > 64 || len(b) > 64 {
 		return math.MaxInt
 	}

@@ -7,13 +7,14 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/cli"
 	"github.com/sluicehq/sluice/internal/lab/backend"
 )
 
-var backendCommand = command{
-	name:    "backend",
-	summary: "run the simulated backend on its own",
-	usage: `usage: sluice-lab backend [-addr HOST:PORT] [FLAGS]
+var backendCommand = cli.Command{
+	Name:    "backend",
+	Summary: "run the simulated backend on its own",
+	Usage: `usage: sluice-lab backend [-addr HOST:PORT] [FLAGS]
 
 Runs the simulated backend until interrupted and prints the URL it listens
 on first on stdout. Its capacity is C = workers / mean service time. Every
@@ -41,7 +42,7 @@ Flags:
 
 Exit codes: 0 after an interrupt, 1 if it cannot listen, 2 on bad flags.
 `,
-	run: runBackend,
+	Run: runBackend,
 }
 
 func runBackend(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -50,16 +51,16 @@ func runBackend(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	addr := fs.String("addr", "127.0.0.1:0", "listen address")
 	params := backend.RegisterFlags(fs)
 	if err := fs.Parse(args); err != nil {
-		fprintf(stderr, "sluice-lab backend: %v\nRun \"sluice-lab help backend\" for the flags.\n", err)
+		cli.Fprintf(stderr, "sluice-lab backend: %v\nRun \"sluice-lab help backend\" for the flags.\n", err)
 		return exitUsage
 	}
 	if fs.NArg() > 0 {
-		fprintf(stderr, "sluice-lab backend: unexpected argument %q\n", fs.Arg(0))
+		cli.Fprintf(stderr, "sluice-lab backend: unexpected argument %q\n", fs.Arg(0))
 		return exitUsage
 	}
 	p, err := params()
 	if err != nil {
-		fprintf(stderr, "sluice-lab backend: %v\n", err)
+		cli.Fprintf(stderr, "sluice-lab backend: %v\n", err)
 		return exitUsage
 	}
 	if p.QueuedMemory > 0 {
@@ -69,10 +70,10 @@ func runBackend(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	in, err := backend.Listen(*addr, p)
 	if err != nil {
-		fprintf(stderr, "sluice-lab backend: %v\n", err)
+		cli.Fprintf(stderr, "sluice-lab backend: %v\n", err)
 		return exitError
 	}
-	fprintf(stdout, "sluice-lab backend: listening on %s (W=%d, service %s, C=%.0f req/s)\n",
+	cli.Fprintf(stdout, "sluice-lab backend: listening on %s (W=%d, service %s, C=%.0f req/s)\n",
 		in.URL, p.Workers, p.Service, p.Capacity())
 	<-ctx.Done()
 	// A lab backend has nothing worth draining: a second, then close.

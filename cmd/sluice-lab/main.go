@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/sluicehq/sluice/internal/cli"
 )
 
 func main() {
@@ -25,29 +27,14 @@ func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
 
-// Exit codes shared by every subcommand.
+// Exit codes shared by every subcommand (package cli's conventions).
 const (
-	exitOK    = 0 // success
-	exitError = 1 // the command ran and failed
-	exitUsage = 2 // the command line itself is wrong
+	exitOK    = cli.ExitOK
+	exitError = cli.ExitError
+	exitUsage = cli.ExitUsage
 )
 
 // run dispatches args to a subcommand and returns the process exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		printUsage(stderr)
-		return exitUsage
-	}
-	name, rest := args[0], args[1:]
-	switch name {
-	case "-h", "-help", "--help":
-		name = "help"
-	}
-	cmd, ok := lookup(name)
-	if !ok {
-		fprintf(stderr, "sluice-lab: unknown command %q\n\n", name)
-		printUsage(stderr)
-		return exitUsage
-	}
-	return cmd.run(ctx, rest, stdout, stderr)
+	return program.Run(ctx, args, stdout, stderr)
 }

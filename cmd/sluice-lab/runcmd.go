@@ -10,15 +10,16 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/sluicehq/sluice/internal/cli"
 	"github.com/sluicehq/sluice/internal/lab"
 	"github.com/sluicehq/sluice/internal/lab/report"
 	"github.com/sluicehq/sluice/internal/lab/scenario"
 )
 
-var runCommand = command{
-	name:    "run",
-	summary: "run scenarios and write their reports",
-	usage: `usage: sluice-lab run [-quick] [-out DIR] [-only NAMES] [-var NAME=VALUE]... SCENARIO...
+var runCommand = cli.Command{
+	Name:    "run",
+	Summary: "run scenarios and write their reports",
+	Usage: `usage: sluice-lab run [-quick] [-out DIR] [-only NAMES] [-var NAME=VALUE]... SCENARIO...
 
 Runs each scenario (a shipped one by name, see "sluice-lab scenarios", or a
 file by path) with each of its contenders in turn, on loopback, and writes
@@ -41,7 +42,7 @@ Flags:
 Exit codes: 0 when every run finished, 1 when one failed (the others still
 run and are reported), 2 on a bad command line or scenario file.
 `,
-	run: runRun,
+	Run: runRun,
 }
 
 // varFlags collects repeated -var NAME=VALUE.
@@ -69,11 +70,11 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	vars := varFlags{}
 	fs.Var(vars, "var", "")
 	if err := fs.Parse(args); err != nil {
-		fprintf(stderr, "sluice-lab run: %v\nRun \"sluice-lab help run\" for the flags.\n", err)
+		cli.Fprintf(stderr, "sluice-lab run: %v\nRun \"sluice-lab help run\" for the flags.\n", err)
 		return exitUsage
 	}
 	if fs.NArg() == 0 {
-		fprintf(stderr, "sluice-lab run: name at least one scenario (see \"sluice-lab scenarios\")\n")
+		cli.Fprintf(stderr, "sluice-lab run: name at least one scenario (see \"sluice-lab scenarios\")\n")
 		return exitUsage
 	}
 	var scenarios []*scenario.Scenario
@@ -81,7 +82,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	for _, name := range fs.Args() {
 		s, err := lab.LoadScenario(name)
 		if err != nil {
-			fprintf(stderr, "%v\n", err)
+			cli.Fprintf(stderr, "%v\n", err)
 			bad = true
 			continue
 		}
@@ -109,28 +110,28 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			vars["sluice"] = path
 		}
 	}
-	r := &lab.Runner{Out: *out, Quick: *quick, Vars: vars, Progress: stderr, Terminal: isTerminal(stderr)}
+	r := &lab.Runner{Out: *out, Quick: *quick, Vars: vars, Progress: stderr, Terminal: cli.IsTerminal(stderr)}
 	if err := r.Check(scenarios); err != nil {
-		fprintf(stderr, "sluice-lab run: %v\n", err)
+		cli.Fprintf(stderr, "sluice-lab run: %v\n", err)
 		if _, ok := vars["sluice"]; !ok && strings.Contains(err.Error(), "{{sluice}}") {
-			fprintf(stderr, "sluice-lab run: no sluice binary found beside sluice-lab or on PATH: build one (go build -o sluice ./cmd/sluice) and pass -sluice ./sluice\n")
+			cli.Fprintf(stderr, "sluice-lab run: no sluice binary found beside sluice-lab or on PATH: build one (go build -o sluice ./cmd/sluice) and pass -sluice ./sluice\n")
 		}
 		return exitUsage
 	}
 	if !*inprocess {
 		self, err := os.Executable()
 		if err != nil {
-			fprintf(stderr, "sluice-lab run: cannot find my own binary for the backend (use -inprocess): %v\n", err)
+			cli.Fprintf(stderr, "sluice-lab run: cannot find my own binary for the backend (use -inprocess): %v\n", err)
 			return exitError
 		}
 		r.BackendCommand = []string{self, "backend"}
 	}
 	outcomes, err := r.Run(ctx, scenarios)
 	for _, o := range outcomes {
-		fprintf(stdout, "%s\n", filepath.Join(o.Dir, report.SummaryFile))
+		cli.Fprintf(stdout, "%s\n", filepath.Join(o.Dir, report.SummaryFile))
 	}
 	if err != nil {
-		fprintf(stderr, "sluice-lab run: %v\n", err)
+		cli.Fprintf(stderr, "sluice-lab run: %v\n", err)
 		return exitError
 	}
 	return exitOK
@@ -159,7 +160,7 @@ func keepContenders(scenarios []*scenario.Scenario, names []string, stderr io.Wr
 	bad := false
 	for _, n := range names {
 		if !used[strings.TrimSpace(n)] {
-			fprintf(stderr, "sluice-lab run: no contender %q in these scenarios\n", n)
+			cli.Fprintf(stderr, "sluice-lab run: no contender %q in these scenarios\n", n)
 			bad = true
 		}
 	}
@@ -180,14 +181,4 @@ func findSluice() (string, bool) {
 		}
 	}
 	return "", false
-}
-
-// isTerminal reports whether w is a character device (a terminal).
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

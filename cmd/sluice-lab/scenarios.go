@@ -5,34 +5,35 @@ import (
 	"io"
 	"strings"
 
+	"github.com/sluicehq/sluice/internal/cli"
 	"github.com/sluicehq/sluice/internal/lab"
 )
 
-var scenariosCommand = command{
-	name:    "scenarios",
-	summary: "list the shipped scenarios",
-	usage: `usage: sluice-lab scenarios
+var scenariosCommand = cli.Command{
+	Name:    "scenarios",
+	Summary: "list the shipped scenarios",
+	Usage: `usage: sluice-lab scenarios
 
 Lists the scenarios that ship with sluice-lab, each with the first line of
 its explanation. "sluice-lab run NAME" runs one; a scenario file of your own
 runs by its path.
 `,
-	run: runScenarios,
+	Run: runScenarios,
 }
 
 func runScenarios(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) != 0 {
-		fprintf(stderr, "usage: sluice-lab scenarios\n")
+		cli.Fprintf(stderr, "usage: sluice-lab scenarios\n")
 		return exitUsage
 	}
 	for _, name := range lab.Scenarios() {
 		s, err := lab.LoadScenario(name)
 		if err != nil {
-			fprintf(stderr, "sluice-lab: %v\n", err)
+			cli.Fprintf(stderr, "sluice-lab: %v\n", err)
 			return exitError
 		}
 		first, _, _ := strings.Cut(s.Header, "\n")
-		fprintf(stdout, "  %-12s %s\n", name, first)
+		cli.Fprintf(stdout, "  %-12s %s\n", name, first)
 	}
 	return exitOK
 }

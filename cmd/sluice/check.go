@@ -7,12 +7,13 @@ import (
 	"io"
 
 	"github.com/sluicehq/sluice/configs"
+	"github.com/sluicehq/sluice/internal/cli"
 )
 
-var checkCommand = command{
-	name:    "check",
-	summary: "validate a config file and print it with defaults filled in",
-	usage: `usage: sluice check [-q] FILE
+var checkCommand = cli.Command{
+	Name:    "check",
+	Summary: "validate a config file and print it with defaults filled in",
+	Usage: `usage: sluice check [-q] FILE
 
 Reads the TOML config FILE, fills in every default and validates it, the way
 "sluice run -config FILE" and a reload would.
@@ -31,7 +32,7 @@ unreadable FILE also exits 1. A wrong command line exits 2.
 Files that FILE names (TLS certificates, token and password files) are not
 opened: check the config where it will run.
 `,
-	run: runCheck,
+	Run: runCheck,
 }
 
 func runCheck(_ context.Context, args []string, stdout, stderr io.Writer) int {
@@ -40,9 +41,9 @@ func runCheck(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	quiet := fs.Bool("q", false, "print nothing when the file is valid")
 	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
 		if err != nil && !errors.Is(err, flag.ErrHelp) {
-			fprintf(stderr, "sluice check: %v\n", err)
+			cli.Fprintf(stderr, "sluice check: %v\n", err)
 		}
-		fprintf(stderr, "usage: sluice check [-q] FILE\n")
+		cli.Fprintf(stderr, "usage: sluice check [-q] FILE\n")
 		return exitUsage
 	}
 	file := fs.Arg(0)
@@ -51,12 +52,12 @@ func runCheck(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	switch {
 	case errors.As(err, &problems):
 		for _, p := range problems {
-			fprintf(stderr, "%s\n", p)
+			cli.Fprintf(stderr, "%s\n", p)
 		}
-		fprintf(stderr, "sluice check: %s: %d problem%s\n", file, len(problems), plural(len(problems)))
+		cli.Fprintf(stderr, "sluice check: %s: %d problem%s\n", file, len(problems), plural(len(problems)))
 		return exitError
 	case err != nil:
-		fprintf(stderr, "sluice check: %v\n", err)
+		cli.Fprintf(stderr, "sluice check: %v\n", err)
 		return exitError
 	}
 	if *quiet {
@@ -64,10 +65,10 @@ func runCheck(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	out, err := cfg.Effective()
 	if err != nil {
-		fprintf(stderr, "sluice check: %v\n", err)
+		cli.Fprintf(stderr, "sluice check: %v\n", err)
 		return exitError
 	}
-	fprintf(stdout, "# %s is valid; the effective configuration, every default filled in:\n\n%s", file, out)
+	cli.Fprintf(stdout, "# %s is valid; the effective configuration, every default filled in:\n\n%s", file, out)
 	return exitOK
 }
 

@@ -1,43 +1,20 @@
 package main
 
-import (
-	"context"
-	"fmt"
-	"io"
-)
+import "github.com/sluicehq/sluice/internal/cli"
 
-// command is one sluice subcommand.
-type command struct {
-	name    string
-	summary string // one line for the command list
-	usage   string // full help text for "sluice help NAME"
-	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) int
-}
-
-// commands lists every subcommand in the order "sluice help" shows them.
-// A command is listed here only once it works.
-var commands []command
-
-func init() {
-	commands = []command{
+// program is the sluice command line. Its commands are listed in the order
+// "sluice help" shows them (help itself, from package cli, comes last); a
+// command is listed here only once it works.
+var program = &cli.Program{
+	Name: "sluice",
+	Intro: "sluice is an adaptive concurrency limiter that keeps a service inside its\n" +
+		"latency, CPU and memory targets.\n",
+	Commands: []cli.Command{
 		runCommand,
 		demoCommand,
 		checkCommand,
 		statusCommand,
 		versionCommand,
-		helpCommand,
-	}
-}
-
-func lookup(name string) (command, bool) {
-	for _, c := range commands {
-		if c.name == name {
-			return c, true
-		}
-	}
-	return command{}, false
-}
-
-func fprintf(w io.Writer, format string, a ...any) {
-	_, _ = fmt.Fprintf(w, format, a...)
+	},
+	Aliases: map[string]string{"-v": "version", "-version": "version", "--version": "version"},
 }

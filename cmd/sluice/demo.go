@@ -15,15 +15,16 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/cli"
 	"github.com/sluicehq/sluice/internal/lab"
 	"github.com/sluicehq/sluice/internal/lab/report"
 	"github.com/sluicehq/sluice/internal/lab/scenario"
 )
 
-var demoCommand = command{
-	name:    "demo",
-	summary: "watch sluice keep an overloaded service fast, in about a minute",
-	usage: `usage: sluice demo [-duration D] [-quick] [-keep] [-out DIR]
+var demoCommand = cli.Command{
+	Name:    "demo",
+	Summary: "watch sluice keep an overloaded service fast, in about a minute",
+	Usage: `usage: sluice demo [-duration D] [-quick] [-keep] [-out DIR]
 
 Shows what sluice does, with nothing to configure and nothing else to run.
 It starts a simulated service on loopback whose capacity is known (16
@@ -52,7 +53,7 @@ taken. Ctrl-C stops the demo and everything it started.
 
 Exit codes: 0 done, 1 a run failed, 2 wrong command line.
 `,
-	run: runDemo,
+	Run: runDemo,
 }
 
 // demoBinary is the sluice binary the demo runs as its daemon: this one.
@@ -71,15 +72,15 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	keep := fs.Bool("keep", false, "")
 	out := fs.String("out", "", "")
 	if err := fs.Parse(args); err != nil {
-		fprintf(stderr, "sluice demo: %v\nRun \"sluice help demo\" for the flags.\n", err)
+		cli.Fprintf(stderr, "sluice demo: %v\nRun \"sluice help demo\" for the flags.\n", err)
 		return exitUsage
 	}
 	if fs.NArg() > 0 {
-		fprintf(stderr, "sluice demo: unexpected argument %q\n", fs.Arg(0))
+		cli.Fprintf(stderr, "sluice demo: unexpected argument %q\n", fs.Arg(0))
 		return exitUsage
 	}
 	if *duration < 2*time.Second || *duration > time.Hour {
-		fprintf(stderr, "sluice demo: -duration must be from 2s to 1h, got %v\n", *duration)
+		cli.Fprintf(stderr, "sluice demo: -duration must be from 2s to 1h, got %v\n", *duration)
 		return exitUsage
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
@@ -87,25 +88,25 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 	s, err := demoScenario(*duration)
 	if err != nil {
-		fprintf(stderr, "sluice demo: %v\n", err)
+		cli.Fprintf(stderr, "sluice demo: %v\n", err)
 		return exitError
 	}
 	self, err := demoBinary()
 	if err != nil {
-		fprintf(stderr, "sluice demo: cannot find the sluice binary to run: %v\n", err)
+		cli.Fprintf(stderr, "sluice demo: cannot find the sluice binary to run: %v\n", err)
 		return exitError
 	}
 	dir := *out
 	if dir == "" {
 		if dir, err = os.MkdirTemp("", "sluice-demo-"); err != nil {
-			fprintf(stderr, "sluice demo: %v\n", err)
+			cli.Fprintf(stderr, "sluice demo: %v\n", err)
 			return exitError
 		}
 		defer os.RemoveAll(dir)
 	}
 	port, err := adminPort()
 	if err != nil {
-		fprintf(stderr, "sluice demo: %v\n", err)
+		cli.Fprintf(stderr, "sluice demo: %v\n", err)
 		return exitError
 	}
 
@@ -113,17 +114,17 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *quick {
 		sched = s.Shortened()
 	}
-	fprintf(stdout, "sluice demo: a service with capacity C = %.0f req/s; load ramps from 0.5×C to 3×C over %v, twice:\n",
+	cli.Fprintf(stdout, "sluice demo: a service with capacity C = %.0f req/s; load ramps from 0.5×C to 3×C over %v, twice:\n",
 		s.Capacity(), sched.Schedule().Duration().Round(time.Second))
-	fprintf(stdout, "  1. through sluice with no limit\n  2. through sluice with the target law (p99 ≤ %v)\n", time.Duration(s.SLO))
-	fprintf(stdout, "dashboard of the sluice being measured: http://127.0.0.1:%s/\n\n", port)
+	cli.Fprintf(stdout, "  1. through sluice with no limit\n  2. through sluice with the target law (p99 ≤ %v)\n", time.Duration(s.SLO))
+	cli.Fprintf(stdout, "dashboard of the sluice being measured: http://127.0.0.1:%s/\n\n", port)
 
 	var runs []report.Run
 	printed := false
 	r := &lab.Runner{
 		Out: dir, Quick: *quick, Program: "sluice demo",
 		Vars:     map[string]string{"sluice": self, "admin_port": port},
-		Progress: stderr, Terminal: isTerminal(stderr),
+		Progress: stderr, Terminal: cli.IsTerminal(stderr),
 		Hold: func(ctx context.Context, run report.Run) {
 			runs = append(runs, run)
 			if !*keep || len(runs) < len(s.Contenders) {
@@ -131,7 +132,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			}
 			printDemoTable(stdout, runs)
 			printed = true
-			fprintf(stdout, "\nThe dashboard stays up at http://127.0.0.1:%s/ and sluice at %s; Ctrl-C to stop.\n", port, demoProxyHint(dir, s.Name, run.Contender))
+			cli.Fprintf(stdout, "\nThe dashboard stays up at http://127.0.0.1:%s/ and sluice at %s; Ctrl-C to stop.\n", port, demoProxyHint(dir, s.Name, run.Contender))
 			<-ctx.Done()
 		},
 	}
@@ -140,7 +141,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		printDemoTable(stdout, runs)
 	}
 	if *out != "" {
-		fprintf(stdout, "\nReports: %s\n", filepath.Join(dir, s.Name, report.SummaryFile))
+		cli.Fprintf(stdout, "\nReports: %s\n", filepath.Join(dir, s.Name, report.SummaryFile))
 	}
 	switch {
 	case err == nil:
@@ -148,10 +149,10 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case errors.Is(err, context.Canceled) && printed:
 		return exitOK // -keep ends with Ctrl-C
 	case errors.Is(err, context.Canceled):
-		fprintf(stderr, "sluice demo: interrupted\n")
+		cli.Fprintf(stderr, "sluice demo: interrupted\n")
 		return exitError
 	}
-	fprintf(stderr, "sluice demo: %v\n", err)
+	cli.Fprintf(stderr, "sluice demo: %v\n", err)
 	return exitError
 }
 
@@ -197,7 +198,7 @@ var demoNames = map[string]string{"no-limit": "no limit", "target": "sluice (tar
 
 // printDemoTable writes the side-by-side comparison of the runs.
 func printDemoTable(w io.Writer, runs []report.Run) {
-	fprintf(w, "\n")
+	cli.Fprintf(w, "\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "\tgoodput/s\tgoodput at 3×C\tadmitted p99\trejected\terrors\tpeak RSS of sluice\n")
 	for _, r := range runs {
@@ -220,7 +221,7 @@ func printDemoTable(w io.Writer, runs []report.Run) {
 	}
 	tw.Flush()
 	if len(runs) > 0 {
-		fprintf(w, "\ngoodput: answers within %v per second, over the whole ramp and in its last phase at 3×C;\nerrors: requests that timed out (after %v) or failed.\n", runs[0].SLO, runs[0].Timeout)
+		cli.Fprintf(w, "\ngoodput: answers within %v per second, over the whole ramp and in its last phase at 3×C;\nerrors: requests that timed out (after %v) or failed.\n", runs[0].SLO, runs[0].Timeout)
 	}
 }
 
@@ -230,14 +231,4 @@ func latency(ms float64) string {
 		return fmt.Sprintf("%.1f s", ms/1000)
 	}
 	return fmt.Sprintf("%.0f ms", ms)
-}
-
-// isTerminal reports whether w is a character device (a terminal).
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

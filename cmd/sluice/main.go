@@ -9,6 +9,8 @@ import (
 	"context"
 	"io"
 	"os"
+
+	"github.com/sluicehq/sluice/internal/cli"
 )
 
 // main runs the command line. Signals are each command's business: "sluice
@@ -18,31 +20,15 @@ func main() {
 	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// Exit codes shared by every subcommand; "sluice run" has more (run.go).
+// Exit codes shared by every subcommand (package cli's conventions);
+// "sluice run" has more (run.go).
 const (
-	exitOK    = 0 // success
-	exitError = 1 // the command ran and failed (bad config, failed start, ...)
-	exitUsage = 2 // the command line itself is wrong
+	exitOK    = cli.ExitOK
+	exitError = cli.ExitError
+	exitUsage = cli.ExitUsage
 )
 
 // run dispatches args to a subcommand and returns the process exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		printUsage(stderr)
-		return exitUsage
-	}
-	name, rest := args[0], args[1:]
-	switch name {
-	case "-h", "-help", "--help":
-		name = "help"
-	case "-v", "-version", "--version":
-		name = "version"
-	}
-	cmd, ok := lookup(name)
-	if !ok {
-		fprintf(stderr, "sluice: unknown command %q\n\n", name)
-		printUsage(stderr)
-		return exitUsage
-	}
-	return cmd.run(ctx, rest, stdout, stderr)
+	return program.Run(ctx, args, stdout, stderr)
 }

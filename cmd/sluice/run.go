@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/sluicehq/sluice/configs"
+	"github.com/sluicehq/sluice/internal/cli"
 )
 
 // Exit codes of "sluice run" beyond the shared ones (see main.go).
@@ -21,10 +22,10 @@ const (
 	exitInterrupted = 4 // a second signal: exited at once, without draining or saving
 )
 
-var runCommand = command{
-	name:    "run",
-	summary: "run the daemon: a reverse proxy that guards the upstream",
-	usage: `usage: sluice run [-config FILE] [-log-level LEVEL] [-log-json] [-grace DUR]
+var runCommand = cli.Command{
+	Name:    "run",
+	Summary: "run the daemon: a reverse proxy that guards the upstream",
+	Usage: `usage: sluice run [-config FILE] [-log-level LEVEL] [-log-json] [-grace DUR]
 
 Runs sluice in front of the upstream the config names: it listens on
 server.listen, admits each request through its group's limits, forwards it,
@@ -65,7 +66,7 @@ Exit codes:
   4  a second signal during shutdown: exited at once, requests in flight
      cut, the state file not written
 `,
-	run: runRun,
+	Run: runRun,
 }
 
 // runFlags are the flags of "sluice run".
@@ -100,9 +101,9 @@ func parseRunFlags(args []string, stderr io.Writer) (runFlags, bool) {
 	}
 	if err != nil {
 		if !errors.Is(err, flag.ErrHelp) {
-			fprintf(stderr, "sluice run: %v\n", err)
+			cli.Fprintf(stderr, "sluice run: %v\n", err)
 		}
-		fprintf(stderr, "usage: sluice run [-config FILE] [-log-level LEVEL] [-log-json] [-grace DUR]\n")
+		cli.Fprintf(stderr, "usage: sluice run [-config FILE] [-log-level LEVEL] [-log-json] [-grace DUR]\n")
 		return f, false
 	}
 	return f, true

@@ -17,12 +17,14 @@ import (
 	"syscall"
 	"text/tabwriter"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/cli"
 )
 
-var statusCommand = command{
-	name:    "status",
-	summary: "show a running sluice's groups: limits, latency, throughput, rejections",
-	usage: `usage: sluice status [-admin URL] [-token-file FILE] [-timeout D] [-json]
+var statusCommand = cli.Command{
+	Name:    "status",
+	Summary: "show a running sluice's groups: limits, latency, throughput, rejections",
+	Usage: `usage: sluice status [-admin URL] [-token-file FILE] [-timeout D] [-json]
 
 Asks the admin API of a running sluice (GET /v1/status and GET /v1/groups)
 and prints its state and a table of its groups: the law, the concurrency
@@ -44,7 +46,7 @@ or the fallback does, and the node count they are shared by.
 Exit codes: 0 printed; 1 the admin API could not be reached or answered an
 error; 2 the command line is wrong.
 `,
-	run: runStatus,
+	Run: runStatus,
 }
 
 func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -57,29 +59,29 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if err := fs.Parse(args); err != nil || fs.NArg() != 0 || *timeout <= 0 {
 		switch {
 		case err != nil && !errors.Is(err, flag.ErrHelp):
-			fprintf(stderr, "sluice status: %v\n", err)
+			cli.Fprintf(stderr, "sluice status: %v\n", err)
 		case err == nil && fs.NArg() != 0:
-			fprintf(stderr, "sluice status: unexpected argument %q\n", fs.Arg(0))
+			cli.Fprintf(stderr, "sluice status: unexpected argument %q\n", fs.Arg(0))
 		case err == nil:
-			fprintf(stderr, "sluice status: -timeout must be positive, got %v\n", *timeout)
+			cli.Fprintf(stderr, "sluice status: -timeout must be positive, got %v\n", *timeout)
 		}
-		fprintf(stderr, "usage: sluice status [-admin URL] [-token-file FILE] [-timeout D] [-json]\n")
+		cli.Fprintf(stderr, "usage: sluice status [-admin URL] [-token-file FILE] [-timeout D] [-json]\n")
 		return exitUsage
 	}
 	c, err := newAdminClient(*adminURL, *tokenFile, *timeout)
 	if err != nil {
-		fprintf(stderr, "sluice status: %v\n", err)
+		cli.Fprintf(stderr, "sluice status: %v\n", err)
 		return exitUsage
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	var status, groups json.RawMessage
 	if err := c.get(ctx, "/v1/status", &status); err != nil {
-		fprintf(stderr, "sluice status: %v\n", err)
+		cli.Fprintf(stderr, "sluice status: %v\n", err)
 		return exitError
 	}
 	if err := c.get(ctx, "/v1/groups", &groups); err != nil {
-		fprintf(stderr, "sluice status: %v\n", err)
+		cli.Fprintf(stderr, "sluice status: %v\n", err)
 		return exitError
 	}
 	if *asJSON {
@@ -88,20 +90,20 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			Groups json.RawMessage `json:"groups"`
 		}{status, groupsList(groups)}, "", "  ")
 		if err != nil {
-			fprintf(stderr, "sluice status: %v\n", err)
+			cli.Fprintf(stderr, "sluice status: %v\n", err)
 			return exitError
 		}
-		fprintf(stdout, "%s\n", out)
+		cli.Fprintf(stdout, "%s\n", out)
 		return exitOK
 	}
 	var st statusAnswer
 	var gs groupsAnswer
 	if err := json.Unmarshal(status, &st); err != nil {
-		fprintf(stderr, "sluice status: %s/v1/status: not a sluice status: %v\n", c.base, err)
+		cli.Fprintf(stderr, "sluice status: %s/v1/status: not a sluice status: %v\n", c.base, err)
 		return exitError
 	}
 	if err := json.Unmarshal(groups, &gs); err != nil {
-		fprintf(stderr, "sluice status: %s/v1/groups: not sluice groups: %v\n", c.base, err)
+		cli.Fprintf(stderr, "sluice status: %s/v1/groups: not sluice groups: %v\n", c.base, err)
 		return exitError
 	}
 	printStatus(stdout, &st, gs.Groups, time.Now())
@@ -310,12 +312,12 @@ func printStatus(w io.Writer, st *statusAnswer, gs []groupAnswer, now time.Time)
 	if !st.Ready {
 		ready = "NOT READY: " + st.NotReady
 	}
-	fprintf(w, "sluice %s · up %s · config %s (%s) · %s\n", st.Version,
+	cli.Fprintf(w, "sluice %s · up %s · config %s (%s) · %s\n", st.Version,
 		shortDuration(time.Duration(st.UptimeSeconds*float64(time.Second))), src, hash, ready)
 	r := st.Resources
-	fprintf(w, "cpu %s · memory %s\n", signalText(r.CPU, r.CPUFrom), signalText(r.Memory, r.MemoryFrom))
+	cli.Fprintf(w, "cpu %s · memory %s\n", signalText(r.CPU, r.CPUFrom), signalText(r.Memory, r.MemoryFrom))
 	if st.State.SaveError != "" {
-		fprintf(w, "state file: %s\n", st.State.SaveError)
+		cli.Fprintf(w, "state file: %s\n", st.State.SaveError)
 	}
 	if r := st.Redis; r != nil {
 		line := "redis " + r.Mode + " since " + r.Since.Local().Format("15:04:05")
@@ -329,12 +331,12 @@ func printStatus(w io.Writer, st *statusAnswer, gs []groupAnswer, now time.Time)
 		if r.Nodes.Observed != nil {
 			seen = strconv.Itoa(*r.Nodes.Observed) + " seen"
 		}
-		fprintf(w, "%s · nodes %d (%d configured, %s)\n", line, r.Nodes.Share, r.Nodes.Configured, seen)
+		cli.Fprintf(w, "%s · nodes %d (%d configured, %s)\n", line, r.Nodes.Share, r.Nodes.Configured, seen)
 	}
-	fprintf(w, "\n")
+	cli.Fprintf(w, "\n")
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fprintf(tw, "GROUP\tLAW\tLIMIT\tBOUNDS\tIN FLIGHT\tQUEUE\tRATE/S\tP50\tP99\tTARGET\tTHRU/S\tREJECTED\tLAST CHANGE\n")
+	cli.Fprintf(tw, "GROUP\tLAW\tLIMIT\tBOUNDS\tIN FLIGHT\tQUEUE\tRATE/S\tP50\tP99\tTARGET\tTHRU/S\tREJECTED\tLAST CHANGE\n")
 	var overridden []string
 	for _, g := range gs {
 		name := g.Name
@@ -368,16 +370,16 @@ func printStatus(w io.Writer, st *statusAnswer, gs []groupAnswer, now time.Time)
 		if c := g.LastChange; c != nil {
 			change = fmt.Sprintf("%d → %d: %s (%s ago)", c.From, c.To, c.Reason, shortDuration(now.Sub(c.At)))
 		}
-		fprintf(tw, "%s\t%s\t%d\t%d–%d\t%d\t%d/%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+		cli.Fprintf(tw, "%s\t%s\t%d\t%d–%d\t%d\t%d/%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
 			name, g.Law, g.Limit, g.Min, g.Max, g.InFlight, g.Queue.Length, g.Queue.Max, rate,
 			seconds(g.Latency.P50), seconds(g.Latency.P99), target, number(g.Throughput),
 			rejections(g.Requests.Rejected, g.Requests.ByReason), change)
 	}
 	_ = tw.Flush()
 	if len(overridden) > 0 {
-		fprintf(w, "\n* runtime override in force:\n")
+		cli.Fprintf(w, "\n* runtime override in force:\n")
 		for _, o := range overridden {
-			fprintf(w, "  %s\n", o)
+			cli.Fprintf(w, "  %s\n", o)
 		}
 	}
 }

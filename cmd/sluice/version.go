@@ -5,28 +5,30 @@ import (
 	"io"
 	"runtime"
 	"runtime/debug"
+
+	"github.com/sluicehq/sluice/internal/cli"
 )
 
 // version is set at build time with -ldflags "-X main.version=v1.2.3".
 var version = "dev"
 
-var versionCommand = command{
-	name:    "version",
-	summary: "print the sluice version",
-	usage: `usage: sluice version
+var versionCommand = cli.Command{
+	Name:    "version",
+	Summary: "print the sluice version",
+	Usage: `usage: sluice version
 
 Prints the version, the VCS revision it was built from when known, and the Go
 version. Exit code 0.
 `,
-	run: runVersion,
+	Run: runVersion,
 }
 
 func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) != 0 {
-		fprintf(stderr, "usage: sluice version\n")
+		cli.Fprintf(stderr, "usage: sluice version\n")
 		return exitUsage
 	}
-	fprintf(stdout, "sluice %s (%s, %s)\n", version, revision(), runtime.Version())
+	cli.Fprintf(stdout, "sluice %s (%s, %s)\n", version, revision(), runtime.Version())
 	return exitOK
 }
 
