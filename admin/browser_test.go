@@ -94,7 +94,16 @@ func startDaemon(t *testing.T) *daemon {
 		n := inflight.Add(1)
 		defer inflight.Add(-1)
 		// A service whose latency grows with its concurrency, with noise.
-		time.Sleep(time.Duration(2+3*n)*time.Millisecond + rand.N(3*time.Millisecond))
+		// This is the model's service time (the load the dashboard shows),
+		// not a wait for an event; like a real handler, the work stops
+		// when the client goes away.
+		work := time.NewTimer(time.Duration(2+3*n)*time.Millisecond + rand.N(3*time.Millisecond))
+		defer work.Stop()
+		select {
+		case <-work.C:
+		case <-r.Context().Done():
+			return
+		}
 		w.Write([]byte("ok\n"))
 	}))
 

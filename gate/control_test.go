@@ -4,11 +4,13 @@ import (
 	"context"
 	"math"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/sluicehq/sluice/adaptive"
 	"github.com/sluicehq/sluice/limits"
+	"github.com/sluicehq/sluice/probe"
 )
 
 // serve admits n requests, lets each take latency on the fake clock (all
@@ -238,9 +240,28 @@ name = "g"
 	}
 }
 
+// tickSignal is a ResourceSampler that closes its channel when it is
+// sampled for the n-th time: the control loop samples once per tick, so that
+// is the n-th tick under way.
+type tickSignal struct {
+	n       int64
+	calls   atomic.Int64
+	reached chan struct{}
+}
+
+func newTickSignal(n int64) *tickSignal { return &tickSignal{n: n, reached: make(chan struct{})} }
+
+func (s *tickSignal) Sample(now time.Time) probe.Resources {
+	if s.calls.Add(1) == s.n {
+		close(s.reached)
+	}
+	return probe.Resources{Time: now, CPU: probe.Signal{Reason: "test"}, Memory: probe.Signal{Reason: "test"}}
+}
+
 func TestRunTicksAndSavesOnShutdown(t *testing.T) {
 	dir := t.TempDir()
 	saved := make(chan error, 16)
+	ticks := newTickSignal(2)
 	g, err := New(Params{Config: config(t, `
 [control]
 interval = "10ms"
@@ -251,24 +272,26 @@ name = "g"
   [group.concurrency]
   law = "fixed"
   limit = 7
-`), OnSave: func(_ string, err error) { saved <- err }})
+`), Resources: ticks, OnSave: func(_ string, err error) { saved <- err }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ticked := make(chan struct{})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- g.Run(ctx) }()
-	go func() {
-		for g.Status().Ticks < 2 {
-			time.Sleep(time.Millisecond) // polling for the loop's progress
-		}
-		close(ticked)
-	}()
-	<-ticked
+	timeout := time.NewTimer(10 * time.Second) // a failure's bound, not a pace
+	defer timeout.Stop()
+	select {
+	case <-ticks.reached:
+	case <-timeout.C:
+		t.Fatalf("Run made %d ticks in 10s, want 2", g.Status().Ticks)
+	}
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("Run: %v", err)
+	}
+	if n := g.Status().Ticks; n < 2 {
+		t.Fatalf("Run returned after %d ticks, want at least 2", n)
 	}
 	if err := <-saved; err != nil {
 		t.Fatalf("save on shutdown: %v", err)
@@ -296,10 +319,8 @@ name = "g"
 `)
 	gr := g.testGroup(t, "g")
 	holder := mustEnter(t, g, request("/"))
-	w1 := enterAsync(func() (Pass, Rejection, bool) { return g.Enter(request("/")) })
-	waitQueued(t, gr, 1)
-	w2 := enterAsync(func() (Pass, Rejection, bool) { return g.Enter(request("/")) })
-	waitQueued(t, gr, 2)
+	w1 := enterQueued(t, g, gr, 1, request("/"))
+	w2 := enterQueued(t, g, gr, 2, request("/"))
 
 	now := time.Now()
 	g.Tick(now)

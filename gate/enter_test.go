@@ -2,6 +2,8 @@ package gate
 
 import (
 	"context"
+	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -70,16 +72,44 @@ type enterResult struct {
 	ok  bool
 }
 
-// waitQueued waits until gr has n waiters (a waiter queues asynchronously).
-func waitQueued(t *testing.T, gr *group, n int) {
+// watchedCtx is a request's context that reports the first call of its Done
+// method on watched. A request that has to wait for a slot calls it as it
+// blocks in limits.Concurrency's queue, after joining the queue: nothing on
+// the way there (gate.queue, Concurrency.Acquire) asks for Done, only for Err
+// and Deadline. So the first call is the event "this request now waits in the
+// queue".
+type watchedCtx struct {
+	context.Context
+	once    sync.Once
+	watched chan struct{}
+}
+
+func (c *watchedCtx) Done() <-chan struct{} {
+	c.once.Do(func() { close(c.watched) })
+	return c.Context.Done()
+}
+
+// enterQueued enters r on its own goroutine and returns once r waits in gr's
+// queue, which must then hold n waiters; the result of the Enter arrives on
+// the channel. It fails the test if the Enter returns without having waited.
+func enterQueued(t *testing.T, g *Gate, gr *group, n int, r *http.Request) <-chan enterResult {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for gr.conc.Queued() != n {
-		if time.Now().After(deadline) {
-			t.Fatalf("queue length %d, want %d", gr.conc.Queued(), n)
-		}
-		time.Sleep(100 * time.Microsecond) // polling a condition, not timing anything
+	ctx := &watchedCtx{Context: r.Context(), watched: make(chan struct{})}
+	res := enterAsync(func() (Pass, Rejection, bool) { return g.Enter(r.WithContext(ctx)) })
+	timeout := time.NewTimer(10 * time.Second) // a failure's bound, not a pace
+	defer timeout.Stop()
+	select {
+	case <-ctx.watched:
+	case got := <-res:
+		t.Fatalf("Enter returned without queueing: ok=%v reason=%v", got.ok, got.rej.Reason)
+	case <-timeout.C:
+		t.Fatalf("not queued within 10s; queue length %d", gr.conc.Queued())
 	}
+	// The waiter updated the length before it unlocked the queue and blocked.
+	if q := gr.conc.Queued(); q != n {
+		t.Fatalf("queue length %d once the request waits, want %d", q, n)
+	}
+	return res
 }
 
 func TestQueueWaitsAtMostMaxWait(t *testing.T) {
@@ -143,16 +173,14 @@ func TestQueueFullEvictsOnlyLowerPriority(t *testing.T) {
 	gr.burstNs.Store(int64(time.Hour))
 	holder := mustEnter(t, g, request("/"))
 
-	low := enterAsync(func() (Pass, Rejection, bool) { return g.Enter(request("/", "X-Priority", "sheddable")) })
-	waitQueued(t, gr, 1)
+	low := enterQueued(t, g, gr, 1, request("/", "X-Priority", "sheddable"))
 	// Same priority as the waiter: no eviction, queue_full.
 	mustReject(t, g, request("/", "X-Priority", "sheddable"), adaptive.RejectQueueFull)
 	// Higher: the sheddable waiter is evicted (queue_full), the critical one waits.
-	high := enterAsync(func() (Pass, Rejection, bool) { return g.Enter(request("/", "X-Priority", "critical")) })
+	high := enterQueued(t, g, gr, 1, request("/", "X-Priority", "critical"))
 	if r := <-low; r.ok || r.rej.Reason != adaptive.RejectQueueFull {
 		t.Fatalf("evicted waiter: ok=%v reason=%v, want queue_full", r.ok, r.rej.Reason)
 	}
-	waitQueued(t, gr, 1)
 	holder.Done(Success)
 	r := <-high
 	if !r.ok {
@@ -176,8 +204,7 @@ func TestQueuedRequestWhoseClientLeavesIsCanceled(t *testing.T) {
 	holder := mustEnter(t, g, request("/"))
 	defer holder.Done(Success)
 	ctx, cancel := context.WithCancel(context.Background())
-	res := enterAsync(func() (Pass, Rejection, bool) { return g.Enter(request("/").WithContext(ctx)) })
-	waitQueued(t, gr, 1)
+	res := enterQueued(t, g, gr, 1, request("/").WithContext(ctx))
 	cancel()
 	if r := <-res; r.ok {
 		t.Fatal("a canceled waiter was admitted")

@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"net/http"
 	"testing"
 	"time"
 
@@ -32,8 +33,7 @@ key = "header:X-Tenant"
 	for range 4 { // work conserving: alone, greedy may take every slot
 		held = append(held, greedy().mustEnter(t))
 	}
-	p1 := enterAsync(polite().enter)
-	waitQueued(t, gr, 1)
+	p1 := enterQueued(t, g, gr, 1, polite().request())
 	for range 3 {
 		rej := greedy().mustReject(t, adaptive.RejectFairShare)
 		if rej.Status() != 429 {
@@ -47,8 +47,7 @@ key = "header:X-Tenant"
 	}
 	// Greedy holds 3, polite 1: greedy is still over its share, polite under.
 	greedy().mustReject(t, adaptive.RejectFairShare)
-	p2 := enterAsync(polite().enter)
-	waitQueued(t, gr, 1)
+	p2 := enterQueued(t, g, gr, 1, polite().request())
 	held[1].Done(Success)
 	r2 := <-p2
 	if !r2.ok {
@@ -125,16 +124,15 @@ type httpReq struct {
 	tenant string
 }
 
-func (h *httpReq) enter() (Pass, Rejection, bool) {
-	return h.g.Enter(request("/", "X-Tenant", h.tenant))
-}
+// request builds a request of the tenant.
+func (h *httpReq) request() *http.Request { return request("/", "X-Tenant", h.tenant) }
 
 func (h *httpReq) mustEnter(t *testing.T) Pass {
 	t.Helper()
-	return mustEnter(t, h.g, request("/", "X-Tenant", h.tenant))
+	return mustEnter(t, h.g, h.request())
 }
 
 func (h *httpReq) mustReject(t *testing.T, why adaptive.Rejection) Rejection {
 	t.Helper()
-	return mustReject(t, h.g, request("/", "X-Tenant", h.tenant), why)
+	return mustReject(t, h.g, h.request(), why)
 }

@@ -9,6 +9,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -155,14 +156,36 @@ key = "ip"
 	}
 }
 
+// doneSignal is an Observer that closes its channel when the n-th admitted
+// request is done (Done calls it after the slot is released).
+type doneSignal struct {
+	n       uint64
+	calls   atomic.Uint64
+	reached chan struct{}
+}
+
+func (s *doneSignal) ObserveDone(string, Outcome, time.Duration) {
+	if s.calls.Add(1) == s.n {
+		close(s.reached)
+	}
+}
+
+func (s *doneSignal) ObserveQueueWait(string, time.Duration) {}
+
 func TestMiddlewareOutcomes(t *testing.T) {
-	g, clk := newGate(t, `
+	want := [3]uint64{Success: 2, Dropped: 1, Ignored: 5} // 3 × 404, the panic, the canceled
+	finished := &doneSignal{n: want[Success] + want[Dropped] + want[Ignored], reached: make(chan struct{})}
+	clk := newFakeClock()
+	g, err := New(Params{Config: config(t, `
 [[group]]
 name = "api"
   [group.concurrency]
   law = "fixed"
   limit = 10
-`)
+`), Clock: clk, Observer: finished})
+	if err != nil {
+		t.Fatal(err)
+	}
 	up := newUpstream(t)
 	srv := front(t, g, up)
 	for _, path := range []string{"/ok", "/ok", "/fail", "/missing", "/missing", "/missing"} {
@@ -187,17 +210,23 @@ name = "api"
 	<-up.arrived
 	cancel()
 	<-errc
-	// The server notices the client left asynchronously: wait for the slot.
+	// The server notices the client left asynchronously: wait until every
+	// request is done (a client may also read its answer before the
+	// middleware's Done).
 	gr := g.testGroup(t, "api")
-	for deadline := time.Now().Add(10 * time.Second); gr.conc.InFlight() != 0; {
-		if time.Now().After(deadline) {
-			t.Fatalf("slots still held: %d", gr.conc.InFlight())
-		}
-		time.Sleep(time.Millisecond) // polling for the server's cleanup
+	timeout := time.NewTimer(10 * time.Second) // a failure's bound, not a pace
+	defer timeout.Stop()
+	select {
+	case <-finished.reached:
+	case <-timeout.C:
+		t.Fatalf("%d of %d requests done within 10s; slots still held: %d",
+			finished.calls.Load(), finished.n, gr.conc.InFlight())
+	}
+	if n := gr.conc.InFlight(); n != 0 {
+		t.Fatalf("slots still held once every request is done: %d", n)
 	}
 	g.Tick(clk.Advance(250 * time.Millisecond))
 	st, _ := g.Group("api")
-	want := [3]uint64{Success: 2, Dropped: 1, Ignored: 5} // 3 × 404, the panic, the canceled
 	if st.Completed != want {
 		t.Errorf("completed %v (success, dropped, ignored), want %v", st.Completed, want)
 	}

@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"context"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -26,18 +27,25 @@ func startCluster(t *testing.T) []*server {
 	if out, err := exec.Command(cli, args...).CombinedOutput(); err != nil {
 		t.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
 	}
-	deadline := time.Now().Add(20 * time.Second)
+	// Nothing announces that a node sees the cluster ok (no notification, no
+	// blocking command): poll each node's own report, paced by a ticker,
+	// within one deadline that also bounds the calls.
+	ctx, cancel := context.WithTimeout(bg, 20*time.Second)
+	defer cancel()
+	pace := time.NewTicker(5 * time.Millisecond)
+	defer pace.Stop()
 	for _, n := range nodes {
 		c := n.Client()
 		for {
-			info, err := c.ClusterInfo(bg).Result()
+			info, err := c.ClusterInfo(ctx).Result()
 			if err == nil && strings.Contains(info, "cluster_state:ok") && strings.Contains(info, "cluster_known_nodes:3") {
 				break
 			}
-			if time.Now().After(deadline) {
+			select {
+			case <-ctx.Done():
 				t.Fatalf("node %s: cluster not ok within 20s: %q %v", n.Addr(), info, err)
+			case <-pace.C:
 			}
-			time.Sleep(5 * time.Millisecond) // a bounded poll of the node's own report
 		}
 	}
 	return nodes

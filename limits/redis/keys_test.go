@@ -7,10 +7,18 @@ import (
 
 // TestKeys checks the keys the production scripts write: their names, an
 // integer value (the compact encoding), and a lifetime that ends when the
-// state is fresh again, after which Redis drops them by itself.
+// state is fresh again, after which Redis drops them by itself (it says so
+// by a keyspace notification, which the test waits for).
 func TestKeys(t *testing.T) {
-	srv := startServer(t)
+	srv := startServer(t, "--notify-keyspace-events", "Ex")
 	c := srv.Client()
+	// Subscribed before any key is written, so no expiry is missed.
+	sub := c.Subscribe(bg, "__keyevent@0__:expired")
+	defer sub.Close()
+	if _, err := sub.Receive(bg); err != nil {
+		t.Fatalf("subscribing to expiries: %v", err)
+	}
+	expiries := sub.Channel()
 	s, err := Open(StoreParams{Address: srv.Addr(), Heartbeat: -1, Timeout: time.Second, KeyPrefix: "q/"})
 	if err != nil {
 		t.Fatal(err)
@@ -55,21 +63,23 @@ func TestKeys(t *testing.T) {
 			if !tc.expires {
 				return
 			}
-			// Redis expires the key by itself; wait for that event (a
-			// bounded poll of the key's existence).
-			deadline := time.Now().Add(5 * time.Second)
-			for {
-				n, err := c.Exists(bg, tc.key).Result()
-				if err != nil {
-					t.Fatal(err)
+			// Redis expires the key by itself: wait for its expired event.
+			timeout := time.NewTimer(5 * time.Second) // a failure's bound, not a pace
+			defer timeout.Stop()
+			for expired := false; !expired; {
+				select {
+				case m, ok := <-expiries:
+					if !ok {
+						t.Fatal("the subscription to expiries ended")
+					}
+					expired = m.Payload == tc.key
+				case <-timeout.C:
+					n, err := c.Exists(bg, tc.key).Result()
+					t.Fatalf("key %s not expired after 5s (exists %d, %v)", tc.key, n, err)
 				}
-				if n == 0 {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("key %s still there after 5s", tc.key)
-				}
-				time.Sleep(time.Millisecond)
+			}
+			if n, err := c.Exists(bg, tc.key).Result(); err != nil || n != 0 {
+				t.Fatalf("key %s expired, yet exists %d (%v)", tc.key, n, err)
 			}
 		})
 	}
@@ -142,18 +152,28 @@ func TestNodes(t *testing.T) {
 		t.Fatalf("after one left: %+v", st)
 	}
 
-	// The heartbeat goroutine registers a node, and Close removes it.
-	d, err := Open(StoreParams{Address: srv.Addr(), Heartbeat: 10 * time.Millisecond, Timeout: time.Second})
+	// The heartbeat goroutine registers a node, and Close removes it. The
+	// hook signals each beat (without blocking the goroutine).
+	beats := make(chan struct{}, 1)
+	d, err := openStore(StoreParams{Address: srv.Addr(), Heartbeat: 10 * time.Millisecond, Timeout: time.Second},
+		func(int, error) {
+			select {
+			case beats <- struct{}{}:
+			default: // one pending signal is enough: the loop reads the status
+			}
+		})
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for d.Status().ObservedNodes != 3 {
-		if time.Now().After(deadline) {
+	timeout := time.NewTimer(5 * time.Second) // a failure's bound, not a pace
+	defer timeout.Stop()
+	for d.Status().ObservedNodes != 3 { // the status is set before the hook runs
+		select {
+		case <-beats:
+		case <-timeout.C:
 			d.Close()
 			t.Fatalf("the heartbeat did not register: %+v", d.Status())
 		}
-		time.Sleep(time.Millisecond)
 	}
 	d.Close()
 	if n, err := a.beat(false); err != nil || n != 2 {

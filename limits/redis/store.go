@@ -51,6 +51,10 @@ type Store struct {
 	closed   atomic.Bool
 	stop     chan struct{}
 	wg       sync.WaitGroup
+
+	// beaten, if set, is called by the heartbeat goroutine after each beat
+	// with its result: a test hook (see openStore), nil in production.
+	beaten func(n int, err error)
 }
 
 // ioTimeout bounds a socket read or write of a connection. It is longer than
@@ -61,7 +65,11 @@ func ioTimeout(budget time.Duration) time.Duration { return max(100*time.Millise
 
 // Open returns a Store for p. It reads p.PasswordFile and p.CAFile and sets
 // up the connections, which are dialled on first use.
-func Open(p StoreParams) (*Store, error) {
+func Open(p StoreParams) (*Store, error) { return openStore(p, nil) }
+
+// openStore is Open with a hook the heartbeat goroutine calls after each
+// beat, so that a test can wait for a beat; nil: none.
+func openStore(p StoreParams, beaten func(n int, err error)) (*Store, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
@@ -112,6 +120,7 @@ func Open(p StoreParams) (*Store, error) {
 		nodesKey: p.KeyPrefix + "nodes",
 		limiters: make(map[*Limiter]struct{}),
 		stop:     make(chan struct{}),
+		beaten:   beaten,
 	}
 	s.divisor.Store(int32(p.Nodes))
 	if !s.batch {
@@ -202,7 +211,10 @@ func (s *Store) heartbeat() {
 	t := time.NewTicker(s.p.Heartbeat)
 	defer t.Stop()
 	for {
-		_, _ = s.beat(false)
+		n, err := s.beat(false)
+		if s.beaten != nil {
+			s.beaten(n, err)
+		}
 		select {
 		case <-s.stop:
 			_, _ = s.beat(true)
