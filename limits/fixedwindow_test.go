@@ -18,23 +18,6 @@ func TestFixedWindowSteps(t *testing.T) {
 	})
 }
 
-// The seeds' weakness of the fixed window: Limit at the end of one window
-// and Limit at the start of the next, 2·Limit within a few milliseconds.
-func TestFixedWindowLetsTwiceTheLimitAcrossABoundary(t *testing.T) {
-	l := must(NewFixedWindow(WindowParams{Limit: 100, Window: time.Second}))
-	admitted := 0
-	for _, start := range []time.Duration{990 * ms, 1000 * ms} {
-		for i := range 100 {
-			if l.AllowAt(t0.Add(start+time.Duration(i)*time.Microsecond), 1).Allowed {
-				admitted++
-			}
-		}
-	}
-	if admitted != 200 {
-		t.Fatalf("admitted %d in 20 ms across the boundary, want 200 (2·Limit)", admitted)
-	}
-}
-
 // Windows are aligned to the Unix epoch, not to the first request.
 func TestFixedWindowAlignment(t *testing.T) {
 	l := must(NewFixedWindow(WindowParams{Limit: 1, Window: time.Minute}))

@@ -58,59 +58,22 @@ func (p SlidingBucketsParams) Validate() error {
 // moved into the sub-window holding the next decision's instant (a
 // conservative carry-over: it expires last). Safe for concurrent use.
 type SlidingBuckets struct {
-	l single[sbState, sbParams, *sbParams]
+	window[sbState, sbParams, *sbParams]
 }
 
 // NewSlidingBuckets returns a sliding-window limiter with sub-window counters.
 func NewSlidingBuckets(p SlidingBucketsParams) (*SlidingBuckets, error) {
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
-	w := &SlidingBuckets{}
-	w.l.init(newSBParams(p))
-	return w, nil
+	w := WindowParams{Limit: p.Limit, Window: p.Window}
+	return newWindow[SlidingBuckets](&sbParams{WindowParams: w, buckets: p.Buckets})
 }
-
-// AllowAt decides on a request of n units at now.
-func (w *SlidingBuckets) AllowAt(now time.Time, n int64) Result { return w.l.allowAt(now, n) }
-
-// Allow is AllowAt(time.Now(), n).
-func (w *SlidingBuckets) Allow(n int64) Result { return w.l.allowAt(time.Now(), n) }
-
-// Policy is Limit per Window.
-func (w *SlidingBuckets) Policy() Policy { return w.l.policy() }
 
 // Params returns the current parameters (Buckets resolved to its default).
-func (w *SlidingBuckets) Params() SlidingBucketsParams { return w.l.cur.Load().SlidingBucketsParams }
-
-// SetLimit changes N.
-func (w *SlidingBuckets) SetLimit(n int64) error {
-	return w.set(func(p *SlidingBucketsParams) { p.Limit = n })
-}
-
-// SetWindow changes t.
-func (w *SlidingBuckets) SetWindow(d time.Duration) error {
-	return w.set(func(p *SlidingBucketsParams) { p.Window = d })
-}
+// It takes the place of window's.
+func (w *SlidingBuckets) Params() SlidingBucketsParams { return w.cur.Load().public() }
 
 // SetBuckets changes the number of sub-windows.
 func (w *SlidingBuckets) SetBuckets(n int) error {
-	return w.set(func(p *SlidingBucketsParams) { p.Buckets = n })
-}
-
-func (w *SlidingBuckets) set(change func(p *SlidingBucketsParams)) error {
-	return w.l.update(func(cur *sbParams) (*sbParams, error) {
-		p := cur.SlidingBucketsParams
-		change(&p)
-		if err := p.Validate(); err != nil {
-			return nil, err
-		}
-		return newSBParams(p), nil
-	})
-}
-
-func (w *SlidingBuckets) newStore(shards, maxKeys int) keyedStore {
-	return w.l.newStore(shards, maxKeys)
+	return w.set(func(p *sbParams) { p.buckets = n })
 }
 
 // sbState is a ring of sub-window counters; pos is the current one, which
@@ -122,99 +85,115 @@ type sbState struct {
 	sum    int64
 }
 
+// sbParams are the parameters as SlidingBuckets runs them: Limit and Window
+// as in the other windows (so window's setters reach them), checked,
+// resolved and described by its own settle and policy.
 type sbParams struct {
-	SlidingBucketsParams
-	width int64 // sub-window length, ns
+	WindowParams
+	buckets int   // resolved: never 0 once settled
+	width   int64 // sub-window length, ns
 }
 
-func newSBParams(p SlidingBucketsParams) *sbParams {
-	if p.Buckets == 0 {
-		p.Buckets = DefaultBuckets
+// public is p as Params reports it.
+func (p *sbParams) public() SlidingBucketsParams {
+	return SlidingBucketsParams{Limit: p.Limit, Window: p.Window, Buckets: p.buckets}
+}
+
+// settle checks p and resolves the default count and the sub-window length.
+func (p *sbParams) settle() error {
+	if err := p.public().Validate(); err != nil {
+		return err
 	}
-	return &sbParams{SlidingBucketsParams: p, width: int64(p.Window) / int64(p.Buckets)}
+	if p.buckets == 0 {
+		p.buckets = DefaultBuckets
+	}
+	p.width = int64(p.Window) / int64(p.buckets)
+	return nil
 }
 
-// advance moves s to the sub-window holding now, expiring the old ones.
-func (p *sbParams) advance(s *sbState, now int64) {
-	if len(s.counts) != p.Buckets {
-		s.counts = make([]int64, p.Buckets)
+func (p *sbParams) allow(s *sbState, now, n int64) Result { return decide(p, p.Limit, s, now, n) }
+
+// roll moves s to the sub-window holding now, expiring the old ones.
+func (p *sbParams) roll(s *sbState, now int64) {
+	if len(s.counts) != p.buckets {
+		s.counts = make([]int64, p.buckets)
 	}
 	if now < s.head+p.width {
 		return
 	}
-	if steps := (now - s.head) / p.width; steps >= int64(p.Buckets) {
+	if steps := (now - s.head) / p.width; steps >= int64(p.buckets) {
 		clear(s.counts)
 		s.sum = 0
 	} else {
 		for range steps {
-			s.pos = (s.pos + 1) % p.Buckets
+			s.pos = (s.pos + 1) % p.buckets
 			s.sum -= s.counts[s.pos]
 			s.counts[s.pos] = 0
 		}
 	}
-	s.head = now - now%p.width
+	s.head = windowStart(now, p.width)
 }
 
 // expiry is when the counter j sub-windows after the current one in ring
 // order (j = 1 is the oldest, j = Buckets the current) leaves the window.
 func (p *sbParams) expiry(s *sbState, j int) (count, at int64) {
-	return s.counts[(s.pos+j)%p.Buckets], s.head + int64(j)*p.width
+	return s.counts[(s.pos+j)%p.buckets], s.head + int64(j)*p.width
 }
 
-func (p *sbParams) allow(s *sbState, now, n int64) Result {
-	if n == 0 && s.sum == 0 {
-		return Result{Allowed: true, Limit: p.Limit, Remaining: p.Limit}
+func (p *sbParams) advance(s *sbState, now, n int64) (int64, int64) {
+	if n == 0 && s.sum == 0 { // a probe of an empty window allocates nothing
+		return now, p.Limit
 	}
-	p.advance(s, now)
-	r := Result{Limit: p.Limit}
-	switch {
-	case n == 0:
-		r.Allowed = true
-	case n > p.Limit:
-		r.RetryAfter = InfDuration
-	case s.sum+n <= p.Limit:
-		r.Allowed = true
-		s.counts[s.pos] += n
-		s.sum += n
-	default:
-		excess := s.sum + n - p.Limit
-		for j := 1; j <= p.Buckets; j++ {
-			c, at := p.expiry(s, j)
-			if excess -= c; excess <= 0 {
-				r.RetryAfter = span(at - now)
-				break
-			}
+	p.roll(s, now)
+	return now, p.Limit - s.sum
+}
+
+func (p *sbParams) take(s *sbState, _, n int64) {
+	s.counts[s.pos] += n
+	s.sum += n
+}
+
+// wait is until the oldest sub-windows holding the excess have expired.
+func (p *sbParams) wait(s *sbState, now, n int64) int64 {
+	excess := s.sum + n - p.Limit
+	for j := 1; j <= p.buckets; j++ {
+		c, at := p.expiry(s, j)
+		if excess -= c; excess <= 0 {
+			return at - now
 		}
 	}
-	r.Remaining = max(0, p.Limit-s.sum)
-	for j := p.Buckets; j >= 1 && s.sum > 0; j-- {
+	return 0 // not reached: n <= Limit, so the sub-windows hold the excess
+}
+
+// reset is until the newest non-empty sub-window expires.
+func (p *sbParams) reset(s *sbState, now int64) int64 {
+	for j := p.buckets; j >= 1 && s.sum > 0; j-- {
 		if c, at := p.expiry(s, j); c > 0 {
-			r.ResetAfter = span(at - now)
-			break
+			return at - now
 		}
 	}
-	return r
+	return 0
 }
 
 func (p *sbParams) idle(s *sbState, now int64) bool {
-	return s.sum == 0 || now >= s.head+int64(p.Buckets)*p.width
+	return s.sum == 0 || now >= s.head+int64(p.buckets)*p.width
 }
 
 // adopt keeps the total count; on a new layout it moves it into the current
 // sub-window.
 func (p *sbParams) adopt(s *sbState, old *sbParams, now int64) {
-	if p.width == old.width && p.Buckets == old.Buckets {
+	if p.width == old.width && p.buckets == old.buckets {
 		return
 	}
-	old.advance(s, now)
+	old.roll(s, now)
 	sum := s.sum
 	*s = sbState{}
 	if sum > 0 {
-		p.advance(s, now)
+		p.roll(s, now)
 		s.counts[s.pos], s.sum = sum, sum
 	}
 }
 
 func (p *sbParams) policy() Policy {
-	return Policy{Quota: p.Limit, Window: time.Duration(int64(p.Buckets) * p.width)}
+	return Policy{Quota: p.Limit, Window: time.Duration(int64(p.buckets) * p.width)}
 }

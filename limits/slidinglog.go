@@ -1,7 +1,5 @@
 package limits
 
-import "time"
-
 // SlidingLog is the exact sliding window: it logs the instant of every
 // admitted request and admits a request only if the units logged in the last
 // Window (the half-open span (now-Window, now]) plus n stay within Limit. No
@@ -18,51 +16,12 @@ import "time"
 // SetLimit and SetWindow apply at once to the log (nothing is lost: the log
 // holds instants, not counts). Safe for concurrent use.
 type SlidingLog struct {
-	l single[logState, slParams, *slParams]
+	window[logState, slParams, *slParams]
 }
 
 // NewSlidingLog returns an exact sliding-window limiter.
 func NewSlidingLog(p WindowParams) (*SlidingLog, error) {
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
-	w := &SlidingLog{}
-	w.l.init(&slParams{p})
-	return w, nil
-}
-
-// AllowAt decides on a request of n units at now.
-func (w *SlidingLog) AllowAt(now time.Time, n int64) Result { return w.l.allowAt(now, n) }
-
-// Allow is AllowAt(time.Now(), n).
-func (w *SlidingLog) Allow(n int64) Result { return w.l.allowAt(time.Now(), n) }
-
-// Policy is Limit per Window.
-func (w *SlidingLog) Policy() Policy { return w.l.policy() }
-
-// Params returns the current parameters.
-func (w *SlidingLog) Params() WindowParams { return w.l.cur.Load().WindowParams }
-
-// SetLimit changes N.
-func (w *SlidingLog) SetLimit(n int64) error {
-	return w.l.update(func(cur *slParams) (*slParams, error) {
-		p := *cur
-		p.Limit = n
-		return &p, p.Validate()
-	})
-}
-
-// SetWindow changes t.
-func (w *SlidingLog) SetWindow(d time.Duration) error {
-	return w.l.update(func(cur *slParams) (*slParams, error) {
-		p := *cur
-		p.Window = d
-		return &p, p.Validate()
-	})
-}
-
-func (w *SlidingLog) newStore(shards, maxKeys int) keyedStore {
-	return w.l.newStore(shards, maxKeys)
+	return newWindow[SlidingLog](&slParams{p})
 }
 
 // logState is a ring of (instant, units) entries, oldest at head.
@@ -108,36 +67,35 @@ func (s *logState) push(at, n int64) {
 
 type slParams struct{ WindowParams }
 
-func (p *slParams) allow(s *logState, now, n int64) Result {
+func (p *slParams) allow(s *logState, now, n int64) Result { return decide(p, p.Limit, s, now, n) }
+
+func (p *slParams) advance(s *logState, now, _ int64) (int64, int64) {
 	if s.size > 0 {
 		now = max(now, s.newest())
 	}
-	t := int64(p.Window)
-	s.expire(now - t)
-	r := Result{Limit: p.Limit}
-	switch {
-	case n == 0:
-		r.Allowed = true
-	case n > p.Limit:
-		r.RetryAfter = InfDuration
-	case s.total+n <= p.Limit:
-		r.Allowed = true
-		s.push(now, n)
-	default:
-		excess := s.total + n - p.Limit
-		for i := 0; i < s.size; i++ {
-			e := s.at(i)
-			if excess -= e.n; excess <= 0 {
-				r.RetryAfter = span(e.at + t - now)
-				break
-			}
+	s.expire(now - int64(p.Window))
+	return now, p.Limit - s.total
+}
+
+func (p *slParams) take(s *logState, at, n int64) { s.push(at, n) }
+
+// wait is until the oldest entries holding the excess have expired.
+func (p *slParams) wait(s *logState, now, n int64) int64 {
+	excess := s.total + n - p.Limit
+	for i := 0; i < s.size; i++ {
+		e := s.at(i)
+		if excess -= e.n; excess <= 0 {
+			return e.at + int64(p.Window) - now
 		}
 	}
-	r.Remaining = max(0, p.Limit-s.total)
-	if s.size > 0 {
-		r.ResetAfter = span(s.newest() + t - now)
+	return 0 // not reached: n <= Limit, so the log holds the excess
+}
+
+func (p *slParams) reset(s *logState, now int64) int64 {
+	if s.size == 0 {
+		return 0
 	}
-	return r
+	return s.newest() + int64(p.Window) - now
 }
 
 func (p *slParams) idle(s *logState, now int64) bool {
@@ -145,5 +103,3 @@ func (p *slParams) idle(s *logState, now int64) bool {
 }
 
 func (p *slParams) adopt(*logState, *slParams, int64) {}
-
-func (p *slParams) policy() Policy { return p.WindowParams.policy() }

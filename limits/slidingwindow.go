@@ -1,9 +1,6 @@
 package limits
 
-import (
-	"math"
-	"time"
-)
+import "math"
 
 // SlidingWindow is the weighted sliding window (the "sliding window
 // counter" of the seeds; Cloudflare's rate limiter): it keeps the counts of
@@ -31,51 +28,12 @@ import (
 // SetLimit applies at once; SetWindow keeps both counts and re-aligns the
 // current window at the next decision. Safe for concurrent use.
 type SlidingWindow struct {
-	l single[swState, swParams, *swParams]
+	window[swState, swParams, *swParams]
 }
 
 // NewSlidingWindow returns a weighted sliding-window limiter.
 func NewSlidingWindow(p WindowParams) (*SlidingWindow, error) {
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
-	w := &SlidingWindow{}
-	w.l.init(&swParams{p})
-	return w, nil
-}
-
-// AllowAt decides on a request of n units at now.
-func (w *SlidingWindow) AllowAt(now time.Time, n int64) Result { return w.l.allowAt(now, n) }
-
-// Allow is AllowAt(time.Now(), n).
-func (w *SlidingWindow) Allow(n int64) Result { return w.l.allowAt(time.Now(), n) }
-
-// Policy is Limit per Window.
-func (w *SlidingWindow) Policy() Policy { return w.l.policy() }
-
-// Params returns the current parameters.
-func (w *SlidingWindow) Params() WindowParams { return w.l.cur.Load().WindowParams }
-
-// SetLimit changes N.
-func (w *SlidingWindow) SetLimit(n int64) error {
-	return w.l.update(func(cur *swParams) (*swParams, error) {
-		p := *cur
-		p.Limit = n
-		return &p, p.Validate()
-	})
-}
-
-// SetWindow changes t.
-func (w *SlidingWindow) SetWindow(d time.Duration) error {
-	return w.l.update(func(cur *swParams) (*swParams, error) {
-		p := *cur
-		p.Window = d
-		return &p, p.Validate()
-	})
-}
-
-func (w *SlidingWindow) newStore(shards, maxKeys int) keyedStore {
-	return w.l.newStore(shards, maxKeys)
+	return newWindow[SlidingWindow](&swParams{p})
 }
 
 type swState struct {
@@ -85,8 +43,14 @@ type swState struct {
 
 type swParams struct{ WindowParams }
 
-// advance moves s to the window holding now.
-func (p *swParams) advance(s *swState, now int64) {
+// swSlack is the float slack by which an estimate exactly at a boundary
+// still admits.
+const swSlack = 1e-9
+
+func (p *swParams) allow(s *swState, now, n int64) Result { return decide(p, p.Limit, s, now, n) }
+
+// roll moves s to the window holding now.
+func (p *swParams) roll(s *swState, now int64) {
 	t := int64(p.Window)
 	if now < s.start+t {
 		return
@@ -96,44 +60,54 @@ func (p *swParams) advance(s *swState, now int64) {
 	} else {
 		s.prev = 0
 	}
-	s.cur, s.start = 0, now-now%t
+	s.cur, s.start = 0, windowStart(now, t)
 }
 
-func (p *swParams) allow(s *swState, now, n int64) Result {
-	p.advance(s, now)
+// elapsed is the time since the current window began (0 before it).
+func (p *swParams) elapsed(s *swState, now int64) int64 { return max(0, now-s.start) }
+
+// advance: the room is Limit minus the estimate, rounded down, in
+// [0, Limit] (n fits exactly when estimate + n <= Limit).
+func (p *swParams) advance(s *swState, now, _ int64) (int64, int64) {
+	p.roll(s, now)
 	t := int64(p.Window)
-	elapsed := max(0, now-s.start)
-	weight := float64(t-elapsed) / float64(t)
-	limit := float64(p.Limit)
-	const eps = 1e-9 // float slack so exact boundaries admit
+	weight := float64(t-p.elapsed(s, now)) / float64(t)
 	estimate := float64(s.prev)*weight + float64(s.cur)
-	r := Result{Limit: p.Limit}
-	switch {
-	case n == 0:
-		r.Allowed = true
-	case n > p.Limit:
-		r.RetryAfter = InfDuration
-	case estimate+float64(n) <= limit+eps:
-		r.Allowed = true
-		s.cur += n
-		estimate += float64(n)
-	case s.cur+n <= p.Limit:
+	limit := float64(p.Limit)
+	switch free := limit - estimate + swSlack; {
+	case free < 1:
+		return now, 0
+	case free >= limit: // an empty window; and no overflow converting a Limit near 2^63
+		return now, p.Limit
+	default:
+		return now, int64(free)
+	}
+}
+
+func (p *swParams) take(s *swState, _, n int64) { s.cur += n }
+
+// wait solves the estimate formula for the elapsed time at which n fits.
+func (p *swParams) wait(s *swState, now, n int64) int64 {
+	t := int64(p.Window)
+	if n <= p.Limit-s.cur {
 		// Within this window, once prev·(t-e)/t <= Limit-cur-n.
 		e := float64(t) * (1 - float64(p.Limit-s.cur-n)/float64(s.prev))
-		r.RetryAfter = span(int64(math.Ceil(e-eps)) - elapsed)
-	default:
-		// In the next window, once cur·(t-e)/t + n <= Limit.
-		e := float64(t) * (1 - float64(p.Limit-n)/float64(s.cur))
-		r.RetryAfter = span(s.start + t - now + int64(math.Ceil(e-eps)))
+		return int64(math.Ceil(e-swSlack)) - p.elapsed(s, now)
 	}
-	r.Remaining = max(0, min(p.Limit, int64(math.Floor(limit-estimate+eps))))
+	// In the next window, once cur·(t-e)/t + n <= Limit.
+	e := float64(t) * (1 - float64(p.Limit-n)/float64(s.cur))
+	return s.start + t - now + int64(math.Ceil(e-swSlack))
+}
+
+func (p *swParams) reset(s *swState, now int64) int64 {
+	t := int64(p.Window)
 	switch {
 	case s.cur > 0:
-		r.ResetAfter = span(s.start + 2*t - now)
+		return s.start + 2*t - now
 	case s.prev > 0:
-		r.ResetAfter = span(s.start + t - now)
+		return s.start + t - now
 	}
-	return r
+	return 0
 }
 
 func (p *swParams) idle(s *swState, now int64) bool {
@@ -148,9 +122,5 @@ func (p *swParams) idle(s *swState, now int64) bool {
 }
 
 func (p *swParams) adopt(s *swState, old *swParams, now int64) {
-	if p.Window != old.Window && now >= s.start {
-		s.start = now - now%int64(p.Window)
-	}
+	p.realign(&s.start, &old.WindowParams, now)
 }
-
-func (p *swParams) policy() Policy { return p.WindowParams.policy() }
