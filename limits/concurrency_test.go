@@ -260,16 +260,53 @@ func TestConcurrencyCancelRacesHandOff(t *testing.T) {
 	}
 }
 
+// ledger is the test's own count of slots held (granted and not yet
+// released, as the holders see them) and the ceiling they must stay under,
+// packed in one word so that a holder reads both at the same instant:
+// held in the low 32 bits, ceiling in the high 32.
+type ledger struct{ word atomic.Int64 }
+
+// take records a grant; it reports held and the ceiling right after it.
+func (l *ledger) take() (held, ceiling int64) {
+	w := l.word.Add(1)
+	return w & (1<<32 - 1), w >> 32
+}
+
+func (l *ledger) give() { l.word.Add(-1) }
+
+func (l *ledger) setCeiling(n int64) {
+	for {
+		w := l.word.Load()
+		if l.word.CompareAndSwap(w, n<<32|w&(1<<32-1)) {
+			return
+		}
+	}
+}
+
 // In flight never exceeds the limit, also while the limit shrinks and grows
-// under concurrent load. held counts slots between grant and release, so
-// held <= in flight; once in flight has drained under a lowered limit, held
-// must stay under it.
+// under concurrent load. Two checks, each able to fail on its own:
+//
+// The ledger: each holder counts its slot between grant and release, so
+// held <= in flight at every instant, even if the limiter miscounts. The
+// ceiling is the limit, except that after a shrink it stays high until in
+// flight has drained under the new limit (the slots held then are not
+// revoked); from then until the limit rises, held must stay under it. held
+// and the ceiling are read in one atomic step: read apart, a count taken
+// before the drain gets compared with the ceiling set after it.
+//
+// The shrink: lowered is odd from SetLimit(low) returning to just before
+// SetLimit(high). A caller that reads the same odd value before it asks
+// and after its grant was served while the limit stayed low, so its slot
+// came only with in flight below the limit (a hand-off keeps the count), and
+// in flight cannot have climbed above the limit since: it must read <= low,
+// also while older slots are still draining.
 func TestConcurrencyNeverOvershootsWhileLimitChanges(t *testing.T) {
 	const high, low = 8, 2
 	c := newConc(t, ConcurrencyParams{Limit: high, MaxQueue: 64})
-	var held, ceiling atomic.Int64
-	ceiling.Store(high)
-	var violations atomic.Int64
+	var book ledger
+	book.setCeiling(high)
+	var lowered atomic.Int64
+	var aboveCeiling, aboveLowered, example atomic.Int64 // example: held<<32 | ceiling
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for g := range 12 {
@@ -282,41 +319,51 @@ func TestConcurrencyNeverOvershootsWhileLimitChanges(t *testing.T) {
 					return
 				default:
 				}
-				var err error
+				asked := lowered.Load()
 				if g%2 == 0 {
 					if !c.TryAcquire() {
 						runtime.Gosched()
 						continue
 					}
-				} else if err = c.Acquire(context.Background(), AcquireOptions{Priority: g % 3, MaxWait: time.Millisecond}); err != nil {
+				} else if c.Acquire(context.Background(), AcquireOptions{Priority: g % 3, MaxWait: time.Millisecond}) != nil {
 					continue
 				}
-				if h := held.Add(1); h > ceiling.Load() {
-					violations.Add(1)
+				if held, ceiling := book.take(); held > ceiling {
+					aboveCeiling.Add(1)
+					example.Store(held<<32 | ceiling)
+				}
+				if n := c.InFlight(); asked%2 == 1 && n > low && lowered.Load() == asked {
+					aboveLowered.Add(1)
 				}
 				runtime.Gosched()
-				held.Add(-1)
+				book.give()
 				c.Release()
 			}
 		}()
 	}
 	for range 200 {
 		must(0, c.SetLimit(low))
+		lowered.Add(1)
 		waitFor(t, "drain under the lowered limit", func() bool { return c.InFlight() <= low })
-		ceiling.Store(low)
+		book.setCeiling(low)
 		for range 20 {
 			runtime.Gosched()
 		}
-		ceiling.Store(high)
+		book.setCeiling(high)
+		lowered.Add(1)
 		must(0, c.SetLimit(high))
 	}
 	close(stop)
 	wg.Wait()
-	if v := violations.Load(); v > 0 {
-		t.Fatalf("%d grants above the limit", v)
+	if v := aboveCeiling.Load(); v > 0 {
+		e := example.Load()
+		t.Errorf("%d grants above the limit (e.g. %d held under a ceiling of %d)", v, e>>32, e&(1<<32-1))
+	}
+	if v := aboveLowered.Load(); v > 0 {
+		t.Errorf("%d grants asked for under the lowered limit %d left more than %d in flight", v, low, low)
 	}
 	if c.InFlight() != 0 || c.Queued() != 0 {
-		t.Fatalf("in flight %d, queued %d at the end", c.InFlight(), c.Queued())
+		t.Errorf("in flight %d, queued %d at the end", c.InFlight(), c.Queued())
 	}
 }
 
