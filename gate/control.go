@@ -66,6 +66,7 @@ func (g *Gate) Tick(now time.Time) {
 	for _, r := range t.routes {
 		g.tickGroup(r.g, now, elapsed, &res)
 	}
+	g.dropRetired()
 	if g.statePath != "" && now.Sub(g.lastSave) >= time.Duration(t.cfg.Control.SaveInterval) {
 		g.save(now)
 	}
@@ -90,6 +91,13 @@ func (gr *group) counts() (s countSnap) {
 	s.queued = gr.c.queued.Load()
 	s.canceled = gr.c.canceled.Load()
 	return s
+}
+
+// addDone counts the completions of a recorder snapshot.
+func (gr *group) addDone(lat *probe.Snapshot) {
+	gr.c.done[Success].Add(lat.Successes)
+	gr.c.done[Dropped].Add(lat.Drops)
+	gr.c.done[Ignored].Add(lat.Ignored)
 }
 
 // deriveArrivals adds to cur the arrivals of the group's own priority since
@@ -220,9 +228,7 @@ func (g *Gate) tickGroup(gr *group, now time.Time, elapsed time.Duration, res *p
 	gr.floor.Store(floor.Pack())
 
 	gr.lastInflight = inflight
-	gr.done[Success].Add(lat.Successes)
-	gr.done[Dropped].Add(lat.Drops)
-	gr.done[Ignored].Add(lat.Ignored)
+	gr.addDone(&lat)
 	if d.Changed {
 		ch := &lastChange{at: now, from: limit, to: d.Limit, rateFrom: rateFrom, rate: d.Rate, reason: d.Reason.String()}
 		gr.change.Store(ch)

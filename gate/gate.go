@@ -92,6 +92,10 @@ type Gate struct {
 	lastTick time.Time
 	lastSave time.Time
 	ticks    uint64
+	// retired are the groups reloads removed while requests were in flight
+	// or queued in them, by name, until those are gone (Tick drops them) or
+	// a reload adds a group of that name again, which takes them over.
+	retired map[string]*group
 
 	status  atomic.Pointer[gateStatus]
 	saved   atomic.Pointer[saveStatus]
@@ -117,6 +121,7 @@ func New(p Params) (*Gate, error) {
 		onSave:    p.OnSave,
 		observer:  p.Observer,
 		statePath: p.Config.Control.StateFile,
+		retired:   map[string]*group{},
 	}
 	if p.StateFile != "" {
 		g.statePath = p.StateFile

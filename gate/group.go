@@ -51,14 +51,13 @@ type group struct {
 	qwait   *probe.Recorder // queue waits
 	drained atomic.Bool     // the queue was empty at some moment this interval
 
-	c counters
+	c *counters // shared with the group gr replaces (see newGroup)
 
 	// Read-outs, published by the control loop.
 	cfg      atomic.Pointer[configs.Group]
 	info     atomic.Pointer[tickInfo]
 	change   atomic.Pointer[lastChange]
 	override atomic.Pointer[Override]
-	done     [3]atomic.Uint64 // completions by Outcome, cumulative
 
 	// Control loop, guarded by Gate.mu.
 	file         *configs.Group // as loaded, before overrides
@@ -75,7 +74,9 @@ type group struct {
 }
 
 // counters are a group's cumulative atomic counts, read by the control loop
-// (as differences between ticks) and the read-outs.
+// (as differences between ticks) and the read-outs. A group rebuilt by a
+// reload shares them with the group it replaces: the requests still in that
+// one count their outcomes here.
 //
 // arrived counts the requests of each priority but the group's own (its fixed
 // priority, or the default of a header priority): those, the bulk of most
@@ -89,11 +90,19 @@ type counters struct {
 	rejected [adaptive.NumRejections]atomic.Uint64 // by reason
 	queued   atomic.Uint64                         // requests that waited for a slot
 	canceled atomic.Uint64                         // requests whose context ended while they waited
+	done     [3]atomic.Uint64                      // completions by Outcome, added by the control loop
 }
 
 // newGroup builds the run-time group of c, starting its law from s. A group
 // that cannot be built closes the rate limiter it built.
-func (g *Gate) newGroup(c *configs.Group, s seed, groups int) (_ *group, err error) {
+//
+// With from (the group of the same name that gr is to replace, or nil) gr
+// shares from's live parts instead of building its own: its concurrency
+// limiter (slots held, waiters), per-key use, recorders and counters, so the
+// requests in from count against gr and report to it (see Gate.Reload).
+// newGroup only points at them: gr.adopt applies c's settings to them once
+// the reload is sure to happen.
+func (g *Gate) newGroup(c *configs.Group, s seed, groups int, from *group) (_ *group, err error) {
 	gr := &group{name: c.Name, gate: g}
 	defer func() {
 		if err != nil {
@@ -132,11 +141,11 @@ func (g *Gate) newGroup(c *configs.Group, s seed, groups int) (_ *group, err err
 		gr.rate.burstSecs = float64(c.Rate.Burst) / c.Rate.PerSecond()
 	}
 	if gr.keyKind != keyNone {
-		maxKeys := defaultMaxKeys
-		if c.Rate != nil && c.Rate.MaxKeys > 0 {
-			maxKeys = c.Rate.MaxKeys
+		if from != nil && from.keys != nil {
+			gr.keys = from.keys
+		} else {
+			gr.keys = newKeyTable(maxKeys(c))
 		}
-		gr.keys = newKeyTable(maxKeys)
 		if c.Rate != nil {
 			gr.keyedEvery = time.Duration(c.Rate.KeyIdleTimeout)
 		}
@@ -152,20 +161,23 @@ func (g *Gate) newGroup(c *configs.Group, s seed, groups int) (_ *group, err err
 			}
 		}
 	}
-	order := limits.FIFO
-	if c.Queue.Order == configs.OrderLIFO {
-		order = limits.LIFO
+	gr.setQueueBounds(c)
+	gr.recSub = recorderSub
+	gr.drained.Store(true)
+	if from != nil {
+		gr.conc, gr.lat, gr.qwait, gr.c = from.conc, from.lat, from.qwait, from.c
+		return gr, nil
 	}
+	gr.c = new(counters)
 	if gr.conc, err = limits.NewConcurrency(limits.ConcurrencyParams{
-		Limit: gr.pol.law.Limit(), MaxQueue: c.Queue.Max, MaxWait: time.Duration(c.Queue.MaxWait), Order: order,
+		Limit: gr.pol.law.Limit(), MaxQueue: c.Queue.Max, MaxWait: time.Duration(c.Queue.MaxWait),
+		Order: orderOf(c.Queue.Order == configs.OrderLIFO),
 	}); err != nil {
 		return nil, fmt.Errorf("gate: group %q: %w", c.Name, err)
 	}
-	gr.setQueueBounds(c)
 
 	// The recorders advance one sub-window per tick (see tickTime), so each
 	// snapshot holds exactly the interval since the previous tick.
-	gr.recSub = recorderSub
 	stripes := runtime.GOMAXPROCS(0)
 	if groups > 16 {
 		stripes = min(stripes, 4) // ~16 KiB per stripe and recorder
@@ -178,8 +190,30 @@ func (g *Gate) newGroup(c *configs.Group, s seed, groups int) (_ *group, err err
 		MinRTTWindow: gr.recSub, Stripes: 1, Start: recorderEpoch}); err != nil {
 		return nil, err
 	}
-	gr.drained.Store(true)
 	return gr, nil
+}
+
+// maxKeys is the bound on the keys c's fair share tracks.
+func maxKeys(c *configs.Group) int {
+	if c.Rate != nil && c.Rate.MaxKeys > 0 {
+		return c.Rate.MaxKeys
+	}
+	return defaultMaxKeys
+}
+
+// setSlots applies c's concurrency and queue settings to gr's limiter, which
+// may have slots held and waiters queued: the law's limit (a lower one grants
+// nothing until fewer are in flight; a higher one wakes waiters into the
+// room), the queue's bound and wait and, with order, its order (else CoDel
+// keeps the order it chose).
+func (gr *group) setSlots(c *configs.Group, order bool) {
+	_ = gr.conc.SetLimit(min(gr.pol.law.Limit(), limits.MaxConcurrency)) // a law's limit is at least 1
+	_ = gr.conc.SetMaxQueue(c.Queue.Max)                                 // configs checked the queue
+	_ = gr.conc.SetMaxWait(time.Duration(c.Queue.MaxWait))
+	if order {
+		_ = gr.conc.SetOrder(orderOf(c.Queue.Order == configs.OrderLIFO))
+	}
+	gr.setQueueBounds(c)
 }
 
 // setQueueBounds publishes the static queue bounds of c: max_wait for every

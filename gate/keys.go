@@ -36,14 +36,15 @@ type keyShard struct {
 // are at most as many as requests in flight or waiting.
 type keyTable struct {
 	seed   maphash.Seed
-	max    int64
+	max    atomic.Int64 // keys held before new keys drop idle ones
 	n      atomic.Int64 // keys held
 	active atomic.Int64 // keys in use
 	shards [keyShards]keyShard
 }
 
 func newKeyTable(max int) *keyTable {
-	t := &keyTable{seed: maphash.MakeSeed(), max: int64(max)}
+	t := &keyTable{seed: maphash.MakeSeed()}
+	t.max.Store(int64(max))
 	for i := range t.shards {
 		t.shards[i].m = make(map[string]*keyState)
 	}
@@ -57,7 +58,7 @@ func (t *keyTable) enter(key string) (*keyState, int) {
 	sh.mu.Lock()
 	ks := sh.m[key]
 	if ks == nil {
-		if t.n.Load() >= t.max {
+		if t.n.Load() >= t.max.Load() {
 			t.n.Add(-int64(sh.dropIdle(evictBatch)))
 		}
 		ks = new(keyState)
@@ -101,6 +102,11 @@ func (sh *keyShard) dropIdle(n int) int {
 	}
 	return dropped
 }
+
+// setMax changes the bound on the keys held: a reload's rate.max_keys. A
+// lower bound is reached by dropping idle keys as new ones come and by the
+// sweeps.
+func (t *keyTable) setMax(max int) { t.max.Store(int64(max)) }
 
 // sweep drops every idle key of shard i.
 func (t *keyTable) sweep(i int) {

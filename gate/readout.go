@@ -144,7 +144,7 @@ func (gr *group) status() GroupStatus {
 		s.Arrived += gr.c.arrived[p].Load()
 	}
 	for i := range s.Completed {
-		s.Completed[i] = gr.done[i].Load()
+		s.Completed[i] = gr.c.done[i].Load()
 	}
 	for i := range s.Rejected {
 		s.Rejected[i] = gr.c.rejected[i].Load()

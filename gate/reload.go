@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/configs"
-	"github.com/sluicehq/sluice/limits"
 	"github.com/sluicehq/sluice/limits/redis"
 )
 
@@ -28,7 +27,8 @@ type ReloadOptions struct {
 type ReloadResult struct {
 	// Unchanged groups kept running as they were (learned limit, law state,
 	// counters, per-key state); Changed groups were rebuilt, their laws
-	// starting from the limit they had; Added and Removed groups came and went.
+	// starting from the limit they had, their requests in flight and queued
+	// kept; Added and Removed groups came and went.
 	Unchanged, Changed, Added, Removed []string
 	// KeptOverrides were re-applied; DroppedOverrides could not be (the new
 	// config refuses them), with why.
@@ -37,11 +37,27 @@ type ReloadResult struct {
 }
 
 // Reload swaps in a new configuration. It is checked first (Validate); a bad
-// one is refused whole and the running one stays. Requests already admitted
-// or queued stay with the group they entered, and release their slots there,
-// even if that group was changed or removed; the limits of a rebuilt group
-// count only the requests it admits, so a backend can briefly see the old and
-// the new group's requests together.
+// one is refused whole and the running one stays.
+//
+// A reload never lets a group exceed its new concurrency limit: the requests
+// admitted or queued before it keep counting against their group until they
+// are done.
+//
+//   - A group whose settings are the same (but for its match) runs on as it
+//     is.
+//   - A changed group is rebuilt from the new settings (a new law starting
+//     from the limit in force, clamped to the new bounds; a new rate limiter)
+//     on the old group's live state: its concurrency slots with the requests
+//     holding them and waiting for them, the per-key use the fair share
+//     counts, its latency recorders and counters. A limit lowered below the
+//     requests in flight admits nothing until enough of them are done, as
+//     when a law lowers it; waiters keep their place and are served once each
+//     (a queue.max lowered below their number refuses newcomers, a new
+//     max_wait applies to later waits). Per-key rate state starts afresh.
+//   - A removed group's requests finish in it, outside the limits of the new
+//     config. While any are left, a later reload that adds a group of the
+//     same name again hands them to it as to a changed group (its law starts
+//     afresh; its counters go on).
 func (g *Gate) Reload(cfg *configs.Config, o ReloadOptions) (ReloadResult, error) {
 	var res ReloadResult
 	if cfg == nil {
@@ -90,6 +106,10 @@ func (g *Gate) Reload(cfg *configs.Config, o ReloadOptions) (ReloadResult, error
 		switch {
 		case prev == nil:
 			res.Added = append(res.Added, c.Name)
+			if r := g.retired[c.Name]; r != nil { // buildTable built gr on it
+				gr.resume(r)
+				delete(g.retired, c.Name)
+			}
 		case prev == gr:
 			res.Unchanged = append(res.Unchanged, c.Name)
 			gr.cfg.Store(ptr(c.Clone())) // its match may differ
@@ -103,8 +123,10 @@ func (g *Gate) Reload(cfg *configs.Config, o ReloadOptions) (ReloadResult, error
 	for _, r := range old.routes {
 		if t.byName[r.g.name] == nil {
 			res.Removed = append(res.Removed, r.g.name)
+			g.retired[r.g.name] = r.g
 		}
 	}
+	g.dropRetired()
 	t.source, t.hash, t.loaded = o.Source, o.Hash, g.now()
 	if t.hash == "" {
 		t.hash = configHash(file)
@@ -120,22 +142,51 @@ func (g *Gate) Reload(cfg *configs.Config, o ReloadOptions) (ReloadResult, error
 	return res, nil
 }
 
-// inherit carries the cumulative counters and the last change of the group o
-// that gr replaces over to gr, so the read-outs do not restart from zero.
-func (gr *group) inherit(o *group) {
-	for i := range gr.c.arrived {
-		gr.c.arrived[i].Store(o.c.arrived[i].Load())
-		gr.c.stage[i].Store(o.c.stage[i].Load())
+// dropRetired forgets the removed groups with nothing left in flight or
+// queued. Call with g.mu held.
+func (g *Gate) dropRetired() {
+	for name, r := range g.retired {
+		if r.conc.InFlight()+r.conc.Queued() == 0 {
+			delete(g.retired, name)
+		}
 	}
-	for i := range gr.c.rejected {
-		gr.c.rejected[i].Store(o.c.rejected[i].Load())
+}
+
+// adopt applies gr's settings to the live parts it shares with the group it
+// takes over (see newGroup). Call with Gate.mu held once the reload is sure.
+func (gr *group) adopt() {
+	c := gr.cfg.Load()
+	gr.setSlots(c, true)
+	if gr.keys != nil {
+		gr.keys.setMax(maxKeys(c))
 	}
-	gr.c.queued.Store(o.c.queued.Load())
-	gr.c.canceled.Store(o.c.canceled.Load())
-	for i := range gr.done {
-		gr.done[i].Store(o.done[i].Load())
-	}
+}
+
+// resume makes gr, added by a reload, the owner of the live parts of r, a
+// group of the same name that an earlier reload removed with requests left in
+// it. Nobody has ticked r since: what its recorders hold is counted (as
+// completions) but kept out of gr's first sample, as are its counters'
+// changes, and the requests in r count as already in the gate when gr's
+// arrivals are derived.
+func (gr *group) resume(r *group) {
+	gr.adopt()
+	gr.recTicks = r.recTicks + 1
+	lat := gr.lat.Snapshot(gr.tickTime(gr.recTicks))
+	gr.addDone(&lat)
+	gr.qwait.Snapshot(gr.tickTime(gr.recTicks))
 	gr.prev = gr.counts()
+	gr.lastInGate = gr.conc.InFlight() + gr.conc.Queued()
+}
+
+// inherit makes gr the continuation of the group o it replaces: it applies
+// gr's settings to the live parts they share (slots, keys, recorders,
+// counters: see newGroup) and carries over the control loop's view of the
+// counters and recorders and the last change, so the read-outs go on and
+// gr's first tick covers the interval since o's last one.
+func (gr *group) inherit(o *group) {
+	gr.adopt()
+	gr.prev, gr.lastInGate, gr.lastInflight, gr.recTicks = o.prev, o.lastInGate, o.lastInflight, o.recTicks
+	gr.drained.Store(o.drained.Load())
 	gr.change.Store(o.change.Load())
 	if st := o.globalStatus(); st != nil && gr.rate != nil {
 		gr.rate.before = redis.Status{RedisDecisions: st.RedisDecisions, FallbackDecisions: st.FallbackDecisions,
@@ -168,8 +219,11 @@ type FieldChange struct {
 // (configs.Config.ReplaceGroup); changing anything else (the match, key,
 // priority, law, algorithm or scope) needs a Reload and is refused.
 //
-// The law is rebuilt from the new settings, starting from the limit (and
-// rate) in force, clamped to the new bounds; per-key rate state is kept. The
+// The group is changed in place: the law is rebuilt from the new settings,
+// starting from the limit (and rate) in force, clamped to the new bounds;
+// per-key rate state is kept; the requests in flight and queued keep counting
+// against the new limits (a limit lowered below the requests in flight
+// admits nothing until enough of them are done; waiters keep their place). The
 // override shows in the group's read-out until a Reload clears it (unless
 // ReloadOptions.KeepOverrides) or an Override restores the loaded values.
 func (g *Gate) Override(c configs.Group) error {
@@ -209,13 +263,7 @@ func (g *Gate) Override(c configs.Group) error {
 	if r := lawRate(pol.law); r > 0 {
 		_ = gr.rate.setRate(r)
 	}
-	_ = gr.conc.SetLimit(min(pol.law.Limit(), limits.MaxConcurrency))
-	_ = gr.conc.SetMaxQueue(nc.Queue.Max)
-	_ = gr.conc.SetMaxWait(time.Duration(nc.Queue.MaxWait))
-	if pol.qw == nil || nc.Queue.Order != cur.Queue.Order {
-		_ = gr.conc.SetOrder(orderOf(nc.Queue.Order == configs.OrderLIFO))
-	}
-	gr.setQueueBounds(nc)
+	gr.setSlots(nc, pol.qw == nil || nc.Queue.Order != cur.Queue.Order)
 	gr.cfg.Store(ptr(nc.Clone()))
 
 	var ov *Override

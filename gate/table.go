@@ -29,10 +29,12 @@ type route struct {
 // buildTable builds the run-time groups of cfg. A group of old with the same
 // name whose settings differ only in its match is carried over as it is
 // (learned limit, law state, counters, per-key state); a changed group is
-// rebuilt with its law starting from the old group's current limit and rate.
+// rebuilt with its law starting from the old group's current limit and rate,
+// on the old group's live parts (see newGroup), as is a group that an
+// earlier reload removed while requests were left in it (g.retired).
 // Without an old table, st (the state file, may be nil) seeds the laws.
 // When a group cannot be built, the rate limiters of the groups built so far
-// are closed.
+// are closed; nothing else is changed. Call with g.mu held (or from New).
 func (g *Gate) buildTable(cfg *configs.Config, old *table, st *stateFile) (_ *table, err error) {
 	t := &table{cfg: cfg, byName: make(map[string]*group, len(cfg.Groups))}
 	var built []*group
@@ -46,7 +48,7 @@ func (g *Gate) buildTable(cfg *configs.Config, old *table, st *stateFile) (_ *ta
 	for i := range cfg.Groups {
 		c := &cfg.Groups[i]
 		var s seed
-		var gr *group
+		var gr, from *group
 		switch {
 		case old != nil:
 			if o := old.byName[c.Name]; o != nil {
@@ -54,7 +56,10 @@ func (g *Gate) buildTable(cfg *configs.Config, old *table, st *stateFile) (_ *ta
 					gr = o
 				} else {
 					s = seed{limit: o.conc.Limit(), rate: lawRate(o.pol.law)}
+					from = o
 				}
+			} else {
+				from = g.retired[c.Name] // nil when none
 			}
 		case st != nil:
 			if sv, ok := st.Groups[c.Name]; ok {
@@ -62,7 +67,7 @@ func (g *Gate) buildTable(cfg *configs.Config, old *table, st *stateFile) (_ *ta
 			}
 		}
 		if gr == nil {
-			if gr, err = g.newGroup(c, s, len(cfg.Groups)); err != nil {
+			if gr, err = g.newGroup(c, s, len(cfg.Groups), from); err != nil {
 				return nil, err
 			}
 			built = append(built, gr)
