@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluicehq/sluice/configs"
 	"github.com/sluicehq/sluice/gate"
+	"github.com/sluicehq/sluice/internal/clocktest"
 	"github.com/sluicehq/sluice/probe"
 )
 
@@ -50,25 +51,9 @@ const testToken = "0123456789abcdef0123456789abcdef"
 var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 
 // fakeClock is a clock the test moves by hand.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
+type fakeClock = clocktest.Clock
 
-func newFakeClock() *fakeClock { return &fakeClock{t: t0} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-	return c.t
-}
+func newFakeClock() *fakeClock { return clocktest.New(t0) }
 
 func parseConfig(t testing.TB, toml string) *configs.Config {
 	t.Helper()

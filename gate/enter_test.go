@@ -249,9 +249,7 @@ key = "header:X-Key"
 	}
 	start := clk.Now()
 	for i, s := range steps {
-		clk.mu.Lock()
-		clk.t = start.Add(s.at)
-		clk.mu.Unlock()
+		clk.Set(start.Add(s.at))
 		p, rej, ok := g.Enter(request("/", "X-Key", s.key))
 		if ok != s.want {
 			t.Fatalf("step %d: Enter(t0+%v, %s) admitted = %v, want %v (%v)", i, s.at, s.key, ok, s.want, rej.Reason)
