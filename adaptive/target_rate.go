@@ -12,20 +12,59 @@ type RateParams struct {
 	Headroom float64
 }
 
-// updateRate moves the managed token rate (see Target).
-func (t *Target) updateRate(s *Sample, pr *proposal, n float64, acted bool) {
+// rateStep is the most the managed rate grows by in one interval.
+const rateStep = 1.25
+
+// updateRate moves the managed token rate, in this order of cases:
+//
+//   - a target is exceeded and the law acts on it (paced as cuts of the limit
+//     are): the rate becomes (1 + Headroom) × the admitted throughput (for a
+//     resource, scaled by aim / reading), if that is lower;
+//   - sustained overload (the gate turns away more than overloadShare of the
+//     demand): while the concurrency stage is saturated (it refused or queued
+//     requests) the throughput is what the service completes, and the rate
+//     moves Gain of the way to (1 + Headroom) × that, so the excess is
+//     refused at once at the rate stage, with an exact Retry-After, instead
+//     of after a wait in the queue; while the rate starves the concurrency
+//     stage, it grows by 1 + Headroom an interval;
+//   - a target is exceeded otherwise: the rate holds;
+//   - the rate refuses requests while the concurrency stage refuses none: it
+//     grows by the factor the limit could (up to rateStep an interval);
+//   - nothing is refused at all (the demand is within the rate) and no target
+//     is exceeded: the rate grows back toward its maximum (Initial when it
+//     has none) by rateStep an interval (SignalRateIdle), so what an overload took is given back once it ends (a rate
+//     above the demand admits nothing more; if the overload returns, the
+//     cases above bring the rate down again).
+//
+// It returns whether the rate was given back (the last case).
+func (t *Target) updateRate(s *Sample, pr *proposal, n float64, acted bool) (idle bool) {
 	if t.p.Rate.Initial == 0 {
-		return
+		return false
 	}
 	r := t.rate
+	x := s.throughput()
+	h := t.p.Rate.Headroom
 	switch {
-	case pr.violated:
-		if acted && finite(pr.rateCut) && pr.rateCut > 0 {
-			r = min(r, pr.rateCut*(1+t.p.Rate.Headroom))
+	case pr.violated && acted && finite(pr.rateCut) && pr.rateCut > 0 && pr.rateCut*(1+h) < r:
+		r = pr.rateCut * (1 + h)
+	case t.overloaded && x > 0:
+		switch {
+		case s.Rejected > 0 || s.Queued > 0:
+			r += t.p.Gain * (x*(1+h) - r)
+		case s.RateRejected > 0:
+			r *= 1 + h
 		}
-	case s.RateRejected > 0 && finite(pr.want) && n > 0:
+	case pr.violated:
+	case s.RateRejected > 0 && s.Rejected <= 0 && finite(pr.want) && n > 0:
 		grow := 1 + t.p.Gain*(pr.want/n-1)
-		r *= min(1.25, max(1, grow))
+		r *= min(rateStep, max(1, grow))
+	case s.RateRejected <= 0 && s.Rejected <= 0 && x > 0:
+		top := t.p.Rate.Max
+		if !finite(top) {
+			top = t.p.Rate.Initial
+		}
+		r, idle = min(top, max(r, r*rateStep)), r < top
 	}
 	t.rate = min(max(r, t.p.Rate.Min), t.p.Rate.Max)
+	return idle
 }
