@@ -91,6 +91,10 @@ const (
 	// rate back toward its maximum. Observed is the throughput, Bound the
 	// rate, in req/s.
 	SignalRateIdle
+	// SignalRateOverload: under sustained overload Target brings the managed
+	// token rate to what the service completes, so the excess is refused at
+	// the rate stage. Observed is the throughput, Bound the rate, in req/s.
+	SignalRateOverload
 )
 
 // Reason explains a Decision with the signal that drove it, the value observed
@@ -164,6 +168,8 @@ func (r Reason) String() string {
 		return "memory " + pct(r.Observed) + " not moved by the limit (target " + pct(r.Bound) + "): ignored"
 	case SignalPressureUnmoved:
 		return "cpu pressure " + pct(r.Observed) + " not moved by the limit (target " + pct(r.Bound) + "): ignored"
+	case SignalRateOverload:
+		return "overloaded, rate toward what the service completes, " + num(r.Observed) + "/s of " + num(r.Bound) + "/s"
 	case SignalRateIdle:
 		return "rate not in use, " + num(r.Observed) + "/s of " + num(r.Bound) + "/s: given back"
 	case SignalDropsUnmoved:

@@ -466,12 +466,10 @@ func (t *Target) Update(s Sample) Decision {
 		// that is still there once the cut has drained is not chance.
 		t.mild = false
 	}
-	idle := t.updateRate(&s, &pr, n, acted)
+	rs := t.updateRate(&s, &pr, n, acted)
 	switch {
-	case t.limit == old && t.rate != oldRate && idle:
-		why = Reason{Signal: SignalRateIdle, Observed: x, Bound: oldRate}
-	case t.limit == old && t.rate != oldRate && !pr.violated:
-		why = Reason{Signal: SignalRate, Observed: x, Bound: oldRate}
+	case t.limit == old && t.rate != oldRate && rs != SignalNone:
+		why = Reason{Signal: rs, Observed: x, Bound: oldRate}
 	case t.limit == old && !pr.violated:
 		if u, ok := t.unmovedReason(); ok {
 			why = u

@@ -36,18 +36,22 @@ const rateStep = 1.25
 //     above the demand admits nothing more; if the overload returns, the
 //     cases above bring the rate down again).
 //
-// It returns whether the rate was given back (the last case).
-func (t *Target) updateRate(s *Sample, pr *proposal, n float64, acted bool) (idle bool) {
+// It returns the signal of the case that moved the rate: SignalRateOverload,
+// SignalRate (the growth while the concurrency stage refuses none) or
+// SignalRateIdle; SignalNone for a cut with a target's violation, or none.
+func (t *Target) updateRate(s *Sample, pr *proposal, n float64, acted bool) Signal {
 	if t.p.Rate.Initial == 0 {
-		return false
+		return SignalNone
 	}
 	r := t.rate
 	x := s.throughput()
 	h := t.p.Rate.Headroom
+	sig := SignalNone
 	switch {
 	case pr.violated && acted && finite(pr.rateCut) && pr.rateCut > 0 && pr.rateCut*(1+h) < r:
 		r = pr.rateCut * (1 + h)
 	case t.overloaded && x > 0:
+		sig = SignalRateOverload
 		switch {
 		case s.Rejected > 0 || s.Queued > 0:
 			r += t.p.Gain * (x*(1+h) - r)
@@ -58,13 +62,14 @@ func (t *Target) updateRate(s *Sample, pr *proposal, n float64, acted bool) (idl
 	case s.RateRejected > 0 && s.Rejected <= 0 && finite(pr.want) && n > 0:
 		grow := 1 + t.p.Gain*(pr.want/n-1)
 		r *= min(rateStep, max(1, grow))
+		sig = SignalRate
 	case s.RateRejected <= 0 && s.Rejected <= 0 && x > 0:
 		top := t.p.Rate.Max
 		if !finite(top) {
 			top = t.p.Rate.Initial
 		}
-		r, idle = min(top, max(r, r*rateStep)), r < top
+		r, sig = min(top, max(r, r*rateStep)), SignalRateIdle
 	}
 	t.rate = min(max(r, t.p.Rate.Min), t.p.Rate.Max)
-	return idle
+	return sig
 }
