@@ -162,12 +162,15 @@ func (r Reason) String() string {
 			": overloaded, keeping the backend's queue short (target " + dur(r.Target) + ")"
 	case SignalCPUPressure:
 		return "cpu pressure " + pct(r.Observed) + op + "target " + pct(r.Bound)
-	case SignalCPUUnmoved:
-		return "cpu " + pct(r.Observed) + " not moved by the limit (target " + pct(r.Bound) + "): ignored"
-	case SignalMemoryUnmoved:
-		return "memory " + pct(r.Observed) + " not moved by the limit (target " + pct(r.Bound) + "): ignored"
-	case SignalPressureUnmoved:
-		return "cpu pressure " + pct(r.Observed) + " not moved by the limit (target " + pct(r.Bound) + "): ignored"
+	case SignalCPUUnmoved, SignalMemoryUnmoved, SignalPressureUnmoved:
+		what := "cpu "
+		switch r.Signal {
+		case SignalMemoryUnmoved:
+			what = "memory "
+		case SignalPressureUnmoved:
+			what = "cpu pressure "
+		}
+		return what + pct(r.Observed) + " not moved by the limit (target " + pct(r.Bound) + "): ignored"
 	case SignalRateOverload:
 		return "overloaded, rate toward what the service completes, " + num(r.Observed) + "/s of " + num(r.Bound) + "/s"
 	case SignalRateIdle:

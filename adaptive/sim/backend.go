@@ -244,7 +244,9 @@ func (e *engine) cpuReschedule() {
 	if len(c.ends) == 0 || c.rate <= 0 {
 		return
 	}
-	wait := math.Max(0, c.ends[0].v-c.v) / c.rate
+	// A completion past the run's end (a vanishing share of the cores) is
+	// scheduled just after it, where it never fires.
+	wait := math.Min(math.Max(0, c.ends[0].v-c.v)/c.rate, float64(e.end-e.now+1))
 	e.ev.push(e.now+int64(math.Ceil(wait)), evCPUDone, 0, c.token)
 }
 

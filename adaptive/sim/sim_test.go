@@ -494,15 +494,7 @@ func TestTargetRate(t *testing.T) {
 	if w := r.Window(slow.Start, slow.End); slow.Goodput < 0.9*r.Capacity/2 || w.LateRatio > 0.01 {
 		t.Errorf("slow: goodput %.0f/s, %.2f %% late", slow.Goodput, 100*w.LateRatio)
 	}
-	var sum float64
-	n := 0
-	for _, p := range r.Series {
-		if p.T > slow.Start && p.T <= slow.End {
-			sum += p.Rate
-			n++
-		}
-	}
-	if mean := sum / float64(n); mean < r.Capacity/2 || mean > 1.5*r.Capacity/2 {
+	if mean := meanRate(r, slow); mean < r.Capacity/2 || mean > 1.5*r.Capacity/2 {
 		t.Errorf("slow: rate %.0f/s on average, want near the halved capacity %.0f/s", mean, r.Capacity/2)
 	}
 	if slow.Rejections[adaptive.RejectRate] == 0 {
@@ -728,15 +720,7 @@ func TestTargetOutageRecovery(t *testing.T) {
 func TestTargetRateOverload(t *testing.T) {
 	r := run(t, "rate-overload", "target")
 	p := phase(t, r, "overload")
-	var sum float64
-	n := 0
-	for _, pt := range r.Series {
-		if pt.T > p.Start && pt.T <= p.End {
-			sum += pt.Rate
-			n++
-		}
-	}
-	if mean := sum / float64(n); mean < r.Capacity || mean > 1.3*r.Capacity {
+	if mean := meanRate(r, p); mean < r.Capacity || mean > 1.3*r.Capacity {
 		t.Errorf("overload: rate %.0f/s on average, want between C and 1.3 C (%.0f)", mean, r.Capacity)
 	}
 	total := 0
@@ -752,4 +736,17 @@ func TestTargetRateOverload(t *testing.T) {
 	if last := r.Series[len(r.Series)-1].Rate; last < 5000 {
 		t.Errorf("calm: the rate is %.0f/s at the end, want back at its ceiling 5000/s", last)
 	}
+}
+
+// meanRate is the managed token rate's mean over the intervals of phase p.
+func meanRate(r *Report, p PhaseReport) float64 {
+	var sum float64
+	n := 0
+	for _, pt := range r.Series {
+		if pt.T > p.Start && pt.T <= p.End {
+			sum += pt.Rate
+			n++
+		}
+	}
+	return sum / float64(max(n, 1))
 }
