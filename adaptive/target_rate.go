@@ -8,7 +8,7 @@ type RateParams struct {
 	// Min and Max bound the rate; defaults 1 req/s and unbounded (0).
 	Min, Max float64
 	// Headroom is how far above the admitted throughput the rate is set when a
-	// target is exceeded, in [0, 1); default 0.1.
+	// target is exceeded or the service is overloaded, in [0, 1); default 0.1.
 	Headroom float64
 }
 
@@ -32,13 +32,14 @@ const rateStep = 1.25
 //     grows by the factor the limit could (up to rateStep an interval);
 //   - nothing is refused at all (the demand is within the rate) and no target
 //     is exceeded: the rate grows back toward its maximum (Initial when it
-//     has none) by rateStep an interval (SignalRateIdle), so what an overload took is given back once it ends (a rate
-//     above the demand admits nothing more; if the overload returns, the
-//     cases above bring the rate down again).
+//     has none) by rateStep an interval, so what an overload took is given
+//     back once it ends (a rate above the demand admits nothing more; if the
+//     overload returns, the cases above bring the rate down again).
 //
-// It returns the signal of the case that moved the rate: SignalRateOverload,
-// SignalRate (the growth while the concurrency stage refuses none) or
-// SignalRateIdle; SignalNone for a cut with a target's violation, or none.
+// It returns the signal of the case that moved the rate, for the decision's
+// reason: SignalRateOverload, SignalRate (the growth while the concurrency
+// stage refuses none) or SignalRateIdle; SignalNone when a target's excess
+// moved it (the excess is the reason) or nothing did.
 func (t *Target) updateRate(s *Sample, pr *proposal, n float64, acted bool) Signal {
 	if t.p.Rate.Initial == 0 {
 		return SignalNone
