@@ -36,6 +36,8 @@ func FuzzParse(f *testing.F) {
 		}
 	}
 	f.Add([]byte("a = [{b = 1}, {c = '''x\n]'''}]\n[[d]]\n[[d.e]]\n[d.f]\ng.h = \"\"\"\\\"\"\"\"\"\n"))
+	// Closing runs of four and five quotes, partly the string's own.
+	f.Add([]byte("a = '''x''''\nb = '''y'''''\nc = \"\"\"z\"\"\"\"\n[d]\n"))
 	f.Add([]byte(`0="""\\""""""`))
 	f.Add([]byte("\xff\xfe[a]\nb = 1\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
