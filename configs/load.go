@@ -44,7 +44,7 @@ func Parse(name string, data []byte) (*Config, error) {
 	if len(data) > maxFileSize {
 		return nil, Errors{{File: name, Msg: fmt.Sprintf("file is larger than %d bytes", maxFileSize)}}
 	}
-	if e := notUTF8(name, data); e != nil {
+	if e := badText(name, data); e != nil {
 		return nil, Errors{e}
 	}
 	var raw map[string]any
@@ -98,7 +98,7 @@ func DefaultFile() []byte {
 // newline that ends a line as the start of the next one ("[server" then
 // newline is reported on line 2); its byte offset is exact, so count lines up
 // to it, in the input as the library saw it: without a byte order mark (a
-// UTF-8 one: notUTF8 has turned away the others).
+// UTF-8 one: badText has turned away the others).
 func syntaxLine(data []byte, pos toml.Position) int {
 	data = bytes.TrimPrefix(data, []byte(utf8BOM))
 	if pos.Start < 0 || pos.Start > len(data) {
