@@ -56,7 +56,8 @@
 // The cgroup and PSI files stay open between samples and are re-read with
 // pread (pseudofile.go): opening a cgroup file costs several times more than
 // reading it. A Sampler therefore has a Close method. Once a minute of
-// sample time it reopens them and looks up its cgroup again.
+// sample time it reopens them and chooses its sources again; at once when a
+// cgroup it reads is removed or a limit it was chosen for changes.
 //
 // probe does not log and imports nothing of sluice's.
 package probe

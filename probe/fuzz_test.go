@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -165,7 +166,7 @@ func FuzzParseHoldsOthers(f *testing.F) {
 		}
 		if err == nil && !others {
 			for _, l := range bytes.Fields(data) {
-				if string(l) != "77" {
+				if n, err := strconv.ParseUint(string(l), 10, 64); err != nil || n != 77 {
 					t.Fatalf("%q holds %q but not others", data, l)
 				}
 			}

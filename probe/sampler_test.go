@@ -431,6 +431,44 @@ func TestSamplerFollowsTheCgroup(t *testing.T) {
 	checkWants(t, "cgroup back, second sample", r, []want{{"Cgroup.CPU": 0.0}})
 }
 
+// TestSamplerFollowsLimits: a limit lifted, set again or changed (kubectl's
+// in-place resize, systemctl set-property) moves the source within two
+// samples, not a minute.
+func TestSamplerFollowsLimits(t *testing.T) {
+	root := t.TempDir()
+	copyTree(t, "testdata/limited", root)
+	s, err := NewSampler(SamplerParams{Root: root, PID: 4242})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c1 := filepath.Join(root, "sys/fs/cgroup/kubepods/pod1/c1")
+	now := t0
+	sample := func() Resources { now = now.Add(time.Second); return s.Sample(now) }
+	if r := sample(); r.CPUFrom != FromCgroup || r.MemoryFrom != FromCgroup {
+		t.Fatalf("from %q, %q", r.CPUFrom, r.MemoryFrom)
+	}
+	writeFile(t, filepath.Join(c1, "cpu.max"), "max 100000\n")
+	writeFile(t, filepath.Join(c1, "memory.max"), "max\n")
+	sample() // sees the limits gone
+	if r := sample(); r.CPUFrom != FromProcess || r.MemoryFrom != FromProcess || !strings.Contains(r.CPUSource, "no CPU limit on process 4242's cgroup") {
+		t.Errorf("limits lifted: from %q, %q: %s", r.CPUFrom, r.MemoryFrom, r.CPUSource)
+	}
+	writeFile(t, filepath.Join(c1, "cpu.max"), "200000 100000\n")
+	if r := sample(); r.CPUFrom != FromProcess {
+		t.Errorf("a limit set is found at the minutely refresh, not at once: from %q", r.CPUFrom)
+	}
+	now = now.Add(refreshEvery)
+	if r := sample(); r.CPUFrom != FromCgroup || !strings.HasSuffix(r.CPUSource, "c1 (cpu.max 2 cores)") {
+		t.Errorf("limit set: from %q: %s", r.CPUFrom, r.CPUSource)
+	}
+	writeFile(t, filepath.Join(c1, "cpu.max"), "50000 100000\n")
+	sample() // sees the new limit, reads against it
+	if r := sample(); r.CPUFrom != FromCgroup || !strings.HasSuffix(r.CPUSource, "c1 (cpu.max 0.5 cores)") || r.Cgroup.CPULimit.Value != 0.5 {
+		t.Errorf("limit changed: %s, limit %v", r.CPUSource, r.Cgroup.CPULimit)
+	}
+}
+
 // TestPseudoFileRereads: a kept-open file shows each new content of the same
 // file, and a read that fails (here: its descriptor closed behind its back)
 // reopens the path.
