@@ -112,10 +112,11 @@ func (w *walk) start(c controller) (string, bool) {
 }
 
 // dirs returns the directories of the cgroup at cgroupPath for the CPU
-// reader: the cpu hierarchy's, and on v1 the cpuacct and cpuset
-// hierarchies' when the process is at the same path in them (else the
-// usage, or the cpuset, of that cgroup is not that of the same processes).
-func (w *walk) dirs(fsRoot, cgroupPath, cpuDir string, follow bool) cgroupDirs {
+// reader: the cpu hierarchy's (cpuDir), and on v1 the cpuacct and cpuset
+// hierarchies' at the same path. With ofProcess, those only where the
+// process is at the same path in them as in the cpu hierarchy: else the
+// usage, or the cpuset, of that cgroup is not that of the same processes.
+func (w *walk) dirs(fsRoot, cgroupPath, cpuDir string, ofProcess bool) cgroupDirs {
 	var d cgroupDirs
 	d[ctrlCPU] = cpuDir
 	cpu := w.ctrl[ctrlCPU]
@@ -128,7 +129,7 @@ func (w *walk) dirs(fsRoot, cgroupPath, cpuDir string, follow bool) cgroupDirs {
 			d[c] = cpuDir
 			continue
 		}
-		if follow {
+		if ofProcess {
 			start, _ := w.start(c)
 			cpuStart, _ := w.start(ctrlCPU)
 			if start != cpuStart {
@@ -164,31 +165,22 @@ func (s *Sampler) walkPlan(w *walk) plan {
 	// CPU.
 	cpuChain, why, retry := s.chain(w, ctrlCPU)
 	p.retry = retry
-	odd := "" // a limit file that could not be read
-	for i, l := range cpuChain.levels {
-		c := newCgroupCPU(w.dirs(s.root, l.path, l.dir, true), !w.ctrl[ctrlCPU].v2, &s.files.scratch)
+	cpuV1 := !w.ctrl[ctrlCPU].v2
+	i, lim, none := s.search(cpuChain, "CPU", own, why, func(l level) (Signal, bool) {
+		c := newCgroupCPU(w.dirs(s.root, l.path, l.dir, true), cpuV1, &s.files.scratch)
 		lim := c.limit(&s.rd, s.cpus)
-		s.files.scratch.forget()
-		if !lim.Known {
-			if lim.Reason != noQuota && lim.Reason != c.noLimit && odd == "" {
-				odd = " (" + lim.Reason + ")"
-			}
-			continue
-		}
-		p.cpu = newCgroupCPU(w.dirs(s.root, l.path, l.dir, true), !w.ctrl[ctrlCPU].v2, &s.files.cgroup)
+		return lim, lim.Reason == noQuota || lim.Reason == c.noLimit
+	})
+	if i >= 0 {
+		l := cpuChain.levels[i]
+		p.cpu = newCgroupCPU(w.dirs(s.root, l.path, l.dir, true), cpuV1, &s.files.cgroup)
 		p.cpuLimit = lim.Value
 		p.cpuSrc = Source{From: FromCgroup, Text: version(w.ctrl[ctrlCPU]) + s.show(l.dir) + " (" + s.describeCPULimit(&p.cpu, lim.Value) + ")" + above(i, own, cpuChain)}
 		cpuPath = l.path
-		break
-	}
-	if p.cpuSrc.From == "" {
-		none := why
-		if none == "" {
-			none = s.searched("CPU", own, cpuChain) + odd
-		}
+	} else {
 		p.cpu.why = none
 		if s.watched {
-			p.cpuSrc = Source{From: FromProcess, Text: "process " + strconv.Itoa(s.pid) + " (its CPU time of the " + s.procCoresText() + "; " + none + ")"}
+			p.cpuSrc = s.processCPUSource(none)
 		} else {
 			p.cpuSrc = noSource(none + ": CPU utilisation has no allotment to be measured against (cpu_pressure needs none)" + hint)
 		}
@@ -197,30 +189,21 @@ func (s *Sampler) walkPlan(w *walk) plan {
 	// Memory.
 	memChain, why, retry := s.chain(w, ctrlMemory)
 	p.retry = p.retry || retry
-	odd = ""
-	for i, l := range memChain.levels {
-		m := newCgroupMemory(l.dir, !w.ctrl[ctrlMemory].v2, &s.files.scratch)
+	memV1 := !w.ctrl[ctrlMemory].v2
+	i, lim, none = s.search(memChain, "memory", own, why, func(l level) (Signal, bool) {
+		m := newCgroupMemory(l.dir, memV1, &s.files.scratch)
 		lim := m.limit(&s.rd)
-		s.files.scratch.forget()
-		if !lim.Known {
-			if lim.Reason != noMemLimit && lim.Reason != m.noLimitFile && odd == "" {
-				odd = " (" + lim.Reason + ")"
-			}
-			continue
-		}
-		p.mem = newCgroupMemory(l.dir, !w.ctrl[ctrlMemory].v2, &s.files.cgroup)
+		return lim, lim.Reason == noMemLimit || lim.Reason == m.noLimitFile
+	})
+	if i >= 0 {
+		l := memChain.levels[i]
+		p.mem = newCgroupMemory(l.dir, memV1, &s.files.cgroup)
 		p.memSrc = Source{From: FromCgroup, Text: version(w.ctrl[ctrlMemory]) + s.show(l.dir) + " (working set of " + p.mem.limitFile.name() + " " + bytesText(lim.Value) + ")" + above(i, own, memChain)}
 		memPath = l.path
-		break
-	}
-	if p.memSrc.From == "" {
-		none := why
-		if none == "" {
-			none = s.searched("memory", own, memChain) + odd
-		}
+	} else {
 		p.mem.why = none
 		if s.watched {
-			p.memSrc = Source{From: FromProcess, Text: "process " + strconv.Itoa(s.pid) + " RSS of " + s.hostMemoryText() + " (" + none + ")"}
+			p.memSrc = s.processMemorySource(none)
 		} else {
 			p.memSrc = noSource(none + hint)
 		}
@@ -261,6 +244,9 @@ func (s *Sampler) walkPlan(w *walk) plan {
 		p.psi, p.psiSrc = s.choosePSI(w, cands, p.cpuSrc.From != FromCgroup)
 	}
 	if p.psiSrc.Text == "" {
+		if ownWhy == "" {
+			ownWhy = "no cgroup v2 with pressure files around " + own
+		}
 		p.psi.why = ownWhy
 		p.psiSrc = noSource(ownWhy + hint)
 	}
@@ -300,6 +286,39 @@ func (s *Sampler) chainIn(h hierarchy, start string, ok bool, name string) (chai
 	}
 	ch.start = start
 	return ch, "", false
+}
+
+// search returns the index in c of the nearest cgroup that carries a limit,
+// and that limit; or -1 and why there is none (why, when it is given
+// already). limit reads a cgroup's limit through files it opens in the
+// scratch set, and says whether a limit that is not known is merely absent
+// (rather than unreadable, which the reason then mentions).
+func (s *Sampler) search(c chain, what, own, why string, limit func(level) (Signal, bool)) (int, Signal, string) {
+	if why != "" {
+		return -1, Signal{}, why
+	}
+	odd := ""
+	for i, l := range c.levels {
+		lim, absent := limit(l)
+		s.files.scratch.forget()
+		if lim.Known {
+			return i, lim, ""
+		}
+		if !absent && odd == "" {
+			odd = " (" + lim.Reason + ")"
+		}
+	}
+	return -1, Signal{}, s.searched(what, own, c) + odd
+}
+
+// processCPUSource and processMemorySource are the watched process's own
+// figures as a source, with why its cgroups give none.
+func (s *Sampler) processCPUSource(why string) Source {
+	return Source{From: FromProcess, Text: "process " + strconv.Itoa(s.pid) + " (its CPU time of the " + s.procCoresText() + "; " + why + ")"}
+}
+
+func (s *Sampler) processMemorySource(why string) Source {
+	return Source{From: FromProcess, Text: "process " + strconv.Itoa(s.pid) + " RSS of " + s.hostMemoryText() + " (" + why + ")"}
 }
 
 // holdsOthers reports whether the cgroup in dir holds a process besides
@@ -466,8 +485,7 @@ func (s *Sampler) nonePlan(why string, retry bool) plan {
 	p := plan{retry: retry}
 	p.cpu.why, p.mem.why, p.psi.why = why, why, why
 	if s.watched {
-		p.cpuSrc = Source{From: FromProcess, Text: "process " + strconv.Itoa(s.pid) + " (its CPU time of the " + s.procCoresText() + "; " + why + ")"}
-		p.memSrc = Source{From: FromProcess, Text: "process " + strconv.Itoa(s.pid) + " RSS of " + s.hostMemoryText() + " (" + why + ")"}
+		p.cpuSrc, p.memSrc = s.processCPUSource(why), s.processMemorySource(why)
 	} else {
 		p.cpuSrc, p.memSrc = noSource(why), noSource(why)
 	}
