@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Proxy benchmark: requests/s and latency of a small upstream reached directly,
 # through nginx (Debian's nginx-light, proxy_pass with a limit_req that never
-# triggers), through the real daemon (`sluice run`, every request admitted by
+# triggers), through HAProxy (Debian's haproxy, nbthread 2, haproxy.cfg.tmpl),
+# through the real daemon (`sluice run`, every request admitted by
 # the gate: a per-client token bucket and a concurrency limit that never
 # trigger), through sluice's proxy package alone (no gate), and through a tuned
 # httputil.ReverseProxy, all on this machine, measured with wrk.
@@ -11,7 +12,7 @@
 #
 # Two parts:
 #  1. Saturation: wrk -t$THREADS -c$CONNS -d$DURATION against each target, rounds
-#     interleaved (direct, nginx, sluice, proxy, httputil, direct, ...) so that a noisy
+#     interleaved (direct, nginx, haproxy, sluice, proxy, httputil, direct, ...) so that a noisy
 #     neighbour hits all alike; the median round is reported, with each proxy's
 #     CPU time per request (from /proc), which noise moves far less than rates.
 #  2. Half rate: each target gets about half of nginx's median rate (wrk with a
@@ -40,6 +41,7 @@ export SLUICE_ADDR=127.0.0.1:$((PORT_BASE + 81))
 NGINX_ADDR=127.0.0.1:$((PORT_BASE + 80))
 HTTPUTIL_ADDR=127.0.0.1:$((PORT_BASE + 82))
 PROXY_ADDR=127.0.0.1:$((PORT_BASE + 83))
+HAPROXY_ADDR=127.0.0.1:$((PORT_BASE + 84))
 
 pids=()
 cleanup() {
@@ -50,7 +52,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-for tool in wrk nginx go curl; do
+for tool in wrk nginx haproxy go curl; do
   command -v "$tool" >/dev/null || { echo "run.sh: $tool is not installed" >&2; exit 1; }
 done
 
@@ -98,8 +100,12 @@ httputil_pid=${pids[-1]}
 sed -e "s|@DIR@|$dir|g" -e "s|@LISTEN@|$NGINX_ADDR|g" -e "s|@UPSTREAM@|$UPSTREAM_ADDR|g" \
   "$here/nginx.conf.tmpl" >"$dir/nginx.conf"
 nginx -c "$dir/nginx.conf" -p "$dir" -e "$dir/nginx-error.log"
+sed -e "s|@LISTEN@|$HAPROXY_ADDR|g" -e "s|@UPSTREAM@|$UPSTREAM_ADDR|g" \
+  "$here/haproxy.cfg.tmpl" >"$dir/haproxy.cfg"
+haproxy -q -db -f "$dir/haproxy.cfg" & pids+=($!)
+haproxy_pid=${pids[-1]}
 
-for addr in "$UPSTREAM_ADDR" "$NGINX_ADDR" "$SLUICE_ADDR" "$PROXY_ADDR" "$HTTPUTIL_ADDR"; do
+for addr in "$UPSTREAM_ADDR" "$NGINX_ADDR" "$HAPROXY_ADDR" "$SLUICE_ADDR" "$PROXY_ADDR" "$HTTPUTIL_ADDR"; do
   for _ in $(seq 100); do
     curl -fsS -o /dev/null "http://$addr/" 2>/dev/null && break
     sleep 0.1
@@ -107,8 +113,8 @@ for addr in "$UPSTREAM_ADDR" "$NGINX_ADDR" "$SLUICE_ADDR" "$PROXY_ADDR" "$HTTPUT
   curl -fsS -o /dev/null "http://$addr/" || { echo "run.sh: nothing answers on $addr" >&2; exit 1; }
 done
 
-declare -A addr=([direct]=$UPSTREAM_ADDR [nginx]=$NGINX_ADDR [sluice]=$SLUICE_ADDR [proxy]=$PROXY_ADDR [httputil]=$HTTPUTIL_ADDR)
-targets=(direct nginx sluice proxy httputil)
+declare -A addr=([direct]=$UPSTREAM_ADDR [nginx]=$NGINX_ADDR [haproxy]=$HAPROXY_ADDR [sluice]=$SLUICE_ADDR [proxy]=$PROXY_ADDR [httputil]=$HTTPUTIL_ADDR)
+targets=(direct nginx haproxy sluice proxy httputil)
 
 # cpu_ticks PID... prints the user+system clock ticks of the processes and of
 # their children (nginx's workers).
@@ -124,6 +130,7 @@ cpu_ticks() {
 pids_of() {
   case $1 in
   nginx) cat "$dir/nginx.pid" ;;
+  haproxy) echo "$haproxy_pid" ;;
   sluice) echo "$sluice_pid" ;;
   proxy) echo "$proxy_pid" ;;
   httputil) echo "$httputil_pid" ;;
@@ -178,14 +185,16 @@ median_row() {
 echo
 echo "## Saturation: wrk -t$THREADS -c$CONNS -d$DURATION, median of $ROUNDS interleaved rounds ($(nproc) cores, $(date -u +%F))"
 echo
-echo "| target | requests/s | p50 | p99 | vs nginx | proxy CPU per request |"
-echo "| --- | ---: | ---: | ---: | ---: | ---: |"
+echo "| target | requests/s | p50 | p99 | vs nginx | vs haproxy | proxy CPU per request |"
+echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"
 nginx_rps=$(median_row nginx | cut -d' ' -f1)
+haproxy_rps=$(median_row haproxy | cut -d' ' -f1)
 for t in "${targets[@]}"; do
   read -r rps p50 p99 cpu <<<"$(median_row "$t")"
   ratio=$(awk -v a="$rps" -v b="$nginx_rps" 'BEGIN {printf "%.2f×", a / b}')
+  hratio=$(awk -v a="$rps" -v b="$haproxy_rps" 'BEGIN {printf "%.2f×", a / b}')
   cpu_col=$([ "$cpu" = "-" ] && echo "-" || echo "${cpu} µs")
-  echo "| $t | $rps | ${p50} µs | ${p99} µs | $ratio | $cpu_col |"
+  echo "| $t | $rps | ${p50} µs | ${p99} µs | $ratio | $hratio | $cpu_col |"
 done
 echo
 echo "All rounds (requests/s): $(for t in "${targets[@]}"; do printf '%s:' "$t"; for r in $(seq "$ROUNDS"); do printf ' %s' "$(cut -d' ' -f1 <<<"${res[$t,$r]}")"; done; printf '; '; done)"
