@@ -32,7 +32,7 @@ func (e *writeFailedError) Unwrap() error { return e.err }
 // upstream may close an idle connection just as a request is sent on it).
 func (p *Proxy) forwardH1(w http.ResponseWriter, r *http.Request, x *exchange, g grpcKind, ct string) (abort bool) {
 	ctx := r.Context()
-	upgrade := r.ProtoMajor == 1 && len(r.Header["Upgrade"]) > 0 && hasToken(r.Header["Connection"], "upgrade")
+	upgrade := upgradeOffer(r)
 	mode := bodyModeOf(r, upgrade)
 	cs := newClientSide(w, r, p.clientTimeout)
 	var (
@@ -84,7 +84,7 @@ func (p *Proxy) forwardH1(w http.ResponseWriter, r *http.Request, x *exchange, g
 	}
 
 	if h.status == http.StatusSwitchingProtocols {
-		if upgrade && sender == nil {
+		if upgradeAccepted(&h, upgrade) && sender == nil {
 			return p.splice(w, r, c, &h, x, stop)
 		}
 		stop()
@@ -92,7 +92,7 @@ func (p *Proxy) forwardH1(w http.ResponseWriter, r *http.Request, x *exchange, g
 		if sender != nil {
 			x.closeClient = sender.abandon(&cs) && r.ProtoMajor == 1
 		}
-		p.fail(ctx, w, x, g, ct, protoErr("101 Switching Protocols to a request that asked for no upgrade"), false)
+		p.fail(ctx, w, x, g, ct, protoErr("101 Switching Protocols to %q, not to the upgrade asked for (%q)", clip([]byte(h.upgradeTo)), upgrade), false)
 		return false
 	}
 
@@ -102,6 +102,7 @@ func (p *Proxy) forwardH1(w http.ResponseWriter, r *http.Request, x *exchange, g
 		// say so now.
 		w.Header().Set("Connection", "close")
 	}
+	leaveUntyped(w.Header())
 	w.WriteHeader(h.status)
 	cs.dirty = true // the head goes out at the first flush, before the proxy waits for more
 	var upErr, clErr error

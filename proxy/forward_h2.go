@@ -95,6 +95,7 @@ func (p *Proxy) forwardH2(w http.ResponseWriter, r *http.Request, x *exchange, g
 	for k := range resp.Trailer {
 		h.Add("Trailer", k)
 	}
+	leaveUntyped(h)
 	w.WriteHeader(resp.StatusCode)
 	cs := newClientSide(w, r, p.clientTimeout)
 	var clErr error

@@ -36,7 +36,8 @@ func FuzzResponseHead(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var sc headScratch
 		dst := http.Header{}
-		h, err := sc.readResponseHead(bufio.NewReaderSize(bytes.NewReader(data), 16), dst, 4096)
+		budget := 4096
+		h, err := sc.readResponseHead(bufio.NewReaderSize(bytes.NewReader(data), 16), dst, &budget)
 		if err != nil {
 			return
 		}
@@ -208,7 +209,7 @@ func FuzzRequestHead(f *testing.F) {
 			Header: http.Header{key: {value}, "X-Forwarded-For": {xff}}, ProtoMajor: 1, ProtoMinor: 1}
 		var buf bytes.Buffer
 		bw := bufio.NewWriter(&buf)
-		p.writeRequestHead(bw, r, false, bodyNone)
+		p.writeRequestHead(bw, r, "", bodyNone)
 		bw.Flush()
 		head := buf.String()
 		if !strings.HasSuffix(head, "\r\n\r\n") || strings.Count(head, "\r\n\r\n") != 1 {

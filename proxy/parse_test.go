@@ -142,7 +142,8 @@ func parseHead(t *testing.T, raw string) (respHead, http.Header, error) {
 	t.Helper()
 	var sc headScratch
 	dst := http.Header{}
-	h, err := sc.readResponseHead(bufio.NewReaderSize(strings.NewReader(raw), 16), dst, 1<<16)
+	budget := 1 << 16
+	h, err := sc.readResponseHead(bufio.NewReaderSize(strings.NewReader(raw), 16), dst, &budget)
 	return h, dst, err
 }
 
@@ -250,12 +251,14 @@ func TestReadResponseHeadErrors(t *testing.T) {
 func TestReadResponseHeadTooLarge(t *testing.T) {
 	var sc headScratch
 	raw := "HTTP/1.1 200 OK\r\nX: " + strings.Repeat("a", 5000) + "\r\n\r\n"
-	_, err := sc.readResponseHead(bufio.NewReaderSize(strings.NewReader(raw), 16), http.Header{}, 4096)
+	budget := 4096
+	_, err := sc.readResponseHead(bufio.NewReaderSize(strings.NewReader(raw), 16), http.Header{}, &budget)
 	if err != errHeadTooLarge {
 		t.Fatalf("err %v, want %v", err, errHeadTooLarge)
 	}
 	raw = "HTTP/1.1 200 OK\r\n" + strings.Repeat("X: a\r\n", 1000) + "\r\n"
-	_, err = sc.readResponseHead(bufio.NewReaderSize(strings.NewReader(raw), 4096), http.Header{}, 4096)
+	budget = 4096
+	_, err = sc.readResponseHead(bufio.NewReaderSize(strings.NewReader(raw), 4096), http.Header{}, &budget)
 	if err != errHeadTooLarge {
 		t.Fatalf("many fields: err %v, want %v", err, errHeadTooLarge)
 	}
@@ -266,7 +269,8 @@ func TestReadTrailers(t *testing.T) {
 	dst := http.Header{}
 	raw := "X-Sum: abc\r\nContent-Length: 5\r\nGrpc-Status: 0\r\n\r\n"
 	var h respHead
-	if err := sc.readFields(bufio.NewReader(strings.NewReader(raw)), dst, &h, modeTrailer, 1<<16); err != nil {
+	budget := 1 << 16
+	if err := sc.readFields(bufio.NewReader(strings.NewReader(raw)), dst, &h, modeTrailer, &budget); err != nil {
 		t.Fatal(err)
 	}
 	want := http.Header{"Trailer:X-Sum": {"abc"}, "Trailer:Grpc-Status": {"0"}}
