@@ -21,10 +21,10 @@ var errHeadTooLarge = &protocolError{"response head too large"}
 // fields themselves go straight into the client's header map.
 type respHead struct {
 	status    int
-	minor     int   // HTTP/1.minor
-	length    int64 // Content-Length, or -1 when absent
-	chunked   bool  // Transfer-Encoding: chunked
-	closeConn bool  // the upstream will close the connection after this response
+	minor     int    // HTTP/1.minor
+	length    int64  // Content-Length, or -1 when absent
+	chunked   bool   // Transfer-Encoding: chunked
+	closeConn bool   // the upstream will close the connection after this response
 	upgrade   bool   // Connection names "upgrade"
 	upgradeTo string // the Upgrade fields, joined by ", "
 }
