@@ -51,7 +51,10 @@
 //
 // # Servers and slow clients
 //
-// NewServer builds the http.Server in front of a Proxy (HTTP/1.1 and h2c). Slow
+// NewServer builds the http.Server in front of a Proxy (HTTP/1.1 and h2c), to be
+// served on a GuardListener, which refuses (400, and the connection closed) the
+// request framing net/http's server tolerates but nginx refuses: Content-Length
+// with Transfer-Encoding, Transfer-Encoding in HTTP/1.0. Slow
 // clients are bounded by ReadHeaderTimeout, IdleTimeout and MaxHeaderBytes there,
 // and by the Proxy's ClientTimeout, a progress deadline on body reads and
 // response writes, instead of a whole-request ReadTimeout or WriteTimeout that

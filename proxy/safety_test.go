@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // These tests drive raw bytes through the real proxy and its real server, in
@@ -246,5 +247,120 @@ func TestNoContentTypeSniffed(t *testing.T) {
 	}
 	if _, ok := resp.Header["Content-Type"]; ok {
 		t.Errorf("a Content-Type was added:\n%s", raw)
+	}
+}
+
+// TestSlowRequestLineClosesSilently: a client that never finishes its request
+// line within ReadHeaderTimeout is closed without an answer, as net/http's server
+// closes an idle one: there is no request to answer, and a 400 would blame a
+// request that was never sent.
+func TestSlowRequestLineClosesSilently(t *testing.T) {
+	for _, partial := range []string{"GET / HT", "GET / HTTP/1.1\r\nHost: app\r\nX-Slow: a"} {
+		_, base, _ := rawProxy(t, Params{}, ServerParams{ReadHeaderTimeout: 50 * time.Millisecond})
+		c := dialRaw(t, base)
+		c.send(t, partial)
+		if got := c.waitClosed(t); got != "" {
+			t.Errorf("after %q the client got %q, want a silent close", partial, got)
+		}
+	}
+}
+
+// TestRequestFramingRefused: a request with both Content-Length and
+// Transfer-Encoding, or Transfer-Encoding in HTTP/1.0, is answered 400 and its
+// connection closed, as nginx does (net/http's server would serve it), and
+// nothing of it reaches the upstream; requests before it on the connection are
+// served. The guard follows bodies, so the same bytes inside a body are data.
+func TestRequestFramingRefused(t *testing.T) {
+	const get = "GET /ok HTTP/1.1\r\nHost: app\r\n\r\n"
+	for _, tc := range []struct {
+		name   string
+		before int // requests served before the refused one
+		send   string
+	}{
+		{"Content-Length and Transfer-Encoding", 0, "POST / HTTP/1.1\r\nHost: app\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"},
+		{"Transfer-Encoding and Content-Length, any case", 0, "POST / HTTP/1.1\r\nHost: app\r\ntransfer-encoding: CHUNKED\r\ncontent-length: 5\r\n\r\n0\r\n\r\n"},
+		{"HTTP/1.0 with Transfer-Encoding", 0, "POST / HTTP/1.0\r\nHost: app\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"},
+		{"bare LF lines", 0, "POST / HTTP/1.1\nHost: app\nContent-Length: 5\nTransfer-Encoding: chunked\n\n0\r\n\r\n"},
+		{"after a GET", 1, get + "POST / HTTP/1.1\r\nHost: app\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"},
+		{"after a body", 1, "POST /ok HTTP/1.1\r\nHost: app\r\nContent-Length: 4\r\n\r\nbody" +
+			"POST / HTTP/1.1\r\nHost: app\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"},
+		{"after a chunked body", 1, "POST /ok HTTP/1.1\r\nHost: app\r\nTransfer-Encoding: chunked\r\n\r\n4;x=y\r\nbody\r\n0\r\nX-T: 1\r\n\r\n" +
+			"POST / HTTP/1.0\r\nHost: app\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, bytewise := range []bool{false, true} {
+				up, base, _ := rawProxy(t, Params{}, ServerParams{})
+				c := dialRaw(t, base)
+				go func() {
+					if !bytewise {
+						io.WriteString(c.c, tc.send)
+						return
+					}
+					for i := 0; i < len(tc.send); i++ {
+						if _, err := c.c.Write([]byte{tc.send[i]}); err != nil {
+							return
+						}
+					}
+				}()
+				var conn *peer
+				for i := 0; i < tc.before; i++ {
+					if conn == nil {
+						conn = up.accept(t)
+					}
+					if req := conn.readRequest(t); !strings.Contains(req, " /ok ") {
+						t.Fatalf("upstream got %q", req)
+					}
+					conn.write(t, freshResponse)
+					if resp, body, _ := c.readResponse(t, "GET"); body != "fresh" {
+						t.Fatalf("request %d before: %d %q", i, resp.StatusCode, body)
+					}
+				}
+				resp, _, _ := c.readResponse(t, "POST")
+				if resp.StatusCode != 400 || !resp.Close {
+					t.Fatalf("status %d (close %v), want 400 and close", resp.StatusCode, resp.Close)
+				}
+				c.waitClosed(t)
+				if conn != nil && conn.rest() != "" {
+					t.Errorf("the upstream got more: %q", conn.rest())
+				}
+				up.noConn(t)
+			}
+		})
+	}
+}
+
+// TestRequestFramingLookalikesPass: what looks like a refused head inside a
+// body, or a head split into single bytes, passes as it is.
+func TestRequestFramingLookalikesPass(t *testing.T) {
+	fake := "GET /x HTTP/1.1\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n"
+	for _, tc := range []struct{ name, send, body string }{
+		{"in a body", "POST /ok HTTP/1.1\r\nHost: app\r\nContent-Length: " + strconv.Itoa(len(fake)) + "\r\n\r\n" + fake, fake},
+		{"in chunks", "POST /ok HTTP/1.1\r\nHost: app\r\nTransfer-Encoding: chunked\r\n\r\n" +
+			strconv.FormatInt(int64(len(fake)), 16) + "\r\n" + fake + "\r\n0\r\n\r\n", fake},
+		{"a head byte by byte", "GET /ok HTTP/1.1\r\nHost: app\r\nX-A: 1\r\n\r\n", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			up, base, _ := rawProxy(t, Params{}, ServerParams{})
+			c := dialRaw(t, base)
+			for i := 0; i < len(tc.send); i++ {
+				c.send(t, tc.send[i:i+1])
+			}
+			conn := up.accept(t)
+			req := conn.readRequest(t)
+			if !strings.Contains(req, " /ok ") || !strings.Contains(req, tc.body) {
+				t.Fatalf("upstream got %q", req)
+			}
+			conn.write(t, freshResponse)
+			if resp, body, _ := c.readResponse(t, "POST"); body != "fresh" {
+				t.Fatalf("%d %q", resp.StatusCode, body)
+			}
+			// And the connection carries the next request as usual.
+			c.send(t, "GET /ok HTTP/1.1\r\nHost: app\r\n\r\n")
+			conn.readRequest(t)
+			conn.write(t, freshResponse)
+			if _, body, _ := c.readResponse(t, "GET"); body != "fresh" {
+				t.Fatalf("next: %q", body)
+			}
+		})
 	}
 }

@@ -81,6 +81,13 @@ func (p *Proxy) splice(w http.ResponseWriter, r *http.Request, c *upConn, h *res
 	}
 	x.finish(gate.Success)
 	p.stats.upgrades.Add(1)
+	out := conn // where the upstream's bytes go
+	if g, ok := conn.(*guardConn); ok {
+		// The bytes that follow are the new protocol's, not requests; they
+		// are written to the connection itself, which lets the kernel splice.
+		g.release()
+		out = g.Conn
+	}
 	_ = conn.SetDeadline(time.Time{})
 	_ = c.nc.SetDeadline(time.Time{})
 
@@ -109,7 +116,7 @@ func (p *Proxy) splice(w http.ResponseWriter, r *http.Request, c *upConn, h *res
 		c.abort()
 		close(done)
 	}()
-	pump(conn, c.nc)
+	pump(out, c.nc)
 	_ = conn.Close()
 	c.abort()
 	<-done
