@@ -318,33 +318,22 @@ func transferEncoding(value []byte, h *respHead) error {
 	return nil
 }
 
-// parseContentLength parses a Content-Length value: digits, or a list of identical
-// digit strings (RFC 9110 §8.6), at most 18 digits.
+// parseContentLength parses a Content-Length value: 1 to 18 digits. A list of
+// values, even identical ones ("5, 5", which RFC 9110 §8.6 lets a recipient
+// take), is refused, as net/http and nginx refuse it; repeated identical
+// fields are taken (see readFields), as net/http takes them.
 func parseContentLength(v []byte) (int64, bool) {
-	n := int64(-1)
-	for s := string(v); ; { // the compiler does not allocate for this conversion
-		tok, rest, ok := nextToken(s)
-		if !ok {
-			break
-		}
-		if len(tok) > 18 {
-			return 0, false
-		}
-		var m int64
-		for i := 0; i < len(tok); i++ {
-			c := tok[i]
-			if c < '0' || c > '9' {
-				return 0, false
-			}
-			m = m*10 + int64(c-'0')
-		}
-		if n >= 0 && m != n {
-			return 0, false
-		}
-		n = m
-		s = rest
+	if len(v) == 0 || len(v) > 18 {
+		return 0, false
 	}
-	return n, n >= 0
+	var n int64
+	for _, c := range v {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, true
 }
 
 func trimOWS(b []byte) []byte {
