@@ -201,7 +201,7 @@ type diffResult struct {
 	status      int    // the final status the client got; 0 for none
 	header      http.Header
 	body        string
-	complete    bool // the client read a whole response
+	complete    bool   // the client read a whole response
 	clientKept  bool   // the client's connection was still open for the follow-up request
 	followUp    string // the body the follow-up request got ("next" is right)
 	upKept      bool   // the follow-up went on the upstream connection of the script
