@@ -60,7 +60,7 @@ const (
 	crlfOnly
 )
 
-var errBareLF = &protocolError{"chunked line ends with a bare LF"}
+var errBareLF = &protocolError{"chunked framing line ends with a bare LF"}
 
 // readLine returns the next line without its line ending, valid until the next
 // read from br; *budget bytes may still be read, and is decreased.
@@ -145,7 +145,11 @@ func (sc *headScratch) readFields(br *bufio.Reader, dst http.Header, h *respHead
 	sc.vals, sc.ents, sc.conn = sc.vals[:0], sc.ents[:0], sc.conn[:0]
 	clIndex := -1
 	for {
-		line, err := sc.readLine(br, budget, crlfOrLF)
+		end := crlfOrLF
+		if mode == modeTrailer {
+			end = crlfOnly // part of the chunked framing, as net/http wants it
+		}
+		line, err := sc.readLine(br, budget, end)
 		if err != nil {
 			return err
 		}
@@ -221,9 +225,15 @@ func (sc *headScratch) readFields(br *bufio.Reader, dst http.Header, h *respHead
 	}
 	if mode == modeHead {
 		if h.chunked {
-			// RFC 9112 §6.1, §6.3: Transfer-Encoding wins over Content-Length, and
-			// a message with both, or chunked in HTTP/1.0, ends its connection.
-			if h.length >= 0 || h.minor == 0 {
+			// RFC 9112 §6.1: HTTP/1.0 has no Transfer-Encoding, and such a
+			// message's framing is faulty (net/http reads the body raw to the
+			// end of the connection; the proxy refuses it).
+			if h.minor == 0 {
+				return protoErr("Transfer-Encoding in an HTTP/1.0 response")
+			}
+			// RFC 9112 §6.3: Transfer-Encoding wins over Content-Length, and
+			// a message with both ends its connection.
+			if h.length >= 0 {
 				h.closeConn = true
 			}
 			h.length = -1
