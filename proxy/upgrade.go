@@ -64,7 +64,7 @@ func printableASCII(s string) bool {
 // bytes both ways until either side ends, and closes both. The exchange finishes
 // at the 101 with a success, its latency the time to the upgrade: a long-lived
 // connection holds no admission slot.
-func (p *Proxy) splice(w http.ResponseWriter, r *http.Request, c *upConn, h *respHead, x *exchange, stop func() bool) (abort bool) {
+func (p *Proxy) splice(w http.ResponseWriter, r *http.Request, c *upConn, upgradeTo string, x *exchange, stop func() bool) (abort bool) {
 	conn, brw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
 		stop()
@@ -96,7 +96,7 @@ func (p *Proxy) splice(w http.ResponseWriter, r *http.Request, c *upConn, h *res
 	_ = w.Header().Write(bw)
 	bw.WriteString("Connection: Upgrade\r\n")
 	bw.WriteString("Upgrade: ")
-	bw.WriteString(h.upgradeTo) // the offer: printable ASCII (upgradeAccepted)
+	bw.WriteString(upgradeTo) // the offer: printable ASCII (upgradeAccepted)
 	bw.WriteString("\r\n")
 	bw.WriteString("\r\n")
 	if n := c.br.Buffered(); n > 0 { // what the upstream sent right after its head
