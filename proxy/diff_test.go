@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -230,6 +231,7 @@ func runScript(t *testing.T, target diffTarget, s diffScript) diffResult {
 	requests := make(chan upRequest, 16)
 	clientDone := make(chan struct{})
 	lateDone := make(chan struct{}) // the late bytes were written
+	var lateOnce sync.Once          // (a proxy may send the script's request twice)
 	testDone := make(chan struct{})
 	defer close(testDone)
 	serve := func(n int, p *peer) {
@@ -251,7 +253,7 @@ func runScript(t *testing.T, target diffTarget, s diffScript) diffResult {
 			select {
 			case <-clientDone:
 				_, _ = io.WriteString(p.c, s.late)
-				close(lateDone)
+				lateOnce.Do(func() { close(lateDone) })
 			case <-testDone:
 				return
 			}
