@@ -19,6 +19,10 @@
 #     random per-connection delay, delay.lua, so connections do not fire in
 #     step); the added p50 is the target's p50 minus the direct p50.
 #
+# CANDIDATES="fasthttp fhclient" adds the transports weighed against sluice's own
+# client (proxy/bench/candidates, a module of its own): fasthttp on both sides, and
+# net/http's server with fasthttp's client.
+#
 # The "sluice" target is `sluice run -config $dir/sluice.toml` built from this
 # tree (the config is written below). To benchmark another build or config, set
 # SLUICE_CMD: it is run with SLUICE_ADDR (where to listen) and UPSTREAM_ADDR
@@ -42,6 +46,7 @@ NGINX_ADDR=127.0.0.1:$((PORT_BASE + 80))
 HTTPUTIL_ADDR=127.0.0.1:$((PORT_BASE + 82))
 PROXY_ADDR=127.0.0.1:$((PORT_BASE + 83))
 HAPROXY_ADDR=127.0.0.1:$((PORT_BASE + 84))
+CANDIDATES=${CANDIDATES:-}
 
 pids=()
 cleanup() {
@@ -58,6 +63,9 @@ done
 
 (cd "$repo" && go build -o "$dir/upstream" ./proxy/bench/upstream && go build -o "$dir/front" ./proxy/bench/front &&
   go build -o "$dir/sluice" ./cmd/sluice)
+if [ -n "$CANDIDATES" ]; then
+  (cd "$here/candidates" && go build -o "$dir/candidates" .)
+fi
 
 # The daemon's config: like nginx's limit_req, a per-client-address token
 # bucket that never runs dry, and a fixed concurrency limit never reached, so
@@ -105,16 +113,26 @@ sed -e "s|@LISTEN@|$HAPROXY_ADDR|g" -e "s|@UPSTREAM@|$UPSTREAM_ADDR|g" \
 haproxy -q -db -f "$dir/haproxy.cfg" & pids+=($!)
 haproxy_pid=${pids[-1]}
 
-for addr in "$UPSTREAM_ADDR" "$NGINX_ADDR" "$HAPROXY_ADDR" "$SLUICE_ADDR" "$PROXY_ADDR" "$HTTPUTIL_ADDR"; do
-  for _ in $(seq 100); do
-    curl -fsS -o /dev/null "http://$addr/" 2>/dev/null && break
-    sleep 0.1
-  done
-  curl -fsS -o /dev/null "http://$addr/" || { echo "run.sh: nothing answers on $addr" >&2; exit 1; }
+declare -A addr=([direct]=$UPSTREAM_ADDR [nginx]=$NGINX_ADDR [haproxy]=$HAPROXY_ADDR [sluice]=$SLUICE_ADDR [proxy]=$PROXY_ADDR [httputil]=$HTTPUTIL_ADDR)
+declare -A cand_pid
+targets=(direct nginx haproxy sluice proxy httputil)
+port=$((PORT_BASE + 85))
+for c in $CANDIDATES; do
+  addr[$c]=127.0.0.1:$port
+  "$dir/candidates" -mode "$c" -listen "${addr[$c]}" -upstream "http://$UPSTREAM_ADDR" & pids+=($!)
+  cand_pid[$c]=${pids[-1]}
+  targets+=("$c")
+  port=$((port + 1))
 done
 
-declare -A addr=([direct]=$UPSTREAM_ADDR [nginx]=$NGINX_ADDR [haproxy]=$HAPROXY_ADDR [sluice]=$SLUICE_ADDR [proxy]=$PROXY_ADDR [httputil]=$HTTPUTIL_ADDR)
-targets=(direct nginx haproxy sluice proxy httputil)
+for t in "${targets[@]}"; do
+  a=${addr[$t]}
+  for _ in $(seq 100); do
+    curl -fsS -o /dev/null "http://$a/" 2>/dev/null && break
+    sleep 0.1
+  done
+  curl -fsS -o /dev/null "http://$a/" || { echo "run.sh: nothing answers on $a" >&2; exit 1; }
+done
 
 # cpu_ticks PID... prints the user+system clock ticks of the processes and of
 # their children (nginx's workers).
@@ -134,7 +152,8 @@ pids_of() {
   sluice) echo "$sluice_pid" ;;
   proxy) echo "$proxy_pid" ;;
   httputil) echo "$httputil_pid" ;;
-  *) echo "" ;;
+  direct) echo "" ;;
+  *) echo "${cand_pid[$1]}" ;;
   esac
 }
 
