@@ -26,6 +26,19 @@ func rawProxy(t *testing.T, p Params, sp ServerParams) (*scriptedUpstream, strin
 	return up, base, px
 }
 
+// exchangeStarted starts the proxy in front of a scripted upstream, sends
+// request from a raw client, and waits until the upstream has read it; the
+// upstream's connection is conn.
+func exchangeStarted(t *testing.T, request string) (up *scriptedUpstream, c rawClient, conn *peer, px *Proxy) {
+	t.Helper()
+	up, base, px := rawProxy(t, Params{}, ServerParams{})
+	c = dialRaw(t, base)
+	c.send(t, request)
+	conn = up.accept(t)
+	conn.readRequest(t)
+	return up, c, conn, px
+}
+
 const freshResponse = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfresh"
 
 // stolen is the body of a response the upstream sends unasked: no client may
@@ -105,11 +118,7 @@ func TestFakeUpgradeIsRefused(t *testing.T) {
 		{"no Connection: upgrade", "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			up, base, px := rawProxy(t, Params{}, ServerParams{})
-			c := dialRaw(t, base)
-			c.send(t, "GET /ws HTTP/1.1\r\nHost: app\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n")
-			conn := up.accept(t)
-			conn.readRequest(t)
+			up, c, conn, px := exchangeStarted(t, "GET /ws HTTP/1.1\r\nHost: app\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n")
 			conn.write(t, tc.response)
 			resp, _, _ := c.readResponse(t, "GET")
 			if resp.StatusCode != 502 || resp.Header.Get("Sluice-Error") != "protocol" {
@@ -181,22 +190,14 @@ func TestMalformedChunkedResponses(t *testing.T) {
 		{"extensions beyond the bound", strings.Repeat("1"+ext+"\r\nx\r\n", 5) + "0\r\n\r\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			up, base, _ := rawProxy(t, Params{}, ServerParams{})
-			c := dialRaw(t, base)
-			c.send(t, "GET / HTTP/1.1\r\nHost: app\r\n\r\n")
-			conn := up.accept(t)
-			conn.readRequest(t)
+			_, c, conn, _ := exchangeStarted(t, "GET / HTTP/1.1\r\nHost: app\r\n\r\n")
 			conn.write(t, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"+tc.body)
 			expectCut(t, c)
 			conn.waitClosed(t)
 		})
 	}
 	t.Run("extensions within the bound", func(t *testing.T) {
-		up, base, _ := rawProxy(t, Params{}, ServerParams{})
-		c := dialRaw(t, base)
-		c.send(t, "GET / HTTP/1.1\r\nHost: app\r\n\r\n")
-		conn := up.accept(t)
-		conn.readRequest(t)
+		_, c, conn, _ := exchangeStarted(t, "GET / HTTP/1.1\r\nHost: app\r\n\r\n")
 		conn.write(t, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"+strings.Repeat("1"+ext+"\r\nx\r\n", 3)+"0\r\n\r\n")
 		resp, body, _ := c.readResponse(t, "GET")
 		if resp.StatusCode != 200 || body != "xxx" {
@@ -210,11 +211,7 @@ func TestMalformedChunkedResponses(t *testing.T) {
 func TestInterimResponsesBounded(t *testing.T) {
 	for _, n := range []int{maxInterim, maxInterim + 1, 20000} {
 		t.Run(strconv.Itoa(n), func(t *testing.T) {
-			up, base, _ := rawProxy(t, Params{}, ServerParams{})
-			c := dialRaw(t, base)
-			c.send(t, "GET / HTTP/1.1\r\nHost: app\r\n\r\n")
-			conn := up.accept(t)
-			conn.readRequest(t)
+			_, c, conn, _ := exchangeStarted(t, "GET / HTTP/1.1\r\nHost: app\r\n\r\n")
 			// Written in one piece: the proxy may close before reading it all.
 			_, _ = io.WriteString(conn.c, strings.Repeat("HTTP/1.1 100 Continue\r\n\r\n", n)+freshResponse)
 			resp, body, _ := c.readResponse(t, "GET")
@@ -235,11 +232,7 @@ func TestInterimResponsesBounded(t *testing.T) {
 // TestNoContentTypeSniffed: a response without Content-Type reaches the client
 // without one; the proxy's server must not guess one from the body.
 func TestNoContentTypeSniffed(t *testing.T) {
-	up, base, _ := rawProxy(t, Params{}, ServerParams{})
-	c := dialRaw(t, base)
-	c.send(t, "GET / HTTP/1.1\r\nHost: app\r\n\r\n")
-	conn := up.accept(t)
-	conn.readRequest(t)
+	_, c, conn, _ := exchangeStarted(t, "GET / HTTP/1.1\r\nHost: app\r\n\r\n")
 	conn.write(t, "HTTP/1.1 200 OK\r\nContent-Length: 13\r\n\r\n<html></html>")
 	resp, body, raw := c.readResponse(t, "GET")
 	if resp.StatusCode != 200 || body != "<html></html>" {
