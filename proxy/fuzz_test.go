@@ -442,3 +442,81 @@ func FuzzParseUpstream(f *testing.F) {
 		}
 	})
 }
+
+// chunkedConn is a net.Conn whose reads return the bytes of data in pieces of
+// the sizes given (cycled), then EOF.
+type chunkedConn struct {
+	net.Conn
+	data  []byte
+	sizes []byte
+	i     int
+}
+
+func (c *chunkedConn) Read(p []byte) (int, error) {
+	if len(c.data) == 0 {
+		return 0, io.EOF
+	}
+	n := 1
+	if len(c.sizes) > 0 {
+		n = int(c.sizes[c.i%len(c.sizes)]) + 1
+		c.i++
+	}
+	n = min(n, len(p), len(c.data))
+	copy(p, c.data[:n])
+	c.data = c.data[n:]
+	return n, nil
+}
+
+// readGuarded reads data through a guardConn, in the read sizes of a server
+// (bufio's 4 KiB, with a 1-byte read now and then, as net/http's background
+// read does), the connection's reads cut as sizes says.
+func readGuarded(data, sizes []byte) []byte {
+	g := &guardConn{Conn: &chunkedConn{data: data, sizes: sizes}, limit: 1 << 12, scan: reqScan{cl: -1}}
+	var out []byte
+	buf := make([]byte, 4096)
+	for i := 0; ; i++ {
+		p := buf
+		if i%3 == 1 {
+			p = buf[:1]
+		}
+		n, err := g.Read(p)
+		out = append(out, p[:n]...)
+		if err != nil {
+			return out
+		}
+	}
+}
+
+// FuzzGuard checks GuardListener's scan of a request stream: however the
+// stream is cut into reads, the server reads the same bytes; those are the
+// stream itself (less a head it ends in the middle of), or, where a head was
+// refused, the stream up to that head and then refusedHead.
+func FuzzGuard(f *testing.F) {
+	for _, s := range []string{
+		"GET / HTTP/1.1\r\nHost: a\r\n\r\n",
+		"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 4\r\n\r\nbodyGET / HTTP/1.1\r\n\r\n",
+		"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n4;x\r\nbody\r\n0\r\nT: 1\r\n\r\nGET / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n",
+		"POST / HTTP/1.1\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+		"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00",
+		"\x16\x03\x01\x00",
+		"GET / HTTP/1.1\nContent-Length: 2\nX: y\n\nab",
+	} {
+		f.Add([]byte(s), []byte{0, 7, 200})
+	}
+	f.Fuzz(func(t *testing.T, data, sizes []byte) {
+		whole := readGuarded(data, []byte{255})
+		if cut := readGuarded(data, sizes); !bytes.Equal(cut, whole) {
+			t.Fatalf("read in pieces %v:\n%q\nread whole:\n%q", sizes, cut, whole)
+		}
+		if prefix, ok := bytes.CutSuffix(whole, []byte(refusedHead)); ok && bytes.HasPrefix(data, prefix) {
+			return // refused
+		}
+		// Else all of it, but for a head the stream ended in: an unfinished
+		// head is never read (the connection closes silently).
+		rest, ok := bytes.CutPrefix(data, whole)
+		if !ok || bytes.Contains(rest, []byte("\n\n")) || bytes.Contains(rest, []byte("\n\r\n")) ||
+			bytes.HasPrefix(rest, []byte("\n")) || bytes.HasPrefix(rest, []byte("\r\n")) {
+			t.Fatalf("the server read\n%q\nof\n%q", whole, data)
+		}
+	})
+}
