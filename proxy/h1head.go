@@ -170,8 +170,9 @@ func (sc *headScratch) readFields(br *bufio.Reader, dst http.Header, h *respHead
 			return protoErr("malformed header line %q", clip(line))
 		}
 		name := line[:colon]
-		// RFC 9112 §5.1: a proxy removes whitespace before the colon.
-		for len(name) > 0 && (name[len(name)-1] == ' ' || name[len(name)-1] == '\t') {
+		// RFC 9112 §5.1: a proxy removes whitespace before the colon. Spaces
+		// only: net/http refuses a tab there, and so does the proxy.
+		for len(name) > 0 && name[len(name)-1] == ' ' {
 			name = name[:len(name)-1]
 		}
 		key, ok := canonicalKey(name)
