@@ -114,6 +114,12 @@ func (p *connPool) get(ctx context.Context, now time.Time, fresh bool) (c *upCon
 		p.idle[n-1] = nil
 		p.idle = p.idle[:n-1]
 		p.mu.Unlock()
+		if !c.readDL.IsZero() && !now.Before(c.readDL) {
+			// The last exchange's read deadline passed while the connection
+			// sat idle; the look below would fail on it.
+			c.readDL = time.Time{}
+			_ = c.nc.SetReadDeadline(time.Time{})
+		}
 		if now.Sub(c.idleAt) > p.idleTimeout || !c.probe.quiet() {
 			c.abort()
 			continue

@@ -120,6 +120,13 @@ func TestPoolReuseAndLiveness(t *testing.T) {
 		t.Fatal("an open connection idle for 2s was not reused")
 	}
 
+	// Its last read deadline passed while it was idle: still reused.
+	p.put(c2, now)
+	c2.armRead(now.Add(-time.Second), time.Minute)
+	if c, reused, _ := p.get(ctx, now, false); c != c2 || !reused {
+		t.Fatal("a connection whose read deadline passed while idle was not reused")
+	}
+
 	// Bytes arrived while it was idle: discarded at once.
 	p.put(c2, now)
 	peer2.Write([]byte("HTTP/1.1 200 OK\r\n"))
