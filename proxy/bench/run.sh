@@ -23,6 +23,10 @@
 # client (proxy/bench/candidates, a module of its own): fasthttp on both sides, and
 # net/http's server with fasthttp's client.
 #
+# BASELINE=/path/to/another/checkout adds that tree's daemon and proxy package as
+# the targets "sluice-base" and "proxy-base", in the same interleaved rounds: a
+# change measured side by side with what it changes.
+#
 # The "sluice" target is `sluice run -config $dir/sluice.toml` built from this
 # tree (the config is written below). To benchmark another build or config, set
 # SLUICE_CMD: it is run with SLUICE_ADDR (where to listen) and UPSTREAM_ADDR
@@ -47,6 +51,7 @@ HTTPUTIL_ADDR=127.0.0.1:$((PORT_BASE + 82))
 PROXY_ADDR=127.0.0.1:$((PORT_BASE + 83))
 HAPROXY_ADDR=127.0.0.1:$((PORT_BASE + 84))
 CANDIDATES=${CANDIDATES:-}
+BASELINE=${BASELINE:-}
 
 pids=()
 cleanup() {
@@ -65,6 +70,9 @@ done
   go build -o "$dir/sluice" ./cmd/sluice)
 if [ -n "$CANDIDATES" ]; then
   (cd "$here/candidates" && go build -o "$dir/candidates" .)
+fi
+if [ -n "$BASELINE" ]; then
+  (cd "$BASELINE" && go build -o "$dir/sluice-base" ./cmd/sluice && go build -o "$dir/front-base" ./proxy/bench/front)
 fi
 
 # The daemon's config: like nginx's limit_req, a per-client-address token
@@ -117,6 +125,17 @@ declare -A addr=([direct]=$UPSTREAM_ADDR [nginx]=$NGINX_ADDR [haproxy]=$HAPROXY_
 declare -A cand_pid
 targets=(direct nginx haproxy sluice proxy httputil)
 port=$((PORT_BASE + 85))
+if [ -n "$BASELINE" ]; then
+  addr[sluice-base]=127.0.0.1:$port
+  sed -e "0,/^listen = /s|^listen = .*|listen = \"${addr[sluice-base]}\"|" "$dir/sluice.toml" >"$dir/sluice-base.toml"
+  "$dir/sluice-base" run -config "$dir/sluice-base.toml" -log-level warn & pids+=($!)
+  cand_pid[sluice-base]=${pids[-1]}
+  addr[proxy-base]=127.0.0.1:$((port + 1))
+  "$dir/front-base" -listen "${addr[proxy-base]}" -upstream "http://$UPSTREAM_ADDR" & pids+=($!)
+  cand_pid[proxy-base]=${pids[-1]}
+  targets+=(sluice-base proxy-base)
+  port=$((port + 2))
+fi
 for c in $CANDIDATES; do
   addr[$c]=127.0.0.1:$port
   "$dir/candidates" -mode "$c" -listen "${addr[$c]}" -upstream "http://$UPSTREAM_ADDR" & pids+=($!)
