@@ -111,6 +111,11 @@ type decisionView struct {
 	Rate    float64    `json:"rate,omitempty"`
 	Changed bool       `json:"changed"`
 	Reason  string     `json:"reason"`
+	// CPU and Memory are the utilisations the law was given at that tick
+	// (null when not known): the figures its reason quotes, which the
+	// dashboard's cards show.
+	CPU    *float64 `json:"cpu"`
+	Memory *float64 `json:"memory"`
 }
 
 type changeView struct {
@@ -169,6 +174,8 @@ func newGroupView(st gate.GroupStatus, c *configs.Group, keep bool) groupView {
 			Rate:    st.Decision.Rate,
 			Changed: st.Decision.Changed,
 			Reason:  st.Decision.Reason.String(),
+			CPU:     knownValue(st.Sample.CPU, st.Sample.CPUKnown),
+			Memory:  knownValue(st.Sample.Memory, st.Sample.MemoryKnown),
 		},
 		Config: c,
 	}
@@ -289,16 +296,22 @@ func newSignal(s probe.Signal) signalView {
 
 type resourcesView struct {
 	SampledAt *time.Time `json:"sampled_at"`
-	// CPU and Memory are what the targets steer by; From says whose they
-	// are: "cgroup" or "host".
-	CPU        signalView  `json:"cpu"`
-	CPUFrom    string      `json:"cpu_from,omitempty"`
-	Memory     signalView  `json:"memory"`
-	MemoryFrom string      `json:"memory_from,omitempty"`
-	Host       hostView    `json:"host"`
-	Cgroup     cgroupView  `json:"cgroup"`
-	Process    processView `json:"process"`
-	Runtime    runtimeView `json:"runtime"`
+	// CPU, Memory and CPUPressure are what the targets steer by. From says
+	// whose they are ("cgroup", "process" or "host"; empty when a signal
+	// has no source), Source says it for people, or why there is none.
+	CPU               signalView  `json:"cpu"`
+	CPUFrom           string      `json:"cpu_from"`
+	CPUSource         string      `json:"cpu_source"`
+	Memory            signalView  `json:"memory"`
+	MemoryFrom        string      `json:"memory_from"`
+	MemorySource      string      `json:"memory_source"`
+	CPUPressure       signalView  `json:"cpu_pressure"`
+	CPUPressureFrom   string      `json:"cpu_pressure_from"`
+	CPUPressureSource string      `json:"cpu_pressure_source"`
+	Host              hostView    `json:"host"`
+	Cgroup            cgroupView  `json:"cgroup"`
+	Process           processView `json:"process"`
+	Runtime           runtimeView `json:"runtime"`
 }
 
 type pressureView struct {
@@ -316,21 +329,27 @@ type hostView struct {
 	Pressure    pressureView `json:"pressure"`
 }
 
+// cgroupView is the cgroups the guarded signals are read from: CPU and
+// memory may be read from different ones, pressure only from cgroup v2.
 type cgroupView struct {
-	Dir              string       `json:"dir"`
+	CPUDir           string       `json:"cpu_dir"`
 	CPU              signalView   `json:"cpu"`
 	CPULimit         signalView   `json:"cpu_limit_cores"`
 	Throttled        signalView   `json:"throttled"`
+	MemoryDir        string       `json:"memory_dir"`
 	Memory           signalView   `json:"memory"`
 	MemoryWorkingSet signalView   `json:"memory_working_set_bytes"`
 	MemoryLimit      signalView   `json:"memory_limit_bytes"`
+	PressureDir      string       `json:"pressure_dir"`
 	Pressure         pressureView `json:"pressure"`
 }
 
 type processView struct {
-	PID int        `json:"pid"`
-	CPU signalView `json:"cpu"`
-	RSS signalView `json:"rss_bytes"`
+	PID int `json:"pid"`
+	// CPUs is how many CPUs it may run on; CPU is its share of them.
+	CPUs int        `json:"cpus"`
+	CPU  signalView `json:"cpu"`
+	RSS  signalView `json:"rss_bytes"`
 }
 
 type runtimeView struct {
@@ -347,21 +366,34 @@ func newPressure(p probe.Pressure) pressureView {
 
 func newResourcesView(r probe.Resources) resourcesView {
 	return resourcesView{
-		SampledAt:  when(r.Time),
-		CPU:        newSignal(r.CPU),
-		CPUFrom:    r.CPUFrom,
-		Memory:     newSignal(r.Memory),
-		MemoryFrom: r.MemoryFrom,
+		SampledAt:         when(r.Time),
+		CPU:               newSignal(r.CPU),
+		CPUFrom:           r.CPUFrom,
+		CPUSource:         r.CPUSource,
+		Memory:            newSignal(r.Memory),
+		MemoryFrom:        r.MemoryFrom,
+		MemorySource:      r.MemorySource,
+		CPUPressure:       newSignal(r.CPUPressure),
+		CPUPressureFrom:   r.CPUPressureFrom,
+		CPUPressureSource: r.CPUPressureSource,
 		Host: hostView{CPUs: r.Host.CPUs, CPU: newSignal(r.Host.CPU), Memory: newSignal(r.Host.Memory),
 			MemoryTotal: newSignal(r.Host.MemoryTotal), Pressure: newPressure(r.Host.Pressure)},
-		Cgroup: cgroupView{Dir: r.Cgroup.Dir, CPU: newSignal(r.Cgroup.CPU), CPULimit: newSignal(r.Cgroup.CPULimit),
-			Throttled: newSignal(r.Cgroup.Throttled), Memory: newSignal(r.Cgroup.Memory),
+		Cgroup: cgroupView{CPUDir: r.Cgroup.CPUDir, CPU: newSignal(r.Cgroup.CPU), CPULimit: newSignal(r.Cgroup.CPULimit),
+			Throttled: newSignal(r.Cgroup.Throttled), MemoryDir: r.Cgroup.MemoryDir, Memory: newSignal(r.Cgroup.Memory),
 			MemoryWorkingSet: newSignal(r.Cgroup.MemoryWorkingSet), MemoryLimit: newSignal(r.Cgroup.MemoryLimit),
-			Pressure: newPressure(r.Cgroup.Pressure)},
-		Process: processView{PID: r.Process.PID, CPU: newSignal(r.Process.CPU), RSS: newSignal(r.Process.RSS)},
+			PressureDir: r.Cgroup.PressureDir, Pressure: newPressure(r.Cgroup.Pressure)},
+		Process: processView{PID: r.Process.PID, CPUs: r.Process.CPUs, CPU: newSignal(r.Process.CPU), RSS: newSignal(r.Process.RSS)},
 		Runtime: runtimeView{HeapBytes: r.Runtime.HeapBytes, HeapGoal: r.Runtime.HeapGoal, Goroutines: r.Runtime.Goroutines,
 			GCCycles: r.Runtime.GCCycles, GCPauseMax: r.Runtime.GCPauseMax.Seconds()},
 	}
+}
+
+// knownValue is x, or nil when it is not known.
+func knownValue(x float64, known bool) *float64 {
+	if !known {
+		return nil
+	}
+	return &x
 }
 
 // when is t, or nil for the zero instant.

@@ -146,12 +146,22 @@ const (
 	ProtocolH2C Protocol = "h2c"
 )
 
-// Probe is the [probe] section: whose CPU and memory the targets refer to.
-// With neither Cgroup nor PIDFile, sluice watches the cgroup v2 it runs in
-// (in a pod, the one it shares with the service), else the whole host.
+// Probe is the [probe] section: whose CPU, memory and CPU pressure the
+// targets refer to. They are the guarded workload's: the cgroup named by
+// Cgroup; else the process named by PIDFile (its nearest cgroup with a limit,
+// else its own CPU and RSS); else the nearest cgroup around sluice that
+// carries a limit (in Kubernetes, the pod's). The host's only with Source
+// "host". A target whose signal has no source is switched off, and the
+// startup log says why.
 type Probe struct {
-	// Cgroup is an absolute cgroup v2 directory to watch, such as
-	// "/sys/fs/cgroup/app.slice". Default: our own cgroup.
+	// Source is "auto" (the guarded workload, as above) or "host" (the
+	// whole machine: /proc/stat, /proc/meminfo and /proc/pressure/cpu;
+	// neither Cgroup nor PIDFile then). Default "auto".
+	Source ProbeSource `toml:"source" json:"source"`
+	// Cgroup is an absolute cgroup directory to watch, such as
+	// "/sys/fs/cgroup/app.slice" (cgroup v1: its directory in any one
+	// hierarchy, such as "/sys/fs/cgroup/memory/app"). Its own limits are
+	// used, not its ancestors'. Default: none.
 	Cgroup string `toml:"cgroup" json:"cgroup"`
 	// PIDFile names a file holding the service's PID; sluice watches that
 	// process. Not together with Cgroup.
@@ -160,6 +170,19 @@ type Probe struct {
 	// tests point it at a fake tree. Default "/".
 	Root string `toml:"root" json:"root"`
 }
+
+// ProbeSource is where [probe] reads the guarded signals.
+type ProbeSource string
+
+// Probe sources.
+const (
+	// ProbeSourceAuto reads the guarded workload: a cgroup, a process, the
+	// nearest cgroup with a limit; never the host.
+	ProbeSourceAuto ProbeSource = "auto"
+	// ProbeSourceHost reads the whole host, whose load a concurrency limit
+	// may not move (a neighbour's): only on the operator's word.
+	ProbeSourceHost ProbeSource = "host"
+)
 
 // Admin is the [admin] section: the admin HTTP API, metrics and dashboard.
 type Admin struct {

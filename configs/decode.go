@@ -1,6 +1,7 @@
 package configs
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"math"
@@ -9,7 +10,52 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
+
+// utf8BOM is the UTF-8 byte order mark, which a TOML file may start with.
+const utf8BOM = "\xef\xbb\xbf"
+
+// badText returns the problem of data that is not TOML text, or nil. TOML
+// files are UTF-8 (a UTF-8 byte order mark allowed) with no control
+// characters but tab and line ends (a carriage return alone, allowed in
+// multi-line strings only, is left to the parser). The TOML library skips a
+// UTF-16 byte order mark and reads on, so a file that starts with one can
+// load as a config that has nothing in it; a byte that is not UTF-8 is a
+// syntax error to it, and a control character that starts a line is put on
+// the line before. This check runs first and says what is wrong and where: a
+// UTF-16 byte order mark, NUL bytes first (UTF-16 text of ASCII characters
+// without a mark), or the line and column of the first byte that is not
+// UTF-8 or is a control character.
+func badText(name string, data []byte) *Error {
+	const fix = "; save the file as UTF-8"
+	switch {
+	case bytes.HasPrefix(data, []byte("\xff\xfe")):
+		return &Error{File: name, Line: 1, Msg: "not UTF-8: the file starts with a UTF-16 (little-endian) byte order mark" + fix}
+	case bytes.HasPrefix(data, []byte("\xfe\xff")):
+		return &Error{File: name, Line: 1, Msg: "not UTF-8: the file starts with a UTF-16 (big-endian) byte order mark" + fix}
+	case bytes.IndexByte(data[:min(len(data), 2)], 0) >= 0:
+		return &Error{File: name, Line: 1, Msg: "not UTF-8: NUL bytes, as in UTF-16 without a byte order mark" + fix}
+	}
+	text := bytes.TrimPrefix(data, []byte(utf8BOM))
+	at := func(i int) (line, column int) {
+		start := bytes.LastIndexByte(text[:i], '\n') + 1
+		return 1 + bytes.Count(text[:i], []byte("\n")), 1 + utf8.RuneCount(text[start:i])
+	}
+	for i := 0; i < len(text); {
+		r, size := utf8.DecodeRune(text[i:])
+		switch {
+		case r == utf8.RuneError && size <= 1:
+			line, col := at(i)
+			return &Error{File: name, Line: line, Msg: fmt.Sprintf("not UTF-8: byte 0x%02x at column %d%s", text[i], col, fix)}
+		case (r < 0x20 || r == 0x7f) && r != '\t' && r != '\n' && r != '\r':
+			line, col := at(i)
+			return &Error{File: name, Line: line, Msg: fmt.Sprintf("control character %U at column %d: TOML allows none but tab and line ends", r, col)}
+		}
+		i += size
+	}
+	return nil
+}
 
 // decoder fills a Config from the generic tree the TOML library parsed
 // (tables as map[string]any, arrays as []any or []map[string]any, and

@@ -61,7 +61,7 @@ func New() *Config {
 			MaxIdleConnsPerHost:   256,
 			Circuit:               defaultCircuit(),
 		},
-		Probe:   Probe{Root: "/"},
+		Probe:   Probe{Source: ProbeSourceAuto, Root: "/"},
 		Admin:   Admin{Listen: "127.0.0.1:9901"},
 		Control: Control{Interval: Duration(250 * time.Millisecond), SaveInterval: Duration(30 * time.Second)},
 	}

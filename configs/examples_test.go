@@ -11,8 +11,8 @@ import (
 // that its effective rendering parses back to the same config.
 func TestExamplesAreValid(t *testing.T) {
 	files, _ := filepath.Glob("examples/*.toml")
-	if len(files) < 3 {
-		t.Fatalf("examples: %v, want sidecar, tenants and grpc at least", files)
+	if len(files) < 4 {
+		t.Fatalf("examples: %v, want sidecar, tenants, grpc and host at least", files)
 	}
 	for _, file := range files {
 		t.Run(filepath.Base(file), func(t *testing.T) {

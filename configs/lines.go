@@ -49,15 +49,20 @@ func keyLines(data string, keys []toml.Key) map[string]keyPos {
 				}
 			}
 		}
-		path := ""
+		path, array := "", ""
 		for j := range k {
 			path = join(path, k[j])
 			if n := count[toml.Key(k[:j+1]).String()]; n > 0 {
-				path = index(path, n-1)
+				array, path = path, index(path, n-1)
 			}
 		}
 		if _, seen := lines[path]; !seen {
 			lines[path] = starts[i].keyPos
+		}
+		// The array itself ("group", for a problem with the whole array, such
+		// as an unknown name) starts at its first element's header.
+		if _, seen := lines[array]; starts[i].kind == keyArrayTable && !seen {
+			lines[array] = starts[i].keyPos
 		}
 	}
 	return lines
@@ -68,6 +73,9 @@ func keyLines(data string, keys []toml.Key) map[string]keyPos {
 // key/value pairs, inline tables included.
 func scanKeys(data string) []keyStart {
 	s := &scanner{s: data, line: 1}
+	if strings.HasPrefix(data, utf8BOM) { // skipped by the library too
+		s.i = len(utf8BOM)
+	}
 	s.document()
 	return s.out
 }

@@ -55,10 +55,10 @@ name = "c"
 	want := map[string]int{
 		"title": 2, `"quoted.key"`: 3, "dotted.key": 4,
 		"server": 6, "server.listen": 7, "server.ml": 11, "server.arr": 13, "server.when": 18,
-		"group[0]": 19, "group[0].name": 20, "group[0].tables": 21, "group[0].tables.x": 21, "group[0].tables.y": 21,
-		"group[0].sub[0]": 22, "group[0].sub[0].n": 23, "group[0].sub[1]": 24, "group[0].sub[1].n": 25,
+		"group": 19, "group[0]": 19, "group[0].name": 20, "group[0].tables": 21, "group[0].tables.x": 21, "group[0].tables.y": 21,
+		"group[0].sub": 22, "group[0].sub[0]": 22, "group[0].sub[0].n": 23, "group[0].sub[1]": 24, "group[0].sub[1].n": 25,
 		"group[0].rate": 26, "group[0].rate.burst": 27,
-		"group[1]": 28, "group[1].name": 29, "group[1].sub[0]": 30, "group[1].sub[0].n": 31,
+		"group[1]": 28, "group[1].name": 29, "group[1].sub": 30, "group[1].sub[0]": 30, "group[1].sub[0].n": 31,
 	}
 	for _, k := range slices.Sorted(maps.Keys(want)) {
 		if got[k].line != want[k] {

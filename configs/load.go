@@ -44,6 +44,9 @@ func Parse(name string, data []byte) (*Config, error) {
 	if len(data) > maxFileSize {
 		return nil, Errors{{File: name, Msg: fmt.Sprintf("file is larger than %d bytes", maxFileSize)}}
 	}
+	if e := badText(name, data); e != nil {
+		return nil, Errors{e}
+	}
 	var raw map[string]any
 	md, err := toml.Decode(string(data), &raw)
 	if err != nil {
@@ -94,14 +97,10 @@ func DefaultFile() []byte {
 // syntaxLine returns the line of a syntax error. The library counts a
 // newline that ends a line as the start of the next one ("[server" then
 // newline is reported on line 2); its byte offset is exact, so count lines up
-// to it, in the input as the library saw it: without a byte order mark.
+// to it, in the input as the library saw it: without a byte order mark (a
+// UTF-8 one: badText has turned away the others).
 func syntaxLine(data []byte, pos toml.Position) int {
-	switch {
-	case bytes.HasPrefix(data, []byte("\xef\xbb\xbf")):
-		data = data[3:]
-	case bytes.HasPrefix(data, []byte("\xff\xfe")), bytes.HasPrefix(data, []byte("\xfe\xff")):
-		data = data[2:]
-	}
+	data = bytes.TrimPrefix(data, []byte(utf8BOM))
 	if pos.Start < 0 || pos.Start > len(data) {
 		return pos.Line
 	}

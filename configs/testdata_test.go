@@ -1,6 +1,8 @@
 package configs
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
@@ -9,18 +11,43 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf16"
 )
 
 // wants returns the "# want: " lines of a test file: the exact problems,
 // in order, that Parse must report for it.
 func wants(data []byte) []string {
 	var out []string
-	for line := range strings.Lines(string(data)) {
+	for line := range strings.Lines(testText(data)) {
 		if w, ok := strings.CutPrefix(strings.TrimRight(line, "\r\n"), "# want: "); ok {
 			out = append(out, w)
 		}
 	}
 	return out
+}
+
+// testText returns the text of a test file, decoding the files in UTF-16
+// (with or without a byte order mark) that the encoding tests hold.
+func testText(data []byte) string {
+	rest, order := data, binary.ByteOrder(nil)
+	switch {
+	case bytes.HasPrefix(data, []byte("\xff\xfe")):
+		rest, order = data[2:], binary.LittleEndian
+	case bytes.HasPrefix(data, []byte("\xfe\xff")):
+		rest, order = data[2:], binary.BigEndian
+	case len(data) >= 2 && data[1] == 0:
+		order = binary.LittleEndian
+	case len(data) >= 2 && data[0] == 0:
+		order = binary.BigEndian
+	}
+	if order == nil || bytes.IndexByte(rest, 0) < 0 { // UTF-8, maybe after a UTF-16 mark
+		return string(data)
+	}
+	units := make([]uint16, len(rest)/2)
+	for i := range units {
+		units[i] = order.Uint16(rest[2*i:])
+	}
+	return string(utf16.Decode(units))
 }
 
 // TestInvalidFiles parses every file in testdata/invalid, without a file

@@ -101,6 +101,14 @@ func (c *Circuit) check(ck *checker, p string) {
 }
 
 func (pr *Probe) check(ck *checker, p string) {
+	if oneOf(ck, join(p, "source"), pr.Source, ProbeSourceAuto, ProbeSourceHost) && pr.Source == ProbeSourceHost {
+		if pr.Cgroup != "" {
+			ck.errorf(join(p, "cgroup"), `source = "host" measures the whole host: unset cgroup, or set source = "auto"`)
+		}
+		if pr.PIDFile != "" {
+			ck.errorf(join(p, "pid_file"), `source = "host" measures the whole host: unset pid_file, or set source = "auto"`)
+		}
+	}
 	if pr.Cgroup != "" && !strings.HasPrefix(pr.Cgroup, "/") {
 		ck.errorf(join(p, "cgroup"), "must be an absolute path such as \"/sys/fs/cgroup/app.slice\", got %q", pr.Cgroup)
 	}

@@ -166,8 +166,9 @@ func BenchmarkServeHTTPSharedContext(b *testing.B) {
 func BenchmarkEndToEnd(b *testing.B) {
 	up := cannedUpstream(b, cannedOK)
 	for _, bc := range []struct {
-		name string
-		h    func() http.Handler
+		name  string
+		h     func() http.Handler
+		guard bool // served on a GuardListener, as the daemon serves the proxy
 	}{
 		{"sluice", func() http.Handler {
 			p, err := New(Params{Upstream: up})
@@ -176,7 +177,7 @@ func BenchmarkEndToEnd(b *testing.B) {
 			}
 			b.Cleanup(func() { p.Close() })
 			return p
-		}},
+		}, true},
 		{"sluice+gate", func() http.Handler {
 			p, err := New(Params{Upstream: up, Gate: testGate(b, roomyGroup)})
 			if err != nil {
@@ -184,8 +185,8 @@ func BenchmarkEndToEnd(b *testing.B) {
 			}
 			b.Cleanup(func() { p.Close() })
 			return p
-		}},
-		{"httputil", func() http.Handler { return tunedReverseProxy(b, up) }},
+		}, true},
+		{"httputil", func() http.Handler { return tunedReverseProxy(b, up) }, false},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			srv, err := NewServer(ServerParams{Handler: bc.h()})
@@ -195,6 +196,9 @@ func BenchmarkEndToEnd(b *testing.B) {
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
 			if err != nil {
 				b.Fatal(err)
+			}
+			if bc.guard {
+				ln = GuardListener(ln, 0)
 			}
 			go srv.Serve(ln)
 			defer srv.Close()

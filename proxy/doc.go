@@ -31,9 +31,28 @@
 //
 // Bodies stream both ways without buffering: the proxy flushes to the client
 // whenever it would otherwise wait for the upstream. WebSocket and other
-// HTTP/1.1 upgrades are spliced once the upstream answers 101. X-Forwarded-For
-// and X-Forwarded-Proto are set as Params.Forwarding says; hop-by-hop fields and
-// those named by Connection are dropped in both directions.
+// HTTP/1.1 upgrades are spliced once the upstream answers 101 with Connection:
+// upgrade and the Upgrade the client offered (else 502, and no tunnel); h2c is
+// never offered to an HTTP/1.1 upstream. X-Forwarded-For and X-Forwarded-Proto
+// are set as Params.Forwarding says; hop-by-hop fields and those named by
+// Connection are dropped in both directions.
+//
+// # Framing
+//
+// The HTTP/1.1 client is never laxer than net/http's Transport, and
+// proxy/diff_test.go checks it against net/http on a table of raw exchanges. A
+// pooled connection is looked at (a non-blocking peek) each time it leaves the
+// pool: one the upstream closed, or that holds bytes no request asked for (a
+// second response, a body after HEAD, 204 or 304, a body beyond its length), is
+// closed, so that no client ever reads another's response; so is one whose
+// response left bytes beyond its end, or a 204 that announced a body. Chunk
+// lines and trailers end in CRLF only, a chunk size has at most 16 digits, and
+// chunk framing and extensions may cost 16 bytes per chunk plus twice the data,
+// with 16 KiB to spare (net/http's bounds); a Content-Length is one decimal
+// number (repeated identical fields are taken, a list is not); Transfer-Encoding
+// in an HTTP/1.0 response is refused; at most 5 interim (1xx) responses precede
+// the final one and share its head budget. A response without Content-Type gets
+// none added (net/http's server would sniff one).
 //
 // # Failures
 //
@@ -51,7 +70,10 @@
 //
 // # Servers and slow clients
 //
-// NewServer builds the http.Server in front of a Proxy (HTTP/1.1 and h2c). Slow
+// NewServer builds the http.Server in front of a Proxy (HTTP/1.1 and h2c), to be
+// served on a GuardListener, which refuses (400, and the connection closed) the
+// request framing net/http's server tolerates but nginx refuses: Content-Length
+// with Transfer-Encoding, Transfer-Encoding in HTTP/1.0. Slow
 // clients are bounded by ReadHeaderTimeout, IdleTimeout and MaxHeaderBytes there,
 // and by the Proxy's ClientTimeout, a progress deadline on body reads and
 // response writes, instead of a whole-request ReadTimeout or WriteTimeout that

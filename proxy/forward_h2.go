@@ -8,8 +8,6 @@ import (
 	"net/url"
 	"strings"
 	"time"
-
-	"github.com/sluicehq/sluice/gate"
 )
 
 // newH2Transport returns the Transport for h2c to the upstream: net/http's own
@@ -95,6 +93,7 @@ func (p *Proxy) forwardH2(w http.ResponseWriter, r *http.Request, x *exchange, g
 	for k := range resp.Trailer {
 		h.Add("Trailer", k)
 	}
+	leaveUntyped(h)
 	w.WriteHeader(resp.StatusCode)
 	cs := newClientSide(w, r, p.clientTimeout)
 	var clErr error
@@ -131,17 +130,7 @@ func (p *Proxy) forwardH2(w http.ResponseWriter, r *http.Request, x *exchange, g
 		h[http.TrailerPrefix+k] = vv
 	}
 
-	o := statusOutcome(resp.StatusCode)
-	if g != grpcNone && resp.StatusCode == http.StatusOK {
-		o = grpcResponseOutcome(h, g)
-	}
-	switch {
-	case upErr != nil && ctx.Err() == nil:
-		p.stats.count(classify(upErr, false))
-		o, abort = gate.Dropped, true
-	case upErr != nil || clErr != nil:
-		o, abort = gate.Ignored, upErr != nil
-	}
+	o, abort := p.responseOutcome(ctx, resp.StatusCode, g, h, upErr, clErr)
 	x.finish(o)
 	return abort
 }

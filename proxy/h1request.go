@@ -14,8 +14,9 @@ func methodWantsLength(m string) bool { return m == "POST" || m == "PUT" || m ==
 // writeRequestHead writes the request line and fields of r for an HTTP/1.1
 // upstream: the client's fields minus hop-by-hop ones and those named by
 // Connection, the forwarding fields (see Forwarding), the upgrade fields when
-// upgrade is set, and the framing of the body as mode sends it.
-func (p *Proxy) writeRequestHead(bw *bufio.Writer, r *http.Request, upgrade bool, mode bodyMode) {
+// upgrade (see upgradeOffer) is not "", and the framing of the body as mode sends
+// it.
+func (p *Proxy) writeRequestHead(bw *bufio.Writer, r *http.Request, upgrade string, mode bodyMode) {
 	bw.WriteString(r.Method)
 	bw.WriteByte(' ')
 	switch uri := r.RequestURI; {
@@ -55,15 +56,10 @@ func (p *Proxy) writeRequestHead(bw *bufio.Writer, r *http.Request, upgrade bool
 		}
 	}
 	p.writeForwarded(bw, r)
-	if upgrade {
-		bw.WriteString("Connection: Upgrade\r\n")
-		for _, v := range r.Header["Upgrade"] {
-			if validFieldValue(v) {
-				bw.WriteString("Upgrade: ")
-				bw.WriteString(v)
-				bw.WriteString("\r\n")
-			}
-		}
+	if upgrade != "" {
+		bw.WriteString("Connection: Upgrade\r\nUpgrade: ")
+		bw.WriteString(upgrade)
+		bw.WriteString("\r\n")
 	}
 	switch {
 	case mode == bodyNone:

@@ -1,6 +1,9 @@
 package proxy
 
-import "strings"
+import (
+	"net/http"
+	"strings"
+)
 
 // nextToken splits the first element off a comma-separated header list (RFC 9110
 // §5.6.1), trimming optional whitespace; empty elements are skipped. ok is false
@@ -123,4 +126,14 @@ func isIdempotent(method string, hasKey bool) bool {
 		return true
 	}
 	return hasKey
+}
+
+// leaveUntyped keeps net/http's server from sniffing a Content-Type onto a
+// response that came without one (a nil value is what suppresses it): the
+// client must see the upstream's fields, not a guess made from the first bytes
+// of the body.
+func leaveUntyped(h http.Header) {
+	if _, ok := h["Content-Type"]; !ok {
+		h["Content-Type"] = nil
+	}
 }

@@ -108,7 +108,8 @@ func startProxy(t *testing.T, p Params, sp ServerParams) (*Proxy, string) {
 	return serveProxy(t, p, sp, nil)
 }
 
-// serveProxy serves a Proxy for p, with observe as its hook (nil for none).
+// serveProxy serves a Proxy for p, with observe as its hook (nil for none), on
+// a guarded listener (GuardListener), as the daemon serves it.
 func serveProxy(t *testing.T, p Params, sp ServerParams, observe func(gate.Outcome, time.Duration)) (*Proxy, string) {
 	t.Helper()
 	px, err := New(p)
@@ -128,7 +129,7 @@ func serveProxy(t *testing.T, p Params, sp ServerParams, observe func(gate.Outco
 	if err != nil {
 		t.Fatal(err)
 	}
-	go func() { _ = srv.Serve(ln) }()
+	go func() { _ = srv.Serve(GuardListener(ln, sp.MaxHeaderBytes)) }()
 	t.Cleanup(func() {
 		_ = srv.Close()
 		_ = px.Close()

@@ -628,12 +628,15 @@ func TestEarlyHints(t *testing.T) {
 }
 
 func TestRetryOnStaleConnection(t *testing.T) {
-	// An upstream that closes every connection after one response without
-	// saying so: the next request on it fails and must be sent again.
+	// An upstream that answers one request per connection without saying so,
+	// and closes the connection when the next request arrives (as a server
+	// whose idle timeout fires just then): that request fails before any
+	// response and must be sent again.
 	up := rawUpstream(t, func(c net.Conn, br *bufio.Reader) {
 		if readReqHead(br) {
 			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
 		}
+		readReqHead(br)
 	})
 	adm := newFinishes(t)
 	px, base := startWatched(t, adm, Params{Upstream: up}, ServerParams{})

@@ -20,7 +20,11 @@ Reads the TOML config FILE, fills in every default and validates it, the way
 
 If FILE is valid, prints the effective configuration (TOML, every default
 filled in, including the catch-all group "default" that takes requests no
-other group matches) on stdout and exits 0. With -q it prints nothing.
+other group matches) on stdout and exits 0. "sluice config" prints the
+embedded default config, a file to start from.
+
+Flags:
+  -q   print nothing when FILE is valid; only the exit code tells
 
 If FILE is not valid, prints every problem on stderr, one a line, as
 

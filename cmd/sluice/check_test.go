@@ -83,7 +83,7 @@ func TestCheckErrors(t *testing.T) {
 	if code != exitError || !strings.HasPrefix(errOut, syntax+":1: invalid TOML: ") || !strings.HasSuffix(errOut, ": 1 problem\n") {
 		t.Errorf("syntax error: code %d, stderr %q", code, errOut)
 	}
-	for _, args := range [][]string{{"check"}, {"check", "a", "b"}, {"check", "-x", "a"}, {"check", "-h"}} {
+	for _, args := range [][]string{{"check"}, {"check", "a", "b"}, {"check", "-x", "a"}} {
 		code, out, errOut := runArgs(args...)
 		if code != exitUsage || out != "" || !strings.Contains(errOut, "usage: sluice check [-q] FILE") {
 			t.Errorf("%v: code %d, stdout %q, stderr %q", args, code, out, errOut)

@@ -13,6 +13,7 @@ var program = &cli.Program{
 		runCommand,
 		demoCommand,
 		checkCommand,
+		configCommand,
 		statusCommand,
 		versionCommand,
 	},

@@ -164,6 +164,12 @@ func (d *daemon) build() error {
 	if d.ln, err = listen(s.Listen); err != nil {
 		return fmt.Errorf("server.listen %s: %w", s.Listen, err)
 	}
+	if s.TLSCert == "" {
+		// Request framing net/http's server tolerates and a proxy must
+		// refuse is answered 400 below it. Over TLS the server terminates
+		// TLS itself, so the guard cannot sit under it (proxy.NewServer).
+		d.ln = proxy.GuardListener(d.ln, s.MaxHeaderBytes)
+	}
 	if metrics != nil {
 		return d.buildAdmin(metrics)
 	}

@@ -30,7 +30,7 @@ var runCommand = cli.Command{
 Runs sluice in front of the upstream the config names: it listens on
 server.listen, admits each request through its group's limits, forwards it,
 and adapts the limits every control.interval. Without -config it runs the
-embedded default (sluice check prints it): 127.0.0.1:8080 in front of
+embedded default (sluice config prints it): 127.0.0.1:8080 in front of
 http://127.0.0.1:9000.
 
 Flags:

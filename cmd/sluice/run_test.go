@@ -81,7 +81,6 @@ func TestRunUsage(t *testing.T) {
 		{"run", "-grace", "-1s"},
 		{"run", "-grace", "soon"},
 		{"run", "-nope"},
-		{"run", "-h"},
 	} {
 		code, out, errOut := runArgs(args...)
 		if code != exitUsage || out != "" || !strings.Contains(errOut, "usage: sluice run [-config FILE]") {

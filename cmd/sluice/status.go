@@ -229,10 +229,12 @@ type (
 			Hash   string `json:"hash"`
 		} `json:"config"`
 		Resources struct {
-			CPU        signalAnswer `json:"cpu"`
-			CPUFrom    string       `json:"cpu_from"`
-			Memory     signalAnswer `json:"memory"`
-			MemoryFrom string       `json:"memory_from"`
+			CPU               signalAnswer `json:"cpu"`
+			CPUSource         string       `json:"cpu_source"`
+			Memory            signalAnswer `json:"memory"`
+			MemorySource      string       `json:"memory_source"`
+			CPUPressure       signalAnswer `json:"cpu_pressure"`
+			CPUPressureSource string       `json:"cpu_pressure_source"`
 		} `json:"resources"`
 		State struct {
 			SaveError string `json:"save_error"`
@@ -315,7 +317,8 @@ func printStatus(w io.Writer, st *statusAnswer, gs []groupAnswer, now time.Time)
 	cli.Fprintf(w, "sluice %s · up %s · config %s (%s) · %s\n", st.Version,
 		shortDuration(time.Duration(st.UptimeSeconds*float64(time.Second))), src, hash, ready)
 	r := st.Resources
-	cli.Fprintf(w, "cpu %s · memory %s\n", signalText(r.CPU, r.CPUFrom), signalText(r.Memory, r.MemoryFrom))
+	cli.Fprintf(w, "%s\n%s\n%s\n", signalText("cpu", r.CPU, r.CPUSource), signalText("memory", r.Memory, r.MemorySource),
+		signalText("cpu pressure", r.CPUPressure, r.CPUPressureSource))
 	if st.State.SaveError != "" {
 		cli.Fprintf(w, "state file: %s\n", st.State.SaveError)
 	}
@@ -384,16 +387,20 @@ func printStatus(w io.Writer, st *statusAnswer, gs []groupAnswer, now time.Time)
 	}
 }
 
-func signalText(s signalAnswer, from string) string {
-	if !s.Known || s.Value == nil {
-		if s.Reason == "" {
-			return "unknown"
-		}
-		return "unknown (" + s.Reason + ")"
+// signalText is a guarded signal's line: its value, or why it is unknown,
+// and where it comes from.
+func signalText(name string, s signalAnswer, source string) string {
+	t := name + " "
+	switch {
+	case s.Known && s.Value != nil:
+		t += fmt.Sprintf("%.0f%%", *s.Value*100)
+	case s.Reason == "" || s.Reason == source:
+		t += "unknown"
+	default:
+		t += "unknown (" + s.Reason + ")"
 	}
-	t := fmt.Sprintf("%.0f%%", *s.Value*100)
-	if from != "" {
-		t += " (" + from + ")"
+	if source != "" {
+		t += " · " + source
 	}
 	return t
 }

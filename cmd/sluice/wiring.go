@@ -110,7 +110,7 @@ func storeParams(r *configs.Redis) redis.StoreParams {
 // samplerParams returns the resource sampler's parameters for cfg's [probe]:
 // the PID in probe.pid_file is read now.
 func samplerParams(cfg *configs.Config) (probe.SamplerParams, error) {
-	p := probe.SamplerParams{Root: cfg.Probe.Root, Cgroup: cfg.Probe.Cgroup}
+	p := probe.SamplerParams{Root: cfg.Probe.Root, Cgroup: cfg.Probe.Cgroup, Host: cfg.Probe.Source == configs.ProbeSourceHost}
 	if cfg.Probe.PIDFile == "" {
 		return p, nil
 	}

@@ -8,6 +8,9 @@
 //     command's usage on stdout; help is built in and listed last.
 //   - "-h", "-help" and "--help" stand for "help"; a Program may add
 //     aliases of its own (sluice maps "-v" and friends to "version").
+//   - "PROG COMMAND -h" (or -help, --help, anywhere before a "--") prints
+//     the command's usage on stdout, its flags among them, and exits
+//     ExitOK, as "PROG help COMMAND" does: the command does not run.
 //   - A missing or unknown command, or a wrong "help" line, is a usage
 //     error: exit code ExitUsage, the problem on stderr and, for a missing
 //     or unknown command, the command list after it.
@@ -85,7 +88,28 @@ func (p *Program) Run(ctx context.Context, args []string, stdout, stderr io.Writ
 		p.printUsage(stderr)
 		return ExitUsage
 	}
+	if asksHelp(rest) {
+		Fprintf(stdout, "%s", cmd.Usage)
+		return ExitOK
+	}
 	return cmd.Run(ctx, rest, stdout, stderr)
+}
+
+// asksHelp reports whether a command's arguments ask for its help: one of
+// them, before a "--" that ends the flags, is a help flag as package flag
+// spells it. Taking the first such argument for a request for help even
+// where it could be a flag's value ("-config -h") keeps the rule one line
+// long; a file named -h is reached as ./-h.
+func asksHelp(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-h", "--h", "-help", "--help":
+			return true
+		}
+	}
+	return false
 }
 
 // Listed returns the commands in the order help lists them: Commands, then

@@ -62,7 +62,7 @@ commands:
   fail       the fail command
   help       show help for prog or for one command
 
-Run "prog help COMMAND" for a command's flags and exit codes.
+Run "prog help COMMAND" or "prog COMMAND -h" for a command's flags and exit codes.
 `
 
 func TestRunDispatches(t *testing.T) {
@@ -76,6 +76,9 @@ func TestRunDispatches(t *testing.T) {
 		{[]string{"go", "-x", "y"}, "go", []string{"-x", "y"}, ExitOK},
 		{[]string{"--go", "z"}, "go", []string{"z"}, ExitOK},
 		{[]string{"fail", "a"}, "fail", []string{"a"}, 7},
+		// After "--", -h is an argument like any other.
+		{[]string{"go", "--", "-h"}, "go", []string{"--", "-h"}, ExitOK},
+		{[]string{"go", "-hx"}, "go", []string{"-hx"}, ExitOK},
 	} {
 		var calls []call
 		code, out, errOut := run(testProgram(&calls), tc.args...)
@@ -101,7 +104,6 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"Go"}, "prog: unknown command \"Go\"\n\n" + wantUsage},
 		{[]string{"help", "nope"}, "prog help: unknown command \"nope\"\n"},
 		{[]string{"help", "go", "fail"}, "usage: prog help [COMMAND]\n"},
-		{[]string{"-h", "-h"}, "prog help: unknown command \"-h\"\n"},
 	} {
 		var calls []call
 		code, out, errOut := run(testProgram(&calls), tc.args...)
@@ -125,6 +127,13 @@ func TestHelp(t *testing.T) {
 		{[]string{"help", "go"}, "usage: prog go [ARG]\n\nDoes go.\n"},
 		{[]string{"--help", "fail"}, "usage: prog fail [ARG]\n\nDoes fail.\n"},
 		{[]string{"help", "help"}, wantHelpUsage},
+		{[]string{"-h", "-h"}, wantHelpUsage},
+		{[]string{"help", "go", "-h"}, wantHelpUsage},
+		// A command's -h is its usage, and the command does not run.
+		{[]string{"go", "-h"}, "usage: prog go [ARG]\n\nDoes go.\n"},
+		{[]string{"go", "x", "-help", "y"}, "usage: prog go [ARG]\n\nDoes go.\n"},
+		{[]string{"--go", "--help"}, "usage: prog go [ARG]\n\nDoes go.\n"},
+		{[]string{"fail", "--h"}, "usage: prog fail [ARG]\n\nDoes fail.\n"},
 	} {
 		var calls []call
 		code, out, errOut := run(testProgram(&calls), tc.args...)

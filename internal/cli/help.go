@@ -43,5 +43,5 @@ func (p *Program) printUsage(w io.Writer) {
 	for _, c := range p.Listed() {
 		Fprintf(w, "  %-10s %s\n", c.Name, c.Summary)
 	}
-	Fprintf(w, "\nRun \"%s help COMMAND\" for a command's flags and exit codes.\n", p.Name)
+	Fprintf(w, "\nRun \"%s help COMMAND\" or \"%s COMMAND -h\" for a command's flags and exit codes.\n", p.Name, p.Name)
 }
