@@ -186,7 +186,7 @@ func (g *Gate) tickGroup(gr *group, now time.Time, elapsed time.Duration, res *p
 		Memory:      res.Memory.Value,
 		MemoryKnown: res.Memory.Known,
 	}
-	if p := cpuPressure(res); p.Known {
+	if p := res.CPUPressure; p.Known {
 		s.CPUPressure, s.CPUPressureKnown = p.Value, true
 	}
 	if qwait.Successes > 0 {
@@ -263,15 +263,6 @@ func (g *Gate) tickGroup(gr *group, now time.Time, elapsed time.Duration, res *p
 		rl.keyed.Sweep(now)
 		gr.lastKeyed = now
 	}
-}
-
-// cpuPressure is the CPU pressure of what the gate guards: the watched
-// cgroup's, or the host's when the CPU figure is the host's.
-func cpuPressure(res *probe.Resources) probe.Signal {
-	if res.CPUFrom == probe.FromHost {
-		return res.Host.Pressure.CPUSome
-	}
-	return res.Cgroup.Pressure.CPUSome
 }
 
 // lawUnmoved returns the resource signals law ignores because its limit does

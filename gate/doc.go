@@ -70,9 +70,8 @@
 //
 // Run (one goroutine, started and stopped by the caller) calls Tick every
 // control.interval: one resource sample, then per group a probe snapshot,
-// an adaptive.Sample (CPU and memory of what is guarded, and its CPU
-// pressure: the watched cgroup's, or the host's when the CPU figure is the
-// host's), the law's decision applied (limit, and the token rate where the
+// an adaptive.Sample (CPU, memory and CPU pressure of the guarded workload,
+// as probe.Resources has them), the law's decision applied (limit, and the token rate where the
 // law manages one), the queue bound and the floor published. The resource
 // guard is given the sample without the targets the law found its limit
 // does not move (adaptive.Unmoved): GroupStatus.Unmoved shows them, and

@@ -218,5 +218,6 @@ func (g *Gate) Status() Status {
 
 // unknownResources is a resource sample in which nothing is known, for why.
 func unknownResources(now time.Time, why string) probe.Resources {
-	return probe.Resources{Time: now, CPU: probe.Signal{Reason: why}, Memory: probe.Signal{Reason: why}}
+	u := probe.Signal{Reason: why}
+	return probe.Resources{Time: now, CPU: u, Memory: u, CPUPressure: u}
 }

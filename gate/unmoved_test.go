@@ -101,34 +101,24 @@ name = "g"
 	}
 }
 
-// pressureSampler reports CPU pressure for the cgroup and the host.
-type pressureSampler struct {
-	from         string
-	cgroup, host float64
-}
+// pressureSampler reports the guarded workload's CPU pressure.
+type pressureSampler struct{ pressure probe.Signal }
 
 func (s *pressureSampler) Sample(now time.Time) probe.Resources {
-	r := probe.Resources{Time: now, CPUFrom: s.from, CPU: probe.Signal{Value: 0.5, Known: true}}
-	r.Cgroup.Pressure.CPUSome = probe.Signal{Value: s.cgroup, Known: true}
-	r.Host.Pressure.CPUSome = probe.Signal{Value: s.host, Known: true}
-	return r
+	return probe.Resources{Time: now, CPUPressure: s.pressure, CPUPressureFrom: probe.FromCgroup}
 }
 
-// The law is given the CPU pressure of what the CPU figure is of: the
-// watched cgroup's, or the host's.
+// The law is given the guarded workload's CPU pressure when it is known.
 func TestSampleCPUPressure(t *testing.T) {
-	for _, tc := range []struct {
-		from string
-		want float64
-	}{{probe.FromCgroup, 0.25}, {probe.FromHost, 0.75}} {
+	for _, p := range []probe.Signal{{Value: 0.25, Known: true}, {Reason: "no PSI"}} {
 		g, err := New(Params{Config: config(t, "[[group]]\nname = \"g\"\n"), Clock: newFakeClock(),
-			Resources: &pressureSampler{from: tc.from, cgroup: 0.25, host: 0.75}})
+			Resources: &pressureSampler{pressure: p}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		g.Tick(t0.Add(time.Second))
-		if s := g.testGroup(t, "g").info.Load().sample; !s.CPUPressureKnown || s.CPUPressure != tc.want {
-			t.Errorf("cpu from %s: sample pressure %v (known %v), want %v", tc.from, s.CPUPressure, s.CPUPressureKnown, tc.want)
+		if s := g.testGroup(t, "g").info.Load().sample; s.CPUPressureKnown != p.Known || s.CPUPressure != p.Value {
+			t.Errorf("probe pressure %+v: sample %v (known %v)", p, s.CPUPressure, s.CPUPressureKnown)
 		}
 	}
 }
