@@ -67,14 +67,15 @@ type Server struct {
 	// prefixes ("10.0.0.0/8", "fd00::/8"), single addresses ("192.0.2.7"),
 	// and "unix" for clients of a unix-socket listener (they have no
 	// address). From a trusted peer, X-Forwarded-For is passed on with the
-	// peer's address appended, and X-Forwarded-Proto, X-Forwarded-Host and
-	// Forwarded are kept. From any other peer they are replaced:
-	// X-Forwarded-For is the peer's address alone, X-Forwarded-Proto the
-	// scheme it connected with, X-Forwarded-Host only set when sluice
-	// rewrites Host, and Forwarded is dropped. Key "ip" is the right-most
-	// X-Forwarded-For address not in this set, walking from the peer (the
-	// peer itself when it is not trusted). Default: none, which trusts
-	// nobody.
+	// peer's address appended, and X-Forwarded-Proto, X-Forwarded-Host,
+	// Forwarded and X-Real-IP are kept. From any other peer they are
+	// replaced: X-Forwarded-For is the peer's address alone,
+	// X-Forwarded-Proto the scheme it connected with, X-Forwarded-Host only
+	// set when sluice rewrites Host, Forwarded and X-Real-IP are dropped.
+	// (Their names spelled with underscores are always dropped.) Key "ip"
+	// is the right-most X-Forwarded-For address not in this set, walking
+	// from the peer (the peer itself when it is not trusted). Default: none,
+	// which trusts nobody.
 	TrustedProxies []string `toml:"trusted_proxies" json:"trusted_proxies"`
 	// MaxConnections bounds the client connections open at once, from 0 to
 	// 10000000; 0 means no limit. A connection beyond it is accepted and
