@@ -43,11 +43,13 @@
 //
 // # Concurrency safety
 //
-// All exported types are safe for concurrent use. Each rate limiter has its own
-// small mutex around a few arithmetic operations (no allocation, no global
-// lock; the buckets hold it for a max, a multiplication and a comparison and
-// build the Result after releasing it); Keyed shards its keys over many
-// mutexes; Concurrency's admission and release are lock-free (one CAS on a
-// word holding both the limit and the in-flight count) and take a mutex only
-// to queue or wake a waiter.
+// All exported types are safe for concurrent use, with no allocation and
+// no global lock on a decision. The GCRA limiters (TokenBucket without
+// warm-up, LeakyBucket, LeakyQueue) keep their state in one word updated by
+// compare-and-swap, and queue on a mutex only while decisions contend; the
+// other rate limiters (the warm-up bucket included) have their own small
+// mutex around a few arithmetic operations; Keyed shards its keys
+// over many mutexes; Concurrency's admission and release are lock-free (one
+// CAS on a word holding both the limit and the in-flight count) and take a
+// mutex only to queue or wake a waiter.
 package limits
