@@ -1,7 +1,6 @@
 package limits
 
 import (
-	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -15,16 +14,13 @@ import (
 // (a Result returned by value through two calls was copied through memory
 // in a way that cost a third of the decision).
 //
-// A swap fails only when another core changed the word meanwhile. Retrying
-// at once would move the word's cache line between the cores on every
-// decision (measured: 75 ns a decision on two busy cores, twice
-// x/time/rate's mutex, whose waiters sleep); so after a failure, decisions
-// queue on a mutex until calmAfter of them in a row have met no contention,
-// and the line stays with the core that holds it. Uncontended, a decision
-// takes no lock. (An earlier version always held a mutex, and this comment
-// then recorded that a CAS loop measured slower; that benchmark drew every
-// instant of both arms from one shared atomic counter, a contended line of
-// its own. Measured with a clock per goroutine: BENCHMARKS.md.)
+// A swap fails only when another core changed the word meanwhile; the
+// decisions then queue for a while (see contention). Uncontended, a
+// decision takes no lock. (An earlier version always held a mutex, and
+// this comment then recorded that a CAS loop measured slower; that
+// benchmark drew every instant of both arms from one shared atomic
+// counter, a contended line of its own. Measured with a clock per
+// goroutine: BENCHMARKS.md.)
 //
 // Parameters are immutable and published with the word they are expressed
 // in (cellState), so a decision never applies new parameters to a state
@@ -32,10 +28,7 @@ import (
 type cell struct {
 	params[gcra] // cur is what Keyed shares; mu serialises update and settle
 	st           atomic.Pointer[cellState]
-
-	busy  atomic.Bool // a swap failed: decisions queue
-	queue sync.Mutex
-	calm  int // decisions left before leaving the queue; guarded by queue
+	c            contention // when swaps fail
 }
 
 // cellState is the state word and the parameters it is expressed in. A
@@ -63,26 +56,15 @@ func (l *cell) init(p *gcra) {
 func (l *cell) allowAt(r *Result, now time.Time, n int64) {
 	t := nanos(now)
 	n = units(n)
-	if !l.busy.Load() && l.try(r, t, n) {
+	if !l.c.busy.Load() && l.try(r, t, n) {
 		return
 	}
-	l.queue.Lock()
-	if !l.busy.Load() {
-		l.busy.Store(true)
-		l.calm = calmAfter
-	}
+	l.c.enter()
 	for !l.try(r, t, n) {
-		l.calm = calmAfter // still contended
+		l.c.again()
 	}
-	if l.calm--; l.calm == 0 {
-		l.busy.Store(false)
-	}
-	l.queue.Unlock()
+	l.c.leave()
 }
-
-// calmAfter is how many decisions in a row must find no contention before
-// the decisions leave the queue for the lock-free path again.
-const calmAfter = 1024
 
 // try makes one attempt at a decision: it returns false, writing nothing,
 // if another decision changed the state meanwhile.
