@@ -1,7 +1,8 @@
 // Package redistest runs a real redis-server for tests: a child process on a
 // free loopback port, in a temporary directory, without persistence, killed
-// when the test ends. The tests of limits/redis and the end-to-end tests of
-// sluice run use it.
+// when the test ends; and, for failovers, replicas and redis-sentinel
+// processes watching them (sentinel.go). The tests of limits/redis and the
+// end-to-end tests of sluice run use it.
 //
 // A test that needs redis-server is skipped, with the reason, where it is not
 // installed, and fails instead when the environment variable CI is set: in CI
@@ -17,6 +18,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -165,6 +167,28 @@ func (s *Server) Kill() {
 	}
 }
 
+// Pause stops the server without closing anything (SIGSTOP): its
+// connections stay open and its port accepts new ones, but nothing is
+// answered until Resume. Stop (SIGKILL), and so the test's end, ends a
+// paused server too.
+func (s *Server) Pause() {
+	s.t.Helper()
+	if err := s.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		s.t.Fatalf("pausing redis-server: %v", err)
+	}
+}
+
+// Resume lets a paused server go on (SIGCONT).
+func (s *Server) Resume() {
+	s.t.Helper()
+	if err := s.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		s.t.Fatalf("resuming redis-server: %v", err)
+	}
+}
+
+// Port is the server's port.
+func (s *Server) Port() int { return s.port }
+
 // Stop kills the process, if it runs, and waits for it to exit.
 func (s *Server) Stop() {
 	if s.cmd == nil || s.cmd.Process == nil {
@@ -173,7 +197,7 @@ func (s *Server) Stop() {
 	select {
 	case <-s.exited:
 	default:
-		s.cmd.Process.Kill()
+		s.cmd.Process.Kill() // SIGKILL ends a stopped process too
 		<-s.exited
 	}
 }
@@ -188,14 +212,17 @@ func (s *Server) Client() *goredis.Client {
 
 // Ping sends PING on a fresh connection and expects +PONG (or, with a
 // password, the error that asks for it: the server is up).
-func (s *Server) Ping() error {
+func (s *Server) Ping() error { return ping(s.Addr(), s.TLS) }
+
+// ping sends PING to addr (with TLS, when not nil) on a fresh connection.
+func ping(addr string, tlsConf *tls.Config) error {
 	var c net.Conn
 	var err error
 	d := &net.Dialer{Timeout: time.Second}
-	if s.TLS != nil {
-		c, err = tls.DialWithDialer(d, "tcp", s.Addr(), s.TLS)
+	if tlsConf != nil {
+		c, err = tls.DialWithDialer(d, "tcp", addr, tlsConf)
 	} else {
-		c, err = d.Dial("tcp", s.Addr())
+		c, err = d.Dial("tcp", addr)
 	}
 	if err != nil {
 		return err

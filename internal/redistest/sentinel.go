@@ -1,0 +1,152 @@
+package redistest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// StartReplica starts a redis-server replicating master, and waits until
+// its link to the master is up.
+func StartReplica(t testing.TB, master *Server, extra ...string) *Server {
+	t.Helper()
+	r := Start(t, append([]string{"--replicaof", "127.0.0.1", strconv.Itoa(master.Port())}, extra...)...)
+	c := r.Client()
+	waitFor(t, 15*time.Second, "replica "+r.Addr()+" linked to its master", func(ctx context.Context) bool {
+		info, err := c.Info(ctx, "replication").Result()
+		return err == nil && strings.Contains(info, "master_link_status:up")
+	})
+	return r
+}
+
+// Sentinel is a redis-sentinel child process watching one master, killed
+// when the test ends.
+type Sentinel struct {
+	t      testing.TB
+	port   int
+	dir    string
+	cmd    *exec.Cmd
+	exited chan struct{}
+}
+
+// Failover timings of the sentinels StartSentinel starts: a master is
+// down after DownAfter without answers.
+const DownAfter = 500 * time.Millisecond
+
+// StartSentinel starts a redis-sentinel watching master under the name
+// name, with the quorum given (how many sentinels must agree that the
+// master is down), quick to fail over, and waits until it answers PING.
+func StartSentinel(t testing.TB, master *Server, name string, quorum int) *Sentinel {
+	t.Helper()
+	bin := Need(t, "redis-sentinel")
+	s := &Sentinel{t: t, dir: t.TempDir()}
+	t.Cleanup(s.Stop)
+	var err error
+	for range 5 { // a free port can be taken by someone else before we bind it
+		if s.port, err = FreePort(); err != nil {
+			continue
+		}
+		if err = s.run(bin, master, name, quorum); err == nil {
+			return s
+		}
+	}
+	t.Fatalf("starting redis-sentinel: %v", err)
+	return nil
+}
+
+func (s *Sentinel) run(bin string, master *Server, name string, quorum int) error {
+	conf := s.dir + "/sentinel.conf" // the sentinel rewrites it: it must be writable
+	body := fmt.Sprintf(`port %d
+bind 127.0.0.1
+dir %s
+protected-mode no
+sentinel resolve-hostnames no
+sentinel monitor %s 127.0.0.1 %d %d
+sentinel down-after-milliseconds %s %d
+sentinel failover-timeout %s 3000
+sentinel parallel-syncs %s 1
+`, s.port, s.dir, name, master.Port(), quorum, name, DownAfter.Milliseconds(), name, name)
+	if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
+		return err
+	}
+	log, err := os.OpenFile(s.dir+"/sentinel.log", os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	s.cmd = exec.Command(bin, conf)
+	s.cmd.Stdout, s.cmd.Stderr = log, log
+	if err := s.cmd.Start(); err != nil {
+		log.Close()
+		return err
+	}
+	exited := make(chan struct{})
+	s.exited = exited
+	go func() { s.cmd.Wait(); log.Close(); close(exited) }()
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		if ping(s.Addr(), nil) == nil {
+			return nil
+		}
+		select {
+		case <-exited:
+			b, _ := os.ReadFile(s.dir + "/sentinel.log")
+			return fmt.Errorf("redis-sentinel exited: %s", lastLines(string(b), 5))
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	s.Stop()
+	return fmt.Errorf("redis-sentinel on %s did not answer PING within 15s", s.Addr())
+}
+
+// Addr is the sentinel's "host:port".
+func (s *Sentinel) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
+
+// Master asks the sentinel which address it holds for the master name.
+func (s *Sentinel) Master(ctx context.Context, name string) (string, error) {
+	c := goredis.NewSentinelClient(&goredis.Options{Addr: s.Addr(), MaxRetries: -1})
+	defer c.Close()
+	hp, err := c.GetMasterAddrByName(ctx, name).Result()
+	if err != nil {
+		return "", err
+	}
+	return net.JoinHostPort(hp[0], hp[1]), nil
+}
+
+// Stop kills the sentinel, if it runs, and waits for it to exit.
+func (s *Sentinel) Stop() {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return
+	}
+	select {
+	case <-s.exited:
+	default:
+		s.cmd.Process.Kill()
+		<-s.exited
+	}
+}
+
+// waitFor polls cond, paced by a ticker, until it holds or limit has
+// passed (the test then fails). For conditions that nothing announces
+// (a replication link, a failover).
+func waitFor(t testing.TB, limit time.Duration, what string, cond func(ctx context.Context) bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	pace := time.NewTicker(5 * time.Millisecond)
+	defer pace.Stop()
+	for !cond(ctx) {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s: not within %v", what, limit)
+		case <-pace.C:
+		}
+	}
+}
