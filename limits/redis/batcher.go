@@ -142,13 +142,14 @@ func (b *batcher) work() {
 // bounded by the connection's I/O timeouts.
 func (b *batcher) answer(reqs []*request) {
 	l := b.l
+	q := l.q.Load()
 	ctx := context.Background()
-	cmd := l.command(reqs, "evalsha", l.scr.sha)
+	cmd := q.command(reqs, "evalsha", l.scr.sha)
 	err := l.s.client.Process(ctx, cmd)
 	if isNoScript(err) {
 		// Redis lost its script cache (a restart, a failover, SCRIPT
 		// FLUSH): EVAL runs the script and caches it again.
-		cmd = l.command(reqs, "eval", l.scr.src)
+		cmd = q.command(reqs, "eval", l.scr.src)
 		err = l.s.client.Process(ctx, cmd)
 	}
 	var s string
@@ -157,7 +158,7 @@ func (b *batcher) answer(reqs []*request) {
 	}
 	res := make([]limits.Result, len(reqs))
 	for i := 0; err == nil && i < len(res); i++ {
-		res[i], s, err = nextReply(s, l.limit)
+		res[i], s, err = nextReply(s, q.limit)
 	}
 	if err == nil && s != "" {
 		err = errReply // more replies than requests
@@ -168,15 +169,16 @@ func (b *batcher) answer(reqs []*request) {
 	}
 }
 
-// command builds the script call deciding reqs: verb is "evalsha" with the
-// script's SHA-1, or "eval" with its source; extra arguments go last.
-func (l *Limiter) command(reqs []*request, verb, script string, extra ...any) *goredis.Cmd {
+// command builds the script call deciding reqs under q: verb is "evalsha"
+// with the script's SHA-1, or "eval" with its source; extra arguments go
+// last.
+func (q *quota) command(reqs []*request, verb, script string, extra ...any) *goredis.Cmd {
 	args := make([]any, 0, 5+2*len(reqs)+len(extra))
 	args = append(args, verb, script, len(reqs))
 	for _, r := range reqs {
 		args = append(args, r.key)
 	}
-	args = append(args, l.a1, l.a2)
+	args = append(args, q.a1, q.a2)
 	for _, r := range reqs {
 		args = append(args, r.n)
 	}

@@ -34,6 +34,7 @@ type Store struct {
 	pipe   *goredis.AutoPipeliner // nil while batch
 	link   *link
 	clock  map[Algorithm]*script // the limiter scripts (tests use another clock)
+	renew  map[Algorithm]*script // the renewal scripts of leased mode, likewise
 	// argvTime passes each decision's now to the scripts; only the tests'
 	// clock reads it (export_test.go).
 	argvTime bool
@@ -99,12 +100,20 @@ func openStore(p StoreParams, beaten func(n int, err error)) (*Store, error) {
 	// again (a retried script could also be applied twice).
 	io := ioTimeout(p.Timeout)
 	var client goredis.UniversalClient
-	if len(p.ClusterAddresses) > 0 {
+	switch {
+	case len(p.ClusterAddresses) > 0:
 		client = goredis.NewClusterClient(&goredis.ClusterOptions{
 			Addrs: p.ClusterAddresses, Username: p.Username, Password: password, TLSConfig: p.TLS,
 			DialTimeout: time.Second, DialerRetries: 1, ReadTimeout: io, WriteTimeout: io, MaxRetries: -1,
 		})
-	} else {
+	case len(p.SentinelAddresses) > 0:
+		// One master at a time, so the limiters batch as on one server.
+		client = goredis.NewFailoverClient(&goredis.FailoverOptions{
+			MasterName: p.MasterName, SentinelAddrs: p.SentinelAddresses, SentinelPassword: p.SentinelPassword,
+			Username: p.Username, Password: password, DB: p.DB, TLSConfig: p.TLS,
+			DialTimeout: time.Second, DialerRetries: 1, ReadTimeout: io, WriteTimeout: io, MaxRetries: -1,
+		})
+	default:
 		client = goredis.NewClient(&goredis.Options{
 			Addr: p.Address, Username: p.Username, Password: password, DB: p.DB, TLSConfig: p.TLS,
 			DialTimeout: time.Second, DialerRetries: 1, ReadTimeout: io, WriteTimeout: io, MaxRetries: -1,
@@ -114,7 +123,7 @@ func openStore(p StoreParams, beaten func(n int, err error)) (*Store, error) {
 	_, _ = rand.Read(id[:])
 	host, _ := os.Hostname()
 	s := &Store{
-		p: p, client: client, clock: scripts, batch: len(p.ClusterAddresses) == 0,
+		p: p, client: client, clock: scripts, renew: renewals, batch: len(p.ClusterAddresses) == 0,
 		link:     newLink(p.BackoffMin, p.BackoffMax, 10*p.Timeout, time.Now().UnixNano()),
 		nodeID:   fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(id[:])),
 		nodesKey: p.KeyPrefix + "nodes",
@@ -204,14 +213,19 @@ func (s *Store) Status() Status {
 	return st
 }
 
-// heartbeat registers this node every p.Heartbeat until Close, then
-// deregisters it.
+// heartbeat registers this node and refreshes the quotas' definitions every
+// p.Heartbeat until Close, then deregisters the node.
 func (s *Store) heartbeat() {
 	defer s.wg.Done()
 	t := time.NewTicker(s.p.Heartbeat)
 	defer t.Stop()
 	for {
 		n, err := s.beat(false)
+		if err == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), ioTimeout(s.p.Timeout))
+			_ = s.Refresh(ctx)
+			cancel()
+		}
 		if s.beaten != nil {
 			s.beaten(n, err)
 		}
