@@ -20,7 +20,9 @@ func StartReplica(t testing.TB, master *Server, extra ...string) *Server {
 	t.Helper()
 	r := Start(t, append([]string{"--replicaof", "127.0.0.1", strconv.Itoa(master.Port())}, extra...)...)
 	c := r.Client()
-	waitFor(t, 15*time.Second, "replica "+r.Addr()+" linked to its master", func(ctx context.Context) bool {
+	WaitFor(t, 15*time.Second, "replica "+r.Addr()+" linked to its master", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
 		info, err := c.Info(ctx, "replication").Result()
 		return err == nil && strings.Contains(info, "master_link_status:up")
 	})
@@ -111,6 +113,8 @@ func (s *Sentinel) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.
 
 // Master asks the sentinel which address it holds for the master name.
 func (s *Sentinel) Master(ctx context.Context, name string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
 	c := goredis.NewSentinelClient(&goredis.Options{Addr: s.Addr(), MaxRetries: -1})
 	defer c.Close()
 	hp, err := c.GetMasterAddrByName(ctx, name).Result()
@@ -133,18 +137,18 @@ func (s *Sentinel) Stop() {
 	}
 }
 
-// waitFor polls cond, paced by a ticker, until it holds or limit has
-// passed (the test then fails). For conditions that nothing announces
-// (a replication link, a failover).
-func waitFor(t testing.TB, limit time.Duration, what string, cond func(ctx context.Context) bool) {
+// WaitFor polls cond, paced by a ticker, until it holds or limit has
+// passed (the test then fails). For conditions that nothing announces: a
+// replication link, a failover.
+func WaitFor(t testing.TB, limit time.Duration, what string, cond func() bool) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), limit)
-	defer cancel()
+	deadline := time.NewTimer(limit)
+	defer deadline.Stop()
 	pace := time.NewTicker(5 * time.Millisecond)
 	defer pace.Stop()
-	for !cond(ctx) {
+	for !cond() {
 		select {
-		case <-ctx.Done():
+		case <-deadline.C:
 			t.Fatalf("%s: not within %v", what, limit)
 		case <-pace.C:
 		}
