@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -32,11 +31,10 @@ func StartReplica(t testing.TB, master *Server, extra ...string) *Server {
 // Sentinel is a redis-sentinel child process watching one master, killed
 // when the test ends.
 type Sentinel struct {
-	t      testing.TB
-	port   int
-	dir    string
-	cmd    *exec.Cmd
-	exited chan struct{}
+	t    testing.TB
+	port int
+	dir  string
+	proc *process // nil until started
 }
 
 // Failover timings of the sentinels StartSentinel starts: a master is
@@ -51,17 +49,10 @@ func StartSentinel(t testing.TB, master *Server, name string, quorum int) *Senti
 	bin := Need(t, "redis-sentinel")
 	s := &Sentinel{t: t, dir: t.TempDir()}
 	t.Cleanup(s.Stop)
-	var err error
-	for range 5 { // a free port can be taken by someone else before we bind it
-		if s.port, err = FreePort(); err != nil {
-			continue
-		}
-		if err = s.run(bin, master, name, quorum); err == nil {
-			return s
-		}
+	if _, err := onFreePort(func(port int) error { s.port = port; return s.run(bin, master, name, quorum) }); err != nil {
+		t.Fatalf("starting redis-sentinel: %v", err)
 	}
-	t.Fatalf("starting redis-sentinel: %v", err)
-	return nil
+	return s
 }
 
 func (s *Sentinel) run(bin string, master *Server, name string, quorum int) error {
@@ -79,33 +70,10 @@ sentinel parallel-syncs %s 1
 	if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
 		return err
 	}
-	log, err := os.OpenFile(s.dir+"/sentinel.log", os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	s.cmd = exec.Command(bin, conf)
-	s.cmd.Stdout, s.cmd.Stderr = log, log
-	if err := s.cmd.Start(); err != nil {
-		log.Close()
-		return err
-	}
-	exited := make(chan struct{})
-	s.exited = exited
-	go func() { s.cmd.Wait(); log.Close(); close(exited) }()
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
-		if ping(s.Addr(), nil) == nil {
-			return nil
-		}
-		select {
-		case <-exited:
-			b, _ := os.ReadFile(s.dir + "/sentinel.log")
-			return fmt.Errorf("redis-sentinel exited: %s", lastLines(string(b), 5))
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
-	s.Stop()
-	return fmt.Errorf("redis-sentinel on %s did not answer PING within 15s", s.Addr())
+	var err error
+	s.proc, err = launch("redis-sentinel on "+s.Addr(), bin, []string{conf}, s.dir+"/sentinel.log",
+		func() error { return ping(s.Addr(), nil) })
+	return err
 }
 
 // Addr is the sentinel's "host:port".
@@ -125,17 +93,7 @@ func (s *Sentinel) Master(ctx context.Context, name string) (string, error) {
 }
 
 // Stop kills the sentinel, if it runs, and waits for it to exit.
-func (s *Sentinel) Stop() {
-	if s.cmd == nil || s.cmd.Process == nil {
-		return
-	}
-	select {
-	case <-s.exited:
-	default:
-		s.cmd.Process.Kill()
-		<-s.exited
-	}
-}
+func (s *Sentinel) Stop() { s.proc.stop() }
 
 // WaitFor polls cond, paced by a ticker, until it holds or limit has
 // passed (the test then fails). For conditions that nothing announces: a
