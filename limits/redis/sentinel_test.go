@@ -1,10 +1,6 @@
 package redis
 
 import (
-	"runtime"
-	"slices"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -47,24 +43,10 @@ func TestSentinelFailover(t *testing.T) {
 	driveUntil(t, exact, 10*time.Second, "first decision by the master", func(st Status) bool { return st.RedisDecisions > 0 })
 	awaitLease(t, leased, "", 10*time.Second)
 
-	var stop atomic.Bool
-	var wg sync.WaitGroup
-	slowest := make([]time.Duration, 4)
-	for g := range slowest {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; !stop.Load(); i++ {
-				start := time.Now()
-				exact.AllowAt("load", start, 1)
-				leased.AllowAt("", start, 1)
-				slowest[g] = max(slowest[g], time.Since(start))
-				if i%64 == 0 {
-					runtime.Gosched()
-				}
-			}
-		}()
-	}
+	stop := load(4, func(now time.Time) {
+		exact.AllowAt("load", now, 1)
+		leased.AllowAt("", now, 1)
+	})
 	killed := time.Now()
 	master.Kill()
 	redistest.WaitFor(t, 30*time.Second, "the sentinels promote the replica", func() bool {
@@ -81,9 +63,7 @@ func TestSentinelFailover(t *testing.T) {
 	driveUntil(t, leased, 20*time.Second, "renewals on the new master", func(st Status) bool {
 		return st.Renewals > renewed.Renewals+2 && st.Held > 0
 	})
-	stop.Store(true)
-	wg.Wait()
-	if worst := slices.Max(slowest); worst > 2*stallBound {
+	if worst := stop(); worst > 2*stallBound {
 		t.Errorf("slowest pair of decisions during the failover took %v", worst)
 	}
 	// A replica runs no script of a client (scripts replicate as their
