@@ -80,14 +80,19 @@ type leaser struct {
 type lease struct {
 	key  string
 	keys [2]string // the state key and the lease hash
-	a    limits.Allowance
 
-	until   atomic.Int64 // Unix ns: the units are void from then on
-	low     atomic.Int64 // below this many units held, ask for an early renewal
-	spare   atomic.Bool  // the stock had room at the last renewal
+	// Read by every decision, written by the renewer once a renewal.
+	until atomic.Int64 // Unix ns: the units are void from then on
+	low   atomic.Int64 // below this many units held, ask for an early renewal
+	spare atomic.Bool  // the stock had room at the last renewal
+	next  atomic.Int64 // Unix ns of the next renewal, for RetryAfter
+	out   atomic.Int64 // #O at the last renewal: the outstanding units
+
+	// Written by the decisions: apart from the fields above, so that
+	// reading those does not move the cache line the decisions write.
+	_       [64]byte
+	a       limits.Allowance
 	refused atomic.Int64 // units refused since the last renewal
-	next    atomic.Int64 // Unix ns of the next renewal, for RetryAfter
-	out     atomic.Int64 // #O at the last renewal: the outstanding units
 
 	// The renewer's own.
 	after int64     // units held right after the last grant was added

@@ -92,6 +92,7 @@ for i = 1, #KEYS / 2 do
   if not valid then held, ret = 0, 0 end
   local s = stock_open(skey)
   local grant = 0
+  local record = {} -- this node's record, written with the sums
   if ret > 0 then s = stock_give(s, ret) end
   if leave then
     redis.call('HDEL', hkey, id)
@@ -107,10 +108,10 @@ for i = 1, #KEYS / 2 do
     O = O + held + grant
     local e = now_ms + ttl
     if not nxt or e < nxt then nxt = e end
-    redis.call('HSET', hkey, id, string.format('%d %d %d %d %d %d', held + grant, dem, e, stock_tag, now_ms, granted + grant))
+    record = {id, string.format('%d %d %d %d %d %d', held + grant, dem, e, stock_tag, now_ms, granted + grant)}
   end
   if N > 0 then
-    redis.call('HSET', hkey, '#O', int(O), '#D', int(D), '#N', int(N), '#next', int(nxt or now_ms))
+    redis.call('HSET', hkey, '#O', int(O), '#D', int(D), '#N', int(N), '#next', int(nxt or now_ms), unpack(record))
     if renew_life then redis.call('PEXPIRE', hkey, px(3 * ttl * 1e6)) end
   else
     redis.call('DEL', hkey)
