@@ -39,15 +39,17 @@ func redisTime(t testing.TB, c *goredis.Client) time.Time {
 	return now
 }
 
-// awaitLease makes decisions for key until l holds units on it, so that
-// the lease exists (bounded by limit). It returns the units admitted.
+// awaitLease makes decisions for key until l holds units on its lease of
+// key (bounded by limit). It returns the units admitted.
 func awaitLease(t testing.TB, l *Limiter, key string, limit time.Duration) int64 {
 	t.Helper()
 	deadline := time.Now().Add(limit)
 	admitted := int64(0)
 	for i := 0; ; i++ {
-		if st := l.Status(); st.Leases > 0 && st.Held > 0 {
-			return admitted
+		if le := (*l.lease.leases.Load())[key]; le != nil {
+			if held, _ := le.a.Held(); held > 0 {
+				return admitted
+			}
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("no lease within %v: %+v", limit, l.Status())
