@@ -92,6 +92,25 @@ func (s *Sentinel) Master(ctx context.Context, name string) (string, error) {
 	return net.JoinHostPort(hp[0], hp[1]), nil
 }
 
+// AwaitPeers waits until the sentinel knows the other sentinels and the
+// replicas of the master name (they find each other through the master,
+// every few seconds): a master killed sooner could not reach a quorum.
+func (s *Sentinel) AwaitPeers(name string, sentinels, replicas int) {
+	s.t.Helper()
+	c := goredis.NewSentinelClient(&goredis.Options{Addr: s.Addr(), MaxRetries: -1})
+	defer c.Close()
+	WaitFor(s.t, 30*time.Second, "sentinel "+s.Addr()+" knows its peers", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		peers, err := c.Sentinels(ctx, name).Result()
+		if err != nil || len(peers) < sentinels {
+			return false
+		}
+		reps, err := c.Replicas(ctx, name).Result()
+		return err == nil && len(reps) >= replicas
+	})
+}
+
 // Stop kills the sentinel, if it runs, and waits for it to exit.
 func (s *Sentinel) Stop() { s.proc.stop() }
 

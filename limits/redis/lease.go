@@ -21,9 +21,9 @@ const (
 	// that its units last until the answer of its next renewal.
 	headroom = 1.5
 	// promoteAt is how many exact decisions of one key in one period make
-	// the key leased: its lease then costs Redis one renewal a period, a
-	// quarter of the calls (at most) its exact decisions did. A lease whose
-	// demand stays under half of it for quietRounds renewals ends.
+	// the key leased: its lease then costs Redis one renewal a period in
+	// their place. A lease whose demand stays under half of it for
+	// quietRounds renewals ends.
 	promoteAt = 4
 	// quietRounds is how many quiet renewals in a row end a lease.
 	quietRounds = 10
@@ -43,8 +43,8 @@ const (
 // held. A lease is renewed every Period (earlier when it runs low while the
 // quota has room); a renewal reports the node's demand (units admitted and
 // refused per second), gives back what it holds beyond about 1.5 periods of
-// that demand, and is granted a share of the stock in proportion to its
-// demand (lua/lease.lua). Its units are valid until the lease's expiry as
+// that demand, and is granted what the stock has, or its fair part of it
+// while the nodes want more than the quota's rate (lua/lease.lua). Its units are valid until the lease's expiry as
 // the node sees it: its last renewal's send time plus the TTL (or, for a
 // fixed window, the end of the window), always before Redis expires it.
 type leaser struct {
