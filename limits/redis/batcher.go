@@ -30,8 +30,10 @@ const (
 var errQueueFull = errors.New("limits/redis: too many decisions waiting for Redis")
 
 // request is one decision waiting for its batch. A worker sets res or err
-// and then closes done; a caller whose budget ran out sets gone and leaves
-// (a request is never reused, so a late answer harms nothing).
+// and then signals done (buffered: the worker never waits); a caller whose
+// budget ran out sets gone and leaves. Requests are pooled: a caller that
+// got its answer puts its request back (newRequest, free); one that left
+// does not, as a worker may still answer it.
 type request struct {
 	key  string
 	n    int64
@@ -39,6 +41,20 @@ type request struct {
 	err  error
 	done chan struct{}
 	gone atomic.Bool
+}
+
+var requests = sync.Pool{New: func() any { return &request{done: make(chan struct{}, 1)} }}
+
+func newRequest(key string, n int64) *request {
+	r := requests.Get().(*request)
+	r.key, r.n = key, n
+	return r
+}
+
+// free puts an answered request back in the pool.
+func (r *request) free() {
+	r.key, r.res, r.err = "", limits.Result{}, nil
+	requests.Put(r)
 }
 
 // batcher turns the concurrent decisions of one Limiter into batches: one
@@ -93,7 +109,9 @@ func (b *batcher) ask(r *request, budget *budget) (limits.Result, error) {
 	}
 	select {
 	case <-r.done:
-		return r.res, r.err
+		res, err := r.res, r.err
+		r.free()
+		return res, err
 	case <-budget.Done():
 		r.gone.Store(true)
 		return limits.Result{}, context.DeadlineExceeded
@@ -165,7 +183,7 @@ func (b *batcher) answer(reqs []*request) {
 	}
 	for i, r := range reqs {
 		r.res, r.err = res[i], err
-		close(r.done)
+		r.done <- struct{}{}
 	}
 }
 

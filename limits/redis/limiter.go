@@ -200,12 +200,10 @@ func (l *Limiter) Allow(key string, n int64) limits.Result { return l.AllowAt(ke
 // decided locally against it (now, on the wall clock, tells whether the
 // lease is still valid); the others as in exact mode. A negative n is 0: a
 // probe that consumes nothing.
-func (l *Limiter) AllowAt(key string, now time.Time, n int64) limits.Result {
+func (l *Limiter) AllowAt(key string, now time.Time, n int64) (r limits.Result) {
 	n = max(n, 0)
-	if l.lease != nil {
-		if r, ok := l.lease.allow(key, now, n); ok {
-			return r
-		}
+	if l.lease != nil && l.lease.allow(&r, key, now, n) {
+		return r
 	}
 	q := l.q.Load()
 	if !l.closed.Load() && !l.s.closed.Load() {
@@ -249,11 +247,10 @@ func (l *Limiter) AllowAt(key string, now time.Time, n int64) limits.Result {
 func (l *Limiter) decide(q *quota, key string, now time.Time, n int64) (limits.Result, error) {
 	budget := startBudget(l.s.p.Timeout)
 	defer budget.stop()
-	r := &request{key: l.prefix + key + "}", n: n}
 	if l.b != nil {
-		r.done = make(chan struct{})
-		return l.b.ask(r, budget)
+		return l.b.ask(newRequest(l.prefix+key+"}", n), budget)
 	}
+	r := &request{key: l.prefix + key + "}", n: n}
 	var extra []any
 	if l.s.argvTime {
 		extra = []any{now.Unix(), int64(now.Nanosecond())}
