@@ -32,7 +32,9 @@ func BenchmarkLeased(b *testing.B) {
 		}
 	}
 	now := time.Now()
-	bucket := must(limits.NewTokenBucket(limits.TokenBucketParams{Rate: 1e6, Burst: 1000}))
+	newBucket := func() *limits.TokenBucket {
+		return must(limits.NewTokenBucket(limits.TokenBucketParams{Rate: 1e6, Burst: 1000}))
+	}
 	t0 := time.Unix(1_700_000_000, 0)
 	b.Run("leased", func(b *testing.B) {
 		b.ReportAllocs()
@@ -45,6 +47,7 @@ func BenchmarkLeased(b *testing.B) {
 		b.ReportMetric(100*float64(allowed)/float64(b.N), "allowed-%")
 	})
 	b.Run("tokenbucket", func(b *testing.B) {
+		bucket := newBucket()
 		b.ReportAllocs()
 		for i := 0; b.Loop(); i++ {
 			bucket.AllowAt(t0.Add(time.Duration(i)*time.Microsecond), 1)
@@ -65,6 +68,7 @@ func BenchmarkLeased(b *testing.B) {
 		b.ReportMetric(100*float64(allowed.Load())/float64(b.N), "allowed-%")
 	})
 	b.Run("tokenbucket/parallel", func(b *testing.B) {
+		bucket := newBucket()
 		p := int64(runtime.GOMAXPROCS(0))
 		var next atomic.Int64
 		b.ReportAllocs()
