@@ -1,8 +1,9 @@
 // Package limits holds sluice's static admission algorithms: the rate limiters
 // (fixed window, sliding log, sliding window, sliding buckets, token bucket with
 // optional warm-up, leaky bucket as a meter, leaky bucket as a queue), a per-key
-// wrapper with bounded memory (Keyed), and the concurrency counter with its
-// bounded wait queue (Concurrency).
+// wrapper with bounded memory (Keyed), the concurrency counter with its
+// bounded wait queue (Concurrency), and a lock-free stock of units for
+// quotas leased from elsewhere (Allowance, used by limits/redis).
 //
 // # Time
 //

@@ -16,17 +16,19 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 )
 
-// Store is one Redis deployment (a server or a cluster) that holds global
-// quotas, shared by the limiters built on it: the connection pool, the
-// health of the link (backoff and probing, see Status), and this node's
-// heartbeat, by which the nodes count each other. On a single server each
+// Store is one Redis deployment (a server, a cluster, or a master behind
+// Sentinel) that holds global quotas, shared by the limiters built on it: the
+// connection pool, the health of the link (backoff and probing, see Status),
+// and this node's heartbeat, by which the nodes count each other and pick up
+// the quotas' definitions (SetQuota). On a single server (or master) each
 // limiter batches the decisions of concurrent callers into one script call
 // (see batcher); on a cluster, whose keys a batch could not mix, each
 // decision is a script call of its own, and go-redis's auto-pipeliner sends
 // the calls of concurrent callers together.
 //
 // Open does not contact Redis: a node starts, and decides by its fallback,
-// while Redis is down. Safe for concurrent use. Close it to stop its
+// while Redis is down. (NewLimiter does, for a quota's definition, waiting at
+// most the Timeout.) Safe for concurrent use. Close it to stop its
 // heartbeat and its limiters and to close its connections.
 type Store struct {
 	p      StoreParams // resolved
