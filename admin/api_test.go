@@ -61,6 +61,30 @@ func TestStatus(t *testing.T) {
 	}
 }
 
+// TestStatusCircuit: /v1/status shows the upstream's circuit breaker as
+// Params.Circuit reports it (state, since when, why), and null without one.
+func TestStatusCircuit(t *testing.T) {
+	since := time.Date(2026, 3, 1, 12, 0, 5, 0, time.UTC)
+	f := newFixture(t, testConfig, func(p *Params) {
+		p.Circuit = func() (CircuitStatus, bool) {
+			return CircuitStatus{State: "open", Since: since, Reason: "5 failures in a row (last: connect)"}, true
+		}
+	})
+	body := compactJSON(t, f.get(t, "/v1/status").body)
+	if want := `"circuit":{"state":"open","since":"2026-03-01T12:00:05Z","reason":"5 failures in a row (last: connect)"}`; !strings.Contains(body, want) {
+		t.Errorf("status lacks %s:\n%s", want, body)
+	}
+	for _, opt := range []fixtureOpt{
+		func(p *Params) {},
+		func(p *Params) { p.Circuit = func() (CircuitStatus, bool) { return CircuitStatus{}, false } },
+	} {
+		f := newFixture(t, testConfig, opt)
+		if body := compactJSON(t, f.get(t, "/v1/status").body); !strings.Contains(body, `"circuit":null`) {
+			t.Errorf("no breaker, yet:\n%s", body)
+		}
+	}
+}
+
 // TestResourceSources: the status says where each guarded signal comes
 // from, and a group's decision carries the figures the law was given at
 // that tick, which the dashboard's cards show beside the law's reason.

@@ -245,6 +245,17 @@ type statusView struct {
 	Admin     adminView     `json:"admin"`
 	// Redis is the link to Redis of the global quotas; null without one.
 	Redis *redisView `json:"redis"`
+	// Circuit is the upstream's circuit breaker; null when it is off.
+	Circuit *circuitView `json:"circuit"`
+}
+
+// circuitView is the upstream's circuit breaker: its state ("closed", "open",
+// "half_open"), since when, and why it came to be in it ("" while it never
+// changed).
+type circuitView struct {
+	State  string    `json:"state"`
+	Since  time.Time `json:"since"`
+	Reason string    `json:"reason"`
 }
 
 type configView struct {

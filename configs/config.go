@@ -63,6 +63,29 @@ type Server struct {
 	// ShutdownGrace is how long SIGTERM waits for requests in flight before
 	// closing connections; 0 closes at once. Default 30s.
 	ShutdownGrace Duration `toml:"shutdown_grace" json:"shutdown_grace"`
+	// TrustedProxies are the peers whose forwarding fields are believed: CIDR
+	// prefixes ("10.0.0.0/8", "fd00::/8"), single addresses ("192.0.2.7"),
+	// and "unix" for clients of a unix-socket listener (they have no
+	// address). From a trusted peer, X-Forwarded-For is passed on with the
+	// peer's address appended, and X-Forwarded-Proto, X-Forwarded-Host,
+	// Forwarded and X-Real-IP are kept. From any other peer they are
+	// replaced: X-Forwarded-For is the peer's address alone,
+	// X-Forwarded-Proto the scheme it connected with, X-Forwarded-Host only
+	// set when sluice rewrites Host, Forwarded and X-Real-IP are dropped.
+	// (Their names spelled with underscores are always dropped.) Key "ip"
+	// is the right-most X-Forwarded-For address not in this set, walking
+	// from the peer (the peer itself when it is not trusted). Default: none,
+	// which trusts nobody.
+	TrustedProxies []string `toml:"trusted_proxies" json:"trusted_proxies"`
+	// MaxConnections bounds the client connections open at once, from 0 to
+	// 10000000; 0 means no limit. A connection beyond it is accepted and
+	// answered at once with 503, Connection: close, Retry-After: 1 and
+	// Sluice-Error: max_connections (over TLS it is closed at once), then
+	// closed: an answer a client can act on, where a connection left in the
+	// kernel's backlog would only time out. Keep it below the file
+	// descriptor limit (ulimit -n), which each connection to a client and to
+	// the upstream takes one of. Default 0.
+	MaxConnections int `toml:"max_connections" json:"max_connections"`
 }
 
 // Upstream is the [upstream] section: the service sluice guards.

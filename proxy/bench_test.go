@@ -99,17 +99,30 @@ func benchRequest() *http.Request {
 func BenchmarkServeHTTP(b *testing.B) {
 	for _, bc := range []struct {
 		name    string
-		gate    bool
+		gate    string // the gate's config; "" for none
 		breaker bool
 	}{
-		{"bare", false, false},
-		{"breaker", false, true},
-		{"gate+breaker", true, true},
+		{"bare", "", false},
+		{"breaker", "", true},
+		{"gate+breaker", roomyGroup, true},
+		// The request's peer is a trusted proxy and the key is the client's
+		// address: the client address and the forwarding fields take their
+		// longer way (no X-Forwarded-For came, as from wrk).
+		{"gate+breaker+trusted", `
+[server]
+trusted_proxies = ["10.0.0.0/8"]
+[[group]]
+name = "all"
+key = "ip"
+  [group.concurrency]
+  law = "fixed"
+  limit = 10000
+`, true},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			params := Params{Upstream: cannedUpstream(b, cannedOK), DisableBreaker: !bc.breaker}
-			if bc.gate {
-				params.Gate = testGate(b, roomyGroup)
+			if bc.gate != "" {
+				params.Gate = testGate(b, bc.gate)
 			}
 			p, err := New(params)
 			if err != nil {

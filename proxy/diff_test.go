@@ -23,7 +23,11 @@ import (
 //
 //   - a valid exchange must look the same through both: the request the
 //     upstream got and the response the client got, hop-by-hop fields, framing
-//     (a body is compared decoded), Date and the forwarding fields aside;
+//     (a body is compared decoded), Date and X-Forwarded-Host aside (net/http
+//     always writes the latter, sluice only when it rewrites Host); where
+//     sluice differs on purpose, the script says how (sluiceLine: the path
+//     normalised; dropped: a spoofable forwarding field an untrusted client
+//     sent), and the comparison checks that difference instead;
 //   - on any exchange sluice is never laxer: what net/http refused to pass
 //     (an error status, a cut response, a request kept from the upstream)
 //     sluice refuses too, and a connection (client's or upstream's) that
@@ -46,6 +50,14 @@ type diffScript struct {
 	response string // "" when the request should not reach the upstream
 	late     string // written after the client got its response (or gave up)
 	close    bool   // the upstream closes its end after the response
+
+	// On purpose, sluice sends the upstream something else than net/http
+	// does: sluiceLine is its request line where net/http's differs (sluice
+	// forwards the normalised path, net/http the raw one); dropped are the
+	// request fields net/http passes on and sluice drops (forwarding fields
+	// of a client that is no trusted proxy).
+	sluiceLine string
+	dropped    []string
 }
 
 // diffScripts is the table of exchanges.
@@ -88,6 +100,26 @@ var diffScripts = []diffScript{
 		response: "HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\nContent-Length: 3\r\n\r\nno!"},
 	{name: "503 with Retry-After", valid: true, request: "GET / HTTP/1.1\r\nHost: app\r\n\r\n",
 		response: "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nRetry-After: 1\r\nContent-Length: 4\r\n\r\nbusy"},
+	// Forwarding fields of a client that is no trusted proxy: both replace
+	// X-Forwarded-For and -Proto and drop Forwarded (net/http's Rewrite);
+	// sluice drops X-Real-IP and underscore aliases too, which net/http
+	// passes on.
+	{name: "spoofed forwarding fields", valid: true,
+		request: "GET / HTTP/1.1\r\nHost: app\r\nX-Forwarded-For: 6.6.6.6\r\nX-Forwarded-Proto: https\r\nX-Forwarded-Host: evil\r\n" +
+			"Forwarded: for=6.6.6.6\r\nX-Real-IP: 6.6.6.6\r\nX_Forwarded_For: 6.6.6.6\r\n\r\n",
+		response: okResponse, dropped: []string{"X-Real-Ip", "X_forwarded_for"}},
+	// Paths: sluice forwards the normalised path its groups matched; net/http
+	// the raw one.
+	{name: "double slash", valid: true, request: "GET //a//b HTTP/1.1\r\nHost: app\r\n\r\n", response: okResponse,
+		sluiceLine: "GET /a/b HTTP/1.1"},
+	{name: "dot segments", valid: true, request: "GET /./a/x/../b/. HTTP/1.1\r\nHost: app\r\n\r\n", response: okResponse,
+		sluiceLine: "GET /a/b/ HTTP/1.1"},
+	{name: "encoded dots and letters", valid: true, request: "GET /%2e/a/%2E%2e/%62?q=%2e HTTP/1.1\r\nHost: app\r\n\r\n", response: okResponse,
+		sluiceLine: "GET /b?q=%2e HTTP/1.1"},
+	{name: "absolute form", valid: true, request: "GET http://app//a/./b HTTP/1.1\r\nHost: app\r\n\r\n", response: okResponse,
+		sluiceLine: "GET /a/b HTTP/1.1"},
+	{name: "escapes kept", valid: true, request: "GET /a%20b/caf%c3%a9 HTTP/1.1\r\nHost: app\r\n\r\n", response: okResponse,
+		sluiceLine: "GET /a%20b/caf%C3%A9 HTTP/1.1"},
 
 	// Invalid or hostile exchanges: sluice must be no laxer than net/http.
 	{name: "no Content-Type", request: "GET / HTTP/1.1\r\nHost: app\r\n\r\n", // net/http sniffs one; sluice does not
@@ -145,6 +177,12 @@ var diffScripts = []diffScript{
 		response: "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"},
 	{name: "request lengths differ", request: "POST / HTTP/1.1\r\nHost: app\r\nContent-Length: 4\r\nContent-Length: 5\r\n\r\nbody!"},
 	{name: "request gzip, chunked", request: "POST / HTTP/1.1\r\nHost: app\r\nTransfer-Encoding: gzip, chunked\r\n\r\n4\r\nbody\r\n0\r\n\r\n"},
+	// Paths upstreams read in different ways: net/http passes them, sluice
+	// answers 400.
+	{name: "encoded slash", request: "GET /%2F/a HTTP/1.1\r\nHost: app\r\n\r\n", response: okResponse},
+	{name: "above the root", request: "GET /../a HTTP/1.1\r\nHost: app\r\n\r\n", response: okResponse},
+	{name: "dot segment with parameters", request: "GET /x/..;/a HTTP/1.1\r\nHost: app\r\n\r\n", response: okResponse},
+	{name: "encoded backslash", request: "GET /%5Ca HTTP/1.1\r\nHost: app\r\n\r\n", response: okResponse},
 	{name: "bare LF in a request chunk line", request: "POST / HTTP/1.1\r\nHost: app\r\nTransfer-Encoding: chunked\r\n\r\n4\nbody\r\n0\r\n\r\n",
 		response: "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"},
 }
@@ -359,11 +397,16 @@ func readFinal(c rawClient, method string) (interim []int, status int, h http.He
 	}
 }
 
+// okResponse is a plain answer.
+const okResponse = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nok"
+
 // hopFields are left out of the comparison: hop-by-hop fields, framing (bodies
-// are compared decoded), the forwarding fields each proxy writes its own way,
-// and the Date each server sets.
+// are compared decoded), X-Forwarded-Host (net/http's SetXForwarded always
+// writes it; sluice only when it rewrites Host), and the Date each server
+// sets. X-Forwarded-For and -Proto are compared: neither proxy trusts the
+// test's client, so both write its address and scheme alone.
 var hopFields = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Te", "Trailer", "Transfer-Encoding",
-	"Upgrade", "Content-Length", "X-Forwarded-For", "X-Forwarded-Proto", "X-Forwarded-Host", "Date"}
+	"Upgrade", "Content-Length", "X-Forwarded-Host", "Date"}
 
 // endToEnd returns h without hopFields, and without fields named empty (net/http
 // writes "User-Agent:" as nothing).
@@ -410,6 +453,23 @@ func compareDiff(t *testing.T, s diffScript, ref, got diffResult) {
 	if s.valid {
 		refLine, refH, refBody, err1 := upstreamView(ref.upstreamGot)
 		gotLine, gotH, gotBody, err2 := upstreamView(got.upstreamGot)
+		if s.sluiceLine != "" {
+			// On purpose: sluice sends the path it matched, normalised.
+			if gotLine != s.sluiceLine || refLine == s.sluiceLine {
+				t.Errorf("request line %q through sluice (want %q), %q through net/http (want the raw path)", gotLine, s.sluiceLine, refLine)
+			}
+			refLine = gotLine
+		}
+		for _, k := range s.dropped {
+			// On purpose: sluice drops a spoofable field net/http passes on.
+			if _, ok := refH[k]; !ok {
+				t.Errorf("net/http no longer passes %s: drop it from the script's list", k)
+			}
+			if v, ok := gotH[k]; ok {
+				t.Errorf("sluice passed %s: %q", k, v)
+			}
+			delete(refH, k)
+		}
 		if err1 != nil || err2 != nil || refLine != gotLine || refBody != gotBody || !equalHeaders(refH, gotH) {
 			t.Errorf("the upstream got\n%q\nthrough net/http\n%q", got.upstreamGot, ref.upstreamGot)
 		}

@@ -64,7 +64,7 @@ func (p *Proxy) forwardH1(w http.ResponseWriter, r *http.Request, x *exchange, g
 	}
 	upErr, clErr := e.relayResponse()
 	draining := e.release(upErr, clErr)
-	o, abort := p.responseOutcome(r.Context(), e.h.status, g, w.Header(), upErr, clErr)
+	o, abort := p.responseOutcome(r.Context(), x, e.h.status, g, w.Header(), upErr, clErr)
 	x.finishAt(o, e.releasedAt)
 	if draining {
 		e.finishDrain()
@@ -91,7 +91,7 @@ func (e *h1Exchange) roundTrip(x *exchange) bool {
 		}
 		e.c = c
 		e.stop = context.AfterFunc(ctx, c.abortFn)
-		e.sender, err = p.sendRequest(c, r, &e.cs, e.upgrade, e.mode)
+		e.sender, err = p.sendRequest(c, r, x.path, &e.cs, e.upgrade, e.mode)
 		if err == nil {
 			e.h, err = p.readHead(c, e.w, r.Method, x.start)
 		}
@@ -212,18 +212,22 @@ func (e *h1Exchange) finishDrain() {
 // included); a failure of the upstream while the body was copied is dropped
 // (counted in the stats) and aborts the response, a failure of the client's is
 // ignored. ctx is the request's: an upstream failure after the client went away
-// is the client's doing.
-func (p *Proxy) responseOutcome(ctx context.Context, status int, g grpcKind, h http.Header, upErr, clErr error) (o gate.Outcome, abort bool) {
+// is the client's doing. A drop's cause goes in x, for the breaker.
+func (p *Proxy) responseOutcome(ctx context.Context, x *exchange, status int, g grpcKind, h http.Header, upErr, clErr error) (o gate.Outcome, abort bool) {
 	switch {
 	case upErr != nil && ctx.Err() == nil:
-		p.stats.count(classify(upErr, false))
+		c := classify(upErr, false)
+		p.stats.count(c)
+		x.cause = failNames[c]
 		return gate.Dropped, true
 	case upErr != nil || clErr != nil:
 		return gate.Ignored, upErr != nil
 	case g != grpcNone && status == http.StatusOK:
-		return grpcResponseOutcome(h, g), false
+		o, x.cause = grpcResponseOutcome(h, g), "gRPC status"
+	default:
+		o, x.cause = statusOutcome(status), "5xx response"
 	}
-	return statusOutcome(status), false
+	return o, false
 }
 
 // clientBodyFailed answers a request whose body could not be read: 408 if the

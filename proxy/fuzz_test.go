@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/gate"
 )
 
 // FuzzResponseHead checks the upstream response parser against net/http's
@@ -240,25 +242,6 @@ func FuzzGRPCKind(f *testing.F) {
 	})
 }
 
-// FuzzClientIP checks RemoteAddr handling: for a well-formed host:port the host
-// comes out, and the result can never split a header.
-func FuzzClientIP(f *testing.F) {
-	for _, s := range []string{"1.2.3.4:5678", "[::1]:80", "::1", "@", "", "[fe80::1%eth0]:9", "a\r\nb:1"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, addr string) {
-		ip := clientIP(addr)
-		if strings.ContainsAny(ip, "\r\n,") {
-			t.Fatalf("clientIP(%q) = %q", addr, ip)
-		}
-		if host, _, err := net.SplitHostPort(addr); err == nil && host != "@" && len(host) <= 64 && plainASCII(host) {
-			if ip != host {
-				t.Fatalf("clientIP(%q) = %q, want %q", addr, ip, host)
-			}
-		}
-	})
-}
-
 // FuzzTokens checks the comma-list scanner against a plain split.
 func FuzzTokens(f *testing.F) {
 	for _, s := range []string{"close", "keep-alive, Upgrade", " , a ,, b\t", "", ","} {
@@ -279,11 +262,29 @@ func FuzzTokens(f *testing.F) {
 
 // FuzzRequestHead checks the request head writer: whatever a request carries, the
 // head is one well-formed message (no field smuggled in by a line break), and
-// when net/http can read it back, it has the same method, target and fields.
+// when net/http can read it back, it has the same method, fields and query,
+// and the path gate.NormalPath made of the client's: the upstream is sent the
+// path that was matched, so that a fresh classification of what it received
+// finds the group the request was counted in.
 func FuzzRequestHead(f *testing.F) {
 	f.Add("GET", "/a?b=c", "example.com", "X-Custom", "value", "10.0.0.1:5", "1.1.1.1")
 	f.Add("POST", "/", "h", "X-A", "a\r\nX-Injected: 1", "[::1]:1", "")
 	f.Add("GET", "/", "h\r\nX-Injected: 1", "Bad Name", "v", "@", "2.2.2.2, 3.3.3.3\nX-Injected: 2")
+	f.Add("GET", "//limited/./a/../b?x=%2e", "h", "X-A", "v", "10.0.0.1:5", "")
+	f.Add("GET", "/%2e/limited/%41%20?", "h", "X-A", "v", "10.0.0.1:5", "")
+	f.Add("GET", "/limited/x/../caf%C3%A9", "h", "X-A", "v", "10.0.0.1:5", "")
+	g := testGate(f, `
+[[group]]
+name = "exact"
+match = { path = "/limited/café" }
+[[group]]
+name = "limited"
+match = { path_prefix = "/limited/" }
+[[group]]
+name = "keyed"
+match = { path_prefix = "/k" }
+key = "path"
+`)
 	f.Fuzz(func(t *testing.T, method, uri, host, key, value, remote, xff string) {
 		if _, err := url.ParseRequestURI(uri); err != nil || !validFieldName(method) || uri[0] != '/' || strings.Contains(uri, " ") || hasCTL(uri) {
 			return // net/http's server never hands such a request line over
@@ -291,9 +292,15 @@ func FuzzRequestHead(f *testing.F) {
 		p := &Proxy{up: upstream{host: "up:80"}}
 		r := &http.Request{Method: method, RequestURI: uri, Host: host, RemoteAddr: remote,
 			Header: http.Header{key: {value}, "X-Forwarded-For": {xff}}, ProtoMajor: 1, ProtoMinor: 1}
+		r.URL, _ = url.ParseRequestURI(uri)
+		path, match, err := gate.NormalPath(gate.RequestPath(r))
+		if err != nil {
+			return // answered 400, never forwarded
+		}
+		class := g.ClassifyPath(r, match)
 		var buf bytes.Buffer
 		bw := bufio.NewWriter(&buf)
-		p.writeRequestHead(bw, r, "", bodyNone)
+		p.writeRequestHead(bw, r, path, "", bodyNone)
 		bw.Flush()
 		head := buf.String()
 		if !strings.HasSuffix(head, "\r\n\r\n") || strings.Count(head, "\r\n\r\n") != 1 {
@@ -316,8 +323,16 @@ func FuzzRequestHead(f *testing.F) {
 		if err != nil {
 			t.Fatalf("head does not parse: %v\n%q", err, head)
 		}
-		if got.Method != method || got.RequestURI != uri {
-			t.Fatalf("method %q uri %q, want %q %q", got.Method, got.RequestURI, method, uri)
+		want := path
+		if i := strings.IndexByte(uri, '?'); i >= 0 {
+			want += uri[i:]
+		}
+		if got.Method != method || got.RequestURI != want {
+			t.Fatalf("method %q uri %q, want %q %q (sent %q)", got.Method, got.RequestURI, method, want, uri)
+		}
+		if again := g.Classify(got); again.Group() != class.Group() || again.Key != class.Key {
+			t.Fatalf("%q was counted in %s (key %q); what the upstream got, %q, classifies into %s (key %q)",
+				uri, class.Group(), class.Key, got.RequestURI, again.Group(), again.Key)
 		}
 		if textproto.CanonicalMIMEHeaderKey(key) == key && validFieldName(key) && !requestSkipped(key) {
 			if v := got.Header.Get(key); v != strings.Trim(value, " \t") {

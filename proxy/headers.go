@@ -54,14 +54,39 @@ func connectionListed(conn []string, k string) bool {
 // the upstream as it is: hop-by-hop fields (RFC 9110 §7.6.1, plus the
 // Proxy-Authorization credentials meant for this hop), framing the proxy
 // regenerates (Content-Length, Transfer-Encoding), Expect (the server answers
-// 100-continue itself) and the forwarding fields the proxy writes itself.
+// 100-continue itself), the forwarding fields the proxy writes itself (see
+// forwardedOf), and a forwarding field's name spelled with underscores
+// ("X_Forwarded_For"), which CGI-style upstreams read as the field itself
+// (nginx drops every name with an underscore by default).
 func requestSkipped(k string) bool {
 	switch k {
 	case "Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authorization",
 		"Proxy-Authenticate", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
 		"Content-Length", "Host", "Expect",
-		"X-Forwarded-For", "X-Forwarded-Proto", "X-Forwarded-Host":
+		"X-Forwarded-For", "X-Forwarded-Proto", "X-Forwarded-Host", "Forwarded", "X-Real-Ip":
 		return true
+	}
+	return strings.IndexByte(k, '_') >= 0 && forwardingAlias(k)
+}
+
+// forwardingAlias reports whether k, with its underscores read as dashes, names
+// a forwarding field.
+func forwardingAlias(k string) bool {
+	for _, f := range [...]string{"X-Forwarded-For", "X-Forwarded-Proto", "X-Forwarded-Host", "X-Real-Ip"} {
+		if len(k) != len(f) {
+			continue
+		}
+		same := true
+		for i := 0; i < len(k) && same; i++ {
+			c := k[i]
+			if c == '_' {
+				c = '-'
+			}
+			same = c == f[i] || c|0x20 == f[i]|0x20 && c|0x20 >= 'a' && c|0x20 <= 'z'
+		}
+		if same {
+			return true
+		}
 	}
 	return false
 }
@@ -89,32 +114,6 @@ func trailerForbidden(k string) bool {
 		return true
 	}
 	return false
-}
-
-// clientIP returns the host part of a net/http RemoteAddr ("1.2.3.4:5678",
-// "[::1]:80"), without brackets; an address without a port is returned as it
-// is, brackets trimmed. It returns "" when nothing usable is left (a unix socket
-// peer). It does not allocate.
-func clientIP(remoteAddr string) string {
-	s := remoteAddr
-	if i := strings.LastIndexByte(s, ':'); i >= 0 {
-		host := s[:i]
-		if strings.IndexByte(host, ':') < 0 || (len(host) > 1 && host[0] == '[' && host[len(host)-1] == ']') {
-			s = host // "1.2.3.4:80" or "[::1]:80"; a bare IPv6 address keeps its colons
-		}
-	}
-	if len(s) > 1 && s[0] == '[' && s[len(s)-1] == ']' {
-		s = s[1 : len(s)-1]
-	}
-	if s == "" || s == "@" || len(s) > 64 {
-		return ""
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c <= ' ' || c == ',' || c >= 0x7f {
-			return "" // not an address; it must not reach a header
-		}
-	}
-	return s
 }
 
 // isIdempotent reports whether a request may be sent again after a reused

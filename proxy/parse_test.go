@@ -86,26 +86,6 @@ func TestGRPCResponseOutcome(t *testing.T) {
 	}
 }
 
-func TestClientIP(t *testing.T) {
-	for in, want := range map[string]string{
-		"1.2.3.4:5678":   "1.2.3.4",
-		"[::1]:80":       "::1",
-		"[fe80::1%lo]:1": "fe80::1%lo",
-		"::1":            "::1",
-		"1.2.3.4":        "1.2.3.4",
-		"[::1]":          "::1",
-		"":               "",
-		"@":              "",
-		":80":            "",
-		"a\r\nb:1":       "",
-		"x,y:1":          "",
-	} {
-		if got := clientIP(in); got != want {
-			t.Errorf("clientIP(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func TestTokens(t *testing.T) {
 	if !hasToken([]string{"keep-alive, Upgrade"}, "upgrade") || !hasToken([]string{"close", " x-a ,, x-b "}, "X-B") {
 		t.Error("hasToken missed a token")
@@ -357,12 +337,12 @@ func TestParamsValidate(t *testing.T) {
 	if err := (Params{Upstream: "http://127.0.0.1:1"}).Validate(); err != nil {
 		t.Fatal(err)
 	}
-	err := Params{Protocol: 9, Forwarding: 9, Host: "a\nb", DialTimeout: -1, UpstreamTimeout: -1, ClientTimeout: -1,
+	err := Params{Protocol: 9, Gate: testGate(t, ""), TrustedProxies: &gate.TrustedProxies{}, Host: "a\nb", DialTimeout: -1, UpstreamTimeout: -1, ClientTimeout: -1,
 		IdleConnTimeout: -1, MaxIdleConns: -1, MaxResponseHeaderBytes: -1, Breaker: BreakerParams{Probes: -1}}.Validate()
 	if err == nil {
 		t.Fatal("no error")
 	}
-	for _, want := range []string{"upstream is required", "protocol", "forwarding", "host", "dial timeout", "upstream timeout",
+	for _, want := range []string{"upstream is required", "protocol", "trusted proxies", "host", "dial timeout", "upstream timeout",
 		"client timeout", "idle connection timeout", "max idle", "header bytes", "probes"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not mention %q:\n%v", want, err)

@@ -135,6 +135,7 @@ func (d *daemon) build() error {
 
 	pp := proxyParams(cfg)
 	pp.Gate = d.gate
+	watchProxy(&pp, log.Named("upstream"))
 	if d.proxy, err = proxy.New(pp); err != nil {
 		return err
 	}
@@ -164,12 +165,7 @@ func (d *daemon) build() error {
 	if d.ln, err = listen(s.Listen); err != nil {
 		return fmt.Errorf("server.listen %s: %w", s.Listen, err)
 	}
-	if s.TLSCert == "" {
-		// Request framing net/http's server tolerates and a proxy must
-		// refuse is answered 400 below it. Over TLS the server terminates
-		// TLS itself, so the guard cannot sit under it (proxy.NewServer).
-		d.ln = proxy.GuardListener(d.ln, s.MaxHeaderBytes)
-	}
+	d.ln = serverListener(d.ln, s, log.Named("server"))
 	if metrics != nil {
 		return d.buildAdmin(metrics)
 	}
@@ -202,6 +198,7 @@ func (d *daemon) buildAdmin(metrics *admin.Metrics) error {
 		Load:     d.loadNext,
 		OnReload: d.logReload,
 		Ready:    d.ready,
+		Circuit:  circuitStatus(d.proxy),
 		Metrics:  metrics,
 		Registry: reg,
 		ErrorLog: log.StandardLogger(&hclog.StandardLoggerOptions{ForceLevel: hclog.Warn}),

@@ -33,7 +33,8 @@ p50 and p99 against the target, throughput, rejections since start (with the
 commonest reason), and the law's reason for its last change of the limit.
 A group marked * runs with a runtime override (PATCH /v1/groups/NAME). With
 global quotas (rate scope "global"), a line tells whether Redis decides them
-or the fallback does, and the node count they are shared by.
+or the fallback does, and the node count they are shared by. A line tells the
+upstream's circuit breaker: closed, open or half-open, since when and why.
 
   -admin URL        the admin API: http://HOST:PORT or unix:///PATH.sock
                     (default http://127.0.0.1:9901, admin.listen's default)
@@ -250,6 +251,11 @@ type (
 				Share      int  `json:"share"`
 			} `json:"nodes"`
 		} `json:"redis"`
+		Circuit *struct {
+			State  string    `json:"state"`
+			Since  time.Time `json:"since"`
+			Reason string    `json:"reason"`
+		} `json:"circuit"`
 	}
 	groupAnswer struct {
 		Name     string `json:"name"`
@@ -335,6 +341,13 @@ func printStatus(w io.Writer, st *statusAnswer, gs []groupAnswer, now time.Time)
 			seen = strconv.Itoa(*r.Nodes.Observed) + " seen"
 		}
 		cli.Fprintf(w, "%s · nodes %d (%d configured, %s)\n", line, r.Nodes.Share, r.Nodes.Configured, seen)
+	}
+	if c := st.Circuit; c != nil {
+		line := "upstream circuit " + strings.ReplaceAll(c.State, "_", "-")
+		if c.Reason != "" {
+			line += " since " + c.Since.Local().Format("15:04:05") + " (" + shortDuration(max(0, now.Sub(c.Since))) + " ago): " + c.Reason
+		}
+		cli.Fprintf(w, "%s\n", line)
 	}
 	cli.Fprintf(w, "\n")
 

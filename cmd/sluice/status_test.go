@@ -249,6 +249,38 @@ func TestStatusRedis(t *testing.T) {
 	}
 }
 
+// TestStatusCircuit: a line tells the upstream's circuit breaker: its state,
+// and once it changed, since when and why; none without a breaker.
+func TestStatusCircuit(t *testing.T) {
+	now := time.Date(2025, 3, 1, 12, 1, 0, 0, time.UTC)
+	for _, tc := range []struct{ json, want string }{
+		{`{"circuit": {"state": "open", "since": "2025-03-01T12:00:30Z", "reason": "5 failures in a row (last: connect)"}}`,
+			"upstream circuit open since " + time.Date(2025, 3, 1, 12, 0, 30, 0, time.UTC).Local().Format("15:04:05") +
+				" (30s ago): 5 failures in a row (last: connect)"},
+		{`{"circuit": {"state": "half_open", "since": "2025-03-01T12:00:59Z", "reason": "cooldown of 5s over: 3 probes let through"}}`,
+			"upstream circuit half-open since " + time.Date(2025, 3, 1, 12, 0, 59, 0, time.UTC).Local().Format("15:04:05") +
+				" (1s ago): cooldown of 5s over: 3 probes let through"},
+		{`{"circuit": {"state": "closed", "since": "2025-03-01T11:00:00Z", "reason": ""}}`, "upstream circuit closed"},
+		{`{"circuit": null}`, ""},
+	} {
+		var st statusAnswer
+		if err := json.Unmarshal([]byte(tc.json), &st); err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		printStatus(&b, &st, nil, now)
+		got := ""
+		for _, l := range strings.Split(b.String(), "\n") {
+			if strings.HasPrefix(l, "upstream circuit") {
+				got = l
+			}
+		}
+		if got != tc.want {
+			t.Errorf("%s: circuit line %q, want %q", tc.json, got, tc.want)
+		}
+	}
+}
+
 // TestStatusSources: each guarded signal's line says where it comes from,
 // or why it has no source, once.
 func TestStatusSources(t *testing.T) {

@@ -78,12 +78,15 @@ fi
 # The daemon's config: like nginx's limit_req, a per-client-address token
 # bucket that never runs dry, and a fixed concurrency limit never reached, so
 # every request pays for admission (classification, the key's bucket, a slot,
-# the outcome and latency recorded) and none is refused. The control loop runs
-# as usual; the CPU and memory targets are off, so that a busy machine sheds
-# nothing.
+# the outcome and latency recorded) and none is refused. wrk's address is a
+# trusted proxy, so that the client address is looked for in X-Forwarded-For
+# (key "ip") and the forwarding fields are extended, the costlier of the two
+# ways; paths are normalised, as always. The control loop runs as usual; the
+# CPU and memory targets are off, so that a busy machine sheds nothing.
 cat >"$dir/sluice.toml" <<EOF
 [server]
 listen = "$SLUICE_ADDR"
+trusted_proxies = ["127.0.0.1"]
 [upstream]
 url = "http://$UPSTREAM_ADDR"
 [admin]
@@ -127,7 +130,10 @@ targets=(direct nginx haproxy sluice proxy httputil)
 port=$((PORT_BASE + 85))
 if [ -n "$BASELINE" ]; then
   addr[sluice-base]=127.0.0.1:$port
-  sed -e "0,/^listen = /s|^listen = .*|listen = \"${addr[sluice-base]}\"|" "$dir/sluice.toml" >"$dir/sluice-base.toml"
+  # The same config, but for the keys a baseline from before them refuses.
+  sed -e "0,/^listen = /s|^listen = .*|listen = \"${addr[sluice-base]}\"|" "$dir/sluice.toml" |
+    if "$dir/sluice-base" check -q "$dir/sluice.toml" 2>/dev/null; then cat; else grep -v '^trusted_proxies = '; fi >"$dir/sluice-base.toml"
+  "$dir/sluice-base" check -q "$dir/sluice-base.toml"
   "$dir/sluice-base" run -config "$dir/sluice-base.toml" -log-level warn & pids+=($!)
   cand_pid[sluice-base]=${pids[-1]}
   addr[proxy-base]=127.0.0.1:$((port + 1))
