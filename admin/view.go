@@ -76,6 +76,8 @@ type targetsView struct {
 	Quantile float64  `json:"quantile"`
 	CPU      *float64 `json:"cpu"`
 	Memory   *float64 `json:"memory"`
+	// CPUPressure is the cpu_pressure target, a share of time 0–1.
+	CPUPressure *float64 `json:"cpu_pressure"`
 }
 
 type latencyView struct {
@@ -111,11 +113,12 @@ type decisionView struct {
 	Rate    float64    `json:"rate,omitempty"`
 	Changed bool       `json:"changed"`
 	Reason  string     `json:"reason"`
-	// CPU and Memory are the utilisations the law was given at that tick
-	// (null when not known): the figures its reason quotes, which the
+	// CPU, Memory and CPUPressure are the figures the law was given at
+	// that tick (null when not known): those its reason quotes, which the
 	// dashboard's cards show.
-	CPU    *float64 `json:"cpu"`
-	Memory *float64 `json:"memory"`
+	CPU         *float64 `json:"cpu"`
+	Memory      *float64 `json:"memory"`
+	CPUPressure *float64 `json:"cpu_pressure"`
 }
 
 type changeView struct {
@@ -169,13 +172,14 @@ func newGroupView(st gate.GroupStatus, c *configs.Group, keep bool) groupView {
 			ByReason: make(map[string]uint64, adaptive.NumRejections-1),
 		},
 		Decision: decisionView{
-			At:      when(st.Tick),
-			Limit:   st.Decision.Limit,
-			Rate:    st.Decision.Rate,
-			Changed: st.Decision.Changed,
-			Reason:  st.Decision.Reason.String(),
-			CPU:     knownValue(st.Sample.CPU, st.Sample.CPUKnown),
-			Memory:  knownValue(st.Sample.Memory, st.Sample.MemoryKnown),
+			At:          when(st.Tick),
+			Limit:       st.Decision.Limit,
+			Rate:        st.Decision.Rate,
+			Changed:     st.Decision.Changed,
+			Reason:      st.Decision.Reason.String(),
+			CPU:         knownValue(st.Sample.CPU, st.Sample.CPUKnown),
+			Memory:      knownValue(st.Sample.Memory, st.Sample.MemoryKnown),
+			CPUPressure: knownValue(st.Sample.CPUPressure, st.Sample.CPUPressureKnown),
 		},
 		Config: c,
 	}
@@ -188,7 +192,7 @@ func newGroupView(st gate.GroupStatus, c *configs.Group, keep bool) groupView {
 	if c != nil {
 		t := c.Targets
 		v.Targets = targetsView{Latency: positive(time.Duration(t.Latency).Seconds()), Quantile: t.Quantile,
-			CPU: positive(t.CPU), Memory: positive(t.Memory)}
+			CPU: positive(t.CPU), Memory: positive(t.Memory), CPUPressure: positive(t.CPUPressure)}
 	}
 	for r := 1; r < adaptive.NumRejections; r++ {
 		n := st.Rejected[r]

@@ -99,6 +99,15 @@ func (d *daemon) build() error {
 				"rate_from", c.RateFrom, "rate", c.Rate, "reason", c.Reason)
 			metrics.ObserveChange(c)
 		},
+		OnUnmoved: func(c gate.UnmovedChange) {
+			if added := c.Now &^ c.Before; added != 0 {
+				ctl.Warn("target ignored: cutting the limit does not move it", "group", c.Group,
+					"targets", added.String(), "reason", c.Reason)
+			}
+			if back := c.Before &^ c.Now; back != 0 {
+				ctl.Info("target acted on again", "group", c.Group, "targets", back.String())
+			}
+		},
 		OnSave: func(path string, err error) {
 			if err != nil {
 				ctl.Warn("state file not saved", "path", path, "error", err)

@@ -88,6 +88,7 @@ var guardedTargets = []struct {
 }{
 	{"cpu", func(s probe.Sources) probe.Source { return s.CPU }, func(t *configs.Targets) bool { return t.CPU > 0 }},
 	{"memory", func(s probe.Sources) probe.Source { return s.Memory }, func(t *configs.Targets) bool { return t.Memory > 0 }},
+	{"cpu_pressure", func(s probe.Sources) probe.Source { return s.CPUPressure }, func(t *configs.Targets) bool { return t.CPUPressure > 0 }},
 }
 
 // logSources logs where each guarded signal comes from, and, once for each

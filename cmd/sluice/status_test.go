@@ -96,7 +96,7 @@ func TestStatusTable(t *testing.T) {
 	if !strings.HasPrefix(lines[0], "sluice v9.9.9 · up ") || !strings.Contains(lines[0], "config sluice.toml (") || !strings.HasSuffix(lines[0], "· ready") {
 		t.Errorf("first line %q", lines[0])
 	}
-	if want := []string{"cpu unknown (no resource sampler)", "memory unknown (no resource sampler)", "cpu pressure unknown"}; !slices.Equal(lines[1:4], want) {
+	if want := []string{"cpu unknown (no resource sampler)", "memory unknown (no resource sampler)", "cpu pressure unknown (no resource sampler)"}; !slices.Equal(lines[1:4], want) {
 		t.Errorf("resources lines %q, want %q", lines[1:4], want)
 	}
 	header := lines[5]
