@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"time"
 )
 
 // GuardListener wraps a plain-text listener (TCP or unix) for the server of
@@ -61,6 +62,48 @@ type guardConn struct {
 	buf   *[]byte // the pooled buffer held began in, if any
 
 	refusedSent bool // refusedHead was read after a refused head
+
+	// Whether a read or write deadline is set. net/http's server clears the
+	// read deadline several times per request, mostly when none is set (after
+	// the head, before the background read), and the write deadline after
+	// every response; such a clear is skipped (it would cost a poller update
+	// for nothing). The mutex keeps each flag true to the deadline it
+	// stands for under concurrent setters (the server, a body's sender).
+	dlMu            sync.Mutex
+	readDL, writeDL bool
+}
+
+// SetReadDeadline is net.Conn's; a clear of no deadline does nothing.
+func (g *guardConn) SetReadDeadline(t time.Time) error {
+	g.dlMu.Lock()
+	defer g.dlMu.Unlock()
+	if t.IsZero() && !g.readDL {
+		return nil
+	}
+	g.readDL = !t.IsZero()
+	return g.Conn.SetReadDeadline(t)
+}
+
+// SetWriteDeadline is net.Conn's; a clear of no deadline does nothing.
+func (g *guardConn) SetWriteDeadline(t time.Time) error {
+	g.dlMu.Lock()
+	defer g.dlMu.Unlock()
+	if t.IsZero() && !g.writeDL {
+		return nil
+	}
+	g.writeDL = !t.IsZero()
+	return g.Conn.SetWriteDeadline(t)
+}
+
+// SetDeadline is net.Conn's, kept in step with the two above.
+func (g *guardConn) SetDeadline(t time.Time) error {
+	g.dlMu.Lock()
+	defer g.dlMu.Unlock()
+	if t.IsZero() && !g.readDL && !g.writeDL {
+		return nil
+	}
+	g.readDL, g.writeDL = !t.IsZero(), !t.IsZero()
+	return g.Conn.SetDeadline(t)
 }
 
 // headBufs hold incomplete heads; most heads arrive whole and need none.
