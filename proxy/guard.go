@@ -63,6 +63,8 @@ type guardConn struct {
 
 	refusedSent bool // refusedHead was read after a refused head
 
+	watch clientWatch // told of a failed read: the client is gone
+
 	// Whether a read or write deadline is set. net/http's server clears the
 	// read deadline several times per request, mostly when none is set (after
 	// the head, before the background read), and the write deadline after
@@ -132,12 +134,12 @@ func (g *guardConn) Read(p []byte) (int, error) {
 				g.out, g.held = g.held, nil
 				continue
 			}
-			return g.Conn.Read(p)
+			return g.read(p)
 		}
 		if len(g.held) == 0 {
 			// Most heads arrive whole: they are scanned where the server
 			// reads them, and only an unfinished one is copied aside.
-			n, err := g.Conn.Read(p)
+			n, err := g.read(p)
 			if n == 0 {
 				return 0, err
 			}
@@ -161,7 +163,7 @@ func (g *guardConn) Read(p []byte) (int, error) {
 			g.grow()
 		}
 		old := len(g.held)
-		n, err := g.Conn.Read(g.held[old:min(cap(g.held), g.limit)])
+		n, err := g.read(g.held[old:min(cap(g.held), g.limit)])
 		g.held = g.held[:old+n]
 		if n > 0 {
 			if ready := g.scan.feed(g.held, old); ready > 0 {
@@ -177,6 +179,16 @@ func (g *guardConn) Read(p []byte) (int, error) {
 			return 0, err
 		}
 	}
+}
+
+// read reads the connection; a failure other than a timeout means the client
+// is gone (see clientWatch).
+func (g *guardConn) read(p []byte) (int, error) {
+	n, err := g.Conn.Read(p)
+	if err != nil && !isTimeout(err) {
+		g.watch.clientGone()
+	}
+	return n, err
 }
 
 // hold keeps b, the start of a head.
