@@ -1,6 +1,6 @@
 package adaptive
 
-// Rejection is why the gate turned a request away: the vocabulary of DESIGN §2,
+// Rejection is why the gate turned a request away: the vocabulary of the data path (ARCHITECTURE.md),
 // shown in the Sluice-Reason header, the metrics and the admin API.
 type Rejection uint8
 

@@ -34,7 +34,11 @@ func TestMain(m *testing.M) {
 	if os.Getenv(helperEnv) == "1" {
 		os.Exit(helperProxy(os.Args[1:]))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if sluicePath != "" {
+		os.RemoveAll(filepath.Dir(sluicePath))
+	}
+	os.Exit(code)
 }
 
 // helperProxy listens on 127.0.0.1:args[0] and forwards to args[1]; it
@@ -169,7 +173,8 @@ func TestLoadScenario(t *testing.T) {
 	}
 }
 
-// sluiceBinary builds cmd/sluice once for the tests that run it, without
+// sluiceBinary builds cmd/sluice once for the tests that run it (into a
+// temporary folder TestMain removes after the tests), without
 // the race detector even under -race: the tests check the lab's handling
 // of a real daemon, not the daemon's own races (its tests do), and a race
 // build at 3×C would make the run slow on two cores.
