@@ -119,13 +119,17 @@ var (
 )
 
 // bodies holds the response body of every reason, for overload [0] and for
-// a client over its quota [1].
+// a client over its quota [1]: "service overloaded (queue_full)", "too many
+// requests (rate)", and "upstream failing (circuit_open)" for the breaker.
 var bodies = func() (b [adaptive.NumRejections][2]struct {
 	text   []byte
 	length []string
 }) {
 	for i := range b {
 		for k, lead := range [2]string{"service overloaded", "too many requests"} {
+			if adaptive.Rejection(i) == adaptive.RejectCircuitOpen && k == 0 {
+				lead = "upstream failing" // not overload: the breaker opened on its failures
+			}
 			s := lead + " (" + adaptive.Rejection(i).String() + ")\n"
 			b[i][k].text, b[i][k].length = []byte(s), one(strconv.Itoa(len(s)))
 		}
