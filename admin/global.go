@@ -7,6 +7,7 @@ import (
 
 	"github.com/sluicehq/sluice/configs"
 	"github.com/sluicehq/sluice/gate"
+	"github.com/sluicehq/sluice/limits/redis"
 )
 
 // The read-outs of global quotas (rate scope "global", kept in Redis): each
@@ -29,6 +30,38 @@ type globalView struct {
 	// that ran out of redis.timeout.
 	Errors   uint64 `json:"errors"`
 	Timeouts uint64 `json:"timeouts"`
+	// Sync is how the nodes share the quota: "exact" or "leased".
+	Sync string `json:"sync"`
+	// QuotaVersion is the version of the quota's definition in Redis in
+	// force (PATCH /v1/groups/{name}/global); 0: this node's configured
+	// quota. QuotaError says why a definition found in Redis is not applied.
+	QuotaVersion int64  `json:"quota_version"`
+	QuotaError   string `json:"quota_error,omitempty"`
+	// Lease is the leased mode's state; null with sync "exact".
+	Lease *leaseView `json:"lease"`
+}
+
+// leaseView is a leased global quota on this node.
+type leaseView struct {
+	// Bound is the over-admission bound of one key in cost units, from the
+	// quota in force: 1.5 × rate × lease_period. Outstanding is what Redis
+	// counted as leased out to all nodes together at this node's last
+	// renewals (its keys summed), Held what this node holds now, on Keys
+	// keys.
+	Bound       int64 `json:"bound"`
+	Outstanding int64 `json:"outstanding"`
+	Held        int64 `json:"held"`
+	Keys        int   `json:"keys"`
+	// Admitted and Refused are the units this node decided against its
+	// leases, locally.
+	Admitted uint64 `json:"admitted"`
+	Refused  uint64 `json:"refused"`
+	// Renewals counts the renewal calls Redis answered, RenewalErrors
+	// those that failed; LastRenewal is when the last answered one was
+	// sent (null before the first).
+	Renewals      uint64     `json:"renewals"`
+	RenewalErrors uint64     `json:"renewal_errors"`
+	LastRenewal   *time.Time `json:"last_renewal"`
 }
 
 // decisionCount splits decisions by who made them.
@@ -70,9 +103,16 @@ func newGlobalView(st gate.GroupStatus) *globalView {
 	if g == nil {
 		return nil
 	}
-	return &globalView{Mode: g.Mode.String(), Fallback: string(g.Fallback),
+	v := &globalView{Mode: g.Mode.String(), Fallback: string(g.Fallback),
 		Decisions: decisionCount{Redis: g.RedisDecisions, Fallback: g.FallbackDecisions},
-		Errors:    g.Errors, Timeouts: g.Timeouts}
+		Errors:    g.Errors, Timeouts: g.Timeouts,
+		Sync: string(g.Sync), QuotaVersion: g.QuotaVersion, QuotaError: g.QuotaError}
+	if g.Sync == redis.SyncLeased {
+		v.Lease = &leaseView{Bound: g.Bound, Outstanding: g.Outstanding, Held: g.Held, Keys: g.Leases,
+			Admitted: g.LeasedUnits, Refused: g.RefusedUnits,
+			Renewals: g.Renewals, RenewalErrors: g.RenewalErrors, LastRenewal: when(g.LastRenewal)}
+	}
+	return v
 }
 
 // newRedisView sums up the global quotas of groups; nil when none has one.
@@ -118,9 +158,26 @@ var (
 		nil, nil)
 	descRedisObserved = prometheus.NewDesc("sluice_redis_observed_nodes",
 		"sluice nodes seen alive through their heartbeats in Redis; absent before the first heartbeat.", nil, nil)
+
+	descLeaseBound = prometheus.NewDesc("sluice_redis_lease_bound_units",
+		"Over-admission bound of a leased global quota, per key, in cost units: 1.5 × rate × lease_period of the quota in force; absent with sync exact.",
+		[]string{"group"}, nil)
+	descLeaseOutstanding = prometheus.NewDesc("sluice_redis_lease_outstanding_units",
+		"Units of a leased global quota leased out to all nodes together, as Redis counted them at this node's last renewals (its keys summed): the over-admission now.",
+		[]string{"group"}, nil)
+	descLeaseHeld = prometheus.NewDesc("sluice_redis_lease_held_units",
+		"Units of a leased global quota this node holds now, to decide on locally.",
+		[]string{"group"}, nil)
+	descLeaseUnits = prometheus.NewDesc("sluice_redis_lease_decided_units_total",
+		"Units this node decided locally against its leases, by result: admitted or refused.",
+		[]string{"group", "result"}, nil)
+	descLeaseRenewals = prometheus.NewDesc("sluice_redis_lease_renewals_total",
+		"Lease renewal calls of a leased global quota, by result: ok (Redis answered) or error.",
+		[]string{"group", "result"}, nil)
 )
 
-var globalDescs = []*prometheus.Desc{descRedisUp, descRedisDecisions, descRedisErrors, descRedisNodes, descRedisObserved}
+var globalDescs = []*prometheus.Desc{descRedisUp, descRedisDecisions, descRedisErrors, descRedisNodes, descRedisObserved,
+	descLeaseBound, descLeaseOutstanding, descLeaseHeld, descLeaseUnits, descLeaseRenewals}
 
 // collectGlobal exports the global quotas of groups.
 func collectGlobal(ch chan<- prometheus.Metric, groups []gate.GroupStatus) {
@@ -149,5 +206,18 @@ func collectGlobal(ch chan<- prometheus.Metric, groups []gate.GroupStatus) {
 		counter(descRedisDecisions, g.FallbackDecisions, "fallback")
 		counter(descRedisErrors, g.Errors-min(g.Timeouts, g.Errors), "error") // read apart: a timeout may show first
 		counter(descRedisErrors, g.Timeouts, "timeout")
+		if g.Sync != redis.SyncLeased {
+			continue
+		}
+		gauge := func(d *prometheus.Desc, v int64) {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v), st.Name)
+		}
+		gauge(descLeaseBound, g.Bound)
+		gauge(descLeaseOutstanding, g.Outstanding)
+		gauge(descLeaseHeld, g.Held)
+		counter(descLeaseUnits, g.LeasedUnits, "admitted")
+		counter(descLeaseUnits, g.RefusedUnits, "refused")
+		counter(descLeaseRenewals, g.Renewals, "ok")
+		counter(descLeaseRenewals, g.RenewalErrors, "error")
 	}
 }

@@ -3,6 +3,7 @@ package gate
 import (
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/sluicehq/sluice/configs"
 	"github.com/sluicehq/sluice/limits/redis"
@@ -11,8 +12,9 @@ import (
 // RedisRate returns a Params.GlobalRate that keeps each global quota in s: a
 // limits/redis Limiter named after its group (so every node running the same
 // group shares its keys), with the group's algorithm and amounts as the quota
-// of all nodes together, and rate.max_keys bounding the keys of its local
-// fallback. The gate closes the limiter of a group that a reload replaces or
+// of all nodes together, rate.max_keys bounding the keys of its local
+// fallback, and rate.sync choosing exact decisions or leased blocks (with
+// rate.lease_period and rate.lease_expiry). The gate closes the limiter of a group that a reload replaces or
 // removes; the caller closes s after the gate has stopped, which closes the
 // limiters still running.
 func RedisRate(s *redis.Store) func(*configs.Group) (RateLimiter, error) {
@@ -48,6 +50,10 @@ func redisParams(c *configs.Group) (redis.LimiterParams, error) {
 		p.Limit, p.Window = int64(n), w
 	default:
 		return p, fmt.Errorf("algorithm %q cannot keep its state in Redis", r.Algorithm)
+	}
+	if r.Sync == configs.SyncLeased {
+		p.Sync = redis.SyncLeased
+		p.Lease = redis.LeaseParams{Period: time.Duration(r.LeasePeriod), TTL: time.Duration(r.LeaseExpiry)}
 	}
 	return p, nil
 }
