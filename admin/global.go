@@ -1,6 +1,12 @@
 package admin
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
+	"maps"
+	"net/http"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -220,4 +226,167 @@ func collectGlobal(ch chan<- prometheus.Metric, groups []gate.GroupStatus) {
 		counter(descLeaseRenewals, g.Renewals, "ok")
 		counter(descLeaseRenewals, g.RenewalErrors, "error")
 	}
+}
+
+// A global quota's definition in Redis (GET, PATCH, DELETE
+// /v1/groups/{name}/global): see the package doc, "Global quotas".
+
+// globalQuotas is the gate's access to its groups' global quotas
+// (*gate.Gate has it); a Gate without it has none to change.
+type globalQuotas interface {
+	GlobalQuota(name string) (gate.GlobalQuota, bool)
+}
+
+// quotaView is a global quota in force on this node.
+type quotaView struct {
+	Group     string `json:"group"`
+	Algorithm string `json:"algorithm"`
+	// Rate and Burst (the buckets) or Limit and Window (the windows).
+	Rate   float64          `json:"rate,omitempty"`
+	Burst  int64            `json:"burst,omitempty"`
+	Limit  int64            `json:"limit,omitempty"`
+	Window configs.Duration `json:"window,omitempty"`
+	// Version is the definition's in Redis (1, 2, ...), 0 for this node's
+	// configured quota; Source says which: "redis" or "config".
+	Version int64  `json:"version"`
+	Source  string `json:"source"`
+}
+
+func newQuotaView(name string, q redis.Quota) quotaView {
+	v := quotaView{Group: name, Algorithm: string(q.Algorithm), Rate: q.Rate, Burst: q.Burst,
+		Limit: q.Limit, Window: configs.Duration(q.Window), Version: q.Version, Source: "config"}
+	if q.Version > 0 {
+		v.Source = "redis"
+	}
+	return v
+}
+
+// globalTimeout bounds the Redis calls of one request of the global
+// quota's endpoint.
+const globalTimeout = 2 * time.Second
+
+// globalQuota returns the global quota of the request's group, or the
+// error to answer.
+func (s *Server) globalQuota(r *http.Request) (string, gate.GlobalQuota, *apiError) {
+	name := r.PathValue("name")
+	if _, ok := s.gate.Group(name); !ok {
+		return name, nil, noGroup(name)
+	}
+	gq, ok := s.gate.(globalQuotas)
+	var q gate.GlobalQuota
+	if ok {
+		q, ok = gq.GlobalQuota(name)
+	}
+	if !ok {
+		return name, nil, errorf(http.StatusConflict, "admin: group "+quoteName(name)+` has no global quota (rate scope "global" with [redis])`)
+	}
+	return name, q, nil
+}
+
+func (s *Server) getGlobal(w http.ResponseWriter, r *http.Request) {
+	name, q, aerr := s.globalQuota(r)
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	writeJSON(w, http.StatusOK, newQuotaView(name, q.Quota()))
+}
+
+// patchGlobal writes the quota's new amounts to Redis, merged onto those in
+// force, for every node.
+func (s *Server) patchGlobal(w http.ResponseWriter, r *http.Request) {
+	body, aerr := readBody(r, s.p.MaxBodyBytes)
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	name, q, aerr := s.globalQuota(r)
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	next, aerr := decodeQuota(q.Quota(), body)
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), globalTimeout)
+	defer cancel()
+	now, err := q.Define(ctx, next)
+	if err != nil {
+		writeError(w, redisError(err))
+		return
+	}
+	writeJSON(w, http.StatusOK, newQuotaView(name, now))
+}
+
+// deleteGlobal removes the quota's definition from Redis: every node goes
+// back to its own configuration.
+func (s *Server) deleteGlobal(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	name, q, aerr := s.globalQuota(r)
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), globalTimeout)
+	defer cancel()
+	now, err := q.Undefine(ctx)
+	if err != nil {
+		writeError(w, redisError(err))
+		return
+	}
+	writeJSON(w, http.StatusOK, newQuotaView(name, now))
+}
+
+// redisError is the answer to a definition Redis did not take: the
+// amounts' fault (422), or Redis's (503).
+func redisError(err error) *apiError {
+	if errors.Is(err, redis.ErrInvalidQuota) {
+		return errorf(http.StatusUnprocessableEntity, "admin: "+err.Error())
+	}
+	return errorf(http.StatusServiceUnavailable, "admin: redis did not take the change, nothing is changed: "+err.Error())
+}
+
+// decodeQuota applies a PATCH body of amounts ({"rate": 50, "burst": 10},
+// or {"limit": 600, "window": "1m"}) onto cur. Unknown fields and values of
+// the wrong type are refused by name.
+func decodeQuota(cur redis.Quota, body []byte) (redis.Quota, *apiError) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(body, &fields); err != nil {
+		return cur, errorf(http.StatusBadRequest, "admin: the body must be a JSON object of rate, burst, limit and window: "+err.Error())
+	}
+	if len(fields) == 0 {
+		return cur, errorf(http.StatusBadRequest, "admin: nothing to change: give rate and burst, or limit and window")
+	}
+	var ps []problem
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
+		raw := fields[k]
+		var err error
+		switch k {
+		case "rate":
+			err = json.Unmarshal(raw, &cur.Rate)
+		case "burst":
+			err = json.Unmarshal(raw, &cur.Burst)
+		case "limit":
+			err = json.Unmarshal(raw, &cur.Limit)
+		case "window":
+			var d configs.Duration
+			err = json.Unmarshal(raw, &d)
+			cur.Window = time.Duration(d)
+		default:
+			ps = append(ps, problem{Field: k, Error: "unknown field: a global quota's definition has rate, burst, limit and window"})
+			continue
+		}
+		if err != nil {
+			ps = append(ps, problem{Field: k, Error: "bad value " + string(raw) + ": " + err.Error()})
+		}
+	}
+	if len(ps) > 0 {
+		return cur, problems(http.StatusBadRequest, ps)
+	}
+	return cur, nil
 }

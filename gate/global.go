@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"time"
@@ -96,4 +97,27 @@ func (gr *group) closeRate() {
 	if c, ok := gr.rate.lim.(io.Closer); ok {
 		_ = c.Close()
 	}
+}
+
+// GlobalQuota is a group's global quota whose definition lives in Redis with
+// its state (*redis.Limiter): what the admin API changes on every node at
+// once. Safe for concurrent use.
+type GlobalQuota interface {
+	// Quota is the quota in force on this node.
+	Quota() redis.Quota
+	// Define writes a definition to Redis and applies it here at once.
+	Define(ctx context.Context, q redis.Quota) (redis.Quota, error)
+	// Undefine removes it: each node goes back to its configured quota.
+	Undefine(ctx context.Context) (redis.Quota, error)
+}
+
+// GlobalQuota returns the global quota of the group name; false when there
+// is no such group or its rate is not kept in Redis.
+func (g *Gate) GlobalQuota(name string) (GlobalQuota, bool) {
+	gr := g.table.Load().byName[name]
+	if gr == nil || gr.rate == nil {
+		return nil, false
+	}
+	q, ok := gr.rate.lim.(GlobalQuota)
+	return q, ok
 }
