@@ -87,18 +87,17 @@ func breakerParams(c *configs.Circuit) (proxy.BreakerParams, bool) {
 // defaults; each group's quota is mapped by gate.RedisRate.
 func storeParams(r *configs.Redis) redis.StoreParams {
 	p := redis.StoreParams{
-		Address:           r.Address,
-		ClusterAddresses:  r.ClusterAddresses,
-		SentinelAddresses: r.SentinelAddresses,
-		MasterName:        r.MasterName,
-		Username:          r.Username,
-		PasswordFile:      r.PasswordFile,
-		DB:                r.DB,
-		CAFile:            r.CAFile,
-		Timeout:           time.Duration(r.Timeout),
-		Nodes:             r.Nodes,
-		KeyPrefix:         r.KeyPrefix,
+		Address:          r.Address,
+		ClusterAddresses: r.ClusterAddresses,
+		Username:         r.Username,
+		PasswordFile:     r.PasswordFile,
+		DB:               r.DB,
+		CAFile:           r.CAFile,
+		Timeout:          time.Duration(r.Timeout),
+		Nodes:            r.Nodes,
+		KeyPrefix:        r.KeyPrefix,
 	}
+	p.SentinelAddresses, p.MasterName = r.SentinelAddresses, r.MasterName
 	if r.TLS {
 		p.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
 	}
