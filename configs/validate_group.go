@@ -276,7 +276,7 @@ func (r *Rate) check(ck *checker, p string, key KeySource) {
 		r.checkSync(ck, p)
 	} else if scopeOK {
 		const why = `with scope "local": only a global quota is shared`
-		ck.unused(join(p, "sync"), r.Sync == SyncLeased, why)
+		ck.unused(join(p, "sync"), r.Sync != "" && r.Sync != SyncExact, why)
 		ck.unused(join(p, "lease_period"), r.LeasePeriod != 0, why)
 		ck.unused(join(p, "lease_expiry"), r.LeaseExpiry != 0, why)
 	}

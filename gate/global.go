@@ -15,9 +15,9 @@ import (
 // group shares its keys), with the group's algorithm and amounts as the quota
 // of all nodes together, rate.max_keys bounding the keys of its local
 // fallback, and rate.sync choosing exact decisions or leased blocks (with
-// rate.lease_period and rate.lease_expiry). The gate closes the limiter of a group that a reload replaces or
-// removes; the caller closes s after the gate has stopped, which closes the
-// limiters still running.
+// rate.lease_period and rate.lease_expiry). The gate closes the limiter of a
+// group that a reload replaces or removes; the caller closes s after the
+// gate has stopped, which closes the limiters still running.
 func RedisRate(s *redis.Store) func(*configs.Group) (RateLimiter, error) {
 	return func(c *configs.Group) (RateLimiter, error) {
 		p, err := redisParams(c)
