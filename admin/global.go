@@ -92,6 +92,18 @@ type redisView struct {
 	Decisions decisionCount `json:"decisions"`
 	Errors    uint64        `json:"errors"`
 	Timeouts  uint64        `json:"timeouts"`
+	// Leased are the groups whose global quota is leased (sync "leased"),
+	// with their over-admission bound and the units leased out; null when
+	// none is.
+	Leased []leasedView `json:"leased"`
+}
+
+// leasedView is a leased quota's bound in /v1/status (the group's read-out
+// has the rest of its lease).
+type leasedView struct {
+	Group       string `json:"group"`
+	Bound       int64  `json:"bound"`
+	Outstanding int64  `json:"outstanding"`
 }
 
 // nodesView is how many nodes share the global quotas.
@@ -145,6 +157,9 @@ func newRedisView(groups []gate.GroupStatus, cfg *configs.Config) *redisView {
 		v.Decisions.Fallback += g.FallbackDecisions
 		v.Errors += g.Errors
 		v.Timeouts += g.Timeouts
+		if g.Sync == redis.SyncLeased {
+			v.Leased = append(v.Leased, leasedView{Group: st.Name, Bound: g.Bound, Outstanding: g.Outstanding})
+		}
 	}
 	return v
 }

@@ -226,6 +226,12 @@ func TestGlobalLeaseReadout(t *testing.T) {
 		t.Errorf("api: global = %s, want exact without a lease", mustJSON(t, a))
 	}
 
+	var sv statusView
+	if a := f.get(t, "/v1/status"); json.Unmarshal(a.body, &sv) != nil || sv.Redis == nil ||
+		mustJSON(t, sv.Redis.Leased) != mustJSON(t, []leasedView{{Group: "search", Bound: 300, Outstanding: 270}}) {
+		t.Errorf("/v1/status: want the leased quota's bound in redis.leased:\n%s", a.body)
+	}
+
 	reg := f.srv.Registry()
 	text := metricText(t, reg, "sluice_redis_lease_bound_units", "sluice_redis_lease_outstanding_units",
 		"sluice_redis_lease_held_units", "sluice_redis_lease_decided_units_total", "sluice_redis_lease_renewals_total")
