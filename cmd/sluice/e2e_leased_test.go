@@ -379,7 +379,14 @@ func TestE2ELeasedShares(t *testing.T) {
 			t.Errorf("%s admitted %.1f %% of the total, want its %.0f %% of the demand ± 5", n.name, 100*share, 100*demand[i])
 		}
 	}
-	if float64(sent) > 0.01*float64(decisions) {
+	// Whatever the load, each node calls Redis about once a renewal period
+	// (10/s) and a few times a heartbeat (1/s): at most 15/s a node.
+	if perSecond := float64(sent) / to.Sub(from).Seconds(); perSecond > 15*float64(len(nodes)) {
+		t.Errorf("the nodes called Redis %.0f times a second, want at most 15 a node", perSecond)
+	}
+	// At the full load, 6,000 decisions a second, that is under 1 % of
+	// them (the race detector's quarter of the load does not get there).
+	if !raceEnabled && float64(sent) > 0.01*float64(decisions) {
 		t.Errorf("the nodes called Redis %d times for %d decisions, want ≤ 1 %%", sent, decisions)
 	}
 }
