@@ -1,0 +1,224 @@
+package permit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/keepalive"
+
+	"github.com/sluicehq/sluice/internal/listen"
+	"github.com/sluicehq/sluice/permit/permitpb"
+)
+
+// DefaultListen is where a Server listens when ServerParams.Listen is
+// empty: a unix socket, which needs no token.
+const DefaultListen = "unix:///run/sluice/permit.sock"
+
+// ServerParams configures a Server. Service is required; the zero value of
+// every other field means its default.
+type ServerParams struct {
+	// Service is the permit service to serve.
+	Service *Service
+	// Listen is "host:port" or "unix:///path.sock". Default DefaultListen.
+	Listen string
+	// SocketMode is the file mode of a unix socket. Default 0660.
+	SocketMode fs.FileMode
+	// Token is the bearer token every call on a TCP listener must carry;
+	// NewServer and Serve refuse a TCP listener without one. A unix socket
+	// ignores it: its file mode decides who connects.
+	Token string
+	// MaxBodyBytes bounds an HTTP/JSON body. Default DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// ErrorLog receives the HTTP server's own errors (hclog's
+	// StandardLogger fits). Nil: the log package's standard logger.
+	ErrorLog *log.Logger
+}
+
+// ErrNoToken is returned by NewServer and Serve for a TCP listener without
+// a token.
+var ErrNoToken = errors.New("permit: a TCP listener needs a bearer token (permit.token_file); or listen on a unix socket, whose file mode decides who connects")
+
+// Server serves a Service over HTTP/JSON (HTTP/1.1) and gRPC (HTTP/2) on one
+// listener: a connection that opens with the HTTP/2 preface goes to gRPC,
+// any other to the JSON API. Build it with NewServer; it is safe for
+// concurrent use.
+type Server struct {
+	p     ServerParams
+	token atomic.Pointer[listen.Token]
+	reach atomic.Uint32 // listen.Reach of the listener served
+
+	http *http.Server
+	grpc *grpc.Server
+	auth grpc.UnaryServerInterceptor // the token check on TCP
+
+	mu       sync.Mutex
+	ln       net.Listener // served, nil before Serve
+	serving  bool
+	shutdown bool
+}
+
+// NewServer builds a Server for p. It does not listen: call Listen then
+// Serve.
+func NewServer(p ServerParams) (*Server, error) {
+	if p.Service == nil {
+		return nil, errors.New("permit: no service")
+	}
+	if p.Listen == "" {
+		p.Listen = DefaultListen
+	}
+	if p.MaxBodyBytes <= 0 {
+		p.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	reach, err := listen.Of(p.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("permit: %w", err)
+	}
+	if reach.TCP() && p.Token == "" {
+		return nil, fmt.Errorf("%w (listen %q)", ErrNoToken, p.Listen)
+	}
+	s := &Server{p: p}
+	tok := listen.NewToken(p.Token)
+	s.token.Store(&tok)
+	s.reach.Store(uint32(reach))
+	s.auth = listen.UnaryAuth(s.currentToken)
+	h := &handler{svc: p.Service, maxBody: p.MaxBodyBytes, authorized: s.authorizedHTTP}
+	s.http = &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    16 << 10,
+		ErrorLog:          p.ErrorLog,
+	}
+	s.grpc = grpc.NewServer(
+		grpc.MaxRecvMsgSize(int(p.MaxBodyBytes)),
+		grpc.ChainUnaryInterceptor(s.authorizeGRPC),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
+	)
+	permitpb.RegisterPermitsServer(s.grpc, &grpcService{svc: p.Service})
+	return s, nil
+}
+
+// tcp reports whether the listener served is TCP (calls need the token).
+func (s *Server) tcp() bool { return listen.Reach(s.reach.Load()).TCP() }
+
+func (s *Server) authorizedHTTP(r *http.Request) bool {
+	return !s.tcp() || s.token.Load().Matches(r.Header.Get("Authorization"))
+}
+
+func (s *Server) authorizeGRPC(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	if !s.tcp() {
+		return h(ctx, req)
+	}
+	return s.auth(ctx, req, info, h)
+}
+
+func (s *Server) currentToken() listen.Token { return *s.token.Load() }
+
+// SetToken changes the bearer token (a reload of the token file). A TCP
+// listener cannot go without one.
+func (s *Server) SetToken(tok string) error {
+	if tok == "" && s.tcp() {
+		return ErrNoToken
+	}
+	t := listen.NewToken(tok)
+	s.token.Store(&t)
+	return nil
+}
+
+// Listen opens ServerParams.Listen: a TCP address or a unix socket
+// (created with SocketMode, after removing a stale socket file that
+// nothing listens on).
+func (s *Server) Listen() (net.Listener, error) {
+	ln, err := listen.Listen(s.p.Listen, s.p.SocketMode)
+	if err != nil {
+		return nil, fmt.Errorf("permit: listen: %w", err)
+	}
+	return ln, nil
+}
+
+// Serve serves on ln until Shutdown or Close, and then returns
+// http.ErrServerClosed; or ErrNoToken (closing ln) when ln is TCP and no
+// token is set, whatever ServerParams.Listen said. It may be called once.
+func (s *Server) Serve(ln net.Listener) error {
+	reach := listen.OfAddr(ln.Addr())
+	s.mu.Lock()
+	switch {
+	case s.serving || s.shutdown:
+		s.mu.Unlock()
+		ln.Close()
+		return errors.New("permit: Serve called twice, or after Shutdown")
+	case reach.TCP() && !s.token.Load().Set():
+		s.mu.Unlock()
+		ln.Close()
+		return fmt.Errorf("%w (bound to %s)", ErrNoToken, ln.Addr())
+	}
+	s.serving, s.ln = true, ln
+	s.reach.Store(uint32(reach))
+	s.mu.Unlock()
+
+	sp := newSplit(ln)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); _ = s.http.Serve(sp.h1) }()
+	go func() { defer wg.Done(); _ = s.grpc.Serve(sp.h2) }()
+	err := sp.run()
+	wg.Wait()
+	if err != nil {
+		return fmt.Errorf("permit: accept: %w", err)
+	}
+	return http.ErrServerClosed
+}
+
+// Addr returns the address served, nil before Serve.
+func (s *Server) Addr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln == nil {
+		return nil
+	}
+	return s.ln.Addr()
+}
+
+// Shutdown stops accepting connections and waits for the calls in progress
+// (a caller waiting in a queue included) until ctx ends, then cuts the
+// rest. The permits granted stay with the Service.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.close()
+	done := make(chan struct{})
+	go func() { s.grpc.GracefulStop(); close(done) }()
+	err := s.http.Shutdown(ctx)
+	select {
+	case <-done:
+	case <-ctx.Done():
+		s.grpc.Stop()
+		<-done
+		err = ctx.Err()
+	}
+	return err
+}
+
+// Close cuts every connection at once.
+func (s *Server) Close() error {
+	s.close()
+	s.grpc.Stop()
+	return s.http.Close()
+}
+
+func (s *Server) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.shutdown = true
+	if s.ln != nil {
+		s.ln.Close()
+	}
+}
