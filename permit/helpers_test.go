@@ -2,6 +2,7 @@ package permit_test
 
 import (
 	"context"
+	"os"
 	"runtime"
 	"strconv"
 	"sync"
@@ -145,5 +146,12 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		runtime.Gosched()
+	}
+}
+
+func writeFile(t testing.TB, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -43,9 +42,9 @@ type ServerParams struct {
 	ErrorLog *log.Logger
 }
 
-// ErrNoToken is returned by NewServer and Serve for a TCP listener without
-// a token.
-var ErrNoToken = errors.New("permit: a TCP listener needs a bearer token (permit.token_file); or listen on a unix socket, whose file mode decides who connects")
+// ErrNoToken is returned by NewServer, Serve and SetToken for a TCP
+// listener without a token.
+var ErrNoToken = fmt.Errorf("permit: %w (permit.token_file)", listen.ErrNoToken)
 
 // Server serves a Service over HTTP/JSON (HTTP/1.1) and gRPC (HTTP/2) on one
 // listener: a connection that opens with the HTTP/2 preface goes to gRPC,
@@ -53,12 +52,9 @@ var ErrNoToken = errors.New("permit: a TCP listener needs a bearer token (permit
 // concurrent use.
 type Server struct {
 	p     ServerParams
-	token atomic.Pointer[listen.Token]
-	reach atomic.Uint32 // listen.Reach of the listener served
-
-	http *http.Server
-	grpc *grpc.Server
-	auth grpc.UnaryServerInterceptor // the token check on TCP
+	guard *listen.Guard
+	http  *http.Server
+	grpc  *grpc.Server
 
 	mu       sync.Mutex
 	ln       net.Listener // served, nil before Serve
@@ -78,19 +74,17 @@ func NewServer(p ServerParams) (*Server, error) {
 	if p.MaxBodyBytes <= 0 {
 		p.MaxBodyBytes = DefaultMaxBodyBytes
 	}
-	reach, err := listen.Of(p.Listen)
+	guard, err := listen.NewGuard(p.Listen, p.Token)
+	if errors.Is(err, listen.ErrNoToken) {
+		return nil, fmt.Errorf("%w (listen %q)", ErrNoToken, p.Listen)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("permit: %w", err)
 	}
-	if reach.TCP() && p.Token == "" {
-		return nil, fmt.Errorf("%w (listen %q)", ErrNoToken, p.Listen)
-	}
-	s := &Server{p: p}
-	tok := listen.NewToken(p.Token)
-	s.token.Store(&tok)
-	s.reach.Store(uint32(reach))
-	s.auth = listen.UnaryAuth(s.currentToken)
-	h := &handler{svc: p.Service, maxBody: p.MaxBodyBytes, authorized: s.authorizedHTTP}
+	s := &Server{p: p, guard: guard}
+	h := &handler{svc: p.Service, maxBody: p.MaxBodyBytes, authorized: func(r *http.Request) bool {
+		return guard.Allows(r.Header.Get("Authorization"))
+	}}
 	s.http = &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -101,37 +95,23 @@ func NewServer(p ServerParams) (*Server, error) {
 	}
 	s.grpc = grpc.NewServer(
 		grpc.MaxRecvMsgSize(int(p.MaxBodyBytes)),
-		grpc.ChainUnaryInterceptor(s.authorizeGRPC),
+		grpc.ChainUnaryInterceptor(guard.Unary),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 	)
 	permitpb.RegisterPermitsServer(s.grpc, &grpcService{svc: p.Service})
 	return s, nil
 }
 
-// tcp reports whether the listener served is TCP (calls need the token).
-func (s *Server) tcp() bool { return listen.Reach(s.reach.Load()).TCP() }
-
-func (s *Server) authorizedHTTP(r *http.Request) bool {
-	return !s.tcp() || s.token.Load().Matches(r.Header.Get("Authorization"))
-}
-
-func (s *Server) authorizeGRPC(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-	if !s.tcp() {
-		return h(ctx, req)
-	}
-	return s.auth(ctx, req, info, h)
-}
-
-func (s *Server) currentToken() listen.Token { return *s.token.Load() }
+// Handler returns the HTTP/JSON API, the token check included, for a
+// caller that serves it on a listener of its own.
+func (s *Server) Handler() http.Handler { return s.http.Handler }
 
 // SetToken changes the bearer token (a reload of the token file). A TCP
-// listener cannot go without one.
+// listener cannot go without one (ErrNoToken).
 func (s *Server) SetToken(tok string) error {
-	if tok == "" && s.tcp() {
+	if err := s.guard.SetToken(tok); err != nil {
 		return ErrNoToken
 	}
-	t := listen.NewToken(tok)
-	s.token.Store(&t)
 	return nil
 }
 
@@ -150,20 +130,18 @@ func (s *Server) Listen() (net.Listener, error) {
 // http.ErrServerClosed; or ErrNoToken (closing ln) when ln is TCP and no
 // token is set, whatever ServerParams.Listen said. It may be called once.
 func (s *Server) Serve(ln net.Listener) error {
-	reach := listen.OfAddr(ln.Addr())
 	s.mu.Lock()
-	switch {
-	case s.serving || s.shutdown:
+	if s.serving || s.shutdown {
 		s.mu.Unlock()
 		ln.Close()
 		return errors.New("permit: Serve called twice, or after Shutdown")
-	case reach.TCP() && !s.token.Load().Set():
+	}
+	if err := s.guard.Bind(ln); err != nil {
 		s.mu.Unlock()
 		ln.Close()
 		return fmt.Errorf("%w (bound to %s)", ErrNoToken, ln.Addr())
 	}
 	s.serving, s.ln = true, ln
-	s.reach.Store(uint32(reach))
 	s.mu.Unlock()
 
 	sp := newSplit(ln)

@@ -52,7 +52,9 @@ type Params struct {
 type Request struct {
 	// Group names the gate group; Key is the key within it ("" for none).
 	Group, Key string
-	// Priority is the request's level (adaptive.Default for most work).
+	// Priority is the request's level. Its zero value is adaptive.Sheddable:
+	// the transports (ParsePriority) send adaptive.Default when the caller
+	// names none.
 	Priority adaptive.Priority
 	// Cost is the units of the group's rate limit the work spends; 0 means
 	// the group's configured cost. The concurrency stage counts one slot.

@@ -257,6 +257,7 @@ name = "jobs"
   [group.queue]
   max = 4
   max_wait = "10s"
+  codel_target = "0s"
 `, permit.Params{})
 	first := e.grant(t, permit.Request{Group: "jobs"})
 	got := make(chan error, 1)
@@ -286,6 +287,7 @@ name = "jobs"
   [group.queue]
   max = 4
   max_wait = "10s"
+  codel_target = "0s"
 `, permit.Params{})
 	e.grant(t, permit.Request{Group: "jobs"})
 	ctx, cancel := context.WithCancel(context.Background())

@@ -2,6 +2,7 @@ package listen
 
 import (
 	"context"
+	"errors"
 	"net"
 	"os"
 	"path/filepath"
@@ -147,5 +148,31 @@ func TestUnaryAuth(t *testing.T) {
 		if err := call(md); status.Code(err) != codes.Unauthenticated {
 			t.Errorf("metadata %v: %v, want Unauthenticated", md, err)
 		}
+	}
+}
+
+func TestGuard(t *testing.T) {
+	if _, err := NewGuard("127.0.0.1:0", ""); !errors.Is(err, ErrNoToken) {
+		t.Fatalf("NewGuard on TCP without a token: %v", err)
+	}
+	g, err := NewGuard("unix:///run/x.sock", "")
+	if err != nil || !g.Allows("") {
+		t.Fatalf("a unix socket's guard: %v, allows %v", err, g.Allows(""))
+	}
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	defer ln.Close()
+	if err := g.Bind(ln); !errors.Is(err, ErrNoToken) {
+		t.Fatalf("Bind of TCP without a token: %v", err)
+	}
+	g, _ = NewGuard("127.0.0.1:0", "s3cret-token-0123456789")
+	if err := g.Bind(ln); err != nil || g.Allows("") || !g.Allows("Bearer s3cret-token-0123456789") {
+		t.Fatalf("TCP guard: %v", err)
+	}
+	if err := g.SetToken(""); !errors.Is(err, ErrNoToken) {
+		t.Fatalf("SetToken(\"\") on TCP: %v", err)
+	}
+	g.SetToken("another-token-0123456789")
+	if g.Allows("Bearer s3cret-token-0123456789") || !g.Allows("Bearer another-token-0123456789") {
+		t.Fatal("SetToken did not take")
 	}
 }

@@ -1,0 +1,162 @@
+package rls
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"sync"
+	"time"
+
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/keepalive"
+
+	"github.com/sluicehq/sluice/internal/listen"
+)
+
+// DefaultListen is where a Server listens when ServerParams.Listen is
+// empty: a unix socket (an Envoy cluster can reach one through a pipe
+// address), which needs no token.
+const DefaultListen = "unix:///run/sluice/rls.sock"
+
+// maxRequestBytes bounds a request: far beyond MaxDescriptors descriptors
+// of MaxEntries entries of ordinary keys and values.
+const maxRequestBytes = 256 << 10
+
+// ServerParams configures a Server. Service is required; the zero value of
+// every other field means its default.
+type ServerParams struct {
+	Service *Service
+	// Listen is "host:port" or "unix:///path.sock". Default DefaultListen.
+	Listen string
+	// SocketMode is the file mode of a unix socket. Default 0660.
+	SocketMode fs.FileMode
+	// Token is the bearer token every call on a TCP listener must carry as
+	// gRPC metadata "authorization: Bearer TOKEN" (Envoy sends it with the
+	// rate_limit_service's grpc_service.initial_metadata); NewServer and
+	// Serve refuse a TCP listener without one. A unix socket ignores it.
+	Token string
+}
+
+// ErrNoToken is returned by NewServer, Serve and SetToken for a TCP
+// listener without a token.
+var ErrNoToken = fmt.Errorf("rls: %w (rls.token_file; Envoy sends it as initial_metadata)", listen.ErrNoToken)
+
+// Server serves a Service over gRPC on one listener. Build it with
+// NewServer; it is safe for concurrent use.
+type Server struct {
+	p     ServerParams
+	guard *listen.Guard
+	grpc  *grpc.Server
+
+	mu       sync.Mutex
+	ln       net.Listener
+	serving  bool
+	shutdown bool
+}
+
+// NewServer builds a Server for p. It does not listen: call Listen then
+// Serve.
+func NewServer(p ServerParams) (*Server, error) {
+	if p.Service == nil {
+		return nil, errors.New("rls: no service")
+	}
+	if p.Listen == "" {
+		p.Listen = DefaultListen
+	}
+	guard, err := listen.NewGuard(p.Listen, p.Token)
+	if errors.Is(err, listen.ErrNoToken) {
+		return nil, fmt.Errorf("%w (listen %q)", ErrNoToken, p.Listen)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("rls: %w", err)
+	}
+	s := &Server{p: p, guard: guard}
+	s.grpc = grpc.NewServer(
+		grpc.MaxRecvMsgSize(maxRequestBytes),
+		grpc.ChainUnaryInterceptor(guard.Unary),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
+	)
+	rlsv3.RegisterRateLimitServiceServer(s.grpc, p.Service)
+	return s, nil
+}
+
+// SetToken changes the bearer token (a reload of the token file).
+func (s *Server) SetToken(tok string) error {
+	if err := s.guard.SetToken(tok); err != nil {
+		return ErrNoToken
+	}
+	return nil
+}
+
+// Listen opens ServerParams.Listen: a TCP address or a unix socket
+// (created with SocketMode, after removing a stale socket file).
+func (s *Server) Listen() (net.Listener, error) {
+	ln, err := listen.Listen(s.p.Listen, s.p.SocketMode)
+	if err != nil {
+		return nil, fmt.Errorf("rls: listen: %w", err)
+	}
+	return ln, nil
+}
+
+// Serve serves on ln until Shutdown or Close, then returns
+// grpc.ErrServerStopped; or ErrNoToken (closing ln) when ln is TCP and no
+// token is set. It may be called once.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.serving || s.shutdown {
+		s.mu.Unlock()
+		ln.Close()
+		return errors.New("rls: Serve called twice, or after Shutdown")
+	}
+	if err := s.guard.Bind(ln); err != nil {
+		s.mu.Unlock()
+		ln.Close()
+		return fmt.Errorf("%w (bound to %s)", ErrNoToken, ln.Addr())
+	}
+	s.serving, s.ln = true, ln
+	s.mu.Unlock()
+	if err := s.grpc.Serve(ln); err != nil {
+		return err
+	}
+	return grpc.ErrServerStopped
+}
+
+// Addr returns the address served, nil before Serve.
+func (s *Server) Addr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln == nil {
+		return nil
+	}
+	return s.ln.Addr()
+}
+
+// Shutdown stops accepting calls and waits for those in progress until ctx
+// ends, then cuts the rest.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.shutdown = true
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() { s.grpc.GracefulStop(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		s.grpc.Stop()
+		<-done
+		return ctx.Err()
+	}
+}
+
+// Close cuts every connection at once.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	s.shutdown = true
+	s.mu.Unlock()
+	s.grpc.Stop()
+	return nil
+}
