@@ -4,14 +4,19 @@ import (
 	"context"
 	"runtime"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/sluicehq/sluice/configs"
 	"github.com/sluicehq/sluice/gate"
 	"github.com/sluicehq/sluice/permit"
 	"github.com/sluicehq/sluice/permit/permitclient"
+	"github.com/sluicehq/sluice/permit/permitpb"
 )
 
 // benchGroups has room for every benchmark client: no refusals, no queue.
@@ -70,25 +75,74 @@ func BenchmarkGrantParallel(b *testing.B) {
 	})
 }
 
-// BenchmarkRoundTrip is one client's Acquire then Done, one after the
-// other, over a real socket: each iteration is two calls. It reports the
+// variants are the ways a client takes and releases a permit: permitclient
+// over gRPC (its Session streams) and over HTTP/JSON, and the unary gRPC
+// calls as another language's client would make them.
+var variants = []string{"grpc", "grpc-unary", "http"}
+
+// roundTripper returns one client of s, with a connection of its own, as a
+// function that takes a permit and releases it.
+func roundTripper(b *testing.B, s *served, variant string) func(ctx context.Context) error {
+	switch variant {
+	case "grpc", "http":
+		tr := permitclient.GRPC
+		if variant == "http" {
+			tr = permitclient.HTTP
+		}
+		c := s.client(b, tr)
+		r := permitclient.Request{Group: "jobs"}
+		return func(ctx context.Context) error {
+			p, err := c.Acquire(ctx, r)
+			if err != nil {
+				return err
+			}
+			return p.DoneAfter(permitclient.Success, time.Millisecond)
+		}
+	}
+	target, opts := s.addr, []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+	if !strings.HasPrefix(target, "unix://") {
+		target = "passthrough:///" + target
+		opts = append(opts, grpc.WithPerRPCCredentials(tokenCreds(testToken)))
+	}
+	conn, err := grpc.NewClient(target, opts...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { conn.Close() })
+	c := permitpb.NewPermitsClient(conn)
+	req := &permitpb.AcquireRequest{Group: "jobs"}
+	lat := 1.0
+	return func(ctx context.Context) error {
+		a, err := c.Acquire(ctx, req)
+		if err != nil {
+			return err
+		}
+		_, err = c.Release(ctx, &permitpb.ReleaseRequest{Id: a.GetGrant().GetId(), Outcome: permitpb.Outcome_SUCCESS, LatencyMs: &lat})
+		return err
+	}
+}
+
+// tokenCreds sends the bearer token with every call.
+type tokenCreds string
+
+func (t tokenCreds) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return map[string]string{"authorization": "Bearer " + string(t)}, nil
+}
+func (tokenCreds) RequireTransportSecurity() bool { return false }
+
+// BenchmarkRoundTrip is one client taking a permit and releasing it, one
+// after the other, over a real socket: two calls each. It reports the
 // round trip's p50 and p99 (µs).
 func BenchmarkRoundTrip(b *testing.B) {
 	for _, n := range networks {
-		for _, tr := range transports {
-			b.Run(n+"/"+tr.name, func(b *testing.B) {
-				s := serve(b, benchService(b), n)
-				c := s.client(b, tr.tr)
+		for _, v := range variants {
+			b.Run(n+"/"+v, func(b *testing.B) {
+				rt := roundTripper(b, serve(b, benchService(b), n), v)
 				ctx := context.Background()
-				r := permitclient.Request{Group: "jobs"}
 				lats := make([]time.Duration, 0, 1<<16)
 				for b.Loop() {
 					t := time.Now()
-					p, err := c.Acquire(ctx, r)
-					if err != nil {
-						b.Fatal(err)
-					}
-					if err := p.DoneAfter(permitclient.Success, time.Millisecond); err != nil {
+					if err := rt(ctx); err != nil {
 						b.Fatal(err)
 					}
 					lats = append(lats, time.Since(t))
@@ -99,32 +153,26 @@ func BenchmarkRoundTrip(b *testing.B) {
 	}
 }
 
-// BenchmarkRoundTrip64 is 64 clients, each with connections of its own,
+// BenchmarkRoundTrip64 is 64 clients, each with a connection of its own,
 // taking and releasing permits as fast as they can. It reports permits/s.
 func BenchmarkRoundTrip64(b *testing.B) {
 	const clients = 64
 	for _, n := range networks {
-		for _, tr := range transports {
-			b.Run(n+"/"+tr.name, func(b *testing.B) {
+		for _, v := range variants {
+			b.Run(n+"/"+v, func(b *testing.B) {
 				s := serve(b, benchService(b), n)
-				cs := make([]*permitclient.Client, clients)
-				for i := range cs {
-					cs[i] = s.client(b, tr.tr)
+				rts := make([]func(context.Context) error, clients)
+				for i := range rts {
+					rts[i] = roundTripper(b, s, v)
 				}
 				var next atomic.Int32
 				b.SetParallelism((clients + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
 				start := time.Now()
 				b.RunParallel(func(pb *testing.PB) {
-					c := cs[int(next.Add(1)-1)%clients]
+					rt := rts[int(next.Add(1)-1)%clients]
 					ctx := context.Background()
-					r := permitclient.Request{Group: "jobs"}
 					for pb.Next() {
-						p, err := c.Acquire(ctx, r)
-						if err != nil {
-							b.Error(err)
-							return
-						}
-						if err := p.DoneAfter(permitclient.Success, time.Millisecond); err != nil {
+						if err := rt(ctx); err != nil {
 							b.Error(err)
 							return
 						}

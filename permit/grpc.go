@@ -3,21 +3,29 @@ package permit
 import (
 	"context"
 	"errors"
+	"io"
 	"math"
 	"net/http"
+	"sync"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/sluicehq/sluice/gate"
+	"github.com/sluicehq/sluice/internal/listen"
 	"github.com/sluicehq/sluice/permit/permitpb"
 )
 
 // grpcService is the gRPC API of a Service (permitpb.PermitsServer).
 type grpcService struct {
 	permitpb.UnimplementedPermitsServer
-	svc *Service
+	svc   *Service
+	drain *drain
+	// authorized checks a Session call's token (the stream's metadata)
+	// against the token in force.
+	authorized func(ctx context.Context) bool
 }
 
 // outcomes maps the wire's outcomes to the gate's.
@@ -76,6 +84,77 @@ func (g *grpcService) Release(_ context.Context, in *permitpb.ReleaseRequest) (*
 		return nil, status.Errorf(codes.NotFound, "permit: no permit %s", ID(in.GetId()))
 	}
 	return &permitpb.ReleaseResponse{Result: results[res]}, nil
+}
+
+// Session serves Acquire and Release calls on one stream, one after the
+// other, as the unary calls serve them. Its calls run on a goroutine of
+// their own, so that a shutdown ends an idle session at once and a busy one
+// after its call (which may wait in a queue); the token of a TCP listener is
+// checked on every call, so that a new token shuts out old sessions.
+func (g *grpcService) Session(st grpc.BidiStreamingServer[permitpb.SessionRequest, permitpb.SessionResponse]) error {
+	var (
+		mu    sync.Mutex // held while a call is served; ended is set under it
+		ended bool
+		done  = make(chan error, 1)
+	)
+	go func() { done <- g.session(st, &mu, &ended) }()
+	select {
+	case err := <-done:
+		return err
+	case <-g.drain.stop:
+		mu.Lock()
+		ended = true // the stream is no longer the goroutine's to use
+		mu.Unlock()
+		return errDraining
+	}
+}
+
+func (g *grpcService) session(st grpc.BidiStreamingServer[permitpb.SessionRequest, permitpb.SessionResponse], mu *sync.Mutex, ended *bool) error {
+	ctx := st.Context()
+	for {
+		in, err := st.Recv()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		if *ended {
+			mu.Unlock()
+			return errDraining
+		}
+		out := &permitpb.SessionResponse{}
+		if !g.authorized(ctx) {
+			in.Call = nil
+			err = listen.ErrUnauthenticated
+		}
+		switch c := in.GetCall().(type) {
+		case nil:
+			if err == nil {
+				err = status.Error(codes.InvalidArgument, "permit: a session request is an acquire or a release")
+			}
+		case *permitpb.SessionRequest_Acquire:
+			var resp *permitpb.AcquireResponse
+			if resp, err = g.Acquire(ctx, c.Acquire); err == nil {
+				out.Answer = &permitpb.SessionResponse_Acquire{Acquire: resp}
+			}
+		case *permitpb.SessionRequest_Release:
+			var resp *permitpb.ReleaseResponse
+			if resp, err = g.Release(ctx, c.Release); err == nil {
+				out.Answer = &permitpb.SessionResponse_Release{Release: resp}
+			}
+		}
+		if err != nil {
+			s := status.Convert(err)
+			out.Answer = &permitpb.SessionResponse_Error{Error: &permitpb.Error{Code: uint32(s.Code()), Message: s.Message()}}
+		}
+		err = st.Send(out)
+		mu.Unlock()
+		if err != nil {
+			return err
+		}
+	}
 }
 
 // grpcError maps an error of Acquire or Release to its gRPC status.

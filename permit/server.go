@@ -55,6 +55,7 @@ type Server struct {
 	guard *listen.Guard
 	http  *http.Server
 	grpc  *grpc.Server
+	drain *drain // tells the Session streams to end
 
 	mu       sync.Mutex
 	ln       net.Listener // served, nil before Serve
@@ -81,7 +82,7 @@ func NewServer(p ServerParams) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("permit: %w", err)
 	}
-	s := &Server{p: p, guard: guard}
+	s := &Server{p: p, guard: guard, drain: newDrain()}
 	h := &handler{svc: p.Service, maxBody: p.MaxBodyBytes, authorized: func(r *http.Request) bool {
 		return guard.Allows(r.Header.Get("Authorization"))
 	}}
@@ -96,9 +97,10 @@ func NewServer(p ServerParams) (*Server, error) {
 	s.grpc = grpc.NewServer(
 		grpc.MaxRecvMsgSize(int(p.MaxBodyBytes)),
 		grpc.ChainUnaryInterceptor(guard.Unary),
+		grpc.ChainStreamInterceptor(guard.Stream),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 	)
-	permitpb.RegisterPermitsServer(s.grpc, &grpcService{svc: p.Service})
+	permitpb.RegisterPermitsServer(s.grpc, &grpcService{svc: p.Service, drain: s.drain, authorized: guard.AllowsContext})
 	return s, nil
 }
 
@@ -127,14 +129,19 @@ func (s *Server) Listen() (net.Listener, error) {
 }
 
 // Serve serves on ln until Shutdown or Close, and then returns
-// http.ErrServerClosed; or ErrNoToken (closing ln) when ln is TCP and no
+// http.ErrServerClosed (at once after them); or ErrNoToken (closing ln) when ln is TCP and no
 // token is set, whatever ServerParams.Listen said. It may be called once.
 func (s *Server) Serve(ln net.Listener) error {
 	s.mu.Lock()
-	if s.serving || s.shutdown {
+	switch {
+	case s.shutdown:
 		s.mu.Unlock()
 		ln.Close()
-		return errors.New("permit: Serve called twice, or after Shutdown")
+		return http.ErrServerClosed
+	case s.serving:
+		s.mu.Unlock()
+		ln.Close()
+		return errors.New("permit: Serve called twice")
 	}
 	if err := s.guard.Bind(ln); err != nil {
 		s.mu.Unlock()
@@ -167,11 +174,13 @@ func (s *Server) Addr() net.Addr {
 	return s.ln.Addr()
 }
 
-// Shutdown stops accepting connections and waits for the calls in progress
-// (a caller waiting in a queue included) until ctx ends, then cuts the
-// rest. The permits granted stay with the Service.
+// Shutdown stops accepting connections and calls, waits for the calls in
+// progress (a caller waiting in a queue included; a Session stream ends
+// after its call, an idle one at once) until ctx ends, then cuts the rest.
+// The permits granted stay with the Service.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.close()
+	s.drain.start()
 	done := make(chan struct{})
 	go func() { s.grpc.GracefulStop(); close(done) }()
 	err := s.http.Shutdown(ctx)
@@ -188,6 +197,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // Close cuts every connection at once.
 func (s *Server) Close() error {
 	s.close()
+	s.drain.start()
 	s.grpc.Stop()
 	return s.http.Close()
 }

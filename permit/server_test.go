@@ -489,3 +489,179 @@ name = "jobs"
 		t.Fatalf("Shutdown: %v", err)
 	}
 }
+
+// TestCallerGivesUpWhileQueued: a caller whose context ends while it waits
+// in the queue leaves it (the gate counts it canceled, not refused), gets
+// its context's error, and the client goes on working.
+func TestCallerGivesUpWhileQueued(t *testing.T) {
+	eachWay(t, func(t *testing.T, network string, tr permitclient.Transport) {
+		e := newEnv(t, `
+[[group]]
+name = "jobs"
+  [group.concurrency]
+  law = "fixed"
+  limit = 1
+  [group.queue]
+  max = 4
+  max_wait = "30s"
+  codel_target = "0s"
+`, permit.Params{})
+		s := serve(t, e.svc, network)
+		c := s.client(t, tr)
+		first, err := c.Acquire(context.Background(), permitclient.Request{Group: "jobs"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		got := make(chan error, 1)
+		go func() {
+			_, err := c.Acquire(ctx, permitclient.Request{Group: "jobs"})
+			got <- err
+		}()
+		waitFor(t, "the second call to queue", func() bool { st, _ := e.gate.Group("jobs"); return st.Queued == 1 })
+		cancel()
+		if err := <-got; !errors.Is(err, context.Canceled) && status.Code(err) != codes.Canceled {
+			t.Fatalf("Acquire cancelled while queued: %v, want its context's error", err)
+		}
+		waitFor(t, "the service to see the caller gone", func() bool {
+			st, _ := e.gate.Group("jobs")
+			return st.Queued == 0 && st.Canceled == 1
+		})
+		if err := first.Done(permitclient.Success); err != nil {
+			t.Fatal(err)
+		}
+		p, err := c.Acquire(context.Background(), permitclient.Request{Group: "jobs"})
+		if err != nil {
+			t.Fatalf("Acquire after a cancelled one: %v", err)
+		}
+		p.Done(permitclient.Success)
+		if n := e.inFlight(t, "jobs"); n != 0 {
+			t.Fatalf("in flight %d", n)
+		}
+	})
+}
+
+// TestSessionTakesTheDeadlineAsItsWait: a stream carries no deadline per
+// message, so the client sends the time left as the wait.
+func TestSessionTakesTheDeadlineAsItsWait(t *testing.T) {
+	e := newEnv(t, `
+[[group]]
+name = "jobs"
+  [group.concurrency]
+  law = "fixed"
+  limit = 1
+  [group.queue]
+  max = 4
+  max_wait = "30s"
+  codel_target = "0s"
+`, permit.Params{})
+	s := serve(t, e.svc, "unix")
+	c := s.client(t, permitclient.GRPC)
+	if _, err := c.Acquire(context.Background(), permitclient.Request{Group: "jobs"}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err := c.Acquire(ctx, permitclient.Request{Group: "jobs"})
+	var ref *permitclient.RefusedError
+	if errors.As(err, &ref) {
+		if ref.Reason != "queue_timeout" {
+			t.Fatalf("refusal %v, want queue_timeout", ref)
+		}
+	} else if status.Code(err) != codes.DeadlineExceeded {
+		t.Fatalf("Acquire with a deadline: %v, want a queue_timeout refusal or DeadlineExceeded", err)
+	}
+	waitFor(t, "the queue to empty", func() bool { st, _ := e.gate.Group("jobs"); return st.Queued == 0 })
+}
+
+// TestSessionRefusesABadCall: a Session message that is neither an acquire
+// nor a release is an error answer; the stream goes on.
+func TestSessionRefusesABadCall(t *testing.T) {
+	e := newEnv(t, jobs(1), permit.Params{})
+	s := serve(t, e.svc, "unix")
+	conn, err := grpc.NewClient(s.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	st, err := permitpb.NewPermitsClient(conn).Session(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, req := range []*permitpb.SessionRequest{{}, {Call: &permitpb.SessionRequest_Acquire{Acquire: &permitpb.AcquireRequest{Group: "jobs"}}}} {
+		if err := st.Send(req); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := st.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if req.Call == nil && codes.Code(resp.GetError().GetCode()) != codes.InvalidArgument {
+			t.Fatalf("an empty session request: %v, want an InvalidArgument answer", resp)
+		}
+		if req.Call != nil && resp.GetAcquire().GetGrant() == nil {
+			t.Fatalf("acquire after it: %v", resp)
+		}
+	}
+	st.CloseSend()
+}
+
+// TestUnaryGRPC drives the unary calls, as a client of another language
+// would.
+func TestUnaryGRPC(t *testing.T) {
+	e := newEnv(t, jobs(1), permit.Params{Leases: permit.Leases{Default: 5 * time.Second}})
+	s := serve(t, e.svc, "unix")
+	conn, err := grpc.NewClient(s.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	c := permitpb.NewPermitsClient(conn)
+	ctx := context.Background()
+	a, err := c.Acquire(ctx, &permitpb.AcquireRequest{Group: "jobs", Priority: "sheddable"})
+	if err != nil || a.GetGrant().GetLeaseMs() != 5000 || a.GetGrant().GetGroup() != "jobs" {
+		t.Fatalf("Acquire: %v %v", a, err)
+	}
+	ref, err := c.Acquire(ctx, &permitpb.AcquireRequest{Group: "jobs"})
+	if err != nil || ref.GetRefusal().GetReason() != "concurrency" || ref.GetRefusal().GetStatus() != 503 || ref.GetRefusal().GetRetryAfterS() < 1 {
+		t.Fatalf("second Acquire: %v %v, want a concurrency refusal", ref, err)
+	}
+	id := a.GetGrant().GetId()
+	lat := 2.5
+	for _, want := range []permitpb.ReleaseResult{permitpb.ReleaseResult_RELEASED, permitpb.ReleaseResult_ALREADY_RELEASED} {
+		r, err := c.Release(ctx, &permitpb.ReleaseRequest{Id: id, Outcome: permitpb.Outcome_SUCCESS, LatencyMs: &lat})
+		if err != nil || r.GetResult() != want {
+			t.Fatalf("Release: %v %v, want %v", r, err, want)
+		}
+	}
+	if got := e.obs.latencies(); len(got) != 1 || got[0] != 2500*time.Microsecond {
+		t.Fatalf("latencies %v, want [2.5ms]", got)
+	}
+	for _, c2 := range []struct {
+		req  *permitpb.ReleaseRequest
+		code codes.Code
+	}{
+		{&permitpb.ReleaseRequest{Id: id ^ 1<<40, Outcome: permitpb.Outcome_SUCCESS}, codes.NotFound},
+		{&permitpb.ReleaseRequest{Id: id}, codes.InvalidArgument},
+		{&permitpb.ReleaseRequest{Id: id, Outcome: permitpb.Outcome_DROPPED, LatencyMs: ptr(-1.0)}, codes.InvalidArgument},
+	} {
+		if _, err := c.Release(ctx, c2.req); status.Code(err) != c2.code {
+			t.Errorf("Release(%v): %v, want %v", c2.req, err, c2.code)
+		}
+	}
+	for _, c2 := range []struct {
+		req  *permitpb.AcquireRequest
+		code codes.Code
+	}{
+		{&permitpb.AcquireRequest{}, codes.InvalidArgument},
+		{&permitpb.AcquireRequest{Group: "nope"}, codes.NotFound},
+		{&permitpb.AcquireRequest{Group: "jobs", Priority: "9"}, codes.InvalidArgument},
+		{&permitpb.AcquireRequest{Group: "jobs", WaitMs: 1 << 31}, codes.InvalidArgument},
+	} {
+		if _, err := c.Acquire(ctx, c2.req); status.Code(err) != c2.code {
+			t.Errorf("Acquire(%v): %v, want %v", c2.req, err, c2.code)
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -102,14 +102,19 @@ func (s *Server) Listen() (net.Listener, error) {
 }
 
 // Serve serves on ln until Shutdown or Close, then returns
-// grpc.ErrServerStopped; or ErrNoToken (closing ln) when ln is TCP and no
-// token is set. It may be called once.
+// grpc.ErrServerStopped (at once after them); or ErrNoToken (closing ln)
+// when ln is TCP and no token is set. It may be called once.
 func (s *Server) Serve(ln net.Listener) error {
 	s.mu.Lock()
-	if s.serving || s.shutdown {
+	switch {
+	case s.shutdown:
 		s.mu.Unlock()
 		ln.Close()
-		return errors.New("rls: Serve called twice, or after Shutdown")
+		return grpc.ErrServerStopped
+	case s.serving:
+		s.mu.Unlock()
+		ln.Close()
+		return errors.New("rls: Serve called twice")
 	}
 	if err := s.guard.Bind(ln); err != nil {
 		s.mu.Unlock()

@@ -176,13 +176,19 @@ func TestManyConcurrentCallersKeepTheQuota(t *testing.T) {
 
 func TestShutdownEndsServe(t *testing.T) {
 	e := newEnv(t, edgeGroups, rls.Params{Mapping: edgeMapping})
-	_, _, srv := serve(t, e.svc, "unix")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(ctx); err != nil {
+	c, ctx, srv := serve(t, e.svc, "unix")
+	if _, err := c.ShouldRateLimit(ctx, request("edge", 0, desc("remote_address", "x"))); err != nil {
 		t.Fatal(err)
 	}
 	if srv.Addr() == nil || !strings.HasSuffix(srv.Addr().String(), "rls.sock") {
 		t.Fatalf("Addr %v", srv.Addr())
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ShouldRateLimit(ctx, request("edge", 0, desc("remote_address", "x"))); status.Code(err) != codes.Unavailable {
+		t.Fatalf("a call after Shutdown: %v, want Unavailable", err)
 	}
 }

@@ -79,3 +79,18 @@ func (g *Guard) Unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, 
 	}
 	return g.unary(ctx, req, info, h)
 }
+
+// Stream is Unary for streaming calls: the token is checked once, when the
+// stream opens.
+func (g *Guard) Stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+	if g.tcp() && !authorized(ss.Context(), *g.token.Load()) {
+		return ErrUnauthenticated
+	}
+	return h(srv, ss)
+}
+
+// AllowsContext is Allows for a gRPC call: the "authorization" metadata
+// of ctx (a stream's, for each of its messages).
+func (g *Guard) AllowsContext(ctx context.Context) bool {
+	return !g.tcp() || authorized(ctx, *g.token.Load())
+}

@@ -17,8 +17,9 @@
 // A permit must be released before its lease (Permit.Lease, from the
 // grant) ends; otherwise the service counts it as dropped and frees its
 // slot, and Done returns ErrExpired. The client speaks gRPC (the default)
-// or HTTP/JSON, over a unix socket or TCP (which needs the token). A Client
-// is safe for concurrent use; share one per process.
+// (its Session streams, one call at a time on each, from a pool) or
+// HTTP/JSON, over a unix socket or TCP (which needs the token). A Client is
+// safe for concurrent use; share one per process.
 package permitclient
 
 import (
@@ -49,8 +50,9 @@ type Options struct {
 	Transport Transport
 	// DialTimeout bounds a connection's setup. Default 5s.
 	DialTimeout time.Duration
-	// MaxConns bounds the HTTP transport's connections (each carries one
-	// call at a time). Default 256. gRPC multiplexes calls on one.
+	// MaxConns bounds the connections the HTTP transport keeps (each
+	// carries one call at a time), and the idle streams the gRPC transport
+	// keeps on its one connection. Default 256.
 	MaxConns int
 }
 

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -15,9 +17,27 @@ import (
 	"github.com/sluicehq/sluice/permit/permitpb"
 )
 
+// grpcTransport makes its calls on Session streams, one call at a time per
+// stream, from a pool of idle ones: a call costs two messages on an open
+// stream rather than a call's setup.
 type grpcTransport struct {
-	conn *grpc.ClientConn
-	c    permitpb.PermitsClient
+	conn    *grpc.ClientConn
+	c       permitpb.PermitsClient
+	maxIdle int
+
+	mu     sync.Mutex
+	idle   []*session
+	closed bool
+}
+
+type session struct {
+	st     grpc.BidiStreamingClient[permitpb.SessionRequest, permitpb.SessionResponse]
+	cancel context.CancelFunc
+}
+
+func (s *session) close() {
+	_ = s.st.CloseSend()
+	s.cancel()
 }
 
 // bearer sends the token with every call.
@@ -48,22 +68,112 @@ func newGRPC(network, address string, o Options) (transport, error) {
 	if err != nil {
 		return nil, fmt.Errorf("permitclient: %w", err)
 	}
-	return &grpcTransport{conn: conn, c: permitpb.NewPermitsClient(conn)}, nil
+	return &grpcTransport{conn: conn, c: permitpb.NewPermitsClient(conn), maxIdle: o.MaxConns}, nil
+}
+
+// get returns an idle session, or opens one (reused = false).
+func (t *grpcTransport) get() (s *session, reused bool, err error) {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return nil, false, status.Error(codes.Canceled, "permitclient: client closed")
+	}
+	if n := len(t.idle); n > 0 {
+		s = t.idle[n-1]
+		t.idle = t.idle[:n-1]
+		t.mu.Unlock()
+		return s, true, nil
+	}
+	t.mu.Unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	st, err := t.c.Session(ctx)
+	if err != nil {
+		cancel()
+		return nil, false, err
+	}
+	return &session{st: st, cancel: cancel}, false, nil
+}
+
+func (t *grpcTransport) put(s *session) {
+	t.mu.Lock()
+	if t.closed || len(t.idle) >= t.maxIdle {
+		t.mu.Unlock()
+		s.close()
+		return
+	}
+	t.idle = append(t.idle, s)
+	t.mu.Unlock()
+}
+
+// call sends req on a session and reads its answer. A call whose ctx ends
+// meanwhile cancels its stream (the service then stops waiting for it) and
+// returns ctx's status. A stream found broken when reused (the service
+// restarted) is replaced once.
+func (t *grpcTransport) call(ctx context.Context, req *permitpb.SessionRequest) (*permitpb.SessionResponse, error) {
+	for attempt := 0; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return nil, status.FromContextError(err).Err()
+		}
+		s, reused, err := t.get()
+		if err != nil {
+			return nil, err
+		}
+		var stop func() bool
+		if ctx.Done() != nil {
+			stop = context.AfterFunc(ctx, s.cancel)
+		}
+		err = s.st.Send(req)
+		var resp *permitpb.SessionResponse
+		if err == nil || err == io.EOF { // io.EOF: the stream ended; Recv says why
+			resp, err = s.st.Recv()
+		}
+		if stop != nil && !stop() {
+			s.close() // ctx ended: the stream is cancelled
+			if err != nil {
+				return nil, status.FromContextError(ctx.Err()).Err()
+			}
+			return resp, nil
+		}
+		if err != nil {
+			s.close()
+			if reused && attempt == 0 {
+				continue
+			}
+			return nil, err
+		}
+		t.put(s)
+		if e := resp.GetError(); e != nil {
+			return nil, status.Error(codes.Code(e.GetCode()), e.GetMessage())
+		}
+		return resp, nil
+	}
 }
 
 func (t *grpcTransport) acquire(ctx context.Context, r Request) (grant, error) {
-	resp, err := t.c.Acquire(ctx, &permitpb.AcquireRequest{
-		Group: r.Group, Key: r.Key, Priority: r.Priority, Cost: r.Cost, WaitMs: uint32(r.Wait.Milliseconds()),
-	})
+	wait := r.Wait
+	if dl, ok := ctx.Deadline(); ok {
+		// A stream carries no deadline per message: the wait does.
+		left := time.Until(dl)
+		if left < time.Millisecond {
+			return grant{}, status.Error(codes.DeadlineExceeded, context.DeadlineExceeded.Error())
+		}
+		if wait == 0 || left < wait {
+			wait = left
+		}
+	}
+	resp, err := t.call(ctx, &permitpb.SessionRequest{Call: &permitpb.SessionRequest_Acquire{Acquire: &permitpb.AcquireRequest{
+		Group: r.Group, Key: r.Key, Priority: r.Priority, Cost: r.Cost, WaitMs: uint32(wait.Milliseconds()),
+	}}})
 	if err != nil {
 		return grant{}, err
 	}
-	if ref := resp.GetRefusal(); ref != nil {
+	a := resp.GetAcquire()
+	if ref := a.GetRefusal(); ref != nil {
 		return grant{}, &RefusedError{Group: ref.GetGroup(), Reason: ref.GetReason(), Status: int(ref.GetStatus()),
-			RetryAfter:      time.Duration(ref.GetRetryAfterS()) * time.Second,
+			RetryAfter: time.Duration(ref.GetRetryAfterS()) * time.Second,
 			RateLimitPolicy: ref.GetRatelimitPolicy(), RateLimit: ref.GetRatelimit()}
 	}
-	g := resp.GetGrant()
+	g := a.GetGrant()
 	if g == nil {
 		return grant{}, errors.New("permitclient: the service answered neither a grant nor a refusal")
 	}
@@ -74,17 +184,29 @@ var wireOutcomes = [...]permitpb.Outcome{Success: permitpb.Outcome_SUCCESS, Drop
 
 func (t *grpcTransport) release(ctx context.Context, id uint64, o Outcome, latency time.Duration) error {
 	ms := float64(latency) / float64(time.Millisecond)
-	resp, err := t.c.Release(ctx, &permitpb.ReleaseRequest{Id: id, Outcome: wireOutcomes[o], LatencyMs: &ms})
+	resp, err := t.call(ctx, &permitpb.SessionRequest{Call: &permitpb.SessionRequest_Release{Release: &permitpb.ReleaseRequest{
+		Id: id, Outcome: wireOutcomes[o], LatencyMs: &ms,
+	}}})
 	if status.Code(err) == codes.NotFound {
 		return fmt.Errorf("%w: %v", ErrUnknown, status.Convert(err).Message())
 	}
 	if err != nil {
 		return err
 	}
-	if resp.GetResult() == permitpb.ReleaseResult_EXPIRED {
+	if resp.GetRelease().GetResult() == permitpb.ReleaseResult_EXPIRED {
 		return ErrExpired
 	}
 	return nil
 }
 
-func (t *grpcTransport) close() error { return t.conn.Close() }
+func (t *grpcTransport) close() error {
+	t.mu.Lock()
+	t.closed = true
+	idle := t.idle
+	t.idle = nil
+	t.mu.Unlock()
+	for _, s := range idle {
+		s.close()
+	}
+	return t.conn.Close()
+}

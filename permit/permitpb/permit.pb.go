@@ -565,6 +565,240 @@ func (x *ReleaseResponse) GetResult() ReleaseResult {
 	return ReleaseResult_RELEASE_RESULT_UNSPECIFIED
 }
 
+type SessionRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Call:
+	//
+	//	*SessionRequest_Acquire
+	//	*SessionRequest_Release
+	Call          isSessionRequest_Call `protobuf_oneof:"call"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionRequest) Reset() {
+	*x = SessionRequest{}
+	mi := &file_permit_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionRequest) ProtoMessage() {}
+
+func (x *SessionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_permit_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionRequest.ProtoReflect.Descriptor instead.
+func (*SessionRequest) Descriptor() ([]byte, []int) {
+	return file_permit_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *SessionRequest) GetCall() isSessionRequest_Call {
+	if x != nil {
+		return x.Call
+	}
+	return nil
+}
+
+func (x *SessionRequest) GetAcquire() *AcquireRequest {
+	if x != nil {
+		if x, ok := x.Call.(*SessionRequest_Acquire); ok {
+			return x.Acquire
+		}
+	}
+	return nil
+}
+
+func (x *SessionRequest) GetRelease() *ReleaseRequest {
+	if x != nil {
+		if x, ok := x.Call.(*SessionRequest_Release); ok {
+			return x.Release
+		}
+	}
+	return nil
+}
+
+type isSessionRequest_Call interface {
+	isSessionRequest_Call()
+}
+
+type SessionRequest_Acquire struct {
+	Acquire *AcquireRequest `protobuf:"bytes,1,opt,name=acquire,proto3,oneof"`
+}
+
+type SessionRequest_Release struct {
+	Release *ReleaseRequest `protobuf:"bytes,2,opt,name=release,proto3,oneof"`
+}
+
+func (*SessionRequest_Acquire) isSessionRequest_Call() {}
+
+func (*SessionRequest_Release) isSessionRequest_Call() {}
+
+type SessionResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Answer:
+	//
+	//	*SessionResponse_Acquire
+	//	*SessionResponse_Release
+	//	*SessionResponse_Error
+	Answer        isSessionResponse_Answer `protobuf_oneof:"answer"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionResponse) Reset() {
+	*x = SessionResponse{}
+	mi := &file_permit_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionResponse) ProtoMessage() {}
+
+func (x *SessionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_permit_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionResponse.ProtoReflect.Descriptor instead.
+func (*SessionResponse) Descriptor() ([]byte, []int) {
+	return file_permit_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *SessionResponse) GetAnswer() isSessionResponse_Answer {
+	if x != nil {
+		return x.Answer
+	}
+	return nil
+}
+
+func (x *SessionResponse) GetAcquire() *AcquireResponse {
+	if x != nil {
+		if x, ok := x.Answer.(*SessionResponse_Acquire); ok {
+			return x.Acquire
+		}
+	}
+	return nil
+}
+
+func (x *SessionResponse) GetRelease() *ReleaseResponse {
+	if x != nil {
+		if x, ok := x.Answer.(*SessionResponse_Release); ok {
+			return x.Release
+		}
+	}
+	return nil
+}
+
+func (x *SessionResponse) GetError() *Error {
+	if x != nil {
+		if x, ok := x.Answer.(*SessionResponse_Error); ok {
+			return x.Error
+		}
+	}
+	return nil
+}
+
+type isSessionResponse_Answer interface {
+	isSessionResponse_Answer()
+}
+
+type SessionResponse_Acquire struct {
+	Acquire *AcquireResponse `protobuf:"bytes,1,opt,name=acquire,proto3,oneof"`
+}
+
+type SessionResponse_Release struct {
+	Release *ReleaseResponse `protobuf:"bytes,2,opt,name=release,proto3,oneof"`
+}
+
+type SessionResponse_Error struct {
+	Error *Error `protobuf:"bytes,3,opt,name=error,proto3,oneof"`
+}
+
+func (*SessionResponse_Acquire) isSessionResponse_Answer() {}
+
+func (*SessionResponse_Release) isSessionResponse_Answer() {}
+
+func (*SessionResponse_Error) isSessionResponse_Answer() {}
+
+// Error is the status a unary call would have ended with.
+type Error struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The gRPC status code (INVALID_ARGUMENT 3, NOT_FOUND 5, UNAVAILABLE 14).
+	Code          uint32 `protobuf:"varint,1,opt,name=code,proto3" json:"code,omitempty"`
+	Message       string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Error) Reset() {
+	*x = Error{}
+	mi := &file_permit_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Error) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Error) ProtoMessage() {}
+
+func (x *Error) ProtoReflect() protoreflect.Message {
+	mi := &file_permit_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Error.ProtoReflect.Descriptor instead.
+func (*Error) Descriptor() ([]byte, []int) {
+	return file_permit_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *Error) GetCode() uint32 {
+	if x != nil {
+		return x.Code
+	}
+	return 0
+}
+
+func (x *Error) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 var File_permit_proto protoreflect.FileDescriptor
 
 const file_permit_proto_rawDesc = "" +
@@ -598,7 +832,19 @@ const file_permit_proto_rawDesc = "" +
 	"latency_ms\x18\x03 \x01(\x01H\x00R\tlatencyMs\x88\x01\x01B\r\n" +
 	"\v_latency_ms\"J\n" +
 	"\x0fReleaseResponse\x127\n" +
-	"\x06result\x18\x01 \x01(\x0e2\x1f.sluice.permit.v1.ReleaseResultR\x06result*I\n" +
+	"\x06result\x18\x01 \x01(\x0e2\x1f.sluice.permit.v1.ReleaseResultR\x06result\"\x94\x01\n" +
+	"\x0eSessionRequest\x12<\n" +
+	"\aacquire\x18\x01 \x01(\v2 .sluice.permit.v1.AcquireRequestH\x00R\aacquire\x12<\n" +
+	"\arelease\x18\x02 \x01(\v2 .sluice.permit.v1.ReleaseRequestH\x00R\areleaseB\x06\n" +
+	"\x04call\"\xca\x01\n" +
+	"\x0fSessionResponse\x12=\n" +
+	"\aacquire\x18\x01 \x01(\v2!.sluice.permit.v1.AcquireResponseH\x00R\aacquire\x12=\n" +
+	"\arelease\x18\x02 \x01(\v2!.sluice.permit.v1.ReleaseResponseH\x00R\arelease\x12/\n" +
+	"\x05error\x18\x03 \x01(\v2\x17.sluice.permit.v1.ErrorH\x00R\x05errorB\b\n" +
+	"\x06answer\"5\n" +
+	"\x05Error\x12\x12\n" +
+	"\x04code\x18\x01 \x01(\rR\x04code\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage*I\n" +
 	"\aOutcome\x12\x17\n" +
 	"\x13OUTCOME_UNSPECIFIED\x10\x00\x12\v\n" +
 	"\aSUCCESS\x10\x01\x12\v\n" +
@@ -608,10 +854,11 @@ const file_permit_proto_rawDesc = "" +
 	"\x1aRELEASE_RESULT_UNSPECIFIED\x10\x00\x12\f\n" +
 	"\bRELEASED\x10\x01\x12\x14\n" +
 	"\x10ALREADY_RELEASED\x10\x02\x12\v\n" +
-	"\aEXPIRED\x10\x032\xa9\x01\n" +
+	"\aEXPIRED\x10\x032\xfd\x01\n" +
 	"\aPermits\x12N\n" +
 	"\aAcquire\x12 .sluice.permit.v1.AcquireRequest\x1a!.sluice.permit.v1.AcquireResponse\x12N\n" +
-	"\aRelease\x12 .sluice.permit.v1.ReleaseRequest\x1a!.sluice.permit.v1.ReleaseResponseB,Z*github.com/sluicehq/sluice/permit/permitpbb\x06proto3"
+	"\aRelease\x12 .sluice.permit.v1.ReleaseRequest\x1a!.sluice.permit.v1.ReleaseResponse\x12R\n" +
+	"\aSession\x12 .sluice.permit.v1.SessionRequest\x1a!.sluice.permit.v1.SessionResponse(\x010\x01B,Z*github.com/sluicehq/sluice/permit/permitpbb\x06proto3"
 
 var (
 	file_permit_proto_rawDescOnce sync.Once
@@ -626,7 +873,7 @@ func file_permit_proto_rawDescGZIP() []byte {
 }
 
 var file_permit_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_permit_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_permit_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_permit_proto_goTypes = []any{
 	(Outcome)(0),            // 0: sluice.permit.v1.Outcome
 	(ReleaseResult)(0),      // 1: sluice.permit.v1.ReleaseResult
@@ -636,21 +883,31 @@ var file_permit_proto_goTypes = []any{
 	(*Refusal)(nil),         // 5: sluice.permit.v1.Refusal
 	(*ReleaseRequest)(nil),  // 6: sluice.permit.v1.ReleaseRequest
 	(*ReleaseResponse)(nil), // 7: sluice.permit.v1.ReleaseResponse
+	(*SessionRequest)(nil),  // 8: sluice.permit.v1.SessionRequest
+	(*SessionResponse)(nil), // 9: sluice.permit.v1.SessionResponse
+	(*Error)(nil),           // 10: sluice.permit.v1.Error
 }
 var file_permit_proto_depIdxs = []int32{
-	4, // 0: sluice.permit.v1.AcquireResponse.grant:type_name -> sluice.permit.v1.Grant
-	5, // 1: sluice.permit.v1.AcquireResponse.refusal:type_name -> sluice.permit.v1.Refusal
-	0, // 2: sluice.permit.v1.ReleaseRequest.outcome:type_name -> sluice.permit.v1.Outcome
-	1, // 3: sluice.permit.v1.ReleaseResponse.result:type_name -> sluice.permit.v1.ReleaseResult
-	2, // 4: sluice.permit.v1.Permits.Acquire:input_type -> sluice.permit.v1.AcquireRequest
-	6, // 5: sluice.permit.v1.Permits.Release:input_type -> sluice.permit.v1.ReleaseRequest
-	3, // 6: sluice.permit.v1.Permits.Acquire:output_type -> sluice.permit.v1.AcquireResponse
-	7, // 7: sluice.permit.v1.Permits.Release:output_type -> sluice.permit.v1.ReleaseResponse
-	6, // [6:8] is the sub-list for method output_type
-	4, // [4:6] is the sub-list for method input_type
-	4, // [4:4] is the sub-list for extension type_name
-	4, // [4:4] is the sub-list for extension extendee
-	0, // [0:4] is the sub-list for field type_name
+	4,  // 0: sluice.permit.v1.AcquireResponse.grant:type_name -> sluice.permit.v1.Grant
+	5,  // 1: sluice.permit.v1.AcquireResponse.refusal:type_name -> sluice.permit.v1.Refusal
+	0,  // 2: sluice.permit.v1.ReleaseRequest.outcome:type_name -> sluice.permit.v1.Outcome
+	1,  // 3: sluice.permit.v1.ReleaseResponse.result:type_name -> sluice.permit.v1.ReleaseResult
+	2,  // 4: sluice.permit.v1.SessionRequest.acquire:type_name -> sluice.permit.v1.AcquireRequest
+	6,  // 5: sluice.permit.v1.SessionRequest.release:type_name -> sluice.permit.v1.ReleaseRequest
+	3,  // 6: sluice.permit.v1.SessionResponse.acquire:type_name -> sluice.permit.v1.AcquireResponse
+	7,  // 7: sluice.permit.v1.SessionResponse.release:type_name -> sluice.permit.v1.ReleaseResponse
+	10, // 8: sluice.permit.v1.SessionResponse.error:type_name -> sluice.permit.v1.Error
+	2,  // 9: sluice.permit.v1.Permits.Acquire:input_type -> sluice.permit.v1.AcquireRequest
+	6,  // 10: sluice.permit.v1.Permits.Release:input_type -> sluice.permit.v1.ReleaseRequest
+	8,  // 11: sluice.permit.v1.Permits.Session:input_type -> sluice.permit.v1.SessionRequest
+	3,  // 12: sluice.permit.v1.Permits.Acquire:output_type -> sluice.permit.v1.AcquireResponse
+	7,  // 13: sluice.permit.v1.Permits.Release:output_type -> sluice.permit.v1.ReleaseResponse
+	9,  // 14: sluice.permit.v1.Permits.Session:output_type -> sluice.permit.v1.SessionResponse
+	12, // [12:15] is the sub-list for method output_type
+	9,  // [9:12] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_permit_proto_init() }
@@ -663,13 +920,22 @@ func file_permit_proto_init() {
 		(*AcquireResponse_Refusal)(nil),
 	}
 	file_permit_proto_msgTypes[4].OneofWrappers = []any{}
+	file_permit_proto_msgTypes[6].OneofWrappers = []any{
+		(*SessionRequest_Acquire)(nil),
+		(*SessionRequest_Release)(nil),
+	}
+	file_permit_proto_msgTypes[7].OneofWrappers = []any{
+		(*SessionResponse_Acquire)(nil),
+		(*SessionResponse_Release)(nil),
+		(*SessionResponse_Error)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_permit_proto_rawDesc), len(file_permit_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   6,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

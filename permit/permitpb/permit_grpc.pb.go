@@ -26,6 +26,7 @@ const _ = grpc.SupportPackageIsVersion9
 const (
 	Permits_Acquire_FullMethodName = "/sluice.permit.v1.Permits/Acquire"
 	Permits_Release_FullMethodName = "/sluice.permit.v1.Permits/Release"
+	Permits_Session_FullMethodName = "/sluice.permit.v1.Permits/Session"
 )
 
 // PermitsClient is the client API for Permits service.
@@ -39,6 +40,12 @@ type PermitsClient interface {
 	// Release returns a permit with the outcome of its work. NOT_FOUND: the id
 	// names no permit (never granted, or its slot already reused).
 	Release(ctx context.Context, in *ReleaseRequest, opts ...grpc.CallOption) (*ReleaseResponse, error)
+	// Session carries Acquire and Release calls on one stream, one after the
+	// other: the same requests and answers without a call's setup each time
+	// (permitclient's way). Send a request, read its answer, then the next.
+	// An error a unary call would return as its status is the answer's
+	// error; the stream goes on. Its end releases nothing: leases do.
+	Session(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[SessionRequest, SessionResponse], error)
 }
 
 type permitsClient struct {
@@ -69,6 +76,19 @@ func (c *permitsClient) Release(ctx context.Context, in *ReleaseRequest, opts ..
 	return out, nil
 }
 
+func (c *permitsClient) Session(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[SessionRequest, SessionResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Permits_ServiceDesc.Streams[0], Permits_Session_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[SessionRequest, SessionResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Permits_SessionClient = grpc.BidiStreamingClient[SessionRequest, SessionResponse]
+
 // PermitsServer is the server API for Permits service.
 // All implementations must embed UnimplementedPermitsServer
 // for forward compatibility.
@@ -80,6 +100,12 @@ type PermitsServer interface {
 	// Release returns a permit with the outcome of its work. NOT_FOUND: the id
 	// names no permit (never granted, or its slot already reused).
 	Release(context.Context, *ReleaseRequest) (*ReleaseResponse, error)
+	// Session carries Acquire and Release calls on one stream, one after the
+	// other: the same requests and answers without a call's setup each time
+	// (permitclient's way). Send a request, read its answer, then the next.
+	// An error a unary call would return as its status is the answer's
+	// error; the stream goes on. Its end releases nothing: leases do.
+	Session(grpc.BidiStreamingServer[SessionRequest, SessionResponse]) error
 	mustEmbedUnimplementedPermitsServer()
 }
 
@@ -95,6 +121,9 @@ func (UnimplementedPermitsServer) Acquire(context.Context, *AcquireRequest) (*Ac
 }
 func (UnimplementedPermitsServer) Release(context.Context, *ReleaseRequest) (*ReleaseResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Release not implemented")
+}
+func (UnimplementedPermitsServer) Session(grpc.BidiStreamingServer[SessionRequest, SessionResponse]) error {
+	return status.Error(codes.Unimplemented, "method Session not implemented")
 }
 func (UnimplementedPermitsServer) mustEmbedUnimplementedPermitsServer() {}
 func (UnimplementedPermitsServer) testEmbeddedByValue()                 {}
@@ -153,6 +182,13 @@ func _Permits_Release_Handler(srv interface{}, ctx context.Context, dec func(int
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Permits_Session_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(PermitsServer).Session(&grpc.GenericServerStream[SessionRequest, SessionResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Permits_SessionServer = grpc.BidiStreamingServer[SessionRequest, SessionResponse]
+
 // Permits_ServiceDesc is the grpc.ServiceDesc for Permits service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -169,6 +205,13 @@ var Permits_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _Permits_Release_Handler,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "Session",
+			Handler:       _Permits_Session_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
+	},
 	Metadata: "permit.proto",
 }
