@@ -170,7 +170,7 @@ func (t *grpcTransport) acquire(ctx context.Context, r Request) (grant, error) {
 	a := resp.GetAcquire()
 	if ref := a.GetRefusal(); ref != nil {
 		return grant{}, &RefusedError{Group: ref.GetGroup(), Reason: ref.GetReason(), Status: int(ref.GetStatus()),
-			RetryAfter: time.Duration(ref.GetRetryAfterS()) * time.Second,
+			RetryAfter:      time.Duration(ref.GetRetryAfterS()) * time.Second,
 			RateLimitPolicy: ref.GetRatelimitPolicy(), RateLimit: ref.GetRatelimit()}
 	}
 	g := a.GetGrant()
