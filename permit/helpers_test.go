@@ -136,6 +136,23 @@ name = "jobs"
 `
 }
 
+// queued is a group "jobs" of fixed limit n with a FIFO queue of max
+// waiters, each waiting at most 30s (CoDel off, so the bound is max_wait
+// from the first request, with no control tick).
+func queued(n, max int) string {
+	return `
+[[group]]
+name = "jobs"
+  [group.concurrency]
+  law = "fixed"
+  limit = ` + strconv.Itoa(n) + `
+  [group.queue]
+  max = ` + strconv.Itoa(max) + `
+  max_wait = "30s"
+  codel_target = "0s"
+`
+}
+
 // waitFor spins until cond holds, failing the test after 10s: for events
 // that happen on other goroutines (a waiter entering a queue).
 func waitFor(t testing.TB, what string, cond func() bool) {

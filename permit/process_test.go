@@ -34,17 +34,7 @@ func buildExample(t *testing.T) string {
 // once.
 func TestPoolProcessFollowsTheLimit(t *testing.T) {
 	bin := buildExample(t)
-	e := newEnv(t, `
-[[group]]
-name = "jobs"
-  [group.concurrency]
-  law = "fixed"
-  limit = 3
-  [group.queue]
-  max = 64
-  max_wait = "30s"
-  codel_target = "0s"
-`, permit.Params{})
+	e := newEnv(t, queued(3, 64), permit.Params{})
 	s := serve(t, e.svc, "unix")
 	out, err := exec.Command(bin, "-addr", s.addr, "-group", "jobs", "-workers", "16", "-jobs", "60", "-work", "2ms").CombinedOutput()
 	if err != nil {

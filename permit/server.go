@@ -51,16 +51,10 @@ var ErrNoToken = fmt.Errorf("permit: %w (permit.token_file)", listen.ErrNoToken)
 // any other to the JSON API. Build it with NewServer; it is safe for
 // concurrent use.
 type Server struct {
-	p     ServerParams
-	guard *listen.Guard
+	door  *listen.Door
 	http  *http.Server
 	grpc  *grpc.Server
 	drain *drain // tells the Session streams to end
-
-	mu       sync.Mutex
-	ln       net.Listener // served, nil before Serve
-	serving  bool
-	shutdown bool
 }
 
 // NewServer builds a Server for p. It does not listen: call Listen then
@@ -75,16 +69,16 @@ func NewServer(p ServerParams) (*Server, error) {
 	if p.MaxBodyBytes <= 0 {
 		p.MaxBodyBytes = DefaultMaxBodyBytes
 	}
-	guard, err := listen.NewGuard(p.Listen, p.Token)
+	door, err := listen.NewDoor(p.Listen, p.SocketMode, p.Token)
 	if errors.Is(err, listen.ErrNoToken) {
 		return nil, fmt.Errorf("%w (listen %q)", ErrNoToken, p.Listen)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("permit: %w", err)
 	}
-	s := &Server{p: p, guard: guard, drain: newDrain()}
+	s := &Server{door: door, drain: newDrain()}
 	h := &handler{svc: p.Service, maxBody: p.MaxBodyBytes, authorized: func(r *http.Request) bool {
-		return guard.Allows(r.Header.Get("Authorization"))
+		return door.Allows(r.Header.Get("Authorization"))
 	}}
 	s.http = &http.Server{
 		Handler:           h,
@@ -96,11 +90,11 @@ func NewServer(p ServerParams) (*Server, error) {
 	}
 	s.grpc = grpc.NewServer(
 		grpc.MaxRecvMsgSize(int(p.MaxBodyBytes)),
-		grpc.ChainUnaryInterceptor(guard.Unary),
-		grpc.ChainStreamInterceptor(guard.Stream),
+		grpc.ChainUnaryInterceptor(door.Unary),
+		grpc.ChainStreamInterceptor(door.Stream),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 	)
-	permitpb.RegisterPermitsServer(s.grpc, &grpcService{svc: p.Service, drain: s.drain, authorized: guard.AllowsContext})
+	permitpb.RegisterPermitsServer(s.grpc, &grpcService{svc: p.Service, drain: s.drain, authorized: door.AllowsContext})
 	return s, nil
 }
 
@@ -111,7 +105,7 @@ func (s *Server) Handler() http.Handler { return s.http.Handler }
 // SetToken changes the bearer token (a reload of the token file). A TCP
 // listener cannot go without one (ErrNoToken).
 func (s *Server) SetToken(tok string) error {
-	if err := s.guard.SetToken(tok); err != nil {
+	if err := s.door.SetToken(tok); err != nil {
 		return ErrNoToken
 	}
 	return nil
@@ -121,7 +115,7 @@ func (s *Server) SetToken(tok string) error {
 // (created with SocketMode, after removing a stale socket file that
 // nothing listens on).
 func (s *Server) Listen() (net.Listener, error) {
-	ln, err := listen.Listen(s.p.Listen, s.p.SocketMode)
+	ln, err := s.door.Listen()
 	if err != nil {
 		return nil, fmt.Errorf("permit: listen: %w", err)
 	}
@@ -132,24 +126,15 @@ func (s *Server) Listen() (net.Listener, error) {
 // http.ErrServerClosed (at once after them); or ErrNoToken (closing ln) when ln is TCP and no
 // token is set, whatever ServerParams.Listen said. It may be called once.
 func (s *Server) Serve(ln net.Listener) error {
-	s.mu.Lock()
-	switch {
-	case s.shutdown:
-		s.mu.Unlock()
-		ln.Close()
+	addr := ln.Addr()
+	switch err := s.door.Open(ln); {
+	case errors.Is(err, listen.ErrClosed):
 		return http.ErrServerClosed
-	case s.serving:
-		s.mu.Unlock()
-		ln.Close()
-		return errors.New("permit: Serve called twice")
+	case errors.Is(err, listen.ErrNoToken):
+		return fmt.Errorf("%w (bound to %s)", ErrNoToken, addr)
+	case err != nil:
+		return fmt.Errorf("permit: %w", err)
 	}
-	if err := s.guard.Bind(ln); err != nil {
-		s.mu.Unlock()
-		ln.Close()
-		return fmt.Errorf("%w (bound to %s)", ErrNoToken, ln.Addr())
-	}
-	s.serving, s.ln = true, ln
-	s.mu.Unlock()
 
 	sp := newSplit(ln)
 	var wg sync.WaitGroup
@@ -165,21 +150,14 @@ func (s *Server) Serve(ln net.Listener) error {
 }
 
 // Addr returns the address served, nil before Serve.
-func (s *Server) Addr() net.Addr {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ln == nil {
-		return nil
-	}
-	return s.ln.Addr()
-}
+func (s *Server) Addr() net.Addr { return s.door.Addr() }
 
 // Shutdown stops accepting connections and calls, waits for the calls in
 // progress (a caller waiting in a queue included; a Session stream ends
 // after its call, an idle one at once) until ctx ends, then cuts the rest.
 // The permits granted stay with the Service.
 func (s *Server) Shutdown(ctx context.Context) error {
-	s.close()
+	s.door.Close()
 	s.drain.start()
 	done := make(chan struct{})
 	go func() { s.grpc.GracefulStop(); close(done) }()
@@ -196,17 +174,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 
 // Close cuts every connection at once.
 func (s *Server) Close() error {
-	s.close()
+	s.door.Close()
 	s.drain.start()
 	s.grpc.Stop()
 	return s.http.Close()
-}
-
-func (s *Server) close() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.shutdown = true
-	if s.ln != nil {
-		s.ln.Close()
-	}
 }

@@ -129,17 +129,7 @@ func eachWay(t *testing.T, f func(t *testing.T, network string, tr permitclient.
 func TestLimitNeverOvershotByManyClients(t *testing.T) {
 	eachWay(t, func(t *testing.T, network string, tr permitclient.Transport) {
 		const limit, clients, rounds = 4, 32, 20
-		e := newEnv(t, `
-[[group]]
-name = "jobs"
-  [group.concurrency]
-  law = "fixed"
-  limit = 4
-  [group.queue]
-  max = 64
-  max_wait = "30s"
-  codel_target = "0s"
-`, permit.Params{})
+		e := newEnv(t, queued(4, 64), permit.Params{})
 		s := serve(t, e.svc, network)
 		var inside, peak, granted atomic.Int64
 		var wg sync.WaitGroup
@@ -444,17 +434,7 @@ func TestUnixSocketMode(t *testing.T) {
 }
 
 func TestShutdownWaitsForAQueuedCall(t *testing.T) {
-	e := newEnv(t, `
-[[group]]
-name = "jobs"
-  [group.concurrency]
-  law = "fixed"
-  limit = 1
-  [group.queue]
-  max = 4
-  max_wait = "30s"
-  codel_target = "0s"
-`, permit.Params{})
+	e := newEnv(t, queued(1, 4), permit.Params{})
 	s := serve(t, e.svc, "unix")
 	c := s.client(t, permitclient.GRPC)
 	first, err := c.Acquire(context.Background(), permitclient.Request{Group: "jobs"})
@@ -495,17 +475,7 @@ name = "jobs"
 // its context's error, and the client goes on working.
 func TestCallerGivesUpWhileQueued(t *testing.T) {
 	eachWay(t, func(t *testing.T, network string, tr permitclient.Transport) {
-		e := newEnv(t, `
-[[group]]
-name = "jobs"
-  [group.concurrency]
-  law = "fixed"
-  limit = 1
-  [group.queue]
-  max = 4
-  max_wait = "30s"
-  codel_target = "0s"
-`, permit.Params{})
+		e := newEnv(t, queued(1, 4), permit.Params{})
 		s := serve(t, e.svc, network)
 		c := s.client(t, tr)
 		first, err := c.Acquire(context.Background(), permitclient.Request{Group: "jobs"})
@@ -544,17 +514,7 @@ name = "jobs"
 // TestSessionTakesTheDeadlineAsItsWait: a stream carries no deadline per
 // message, so the client sends the time left as the wait.
 func TestSessionTakesTheDeadlineAsItsWait(t *testing.T) {
-	e := newEnv(t, `
-[[group]]
-name = "jobs"
-  [group.concurrency]
-  law = "fixed"
-  limit = 1
-  [group.queue]
-  max = 4
-  max_wait = "30s"
-  codel_target = "0s"
-`, permit.Params{})
+	e := newEnv(t, queued(1, 4), permit.Params{})
 	s := serve(t, e.svc, "unix")
 	c := s.client(t, permitclient.GRPC)
 	if _, err := c.Acquire(context.Background(), permitclient.Request{Group: "jobs"}); err != nil {

@@ -248,17 +248,7 @@ func TestFullTableRefusesAsConcurrency(t *testing.T) {
 }
 
 func TestQueuedRequestIsGrantedOnRelease(t *testing.T) {
-	e := newEnv(t, `
-[[group]]
-name = "jobs"
-  [group.concurrency]
-  law = "fixed"
-  limit = 1
-  [group.queue]
-  max = 4
-  max_wait = "10s"
-  codel_target = "0s"
-`, permit.Params{})
+	e := newEnv(t, queued(1, 4), permit.Params{})
 	first := e.grant(t, permit.Request{Group: "jobs"})
 	got := make(chan error, 1)
 	go func() {
@@ -278,17 +268,7 @@ name = "jobs"
 }
 
 func TestCanceledWaiterIsCountedApart(t *testing.T) {
-	e := newEnv(t, `
-[[group]]
-name = "jobs"
-  [group.concurrency]
-  law = "fixed"
-  limit = 1
-  [group.queue]
-  max = 4
-  max_wait = "10s"
-  codel_target = "0s"
-`, permit.Params{})
+	e := newEnv(t, queued(1, 4), permit.Params{})
 	e.grant(t, permit.Request{Group: "jobs"})
 	ctx, cancel := context.WithCancel(context.Background())
 	got := make(chan gate.Rejection, 1)

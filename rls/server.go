@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
-	"sync"
 	"time"
 
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
@@ -47,14 +46,8 @@ var ErrNoToken = fmt.Errorf("rls: %w (rls.token_file; Envoy sends it as initial_
 // Server serves a Service over gRPC on one listener. Build it with
 // NewServer; it is safe for concurrent use.
 type Server struct {
-	p     ServerParams
-	guard *listen.Guard
-	grpc  *grpc.Server
-
-	mu       sync.Mutex
-	ln       net.Listener
-	serving  bool
-	shutdown bool
+	door *listen.Door
+	grpc *grpc.Server
 }
 
 // NewServer builds a Server for p. It does not listen: call Listen then
@@ -66,17 +59,17 @@ func NewServer(p ServerParams) (*Server, error) {
 	if p.Listen == "" {
 		p.Listen = DefaultListen
 	}
-	guard, err := listen.NewGuard(p.Listen, p.Token)
+	door, err := listen.NewDoor(p.Listen, p.SocketMode, p.Token)
 	if errors.Is(err, listen.ErrNoToken) {
 		return nil, fmt.Errorf("%w (listen %q)", ErrNoToken, p.Listen)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("rls: %w", err)
 	}
-	s := &Server{p: p, guard: guard}
+	s := &Server{door: door}
 	s.grpc = grpc.NewServer(
 		grpc.MaxRecvMsgSize(maxRequestBytes),
-		grpc.ChainUnaryInterceptor(guard.Unary),
+		grpc.ChainUnaryInterceptor(door.Unary),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 	)
 	rlsv3.RegisterRateLimitServiceServer(s.grpc, p.Service)
@@ -85,7 +78,7 @@ func NewServer(p ServerParams) (*Server, error) {
 
 // SetToken changes the bearer token (a reload of the token file).
 func (s *Server) SetToken(tok string) error {
-	if err := s.guard.SetToken(tok); err != nil {
+	if err := s.door.SetToken(tok); err != nil {
 		return ErrNoToken
 	}
 	return nil
@@ -94,7 +87,7 @@ func (s *Server) SetToken(tok string) error {
 // Listen opens ServerParams.Listen: a TCP address or a unix socket
 // (created with SocketMode, after removing a stale socket file).
 func (s *Server) Listen() (net.Listener, error) {
-	ln, err := listen.Listen(s.p.Listen, s.p.SocketMode)
+	ln, err := s.door.Listen()
 	if err != nil {
 		return nil, fmt.Errorf("rls: listen: %w", err)
 	}
@@ -105,46 +98,28 @@ func (s *Server) Listen() (net.Listener, error) {
 // grpc.ErrServerStopped (at once after them); or ErrNoToken (closing ln)
 // when ln is TCP and no token is set. It may be called once.
 func (s *Server) Serve(ln net.Listener) error {
-	s.mu.Lock()
-	switch {
-	case s.shutdown:
-		s.mu.Unlock()
-		ln.Close()
+	addr := ln.Addr()
+	switch err := s.door.Open(ln); {
+	case errors.Is(err, listen.ErrClosed):
 		return grpc.ErrServerStopped
-	case s.serving:
-		s.mu.Unlock()
-		ln.Close()
-		return errors.New("rls: Serve called twice")
+	case errors.Is(err, listen.ErrNoToken):
+		return fmt.Errorf("%w (bound to %s)", ErrNoToken, addr)
+	case err != nil:
+		return fmt.Errorf("rls: %w", err)
 	}
-	if err := s.guard.Bind(ln); err != nil {
-		s.mu.Unlock()
-		ln.Close()
-		return fmt.Errorf("%w (bound to %s)", ErrNoToken, ln.Addr())
-	}
-	s.serving, s.ln = true, ln
-	s.mu.Unlock()
-	if err := s.grpc.Serve(ln); err != nil {
+	if err := s.grpc.Serve(ln); err != nil && !errors.Is(err, net.ErrClosed) { // closed: by Shutdown
 		return err
 	}
 	return grpc.ErrServerStopped
 }
 
 // Addr returns the address served, nil before Serve.
-func (s *Server) Addr() net.Addr {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ln == nil {
-		return nil
-	}
-	return s.ln.Addr()
-}
+func (s *Server) Addr() net.Addr { return s.door.Addr() }
 
 // Shutdown stops accepting calls and waits for those in progress until ctx
 // ends, then cuts the rest.
 func (s *Server) Shutdown(ctx context.Context) error {
-	s.mu.Lock()
-	s.shutdown = true
-	s.mu.Unlock()
+	s.door.Close()
 	done := make(chan struct{})
 	go func() { s.grpc.GracefulStop(); close(done) }()
 	select {
@@ -159,9 +134,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 
 // Close cuts every connection at once.
 func (s *Server) Close() error {
-	s.mu.Lock()
-	s.shutdown = true
-	s.mu.Unlock()
+	s.door.Close()
 	s.grpc.Stop()
 	return nil
 }

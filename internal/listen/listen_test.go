@@ -176,3 +176,44 @@ func TestGuard(t *testing.T) {
 		t.Fatal("SetToken did not take")
 	}
 }
+
+func TestDoor(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "d.sock")
+	d, err := NewDoor("unix://"+path, 0o600, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Addr() != nil {
+		t.Fatal("Addr before Open")
+	}
+	ln, err := d.Listen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
+		t.Fatalf("mode %v", fi.Mode().Perm())
+	}
+	if err := d.Open(ln); err != nil || d.Addr() == nil {
+		t.Fatalf("Open: %v, Addr %v", err, d.Addr())
+	}
+	other, _ := net.Listen("tcp", "127.0.0.1:0")
+	if err := d.Open(other); !errors.Is(err, ErrOpenTwice) {
+		t.Fatalf("second Open: %v", err)
+	}
+	if _, err := other.Accept(); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("a refused listener is not closed: %v", err)
+	}
+	d.Close()
+	if _, err := ln.Accept(); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("Close did not close the listener: %v", err)
+	}
+	d2, _ := NewDoor("unix://"+path, 0, "")
+	d2.Close()
+	ln2, _ := net.Listen("tcp", "127.0.0.1:0")
+	if err := d2.Open(ln2); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Open after Close: %v", err)
+	}
+	if _, err := NewDoor("127.0.0.1:0", 0, ""); !errors.Is(err, ErrNoToken) {
+		t.Fatalf("NewDoor on TCP without a token: %v", err)
+	}
+}
