@@ -66,16 +66,30 @@
 // Only "group" is required; "latency_ms" absent means the service measures.
 // Errors are {"error": MESSAGE, "field": NAME}: 400 for a field out of
 // range or an unknown one, 404 for an unknown group, 401, 413 (bodies are
-// cut at 4 KiB), 415 (Content-Type must be application/json). Over gRPC a
-// refusal is the response's refusal, not an error status; the errors are
-// INVALID_ARGUMENT, NOT_FOUND and UNAUTHENTICATED. permitclient is the Go
-// client of both.
+// cut at 4 KiB), 415 (Content-Type must be application/json).
+//
+// Over gRPC, Acquire and Release are unary calls, and Session carries the
+// same calls on one stream, one after the other, at a fraction of a call's
+// cost (permitclient keeps a pool of sessions). A refusal is the response's
+// refusal, not an error status; the errors are INVALID_ARGUMENT, NOT_FOUND,
+// UNAUTHENTICATED and, while the server shuts down, UNAVAILABLE (on a
+// Session: the answer's error; the stream goes on). A Session's message
+// carries no deadline: the caller's wait_ms bounds its wait (permitclient
+// sends the time left to its context's deadline). permitclient is the Go
+// client of both protocols.
+//
+// Shutdown closes the listener, lets the calls in progress finish (a
+// caller waiting in a queue included; an idle Session ends at once, a busy
+// one after its call) and then cuts what is left when its context ends.
+// The permits granted stay with the Service and their leases run on.
 //
 // # Authentication
 //
 // On a TCP listener every call carries the bearer token (Authorization:
-// Bearer TOKEN, or gRPC metadata "authorization"), compared in constant
-// time; a TCP listener without a token is refused at start (ErrNoToken). A
+// Bearer TOKEN, or gRPC metadata "authorization", checked again for every
+// call of a Session, so that a new token shuts out old sessions), compared
+// in constant time; a TCP listener without a token is refused at start
+// (ErrNoToken). A
 // unix socket takes no token: it is created with mode 0660
 // (ServerParams.SocketMode), so its owner and group may connect; put it in
 // a folder that only that group can enter (e.g. /run/sluice, 0750).

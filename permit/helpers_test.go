@@ -123,18 +123,8 @@ func (e *env) grant(t testing.TB, r permit.Request) permit.Grant {
 	return g
 }
 
-// jobs is a group of fixed concurrency limit n, without a queue.
-func jobs(n int) string {
-	return `
-[[group]]
-name = "jobs"
-  [group.concurrency]
-  law = "fixed"
-  limit = ` + strconv.Itoa(n) + `
-  [group.queue]
-  max = 0
-`
-}
+// jobs is a group "jobs" of fixed concurrency limit n, without a queue.
+func jobs(n int) string { return queued(n, 0) }
 
 // queued is a group "jobs" of fixed limit n with a FIFO queue of max
 // waiters, each waiting at most 30s (CoDel off, so the bound is max_wait

@@ -42,6 +42,15 @@ type ServerParams struct {
 	ErrorLog *log.Logger
 }
 
+// maxStreams bounds the calls and Session streams open at once on one
+// connection (each Session holds two goroutines); beyond it a client's new
+// streams wait for one to end.
+const maxStreams = 4096
+
+// window is the HTTP/2 flow-control window of a stream and of a connection:
+// far above what a permit's messages need.
+const window = 1 << 20
+
 // ErrNoToken is returned by NewServer, Serve and SetToken for a TCP
 // listener without a token.
 var ErrNoToken = fmt.Errorf("permit: %w (permit.token_file)", listen.ErrNoToken)
@@ -90,6 +99,11 @@ func NewServer(p ServerParams) (*Server, error) {
 	}
 	s.grpc = grpc.NewServer(
 		grpc.MaxRecvMsgSize(int(p.MaxBodyBytes)),
+		grpc.MaxConcurrentStreams(maxStreams),
+		// Fixed flow-control windows: they turn off grpc's bandwidth-delay
+		// probing, which pings the peer on almost every small message.
+		grpc.InitialWindowSize(window),
+		grpc.InitialConnWindowSize(window),
 		grpc.ChainUnaryInterceptor(door.Unary),
 		grpc.ChainStreamInterceptor(door.Stream),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),

@@ -140,7 +140,8 @@ type Client struct {
 // transport is one protocol's calls.
 type transport interface {
 	acquire(ctx context.Context, r Request) (grant, error)
-	release(ctx context.Context, id uint64, o Outcome, latency time.Duration) error
+	// release bounds its own wait: Done has no context.
+	release(id uint64, o Outcome, latency time.Duration) error
 	close() error
 }
 
@@ -234,7 +235,5 @@ func (p Permit) DoneAfter(o Outcome, latency time.Duration) error {
 	if o > Ignored {
 		return fmt.Errorf("permitclient: outcome %d: want Success, Dropped or Ignored", o)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	return p.c.t.release(ctx, p.ID, o, max(latency, 0))
+	return p.c.t.release(p.ID, o, max(latency, 0))
 }

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
 
 	"github.com/sluicehq/sluice/permit/permitpb"
@@ -59,6 +60,13 @@ func newGRPC(network, address string, o Options) (transport, error) {
 	opts := []grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithContextDialer(dial),
+		// Pings on a connection with calls in flight, so that a dead service
+		// fails them (the service allows one every 10s at most).
+		// Fixed flow-control windows: they turn off grpc's bandwidth-delay
+		// probing, which pings the service on almost every small message.
+		grpc.WithInitialWindowSize(1<<20),
+		grpc.WithInitialConnWindowSize(1<<20),
+		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 20 * time.Second, Timeout: 10 * time.Second}),
 	}
 	if o.Token != "" {
 		opts = append(opts, grpc.WithPerRPCCredentials(bearer(o.Token)))
@@ -182,9 +190,11 @@ func (t *grpcTransport) acquire(ctx context.Context, r Request) (grant, error) {
 
 var wireOutcomes = [...]permitpb.Outcome{Success: permitpb.Outcome_SUCCESS, Dropped: permitpb.Outcome_DROPPED, Ignored: permitpb.Outcome_IGNORED}
 
-func (t *grpcTransport) release(ctx context.Context, id uint64, o Outcome, latency time.Duration) error {
+// release waits for its answer for as long as the connection lives: the
+// keepalive pings (see newGRPC) tell a dead one within about 30s.
+func (t *grpcTransport) release(id uint64, o Outcome, latency time.Duration) error {
 	ms := float64(latency) / float64(time.Millisecond)
-	resp, err := t.call(ctx, &permitpb.SessionRequest{Call: &permitpb.SessionRequest_Release{Release: &permitpb.ReleaseRequest{
+	resp, err := t.call(context.Background(), &permitpb.SessionRequest{Call: &permitpb.SessionRequest_Release{Release: &permitpb.ReleaseRequest{
 		Id: id, Outcome: wireOutcomes[o], LatencyMs: &ms,
 	}}})
 	if status.Code(err) == codes.NotFound {

@@ -115,7 +115,13 @@ type releaseAnswer struct {
 	Error  string `json:"error"`
 }
 
-func (t *httpTransport) release(ctx context.Context, id uint64, o Outcome, latency time.Duration) error {
+// releaseTimeout bounds a release over HTTP, which has no keepalive to
+// tell a dead connection.
+const releaseTimeout = 10 * time.Second
+
+func (t *httpTransport) release(id uint64, o Outcome, latency time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
 	var a releaseAnswer
 	path := fmt.Sprintf("/v1/permits/%016x/release", id)
 	code, err := t.post(ctx, path, releaseBody{o.String(), float64(latency) / float64(time.Millisecond)}, &a)
