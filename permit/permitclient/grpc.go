@@ -64,8 +64,8 @@ func newGRPC(network, address string, o Options) (transport, error) {
 		// fails them (the service allows one every 10s at most).
 		// Fixed flow-control windows: they turn off grpc's bandwidth-delay
 		// probing, which pings the service on almost every small message.
-		grpc.WithInitialWindowSize(1<<20),
-		grpc.WithInitialConnWindowSize(1<<20),
+		grpc.WithInitialWindowSize(1 << 20),
+		grpc.WithInitialConnWindowSize(1 << 20),
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 20 * time.Second, Timeout: 10 * time.Second}),
 	}
 	if o.Token != "" {
