@@ -56,7 +56,7 @@ func FuzzDescriptorMapping(f *testing.F) {
 	if err := fuzzMapping.Validate(); err != nil {
 		f.Fatal(err)
 	}
-	c := compile(fuzzMapping)
+	c := compile(fuzzMapping, nil)
 	d := c.domains["edge"]
 	f.Fuzz(func(t *testing.T, s string) {
 		var entries []*rlv3.RateLimitDescriptor_Entry

@@ -124,18 +124,29 @@ type compiled struct {
 }
 
 type domain struct {
-	byFirst map[string][]*Descriptor
+	byFirst map[string][]*rule
 }
 
-func compile(m Mapping) *compiled {
+// rule is a compiled Descriptor: a copy, and its group's counts.
+type rule struct {
+	Descriptor
+	counts *groupCounts
+}
+
+// compile builds m (valid) for requests; counts returns the counts of a
+// group.
+func compile(m Mapping, counts func(group string) *groupCounts) *compiled {
 	c := &compiled{headers: m.Headers, domains: make(map[string]*domain, len(m.Domains))}
 	for _, d := range m.Domains {
-		cd := &domain{byFirst: map[string][]*Descriptor{}}
+		cd := &domain{byFirst: map[string][]*rule{}}
 		for i := range d.Descriptors {
 			ds := &d.Descriptors[i]
-			ds2 := &Descriptor{Group: ds.Group, Entries: append([]Entry(nil), ds.Entries...)}
-			k := ds2.Entries[0].Key
-			cd.byFirst[k] = append(cd.byFirst[k], ds2)
+			r := &rule{Descriptor: Descriptor{Group: ds.Group, Entries: append([]Entry(nil), ds.Entries...)}}
+			if counts != nil {
+				r.counts = counts(ds.Group)
+			}
+			k := r.Entries[0].Key
+			cd.byFirst[k] = append(cd.byFirst[k], r)
 		}
 		c.domains[d.Name] = cd
 	}
@@ -145,7 +156,7 @@ func compile(m Mapping) *compiled {
 // lookup finds the descriptor of domain d that entries match and the
 // sluice key they give. ok is false when none matches. A key from one
 // wildcard entry is a substring of the request: no allocation.
-func (d *domain) lookup(entries []*rlv3.RateLimitDescriptor_Entry) (ds *Descriptor, key string, ok bool) {
+func (d *domain) lookup(entries []*rlv3.RateLimitDescriptor_Entry) (r *rule, key string, ok bool) {
 	if d == nil || len(entries) == 0 {
 		return nil, "", false
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"sort"
 	"sync"
 	"sync/atomic"
 
@@ -48,6 +49,29 @@ type Service struct {
 type counters struct {
 	calls, invalid                                       atomic.Uint64
 	ok, overLimit, shadowed, unmatched, unknown, refunds atomic.Uint64
+
+	groupsMu sync.Mutex
+	groups   map[string]*groupCounts // guarded by groupsMu; kept across mappings
+}
+
+// groupCounts are a group's decisions through the service.
+type groupCounts struct {
+	ok, overLimit, shadowed atomic.Uint64
+}
+
+// group returns the counts of group name, made on first use.
+func (c *counters) group(name string) *groupCounts {
+	c.groupsMu.Lock()
+	defer c.groupsMu.Unlock()
+	if c.groups == nil {
+		c.groups = map[string]*groupCounts{}
+	}
+	g := c.groups[name]
+	if g == nil {
+		g = &groupCounts{}
+		c.groups[name] = g
+	}
+	return g
 }
 
 // call is the per-call scratch of ShouldRateLimit.
@@ -88,7 +112,7 @@ func (s *Service) SetMapping(m Mapping) error {
 	if err = errors.Join(append([]error{err}, unknown...)...); err != nil {
 		return err
 	}
-	s.mapping.Store(compile(m))
+	s.mapping.Store(compile(m, s.stats.group))
 	return nil
 }
 
@@ -168,15 +192,18 @@ func (s *Service) ShouldRateLimit(_ context.Context, req *rlsv3.RateLimitRequest
 		if allowed {
 			f = render(c.h, ds.Group, res, pol, nil)
 			s.stats.ok.Add(1)
+			ds.counts.ok.Add(1)
 		} else {
 			f = render(c.h, ds.Group, res, pol, &rej)
 			if s.shadow != nil && s.shadow(ds.Group) {
 				f.reason, f.retryAfter = "", 0
 				s.stats.shadowed.Add(1)
+				ds.counts.shadowed.Add(1)
 			} else {
 				st.Code = rlsv3.RateLimitResponse_OVER_LIMIT
 				resp.OverallCode = rlsv3.RateLimitResponse_OVER_LIMIT
 				s.stats.overLimit.Add(1)
+				ds.counts.overLimit.Add(1)
 			}
 		}
 		if f.policy != "" {
@@ -219,11 +246,27 @@ type Stats struct {
 	// have, Unmatched those the domain does not map, Refunds those with
 	// is_negative_hits (spent nothing): all answered OK with no limit.
 	UnknownDomain, Unmatched, Refunds uint64
+	// Groups holds the decisions by group, sorted by name: every group a
+	// mapping named since New.
+	Groups []GroupStats
+}
+
+// GroupStats are one group's decisions through the service.
+type GroupStats struct {
+	Name                    string
+	OK, OverLimit, Shadowed uint64
 }
 
 // Stats returns the service's counts.
 func (s *Service) Stats() Stats {
 	c := &s.stats
-	return Stats{Calls: c.calls.Load(), Invalid: c.invalid.Load(), OK: c.ok.Load(), OverLimit: c.overLimit.Load(),
+	st := Stats{Calls: c.calls.Load(), Invalid: c.invalid.Load(), OK: c.ok.Load(), OverLimit: c.overLimit.Load(),
 		Shadowed: c.shadowed.Load(), UnknownDomain: c.unknown.Load(), Unmatched: c.unmatched.Load(), Refunds: c.refunds.Load()}
+	c.groupsMu.Lock()
+	for name, g := range c.groups {
+		st.Groups = append(st.Groups, GroupStats{Name: name, OK: g.ok.Load(), OverLimit: g.overLimit.Load(), Shadowed: g.shadowed.Load()})
+	}
+	c.groupsMu.Unlock()
+	sort.Slice(st.Groups, func(i, j int) bool { return st.Groups[i].Name < st.Groups[j].Name })
+	return st
 }

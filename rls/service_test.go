@@ -2,6 +2,7 @@ package rls_test
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -88,8 +89,13 @@ func TestOverLimitCarriesTheFigures(t *testing.T) {
 		ra < 6 || ra > 9 || first(h["Sluice-Reason"]) != "rate" || len(h) != 4 {
 		t.Fatalf("headers %v", h)
 	}
-	if st := e.svc.Stats(); st.OverLimit != 1 || st.OK != 3 || st.Calls != 4 {
-		t.Fatalf("stats %+v", st)
+	st2 := e.svc.Stats()
+	if st2.OverLimit != 1 || st2.OK != 3 || st2.Calls != 4 {
+		t.Fatalf("stats %+v", st2)
+	}
+	want := []rls.GroupStats{{Name: "checkout"}, {Name: "open"}, {Name: "per-client", OK: 3, OverLimit: 1}}
+	if !slices.Equal(st2.Groups, want) {
+		t.Fatalf("groups %+v, want %+v", st2.Groups, want)
 	}
 	if gs, _ := e.gate.Group("per-client"); gs.Rejected[adaptive.RejectRate] != 1 {
 		t.Fatalf("the gate counted rejections %v, want one rate", gs.Rejected)
