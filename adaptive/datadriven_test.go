@@ -152,6 +152,12 @@ func (d *driver) run(cmd string) (string, error) {
 		return "ok", nil
 	case "limit":
 		return fmt.Sprintf("limit %d", d.law.Limit()), nil
+	case "unmoved":
+		t, ok := d.law.(*Target)
+		if !ok {
+			return "", fmt.Errorf("unmoved: not a target law")
+		}
+		return unmovedString(t.Unmoved()), nil
 	case "shedder":
 		d.shedder, err = NewPriorityShedder(ShedderParams{Suffer: args.float("suffer"), Hold: args.dur("hold")})
 		return "ok", err
@@ -197,6 +203,13 @@ func (d *driver) run(cmd string) (string, error) {
 	return "", fmt.Errorf("unknown command %q", f[0])
 }
 
+func unmovedString(u Unmoved) string {
+	if u == 0 {
+		return "unmoved: none"
+	}
+	return "unmoved: " + u.String()
+}
+
 func floorString(f Floor) string {
 	if f.Priority == 0 {
 		return "admit all"
@@ -232,8 +245,8 @@ func (d *driver) newLaw(a *kv) (string, error) {
 			LongWindow: a.int("window"), QueueSize: a.int("queue")})
 	case "target":
 		d.law, err = NewTarget(TargetParams{Bounds: b, Latency: a.dur("latency"), Quantile: q, CPU: a.float("cpu"),
-			Memory: a.float("memory"), Headroom: a.float("headroom"), Gain: a.float("gain"),
-			Rate: RateParams{Initial: a.float("rate")}})
+			Memory: a.float("memory"), CPUPressure: a.float("pressure"), PressureWindow: a.dur("window"),
+			Headroom: a.float("headroom"), Gain: a.float("gain"), Rate: RateParams{Initial: a.float("rate")}})
 	default:
 		return "", fmt.Errorf("unknown law %q", a.pos)
 	}
@@ -248,7 +261,8 @@ func (d *driver) newLaw(a *kv) (string, error) {
 
 // sample feeds the law one sample (repeat=N times) and prints each decision.
 // Unset fields: MaxInFlight and InFlight default to the current limit (in use),
-// Successes to 250, latency figures to lat= when given.
+// Successes to 250, latency figures to lat= when given; cpu=, mem= and
+// pressure= set the resources (unknown when absent).
 func (d *driver) sample(a *kv) (string, error) {
 	n := max(1, a.int("repeat"))
 	var b strings.Builder
@@ -285,6 +299,9 @@ func (d *driver) sample(a *kv) (string, error) {
 		}
 		if v, ok := a.m["mem"]; ok {
 			s.Memory, s.MemoryKnown = parseFloat(v), true
+		}
+		if v, ok := a.m["pressure"]; ok {
+			s.CPUPressure, s.CPUPressureKnown = parseFloat(v), true
 		}
 		dec := d.law.Update(s)
 		if a.err != nil {

@@ -75,6 +75,26 @@ const (
 	// knee) rather than at the target. Observed is the quantile, Bound that
 	// aim, in seconds; Target the operator's target.
 	SignalOverload
+	// SignalCPUPressure: the CPU pressure (0..1) against its target.
+	SignalCPUPressure
+	// SignalCPUUnmoved, SignalMemoryUnmoved and SignalPressureUnmoved: cutting
+	// the limit did not move the resource (Target ignores it, see Unmoved).
+	// Observed is the reading, Bound the target.
+	SignalCPUUnmoved
+	SignalMemoryUnmoved
+	SignalPressureUnmoved
+	// SignalDropsUnmoved: halving concurrency did not reduce the drop ratio,
+	// so the drops are not load; Target tolerates them and undid the cuts.
+	// Observed is the drop ratio now, Bound the ratio before the cuts.
+	SignalDropsUnmoved
+	// SignalRateIdle: nothing was refused, so Target gives the managed token
+	// rate back toward its maximum. Observed is the throughput, Bound the
+	// rate, in req/s.
+	SignalRateIdle
+	// SignalRateOverload: under sustained overload Target brings the managed
+	// token rate to what the service completes, so the excess is refused at
+	// the rate stage. Observed is the throughput, Bound the rate, in req/s.
+	SignalRateOverload
 )
 
 // Reason explains a Decision with the signal that drove it, the value observed
@@ -140,6 +160,24 @@ func (r Reason) String() string {
 	case SignalOverload:
 		return r.Quantile.String() + " " + dur(r.Observed) + op + dur(r.Bound) +
 			": overloaded, keeping the backend's queue short (target " + dur(r.Target) + ")"
+	case SignalCPUPressure:
+		return "cpu pressure " + pct(r.Observed) + op + "target " + pct(r.Bound)
+	case SignalCPUUnmoved, SignalMemoryUnmoved, SignalPressureUnmoved:
+		what := "cpu "
+		switch r.Signal {
+		case SignalMemoryUnmoved:
+			what = "memory "
+		case SignalPressureUnmoved:
+			what = "cpu pressure "
+		}
+		return what + pct(r.Observed) + " not moved by the limit (target " + pct(r.Bound) + "): ignored"
+	case SignalRateOverload:
+		return "overloaded, rate toward what the service completes, " + num(r.Observed) + "/s of " + num(r.Bound) + "/s"
+	case SignalRateIdle:
+		return "rate not in use, " + num(r.Observed) + "/s of " + num(r.Bound) + "/s: given back"
+	case SignalDropsUnmoved:
+		return "drops " + pct(r.Observed) + " did not fall from " + pct(r.Bound) +
+			" when concurrency was cut: not caused by load"
 	}
 	return ""
 }

@@ -11,7 +11,8 @@
 // interval, 250 ms by default) into a Decision: the concurrency limit for the next
 // interval, the token rate where one is managed, whether anything changed and a
 // short Reason. The laws are Fixed, AIMD, Vegas, Gradient and Target (the default:
-// it tracks the operator's latency, CPU and memory targets at once).
+// it tracks the operator's latency, CPU, memory and CPU pressure targets at
+// once, and ignores a resource it finds its limit cannot move: Unmoved).
 //
 // Every law shares the same guard rails: a Bounds (min, max, initial limit), the
 // app-limited guard (a limit that is not in use is never raised, see UseRatio) and
@@ -28,7 +29,9 @@
 // the gate publishes atomically and consults per request without locks:
 //
 //   - ResourceGuard: memory beyond its target admits only Critical, CPU beyond its
-//     target sheds priorities below Default. Yields a Floor.
+//     target sheds priorities below Default. Yields a Floor. It is given the
+//     sample without the signals the law found it cannot move
+//     (Unmoved.Mask): shedding priorities cannot move them either.
 //   - PriorityShedder: sheds whole priority levels from the bottom up, only while a
 //     higher level is being turned away. Yields a Floor.
 //   - QueueWait: the CoDel-style wait bound for new waiters (short when a standing
@@ -41,7 +44,7 @@
 //
 //	d := law.Update(s)                  // apply d.Limit (and d.Rate when > 0)
 //	qb := queueWait.Update(s)           // wait bound and FIFO/LIFO for new waiters
-//	floor := guard.Update(s).Max(shedder.Update(s))
+//	floor := guard.Update(unmoved.Mask(s)).Max(shedder.Update(s))
 //
 // Per request, in this order (see the simulator's gate model for the reference):
 //

@@ -81,6 +81,13 @@ type Sample struct {
 	CPUKnown    bool
 	Memory      float64
 	MemoryKnown bool
+	// CPUPressure is the share of time in which some runnable task of what the
+	// gate guards waited for a CPU, in [0, 1]: Linux's pressure stall
+	// information (cpu.pressure "some"), as an average over a window ending
+	// at Now (PSI's avg10: 10 s, updated every 2 s). Used only when
+	// CPUPressureKnown is set, as CPU is.
+	CPUPressure      float64
+	CPUPressureKnown bool
 
 	// ByPriority breaks arrivals and concurrency-stage rejections down by priority.
 	// The priority shedder reads it; laws do not.
@@ -221,6 +228,11 @@ func (s *Sample) cpu() (float64, bool) { return utilisation(s.CPU, s.CPUKnown) }
 
 // memory returns the memory utilisation and whether it is known.
 func (s *Sample) memory() (float64, bool) { return utilisation(s.Memory, s.MemoryKnown) }
+
+// cpuPressure returns the CPU pressure and whether it is known.
+func (s *Sample) cpuPressure() (float64, bool) {
+	return utilisation(s.CPUPressure, s.CPUPressureKnown)
+}
 
 func utilisation(v float64, known bool) (float64, bool) {
 	if !known || math.IsNaN(v) || v < 0 {

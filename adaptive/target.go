@@ -6,7 +6,7 @@ import (
 )
 
 // TargetParams configures Target. Zero fields mean the defaults; at least one of
-// Latency, CPU and Memory must be set.
+// Latency, CPU, Memory and CPUPressure must be set.
 type TargetParams struct {
 	Bounds
 	// Latency is the target for Quantile of the upstream latency (e.g. p99 ≤
@@ -17,14 +17,23 @@ type TargetParams struct {
 	// CPU and Memory are utilisation targets in (0, 1]; zero means none.
 	CPU    float64
 	Memory float64
+	// CPUPressure is a target in (0, 1] for Sample.CPUPressure, the share of
+	// time runnable work of the guarded service waits for a CPU; zero means
+	// none. Unlike a utilisation it has a meaning without a CPU allotment.
+	CPUPressure float64
+	// PressureWindow is the averaging window of Sample.CPUPressure; default
+	// 10 s (PSI's avg10, which the kernel updates every 2 s). A pressure cut
+	// shows in such an average only gradually, so the law waits a quarter of
+	// the window between pressure cuts and judges them after half of it.
+	PressureWindow time.Duration
 
 	// Headroom is how far below a target the law aims when it raises the limit, as
 	// a fraction of the target, in [0, 0.5); default 0.15. A latency quantile is
 	// cut only above target × (1 − Headroom/3), so between the two is a dead band
 	// where the limit holds; the rest of the target is left for the gate's queue
 	// wait, which the upstream latency the law sees does not include.
-	// Utilisation targets aim at target × (1 − Headroom/2) and are cut above the
-	// target itself.
+	// Resource targets are cut above the target itself and aim below it: by
+	// Headroom/2 for memory, Headroom/5 for CPU and CPU pressure.
 	Headroom float64
 	// Tolerance is the queueing allowed, as a fraction of the no-queue latency,
 	// when the latency target cannot be met even without queueing; default 0.1.
@@ -48,8 +57,12 @@ func (p TargetParams) Validate() error {
 	}
 	pr.utilTarget("cpu", p.CPU)
 	pr.utilTarget("memory", p.Memory)
-	if p.Latency == 0 && p.CPU == 0 && p.Memory == 0 {
-		pr.add("target law needs at least one target (latency, cpu or memory)")
+	pr.utilTarget("cpu pressure", p.CPUPressure)
+	if p.PressureWindow < 0 {
+		pr.add("pressure window %v must be positive", p.PressureWindow)
+	}
+	if p.Latency == 0 && p.CPU == 0 && p.Memory == 0 && p.CPUPressure == 0 {
+		pr.add("target law needs at least one target (latency, cpu, memory or cpu pressure)")
 	}
 	if p.Quantile > Mean {
 		pr.add("unknown latency quantile %d", p.Quantile)
@@ -81,8 +94,8 @@ func (p TargetParams) Validate() error {
 }
 
 // Target keeps the service inside every target the operator set (a latency
-// quantile, CPU and memory utilisation) at once, approaching the largest limit
-// that meets all of them. It is sluice's default law.
+// quantile; CPU, memory and CPU pressure) at once, approaching the largest
+// limit that meets all of them. It is sluice's default law.
 //
 // # Model
 //
@@ -96,8 +109,8 @@ func (p TargetParams) Validate() error {
 //	estimate = N + X × (a − p)
 //
 // The law jumps there instead of creeping: a cut goes the whole way (at most
-// halving per interval), a raise goes Gain of the way (at most doubling per
-// interval). Below the backend's knee latency does not respond to concurrency:
+// halving what is in use, the peak in flight, per interval), a raise goes Gain
+// of the way (at most doubling per interval). Below the backend's knee latency does not respond to concurrency:
 // while the limit binds (requests wait or are refused) and the mean latency is
 // within Tolerance of its no-load baseline (below), the limit doubles per
 // interval (a slow start, SignalNoQueueing) until queueing shows.
@@ -124,7 +137,12 @@ func (p TargetParams) Validate() error {
 // current mean as the baseline and restores the limit it had before the cuts
 // (SignalUnresponsive). Drops are treated alike: a drop ratio above the
 // quantile's budget (1 % for p99) is a violation, unless halving concurrency did
-// not reduce it, in which case the errors are not load and are tolerated.
+// not reduce it: then the errors are not load (an upstream that is down, a
+// fault), the ratio is tolerated from then on (until it halves) and the limit
+// held before the drop cuts is restored (SignalDropsUnmoved), so an outage does
+// not leave the limit at its floor when the upstream returns. An interval with
+// no completion (an open circuit breaker lets nothing through) says nothing
+// about drops and changes neither.
 //
 // # Overload
 //
@@ -134,12 +152,18 @@ func (p TargetParams) Validate() error {
 // or near capacity that queue is worth having, since it absorbs the bursts of
 // random arrivals that a tighter limit would refuse; under a sustained excess
 // it never drains and only costs latency (and the answers that come too late).
-// So while the limit turns away more than a tenth of the demand
-// (overloadShare), the law aims the quantile at its no-queue level plus
-// Tolerance, the knee, instead of at the target (SignalOverload): the backend
-// stays at full throughput with a short queue, and the waiting happens in the
-// gate's queue, which sheds it. When the excess ends, the aim returns to the
-// target.
+// So while the gate turns away more than a tenth of the demand (overloadShare;
+// refusals of the concurrency stage and of the managed rate; the overload
+// lasts until the share falls under three quarters of that), the law aims
+// the quantile at its no-queue level plus Tolerance, the knee, instead of at
+// the target (SignalOverload): it no longer grows the limit beyond the knee,
+// and a cut (above the target's cut threshold) goes toward the knee. The
+// backend stays at full throughput with a short queue, and the waiting
+// happens in the gate's queue, which sheds it. When the excess ends, the aim
+// returns to the target. The law does not cut to the knee while p is within
+// the target: the knee's estimate rests on the baseline, which is stale low
+// when the backend slowed while the limit was in use, and such cuts would go
+// under the knee and lose throughput.
 //
 // # Resources
 //
@@ -155,28 +179,68 @@ func (p TargetParams) Validate() error {
 // on top of a full limit still fits (SignalMemoryBudget). Until the fit is
 // usable, or if memory does not rise with held work, it falls back to
 // proportional control on the observed utilisation: estimate = limit × aim /
-// memory. CPU and memory aim at target × (1 − Headroom/2) and cut above the
-// target.
+// memory.
+//
+// CPU pressure (the share of time runnable work waits for a core) grows with
+// the runnable work, so above its target the law aims the in-flight count at
+// N × aim / pressure. The figure is an average over PressureWindow (10 s for
+// PSI's avg10), which shows a cut only gradually: after a pressure cut the law
+// waits a quarter of the window before cutting on pressure again.
+//
+// All three cut above the target. Memory aims at target × (1 − Headroom/2);
+// CPU and CPU pressure at target × (1 − Headroom/5), close to it, since a CPU
+// target should not leave unused much of the CPU it allows.
+//
+// # Signals the limit cannot move
+//
+// A resource can be over its target for reasons the limit does not govern: a
+// neighbour keeping the host's CPU busy, memory held by something other than
+// requests, another process's runnable work contending for the cores. Cutting
+// then only turns work away: each cut lowers the throughput, and with it the
+// next proportional estimate, and the limit walks to its floor. So the law
+// judges the cuts a resource drove as it judges latency cuts: once they have
+// drained and taken the in-flight count down by a fifth from where it was when
+// the resource first drove a cut, it compares the resource's fall with what
+// proportional control predicts (the resource falls in proportion to what
+// drives it: throughput for CPU, which it waits to fall by 15 %; the work
+// held, in flight and waiting, for memory, which it waits to fall by a fifth;
+// the in-flight count for CPU pressure, whose average it gives half a window
+// to show the change). From the fall it sees it extrapolates the part of the
+// resource that would remain with no work at all; if that is over the target,
+// no limit meets the target. CPU pressure is also taken as unmoved when the
+// throughput fell by pressureLoss: pressure the service causes itself (more
+// runnable work than cores) goes with fewer requests in flight at the same
+// throughput, while a competitor's (a hog at the same nice level) goes only
+// as the service runs less. Either way the law restores the limit held before
+// the cuts, reports it (SignalCPUUnmoved, SignalMemoryUnmoved,
+// SignalPressureUnmoved) and ignores that resource (Unmoved) until it is back
+// under its aim (what held it up has gone) or unmovedRetry has passed, when
+// it is judged afresh. While an
+// ignored resource is over its target, a decision that holds the limit gives
+// that as its reason.
 //
 // # Pacing
 //
 // A cut takes effect only once the requests admitted under the old limit have
 // drained, so while the peak in flight of the interval still exceeded the limit
 // the law just cut to, it does not cut again on their latency. A mild excess
-// must persist for two intervals before it cuts, so
-// the noise of a quantile measured over one interval does not saw the limit; a
-// larger excess (50 % over a latency bound, or beyond a quarter of the room left
-// above a utilisation target) cuts at once, and the whole way; a mild one goes
-// Gain of the way.
+// must persist for two intervals before it cuts, so the noise of a quantile
+// measured over one interval does not saw the limit; a larger excess (50 %
+// over a latency bound, or beyond a quarter of the room left above a
+// utilisation or pressure target) cuts at once, and the whole way. Of the
+// excesses that wait, a firm one (over 25 %, or an eighth of the room) cuts
+// the whole way when it persists, and if it is still there once the cut has
+// drained it cuts again without waiting; a milder one goes Gain of the way
+// and is looked at twice afresh after each cut. (A capacity that halves under
+// a tight target is followed within a second this way.)
 //
 // # Token rate
 //
-// With Rate set, the law also manages a token rate: when a target is exceeded the
-// rate becomes (1 + Rate.Headroom) × the admitted throughput at that moment (for
-// CPU and memory, scaled by aim / utilisation), never higher than it was, when
-// the law acts on the excess (it is paced as cuts of the limit are); while
-// the rate turns requests away and every target has headroom, it grows by the
-// same factor the limit could (at most 25 % per interval).
+// With Rate set, the law also manages a token rate (see RateParams): it is cut
+// with the limit when a target is exceeded, brought to what the service
+// completes under sustained overload, so the excess is refused at once by the
+// rate rather than after a wait in the queue, and given back when the demand
+// falls.
 //
 // Not safe for concurrent use.
 type Target struct {
@@ -184,26 +248,46 @@ type Target struct {
 	limit int
 	rate  float64
 	base  baseline
-	// cut is the episode of consecutive cuts, to tell whether cutting helps.
-	cut struct {
-		active      bool
-		inflight    float64 // N when the episode began
-		mean        float64 // mean latency when it began
-		drops       float64 // drop ratio when it began
-		limit       int     // limit before the first cut
-		latencyCuts bool    // a latency target drove a cut
-		dropCuts    bool    // drops drove a cut
-	}
+	cut   cutEpisode
 	// dropFloor is a drop ratio found not to respond to load; drops up to it are
 	// tolerated.
 	dropFloor float64
 	// cutLast: the last decision cut the limit; mild: the last interval had a
 	// mild violation that was not acted on.
 	cutLast, mild bool
-	// refused is the share of the demand the limit turned away, a moving
-	// average over intervals (observeRefused).
-	refused float64
-	mem     memModel
+	// refused is the share of the demand the gate turned away, a moving
+	// average over intervals, and overloaded whether it says the backend is
+	// overloaded (observeRefused).
+	refused    float64
+	overloaded bool
+	mem        memModel
+	res        [numResources]resourceState
+	// pressureCut is when CPU pressure last drove a cut.
+	pressureCut time.Time
+}
+
+// cutEpisode is a run of consecutive cuts, to tell whether cutting helps.
+type cutEpisode struct {
+	active      bool
+	inflight    float64 // N when the episode began
+	mean        float64 // mean latency when it began
+	drops       float64 // drop ratio when it began
+	limit       int     // limit before the first cut
+	looks       int     // intervals with completions since the last cut
+	latencyCuts bool    // a latency target drove a cut
+	dropCuts    bool    // drops drove a cut
+	// res is, per resource, what the gate saw when the resource first drove
+	// a cut of the episode.
+	res [numResources]cutSnapshot
+}
+
+// cutSnapshot is a resource's reading (u) when it drove a cut, with the time,
+// the in-flight count, the throughput and the work held (in flight and
+// waiting) then.
+type cutSnapshot struct {
+	on         bool
+	at         time.Time
+	u, n, x, w float64
 }
 
 // NewTarget returns a Target law starting at p.Initial (and p.Rate.Initial).
@@ -219,6 +303,9 @@ func NewTarget(p TargetParams) (*Target, error) {
 	p.Tolerance = orDefault(p.Tolerance, 0.1)
 	p.Gain = orDefault(p.Gain, 0.5)
 	p.UseRatio = orDefault(p.UseRatio, DefaultUseRatio)
+	if p.PressureWindow == 0 {
+		p.PressureWindow = DefaultPressureWindow
+	}
 	if p.Rate.Initial > 0 {
 		p.Rate.Min = orDefault(p.Rate.Min, 1)
 		if p.Rate.Max == 0 {
@@ -228,6 +315,9 @@ func NewTarget(p TargetParams) (*Target, error) {
 	}
 	return &Target{p: p, limit: p.Initial, rate: p.Rate.Initial}, nil
 }
+
+// DefaultPressureWindow is TargetParams.PressureWindow's default: PSI's avg10.
+const DefaultPressureWindow = 10 * time.Second
 
 // Limit returns the current limit.
 func (t *Target) Limit() int { return t.limit }
@@ -240,6 +330,7 @@ func (t *Target) Rate() float64 { return t.rate }
 type proposal struct {
 	violated bool
 	severe   bool    // some violation is severe (see severeExcess)
+	firm     bool    // some violation is firm (see firmExcess)
 	fast     bool    // the growth ceiling is a slow start (no gain applied)
 	cut      float64 // lowest proposal among violated targets
 	cutWhy   Reason
@@ -248,27 +339,42 @@ type proposal struct {
 	wantWhy  Reason
 	latency  bool // the binding cut came from latency
 	drops    bool // the binding cut came from drops
+	// over marks the resources that are over their targets this interval,
+	// and u holds every resource's reading.
+	over [numResources]bool
+	u    [numResources]float64
 }
 
 // severeExcess is how far over its bound a latency or drop ratio must be to
 // cut at once: a quantile measured over one interval of a few hundred requests
 // easily reads 25 % high by chance, a real overload (the backend at half speed)
-// reads 70 % high or more.
-const severeExcess = 1.5
+// reads 70 % high or more. An excess over firmExcess (or, for a resource,
+// beyond an eighth of the room left) that persists for a second interval is no
+// longer chance either: it cuts the whole way, where a milder one goes Gain of
+// the way.
+const (
+	severeExcess = 1.5
+	firmExcess   = 1.25
+)
 
 func (pr *proposal) violate(est, rate float64, why Reason) {
 	pr.violated = true
-	switch why.Signal {
-	case SignalCPU, SignalMemory, SignalMemoryBudget:
-		// A utilisation cannot exceed 1, so severity is measured against the
-		// room left: beyond a quarter of it.
-		pr.severe = pr.severe || why.Observed > why.Bound+(1-why.Bound)/4
-	default:
+	if r, ok := resourceOf(why.Signal); ok {
+		// A utilisation or a share of time cannot exceed 1, so severity is
+		// measured against the room left: beyond a quarter of it.
+		room := 1 - why.Bound
+		pr.severe = pr.severe || why.Observed > why.Bound+room/4
+		pr.firm = pr.firm || why.Observed > why.Bound+room/8
+		// The reading itself is over the target (the memory budget is a
+		// projection, which the model knows to move with the limit).
+		pr.over[r] = pr.over[r] || why.Signal != SignalMemoryBudget
+	} else {
 		pr.severe = pr.severe || why.Observed > severeExcess*why.Bound
+		pr.firm = pr.firm || why.Observed > firmExcess*why.Bound
 	}
 	if est < pr.cut {
 		pr.cut, pr.cutWhy = est, why
-		pr.latency = why.Signal == SignalLatency || why.Signal == SignalQueueing
+		pr.latency = why.Signal == SignalLatency || why.Signal == SignalQueueing || why.Signal == SignalOverload
 		pr.drops = why.Signal == SignalDrops
 	}
 	pr.rateCut = min(pr.rateCut, rate)
@@ -300,16 +406,16 @@ func (t *Target) Update(s Sample) Decision {
 	t.observeRefused(&s)
 	n := x * mean // mean in flight, by Little's law
 
-	if why, ok := t.checkCuts(s.MaxInFlight <= old, n, x, mean, drops); ok {
+	if why, ok := t.checkCuts(&s, n, x, mean, drops); ok {
 		next := max(old, t.cut.limit)
-		t.cut.active = false
+		t.cut = cutEpisode{}
 		t.limit = next
 		return decide(old, next, oldRate, t.rate, why)
 	}
 
 	pr := proposal{cut: math.Inf(1), rateCut: math.Inf(1), want: math.Inf(1)}
 	t.latency(&pr, &s, x, n, mean)
-	t.drops(&pr, x, n, drops)
+	t.drops(&pr, &s, x, n, drops)
 	t.resources(&pr, &s, x, n, mean)
 
 	next, why := old, pr.wantWhy
@@ -324,28 +430,23 @@ func (t *Target) Update(s Sample) Decision {
 	case pr.violated:
 		acted = true
 		why = pr.cutWhy
-		cut := max(pr.cut, 0.5*float64(old))
-		if !pr.severe {
+		// At most halving what is in use: a limit far above the in-flight
+		// count protects nothing until it is cut below it.
+		cut := max(pr.cut, 0.5*float64(min(old, max(s.MaxInFlight, 1))))
+		if !pr.severe && !pr.firm {
 			cut = float64(old) - t.p.Gain*(float64(old)-cut)
 		}
 		next = min(old, round(cut))
-		if next < old && !t.cut.active {
-			t.cut.active = true
-			t.cut.inflight, t.cut.mean, t.cut.drops, t.cut.limit = n, mean, drops, old
-			t.cut.latencyCuts, t.cut.dropCuts = false, false
-		}
 		if next < old {
-			t.cut.latencyCuts = t.cut.latencyCuts || pr.latency
-			t.cut.dropCuts = t.cut.dropCuts || pr.drops
+			t.noteCut(&pr, &s, n, x, mean, drops, old)
 		}
 	case math.IsInf(pr.want, 1):
-		why = Reason{Signal: SignalNoData}
-		t.cut.active = false
+		why = Reason{Signal: SignalNoData} // and the episode of cuts waits
 	case !use:
 		why = Reason{Signal: SignalAppLimited, Observed: float64(s.MaxInFlight), Bound: float64(old)}
-		t.cut.active = false
+		t.endEpisode(&s)
 	default:
-		t.cut.active = false
+		t.endEpisode(&s)
 		if gap := pr.want - float64(old); gap >= 1 {
 			g := t.p.Gain
 			if pr.fast {
@@ -360,44 +461,131 @@ func (t *Target) Update(s Sample) Decision {
 	}
 	t.limit = min(max(next, t.p.Min), t.p.Max)
 	t.cutLast = t.limit < old
-	if t.cutLast {
+	if t.cutLast && !pr.firm && !pr.severe {
+		// A mild excess is looked at twice afresh after a cut; a firm one
+		// that is still there once the cut has drained is not chance.
 		t.mild = false
 	}
-	t.updateRate(&s, &pr, n, acted)
-	if t.limit == old && t.rate != oldRate && !pr.violated {
-		why = Reason{Signal: SignalRate, Observed: x, Bound: oldRate}
+	rs := t.updateRate(&s, &pr, n, acted)
+	switch {
+	case t.limit == old && t.rate != oldRate && rs != SignalNone:
+		why = Reason{Signal: rs, Observed: x, Bound: oldRate}
+	case t.limit == old && !pr.violated:
+		if u, ok := t.unmovedReason(); ok {
+			why = u
+		}
 	}
 	return decide(old, t.limit, oldRate, t.rate, why)
 }
 
-// checkCuts judges a cut episode once the cuts have drained (the peak in flight
-// of the interval is within the limit, so its latency is the new limit's) and
-// taken the in-flight count down by a fifth. If latency came from queueing,
-// removing ΔN requests in flight shortens every wait by ΔN / X (Little's law);
-// if the mean latency fell by less than a tenth of that, concurrency is not the
-// cause, so the baseline adopts the current mean. It reports the reason and true
-// when latency cuts proved useless and the limit should be restored. Drops are
-// judged when the count has halved: a drop ratio within 10 % of where it was is
-// not load, and becomes the drop floor.
-func (t *Target) checkCuts(drained bool, n, x, mean, drops float64) (Reason, bool) {
+// noteCut records a cut from old in the episode of cuts, starting one if none
+// is running: what latency and drops were, and for each resource over its
+// target that has no reading yet, its reading.
+func (t *Target) noteCut(pr *proposal, s *Sample, n, x, mean, drops float64, old int) {
 	c := &t.cut
-	if !c.active || !drained || n > 0.8*c.inflight {
+	if !c.active {
+		*c = cutEpisode{active: true, inflight: n, mean: mean, drops: drops, limit: old}
+	}
+	c.looks = 0
+	c.latencyCuts = c.latencyCuts || pr.latency
+	c.dropCuts = c.dropCuts || pr.drops
+	w := float64(max(0, s.InFlight) + max(0, s.QueueLength))
+	for r := range c.res {
+		if pr.over[r] && !c.res[r].on {
+			c.res[r] = cutSnapshot{on: true, at: s.Now, u: pr.u[r], n: n, x: x, w: w}
+		}
+	}
+	if pr.over[resPressure] {
+		t.pressureCut = s.Now
+	}
+}
+
+// endEpisode ends the episode of cuts after an interval with no violation:
+// the cuts worked, or the excess went away. A CPU pressure reading awaiting
+// judgement is kept while pressure stays over its target: between pressure
+// cuts the law waits for the average (see Target), which is no violation.
+func (t *Target) endEpisode(s *Sample) {
+	c := &t.cut
+	keep, limit := c.res[resPressure], c.limit
+	p, ok := s.cpuPressure()
+	*c = cutEpisode{}
+	if ok && p > t.p.CPUPressure && t.p.CPUPressure > 0 && t.pressurePending(keep, s.Now) {
+		c.active, c.res[resPressure], c.limit = true, keep, limit
+	}
+}
+
+// checkCuts judges the episode of cuts once they have drained (the peak in
+// flight of the interval is within the limit, so its latency is the new
+// limit's) and the interval completed something: the resources that drove
+// cuts first (see judge), then latency and drops once the in-flight count has
+// fallen by a fifth. If latency came from queueing, removing ΔN requests in
+// flight shortens every wait by ΔN / X (Little's law); if the mean latency
+// fell by less than a tenth of that, concurrency is not the cause, so the
+// baseline adopts the current mean (judged only when ΔN / X is three times
+// the noise of an interval's mean, see meanNoise). Drops are judged when the count has
+// halved: a drop ratio within 10 % of where it was is not load, and becomes
+// the drop floor. It reports the reason and true when cuts proved useless and
+// the limit held before them should be restored.
+func (t *Target) checkCuts(s *Sample, n, x, mean, drops float64) (Reason, bool) {
+	c := &t.cut
+	if !c.active || s.completed() == 0 {
 		return Reason{}, false
 	}
-	if c.latencyCuts && mean > 0 && x > 0 && c.mean-mean < 0.1*(c.inflight-n)/x {
-		c.active = false
+	if c.looks++; c.looks > episodeLooks && !t.pressurePending(c.res[resPressure], s.Now) {
+		// No cut for a while: what the episode began with says nothing
+		// about the latency, drops or resources now.
+		*c = cutEpisode{}
+		return Reason{}, false
+	}
+	if s.MaxInFlight > t.limit {
+		return Reason{}, false
+	}
+	pending := false
+	for r := range c.res {
+		if why, ok := t.judge(resource(r), s, n, x); ok {
+			return why, true
+		}
+		pending = pending || c.res[r].on
+	}
+	if n > 0.8*c.inflight {
+		return Reason{}, false
+	}
+	// A fall of the in-flight count too small to tell from the noise of the
+	// means is not judged.
+	if fall := (c.inflight - n) / max(x, 1e-9); c.latencyCuts && mean > 0 && x > 0 &&
+		fall >= 3*meanNoise(s) && c.mean-mean < 0.1*fall {
 		t.base.v = mean
 		return Reason{Signal: SignalUnresponsive, Observed: mean, Bound: c.mean}, true
 	}
 	if n > c.inflight/2 {
 		return Reason{}, false
 	}
-	c.active = false
 	if c.dropCuts && drops > 0 && drops >= 0.9*c.drops {
 		t.dropFloor = drops
+		return Reason{Signal: SignalDropsUnmoved, Observed: drops, Bound: c.drops}, true
 	}
+	c.latencyCuts, c.dropCuts = false, false
+	c.active = pending
 	return Reason{}, false
 }
+
+// meanNoise is the standard error, in seconds, of the difference between two
+// interval means of latency like s's: sqrt(2 / count) × the spread, taken as
+// (p99 − p50) / 2.33 (the spread of a normal distribution with those
+// quantiles; more than the standard deviation of the heavier tails latency
+// has, so on the safe side).
+func meanNoise(s *Sample) float64 {
+	n := float64(max(1, s.Successes))
+	spread := seconds(s.Latency.P99-s.Latency.P50) / 2.33
+	return math.Sqrt(2/n) * spread
+}
+
+// episodeLooks is for how many intervals after its last cut an episode of
+// cuts is judged: the cuts drain in an interval or two, and a violation that
+// persists without cutting must not be judged much later against how things
+// were when it began. Only intervals with completions count: the others (an
+// open circuit breaker lets nothing through) tell nothing.
+const episodeLooks = 8
 
 // latency adds the latency target's proposal.
 func (t *Target) latency(pr *proposal, s *Sample, x, n, mean float64) {
@@ -415,7 +603,7 @@ func (t *Target) latency(pr *proposal, s *Sample, x, n, mean float64) {
 		high, sig = aim*(1+h/3), SignalQueueing
 	}
 	overloaded := false
-	if knee := noQueue * (1 + t.p.Tolerance); knee < aim && t.refused > overloadShare {
+	if knee := noQueue * (1 + t.p.Tolerance); knee < aim && t.overloaded {
 		aim, overloaded = knee, true
 	}
 	est := n + x*(aim-p)
@@ -440,7 +628,7 @@ func (t *Target) latency(pr *proposal, s *Sample, x, n, mean float64) {
 	}
 }
 
-// overloadShare is the share of the demand the limit must turn away for the
+// overloadShare is the share of the demand the gate must turn away for the
 // law to take the backend as overloaded: more than a burst at about capacity
 // is refused (a few per cent), less than any sustained excess over it.
 const overloadShare = 0.1
@@ -451,76 +639,42 @@ const overloadShare = 0.1
 const refusedWeight = 0.25
 
 // observeRefused updates the moving average of the share of the demand the
-// limit turned away (requests refused for concurrency, queue or fair share,
-// against those refused and served).
+// gate turned away: requests refused for concurrency, queue or fair share,
+// and by the managed rate when the law manages one (a static quota's
+// refusals are the clients' excess, not the service's), against those
+// refused and served. The backend counts as overloaded from when the average
+// passes overloadShare until it falls under three quarters of it, so an
+// excess of about overloadShare does not flip the aim every few intervals.
 func (t *Target) observeRefused(s *Sample) {
-	d := float64(s.Rejected + s.Successes + s.Drops)
+	refused := max(0, s.Rejected)
+	if t.p.Rate.Initial > 0 {
+		refused += max(0, s.RateRejected)
+	}
+	d := float64(refused + s.completed())
 	if d == 0 {
 		return
 	}
-	t.refused += refusedWeight * (float64(s.Rejected)/d - t.refused)
+	t.refused += refusedWeight * (float64(refused)/d - t.refused)
+	switch {
+	case t.refused > overloadShare:
+		t.overloaded = true
+	case t.refused < overloadShare*3/4:
+		t.overloaded = false
+	}
 }
 
 // drops adds the drop ratio's proposal: above the quantile's budget (or the
-// drop floor found not to respond to load) it is a violation.
-func (t *Target) drops(pr *proposal, x, n, drops float64) {
+// drop floor found not to respond to load) it is a violation. An interval
+// with no completion tells nothing about drops.
+func (t *Target) drops(pr *proposal, s *Sample, x, n, drops float64) {
+	if s.completed() == 0 {
+		return
+	}
 	if drops < t.dropFloor/2 {
 		t.dropFloor = 0
 	}
 	budget := max(t.p.Quantile.budget(), t.dropFloor*1.25)
 	if drops > budget {
 		pr.violate(n*(1-drops), x*(1-drops), Reason{Signal: SignalDrops, Observed: drops, Bound: budget})
-	}
-}
-
-// resources adds the CPU and memory targets' proposals.
-func (t *Target) resources(pr *proposal, s *Sample, x, n, mean float64) {
-	h := t.p.Headroom / 2
-	if u, ok := s.cpu(); ok && t.p.CPU > 0 {
-		aim := t.p.CPU * (1 - h)
-		why := Reason{Signal: SignalCPU, Observed: u, Bound: t.p.CPU}
-		switch {
-		case u > t.p.CPU:
-			w := mean
-			if t.base.v > 0 {
-				w = min(mean, t.base.v*(1+t.p.Tolerance))
-			}
-			pr.violate(x*aim/u*w, x*aim/u, why)
-		case u < aim:
-			pr.allow(n*aim/max(u, 0.01), why)
-		default:
-			pr.allow(float64(t.limit), why)
-		}
-	}
-	if u, ok := s.memory(); ok && t.p.Memory > 0 {
-		held := float64(max(0, s.InFlight) + max(0, s.QueueLength))
-		t.mem.add(held, u)
-		aim := t.p.Memory * (1 - h)
-		lim := float64(t.limit)
-		if slots, proj, ok := t.mem.budget(aim, u, held, t.limit, max(0, s.QueueCapacity)); ok {
-			why := Reason{Signal: SignalMemoryBudget, Observed: proj, Bound: t.p.Memory}
-			switch {
-			case u > t.p.Memory:
-				pr.severe = true // memory over its target must not wait for a second look
-				pr.violate(min(slots, lim*aim/u), x*aim/u, Reason{Signal: SignalMemory, Observed: u, Bound: t.p.Memory})
-			case proj > t.p.Memory:
-				pr.violate(slots, x*aim/proj, why)
-			case proj < aim:
-				pr.allow(slots, why)
-			default:
-				pr.allow(lim, why)
-			}
-			return
-		}
-		why := Reason{Signal: SignalMemory, Observed: u, Bound: t.p.Memory}
-		switch {
-		case u > t.p.Memory:
-			pr.severe = true
-			pr.violate(lim*aim/u, x*aim/u, why)
-		case u < aim:
-			pr.allow(lim*aim/max(u, 0.01), why)
-		default:
-			pr.allow(lim, why)
-		}
 	}
 }

@@ -56,7 +56,21 @@ func (s *Server) getStatus(w http.ResponseWriter, _ *http.Request) {
 		}
 	}
 	v.Redis = newRedisView(groups, cfg)
+	if s.p.Circuit != nil {
+		if c, ok := s.p.Circuit(); ok {
+			v.Circuit = &circuitView{State: c.State, Since: c.Since, Reason: c.Reason}
+		}
+	}
 	writeJSON(w, http.StatusOK, v)
+}
+
+// CircuitStatus is the upstream's circuit breaker as /v1/status shows it
+// (Params.Circuit): its state ("closed", "open" or "half_open"), since when,
+// and why it came to be in it ("" while it never changed).
+type CircuitStatus struct {
+	State  string
+	Since  time.Time
+	Reason string
 }
 
 // groupsView is GET /v1/groups.

@@ -61,6 +61,62 @@ func TestStatus(t *testing.T) {
 	}
 }
 
+// TestStatusCircuit: /v1/status shows the upstream's circuit breaker as
+// Params.Circuit reports it (state, since when, why), and null without one.
+func TestStatusCircuit(t *testing.T) {
+	since := time.Date(2026, 3, 1, 12, 0, 5, 0, time.UTC)
+	f := newFixture(t, testConfig, func(p *Params) {
+		p.Circuit = func() (CircuitStatus, bool) {
+			return CircuitStatus{State: "open", Since: since, Reason: "5 failures in a row (last: connect)"}, true
+		}
+	})
+	body := compactJSON(t, f.get(t, "/v1/status").body)
+	if want := `"circuit":{"state":"open","since":"2026-03-01T12:00:05Z","reason":"5 failures in a row (last: connect)"}`; !strings.Contains(body, want) {
+		t.Errorf("status lacks %s:\n%s", want, body)
+	}
+	for _, opt := range []fixtureOpt{
+		func(p *Params) {},
+		func(p *Params) { p.Circuit = func() (CircuitStatus, bool) { return CircuitStatus{}, false } },
+	} {
+		f := newFixture(t, testConfig, opt)
+		if body := compactJSON(t, f.get(t, "/v1/status").body); !strings.Contains(body, `"circuit":null`) {
+			t.Errorf("no breaker, yet:\n%s", body)
+		}
+	}
+}
+
+// TestResourceSources: the status says where each guarded signal comes
+// from, and a group's decision carries the figures the law was given at
+// that tick, which the dashboard's cards show beside the law's reason.
+func TestResourceSources(t *testing.T) {
+	f := newFixture(t, testConfig)
+	f.tick(250 * time.Millisecond)
+	if d := f.group(t, "api").Decision; d.CPU != nil || d.Memory != nil {
+		t.Errorf("decision before the sampler knows anything: cpu %v memory %v, want null", d.CPU, d.Memory)
+	}
+	f.res.set(0.42, 0.61)
+	f.tick(250 * time.Millisecond)
+	var v statusView
+	if err := json.Unmarshal(f.get(t, "/v1/status").body, &v); err != nil {
+		t.Fatal(err)
+	}
+	r := v.Resources
+	if r.CPUFrom != "cgroup" || r.CPUSource != fakeCPUSource || r.MemoryFrom != "process" ||
+		r.CPUPressureFrom != "cgroup" || r.CPUPressure.Value == nil || *r.CPUPressure.Value != 0.07 {
+		t.Errorf("resources %+v", r)
+	}
+	d := f.group(t, "api").Decision
+	if d.CPU == nil || *d.CPU != 0.42 || d.Memory == nil || *d.Memory != 0.61 {
+		t.Errorf("decision cpu %v memory %v, want the sample's 0.42 and 0.61", d.CPU, d.Memory)
+	}
+	body := compactJSON(t, f.get(t, "/v1/status").body)
+	for _, w := range []string{`"cpu_source":"` + fakeCPUSource + `"`, `"cpu_pressure":{"value":0.07,"known":true}`, `"cpu_pressure_from":"cgroup"`} {
+		if !strings.Contains(body, w) {
+			t.Errorf("status lacks %s:\n%s", w, body)
+		}
+	}
+}
+
 func TestGroups(t *testing.T) {
 	f := newFixture(t, testConfig)
 	f.serve(t, "/api/users", 20, 30*time.Millisecond, gate.Success)

@@ -186,11 +186,14 @@ func (m *modelSampler) Sample(now time.Time) probe.Resources {
 	n := float64(m.inflight.Load())
 	wobble := 0.03 * math.Sin(float64(now.UnixMilli())/1500)
 	return probe.Resources{
-		Time:       now,
-		CPU:        probe.Signal{Value: min(0.2+0.07*n+wobble, 0.9), Known: true},
-		CPUFrom:    probe.FromCgroup,
-		Memory:     probe.Signal{Value: 0.41 + 0.01*n + wobble/3, Known: true},
-		MemoryFrom: probe.FromCgroup,
+		Time:         now,
+		CPU:          probe.Signal{Value: min(0.2+0.07*n+wobble, 0.9), Known: true},
+		CPUFrom:      probe.FromCgroup,
+		CPUSource:    "cgroup v2 /sys/fs/cgroup/model (cpu.max 2 cores)",
+		Memory:       probe.Signal{Value: 0.41 + 0.01*n + wobble/3, Known: true},
+		MemoryFrom:   probe.FromCgroup,
+		MemorySource: "cgroup v2 /sys/fs/cgroup/model (working set of memory.max 1 GiB)",
+		CPUPressure:  probe.Signal{Reason: "model: none"}, CPUPressureSource: "none: model",
 	}
 }
 
@@ -358,6 +361,17 @@ func TestDashboardInBrowser(t *testing.T) {
 	poll("the tiles", `["t-limit", "t-lat", "t-cpu"].every((id) => !["", "–"].includes(document.getElementById(id).textContent)) &&
 	  document.getElementById("version").textContent === "v0.0.0-browser" &&
 	  document.getElementById("why-text").textContent.length > 0`)
+	// The CPU card shows the figure the law was given at the tick its
+	// reason in the why line is from, not another sample's (the model's CPU
+	// wobbles from one sample to the next).
+	poll("a decision with a CPU figure", `window.sluice.cards && window.sluice.cards.decision.cpu != null`)
+	card, err := chromedp.Run(bctx, chromedp.Evaluate[[2]string](`(() => {
+	  const c = window.sluice.cards, v = c.decision.cpu;
+	  return [c.cpu, (v * 100).toFixed(v < 0.1 ? 1 : 0) + "%"];
+	})()`))
+	if err != nil || card[0] != card[1] {
+		t.Errorf("the CPU card reads %q, the law's figure is %q (%v)", card[0], card[1], err)
+	}
 
 	// The group selector: batch, whose fixed limit sheds, draws rejections.
 	if err := chromedp.Do(bctx, chromedp.Click(`#groups button[data-group="batch"]`)); err != nil {

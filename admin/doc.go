@@ -8,7 +8,8 @@
 //	                          loop, state file, resource signals (unknown ones
 //	                          with their reason), the link to Redis of the
 //	                          global quotas (mode, since, last error, next
-//	                          probe, nodes)
+//	                          probe, nodes), the upstream's circuit breaker
+//	                          (state, since, reason)
 //	GET   /v1/groups          every group's read-out, in match order
 //	GET   /v1/groups/{name}   one group's read-out
 //	PATCH /v1/groups/{name}   a runtime override of the group's targets,

@@ -64,7 +64,10 @@ func parseConfig(t testing.TB, toml string) *configs.Config {
 	return cfg
 }
 
-// fakeSampler reports the CPU and memory the test sets; unknown until then.
+const fakeCPUSource = "cgroup v2 /sys/fs/cgroup/app (cpu.max 2 cores)"
+
+// fakeSampler reports the CPU and memory the test sets (and a CPU pressure
+// of 7 %); unknown until then.
 type fakeSampler struct {
 	mu          sync.Mutex
 	cpu, memory float64
@@ -80,11 +83,15 @@ func (s *fakeSampler) set(cpu, memory float64) {
 func (s *fakeSampler) Sample(now time.Time) probe.Resources {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := probe.Resources{Time: now, CPUFrom: probe.FromHost, MemoryFrom: probe.FromHost,
-		CPU: probe.Signal{Reason: "fake: not set"}, Memory: probe.Signal{Reason: "fake: not set"}}
+	r := probe.Resources{Time: now,
+		CPUFrom: probe.FromCgroup, CPUSource: fakeCPUSource,
+		MemoryFrom: probe.FromProcess, MemorySource: "process 7 RSS of the host's 1 GiB",
+		CPUPressureFrom: probe.FromCgroup, CPUPressureSource: "psi some avg10 of cgroup v2 /sys/fs/cgroup/app",
+		CPU: probe.Signal{Reason: "fake: not set"}, Memory: probe.Signal{Reason: "fake: not set"}, CPUPressure: probe.Signal{Reason: "fake: not set"}}
 	if s.known {
 		r.CPU = probe.Signal{Value: s.cpu, Known: true}
 		r.Memory = probe.Signal{Value: s.memory, Known: true}
+		r.CPUPressure = probe.Signal{Value: 0.07, Known: true}
 	}
 	return r
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluicehq/sluice/adaptive"
+	"github.com/sluicehq/sluice/configs"
 	"github.com/sluicehq/sluice/gate"
 )
 
@@ -51,6 +52,13 @@ var (
 		"The group's CPU utilisation target, 0–1; absent when off.", []string{"group"}, nil)
 	descMemoryTarget = prometheus.NewDesc("sluice_memory_target_ratio",
 		"The group's memory utilisation target, 0–1; absent when off.", []string{"group"}, nil)
+	descPressureTarget = prometheus.NewDesc("sluice_cpu_pressure_target_ratio",
+		"The group's CPU pressure target (share of time runnable work waits for a CPU), 0–1; absent when off.",
+		[]string{"group"}, nil)
+	descUnmoved = prometheus.NewDesc("sluice_target_unmoved",
+		"1 while the group's law ignores the resource target (cpu, memory, cpu_pressure) because cutting the limit "+
+			"did not move it, else 0; for each resource target set on a group with law \"target\".",
+		[]string{"group", "target"}, nil)
 	descFloor = prometheus.NewDesc("sluice_priority_floor",
 		"The lowest priority the group admits now (0 sheddable … 7 critical); 0 when nothing is shed.", []string{"group"}, nil)
 	descKeys = prometheus.NewDesc("sluice_tracked_keys",
@@ -75,7 +83,7 @@ var (
 
 var gateDescs = []*prometheus.Desc{descBuildInfo, descRequests, descLimit, descLimitMin, descLimitMax,
 	descInFlight, descQueueLength, descQueueCapacity, descQueueBound, descTokenRate, descLatency,
-	descLatencyTarget, descLatencyQuantile, descCPUTarget, descMemoryTarget, descFloor, descKeys,
+	descLatencyTarget, descLatencyQuantile, descCPUTarget, descMemoryTarget, descPressureTarget, descUnmoved, descFloor, descKeys,
 	descOverride, descCPU, descMemory, descTicks, descConfigInfo, descConfigLoaded, descLastSave, descSaveOK}
 
 // gateCollector reads the gate's state at scrape time.
@@ -174,15 +182,28 @@ func (c *gateCollector) Collect(ch chan<- prometheus.Metric) {
 			if t.Memory > 0 {
 				gauge(descMemoryTarget, t.Memory, n)
 			}
+			if t.CPUPressure > 0 {
+				gauge(descPressureTarget, t.CPUPressure, n)
+			}
+			if gc.Concurrency.Law == configs.LawTarget {
+				for i, set := range [...]bool{t.CPU > 0, t.Memory > 0, t.CPUPressure > 0} {
+					if m := adaptive.UnmovedMembers[i]; set {
+						gauge(descUnmoved, boolValue(g.Unmoved.Has(m)), n, m.String())
+					}
+				}
+			}
 		}
 		gauge(descFloor, float64(g.Floor.Priority), n)
 		gauge(descKeys, float64(max(g.Keys, g.RateKeys)), n)
-		active := 0.0
-		if g.Override != nil {
-			active = 1
-		}
-		gauge(descOverride, active, n)
+		gauge(descOverride, boolValue(g.Override != nil), n)
 	}
 }
 
 func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
+
+func boolValue(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -101,7 +101,8 @@ func busyFixture(t testing.TB) *fixture {
 	f.metrics.ObserveSave("/var/lib/sluice/state.json", errors.New("disk full"))
 	f.metrics.ObserveChange(gate.Change{Group: "api", From: 10, To: 9})
 	f.tick(250 * time.Millisecond)
-	if a := f.patch(t, "api", `{"targets": {"latency": "150ms"}}`); a.status != 200 {
+	// A CPU target too (the default has none), so its gauge is there.
+	if a := f.patch(t, "api", `{"targets": {"latency": "150ms", "cpu": 0.8}}`); a.status != 200 {
 		t.Fatalf("PATCH: %d %s", a.status, a.body)
 	}
 	for i := range hold {
@@ -359,4 +360,69 @@ name = "api"
 			}
 		})
 	})
+}
+
+// sluice_target_unmoved says which resource targets a law "target" group
+// ignores because cutting the limit did not move them: 0 while the law acts
+// on the target, 1 once a neighbour holding the CPU at 100 % made it give the
+// CPU target up; only for the targets set.
+func TestMetricsTargetUnmoved(t *testing.T) {
+	f := newFixture(t, `
+[upstream]
+url = "http://127.0.0.1:9"
+
+[[group]]
+name = "cpu"
+  [group.concurrency]
+  law = "target"
+  initial = 40
+  [group.targets]
+  latency = "200ms"
+  cpu = 0.8
+  memory = 0.9
+  cpu_pressure = 0.5
+  [group.queue]
+  max = 0
+`)
+	reg := f.srv.Registry()
+	f.res.set(0.5, 0.3)
+	f.tick(250 * time.Millisecond)
+	want := func(cpu string) string {
+		return `# HELP sluice_target_unmoved 1 while the group's law ignores the resource target (cpu, memory, cpu_pressure) because cutting the limit did not move it, else 0; for each resource target set on a group with law "target".
+# TYPE sluice_target_unmoved gauge
+sluice_target_unmoved{group="cpu",target="cpu"} ` + cpu + `
+sluice_target_unmoved{group="cpu",target="cpu_pressure"} 0
+sluice_target_unmoved{group="cpu",target="memory"} 0
+# HELP sluice_cpu_pressure_target_ratio The group's CPU pressure target (share of time runnable work waits for a CPU), 0–1; absent when off.
+# TYPE sluice_cpu_pressure_target_ratio gauge
+sluice_cpu_pressure_target_ratio{group="cpu"} 0.5
+`
+	}
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want("0")), "sluice_target_unmoved", "sluice_cpu_pressure_target_ratio"); err != nil {
+		t.Error(err)
+	}
+	// The neighbour: the CPU stays at 100 % while the limit is cut and the
+	// throughput with it (each interval serves what the limit admits).
+	f.res.set(1, 0.3)
+	for range 12 {
+		st, _ := f.gate.Group("cpu")
+		var held []gate.Pass
+		for range st.Limit + 5 {
+			r, _ := http.NewRequest(http.MethodGet, "http://sluice/", nil)
+			if p, _, ok := f.gate.Enter(r); ok {
+				held = append(held, p)
+			}
+		}
+		for i := range held {
+			held[i].DoneAfter(gate.Success, 10*time.Millisecond)
+		}
+		f.tick(250 * time.Millisecond)
+	}
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want("1")), "sluice_target_unmoved", "sluice_cpu_pressure_target_ratio"); err != nil {
+		t.Error(err)
+	}
+	// Other laws ignore nothing, and say nothing about it.
+	if s := metricText(t, busyFixture(t).srv.Registry(), "sluice_target_unmoved"); s != "" {
+		t.Errorf("sluice_target_unmoved for groups of other laws:\n%s", s)
+	}
 }

@@ -67,6 +67,9 @@ type Params struct {
 	// upstream has answered and the config is valid, else why not. Nil means
 	// always ready.
 	Ready func() error
+	// Circuit reports the upstream's circuit breaker for /v1/status; nil,
+	// or false, when there is none. Safe for concurrent use.
+	Circuit func() (CircuitStatus, bool)
 
 	// Metrics are the per-request histograms the gate feeds (pass the same
 	// value to gate.Params.Observer). Nil: no histograms are exported.

@@ -76,6 +76,8 @@ type targetsView struct {
 	Quantile float64  `json:"quantile"`
 	CPU      *float64 `json:"cpu"`
 	Memory   *float64 `json:"memory"`
+	// CPUPressure is the cpu_pressure target, a share of time 0–1.
+	CPUPressure *float64 `json:"cpu_pressure"`
 }
 
 type latencyView struct {
@@ -111,6 +113,12 @@ type decisionView struct {
 	Rate    float64    `json:"rate,omitempty"`
 	Changed bool       `json:"changed"`
 	Reason  string     `json:"reason"`
+	// CPU, Memory and CPUPressure are the figures the law was given at
+	// that tick (null when not known): those its reason quotes, which the
+	// dashboard's cards show.
+	CPU         *float64 `json:"cpu"`
+	Memory      *float64 `json:"memory"`
+	CPUPressure *float64 `json:"cpu_pressure"`
 }
 
 type changeView struct {
@@ -164,11 +172,14 @@ func newGroupView(st gate.GroupStatus, c *configs.Group, keep bool) groupView {
 			ByReason: make(map[string]uint64, adaptive.NumRejections-1),
 		},
 		Decision: decisionView{
-			At:      when(st.Tick),
-			Limit:   st.Decision.Limit,
-			Rate:    st.Decision.Rate,
-			Changed: st.Decision.Changed,
-			Reason:  st.Decision.Reason.String(),
+			At:          when(st.Tick),
+			Limit:       st.Decision.Limit,
+			Rate:        st.Decision.Rate,
+			Changed:     st.Decision.Changed,
+			Reason:      st.Decision.Reason.String(),
+			CPU:         knownValue(st.Sample.CPU, st.Sample.CPUKnown),
+			Memory:      knownValue(st.Sample.Memory, st.Sample.MemoryKnown),
+			CPUPressure: knownValue(st.Sample.CPUPressure, st.Sample.CPUPressureKnown),
 		},
 		Config: c,
 	}
@@ -181,7 +192,7 @@ func newGroupView(st gate.GroupStatus, c *configs.Group, keep bool) groupView {
 	if c != nil {
 		t := c.Targets
 		v.Targets = targetsView{Latency: positive(time.Duration(t.Latency).Seconds()), Quantile: t.Quantile,
-			CPU: positive(t.CPU), Memory: positive(t.Memory)}
+			CPU: positive(t.CPU), Memory: positive(t.Memory), CPUPressure: positive(t.CPUPressure)}
 	}
 	for r := 1; r < adaptive.NumRejections; r++ {
 		n := st.Rejected[r]
@@ -234,6 +245,17 @@ type statusView struct {
 	Admin     adminView     `json:"admin"`
 	// Redis is the link to Redis of the global quotas; null without one.
 	Redis *redisView `json:"redis"`
+	// Circuit is the upstream's circuit breaker; null when it is off.
+	Circuit *circuitView `json:"circuit"`
+}
+
+// circuitView is the upstream's circuit breaker: its state ("closed", "open",
+// "half_open"), since when, and why it came to be in it ("" while it never
+// changed).
+type circuitView struct {
+	State  string    `json:"state"`
+	Since  time.Time `json:"since"`
+	Reason string    `json:"reason"`
 }
 
 type configView struct {
@@ -289,16 +311,22 @@ func newSignal(s probe.Signal) signalView {
 
 type resourcesView struct {
 	SampledAt *time.Time `json:"sampled_at"`
-	// CPU and Memory are what the targets steer by; From says whose they
-	// are: "cgroup" or "host".
-	CPU        signalView  `json:"cpu"`
-	CPUFrom    string      `json:"cpu_from,omitempty"`
-	Memory     signalView  `json:"memory"`
-	MemoryFrom string      `json:"memory_from,omitempty"`
-	Host       hostView    `json:"host"`
-	Cgroup     cgroupView  `json:"cgroup"`
-	Process    processView `json:"process"`
-	Runtime    runtimeView `json:"runtime"`
+	// CPU, Memory and CPUPressure are what the targets steer by. From says
+	// whose they are ("cgroup", "process" or "host"; empty when a signal
+	// has no source), Source says it for people, or why there is none.
+	CPU               signalView  `json:"cpu"`
+	CPUFrom           string      `json:"cpu_from"`
+	CPUSource         string      `json:"cpu_source"`
+	Memory            signalView  `json:"memory"`
+	MemoryFrom        string      `json:"memory_from"`
+	MemorySource      string      `json:"memory_source"`
+	CPUPressure       signalView  `json:"cpu_pressure"`
+	CPUPressureFrom   string      `json:"cpu_pressure_from"`
+	CPUPressureSource string      `json:"cpu_pressure_source"`
+	Host              hostView    `json:"host"`
+	Cgroup            cgroupView  `json:"cgroup"`
+	Process           processView `json:"process"`
+	Runtime           runtimeView `json:"runtime"`
 }
 
 type pressureView struct {
@@ -316,21 +344,27 @@ type hostView struct {
 	Pressure    pressureView `json:"pressure"`
 }
 
+// cgroupView is the cgroups the guarded signals are read from: CPU and
+// memory may be read from different ones, pressure only from cgroup v2.
 type cgroupView struct {
-	Dir              string       `json:"dir"`
+	CPUDir           string       `json:"cpu_dir"`
 	CPU              signalView   `json:"cpu"`
 	CPULimit         signalView   `json:"cpu_limit_cores"`
 	Throttled        signalView   `json:"throttled"`
+	MemoryDir        string       `json:"memory_dir"`
 	Memory           signalView   `json:"memory"`
 	MemoryWorkingSet signalView   `json:"memory_working_set_bytes"`
 	MemoryLimit      signalView   `json:"memory_limit_bytes"`
+	PressureDir      string       `json:"pressure_dir"`
 	Pressure         pressureView `json:"pressure"`
 }
 
 type processView struct {
-	PID int        `json:"pid"`
-	CPU signalView `json:"cpu"`
-	RSS signalView `json:"rss_bytes"`
+	PID int `json:"pid"`
+	// CPUs is how many CPUs it may run on; CPU is its share of them.
+	CPUs int        `json:"cpus"`
+	CPU  signalView `json:"cpu"`
+	RSS  signalView `json:"rss_bytes"`
 }
 
 type runtimeView struct {
@@ -347,21 +381,34 @@ func newPressure(p probe.Pressure) pressureView {
 
 func newResourcesView(r probe.Resources) resourcesView {
 	return resourcesView{
-		SampledAt:  when(r.Time),
-		CPU:        newSignal(r.CPU),
-		CPUFrom:    r.CPUFrom,
-		Memory:     newSignal(r.Memory),
-		MemoryFrom: r.MemoryFrom,
+		SampledAt:         when(r.Time),
+		CPU:               newSignal(r.CPU),
+		CPUFrom:           r.CPUFrom,
+		CPUSource:         r.CPUSource,
+		Memory:            newSignal(r.Memory),
+		MemoryFrom:        r.MemoryFrom,
+		MemorySource:      r.MemorySource,
+		CPUPressure:       newSignal(r.CPUPressure),
+		CPUPressureFrom:   r.CPUPressureFrom,
+		CPUPressureSource: r.CPUPressureSource,
 		Host: hostView{CPUs: r.Host.CPUs, CPU: newSignal(r.Host.CPU), Memory: newSignal(r.Host.Memory),
 			MemoryTotal: newSignal(r.Host.MemoryTotal), Pressure: newPressure(r.Host.Pressure)},
-		Cgroup: cgroupView{Dir: r.Cgroup.Dir, CPU: newSignal(r.Cgroup.CPU), CPULimit: newSignal(r.Cgroup.CPULimit),
-			Throttled: newSignal(r.Cgroup.Throttled), Memory: newSignal(r.Cgroup.Memory),
+		Cgroup: cgroupView{CPUDir: r.Cgroup.CPUDir, CPU: newSignal(r.Cgroup.CPU), CPULimit: newSignal(r.Cgroup.CPULimit),
+			Throttled: newSignal(r.Cgroup.Throttled), MemoryDir: r.Cgroup.MemoryDir, Memory: newSignal(r.Cgroup.Memory),
 			MemoryWorkingSet: newSignal(r.Cgroup.MemoryWorkingSet), MemoryLimit: newSignal(r.Cgroup.MemoryLimit),
-			Pressure: newPressure(r.Cgroup.Pressure)},
-		Process: processView{PID: r.Process.PID, CPU: newSignal(r.Process.CPU), RSS: newSignal(r.Process.RSS)},
+			PressureDir: r.Cgroup.PressureDir, Pressure: newPressure(r.Cgroup.Pressure)},
+		Process: processView{PID: r.Process.PID, CPUs: r.Process.CPUs, CPU: newSignal(r.Process.CPU), RSS: newSignal(r.Process.RSS)},
 		Runtime: runtimeView{HeapBytes: r.Runtime.HeapBytes, HeapGoal: r.Runtime.HeapGoal, Goroutines: r.Runtime.Goroutines,
 			GCCycles: r.Runtime.GCCycles, GCPauseMax: r.Runtime.GCPauseMax.Seconds()},
 	}
+}
+
+// knownValue is x, or nil when it is not known.
+func knownValue(x float64, known bool) *float64 {
+	if !known {
+		return nil
+	}
+	return &x
 }
 
 // when is t, or nil for the zero instant.

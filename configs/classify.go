@@ -2,6 +2,7 @@ package configs
 
 import (
 	"fmt"
+	"net/netip"
 	"net/textproto"
 	"strings"
 )
@@ -10,10 +11,15 @@ import (
 const headerPrefix = "header:"
 
 // KeySource says which part of a request tells clients apart for a per-key
-// rate limit: "none" (one quota for the whole group), "ip" (the client
-// address of the connection; behind a load balancer, use its header),
-// "path" (the URL path), or "header:NAME" (the value of header NAME; a
-// request without it shares the quota of the empty key).
+// rate limit: "none" (one quota for the whole group), "ip" (the client's
+// address: the connection's peer or, when that peer is one of
+// server.trusted_proxies, the right-most X-Forwarded-For address not in
+// them), "path" (the URL path, normalised as groups match it), or
+// "header:NAME" (the value of header NAME; a request without it shares the
+// quota of the empty key). "header:X-Forwarded-For" and "header:Forwarded"
+// are refused: a client prepends what it likes to them, which would make a
+// new key per request; behind a load balancer, list it in
+// server.trusted_proxies and use "ip".
 type KeySource string
 
 // Key sources other than "header:NAME" (see [KeyHeader]).
@@ -38,9 +44,51 @@ func (k KeySource) check() error {
 		return nil
 	}
 	if name, ok := k.Header(); ok {
-		return checkSourceHeader(name)
+		if err := checkSourceHeader(name); err != nil {
+			return err
+		}
+		switch textproto.CanonicalMIMEHeaderKey(name) {
+		case "X-Forwarded-For", "Forwarded":
+			return fmt.Errorf(`%q is a list every client can prepend to, so each request could bring a key of its own: `+
+				`use key = "ip" with the load balancer in server.trusted_proxies, which takes the right-most address not in them`, string(k))
+		}
+		return nil
 	}
 	return fmt.Errorf(`must be "none", "ip", "path" or "header:NAME", got %q`, string(k))
+}
+
+// TrustUnix is the server.trusted_proxies entry that trusts the clients of a
+// unix-socket listener, which have no address.
+const TrustUnix = "unix"
+
+// ParseTrustedProxy reads one server.trusted_proxies entry: a CIDR prefix
+// ("10.0.0.0/8") or a single address ("192.0.2.7", "::1"), returned as a
+// prefix (a single address is /32 or /128; IPv4-mapped IPv6 forms are read
+// as IPv4), or TrustUnix, for which unix is true. A prefix with bits set
+// beyond its length ("10.0.0.1/8") is refused, as a likely typo.
+func ParseTrustedProxy(s string) (p netip.Prefix, unix bool, err error) {
+	if s == TrustUnix {
+		return netip.Prefix{}, true, nil
+	}
+	if strings.Contains(s, "/") {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return netip.Prefix{}, false, fmt.Errorf(`must be a CIDR prefix such as "10.0.0.0/8", an address, or "unix", got %q`, s)
+		}
+		if m := p.Masked(); m != p {
+			return netip.Prefix{}, false, fmt.Errorf("%q has bits set beyond its /%d: write %q", s, p.Bits(), m.String())
+		}
+		if p.Addr().Is4In6() && p.Bits() >= 96 {
+			p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
+		}
+		return p, false, nil
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil || a.Zone() != "" {
+		return netip.Prefix{}, false, fmt.Errorf(`must be a CIDR prefix such as "10.0.0.0/8", an address, or "unix", got %q`, s)
+	}
+	a = a.Unmap()
+	return netip.PrefixFrom(a, a.BitLen()), false, nil
 }
 
 // Level is a request priority. Under overload the lowest level present is

@@ -63,6 +63,29 @@ type Server struct {
 	// ShutdownGrace is how long SIGTERM waits for requests in flight before
 	// closing connections; 0 closes at once. Default 30s.
 	ShutdownGrace Duration `toml:"shutdown_grace" json:"shutdown_grace"`
+	// TrustedProxies are the peers whose forwarding fields are believed: CIDR
+	// prefixes ("10.0.0.0/8", "fd00::/8"), single addresses ("192.0.2.7"),
+	// and "unix" for clients of a unix-socket listener (they have no
+	// address). From a trusted peer, X-Forwarded-For is passed on with the
+	// peer's address appended, and X-Forwarded-Proto, X-Forwarded-Host,
+	// Forwarded and X-Real-IP are kept. From any other peer they are
+	// replaced: X-Forwarded-For is the peer's address alone,
+	// X-Forwarded-Proto the scheme it connected with, X-Forwarded-Host only
+	// set when sluice rewrites Host, Forwarded and X-Real-IP are dropped.
+	// (Their names spelled with underscores are always dropped.) Key "ip"
+	// is the right-most X-Forwarded-For address not in this set, walking
+	// from the peer (the peer itself when it is not trusted). Default: none,
+	// which trusts nobody.
+	TrustedProxies []string `toml:"trusted_proxies" json:"trusted_proxies"`
+	// MaxConnections bounds the client connections open at once, from 0 to
+	// 10000000; 0 means no limit. A connection beyond it is accepted and
+	// answered at once with 503, Connection: close, Retry-After: 1 and
+	// Sluice-Error: max_connections (over TLS it is closed at once), then
+	// closed: an answer a client can act on, where a connection left in the
+	// kernel's backlog would only time out. Keep it below the file
+	// descriptor limit (ulimit -n), which each connection to a client and to
+	// the upstream takes one of. Default 0.
+	MaxConnections int `toml:"max_connections" json:"max_connections"`
 }
 
 // Upstream is the [upstream] section: the service sluice guards.
@@ -146,12 +169,22 @@ const (
 	ProtocolH2C Protocol = "h2c"
 )
 
-// Probe is the [probe] section: whose CPU and memory the targets refer to.
-// With neither Cgroup nor PIDFile, sluice watches the cgroup v2 it runs in
-// (in a pod, the one it shares with the service), else the whole host.
+// Probe is the [probe] section: whose CPU, memory and CPU pressure the
+// targets refer to. They are the guarded workload's: the cgroup named by
+// Cgroup; else the process named by PIDFile (its nearest cgroup with a limit,
+// else its own CPU and RSS); else the nearest cgroup around sluice that
+// carries a limit (in Kubernetes, the pod's). The host's only with Source
+// "host". A target whose signal has no source is switched off, and the
+// startup log says why.
 type Probe struct {
-	// Cgroup is an absolute cgroup v2 directory to watch, such as
-	// "/sys/fs/cgroup/app.slice". Default: our own cgroup.
+	// Source is "auto" (the guarded workload, as above) or "host" (the
+	// whole machine: /proc/stat, /proc/meminfo and /proc/pressure/cpu;
+	// neither Cgroup nor PIDFile then). Default "auto".
+	Source ProbeSource `toml:"source" json:"source"`
+	// Cgroup is an absolute cgroup directory to watch, such as
+	// "/sys/fs/cgroup/app.slice" (cgroup v1: its directory in any one
+	// hierarchy, such as "/sys/fs/cgroup/memory/app"). Its own limits are
+	// used, not its ancestors'. Default: none.
 	Cgroup string `toml:"cgroup" json:"cgroup"`
 	// PIDFile names a file holding the service's PID; sluice watches that
 	// process. Not together with Cgroup.
@@ -160,6 +193,19 @@ type Probe struct {
 	// tests point it at a fake tree. Default "/".
 	Root string `toml:"root" json:"root"`
 }
+
+// ProbeSource is where [probe] reads the guarded signals.
+type ProbeSource string
+
+// Probe sources.
+const (
+	// ProbeSourceAuto reads the guarded workload: a cgroup, a process, the
+	// nearest cgroup with a limit; never the host.
+	ProbeSourceAuto ProbeSource = "auto"
+	// ProbeSourceHost reads the whole host, whose load a concurrency limit
+	// may not move (a neighbour's): only on the operator's word.
+	ProbeSourceHost ProbeSource = "host"
+)
 
 // Admin is the [admin] section: the admin HTTP API, metrics and dashboard.
 type Admin struct {

@@ -61,15 +61,15 @@ func New() *Config {
 			MaxIdleConnsPerHost:   256,
 			Circuit:               defaultCircuit(),
 		},
-		Probe:   Probe{Root: "/"},
+		Probe:   Probe{Source: ProbeSourceAuto, Root: "/"},
 		Admin:   Admin{Listen: "127.0.0.1:9901"},
 		Control: Control{Interval: Duration(250 * time.Millisecond), SaveInterval: Duration(30 * time.Second)},
 	}
 }
 
 // NewGroup returns a group with every static default, matching every
-// request: law "target" with the default CPU and memory targets, no rate
-// limit, a FIFO queue of 100 with CoDel.
+// request: law "target" with the default memory target (no latency, CPU or
+// CPU pressure target), no rate limit, a FIFO queue of 100 with CoDel.
 func NewGroup(name string) Group {
 	var g Group
 	g.reset()
@@ -98,7 +98,7 @@ func (g *Group) reset() {
 		Key:         KeyNone,
 		Priority:    Priority(LevelDefault),
 		Concurrency: Concurrency{Law: LawTarget},
-		Targets:     Targets{Quantile: 0.99, CPU: 0.8, Memory: 0.85},
+		Targets:     Targets{Quantile: 0.99, Memory: 0.85},
 		Queue: Queue{
 			Order:         OrderFIFO,
 			Max:           100,

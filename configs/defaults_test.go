@@ -172,3 +172,24 @@ func TestLevels(t *testing.T) {
 		t.Errorf("KeyIP.Header() = %q, %v", name, ok)
 	}
 }
+
+// A group's static default targets: memory 85 % at p99 (no latency, CPU or
+// CPU pressure target), whether built in Go or decoded from a group that
+// names none; an explicit cpu_pressure is read.
+func TestDefaultTargets(t *testing.T) {
+	want := Targets{Quantile: 0.99, Memory: 0.85}
+	if got := NewGroup("g").Targets; got != want {
+		t.Errorf("NewGroup targets %+v, want %+v", got, want)
+	}
+	c, err := Parse("t.toml", []byte("[upstream]\nurl = \"http://h:1\"\n[[group]]\nname = \"a\"\nmatch = { path_prefix = \"/a/\" }\n"+
+		"[[group]]\nname = \"b\"\n  [group.targets]\n  cpu_pressure = 0.4\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Group("a").Targets; got != want {
+		t.Errorf("decoded targets %+v, want %+v", got, want)
+	}
+	if got := c.Group("b").Targets; got.CPUPressure != 0.4 || got.CPU != 0 || got.Memory != 0.85 {
+		t.Errorf("targets with cpu_pressure %+v", got)
+	}
+}

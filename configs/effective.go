@@ -31,6 +31,7 @@ func (c *Config) Effective() ([]byte, error) {
 func (c *Config) Clone() *Config {
 	n := *c
 	n.src = nil
+	n.Server.TrustedProxies = slices.Clone(c.Server.TrustedProxies)
 	if c.Redis != nil {
 		r := *c.Redis
 		r.ClusterAddresses = slices.Clone(r.ClusterAddresses)

@@ -39,15 +39,15 @@ func TestDefaultIsValid(t *testing.T) {
 		t.Fatalf("default has groups %v, want one", groupNames(c))
 	}
 	g := c.Groups[0]
-	want := Targets{Latency: Duration(200 * time.Millisecond), Quantile: 0.99, CPU: 0.8, Memory: 0.85}
+	want := Targets{Latency: Duration(200 * time.Millisecond), Quantile: 0.99, Memory: 0.85}
 	if !g.Match.CatchAll() || g.Concurrency.Law != LawTarget || g.Targets != want {
 		t.Errorf("default group = %+v", g)
 	}
 	roundTrip(t, c)
 
 	// Each call is a copy: changing one changes nothing for the next.
-	c.Groups[0].Targets.CPU = 0.1
-	if Default().Groups[0].Targets.CPU != 0.8 {
+	c.Groups[0].Targets.Memory = 0.1
+	if Default().Groups[0].Targets.Memory != 0.85 {
 		t.Error("Default returns a shared config")
 	}
 	b := DefaultFile()

@@ -176,21 +176,32 @@ const (
 
 // Targets is a [group.targets]: what the group's limit keeps the service
 // inside. Law "target" tracks all that are set and follows the most
-// restrictive; with every law, CPU and memory beyond their targets shed the
+// restrictive, and stops acting on a resource target (CPU, memory, CPU
+// pressure) it finds the limit cannot move, until the resource is back
+// under it; with every law, CPU and memory beyond their targets shed the
 // lowest priorities first. A zero target is off.
 type Targets struct {
-	// Latency is the highest acceptable latency at Quantile; 0 is off.
+	// Latency is the highest acceptable latency at Quantile, end to end: the
+	// wait in the group's queue plus the upstream's answer; 0 is off.
 	// Default 0.
 	Latency Duration `toml:"latency" json:"latency"`
 	// Quantile is the latency quantile Latency applies to, from 0.5 to
 	// 0.9999: 0.99 is p99. Default 0.99.
 	Quantile float64 `toml:"quantile" json:"quantile"`
 	// CPU is the highest acceptable CPU utilisation of what the probe
-	// watches, a ratio in [0, 1]; 0 is off. Default 0.8.
+	// watches, a ratio in [0, 1]; 0 is off. A cap: the limit holds the CPU
+	// under it even when the service could do more within its latency
+	// target. Default 0.
 	CPU float64 `toml:"cpu" json:"cpu"`
 	// Memory is the highest acceptable memory utilisation, a ratio in
 	// [0, 1]; 0 is off. Default 0.85.
 	Memory float64 `toml:"memory" json:"memory"`
+	// CPUPressure is the highest acceptable share of time in which runnable
+	// work of what the probe watches waits for a CPU (Linux PSI, cpu.pressure
+	// "some", averaged over 10 s), a ratio in [0, 1]; 0 is off. It has a
+	// meaning where CPU utilisation has none (no CPU limit to measure
+	// against). Default 0.
+	CPUPressure float64 `toml:"cpu_pressure" json:"cpu_pressure"`
 }
 
 // Queue is a [group.queue]: where requests wait for a concurrency slot.

@@ -1,6 +1,9 @@
 package configs
 
-import "strings"
+import (
+	"path"
+	"strings"
+)
 
 // CatchAll reports whether m accepts every request: it sets nothing but,
 // at most, the path prefix "/".
@@ -11,7 +14,9 @@ func (m *Match) CatchAll() bool {
 
 // Matches reports whether m accepts a request with this method, Host header
 // or authority (with or without port), URL path and header map (an
-// http.Header; may be nil). These are the rules the gate routes by:
+// http.Header; may be nil). The gate passes the request's normalised,
+// decoded path: slashes merged, "." and ".." segments resolved, as the proxy
+// forwards it (gate.NormalPath). These are the rules the gate routes by:
 //
 //   - Path: the path equals it.
 //   - PathPrefix: the path starts with it, byte for byte; "/" accepts every
@@ -142,4 +147,50 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// checkNormal reports a path or path prefix that no request can match:
+// requests are matched on their normalised path (slashes merged, "." and
+// ".." segments resolved; a path with a backslash is refused), so a
+// configured path with an empty, "." or ".." segment, or a backslash, never
+// matches. Of a prefix only the whole segments are looked at: "/a/." may
+// still match "/a/.well-known". p is the match's key path.
+func (m *Match) checkNormal(ck *checker, p string) {
+	for _, k := range [...]struct {
+		key, v string
+		prefix bool
+	}{{"path", m.Path, false}, {"path_prefix", m.PathPrefix, true}} {
+		if !strings.HasPrefix(k.v, "/") {
+			continue // reported by check
+		}
+		whole := k.v
+		if k.prefix {
+			whole = k.v[:strings.LastIndexByte(k.v, '/')+1]
+		}
+		switch {
+		case strings.IndexByte(k.v, '\\') >= 0:
+			ck.errorf(join(p, k.key), "never matches: requests whose path holds a backslash are refused (400), got %q", k.v)
+		case !normalSegments(whole):
+			want := path.Clean(whole)
+			dir := strings.HasSuffix(whole, "/") || strings.HasSuffix(whole, "/.") || strings.HasSuffix(whole, "/..")
+			if dir && want != "/" { // "/a/." is "/a/", as a request path normalises
+				want += "/"
+			}
+			want += k.v[len(whole):]
+			ck.errorf(join(p, k.key), `never matches: requests are matched on their normalised path (slashes merged, "." and ".." resolved), so write %q, got %q`, want, k.v)
+		}
+	}
+}
+
+// normalSegments reports whether the absolute path s has no empty, "." or
+// ".." segment (a trailing slash aside).
+func normalSegments(s string) bool {
+	for rest := s[1:]; rest != ""; {
+		var seg string
+		seg, rest, _ = strings.Cut(rest, "/")
+		if seg == "" || seg == "." || seg == ".." {
+			return false
+		}
+	}
+	return true
 }

@@ -158,6 +158,9 @@ func TestValidFiles(t *testing.T) {
 			if g.Rate.Burst != 20 || g.Queue.Order != OrderAdaptive || g.Targets.Quantile != 0.95 {
 				t.Errorf("group api = %+v", g)
 			}
+			if s := c.Server; !slices.Equal(s.TrustedProxies, []string{"10.0.0.0/8", "fd00::/8", "192.0.2.7", "unix"}) || s.MaxConnections != 4096 {
+				t.Errorf("server trusted_proxies %q, max_connections %d", s.TrustedProxies, s.MaxConnections)
+			}
 			if ci := c.Upstream.Circuit; ci.ConsecutiveFailures != 3 || ci.HalfOpenProbes != 2 || time.Duration(ci.OpenDuration) != 10*time.Second {
 				t.Errorf("upstream.circuit = %+v", ci)
 			}

@@ -3,6 +3,7 @@ package configs
 import (
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -56,6 +57,9 @@ func (c *Config) check(ck *checker) {
 		c.Redis.check(ck, "redis")
 	}
 	c.checkGroups(ck)
+	for i := range c.Groups {
+		c.Groups[i].Match.checkNormal(ck, join(index("group", i), "match"))
+	}
 }
 
 func (s *Server) check(ck *checker, p string) {
@@ -73,7 +77,30 @@ func (s *Server) check(ck *checker, p string) {
 	ck.optionalDuration(join(p, "idle_timeout"), s.IdleTimeout, ms, day)
 	ck.intRange(join(p, "max_header_bytes"), s.MaxHeaderBytes, 4<<10, 64<<20)
 	ck.duration(join(p, "shutdown_grace"), s.ShutdownGrace, 0, hour)
+	trusted, unix := map[netip.Prefix]string{}, false
+	for i, e := range s.TrustedProxies {
+		path := index(join(p, "trusted_proxies"), i)
+		pfx, isUnix, err := ParseTrustedProxy(e)
+		first, dup := trusted[pfx]
+		switch {
+		case err != nil:
+			ck.errorf(path, "%v", err)
+		case isUnix && unix, !isUnix && dup && first == e:
+			ck.errorf(path, "%q is already listed", e)
+		case !isUnix && dup:
+			ck.errorf(path, "%q is already listed, as %q", e, first)
+		case isUnix:
+			unix = true
+		default:
+			trusted[pfx] = e
+		}
+	}
+	ck.intRange(join(p, "max_connections"), s.MaxConnections, 0, maxConnections)
 }
+
+// maxConnections bounds server.max_connections: far beyond the file
+// descriptors any machine gives a process.
+const maxConnections = 10_000_000
 
 func (u *Upstream) check(ck *checker, p string) {
 	scheme := ck.upstreamURL(join(p, "url"), u.URL)
@@ -101,6 +128,14 @@ func (c *Circuit) check(ck *checker, p string) {
 }
 
 func (pr *Probe) check(ck *checker, p string) {
+	if oneOf(ck, join(p, "source"), pr.Source, ProbeSourceAuto, ProbeSourceHost) && pr.Source == ProbeSourceHost {
+		if pr.Cgroup != "" {
+			ck.errorf(join(p, "cgroup"), `source = "host" measures the whole host: unset cgroup, or set source = "auto"`)
+		}
+		if pr.PIDFile != "" {
+			ck.errorf(join(p, "pid_file"), `source = "host" measures the whole host: unset pid_file, or set source = "auto"`)
+		}
+	}
 	if pr.Cgroup != "" && !strings.HasPrefix(pr.Cgroup, "/") {
 		ck.errorf(join(p, "cgroup"), "must be an absolute path such as \"/sys/fs/cgroup/app.slice\", got %q", pr.Cgroup)
 	}

@@ -343,8 +343,9 @@ func (t *Targets) check(ck *checker, p string, law Law) {
 	ck.floatRange(join(p, "quantile"), t.Quantile, 0.5, 0.9999)
 	ck.ratio(join(p, "cpu"), t.CPU)
 	ck.ratio(join(p, "memory"), t.Memory)
-	if law == LawTarget && t.Latency == 0 && t.CPU == 0 && t.Memory == 0 {
-		ck.incompletef(p, `law "target" needs at least one of latency, cpu or memory`)
+	ck.ratio(join(p, "cpu_pressure"), t.CPUPressure)
+	if law == LawTarget && t.Latency == 0 && t.CPU == 0 && t.Memory == 0 && t.CPUPressure == 0 {
+		ck.incompletef(p, `law "target" needs at least one of latency, cpu, memory or cpu_pressure`)
 	}
 }
 

@@ -30,13 +30,28 @@ func (c Class) Group() string {
 }
 
 // Classify finds r's group (the first whose match accepts it), key and
-// priority. It does not allocate.
+// priority. Groups match r's normalised path (NormalPath of RequestPath); a
+// path that NormalPath refuses is matched as net/http decoded it (r.URL.Path),
+// but should not be served: the proxy and Middleware answer it with 400. The
+// key "ip" is the client's address as the config's server.trusted_proxies
+// make it out (TrustedProxies.ClientAddr). Classify does not allocate for a
+// path already normal.
 func (g *Gate) Classify(r *http.Request) Class {
-	t := g.table.Load()
-	path := ""
-	if r.URL != nil {
-		path = r.URL.Path
+	_, match, err := NormalPath(RequestPath(r))
+	if err != nil {
+		match = ""
+		if r.URL != nil {
+			match = r.URL.Path
+		}
 	}
+	return g.ClassifyPath(r, match)
+}
+
+// ClassifyPath is Classify with r's path given: path is the decoded path to
+// match (NormalPath's match), which a caller that normalised r's path
+// already has. It does not allocate.
+func (g *Gate) ClassifyPath(r *http.Request, path string) Class {
+	t := g.table.Load()
 	gr := t.routes[len(t.routes)-1].g // the catch-all, SetDefaults' guarantee
 	for i := range t.routes {
 		if t.routes[i].match.Matches(r.Method, r.Host, path, r.Header) {
@@ -47,7 +62,7 @@ func (g *Gate) Classify(r *http.Request) Class {
 	c := Class{g: gr, Priority: gr.prio}
 	switch gr.keyKind {
 	case keyIP:
-		c.Key = clientIP(r.RemoteAddr)
+		c.Key = t.trusted.ClientAddr(r.RemoteAddr, r.Header["X-Forwarded-For"])
 	case keyPath:
 		c.Key = path
 	case keyHeader:
@@ -61,6 +76,11 @@ func (g *Gate) Classify(r *http.Request) Class {
 	}
 	return c
 }
+
+// TrustedProxies returns the peers whose forwarding fields the config in
+// force trusts (server.trusted_proxies); nil when none. A proxy in front of
+// the gate uses the same set for the forwarding fields it writes.
+func (g *Gate) TrustedProxies() *TrustedProxies { return g.table.Load().trusted }
 
 // ClassOf builds the Class of a request that is not HTTP (a queue consumer,
 // a batch job): group by name, key and priority given. ok is false when no
@@ -83,26 +103,6 @@ func headerValue(h http.Header, name string) string {
 		return v[0]
 	}
 	return ""
-}
-
-// clientIP returns the host part of a RemoteAddr ("1.2.3.4:5678",
-// "[::1]:5678"), or addr itself when it has no port. It returns a substring
-// of addr: no allocation.
-func clientIP(addr string) string {
-	if addr == "" {
-		return ""
-	}
-	if addr[0] == '[' {
-		if i := strings.IndexByte(addr, ']'); i > 0 {
-			return addr[1:i]
-		}
-		return addr
-	}
-	i := strings.LastIndexByte(addr, ':')
-	if i < 0 || strings.IndexByte(addr[:i], ':') >= 0 {
-		return addr // no port, or an IPv6 address without brackets
-	}
-	return addr[:i]
 }
 
 // parsePriority reads a priority header value: a level name in any case

@@ -132,6 +132,7 @@ type tickInfo struct {
 	decision  adaptive.Decision
 	floor     adaptive.Floor
 	bound     adaptive.QueueBound
+	unmoved   adaptive.Unmoved
 }
 
 // lastChange is the law's last change of a group's limit or rate.
@@ -185,6 +186,9 @@ func (g *Gate) tickGroup(gr *group, now time.Time, elapsed time.Duration, res *p
 		Memory:      res.Memory.Value,
 		MemoryKnown: res.Memory.Known,
 	}
+	if p := res.CPUPressure; p.Known {
+		s.CPUPressure, s.CPUPressureKnown = p.Value, true
+	}
 	if qwait.Successes > 0 {
 		s.QueueWaitMin, s.QueueWaitMax = qwait.Min, qwait.Max
 	}
@@ -224,7 +228,9 @@ func (g *Gate) tickGroup(gr *group, now time.Time, elapsed time.Duration, res *p
 			_ = gr.conc.SetOrder(order)
 		}
 	}
-	floor := gr.pol.guard.Update(s).Max(gr.pol.shed.Update(s))
+	// The guard sheds on no signal the law found its limit does not move.
+	unmoved := lawUnmoved(gr.pol.law)
+	floor := gr.pol.guard.Update(unmoved.Mask(s)).Max(gr.pol.shed.Update(s))
 	gr.floor.Store(floor.Pack())
 
 	gr.lastInflight = inflight
@@ -237,7 +243,18 @@ func (g *Gate) tickGroup(gr *group, now time.Time, elapsed time.Duration, res *p
 				RateFrom: rateFrom, Rate: d.Rate, Reason: ch.reason})
 		}
 	}
-	gr.info.Store(&tickInfo{at: now, sample: s, latency: lat, queueWait: qwait, decision: d, floor: floor, bound: qb})
+	if unmoved != gr.unmoved {
+		if g.onUnmoved != nil {
+			uc := UnmovedChange{Group: gr.name, At: now, Before: gr.unmoved, Now: unmoved}
+			if unmoved&^gr.unmoved != 0 {
+				uc.Reason = d.Reason.String()
+			}
+			g.onUnmoved(uc)
+		}
+		gr.unmoved = unmoved
+	}
+	gr.info.Store(&tickInfo{at: now, sample: s, latency: lat, queueWait: qwait, decision: d, floor: floor,
+		bound: qb, unmoved: unmoved})
 
 	if gr.keys != nil {
 		gr.keys.sweep(int(gr.recTicks % keyShards))
@@ -246,6 +263,15 @@ func (g *Gate) tickGroup(gr *group, now time.Time, elapsed time.Duration, res *p
 		rl.keyed.Sweep(now)
 		gr.lastKeyed = now
 	}
+}
+
+// lawUnmoved returns the resource signals law ignores because its limit does
+// not move them (only law "target" judges that).
+func lawUnmoved(l adaptive.Law) adaptive.Unmoved {
+	if t, ok := l.(*adaptive.Target); ok {
+		return t.Unmoved()
+	}
+	return 0
 }
 
 func orderOf(lifo bool) limits.Order {

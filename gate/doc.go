@@ -70,10 +70,13 @@
 //
 // Run (one goroutine, started and stopped by the caller) calls Tick every
 // control.interval: one resource sample, then per group a probe snapshot,
-// an adaptive.Sample, the law's decision applied (limit, and the token rate
-// where the law manages one), the queue bound and the floor published. Tick
-// takes the instant as data, so tests drive it with chosen times and no
-// goroutine. Learned limits are saved to the state file every
+// an adaptive.Sample (CPU, memory and CPU pressure of the guarded workload,
+// as probe.Resources has them), the law's decision applied (limit, and the token rate where the
+// law manages one), the queue bound and the floor published. The resource
+// guard is given the sample without the targets the law found its limit
+// does not move (adaptive.Unmoved): GroupStatus.Unmoved shows them, and
+// Params.OnUnmoved hears when they change, for the log. Tick takes the
+// instant as data, so tests drive it with chosen times and no goroutine. Learned limits are saved to the state file every
 // control.save_interval and when Run returns, and restored by New.
 //
 // # Priorities come from the client

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sluicehq/sluice/adaptive"
 	"github.com/sluicehq/sluice/configs"
 	"github.com/sluicehq/sluice/probe"
 )
@@ -17,8 +18,8 @@ type Clock interface {
 	Now() time.Time
 }
 
-// ResourceSampler reads the CPU and memory of what the gate guards, once per
-// control tick. *probe.Sampler satisfies it.
+// ResourceSampler reads the CPU, memory and CPU pressure of what the gate
+// guards, once per control tick. *probe.Sampler satisfies it.
 type ResourceSampler interface {
 	Sample(now time.Time) probe.Resources
 }
@@ -56,6 +57,11 @@ type Params struct {
 	// OnChange, if set, is called by the control loop (synchronously, keep it
 	// short) whenever a law changes a group's limit or rate, for logging.
 	OnChange func(Change)
+	// OnUnmoved, if set, is called by the control loop (synchronously) when
+	// the targets a group's law ignores, because cutting the limit did not
+	// move them, change: once when one is found so (worth a warning) and once
+	// when it is acted on again.
+	OnUnmoved func(UnmovedChange)
 	// OnSave, if set, is called after every attempt to write the state file.
 	OnSave func(path string, err error)
 	// Observer, if set, sees every finished request and every queue wait
@@ -72,6 +78,18 @@ type Change struct {
 	Reason         string
 }
 
+// UnmovedChange is a change of the resource targets a group's law ignores
+// because its limit does not move them (adaptive.Unmoved), for logs.
+type UnmovedChange struct {
+	Group       string
+	At          time.Time
+	Before, Now adaptive.Unmoved
+	// Reason is the law's reason when a target is newly ignored, such as
+	// "cpu 98% not moved by the limit (target 80%): ignored"; "" when
+	// targets are only acted on again.
+	Reason string
+}
+
 // Gate admits requests to the groups of a configuration and runs their
 // control loop. Build it with New; it is safe for concurrent use.
 type Gate struct {
@@ -83,6 +101,7 @@ type Gate struct {
 	resources ResourceSampler
 	global    func(g *configs.Group) (RateLimiter, error)
 	onChange  func(Change)
+	onUnmoved func(UnmovedChange)
 	onSave    func(string, error)
 	observer  Observer // nil: none
 	statePath string
@@ -118,6 +137,7 @@ func New(p Params) (*Gate, error) {
 		resources: p.Resources,
 		global:    p.GlobalRate,
 		onChange:  p.OnChange,
+		onUnmoved: p.OnUnmoved,
 		onSave:    p.OnSave,
 		observer:  p.Observer,
 		statePath: p.Config.Control.StateFile,

@@ -65,12 +65,13 @@ type group struct {
 	managedMax   float64 // configured rate (req/s) the law may manage; 0: none
 	prev         countSnap
 	lastInflight int
-	lastInGate   int           // in flight plus queued at the last tick
-	recTicks     int64         // sub-windows the recorders have advanced
-	recSub       time.Duration // their sub-window length
-	maxWait      time.Duration // queue.max_wait: caps the published bounds
-	lastKeyed    time.Time     // last Keyed.Sweep
-	keyedEvery   time.Duration // key_idle_timeout
+	lastInGate   int              // in flight plus queued at the last tick
+	recTicks     int64            // sub-windows the recorders have advanced
+	recSub       time.Duration    // their sub-window length
+	maxWait      time.Duration    // queue.max_wait: caps the published bounds
+	lastKeyed    time.Time        // last Keyed.Sweep
+	keyedEvery   time.Duration    // key_idle_timeout
+	unmoved      adaptive.Unmoved // what the law ignored at the last tick
 }
 
 // counters are a group's cumulative atomic counts, read by the control loop

@@ -18,6 +18,13 @@ import (
 // request whose client went away (its context ended) or whose handler panicked
 // is Ignored. The panic is not recovered: it goes on to net/http.
 //
+// Paths are normalised first (NormalPath): one that NormalPath refuses (".."
+// above the root, an encoded slash or a backslash, "/..;/") is answered 400
+// and never reaches next; one that is not normal ("//a", "/./a", "/x/../a",
+// "/%2e/a") is matched, and served by next, as its normal form, on a shallow
+// copy of the request whose URL.Path, URL.RawPath and RequestURI say it. So
+// next serves the path the request was counted under.
+//
 // Start g.Run beside it, or the limits never adapt.
 //
 // The response writer next sees is a pooled wrapper (no allocation per
@@ -34,7 +41,16 @@ type middleware struct {
 }
 
 func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	pass, rej, ok := m.g.Enter(r)
+	raw := RequestPath(r)
+	forward, match, err := NormalPath(raw)
+	if err != nil {
+		http.Error(w, "400 Bad Request: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	if forward != raw {
+		r = withPath(r, forward, match)
+	}
+	pass, rej, ok := m.g.EnterClass(r.Context(), m.g.ClassifyPath(r, match))
 	if !ok {
 		rej.WriteResponse(w)
 		return
@@ -52,6 +68,21 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	m.next.ServeHTTP(sw, r)
 	finished = true
 	pass.Done(outcomeOf(sw.status, r.Context().Err() != nil))
+}
+
+// withPath returns a shallow copy of r whose path is the normalised one:
+// forward escaped, match decoded (NormalPath's results).
+func withPath(r *http.Request, forward, match string) *http.Request {
+	r2 := new(http.Request)
+	*r2 = *r
+	u := *r.URL
+	u.Path, u.RawPath, u.Opaque = match, "", ""
+	if forward != match {
+		u.RawPath = forward
+	}
+	r2.URL = &u
+	r2.RequestURI = u.RequestURI()
+	return r2
 }
 
 // outcomeOf classifies a response by its status; gone reports that the

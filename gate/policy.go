@@ -79,7 +79,7 @@ func newLaw(c *configs.Group, s seed, managedMax float64) (adaptive.Law, error) 
 		return adaptive.NewVegas(adaptive.VegasParams{Bounds: b})
 	case configs.LawTarget:
 		p := adaptive.TargetParams{Bounds: b, Latency: lat, Quantile: q,
-			CPU: c.Targets.CPU, Memory: c.Targets.Memory}
+			CPU: c.Targets.CPU, Memory: c.Targets.Memory, CPUPressure: c.Targets.CPUPressure}
 		if managedMax > 0 {
 			lo := min(1, managedMax)
 			r := managedMax

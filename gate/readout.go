@@ -67,6 +67,10 @@ type GroupStatus struct {
 
 	// Floor is the lowest priority admitted now and the reason given below it.
 	Floor adaptive.Floor
+	// Unmoved is the resource targets the law ignores as of the last tick,
+	// because cutting the limit did not move them; the resource guard does
+	// not shed on them either. Empty for laws other than "target".
+	Unmoved adaptive.Unmoved
 	// Keys is how many keys the fair share tracks; RateKeys how many the
 	// per-key rate limit holds.
 	Keys, RateKeys int
@@ -134,6 +138,7 @@ func (gr *group) status() GroupStatus {
 	if info := gr.info.Load(); info != nil {
 		s.Latency, s.QueueWaits, s.Sample, s.Decision, s.Tick = info.latency, info.queueWait, info.sample, info.decision, info.at
 		s.Throughput = info.sample.Throughput
+		s.Unmoved = info.unmoved
 	}
 	if s.RateManaged {
 		if u := math.Float64frombits(gr.rate.managed.Load()); u > 0 {
@@ -213,5 +218,6 @@ func (g *Gate) Status() Status {
 
 // unknownResources is a resource sample in which nothing is known, for why.
 func unknownResources(now time.Time, why string) probe.Resources {
-	return probe.Resources{Time: now, CPU: probe.Signal{Reason: why}, Memory: probe.Signal{Reason: why}}
+	u := probe.Signal{Reason: why}
+	return probe.Resources{Time: now, CPU: u, Memory: u, CPUPressure: u}
 }

@@ -3,6 +3,7 @@ package gate
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"reflect"
 	"time"
 
@@ -18,6 +19,8 @@ type table struct {
 	source string
 	hash   string
 	loaded time.Time
+
+	trusted *TrustedProxies // cfg's server.trusted_proxies
 }
 
 // route pairs a group with the match that selects it.
@@ -37,6 +40,9 @@ type route struct {
 // are closed; nothing else is changed. Call with g.mu held (or from New).
 func (g *Gate) buildTable(cfg *configs.Config, old *table, st *stateFile) (_ *table, err error) {
 	t := &table{cfg: cfg, byName: make(map[string]*group, len(cfg.Groups))}
+	if t.trusted, err = ParseTrustedProxies(cfg.Server.TrustedProxies); err != nil {
+		return nil, fmt.Errorf("gate: server.trusted_proxies: %w", err)
+	}
 	var built []*group
 	defer func() {
 		if err != nil {

@@ -1,8 +1,9 @@
 // Package limits holds sluice's static admission algorithms: the rate limiters
 // (fixed window, sliding log, sliding window, sliding buckets, token bucket with
 // optional warm-up, leaky bucket as a meter, leaky bucket as a queue), a per-key
-// wrapper with bounded memory (Keyed), and the concurrency counter with its
-// bounded wait queue (Concurrency).
+// wrapper with bounded memory (Keyed), the concurrency counter with its
+// bounded wait queue (Concurrency), and a lock-free stock of units for
+// quotas leased from elsewhere (Allowance, used by limits/redis).
 //
 // # Time
 //
@@ -43,11 +44,13 @@
 //
 // # Concurrency safety
 //
-// All exported types are safe for concurrent use. Each rate limiter has its own
-// small mutex around a few arithmetic operations (no allocation, no global
-// lock; the buckets hold it for a max, a multiplication and a comparison and
-// build the Result after releasing it); Keyed shards its keys over many
-// mutexes; Concurrency's admission and release are lock-free (one CAS on a
-// word holding both the limit and the in-flight count) and take a mutex only
-// to queue or wake a waiter.
+// All exported types are safe for concurrent use, with no allocation and
+// no global lock on a decision. The GCRA limiters (TokenBucket without
+// warm-up, LeakyBucket, LeakyQueue) keep their state in one word updated by
+// compare-and-swap, and queue on a mutex only while decisions contend; the
+// other rate limiters (the warm-up bucket included) have their own small
+// mutex around a few arithmetic operations; Keyed shards its keys
+// over many mutexes; Concurrency's admission and release are lock-free (one
+// CAS on a word holding both the limit and the in-flight count) and take a
+// mutex only to queue or wake a waiter.
 package limits

@@ -28,18 +28,19 @@ type gcra struct {
 	interval float64 // ns per unit, 1e9/rate
 	perNs    float64 // units per ns, rate/1e9
 	tau      int64   // ns; burst·interval rounded down (a bucket's tolerance)
+	unit     int64   // ns; cost(1), the commonest cost, computed once
 }
 
 func newBucket(rate float64, burst int64) *gcra {
 	g := &gcra{rate: rate, burst: burst, interval: 1e9 / rate, perNs: rate / 1e9}
-	g.tau = g.cost(burst)
+	g.unit, g.tau = g.emission(1), g.emission(burst)
 	return g
 }
 
 func newQueue(rate float64, maxWait time.Duration) *gcra {
 	g := &gcra{rate: rate, queue: true, maxWait: int64(maxWait), interval: 1e9 / rate, perNs: rate / 1e9}
-	g.burst = g.whole(g.maxWait) + 1
-	g.tau = g.cost(g.burst)
+	g.unit, g.burst = g.emission(1), g.whole(g.maxWait)+1
+	g.tau = g.emission(g.burst)
 	return g
 }
 
@@ -48,6 +49,14 @@ func newQueue(rate float64, maxWait time.Duration) *gcra {
 // error is under 1 ns per request, in the caller's favour), saturated at
 // maxSpan.
 func (g *gcra) cost(n int64) int64 {
+	if n == 1 {
+		return g.unit
+	}
+	return g.emission(n)
+}
+
+// emission computes cost(n).
+func (g *gcra) emission(n int64) int64 {
 	c := float64(n) * g.interval
 	if c >= float64(maxSpan) {
 		return maxSpan
@@ -91,32 +100,44 @@ func (g *gcra) decideQueue(tat, now, n int64) (int64, bool) {
 	return tat, n == 0
 }
 
-// result describes a decision from the old and new state.
-func (g *gcra) result(old, tat int64, ok bool, now, n int64) Result {
+// result writes the Result of a decision from the old and new state to r,
+// field by field.
+func (g *gcra) result(r *Result, old, tat int64, ok bool, now, n int64) {
+	if ok && !g.queue {
+		g.granted(r, tat, now)
+		return
+	}
 	ahead := max(tat, now) - now
-	r := Result{Allowed: ok, Limit: g.burst, ResetAfter: span(ahead)}
 	wait := max(old, now) - now
+	r.Allowed, r.Limit, r.ResetAfter = ok, g.burst, span(ahead)
 	if g.queue {
+		r.Remaining, r.RetryAfter, r.Delay = 0, 0, 0
+		if ahead <= g.maxWait {
+			r.Remaining = min(g.burst, g.whole(g.maxWait-ahead)+1)
+		}
 		switch {
 		case ok && n > 0:
 			r.Delay = span(wait)
 		case !ok:
 			r.RetryAfter = span(wait - g.maxWait)
 		}
-		if ahead <= g.maxWait {
-			r.Remaining = min(g.burst, g.whole(g.maxWait-ahead)+1)
-		}
-		return r
+		return
 	}
-	r.Remaining = min(g.burst, g.whole(g.tau-ahead))
+	r.Remaining, r.Delay = min(g.burst, g.whole(g.tau-ahead)), 0
 	switch {
-	case ok:
 	case n > g.burst:
 		r.RetryAfter = InfDuration
 	default:
 		r.RetryAfter = span(wait + g.cost(n) - g.tau)
 	}
-	return r
+}
+
+// granted is result for a bucket that admitted a request, leaving it at
+// tat: the commonest case, small enough to inline into the decision.
+func (g *gcra) granted(r *Result, tat, now int64) {
+	ahead := max(tat, now) - now
+	r.Allowed, r.Limit, r.Remaining = true, g.burst, min(g.burst, g.whole(g.tau-ahead))
+	r.RetryAfter, r.ResetAfter, r.Delay = 0, time.Duration(ahead), 0
 }
 
 // carry converts tat, built under old, to g at now. A bucket keeps the
@@ -145,7 +166,8 @@ func (g *gcra) policy() Policy { return Policy{Quota: g.burst, Window: time.Dura
 
 func (g *gcra) allow(s *int64, now, n int64) Result {
 	next, ok := g.decide(*s, now, n)
-	r := g.result(*s, next, ok, now, n)
+	var r Result
+	g.result(&r, *s, next, ok, now, n)
 	*s = next
 	return r
 }

@@ -50,10 +50,13 @@ func NewLeakyBucket(p LeakyBucketParams) (*LeakyBucket, error) {
 }
 
 // AllowAt decides on pouring n units at now.
-func (b *LeakyBucket) AllowAt(now time.Time, n int64) Result { return b.l.allowAt(now, n) }
+func (b *LeakyBucket) AllowAt(now time.Time, n int64) (r Result) {
+	b.l.allowAt(&r, now, n)
+	return r
+}
 
 // Allow is AllowAt(time.Now(), n).
-func (b *LeakyBucket) Allow(n int64) Result { return b.l.allowAt(time.Now(), n) }
+func (b *LeakyBucket) Allow(n int64) Result { return b.AllowAt(time.Now(), n) }
 
 // Policy is Capacity units per the time the bucket takes to drain.
 func (b *LeakyBucket) Policy() Policy { return b.l.policy() }

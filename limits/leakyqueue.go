@@ -57,10 +57,13 @@ func NewLeakyQueue(p LeakyQueueParams) (*LeakyQueue, error) {
 }
 
 // AllowAt schedules a request of n units at now, or refuses it.
-func (q *LeakyQueue) AllowAt(now time.Time, n int64) Result { return q.l.allowAt(now, n) }
+func (q *LeakyQueue) AllowAt(now time.Time, n int64) (r Result) {
+	q.l.allowAt(&r, now, n)
+	return r
+}
 
 // Allow is AllowAt(time.Now(), n).
-func (q *LeakyQueue) Allow(n int64) Result { return q.l.allowAt(time.Now(), n) }
+func (q *LeakyQueue) Allow(n int64) Result { return q.AllowAt(time.Now(), n) }
 
 // Policy is the queue's capacity per the time it takes to drain.
 func (q *LeakyQueue) Policy() Policy { return q.l.policy() }

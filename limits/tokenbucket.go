@@ -51,7 +51,7 @@ var ErrWarmupSwitch = errors.New("limits: token bucket warm-up can be changed at
 // tokens per second, starting full; a request of n tokens is admitted when n
 // tokens are in the bucket, and takes them. Internally it is GCRA (see gcra):
 // its state is one instant, decisions are exact integer nanoseconds, and
-// without warm-up the mutex is held for three arithmetic operations only.
+// without warm-up a decision is one compare-and-swap of that instant.
 //
 // Result fields: Limit is Burst; Remaining the whole tokens left; RetryAfter
 // the time until n tokens will be there; ResetAfter the time until the bucket
@@ -98,9 +98,10 @@ func NewTokenBucket(p TokenBucketParams) (*TokenBucket, error) {
 }
 
 // AllowAt decides on a request of n tokens at now.
-func (b *TokenBucket) AllowAt(now time.Time, n int64) Result {
+func (b *TokenBucket) AllowAt(now time.Time, n int64) (r Result) {
 	if b.plain != nil {
-		return b.plain.allowAt(now, n)
+		b.plain.allowAt(&r, now, n)
+		return
 	}
 	return b.warm.allowAt(now, n)
 }

@@ -235,3 +235,62 @@ func TestTokenBucketSettersRaceDecisions(t *testing.T) {
 		}
 	}
 }
+
+// Two changes with no decision between them carry the state over once, at
+// the next decision, from the parameters it was built under.
+func TestTokenBucketSettersBackToBack(t *testing.T) {
+	l := must(NewTokenBucket(TokenBucketParams{Rate: 10, Burst: 10}))
+	l.AllowAt(t0, 8) // 2 tokens left
+	must(0, l.SetRate(1))
+	must(0, l.SetBurst(5))
+	must(0, l.SetRate(2))
+	// 2 tokens kept; 3 more to fill 5 at 2 per second.
+	runSteps(t, l, []step{
+		{at: 0, n: 0, allowed: true, remaining: 2, retry: 0, reset: 1500 * ms},
+		{at: 0, n: 3, allowed: false, remaining: 2, retry: 500 * ms, reset: 1500 * ms},
+		{at: 500 * ms, n: 3, allowed: true, remaining: 0, retry: 0, reset: 2500 * ms},
+	})
+}
+
+// Decisions racing with setters that change the burst, as time advances:
+// no decision is lost or applied twice (the CAS loop), and once the
+// setters stop, the bucket behaves exactly as a fresh one of the last
+// parameters after a long idle.
+func TestTokenBucketSettersRaceAdvancingDecisions(t *testing.T) {
+	l := must(NewTokenBucket(TokenBucketParams{Rate: 1000, Burst: 10}))
+	var wg sync.WaitGroup
+	var over atomic.Int64
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 2000 {
+				r := l.AllowAt(t0.Add(time.Duration(i*4+g)*100*time.Microsecond), 1)
+				if r.Remaining > r.Limit || r.Remaining < 0 {
+					over.Add(1)
+				}
+			}
+		}()
+	}
+	for i := range 300 {
+		must(0, l.SetBurst([]int64{5, 10, 50}[i%3]))
+	}
+	wg.Wait()
+	if n := over.Load(); n != 0 {
+		t.Fatalf("%d results with Remaining outside [0, Limit]", n)
+	}
+	idle := t0.Add(time.Hour)
+	if n := admittedAt(l, idle, 100); n != 50 {
+		t.Fatalf("after the race and an hour idle, %d admitted at one instant, want the last burst 50", n)
+	}
+}
+
+func admittedAt(l Limiter, at time.Time, count int) int {
+	n := 0
+	for range count {
+		if l.AllowAt(at, 1).Allowed {
+			n++
+		}
+	}
+	return n
+}

@@ -6,18 +6,22 @@ import (
 )
 
 // BenchmarkSample is one resource sample from every source: host CPU and
-// memory, the process, the cgroup's nine files, host PSI and the Go runtime.
-// "real" reads this machine's /; "tree" reads the limited fake tree, which
-// has every cgroup file (this machine has few).
+// memory, the process, the cgroups' files, host PSI and the Go runtime.
+// "real" reads this machine's / for sluice itself (on the build machine: no
+// cgroup with a limit, so no cgroup file); "tree" reads the limited fake
+// tree, a cgroup v2 with every file (8); "tree-v1" the hybrid fake tree,
+// cgroup v1 limits (8 files in 3 hierarchies) and v2 PSI (2).
 func BenchmarkSample(b *testing.B) {
-	root := b.TempDir()
+	root, hybrid := b.TempDir(), b.TempDir()
 	copyTree(b, "testdata/limited", root)
+	copyTree(b, "testdata/hybrid", hybrid)
 	for _, c := range []struct {
 		name string
 		p    SamplerParams
 	}{
 		{"real", SamplerParams{}},
 		{"tree", SamplerParams{Root: root, PID: 4242}},
+		{"tree-v1", SamplerParams{Root: hybrid, PID: 4242}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			s, err := NewSampler(c.p)
@@ -53,7 +57,7 @@ func BenchmarkSampleSources(b *testing.B) {
 		{"process-cpu/gopsutil", func() { processCPU(s.ctx, s.proc) }},
 		{"process-rss/gopsutil", func() { processRSS(s.ctx, s.proc) }},
 		{"host-psi", func() { s.hostPSI.read(&s.rd) }},
-		{"cgroup", func() { s.cg.sample(&s.rd, &s.files.cgroup, now, s.cpus, s.cpusWhy) }},
+		{"cgroup", func() { var g Cgroup; s.sampleCgroup(now, &g) }},
 		{"go-runtime", func() { s.rt.read() }},
 	} {
 		b.Run(c.name, func(b *testing.B) {

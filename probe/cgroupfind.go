@@ -11,14 +11,37 @@ import (
 	"strings"
 )
 
-// errNoV2Entry means /proc/<pid>/cgroup has no cgroup v2 line ("0::/…"):
-// the process lives on a cgroup v1 hierarchy only.
-var errNoV2Entry = errors.New("no cgroup v2 entry (0::) in the process's cgroup file")
+// The cgroup controllers the Sampler reads. On cgroup v2 they all live in
+// the one unified hierarchy; on v1 (and in systemd's hybrid layout, where
+// the v2 hierarchy carries none of them) each is a hierarchy of its own, or
+// shares one with others ("cpu,cpuacct").
+type controller uint8
 
-// parseProcCgroup returns the cgroup v2 path of a process from its
-// /proc/<pid>/cgroup ("hierarchy-ID:controller-list:cgroup-path" lines, see
-// cgroups(7)); the v2 line is the one with ID 0 and no controllers.
-func parseProcCgroup(data []byte) (string, error) {
+const (
+	ctrlCPU     controller = iota // CFS quota and throttling
+	ctrlCPUAcct                   // CPU usage (v1)
+	ctrlCPUSet                    // the CPUs a cgroup may run on
+	ctrlMemory
+	numControllers
+)
+
+var controllerNames = [numControllers]string{"cpu", "cpuacct", "cpuset", "memory"}
+
+// procCgroups is where a process is, from /proc/<pid>/cgroup: its cgroup v2
+// path, and its path in the v1 hierarchy of each controller ("" when not
+// listed).
+type procCgroups struct {
+	v2    string
+	hasV2 bool
+	v1    [numControllers]string
+}
+
+// parseProcCgroup parses /proc/<pid>/cgroup, whose lines are
+// "hierarchy-ID:controller-list:cgroup-path" (cgroups(7)): the v2 line has
+// ID 0 and no controllers; a v1 line lists its hierarchy's controllers,
+// comma-separated ("name=systemd" for a named hierarchy without any).
+func parseProcCgroup(data []byte) (procCgroups, error) {
+	var pc procCgroups
 	for n := 1; len(data) > 0; n++ {
 		var line []byte
 		line, data = nextLine(data)
@@ -26,33 +49,50 @@ func parseProcCgroup(data []byte) (string, error) {
 			continue
 		}
 		id, rest, ok1 := bytes.Cut(line, []byte{':'})
-		ctrl, p, ok2 := bytes.Cut(rest, []byte{':'})
+		ctrls, p, ok2 := bytes.Cut(rest, []byte{':'})
 		if !ok1 || !ok2 {
-			return "", fmt.Errorf("line %d: want \"id:controllers:path\", got %.40q", n, line)
-		}
-		if string(id) != "0" || len(ctrl) != 0 {
-			continue
+			return procCgroups{}, fmt.Errorf("line %d: want \"id:controllers:path\", got %.40q", n, line)
 		}
 		if len(p) == 0 || p[0] != '/' {
-			return "", fmt.Errorf("line %d: cgroup path %.40q is not absolute", n, p)
+			return procCgroups{}, fmt.Errorf("line %d: cgroup path %.40q is not absolute", n, p)
 		}
-		return string(p), nil
+		if string(id) == "0" && len(ctrls) == 0 {
+			pc.v2, pc.hasV2 = string(p), true
+			continue
+		}
+		for len(ctrls) > 0 {
+			var c []byte
+			c, ctrls, _ = bytes.Cut(ctrls, []byte{','})
+			for i, name := range controllerNames {
+				if string(c) == name {
+					pc.v1[i] = string(p)
+				}
+			}
+		}
 	}
-	return "", errNoV2Entry
+	return pc, nil
 }
 
-// mount is a cgroup2 mount: the directory of the hierarchy it shows (root)
-// and where it is mounted (point).
-type mount struct{ root, point string }
+// mount is a mounted cgroup hierarchy: the cgroup path it shows at its mount
+// point (root) and that point; v2 for cgroup2, else the v1 controllers it
+// carries, one bit per controller.
+type mount struct {
+	root, point string
+	v2          bool
+	ctrls       uint8
+}
 
-// parseMountinfo returns the cgroup2 mounts listed in /proc/<pid>/mountinfo,
-// whose lines are, per proc(5):
+func (m mount) has(c controller) bool { return m.ctrls&(1<<c) != 0 }
+
+// parseMountinfo returns the cgroup and cgroup2 mounts listed in
+// /proc/<pid>/mountinfo, whose lines are, per proc(5):
 //
 //	36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw
 //
 // the fourth and fifth fields being the root and the mount point (with
-// spaces and the like escaped as \ooo), and the filesystem type following
-// the lone "-".
+// spaces and the like escaped as \ooo), and the filesystem type, the source
+// and the super options following the lone "-". A v1 hierarchy's
+// controllers are among its super options ("rw,cpu,cpuacct").
 func parseMountinfo(data []byte) ([]mount, error) {
 	var out []mount
 	for n := 1; len(data) > 0; n++ {
@@ -72,15 +112,29 @@ func parseMountinfo(data []byte) ([]mount, error) {
 		if sep < 0 || sep+1 >= len(f) {
 			return nil, fmt.Errorf("line %d: malformed mountinfo line %.60q", n, line)
 		}
-		if f[sep+1] != "cgroup2" {
+		m := mount{v2: f[sep+1] == "cgroup2"}
+		if !m.v2 && f[sep+1] != "cgroup" {
 			continue
+		}
+		if !m.v2 && sep+3 < len(f) {
+			for _, opt := range strings.Split(f[sep+3], ",") {
+				for i, name := range controllerNames {
+					if opt == name {
+						m.ctrls |= 1 << i
+					}
+				}
+			}
+		}
+		if !m.v2 && m.ctrls == 0 {
+			continue // a named hierarchy (name=systemd) or one we do not read
 		}
 		root, err1 := unescapeOctal(f[3])
 		point, err2 := unescapeOctal(f[4])
 		if err := errors.Join(err1, err2); err != nil {
 			return nil, fmt.Errorf("line %d: %w", n, err)
 		}
-		out = append(out, mount{root: root, point: point})
+		m.root, m.point = root, point
+		out = append(out, m)
 	}
 	return out, nil
 }
@@ -115,35 +169,72 @@ func unescapeOctal(s string) (string, error) {
 	return b.String(), nil
 }
 
-// cgroupDir finds the directory of the cgroup v2 a process is in: the mount
-// whose root is the longest prefix of the cgroup path (usually "/", the
-// whole hierarchy or, in a container with its own cgroup namespace, the
-// container's cgroup) joined with the rest of the path, under fsRoot.
-func cgroupDir(fsRoot, cgroupPath string, mounts []mount) (string, error) {
-	if len(mounts) == 0 {
-		return "", errors.New("cgroup v2 not mounted (no cgroup2 in mountinfo: a cgroup v1 host?)")
+// hierarchy is where one controller's cgroups are: the mounts of the v1
+// hierarchy that carries it, or of cgroup v2 when none does.
+type hierarchy struct {
+	mounts []mount
+	v2     bool
+}
+
+// mounted reports whether the hierarchy is mounted at all.
+func (h hierarchy) mounted() bool { return len(h.mounts) > 0 }
+
+// hierarchies sorts mounts by controller: on a v1 or hybrid host a
+// controller is in the v1 hierarchy that lists it; else in cgroup v2. The
+// v2 hierarchy itself is returned too: PSI is only there.
+func hierarchies(mounts []mount) (ctrl [numControllers]hierarchy, v2 hierarchy) {
+	v2.v2 = true
+	for _, m := range mounts {
+		if m.v2 {
+			v2.mounts = append(v2.mounts, m)
+		}
 	}
-	// The kernel shows a cgroup outside the reader's cgroup namespace with
-	// leading "/.." components; path.Clean would silently drop them.
+	for c := range numControllers {
+		for _, m := range mounts {
+			if !m.v2 && m.has(c) {
+				ctrl[c].mounts = append(ctrl[c].mounts, m)
+			}
+		}
+		if !ctrl[c].mounted() {
+			ctrl[c] = v2
+		}
+	}
+	return ctrl, v2
+}
+
+// errOutside is the error for a cgroup path outside the reader's cgroup
+// namespace, which the kernel shows with leading "/.." components.
+func errOutside(p string) error {
+	return fmt.Errorf("cgroup %s is outside this process's cgroup namespace", p)
+}
+
+// dir returns the directory of the cgroup at cgroupPath in h, under fsRoot:
+// the mount whose root is the longest prefix of the path (usually "/", the
+// whole hierarchy or, in a container with its own cgroup namespace, the
+// container's cgroup) joined with the rest of the path. The mount is
+// returned too.
+func (h hierarchy) dir(fsRoot, cgroupPath string) (string, mount, error) {
+	if !h.mounted() {
+		return "", mount{}, errors.New("cgroup v2 not mounted (no cgroup2 in mountinfo: a cgroup v1 host?)")
+	}
+	// path.Clean would silently drop the leading "/.." of a path outside
+	// our namespace.
 	if cgroupPath == "/.." || strings.HasPrefix(cgroupPath, "/../") {
-		return "", fmt.Errorf("cgroup %s is outside this process's cgroup namespace", cgroupPath)
+		return "", mount{}, errOutside(cgroupPath)
 	}
 	cgroupPath = path.Clean(cgroupPath)
 	best := -1
-	for i, m := range mounts {
-		if r := path.Clean(m.root); isUnder(cgroupPath, r) && (best < 0 || len(r) > len(path.Clean(mounts[best].root))) {
+	for i, m := range h.mounts {
+		if r := path.Clean(m.root); isUnder(cgroupPath, r) && (best < 0 || len(r) > len(path.Clean(h.mounts[best].root))) {
 			best = i
 		}
 	}
 	if best < 0 {
-		return "", fmt.Errorf("cgroup %s is under no cgroup2 mount", cgroupPath)
+		return "", mount{}, fmt.Errorf("cgroup %s is under no mount of its hierarchy", cgroupPath)
 	}
-	rel := strings.TrimPrefix(cgroupPath, path.Clean(mounts[best].root))
-	dir := filepath.Join(fsRoot, mounts[best].point, rel)
-	if err := checkCgroupDir(dir); err != nil {
-		return "", err
-	}
-	return dir, nil
+	m := h.mounts[best]
+	rel := strings.TrimPrefix(cgroupPath, path.Clean(m.root))
+	return filepath.Join(fsRoot, m.point, rel), m, nil
 }
 
 // isUnder reports whether p is dir or inside it (both clean and absolute).
@@ -151,10 +242,69 @@ func isUnder(p, dir string) bool {
 	return dir == "/" || p == dir || strings.HasPrefix(p, dir+"/")
 }
 
-// checkCgroupDir checks that dir is a cgroup v2 directory: every one has a
-// cgroup.controllers file, which v1 hierarchies lack.
+// level is one cgroup of a chain: its path in its hierarchy and its
+// directory.
+type level struct{ path, dir string }
+
+// chain is a cgroup and its ancestors, nearest first, as far up as this
+// process sees them. The hierarchy's root cgroup is left out: it is the
+// whole host and carries no limit. hidden is set when the top level seen is
+// not that root: the cgroups above it are hidden, by a private cgroup
+// namespace or a mount of a subtree only.
+type chain struct {
+	levels []level
+	hidden bool
+	top    string // the directory of the highest cgroup seen
+	// start is the path of the cgroup the chain starts from; alone is set
+	// when that cgroup is left out of levels, for holding only sluice.
+	start string
+	alone bool
+}
+
+// ancestors returns the chain of the cgroup at cgroupPath in h.
+func (h hierarchy) ancestors(fsRoot, cgroupPath string) (chain, error) {
+	dir, m, err := h.dir(fsRoot, cgroupPath)
+	if err != nil {
+		return chain{}, err
+	}
+	if err := checkCgroupDir(dir); err != nil {
+		return chain{}, err
+	}
+	var c chain
+	p, stop := path.Clean(cgroupPath), path.Clean(m.root)
+	for {
+		c.top = dir
+		if p == stop {
+			c.hidden = !isRootCgroup(dir, h.v2)
+			if c.hidden {
+				c.levels = append(c.levels, level{p, dir})
+			}
+			return c, nil
+		}
+		c.levels = append(c.levels, level{p, dir})
+		p, dir = path.Dir(p), filepath.Dir(dir)
+	}
+}
+
+// isRootCgroup reports whether dir is the root cgroup of its hierarchy, not
+// merely the top one a cgroup namespace lets us see: on v2 only non-root
+// cgroups have cgroup.type; on v1 only the root has release_agent.
+func isRootCgroup(dir string, v2 bool) bool {
+	if v2 {
+		return !exists(filepath.Join(dir, "cgroup.type"))
+	}
+	return exists(filepath.Join(dir, "release_agent"))
+}
+
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// checkCgroupDir checks that dir is a cgroup directory: every one, v1 or
+// v2, has a cgroup.procs file.
 func checkCgroupDir(dir string) error {
-	if _, err := os.Stat(filepath.Join(dir, "cgroup.controllers")); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, "cgroup.procs")); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return notCgroupDir(dir)
 		}
@@ -164,11 +314,29 @@ func checkCgroupDir(dir string) error {
 }
 
 // notCgroupDir is the error for a path that is not (or no longer) a cgroup
-// v2 directory. It is an fs.ErrNotExist: the cgroup may yet appear.
+// directory. It is an fs.ErrNotExist: the cgroup may yet appear.
 type notCgroupDir string
 
 func (d notCgroupDir) Error() string {
-	return string(d) + " is not a cgroup v2 directory (no cgroup.controllers)"
+	return string(d) + " is not a cgroup directory (no cgroup.procs)"
 }
 
 func (notCgroupDir) Unwrap() error { return fs.ErrNotExist }
+
+// cgroupOf maps a directory given by path (SamplerParams.Cgroup, under
+// fsRoot) to its hierarchy and its cgroup path there.
+func cgroupOf(fsRoot, dir string, mounts []mount) (cgroupPath string, m mount, err error) {
+	best := -1
+	for i, mt := range mounts {
+		point := filepath.Join(fsRoot, mt.point)
+		if (dir == point || strings.HasPrefix(dir, point+"/")) && (best < 0 || len(mt.point) > len(mounts[best].point)) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return "", mount{}, fmt.Errorf("%s is under no cgroup mount", dir)
+	}
+	m = mounts[best]
+	rel := strings.TrimPrefix(dir, filepath.Join(fsRoot, m.point))
+	return path.Join(m.root, "/"+rel), m, nil
+}

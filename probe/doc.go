@@ -29,21 +29,35 @@
 //
 // A Sampler reads, on each Sample(now): host CPU (from /proc/stat deltas) and
 // memory (available against total), a process's CPU and RSS (gopsutil v3);
-// the cgroup v2's CPU usage against its quota (cpu.max) or cpuset, its
-// throttling, its memory working set (memory.current less inactive file
-// cache, as the kubelet counts it) against memory.max, and PSI avg10 of CPU
-// and memory for the host and the cgroup (our own parsers, since gopsutil
-// v3.24.5 reads only cgroup v1); and the Go runtime's heap, goroutines and GC
-// pauses. Every figure is a Signal: a value, a Known flag, and when unknown a
-// Reason for the admin API. Nothing unreadable is ever reported as 0.
-// Resources.CPU and Resources.Memory are the two figures the target control
-// law steers on: the cgroup's against its limit when it has one, else the
-// host's.
+// the CPU usage of a cgroup against its quota or cpuset, its throttling, its
+// memory working set (usage less inactive file cache, as the kubelet counts
+// it) against its memory limit, on cgroup v2 (cpu.max, cpu.stat,
+// memory.max, memory.current) and v1 (cpu.cfs_quota_us, cpuacct.usage,
+// memory.limit_in_bytes, memory.usage_in_bytes), and PSI avg10 of CPU and
+// memory for the host and a cgroup v2 (our own parsers: gopsutil v3.24.5
+// reads cgroup v1 only in part, and no PSI); and the Go runtime's heap,
+// goroutines and GC pauses. Every figure is a Signal: a value, a Known flag,
+// and when unknown a Reason for the admin API. Nothing unreadable is ever
+// reported as 0.
+//
+// Resources.CPU, Memory and CPUPressure are the guarded signals the control
+// laws steer on: those of the guarded workload, never the host's unless
+// asked (SamplerParams.Host), since a neighbour's load is not something a
+// concurrency limit can move. SamplerParams says in which order the sources
+// are tried: a cgroup given by path, a process given by PID (its nearest
+// cgroup with a limit, else its own figures), the nearest cgroup around
+// sluice that carries a limit (in Kubernetes, the pod's, not sluice's own
+// container's). CPU utilisation needs an allotment to be measured against;
+// CPU pressure does not, and is the signal where there is no CPU limit. Each
+// guarded signal says where it comes from, or why it has no source
+// (Resources.CPUFrom, CPUSource, …; Sampler.Sources before the first
+// sample).
 //
 // The cgroup and PSI files stay open between samples and are re-read with
 // pread (pseudofile.go): opening a cgroup file costs several times more than
 // reading it. A Sampler therefore has a Close method. Once a minute of
-// sample time it reopens them and looks up its cgroup again.
+// sample time it reopens them and chooses its sources again; at once when a
+// cgroup it reads is removed or a limit it was chosen for changes.
 //
 // probe does not log and imports nothing of sluice's.
 package probe

@@ -1,8 +1,10 @@
 package probe
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -78,12 +80,25 @@ func FuzzParsePSI(f *testing.F) {
 }
 
 func FuzzParseProcCgroup(f *testing.F) {
-	for _, s := range []string{"0::/kubepods/pod1/c1\n", "12:memory:/x\n0::/\n", "0::/../x", "garbage", "0::", ":::"} {
+	for _, s := range []string{"0::/kubepods/pod1/c1\n", "12:memory:/x\n0::/\n", "0::/../x", "garbage", "0::", ":::",
+		"11:cpu,cpuacct:/a\n3:cpuset:/\n1:name=systemd:/b\n"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if p, err := parseProcCgroup(data); err == nil && (p == "" || p[0] != '/') {
-			t.Fatalf("accepted %q as path %q", data, p)
+		pc, err := parseProcCgroup(data)
+		if err != nil {
+			if pc != (procCgroups{}) {
+				t.Fatalf("error %v with %+v", err, pc)
+			}
+			return
+		}
+		if pc.hasV2 != (pc.v2 != "") || pc.hasV2 && pc.v2[0] != '/' {
+			t.Fatalf("accepted %q as v2 path %q", data, pc.v2)
+		}
+		for c, p := range pc.v1 {
+			if p != "" && p[0] != '/' {
+				t.Fatalf("accepted %q as %s path %q", data, controllerNames[c], p)
+			}
 		}
 	})
 }
@@ -101,7 +116,60 @@ func FuzzParseMountinfo(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ms, err := parseMountinfo(data)
 		if err != nil && ms != nil {
-			t.Fatalf("error %v with mounts %q", err, ms)
+			t.Fatalf("error %v with mounts %+v", err, ms)
+		}
+		for _, m := range ms {
+			if m.v2 == (m.ctrls != 0) || m.ctrls>>numControllers != 0 {
+				t.Fatalf("mount %+v: a v2 mount has no v1 controllers, a v1 one has some", m)
+			}
+		}
+	})
+}
+
+func FuzzParseCFSQuota(f *testing.F) {
+	for _, s := range []string{"50000\n", "-1\n", "0", "-2", "", "1\n2", " 7 "} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		q, err := parseCFSQuota(data)
+		if err != nil && q != 0 {
+			t.Fatalf("error %v with quota %d", err, q)
+		}
+		if err == nil && q == 0 && string(bytes.TrimSpace(data)) != "-1" {
+			t.Fatalf("accepted %q as no quota", data)
+		}
+	})
+}
+
+func FuzzParseStatusCPUs(f *testing.F) {
+	if real, err := os.ReadFile("/proc/self/status"); err == nil {
+		f.Add(real)
+	}
+	for _, s := range []string{"Cpus_allowed_list:\t0-3\n", "Name:\tx\nCpus_allowed_list:\t0,2-3\n", "Cpus_allowed_list:", "Cpus_allowed_list:\t3-1"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if n, err := parseStatusCPUs(data); err == nil && n <= 0 || err != nil && n != 0 {
+			t.Fatalf("parseStatusCPUs(%q) = %d, %v", data, n, err)
+		}
+	})
+}
+
+func FuzzParseHoldsOthers(f *testing.F) {
+	for _, s := range []string{"77\n", "77\n78\n", "", "\n\n", "x", "18446744073709551616"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		others, err := parseHoldsOthers(data, 77)
+		if err != nil && others {
+			t.Fatalf("error %v and others", err)
+		}
+		if err == nil && !others {
+			for _, l := range bytes.Fields(data) {
+				if n, err := strconv.ParseUint(string(l), 10, 64); err != nil || n != 77 {
+					t.Fatalf("%q holds %q but not others", data, l)
+				}
+			}
 		}
 	})
 }

@@ -191,3 +191,60 @@ func parseCPUList(data []byte) (int, error) {
 }
 
 var errNotANumber = errors.New("not a number")
+
+// parseCFSQuota parses cgroup v1's cpu.cfs_quota_us: a quota in microseconds
+// per period, or -1 for none (quota 0).
+func parseCFSQuota(data []byte) (quota uint64, err error) {
+	line, rest := nextLine(data)
+	line = bytes.TrimSpace(line)
+	switch {
+	case len(bytes.TrimSpace(rest)) != 0:
+		return 0, errors.New("more than one line")
+	case len(line) == 0:
+		return 0, errEmpty
+	case string(line) == "-1":
+		return 0, nil
+	}
+	if quota, err = parseUint(line); err != nil {
+		return 0, err
+	}
+	if quota == 0 {
+		return 0, errors.New("quota is 0")
+	}
+	return quota, nil
+}
+
+// parseStatusCPUs counts the CPUs in the Cpus_allowed_list line of
+// /proc/<pid>/status (proc(5)): the CPUs the process may run on, its
+// affinity as narrowed by its cpuset.
+func parseStatusCPUs(data []byte) (int, error) {
+	for len(data) > 0 {
+		var line []byte
+		line, data = nextLine(data)
+		if v, ok := bytes.CutPrefix(line, []byte("Cpus_allowed_list:")); ok {
+			return parseCPUList(v)
+		}
+	}
+	return 0, errors.New("no Cpus_allowed_list line")
+}
+
+// parseHoldsOthers reports whether a cgroup.procs file (one process ID a
+// line) lists any process but self.
+func parseHoldsOthers(data []byte, self int) (bool, error) {
+	for n := 1; len(data) > 0; n++ {
+		var line []byte
+		line, data = nextLine(data)
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 {
+			continue
+		}
+		pid, err := parseUint(line)
+		if err != nil {
+			return false, fmt.Errorf("line %d: %w", n, err)
+		}
+		if pid != uint64(self) {
+			return true, nil
+		}
+	}
+	return false, nil
+}

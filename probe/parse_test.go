@@ -2,6 +2,7 @@ package probe
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -132,19 +133,28 @@ func TestParsePSI(t *testing.T) {
 }
 
 func TestParseProcCgroup(t *testing.T) {
-	for _, c := range []struct{ in, want, err string }{
-		{in: "0::/kubepods/pod1/c1\n", want: "/kubepods/pod1/c1"},
-		{in: "12:memory:/x\n1:name=systemd:/y\n0::/\n", want: "/"},
-		{in: "0::/a:b\n", want: "/a:b"},
-		{in: "0::/../sibling\n", want: "/../sibling"},
-		{in: "12:memory:/x\n", err: "no cgroup v2 entry"},
-		{in: "", err: "no cgroup v2 entry"},
+	v1 := func(cpu, cpuacct, cpuset, memory string) [numControllers]string {
+		return [numControllers]string{cpu, cpuacct, cpuset, memory}
+	}
+	for _, c := range []struct {
+		in   string
+		want procCgroups
+		err  string
+	}{
+		{in: "0::/kubepods/pod1/c1\n", want: procCgroups{v2: "/kubepods/pod1/c1", hasV2: true}},
+		{in: "12:memory:/x\n1:name=systemd:/y\n0::/\n", want: procCgroups{v2: "/", hasV2: true, v1: v1("", "", "", "/x")}},
+		{in: "0::/a:b\n", want: procCgroups{v2: "/a:b", hasV2: true}},
+		{in: "0::/../sibling\n", want: procCgroups{v2: "/../sibling", hasV2: true}},
+		// cgroup v1 only, with co-mounted controllers.
+		{in: "12:memory:/x\n11:cpu,cpuacct:/y\n3:cpuset:/z\n2:blkio:/w\n", want: procCgroups{v1: v1("/y", "/y", "/z", "/x")}},
+		{in: "", want: procCgroups{}},
 		{in: "garbage\n", err: `line 1: want "id:controllers:path"`},
 		{in: "0::relative\n", err: "is not absolute"},
+		{in: "4:memory:\n", err: "is not absolute"},
 	} {
 		got, err := parseProcCgroup([]byte(c.in))
-		if !errMatches(err, c.err) || got != c.want {
-			t.Errorf("parseProcCgroup(%q) = %q, %v; want %q, error %q", c.in, got, err, c.want, c.err)
+		if !errMatches(err, c.err) || err == nil && got != c.want {
+			t.Errorf("parseProcCgroup(%q) = %+v, %v; want %+v, error %q", c.in, got, err, c.want, c.err)
 		}
 	}
 }
@@ -153,15 +163,22 @@ func TestParseMountinfo(t *testing.T) {
 	in := `22 27 0:21 / /proc rw,relatime - proc proc rw
 31 23 0:28 / /sys/fs/cgroup rw,nosuid shared:9 - cgroup2 cgroup2 rw,nsdelegate
 41 31 0:38 /docker/abc /sys/fs/cgroup/with\040space rw - cgroup2 cgroup2 rw
-42 31 0:39 / /sys/fs/cgroup/cpu rw master:1 shared:2 - cgroup cgroup rw,cpu
+42 31 0:39 / /sys/fs/cgroup/cpu,cpuacct rw master:1 shared:2 - cgroup cgroup rw,cpu,cpuacct
+43 31 0:40 / /sys/fs/cgroup/systemd rw - cgroup cgroup rw,xattr,name=systemd
+44 31 0:41 /kubepods /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory
 `
 	got, err := parseMountinfo([]byte(in))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []mount{{"/", "/sys/fs/cgroup"}, {"/docker/abc", "/sys/fs/cgroup/with space"}}
-	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
-		t.Errorf("parseMountinfo = %q, want %q", got, want)
+	want := []mount{
+		{root: "/", point: "/sys/fs/cgroup", v2: true},
+		{root: "/docker/abc", point: "/sys/fs/cgroup/with space", v2: true},
+		{root: "/", point: "/sys/fs/cgroup/cpu,cpuacct", ctrls: 1<<ctrlCPU | 1<<ctrlCPUAcct},
+		{root: "/kubepods", point: "/sys/fs/cgroup/memory", ctrls: 1 << ctrlMemory},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("parseMountinfo = %+v, want %+v", got, want)
 	}
 	for _, c := range []struct{ in, err string }{
 		{in: "1 2 3\n", err: "malformed mountinfo line"},
@@ -176,32 +193,92 @@ func TestParseMountinfo(t *testing.T) {
 	}
 }
 
-func TestCgroupDir(t *testing.T) {
+func TestHierarchyDir(t *testing.T) {
 	root := t.TempDir()
 	for _, d := range []string{"sys/fs/cgroup/kubepods/c1", "sys/fs/cgroup/unified", "ns"} {
-		writeFile(t, root+"/"+d+"/cgroup.controllers", "cpu memory\n")
+		writeFile(t, root+"/"+d+"/cgroup.procs", "")
 	}
+	m := func(root, point string) mount { return mount{root: root, point: point, v2: true} }
 	for _, c := range []struct {
 		path   string
 		mounts []mount
 		want   string
 		err    string
 	}{
-		{"/kubepods/c1", []mount{{"/", "/sys/fs/cgroup"}}, "/sys/fs/cgroup/kubepods/c1", ""},
-		{"/", []mount{{"/", "/sys/fs/cgroup/unified"}}, "/sys/fs/cgroup/unified", ""},
+		{"/kubepods/c1", []mount{m("/", "/sys/fs/cgroup")}, "/sys/fs/cgroup/kubepods/c1", ""},
+		{"/", []mount{m("/", "/sys/fs/cgroup/unified")}, "/sys/fs/cgroup/unified", ""},
 		// A mount of a sub-hierarchy (a container's view) wins over the root.
-		{"/kubepods/c1", []mount{{"/", "/sys/fs/cgroup"}, {"/kubepods/c1", "/ns"}}, "/ns", ""},
+		{"/kubepods/c1", []mount{m("/", "/sys/fs/cgroup"), m("/kubepods/c1", "/ns")}, "/ns", ""},
 		{"/kubepods/c1", nil, "", "cgroup v2 not mounted"},
-		{"/other", []mount{{"/kubepods", "/ns"}}, "", "under no cgroup2 mount"},
-		{"/../x", []mount{{"/", "/sys/fs/cgroup"}}, "", "outside this process's cgroup namespace"},
-		{"/missing", []mount{{"/", "/sys/fs/cgroup"}}, "", "is not a cgroup v2 directory"},
+		{"/other", []mount{m("/kubepods", "/ns")}, "", "under no mount of its hierarchy"},
+		{"/../x", []mount{m("/", "/sys/fs/cgroup")}, "", "outside this process's cgroup namespace"},
 	} {
-		got, err := cgroupDir(root, c.path, c.mounts)
+		got, _, err := hierarchy{mounts: c.mounts, v2: true}.dir(root, c.path)
 		if c.want != "" {
 			c.want = root + c.want
 		}
 		if !errMatches(err, c.err) || got != c.want {
-			t.Errorf("cgroupDir(%q, %v) = %q, %v; want %q, error %q", c.path, c.mounts, got, err, c.want, c.err)
+			t.Errorf("dir(%q, %v) = %q, %v; want %q, error %q", c.path, c.mounts, got, err, c.want, c.err)
+		}
+	}
+	if _, err := (hierarchy{mounts: []mount{m("/", "/sys/fs/cgroup")}, v2: true}).ancestors(root, "/missing"); !errMatches(err, "is not a cgroup directory") {
+		t.Errorf("ancestors of a missing cgroup: %v", err)
+	}
+}
+
+func TestParseCFSQuota(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want uint64
+		err  string
+	}{
+		{in: "50000\n", want: 50000},
+		{in: "-1\n", want: 0},
+		{in: "0\n", err: "quota is 0"},
+		{in: "-2\n", err: "not a number"},
+		{in: "", err: "empty"},
+		{in: "1\n2\n", err: "more than one line"},
+	} {
+		got, err := parseCFSQuota([]byte(c.in))
+		if !errMatches(err, c.err) || got != c.want {
+			t.Errorf("parseCFSQuota(%q) = %d, %v; want %d, error %q", c.in, got, err, c.want, c.err)
+		}
+	}
+}
+
+func TestParseStatusCPUs(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want int
+		err  string
+	}{
+		{in: "Name:\tapp\nCpus_allowed:\tf\nCpus_allowed_list:\t0-3\nMems_allowed_list:\t0\n", want: 4},
+		{in: "Cpus_allowed_list:\t1,3\n", want: 2},
+		{in: "Name:\tapp\n", err: "no Cpus_allowed_list"},
+		{in: "Cpus_allowed_list:\t\n", err: "empty"},
+	} {
+		got, err := parseStatusCPUs([]byte(c.in))
+		if !errMatches(err, c.err) || got != c.want {
+			t.Errorf("parseStatusCPUs(%q) = %d, %v; want %d, error %q", c.in, got, err, c.want, c.err)
+		}
+	}
+}
+
+func TestParseHoldsOthers(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want bool
+		err  string
+	}{
+		{in: "77\n", want: false},
+		{in: "", want: false},
+		{in: "77\n78\n", want: true},
+		{in: "1\n", want: true},
+		{in: "x\n", err: "line 1: not a number"},
+	} {
+		got, err := parseHoldsOthers([]byte(c.in), 77)
+		if !errMatches(err, c.err) || got != c.want {
+			t.Errorf("parseHoldsOthers(%q) = %v, %v; want %v, error %q", c.in, got, err, c.want, c.err)
 		}
 	}
 }
@@ -211,7 +288,7 @@ func TestCgroupDir(t *testing.T) {
 func TestParsersDoNotAllocate(t *testing.T) {
 	cpuStat := []byte("usage_usec 10\nuser_usec 5\nnr_periods 3\nnr_throttled 1\n")
 	pressure := []byte("some avg10=12.50 avg60=1.00 avg300=0.50 total=123\nfull avg10=3.00 avg60=0.00 avg300=0.00 total=7\n")
-	cpuMax, memMax, cpuset := []byte("150000 100000\n"), []byte("536870912\n"), []byte("0-3,8\n")
+	cpuMax, memMax, cpuset, quota := []byte("150000 100000\n"), []byte("536870912\n"), []byte("0-3,8\n"), []byte("50000\n")
 	var out [3]uint64
 	if a := testing.AllocsPerRun(100, func() {
 		parseKeyed(cpuStat, cpuStatKeys[:], out[:])
@@ -219,6 +296,7 @@ func TestParsersDoNotAllocate(t *testing.T) {
 		parseCPUMax(cpuMax)
 		parseSingle(memMax)
 		parseCPUList(cpuset)
+		parseCFSQuota(quota)
 	}); a != 0 {
 		t.Fatalf("parsers allocate %v times per sample", a)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path/filepath"
 	"syscall"
 )
 
@@ -122,3 +123,6 @@ func preadAll(fd int, buf *[]byte) ([]byte, error) {
 		*buf = make([]byte, 2*len(*buf))
 	}
 }
+
+// name is the file's base name, such as "memory.max".
+func (f *pseudoFile) name() string { return filepath.Base(f.path) }

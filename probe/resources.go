@@ -5,20 +5,43 @@ import "time"
 // Resources is one Sample of everything a Sampler watches. It is a plain
 // value owned by the caller. Ratios are 0–1; CPU ratios are clamped to it
 // (a cgroup bursting past its quota reads 1).
+//
+// CPU, Memory and CPUPressure are the three guarded signals, those a control
+// law steers on. Each is that of the guarded workload, chosen once a minute
+// (see SamplerParams for the order), and comes with where it is from: a
+// short tag (…From: FromCgroup, FromProcess, FromHost, or "" when the signal
+// has no source) and a description for people (…Source), which says why
+// when there is no source. A signal whose …From is "" is unknown at every
+// sample: a target on it cannot be met or missed, and is best switched off
+// (see Source.Usable). A signal with a source can still be unknown at one
+// sample (the first CPU sample, a file that failed to read); its Reason
+// says why.
 type Resources struct {
 	// Time is the instant passed to Sample.
 	Time time.Time
 
-	// CPU is the CPU utilisation of what is guarded: the cgroup's against its
-	// limit when it has one (Cgroup.CPULimit is known), else the host's.
-	// CPUFrom says which: FromCgroup or FromHost.
-	CPU     Signal
-	CPUFrom string
-	// Memory is the memory utilisation of what is guarded: the cgroup's
-	// working set against memory.max when it is set (Cgroup.MemoryLimit is
-	// known), else the host's. MemoryFrom says which.
-	Memory     Signal
-	MemoryFrom string
+	// CPU is the CPU utilisation of the guarded workload, 0–1: its CPU time
+	// against the CPU it may use (its cgroup's quota or cpuset, a process's
+	// cores), or the host's busy share with SamplerParams.Host. Without a
+	// CPU allotment to measure against there is no CPU utilisation: CPUFrom
+	// is "" and CPUPressure is the signal to steer on.
+	CPU       Signal
+	CPUFrom   string
+	CPUSource string
+	// Memory is the memory utilisation of the guarded workload, 0–1: its
+	// cgroup's working set against its memory limit, a process's RSS
+	// against the host's memory, or the host's used share with
+	// SamplerParams.Host.
+	Memory       Signal
+	MemoryFrom   string
+	MemorySource string
+	// CPUPressure is the share of the last 10 seconds in which some of the
+	// guarded workload's runnable tasks waited for a CPU (PSI "some" avg10
+	// of its cgroup v2, or of the host with SamplerParams.Host), 0–1. It
+	// has a meaning with or without a CPU limit.
+	CPUPressure       Signal
+	CPUPressureFrom   string
+	CPUPressureSource string
 
 	Host    Host
 	Process Process
@@ -26,11 +49,41 @@ type Resources struct {
 	Runtime Runtime
 }
 
-// Where Resources.CPU and Resources.Memory come from.
+// Where the guarded signals come from: the short tags of Resources.CPUFrom,
+// MemoryFrom and CPUPressureFrom, and of Source.From.
 const (
-	FromCgroup = "cgroup"
-	FromHost   = "host"
+	FromCgroup  = "cgroup"
+	FromProcess = "process"
+	FromHost    = "host"
 )
+
+// Source is where one guarded signal comes from.
+type Source struct {
+	// From is FromCgroup, FromProcess or FromHost; "" when the signal has
+	// no source.
+	From string
+	// Text describes the source for people, such as
+	// "cgroup v2 /sys/fs/cgroup/kubepods/pod1 (cpu.max 2 cores)", or says
+	// why there is none ("none: …").
+	Text string
+}
+
+// Usable reports whether the signal has a source, and so can be steered on.
+func (s Source) Usable() bool { return s.From != "" }
+
+// Sources are the sources of the three guarded signals.
+type Sources struct {
+	CPU, Memory, CPUPressure Source
+}
+
+// Sources returns where r's guarded signals come from.
+func (r *Resources) Sources() Sources {
+	return Sources{
+		CPU:         Source{From: r.CPUFrom, Text: r.CPUSource},
+		Memory:      Source{From: r.MemoryFrom, Text: r.MemorySource},
+		CPUPressure: Source{From: r.CPUPressureFrom, Text: r.CPUPressureSource},
+	}
+}
 
 // Host is the machine as a whole, from /proc.
 type Host struct {
@@ -55,41 +108,57 @@ type Pressure struct {
 	MemorySome, MemoryFull Signal
 }
 
-// Process is the watched process.
+// Process is the watched process: SamplerParams.PID, or this process.
 type Process struct {
 	PID int
+	// CPUs is the number of CPUs the process may run on (its affinity,
+	// which a cpuset narrows: Cpus_allowed_list in /proc/<pid>/status),
+	// else the host's; 0 when neither is known.
+	CPUs int
 	// CPU is the process's CPU time since the previous sample as a share of
-	// all the host's CPUs.
+	// CPUs.
 	CPU Signal
 	// RSS is its resident set size in bytes.
 	RSS Signal
 }
 
-// Cgroup is the watched cgroup v2. Only its own limit files are read: a
-// limit set on an ancestor alone (a pod-level cgroup, a systemd slice) is not
-// seen; point SamplerParams.Cgroup at the cgroup that carries it.
+// Cgroup holds the figures of the cgroups the guarded signals are read from,
+// cgroup v2 or v1. CPU and memory may come from different cgroups (a CPU
+// limit set on a pod, a memory limit on its container), and on cgroup v1
+// from different hierarchies; PSI only exists on cgroup v2. A figure with no
+// such cgroup is unknown and says why.
 type Cgroup struct {
-	// Dir is the cgroup directory read, "" when none was found.
-	Dir string
+	// CPUDir is the cgroup directory CPU, CPULimit and Throttled are read
+	// from (on cgroup v1, in the cpu hierarchy), "" when none.
+	CPUDir string
 	// CPU is the cgroup's CPU usage since the previous sample against
-	// CPULimit, or against all the host's CPUs when it has no limit.
+	// CPULimit.
 	CPU Signal
-	// CPULimit is in cores: the smaller of cpu.max's quota/period and the
-	// size of cpuset.cpus.effective when that is less than the host's CPUs.
-	// Unknown when neither limits the cgroup.
+	// CPULimit is in cores: the smaller of the CFS quota/period (cpu.max;
+	// cpu.cfs_quota_us and cpu.cfs_period_us on v1) and the size of the
+	// effective cpuset when that is less than the host's CPUs.
 	CPULimit Signal
 	// Throttled is the share of CFS enforcement periods since the previous
 	// sample in which the cgroup ran out of quota (cpu.stat nr_throttled /
 	// nr_periods); 0 when no period elapsed.
 	Throttled Signal
+
+	// MemoryDir is the cgroup directory the memory figures are read from,
+	// "" when none.
+	MemoryDir string
 	// Memory is MemoryWorkingSet / MemoryLimit.
 	Memory Signal
-	// MemoryWorkingSet is memory.current less memory.stat's inactive_file,
-	// in bytes: page cache the kernel can drop is not counted, as the
-	// kubelet counts it for eviction.
+	// MemoryWorkingSet is the memory charged to the cgroup less the page
+	// cache the kernel can drop (memory.current less memory.stat's
+	// inactive_file; on v1 memory.usage_in_bytes less total_inactive_file),
+	// in bytes, as the kubelet counts it for eviction.
 	MemoryWorkingSet Signal
-	// MemoryLimit is memory.max in bytes, unknown when it is "max".
+	// MemoryLimit is memory.max (memory.limit_in_bytes on v1) in bytes.
 	MemoryLimit Signal
+
+	// PressureDir is the cgroup v2 directory Pressure is read from, "" when
+	// none.
+	PressureDir string
 	// Pressure is from the cgroup's cpu.pressure and memory.pressure.
 	Pressure Pressure
 }

@@ -99,17 +99,30 @@ func benchRequest() *http.Request {
 func BenchmarkServeHTTP(b *testing.B) {
 	for _, bc := range []struct {
 		name    string
-		gate    bool
+		gate    string // the gate's config; "" for none
 		breaker bool
 	}{
-		{"bare", false, false},
-		{"breaker", false, true},
-		{"gate+breaker", true, true},
+		{"bare", "", false},
+		{"breaker", "", true},
+		{"gate+breaker", roomyGroup, true},
+		// The request's peer is a trusted proxy and the key is the client's
+		// address: the client address and the forwarding fields take their
+		// longer way (no X-Forwarded-For came, as from wrk).
+		{"gate+breaker+trusted", `
+[server]
+trusted_proxies = ["10.0.0.0/8"]
+[[group]]
+name = "all"
+key = "ip"
+  [group.concurrency]
+  law = "fixed"
+  limit = 10000
+`, true},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			params := Params{Upstream: cannedUpstream(b, cannedOK), DisableBreaker: !bc.breaker}
-			if bc.gate {
-				params.Gate = testGate(b, roomyGroup)
+			if bc.gate != "" {
+				params.Gate = testGate(b, bc.gate)
 			}
 			p, err := New(params)
 			if err != nil {
@@ -166,8 +179,9 @@ func BenchmarkServeHTTPSharedContext(b *testing.B) {
 func BenchmarkEndToEnd(b *testing.B) {
 	up := cannedUpstream(b, cannedOK)
 	for _, bc := range []struct {
-		name string
-		h    func() http.Handler
+		name  string
+		h     func() http.Handler
+		guard bool // served on a GuardListener, as the daemon serves the proxy
 	}{
 		{"sluice", func() http.Handler {
 			p, err := New(Params{Upstream: up})
@@ -176,7 +190,7 @@ func BenchmarkEndToEnd(b *testing.B) {
 			}
 			b.Cleanup(func() { p.Close() })
 			return p
-		}},
+		}, true},
 		{"sluice+gate", func() http.Handler {
 			p, err := New(Params{Upstream: up, Gate: testGate(b, roomyGroup)})
 			if err != nil {
@@ -184,8 +198,8 @@ func BenchmarkEndToEnd(b *testing.B) {
 			}
 			b.Cleanup(func() { p.Close() })
 			return p
-		}},
-		{"httputil", func() http.Handler { return tunedReverseProxy(b, up) }},
+		}, true},
+		{"httputil", func() http.Handler { return tunedReverseProxy(b, up) }, false},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			srv, err := NewServer(ServerParams{Handler: bc.h()})
@@ -195,6 +209,9 @@ func BenchmarkEndToEnd(b *testing.B) {
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
 			if err != nil {
 				b.Fatal(err)
+			}
+			if bc.guard {
+				ln = GuardListener(ln, 0)
 			}
 			go srv.Serve(ln)
 			defer srv.Close()

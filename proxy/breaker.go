@@ -33,6 +33,31 @@ type BreakerParams struct {
 	// Probes is how many requests a half-open circuit lets through; all of them
 	// must succeed to close it. Default 3.
 	Probes int
+	// OnChange, if set, is called after every change of state, with what
+	// changed and why (the daemon logs it). It runs on the goroutine that made
+	// the change, outside the breaker's lock, so it may read the Breaker;
+	// changes that race may be reported out of order (Seq orders them).
+	OnChange func(BreakerChange)
+}
+
+// BreakerChange is one change of a circuit's state.
+type BreakerChange struct {
+	From, To BreakerState
+	At       time.Time
+	// Reason says why, in words: "5 failures in a row (last: connect)",
+	// "12 of 20 requests failed within 10s", "cooldown of 5s over", "3
+	// probes succeeded", "a probe failed (timeout)".
+	Reason string
+	// Seq numbers the changes of one Breaker from 1.
+	Seq uint32
+}
+
+// BreakerStatus is a circuit's state, since when and why (the reason of the
+// change that led to it; "" while it has never changed).
+type BreakerStatus struct {
+	State  BreakerState
+	Since  time.Time
+	Reason string
 }
 
 const (
@@ -174,6 +199,8 @@ type Breaker struct {
 	openUntil time.Duration // since origin; meaningful while open
 	probes    int           // let through while half-open, but those ignored
 	probesOK  int           // of which succeeded
+	changedAt time.Duration // since origin: the last change of state
+	reason    string        // why it happened
 }
 
 // NewBreaker returns a closed Breaker created at now, or the problems with p.
@@ -211,6 +238,14 @@ func (b *Breaker) State() BreakerState {
 	return s
 }
 
+// Status returns the circuit's state as last changed (see State), since when
+// and why.
+func (b *Breaker) Status() BreakerStatus {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return BreakerStatus{State: b.State(), Since: b.origin.Add(b.changedAt), Reason: b.reason}
+}
+
 // Allow reports whether a request may go to the upstream at now, and the Permit to
 // pass to Record when it has finished.
 func (b *Breaker) Allow(now time.Time) (Permit, bool) {
@@ -219,17 +254,23 @@ func (b *Breaker) Allow(now time.Time) (Permit, bool) {
 		return Permit{gen: gen}, true
 	}
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	var ch *BreakerChange
+	defer func() {
+		b.mu.Unlock()
+		b.report(ch)
+	}()
 	gen, s = unpack(b.word.Load())
 	switch s {
 	case BreakerClosed:
 		return Permit{gen: gen}, true
 	case BreakerOpen:
-		if b.since(now) < b.openUntil {
+		t := b.since(now)
+		if t < b.openUntil {
 			return Permit{}, false
 		}
 		gen++
-		b.word.Store(pack(gen, BreakerHalfOpen))
+		ch = b.change(gen, BreakerOpen, BreakerHalfOpen, t,
+			fmt.Sprintf("cooldown of %v over: %d probes let through", b.p.Cooldown, b.p.Probes))
 		b.probes, b.probesOK = 0, 0
 	}
 	if b.probes >= b.p.Probes {
@@ -237,6 +278,25 @@ func (b *Breaker) Allow(now time.Time) (Permit, bool) {
 	}
 	b.probes++
 	return Permit{gen: gen, probe: true}, true
+}
+
+// change moves the circuit from one state to another at t (since origin), as
+// generation gen, and returns the change to report once b.mu is released;
+// b.mu is held.
+func (b *Breaker) change(gen uint32, from, to BreakerState, t time.Duration, reason string) *BreakerChange {
+	b.word.Store(pack(gen, to))
+	b.changedAt, b.reason = t, reason
+	if b.p.OnChange == nil {
+		return nil
+	}
+	return &BreakerChange{From: from, To: to, At: b.origin.Add(t), Reason: reason, Seq: gen - 1}
+}
+
+// report hands ch, if any, to OnChange; b.mu is not held.
+func (b *Breaker) report(ch *BreakerChange) {
+	if ch != nil {
+		b.p.OnChange(*ch)
+	}
 }
 
 // RetryAfter returns how long, from now, the circuit stays open; 0 unless open.
@@ -252,7 +312,11 @@ func (b *Breaker) RetryAfter(now time.Time) time.Duration {
 // Record reports the outcome, at now, of a request that Allow let through. Record
 // it exactly once per Permit; a request that was allowed but never sent (refused by
 // admission, say) is recorded as gate.Ignored.
-func (b *Breaker) Record(p Permit, o gate.Outcome, now time.Time) {
+func (b *Breaker) Record(p Permit, o gate.Outcome, now time.Time) { b.record(p, o, now, "") }
+
+// record is Record with the cause of a failure named (the proxy's failure
+// class, such as "connect"), for the reason of the change it may bring.
+func (b *Breaker) record(p Permit, o gate.Outcome, now time.Time, cause string) {
 	if o == gate.Success && !p.probe {
 		gen, s := unpack(b.word.Load())
 		if s != BreakerClosed || gen != p.gen {
@@ -268,7 +332,11 @@ func (b *Breaker) Record(p Permit, o gate.Outcome, now time.Time) {
 		return
 	}
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	var ch *BreakerChange
+	defer func() {
+		b.mu.Unlock()
+		b.report(ch)
+	}()
 	gen, s := unpack(b.word.Load())
 	if gen != p.gen {
 		return
@@ -282,10 +350,14 @@ func (b *Breaker) Record(p Permit, o gate.Outcome, now time.Time) {
 		case gate.Success:
 			if b.probesOK++; b.probesOK >= b.p.Probes {
 				b.reset()
-				b.word.Store(pack(gen+1, BreakerClosed))
+				ch = b.change(gen+1, BreakerHalfOpen, BreakerClosed, t, fmt.Sprintf("%d probes succeeded", b.p.Probes))
 			}
 		case gate.Dropped:
-			b.open(gen, t)
+			reason := "a probe failed"
+			if cause != "" {
+				reason += ": " + cause
+			}
+			ch = b.open(gen, BreakerHalfOpen, t, reason)
 		default:
 			b.probes--
 		}
@@ -295,7 +367,7 @@ func (b *Breaker) Record(p Permit, o gate.Outcome, now time.Time) {
 	b.countFailure(t)
 	n := b.consec.Add(1)
 	if b.p.ConsecutiveFailures > 0 && n >= int64(b.p.ConsecutiveFailures) {
-		b.open(gen, t)
+		ch = b.open(gen, BreakerClosed, t, fmt.Sprintf("%d failures in a row%s", n, lastCause(cause)))
 		return
 	}
 	if b.p.FailureRatio <= 0 {
@@ -304,14 +376,22 @@ func (b *Breaker) Record(p Permit, o gate.Outcome, now time.Time) {
 	okN, failN := b.window(t)
 	total := okN + failN
 	if total >= uint64(b.p.MinRequests) && float64(failN) >= b.p.FailureRatio*float64(total) {
-		b.open(gen, t)
+		ch = b.open(gen, BreakerClosed, t, fmt.Sprintf("%d of %d requests failed within %v%s", failN, total, b.p.Window, lastCause(cause)))
 	}
 }
 
-// open moves to open at t (since origin); b.mu is held.
-func (b *Breaker) open(gen uint32, t time.Duration) {
+// lastCause is the ", last: …" part of a reason, or "" for no cause.
+func lastCause(cause string) string {
+	if cause == "" {
+		return ""
+	}
+	return " (last: " + cause + ")"
+}
+
+// open moves from state from to open at t (since origin); b.mu is held.
+func (b *Breaker) open(gen uint32, from BreakerState, t time.Duration, reason string) *BreakerChange {
 	b.openUntil = t + b.p.Cooldown
-	b.word.Store(pack(gen+1, BreakerOpen))
+	return b.change(gen+1, from, BreakerOpen, t, reason)
 }
 
 // reset clears the counts; b.mu is held.

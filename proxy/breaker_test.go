@@ -293,3 +293,78 @@ func TestBreakerWindowSpansBuckets(t *testing.T) {
 	steps[len(steps)-1].state = BreakerOpen
 	runBreakerSteps(t, p, steps)
 }
+
+// TestBreakerReportsChanges: every change of state reaches OnChange once, in
+// order, with the instant and a reason; Status says the state, since when and
+// why; OnChange may read the Breaker (it runs outside its lock).
+func TestBreakerReportsChanges(t *testing.T) {
+	var got []BreakerChange
+	var b *Breaker
+	p := BreakerParams{ConsecutiveFailures: 2, FailureRatio: -1, Cooldown: time.Second, Probes: 2,
+		OnChange: func(c BreakerChange) {
+			if st := b.Status(); st.State != c.To || !st.Since.Equal(c.At) || st.Reason != c.Reason {
+				t.Errorf("in OnChange(%+v), Status = %+v", c, st)
+			}
+			got = append(got, c)
+		}}
+	b, err := NewBreaker(p, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := b.Status(); st.State != BreakerClosed || !st.Since.Equal(t0) || st.Reason != "" {
+		t.Fatalf("a new breaker: %+v", st)
+	}
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	fail := func(d time.Duration, cause string) {
+		pm, ok := b.Allow(at(d))
+		if !ok {
+			t.Fatalf("refused at %v", d)
+		}
+		b.record(pm, gate.Dropped, at(d), cause)
+	}
+	fail(1*time.Second, "connect")
+	fail(2*time.Second, "timeout") // opens
+	if _, ok := b.Allow(at(2500 * time.Millisecond)); ok {
+		t.Fatal("allowed while open")
+	}
+	p1, _ := b.Allow(at(3 * time.Second)) // half-open
+	b.record(p1, gate.Dropped, at(3*time.Second), "reset")
+	p2, _ := b.Allow(at(4 * time.Second)) // half-open again
+	p3, _ := b.Allow(at(4 * time.Second))
+	b.Record(p2, gate.Success, at(5*time.Second))
+	b.Record(p3, gate.Success, at(6*time.Second)) // closes
+
+	want := []BreakerChange{
+		{BreakerClosed, BreakerOpen, at(2 * time.Second), "2 failures in a row (last: timeout)", 1},
+		{BreakerOpen, BreakerHalfOpen, at(3 * time.Second), "cooldown of 1s over: 2 probes let through", 2},
+		{BreakerHalfOpen, BreakerOpen, at(3 * time.Second), "a probe failed: reset", 3},
+		{BreakerOpen, BreakerHalfOpen, at(4 * time.Second), "cooldown of 1s over: 2 probes let through", 4},
+		{BreakerHalfOpen, BreakerClosed, at(6 * time.Second), "2 probes succeeded", 5},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("changes %+v, want %+v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("change %d: %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	if st := b.Status(); st.State != BreakerClosed || !st.Since.Equal(at(6*time.Second)) || st.Reason != "2 probes succeeded" {
+		t.Errorf("Status = %+v", st)
+	}
+}
+
+// TestBreakerRatioReason: a circuit opened by the failure ratio says so.
+func TestBreakerRatioReason(t *testing.T) {
+	b, err := NewBreaker(BreakerParams{ConsecutiveFailures: -1, FailureRatio: 0.5, MinRequests: 4, Window: 10 * time.Second}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, o := range []gate.Outcome{gate.Success, gate.Dropped, gate.Success, gate.Dropped} {
+		pm, _ := b.Allow(t0)
+		b.record(pm, o, t0.Add(time.Duration(i)*time.Millisecond), "5xx response")
+	}
+	if st := b.Status(); st.State != BreakerOpen || st.Reason != "2 of 4 requests failed within 10s (last: 5xx response)" {
+		t.Errorf("Status = %+v", st)
+	}
+}

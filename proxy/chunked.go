@@ -2,7 +2,8 @@ package proxy
 
 // parseChunkSize parses the line that starts an HTTP/1.1 chunk (RFC 9112 §7.1):
 // a hexadecimal size, optional whitespace, and optional extensions after ';',
-// which are ignored. Sizes beyond 2^60 are refused.
+// which are ignored. A size of more than 16 digits (leading zeros too, as
+// net/http counts them) or beyond 2^63-1 is refused.
 func parseChunkSize(line []byte) (int64, error) {
 	var n int64
 	i := 0
@@ -19,7 +20,7 @@ func parseChunkSize(line []byte) (int64, error) {
 		default:
 			goto rest
 		}
-		if n >= 1<<56 {
+		if i == 16 || n >= 1<<59 { // net/http's bound is 16 digits
 			return 0, protoErr("chunk size too large")
 		}
 		n = n<<4 | int64(d)

@@ -21,9 +21,10 @@ const (
 	failTimeout                   // no progress in time
 	failReset                     // closed or reset under us
 	failProtocol                  // malformed response
+	failLocal                     // this process or machine ran out of a resource: not the upstream's failure
 )
 
-var failNames = [...]string{"connect", "timeout", "reset", "protocol"}
+var failNames = [...]string{"connect", "timeout", "reset", "protocol", "local"}
 
 var connectionClose = one("close")
 
@@ -41,14 +42,21 @@ var failBodies = func() (b [len(failNames)]struct {
 	grpc   []string
 }) {
 	for i := range b {
-		status := http.StatusBadGateway
-		if failClass(i) == failTimeout {
+		status, what := http.StatusBadGateway, "upstream "+failNames[i]
+		switch failClass(i) {
+		case failTimeout:
 			status = http.StatusGatewayTimeout
+		case failLocal:
+			status, what = http.StatusServiceUnavailable, "sluice is out of local resources: file descriptors, buffers or ports"
 		}
-		text := strconv.Itoa(status) + " " + http.StatusText(status) + " (upstream " + failNames[i] + ")\n"
+		text := strconv.Itoa(status) + " " + http.StatusText(status) + " (" + what + ")\n"
 		b[i].status, b[i].text = status, []byte(text)
 		b[i].length = one(strconv.Itoa(len(text)))
-		b[i].grpc = one("sluice: upstream " + failNames[i] + " failed")
+		grpc := "sluice: " + what + " failed"
+		if failClass(i) == failLocal {
+			grpc = "sluice: " + what
+		}
+		b[i].grpc = one(grpc)
 	}
 	return b
 }()
@@ -56,11 +64,22 @@ var failBodies = func() (b [len(failNames)]struct {
 // errUpstreamTimeout marks an upstream that did not answer within UpstreamTimeout.
 var errUpstreamTimeout = errors.New("proxy: upstream timed out")
 
+// isLocal reports whether err is this side's lack of a resource, not the
+// upstream's failure: no file descriptor left for a socket (EMFILE for the
+// process, ENFILE for the machine), no buffer or kernel memory (ENOBUFS,
+// ENOMEM), no local port to connect from (EADDRNOTAVAIL).
+func isLocal(err error) bool {
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) || errors.Is(err, syscall.ENOBUFS) ||
+		errors.Is(err, syscall.ENOMEM) || errors.Is(err, syscall.EADDRNOTAVAIL)
+}
+
 // classify names the class of an upstream error.
 func classify(err error, dialing bool) failClass {
 	var pe *protocolError
 	var ne net.Error
 	switch {
+	case isLocal(err):
+		return failLocal
 	case errors.As(err, &pe):
 		return failProtocol
 	case errors.Is(err, errUpstreamTimeout), errors.Is(err, os.ErrDeadlineExceeded),
@@ -89,6 +108,8 @@ func (s *counters) count(c failClass) {
 		s.timeout.Add(1)
 	case failReset:
 		s.reset.Add(1)
+	case failLocal:
+		s.local.Add(1)
 	default:
 		s.protocol.Add(1)
 	}
@@ -98,12 +119,25 @@ func (s *counters) count(c failClass) {
 // was sent, with 502 or 504 and Sluice-Error (gRPC: UNAVAILABLE), and finishes it:
 // dropped, or ignored if the request's context ended first (the client went away;
 // what is written then reaches nobody, or a client whose connection broke).
+//
+// A local failure (isLocal: the fd limit, say) is no sign of the upstream's
+// health: it is answered 503 with Sluice-Error: local and Retry-After: 1,
+// finished as ignored (neither the breaker nor the gate's law counts it), and
+// reported to OnLocalError.
 func (p *Proxy) fail(ctx context.Context, w http.ResponseWriter, x *exchange, g grpcKind, ct string, err error, dialing bool) {
 	c := classify(err, dialing)
-	if ctx.Err() != nil {
+	switch {
+	case ctx.Err() != nil:
 		x.finish(gate.Ignored)
-	} else {
+	case c == failLocal:
 		p.stats.count(c)
+		x.finish(gate.Ignored)
+		if p.onLocalError != nil {
+			p.onLocalError(err)
+		}
+	default:
+		p.stats.count(c)
+		x.cause = failNames[c]
 		x.finish(gate.Dropped)
 	}
 	h := w.Header()
@@ -112,6 +146,9 @@ func (p *Proxy) fail(ctx context.Context, w http.ResponseWriter, x *exchange, g 
 		h["Connection"] = connectionClose
 	}
 	h[headerError] = failValues[c]
+	if c == failLocal {
+		h["Retry-After"] = retryAfterOne
+	}
 	b := &failBodies[c]
 	if g != grpcNone {
 		writeGRPCStatus(w, g, ct, false, b.grpc, -1)
@@ -123,3 +160,5 @@ func (p *Proxy) fail(ctx context.Context, w http.ResponseWriter, x *exchange, g 
 	w.WriteHeader(b.status)
 	_, _ = w.Write(b.text)
 }
+
+var retryAfterOne = one("1")

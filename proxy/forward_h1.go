@@ -22,140 +22,212 @@ type writeFailedError struct{ err error }
 func (e *writeFailedError) Error() string { return e.err.Error() }
 func (e *writeFailedError) Unwrap() error { return e.err }
 
+// h1Exchange is one request's trip over an HTTP/1.1 connection to the upstream,
+// through the named steps of forwardH1. (The exchange's bookkeeping, x, goes
+// beside it as an argument: kept in here, escape analysis would move it to the
+// heap with everything else this holds.)
+type h1Exchange struct {
+	p       *Proxy
+	w       http.ResponseWriter
+	r       *http.Request
+	g       grpcKind
+	ct      string
+	upgrade string   // the upgrade offered (upgradeOffer); "" for none
+	mode    bodyMode // how the request body travels
+	cs      clientSide
+
+	c      *upConn
+	h      respHead
+	sender *bodySender // the request body's goroutine, if it streams
+	stop   func() bool // stops aborting c when the client goes away
+
+	releasedAt time.Time // when c went back to the pool or was closed
+}
+
 // forwardH1 sends r over an HTTP/1.1 connection from the pool and copies the
 // response back. It finishes x. It returns true when the response was cut short
 // and must be aborted.
-//
-// A request that failed on a reused connection before any response byte arrived is
-// sent once more on a fresh connection when that is safe: it had no body, and
-// either the head never left (the write failed) or the method is idempotent (an
-// upstream may close an idle connection just as a request is sent on it).
 func (p *Proxy) forwardH1(w http.ResponseWriter, r *http.Request, x *exchange, g grpcKind, ct string) (abort bool) {
-	ctx := r.Context()
-	upgrade := r.ProtoMajor == 1 && len(r.Header["Upgrade"]) > 0 && hasToken(r.Header["Connection"], "upgrade")
-	mode := bodyModeOf(r, upgrade)
-	cs := newClientSide(w, r, p.clientTimeout)
-	var (
-		c      *upConn
-		h      respHead
-		sender *bodySender
-		stop   func() bool
-	)
+	e := h1Exchange{p: p, w: w, r: r, g: g, ct: ct}
+	e.upgrade = upgradeOffer(r)
+	e.mode = bodyModeOf(r, e.upgrade)
+	e.cs = newClientSide(w, r, p.clientTimeout)
+	if !e.roundTrip(x) {
+		return false
+	}
+	if e.h.status == http.StatusSwitchingProtocols {
+		if upgradeAccepted(&e.h, e.upgrade) && e.sender == nil {
+			return p.splice(w, r, e.c, e.h.upgradeTo, x, e.stop)
+		}
+		e.refuseSwitch(x)
+		return false
+	}
+	upErr, clErr := e.relayResponse()
+	draining := e.release(upErr, clErr)
+	o, abort := p.responseOutcome(r.Context(), x, e.h.status, g, w.Header(), upErr, clErr)
+	x.finishAt(o, e.releasedAt)
+	if draining {
+		e.finishDrain()
+	}
+	return abort
+}
+
+// roundTrip sends the request and reads the response head, on a pooled
+// connection and, when that is safe, once more on a fresh one. It returns false
+// when the exchange failed and was answered and finished.
+//
+// A request that failed on a reused connection before any response byte arrived
+// is sent again when it had no body and either the head never left (the write
+// failed) or the method is idempotent (an upstream may close an idle connection
+// just as a request is sent on it). The second try goes on a new connection: the
+// next idle one may be just as stale.
+func (e *h1Exchange) roundTrip(x *exchange) bool {
+	p, r, ctx := e.p, e.r, e.r.Context()
 	for attempt := 0; ; attempt++ {
-		var reused bool
-		var err error
-		// A request sent again goes on a new connection: the next idle one
-		// may be just as stale.
-		c, reused, err = p.pool.get(ctx, x.start, attempt > 0)
+		c, reused, err := p.pool.get(ctx, x.start, attempt > 0)
 		if err != nil {
-			p.fail(ctx, w, x, g, ct, err, true)
+			p.fail(ctx, e.w, x, e.g, e.ct, err, true)
 			return false
 		}
-		stop = context.AfterFunc(ctx, c.abortFn)
-		sender, err = p.sendRequest(c, r, &cs, upgrade, mode)
+		e.c = c
+		e.stop = context.AfterFunc(ctx, c.abortFn)
+		e.sender, err = p.sendRequest(c, r, x.path, &e.cs, e.upgrade, e.mode)
 		if err == nil {
-			h, err = p.readHead(c, w, r.Method, x.start)
+			e.h, err = p.readHead(c, e.w, r.Method, x.start)
 		}
 		if err == nil {
-			break
+			return true
 		}
-		stop()
-		c.abort()
-		if sender != nil {
-			x.closeClient = sender.abandon(&cs) && r.ProtoMajor == 1
-			if sender.clientErr {
-				// The client's body failed (stalled, gone, or malformed):
-				// nothing to learn about the upstream.
-				x.finish(gate.Ignored)
-				clientBodyFailed(w, r, sender.err)
-				return false
-			}
+		e.drop(x)
+		if e.sender != nil && e.sender.clientErr {
+			// The client's body failed (stalled, gone, or malformed): nothing
+			// to learn about the upstream.
+			x.finish(gate.Ignored)
+			clientBodyFailed(e.w, r, e.sender.err)
+			return false
 		}
-		var wf *writeFailedError
-		var nr *noResponseError
-		if attempt == 0 && reused && mode == bodyNone && ctx.Err() == nil &&
-			(errors.As(err, &wf) || (errors.As(err, &nr) && isIdempotent(r.Method, len(r.Header["Idempotency-Key"]) > 0))) {
+		if attempt == 0 && reused && e.mode == bodyNone && ctx.Err() == nil && retriable(err, r) {
 			p.stats.retries.Add(1)
-			clear(w.Header())
+			clear(e.w.Header())
 			continue
 		}
-		p.fail(ctx, w, x, g, ct, err, false)
+		p.fail(ctx, e.w, x, e.g, e.ct, err, false)
 		return false
 	}
+}
 
-	if h.status == http.StatusSwitchingProtocols {
-		if upgrade && sender == nil {
-			return p.splice(w, r, c, &h, x, stop)
-		}
-		stop()
-		c.abort()
-		if sender != nil {
-			x.closeClient = sender.abandon(&cs) && r.ProtoMajor == 1
-		}
-		p.fail(ctx, w, x, g, ct, protoErr("101 Switching Protocols to a request that asked for no upgrade"), false)
-		return false
+// retriable reports whether r may be sent again after err, a failure before any
+// response byte: the head never left, or r is idempotent.
+func retriable(err error, r *http.Request) bool {
+	var wf *writeFailedError
+	var nr *noResponseError
+	return errors.As(err, &wf) || (errors.As(err, &nr) && isIdempotent(r.Method, len(r.Header["Idempotency-Key"]) > 0))
+}
+
+// drop closes the upstream connection of a failed exchange and stops the
+// request body's sender; a body left unfinished closes the client's connection.
+func (e *h1Exchange) drop(x *exchange) {
+	e.stop()
+	e.c.abort()
+	if e.sender != nil {
+		x.closeClient = e.sender.abandon(&e.cs) && e.r.ProtoMajor == 1
 	}
+}
 
-	if sender != nil && !sender.isDone() && r.ProtoMajor == 1 {
+// refuseSwitch answers a 101 that does not accept the upgrade offered (none was
+// offered, or another protocol): a protocol error (502), and nothing is spliced,
+// so that no tunnel the client never asked for carries requests past the gate.
+func (e *h1Exchange) refuseSwitch(x *exchange) {
+	e.drop(x)
+	err := protoErr("101 Switching Protocols to %q, not to the upgrade asked for (%q)", clip([]byte(e.h.upgradeTo)), e.upgrade)
+	e.p.fail(e.r.Context(), e.w, x, e.g, e.ct, err, false)
+}
+
+// relayResponse sends the response head to the client and copies the body, as
+// the head frames it. upErr is a failure of the upstream, clErr of the client.
+func (e *h1Exchange) relayResponse() (upErr, clErr error) {
+	if e.sender != nil && !e.sender.isDone() && e.r.ProtoMajor == 1 {
 		// The upstream answers before the client finished sending: the rest of
 		// the body may have to be cut, which ends the client's connection;
 		// say so now.
-		w.Header().Set("Connection", "close")
+		e.w.Header().Set("Connection", "close")
 	}
-	w.WriteHeader(h.status)
-	cs.dirty = true // the head goes out at the first flush, before the proxy waits for more
-	var upErr, clErr error
-	if !h.bodyless(r.Method) {
-		upErr, clErr = p.copyResponse(&cs, c, &h)
+	leaveUntyped(e.w.Header())
+	e.w.WriteHeader(e.h.status)
+	e.cs.dirty = true // the head goes out at the first flush, before the proxy waits for more
+	if e.h.bodyless(e.r.Method) {
+		return nil, nil
 	}
-	// Bytes beyond the response would be read as the next one's: such a
-	// connection is not reused.
-	reusable := !h.closeConn && upErr == nil && clErr == nil && c.br.Buffered() == 0
-	draining := false
-	if sender != nil {
-		if sender.isDone() {
-			reusable = reusable && sender.err == nil
+	return e.p.copyResponse(&e.cs, e.c, &e.h)
+}
+
+// release puts the connection back in the pool if it can carry another
+// exchange, else closes it, and notes the instant (releasedAt). It reports
+// whether the rest of the request body is being drained (see finishDrain).
+//
+// A connection is reused only after a whole exchange: the response read to its
+// end with nothing beyond it (bytes beyond it would be read as the next
+// response), no close asked for, the request body sent whole, the client still
+// there.
+func (e *h1Exchange) release(upErr, clErr error) (draining bool) {
+	c := e.c
+	reusable := !e.h.closeConn && upErr == nil && clErr == nil && c.br.Buffered() == 0
+	if s := e.sender; s != nil {
+		if s.isDone() {
+			reusable = reusable && s.err == nil
 		} else {
 			// The upstream answered before taking the whole body: this
 			// connection cannot carry another request, and the rest of the
-			// body is not wanted. It is drained (below) for a while, like
-			// nginx's lingering close: cutting the connection on unread bytes
-			// would reset it, maybe before the client read the response.
+			// body is not wanted. It is drained for a while, like nginx's
+			// lingering close: cutting the connection on unread bytes would
+			// reset it, maybe before the client read the response.
 			reusable, draining = false, true
-			sender.beginDrain(&cs, time.Now().Add(drainTimeout))
+			s.beginDrain(&e.cs, time.Now().Add(drainTimeout))
 			c.abort()
 		}
 	}
-	if !stop() {
+	if !e.stop() {
 		reusable = false // the client went away and the connection was aborted
 	}
-	end := time.Now()
+	e.releasedAt = time.Now()
 	if reusable {
-		p.pool.put(c, end)
+		e.p.pool.put(c, e.releasedAt)
 	} else {
 		c.abort()
 	}
+	return draining
+}
 
-	o := statusOutcome(h.status)
-	if g != grpcNone && h.status == http.StatusOK {
-		o = grpcResponseOutcome(w.Header(), g)
+// finishDrain gives the client the response, then waits for the drain of the
+// request body to end.
+func (e *h1Exchange) finishDrain() {
+	if e.cs.flush() != nil {
+		e.sender.beginDrain(&e.cs, time.Now()) // it is gone
 	}
+	<-e.sender.done
+}
+
+// responseOutcome is the outcome of a forwarded response (HTTP/1.1 and h2c
+// alike): by its status, or for gRPC by its grpc-status (in h, trailers
+// included); a failure of the upstream while the body was copied is dropped
+// (counted in the stats) and aborts the response, a failure of the client's is
+// ignored. ctx is the request's: an upstream failure after the client went away
+// is the client's doing. A drop's cause goes in x, for the breaker.
+func (p *Proxy) responseOutcome(ctx context.Context, x *exchange, status int, g grpcKind, h http.Header, upErr, clErr error) (o gate.Outcome, abort bool) {
 	switch {
 	case upErr != nil && ctx.Err() == nil:
-		p.stats.count(classify(upErr, false))
-		o, abort = gate.Dropped, true
+		c := classify(upErr, false)
+		p.stats.count(c)
+		x.cause = failNames[c]
+		return gate.Dropped, true
 	case upErr != nil || clErr != nil:
-		o, abort = gate.Ignored, upErr != nil
+		return gate.Ignored, upErr != nil
+	case g != grpcNone && status == http.StatusOK:
+		o, x.cause = grpcResponseOutcome(h, g), "gRPC status"
+	default:
+		o, x.cause = statusOutcome(status), "5xx response"
 	}
-	x.finishAt(o, end)
-	if draining {
-		// The client gets the response before the drain, not after.
-		if cs.flush() != nil {
-			sender.beginDrain(&cs, time.Now()) // it is gone
-		}
-		<-sender.done
-	}
-	return abort
+	return o, false
 }
 
 // clientBodyFailed answers a request whose body could not be read: 408 if the

@@ -8,8 +8,6 @@ import (
 	"net/url"
 	"strings"
 	"time"
-
-	"github.com/sluicehq/sluice/gate"
 )
 
 // newH2Transport returns the Transport for h2c to the upstream: net/http's own
@@ -42,11 +40,14 @@ func newH2Transport(up upstream, dial, idle time.Duration) *http.Transport {
 // A gRPC call is bounded by its own deadline (grpc-timeout, which the upstream
 // enforces); any other request must see the response head within the upstream
 // timeout. Body reads are not timed: HTTP/2 pings detect a dead upstream.
-func (p *Proxy) forwardH2(w http.ResponseWriter, r *http.Request, x *exchange, g grpcKind, ct string) (abort bool) {
+func (p *Proxy) forwardH2(w http.ResponseWriter, r *http.Request, x *exchange, g grpcKind, ct, match string) (abort bool) {
 	ctx := r.Context()
 	out := new(http.Request)
 	*out = *r
-	path, raw := r.URL.Path, r.URL.RawPath
+	path, raw := match, ""
+	if x.path != match {
+		raw = x.path
+	}
 	if p.up.prefix != "" {
 		unescaped, _ := url.PathUnescape(p.up.prefix)
 		path = unescaped + path
@@ -95,6 +96,7 @@ func (p *Proxy) forwardH2(w http.ResponseWriter, r *http.Request, x *exchange, g
 	for k := range resp.Trailer {
 		h.Add("Trailer", k)
 	}
+	leaveUntyped(h)
 	w.WriteHeader(resp.StatusCode)
 	cs := newClientSide(w, r, p.clientTimeout)
 	var clErr error
@@ -131,23 +133,14 @@ func (p *Proxy) forwardH2(w http.ResponseWriter, r *http.Request, x *exchange, g
 		h[http.TrailerPrefix+k] = vv
 	}
 
-	o := statusOutcome(resp.StatusCode)
-	if g != grpcNone && resp.StatusCode == http.StatusOK {
-		o = grpcResponseOutcome(h, g)
-	}
-	switch {
-	case upErr != nil && ctx.Err() == nil:
-		p.stats.count(classify(upErr, false))
-		o, abort = gate.Dropped, true
-	case upErr != nil || clErr != nil:
-		o, abort = gate.Ignored, upErr != nil
-	}
+	o, abort := p.responseOutcome(ctx, x, resp.StatusCode, g, h, upErr, clErr)
 	x.finish(o)
 	return abort
 }
 
 // outgoingHeader copies r's fields for an h2c request: without hop-by-hop fields
-// (keeping "TE: trailers", which gRPC needs), with the X-Forwarded-* fields.
+// (keeping "TE: trailers", which gRPC needs), with the forwarding fields (see
+// forwardedOf).
 func (p *Proxy) outgoingHeader(r *http.Request) http.Header {
 	conn := r.Header["Connection"]
 	out := make(http.Header, len(r.Header)+2)
@@ -172,6 +165,12 @@ func (p *Proxy) outgoingHeader(r *http.Request) http.Header {
 	out["X-Forwarded-Proto"] = []string{f.proto}
 	if f.host != "" {
 		out["X-Forwarded-Host"] = []string{f.host}
+	}
+	if len(f.forwarded) > 0 {
+		out["Forwarded"] = f.forwarded
+	}
+	if len(f.realIP) > 0 {
+		out["X-Real-Ip"] = f.realIP
 	}
 	return out
 }

@@ -23,11 +23,11 @@ const (
 const inlineBodyMax = 64 << 10
 
 // bodyModeOf picks how r's body is sent.
-func bodyModeOf(r *http.Request, upgrade bool) bodyMode {
+func bodyModeOf(r *http.Request, upgrade string) bodyMode {
 	switch {
 	case r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0:
 		return bodyNone
-	case r.ContentLength > 0 && r.ContentLength <= inlineBodyMax && !upgrade:
+	case r.ContentLength > 0 && r.ContentLength <= inlineBodyMax && upgrade == "":
 		return bodyInline
 	}
 	return bodyStream
@@ -135,8 +135,8 @@ func (s *bodySender) abandon(cs *clientSide) (unfinished bool) {
 
 // sendRequest writes r's head and, depending on mode, its body: inline, or from a
 // goroutine it starts and returns.
-func (p *Proxy) sendRequest(c *upConn, r *http.Request, cs *clientSide, upgrade bool, mode bodyMode) (*bodySender, error) {
-	p.writeRequestHead(c.bw, r, upgrade, mode)
+func (p *Proxy) sendRequest(c *upConn, r *http.Request, path string, cs *clientSide, upgrade string, mode bodyMode) (*bodySender, error) {
+	p.writeRequestHead(c.bw, r, path, upgrade, mode)
 	switch mode {
 	case bodyInline:
 		if err, clientErr := p.sendBody(c, r, cs, nil); err != nil {

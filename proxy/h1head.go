@@ -21,12 +21,12 @@ var errHeadTooLarge = &protocolError{"response head too large"}
 // fields themselves go straight into the client's header map.
 type respHead struct {
 	status    int
-	minor     int   // HTTP/1.minor
-	length    int64 // Content-Length, or -1 when absent
-	chunked   bool  // Transfer-Encoding: chunked
-	closeConn bool  // the upstream will close the connection after this response
-	upgrade   bool  // Connection names "upgrade"
-	upgradeTo string
+	minor     int    // HTTP/1.minor
+	length    int64  // Content-Length, or -1 when absent
+	chunked   bool   // Transfer-Encoding: chunked
+	closeConn bool   // the upstream will close the connection after this response
+	upgrade   bool   // Connection names "upgrade"
+	upgradeTo string // the Upgrade fields, joined by ", "
 }
 
 // bodyless reports whether the response can carry no body (RFC 9112 §6.3).
@@ -47,10 +47,24 @@ type headEntry struct {
 	off, end int32
 }
 
-// readLine returns the next line without its line ending (CRLF or a bare LF, RFC
-// 9112 §2.2), valid until the next read from br; *budget bytes may still be
-// read, and is decreased.
-func (sc *headScratch) readLine(br *bufio.Reader, budget *int) ([]byte, error) {
+// lineEnding says which line endings a line may have.
+type lineEnding uint8
+
+const (
+	// crlfOrLF: CRLF or a bare LF, as RFC 9112 §2.2 lets a recipient accept in
+	// a head, and as net/http does.
+	crlfOrLF lineEnding = iota
+	// crlfOnly: CRLF alone, as in chunked framing (RFC 9112 §7.1, erratum 7633;
+	// net/http since CVE-2025-22871): a bare LF there is read differently by
+	// different parsers, which is how a request or response is smuggled.
+	crlfOnly
+)
+
+var errBareLF = &protocolError{"chunked framing line ends with a bare LF"}
+
+// readLine returns the next line without its line ending, valid until the next
+// read from br; *budget bytes may still be read, and is decreased.
+func (sc *headScratch) readLine(br *bufio.Reader, budget *int, end lineEnding) ([]byte, error) {
 	line, err := br.ReadSlice('\n')
 	if err == bufio.ErrBufferFull {
 		sc.line = append(sc.line[:0], line...)
@@ -73,6 +87,8 @@ func (sc *headScratch) readLine(br *bufio.Reader, budget *int) ([]byte, error) {
 	line = line[:len(line)-1]
 	if n := len(line); n > 0 && line[n-1] == '\r' {
 		line = line[:n-1]
+	} else if end == crlfOnly {
+		return nil, errBareLF
 	}
 	return line, nil
 }
@@ -123,12 +139,17 @@ const (
 // readFields reads header field lines up to the empty line and stores the ones to
 // forward in dst, with canonical keys; in modeTrailer the keys get
 // http.TrailerPrefix, which makes net/http send them as trailers. h collects the
-// framing and connection fields of a head. budget bounds the bytes read.
-func (sc *headScratch) readFields(br *bufio.Reader, dst http.Header, h *respHead, mode fieldMode, budget int) error {
+// framing and connection fields of a head. *budget bounds the bytes read, and is
+// decreased.
+func (sc *headScratch) readFields(br *bufio.Reader, dst http.Header, h *respHead, mode fieldMode, budget *int) error {
 	sc.vals, sc.ents, sc.conn = sc.vals[:0], sc.ents[:0], sc.conn[:0]
 	clIndex := -1
 	for {
-		line, err := sc.readLine(br, &budget)
+		end := crlfOrLF
+		if mode == modeTrailer {
+			end = crlfOnly // part of the chunked framing, as net/http wants it
+		}
+		line, err := sc.readLine(br, budget, end)
 		if err != nil {
 			return err
 		}
@@ -149,8 +170,9 @@ func (sc *headScratch) readFields(br *bufio.Reader, dst http.Header, h *respHead
 			return protoErr("malformed header line %q", clip(line))
 		}
 		name := line[:colon]
-		// RFC 9112 §5.1: a proxy removes whitespace before the colon.
-		for len(name) > 0 && (name[len(name)-1] == ' ' || name[len(name)-1] == '\t') {
+		// RFC 9112 §5.1: a proxy removes whitespace before the colon. Spaces
+		// only: net/http refuses a tab there, and so does the proxy.
+		for len(name) > 0 && name[len(name)-1] == ' ' {
 			name = name[:len(name)-1]
 		}
 		key, ok := canonicalKey(name)
@@ -191,7 +213,10 @@ func (sc *headScratch) readFields(br *bufio.Reader, dst http.Header, h *respHead
 			h.length = n
 			clIndex = len(sc.ents)
 		case "Upgrade":
-			h.upgradeTo = string(value)
+			if h.upgradeTo != "" {
+				h.upgradeTo += ", "
+			}
+			h.upgradeTo += string(value)
 			continue
 		}
 		if responseSkipped(key) {
@@ -201,12 +226,23 @@ func (sc *headScratch) readFields(br *bufio.Reader, dst http.Header, h *respHead
 	}
 	if mode == modeHead {
 		if h.chunked {
-			// RFC 9112 §6.1, §6.3: Transfer-Encoding wins over Content-Length, and
-			// a message with both, or chunked in HTTP/1.0, ends its connection.
-			if h.length >= 0 || h.minor == 0 {
+			// RFC 9112 §6.1: HTTP/1.0 has no Transfer-Encoding, and such a
+			// message's framing is faulty (net/http reads the body raw to the
+			// end of the connection; the proxy refuses it).
+			if h.minor == 0 {
+				return protoErr("Transfer-Encoding in an HTTP/1.0 response")
+			}
+			// RFC 9112 §6.3: Transfer-Encoding wins over Content-Length, and
+			// a message with both ends its connection.
+			if h.length >= 0 {
 				h.closeConn = true
 			}
 			h.length = -1
+		}
+		// A 204 has no body (RFC 9110 §15.3.5): one announced may still come,
+		// and would be read as the next response, so the connection ends.
+		if h.status == 204 && (h.chunked || h.length > 0) {
+			h.closeConn = true
 		}
 		// The proxy's server frames the body itself: it keeps a Content-Length
 		// only where one is allowed and means the body to come.
@@ -293,33 +329,22 @@ func transferEncoding(value []byte, h *respHead) error {
 	return nil
 }
 
-// parseContentLength parses a Content-Length value: digits, or a list of identical
-// digit strings (RFC 9110 §8.6), at most 18 digits.
+// parseContentLength parses a Content-Length value: 1 to 18 digits. A list of
+// values, even identical ones ("5, 5", which RFC 9110 §8.6 lets a recipient
+// take), is refused, as net/http and nginx refuse it; repeated identical
+// fields are taken (see readFields), as net/http takes them.
 func parseContentLength(v []byte) (int64, bool) {
-	n := int64(-1)
-	for s := string(v); ; { // the compiler does not allocate for this conversion
-		tok, rest, ok := nextToken(s)
-		if !ok {
-			break
-		}
-		if len(tok) > 18 {
-			return 0, false
-		}
-		var m int64
-		for i := 0; i < len(tok); i++ {
-			c := tok[i]
-			if c < '0' || c > '9' {
-				return 0, false
-			}
-			m = m*10 + int64(c-'0')
-		}
-		if n >= 0 && m != n {
-			return 0, false
-		}
-		n = m
-		s = rest
+	if len(v) == 0 || len(v) > 18 {
+		return 0, false
 	}
-	return n, n >= 0
+	var n int64
+	for _, c := range v {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, true
 }
 
 func trimOWS(b []byte) []byte {
@@ -410,10 +435,11 @@ func canonicalKey(name []byte) (string, bool) {
 	return string(k), true
 }
 
-// readResponseHead reads a response head from br into dst. budget bounds its size.
-func (sc *headScratch) readResponseHead(br *bufio.Reader, dst http.Header, budget int) (respHead, error) {
+// readResponseHead reads a response head from br into dst. *budget bounds its
+// size, and is decreased.
+func (sc *headScratch) readResponseHead(br *bufio.Reader, dst http.Header, budget *int) (respHead, error) {
 	h := respHead{length: -1}
-	line, err := sc.readLine(br, &budget)
+	line, err := sc.readLine(br, budget, crlfOrLF)
 	if err != nil {
 		return h, err
 	}

@@ -12,21 +12,19 @@ import (
 func methodWantsLength(m string) bool { return m == "POST" || m == "PUT" || m == "PATCH" }
 
 // writeRequestHead writes the request line and fields of r for an HTTP/1.1
-// upstream: the client's fields minus hop-by-hop ones and those named by
-// Connection, the forwarding fields (see Forwarding), the upgrade fields when
-// upgrade is set, and the framing of the body as mode sends it.
-func (p *Proxy) writeRequestHead(bw *bufio.Writer, r *http.Request, upgrade bool, mode bodyMode) {
+// upstream: path (r's path as gate.NormalPath made it, escaped) with r's query,
+// the client's fields minus hop-by-hop ones and those named by Connection, the
+// forwarding fields (see forwardedOf), the upgrade fields when upgrade (see
+// upgradeOffer) is not "", and the framing of the body as mode sends it.
+func (p *Proxy) writeRequestHead(bw *bufio.Writer, r *http.Request, path, upgrade string, mode bodyMode) {
 	bw.WriteString(r.Method)
 	bw.WriteByte(' ')
-	switch uri := r.RequestURI; {
-	case uri == "*":
-		bw.WriteString(uri)
-	case len(uri) > 0 && uri[0] == '/':
+	if path == "*" {
+		bw.WriteString(path)
+	} else {
 		bw.WriteString(p.up.prefix)
-		bw.WriteString(uri)
-	default: // absolute form, or a request not read by a server
-		bw.WriteString(p.up.prefix)
-		bw.WriteString(r.URL.RequestURI())
+		bw.WriteString(path)
+		writeQuery(bw, r)
 	}
 	bw.WriteString(" HTTP/1.1\r\nHost: ")
 	switch {
@@ -55,15 +53,10 @@ func (p *Proxy) writeRequestHead(bw *bufio.Writer, r *http.Request, upgrade bool
 		}
 	}
 	p.writeForwarded(bw, r)
-	if upgrade {
-		bw.WriteString("Connection: Upgrade\r\n")
-		for _, v := range r.Header["Upgrade"] {
-			if validFieldValue(v) {
-				bw.WriteString("Upgrade: ")
-				bw.WriteString(v)
-				bw.WriteString("\r\n")
-			}
-		}
+	if upgrade != "" {
+		bw.WriteString("Connection: Upgrade\r\nUpgrade: ")
+		bw.WriteString(upgrade)
+		bw.WriteString("\r\n")
 	}
 	switch {
 	case mode == bodyNone:
@@ -81,26 +74,47 @@ func (p *Proxy) writeRequestHead(bw *bufio.Writer, r *http.Request, upgrade bool
 	bw.WriteString("\r\n")
 }
 
-// forwarded holds the X-Forwarded-* fields for one request.
-type forwarded struct {
-	prior []string // incoming X-Forwarded-For values passed on, in order
-	ip    string   // the client's address, appended to X-Forwarded-For; "" if none
-	proto string   // X-Forwarded-Proto
-	host  string   // X-Forwarded-Host; "" for none
+// writeQuery writes r's query, with its "?", as the client sent it; nothing
+// when it has none.
+func writeQuery(bw *bufio.Writer, r *http.Request) {
+	if u := r.RequestURI; u != "" && u[0] == '/' {
+		if i := strings.IndexByte(u, '?'); i >= 0 {
+			bw.WriteString(u[i:])
+		}
+		return
+	}
+	if r.URL.ForceQuery || r.URL.RawQuery != "" {
+		bw.WriteByte('?')
+		bw.WriteString(r.URL.RawQuery)
+	}
 }
 
-// forwardedOf decides the X-Forwarded-* fields of r as p.forwarding says: with
-// ForwardAppend the hop in front is trusted (its X-Forwarded-For is extended, its
-// X-Forwarded-Proto and X-Forwarded-Host are kept), with ForwardReplace nothing
-// incoming is. X-Forwarded-Host is otherwise set only when the proxy rewrites Host.
+// forwarded holds the forwarding fields of one request.
+type forwarded struct {
+	prior     []string // a trusted peer's X-Forwarded-For values, passed on in order
+	forwarded []string // a trusted peer's Forwarded values, passed on
+	realIP    []string // a trusted peer's X-Real-IP values, passed on
+	ip        string   // the peer's address, appended to X-Forwarded-For; "" if none
+	proto     string   // X-Forwarded-Proto
+	host      string   // X-Forwarded-Host; "" for none
+}
+
+// forwardedOf decides r's forwarding fields. A peer that the trusted proxies
+// hold (a proxy in front) has its X-Forwarded-For extended with its address,
+// and its X-Forwarded-Proto, X-Forwarded-Host, Forwarded and X-Real-IP passed
+// on. Any other peer's are replaced: X-Forwarded-For is the peer's address
+// alone, X-Forwarded-Proto the scheme it connected with, Forwarded and
+// X-Real-IP are dropped, and X-Forwarded-Host is set only when the proxy
+// rewrites Host (to the client's).
 func (p *Proxy) forwardedOf(r *http.Request) forwarded {
-	f := forwarded{ip: clientIP(r.RemoteAddr), proto: "http"}
+	ip, trusted := p.trustedProxies().Peer(r.RemoteAddr)
+	f := forwarded{ip: ip, proto: "http"}
 	if r.TLS != nil {
 		f.proto = "https"
 	}
-	trust := p.forwarding == ForwardAppend
-	if trust {
+	if trusted {
 		f.prior = r.Header["X-Forwarded-For"]
+		f.forwarded, f.realIP = r.Header["Forwarded"], r.Header["X-Real-Ip"]
 		if v := r.Header["X-Forwarded-Proto"]; len(v) > 0 && v[0] != "" && validFieldValue(v[0]) {
 			f.proto = v[0]
 		}
@@ -127,7 +141,7 @@ func (f *forwarded) forEach(fn func(string)) {
 	}
 }
 
-// writeForwarded writes the X-Forwarded-* fields of r.
+// writeForwarded writes the forwarding fields of r (see forwardedOf).
 func (p *Proxy) writeForwarded(bw *bufio.Writer, r *http.Request) {
 	f := p.forwardedOf(r)
 	sep := false
@@ -150,6 +164,20 @@ func (p *Proxy) writeForwarded(bw *bufio.Writer, r *http.Request) {
 		bw.WriteString("X-Forwarded-Host: ")
 		bw.WriteString(f.host)
 		bw.WriteString("\r\n")
+	}
+	writeFields(bw, "Forwarded: ", f.forwarded)
+	writeFields(bw, "X-Real-Ip: ", f.realIP)
+}
+
+// writeFields writes a field line of prefix ("Name: ") for each of values
+// that holds no line break.
+func writeFields(bw *bufio.Writer, prefix string, values []string) {
+	for _, v := range values {
+		if validFieldValue(v) {
+			bw.WriteString(prefix)
+			bw.WriteString(v)
+			bw.WriteString("\r\n")
+		}
 	}
 }
 

@@ -7,22 +7,33 @@ import (
 	"time"
 )
 
+// maxInterim bounds the interim (1xx) responses read before the final one, as
+// net/http's HTTP/2 client does (5): each costs a parse and, for 103, a write to
+// the client, and an upstream must not keep the proxy busy with them forever.
+// They share the head budget (MaxResponseHeaderBytes) with the final head.
+const maxInterim = 5
+
 // readHead reads the response head into w's header. Interim responses are passed
 // on (103 Early Hints) or dropped (100 Continue: the proxy's server speaks to the
-// client itself; 102). The upstream has until start + the upstream timeout.
+// client itself; 102), at most maxInterim of them. The upstream has until start +
+// the upstream timeout.
 func (p *Proxy) readHead(c *upConn, w http.ResponseWriter, method string, start time.Time) (respHead, error) {
 	dst := w.Header()
 	c.armRead(start.Add(p.upstreamTimeout), p.upstreamTimeout)
-	for {
+	budget := p.maxHead
+	for interim := 0; ; interim++ {
 		if _, err := c.br.Peek(1); err != nil {
 			return respHead{}, &noResponseError{err}
 		}
-		h, err := c.sc.readResponseHead(c.br, dst, p.maxHead)
+		h, err := c.sc.readResponseHead(c.br, dst, &budget)
 		if err != nil {
 			return h, err
 		}
 		if h.status >= 200 || h.status == http.StatusSwitchingProtocols {
 			return h, nil
+		}
+		if interim == maxInterim {
+			return h, protoErr("more than %d interim responses", maxInterim)
 		}
 		if h.status == http.StatusEarlyHints {
 			w.WriteHeader(h.status) // sends the fields set so far
@@ -91,9 +102,24 @@ func (p *Proxy) copyN(cs *clientSide, c *upConn, n int64) (upErr, clErr error) {
 	return nil, nil
 }
 
+// Chunked framing bounds. A chunk line (size and extensions) is at most
+// maxChunkLine bytes, and what a body spends on framing and extensions beyond
+// chunkOverhead bytes per chunk and twice its data may add up to
+// maxChunkExcess: net/http's own bounds, which keep an upstream from making the
+// proxy read without end for little data ("1;<4 KiB of extension>\r\nx\r\n"...).
+const (
+	maxChunkLine   = 4 << 10
+	chunkOverhead  = 16
+	maxChunkExcess = 16 << 10
+)
+
+var errChunkExcess = &protocolError{"chunked encoding spends too much on framing"}
+
 // copyChunked decodes a chunked body (RFC 9112 §7.1) to the client, whose server
-// frames it anew, and passes the trailer fields on as trailers.
+// frames it anew, and passes the trailer fields on as trailers. Chunk lines must
+// end in CRLF.
 func (p *Proxy) copyChunked(cs *clientSide, c *upConn) (upErr, clErr error) {
+	var excess int64
 	for {
 		line, upErr, clErr := p.line(cs, c)
 		if upErr != nil || clErr != nil {
@@ -102,6 +128,11 @@ func (p *Proxy) copyChunked(cs *clientSide, c *upConn) (upErr, clErr error) {
 		size, err := parseChunkSize(line)
 		if err != nil {
 			return err, nil
+		}
+		excess += int64(len(line)) + 2 // the line, and the CRLF after the data
+		excess = max(excess-chunkOverhead-2*size, 0)
+		if excess > maxChunkExcess {
+			return errChunkExcess, nil
 		}
 		if size == 0 {
 			break
@@ -123,14 +154,12 @@ func (p *Proxy) copyChunked(cs *clientSide, c *upConn) (upErr, clErr error) {
 		c.armRead(time.Now().Add(p.upstreamTimeout), p.upstreamTimeout)
 	}
 	var th respHead
-	if err := c.sc.readFields(c.br, cs.w.Header(), &th, modeTrailer, p.maxHead); err != nil {
+	budget := p.maxHead
+	if err := c.sc.readFields(c.br, cs.w.Header(), &th, modeTrailer, &budget); err != nil {
 		return err, nil
 	}
 	return nil, nil
 }
-
-// maxChunkLine bounds a chunk-size line with its extensions.
-const maxChunkLine = 4 << 10
 
 // line reads one line of chunked framing; if it is not buffered whole, it first
 // flushes the client and arms the upstream timeout, as fill does.
@@ -142,7 +171,7 @@ func (p *Proxy) line(cs *clientSide, c *upConn) (line []byte, upErr, clErr error
 		c.armRead(time.Now().Add(p.upstreamTimeout), p.upstreamTimeout)
 	}
 	budget := maxChunkLine
-	line, err := c.sc.readLine(c.br, &budget)
+	line, err := c.sc.readLine(c.br, &budget, crlfOnly)
 	if err == io.EOF {
 		err = io.ErrUnexpectedEOF
 	}

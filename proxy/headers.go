@@ -1,6 +1,9 @@
 package proxy
 
-import "strings"
+import (
+	"net/http"
+	"strings"
+)
 
 // nextToken splits the first element off a comma-separated header list (RFC 9110
 // §5.6.1), trimming optional whitespace; empty elements are skipped. ok is false
@@ -51,14 +54,39 @@ func connectionListed(conn []string, k string) bool {
 // the upstream as it is: hop-by-hop fields (RFC 9110 §7.6.1, plus the
 // Proxy-Authorization credentials meant for this hop), framing the proxy
 // regenerates (Content-Length, Transfer-Encoding), Expect (the server answers
-// 100-continue itself) and the forwarding fields the proxy writes itself.
+// 100-continue itself), the forwarding fields the proxy writes itself (see
+// forwardedOf), and a forwarding field's name spelled with underscores
+// ("X_Forwarded_For"), which CGI-style upstreams read as the field itself
+// (nginx drops every name with an underscore by default).
 func requestSkipped(k string) bool {
 	switch k {
 	case "Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authorization",
 		"Proxy-Authenticate", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
 		"Content-Length", "Host", "Expect",
-		"X-Forwarded-For", "X-Forwarded-Proto", "X-Forwarded-Host":
+		"X-Forwarded-For", "X-Forwarded-Proto", "X-Forwarded-Host", "Forwarded", "X-Real-Ip":
 		return true
+	}
+	return strings.IndexByte(k, '_') >= 0 && forwardingAlias(k)
+}
+
+// forwardingAlias reports whether k, with its underscores read as dashes, names
+// a forwarding field.
+func forwardingAlias(k string) bool {
+	for _, f := range [...]string{"X-Forwarded-For", "X-Forwarded-Proto", "X-Forwarded-Host", "X-Real-Ip"} {
+		if len(k) != len(f) {
+			continue
+		}
+		same := true
+		for i := 0; i < len(k) && same; i++ {
+			c := k[i]
+			if c == '_' {
+				c = '-'
+			}
+			same = c == f[i] || c|0x20 == f[i]|0x20 && c|0x20 >= 'a' && c|0x20 <= 'z'
+		}
+		if same {
+			return true
+		}
 	}
 	return false
 }
@@ -88,32 +116,6 @@ func trailerForbidden(k string) bool {
 	return false
 }
 
-// clientIP returns the host part of a net/http RemoteAddr ("1.2.3.4:5678",
-// "[::1]:80"), without brackets; an address without a port is returned as it
-// is, brackets trimmed. It returns "" when nothing usable is left (a unix socket
-// peer). It does not allocate.
-func clientIP(remoteAddr string) string {
-	s := remoteAddr
-	if i := strings.LastIndexByte(s, ':'); i >= 0 {
-		host := s[:i]
-		if strings.IndexByte(host, ':') < 0 || (len(host) > 1 && host[0] == '[' && host[len(host)-1] == ']') {
-			s = host // "1.2.3.4:80" or "[::1]:80"; a bare IPv6 address keeps its colons
-		}
-	}
-	if len(s) > 1 && s[0] == '[' && s[len(s)-1] == ']' {
-		s = s[1 : len(s)-1]
-	}
-	if s == "" || s == "@" || len(s) > 64 {
-		return ""
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c <= ' ' || c == ',' || c >= 0x7f {
-			return "" // not an address; it must not reach a header
-		}
-	}
-	return s
-}
-
 // isIdempotent reports whether a request may be sent again after a reused
 // upstream connection failed before any response arrived (RFC 9110 §9.2.2): an
 // idempotent method, or an Idempotency-Key as net/http's Transport honours it.
@@ -123,4 +125,14 @@ func isIdempotent(method string, hasKey bool) bool {
 		return true
 	}
 	return hasKey
+}
+
+// leaveUntyped keeps net/http's server from sniffing a Content-Type onto a
+// response that came without one (a nil value is what suppresses it): the
+// client must see the upstream's fields, not a guess made from the first bytes
+// of the body.
+func leaveUntyped(h http.Header) {
+	if _, ok := h["Content-Type"]; !ok {
+		h["Content-Type"] = nil
+	}
 }

@@ -108,14 +108,22 @@ func startProxy(t *testing.T, p Params, sp ServerParams) (*Proxy, string) {
 	return serveProxy(t, p, sp, nil)
 }
 
-// serveProxy serves a Proxy for p, with observe as its hook (nil for none).
+// serveProxy serves a Proxy for p, with observe as its hook (nil for none), on
+// a guarded listener (GuardListener), as the daemon serves it.
 func serveProxy(t *testing.T, p Params, sp ServerParams, observe func(gate.Outcome, time.Duration)) (*Proxy, string) {
+	t.Helper()
+	return serveProxyWith(t, p, sp, func(px *Proxy) { px.observe = observe })
+}
+
+// serveProxyWith is serveProxy with prepare run on the Proxy before it serves
+// (to set the hooks its handlers read).
+func serveProxyWith(t *testing.T, p Params, sp ServerParams, prepare func(*Proxy)) (*Proxy, string) {
 	t.Helper()
 	px, err := New(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	px.observe = observe // before serving: the handlers read it
+	prepare(px)
 	sp.Handler = px
 	if sp.ErrorLog == nil {
 		sp.ErrorLog = log.New(io.Discard, "", 0)
@@ -128,7 +136,7 @@ func serveProxy(t *testing.T, p Params, sp ServerParams, observe func(gate.Outco
 	if err != nil {
 		t.Fatal(err)
 	}
-	go func() { _ = srv.Serve(ln) }()
+	go func() { _ = srv.Serve(GuardListener(ln, sp.MaxHeaderBytes)) }()
 	t.Cleanup(func() {
 		_ = srv.Close()
 		_ = px.Close()

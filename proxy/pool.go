@@ -15,11 +15,6 @@ const (
 	upWriteBuf = 8 << 10
 )
 
-// checkIdleAfter is how long a connection may sit idle before it is checked for a
-// close by the upstream when taken from the pool: under load connections are
-// reused at once and skip the check (a system call).
-const checkIdleAfter = time.Second
-
 // upConn is one HTTP/1.1 connection to the upstream.
 type upConn struct {
 	nc      net.Conn
@@ -27,6 +22,7 @@ type upConn struct {
 	bw      *bufio.Writer
 	idleAt  time.Time // when it was put back in the pool
 	abortFn func()    // c.abort, bound once so that aborting costs no closure per request
+	probe   idleProbe // looks for bytes or a close while the connection is idle
 	sc      headScratch
 
 	// The deadlines last set, so that re-arming them for every request of a busy
@@ -101,7 +97,11 @@ func newConnPool(network, addr string, dialTimeout time.Duration, maxIdle int, i
 }
 
 // get returns an idle connection (reused == true) or a new one; with fresh, always
-// a new one.
+// a new one. An idle connection is looked at before it is handed out (one
+// non-blocking system call): one that the upstream closed, or that holds bytes
+// which arrived while it sat idle (answering no request: a second response, a
+// body after a bodyless one), is closed, as net/http's Transport closes a
+// connection on an "unsolicited response received on idle HTTP channel".
 func (p *connPool) get(ctx context.Context, now time.Time, fresh bool) (c *upConn, reused bool, err error) {
 	for !fresh {
 		p.mu.Lock()
@@ -114,8 +114,13 @@ func (p *connPool) get(ctx context.Context, now time.Time, fresh bool) (c *upCon
 		p.idle[n-1] = nil
 		p.idle = p.idle[:n-1]
 		p.mu.Unlock()
-		idle := now.Sub(c.idleAt)
-		if idle > p.idleTimeout || (idle > checkIdleAfter && !peerOpen(c.nc)) {
+		if !c.readDL.IsZero() && !now.Before(c.readDL) {
+			// The last exchange's read deadline passed while the connection
+			// sat idle; the look below would fail on it.
+			c.readDL = time.Time{}
+			_ = c.nc.SetReadDeadline(time.Time{})
+		}
+		if now.Sub(c.idleAt) > p.idleTimeout || !c.probe.quiet() {
 			c.abort()
 			continue
 		}
@@ -127,6 +132,7 @@ func (p *connPool) get(ctx context.Context, now time.Time, fresh bool) (c *upCon
 	}
 	c = &upConn{nc: nc, br: bufio.NewReaderSize(nc, upReadBuf), bw: bufio.NewWriterSize(nc, upWriteBuf)}
 	c.abortFn = c.abort
+	c.probe.init(nc)
 	return c, false, nil
 }
 

@@ -33,22 +33,32 @@ func socketPair(t *testing.T) (net.Conn, net.Conn) {
 	return conn(fds[0]), conn(fds[1])
 }
 
-func TestPeerOpen(t *testing.T) {
+func TestIdleProbe(t *testing.T) {
+	quiet := func(c net.Conn) bool {
+		var p idleProbe
+		p.init(c)
+		return p.quiet()
+	}
 	a, b := socketPair(t)
-	if !peerOpen(a) {
+	var p idleProbe
+	p.init(a)
+	if !p.quiet() || !p.quiet() {
 		t.Fatal("an open idle connection looks closed")
 	}
 	b.Write([]byte("x"))
-	if peerOpen(a) {
+	if p.quiet() {
 		t.Error("a connection with unsolicited bytes looks usable")
+	}
+	if n := testing.AllocsPerRun(100, func() { p.quiet() }); n != 0 {
+		t.Errorf("a look allocates %v times", n)
 	}
 	a, b = socketPair(t)
 	b.Close()
-	if peerOpen(a) {
+	if quiet(a) {
 		t.Error("a connection closed by the peer looks open")
 	}
 	a.Close()
-	if peerOpen(a) {
+	if quiet(a) {
 		t.Error("a closed connection looks open")
 	}
 }
@@ -94,21 +104,37 @@ func TestPoolReuseAndLiveness(t *testing.T) {
 		t.Fatal("a fresh idle connection was not reused")
 	}
 
-	// Idle past checkIdleAfter and closed by the upstream: discarded, a new
+	// Closed by the upstream while idle, however briefly: discarded, a new
 	// connection is dialled.
 	p.put(c1, now)
 	peer1.Close()
-	c2, reused, err := p.get(ctx, now.Add(2*time.Second), false)
+	c2, reused, err := p.get(ctx, now, false)
 	if err != nil || reused || c2 == c1 {
 		t.Fatalf("a connection the upstream closed was reused (%v, %v)", reused, err)
 	}
-	recv(t, accepted, "the second connection")
+	peer2 := recv(t, accepted, "the second connection")
 
-	// Idle past checkIdleAfter but open: reused after the check.
+	// Open and quiet: reused after the look.
 	p.put(c2, now)
 	if c, reused, _ := p.get(ctx, now.Add(2*time.Second), false); c != c2 || !reused {
 		t.Fatal("an open connection idle for 2s was not reused")
 	}
+
+	// Its last read deadline passed while it was idle: still reused.
+	p.put(c2, now)
+	c2.armRead(now.Add(-time.Second), time.Minute)
+	if c, reused, _ := p.get(ctx, now, false); c != c2 || !reused {
+		t.Fatal("a connection whose read deadline passed while idle was not reused")
+	}
+
+	// Bytes arrived while it was idle: discarded at once.
+	p.put(c2, now)
+	peer2.Write([]byte("HTTP/1.1 200 OK\r\n"))
+	if c, reused, _ := p.get(ctx, now, false); c == c2 || reused {
+		t.Fatal("a connection holding unsolicited bytes was reused")
+	}
+	c2 = c
+	recv(t, accepted, "the third connection")
 
 	// A fresh connection is asked for: the idle one stays idle.
 	p.put(c2, now)

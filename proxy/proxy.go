@@ -3,7 +3,9 @@ package proxy
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/sluicehq/sluice/adaptive"
@@ -26,19 +28,6 @@ const (
 	ProtocolH2C
 )
 
-// Forwarding says whether the proxy trusts the X-Forwarded-* fields it receives.
-type Forwarding uint8
-
-const (
-	// ForwardAppend (the default) trusts the hop in front: the client's address is
-	// appended to X-Forwarded-For, and an X-Forwarded-Proto or X-Forwarded-Host
-	// that came with the request is passed on (else the proxy sets its own).
-	ForwardAppend Forwarding = iota
-	// ForwardReplace trusts nobody: incoming X-Forwarded-* fields are dropped, and
-	// X-Forwarded-For is the client's address alone.
-	ForwardReplace
-)
-
 // Params configures a Proxy. A zero field means its default.
 type Params struct {
 	// Upstream is "http://host[:port][/prefix]" or "unix:///path/to.sock". Required.
@@ -50,8 +39,12 @@ type Params struct {
 	Gate *gate.Gate
 	// Protocol selects the upstream protocol; default ProtocolAuto.
 	Protocol Protocol
-	// Forwarding selects how X-Forwarded-* are treated; default ForwardAppend.
-	Forwarding Forwarding
+	// TrustedProxies are the peers whose forwarding fields are believed, for
+	// a proxy without a Gate; nil trusts nobody. With a Gate, leave it nil:
+	// the gate's config says (server.trusted_proxies, Gate.TrustedProxies),
+	// so that the address the upstream is told and the one the gate keys
+	// quotas by are the same. See forwarding in the package doc.
+	TrustedProxies *gate.TrustedProxies
 	// Host is the Host header sent upstream; "" passes the client's Host on (a
 	// sidecar's service sees the names its clients used). When set, the client's
 	// Host goes in X-Forwarded-Host.
@@ -76,6 +69,13 @@ type Params struct {
 	IdleConnTimeout time.Duration
 	// MaxResponseHeaderBytes bounds an upstream response head. Default 64 KiB.
 	MaxResponseHeaderBytes int
+	// OnLocalError, if set, is called with every error of this side's own
+	// making (no file descriptor, buffer or local port left: EMFILE, ENFILE,
+	// ENOBUFS, ENOMEM, EADDRNOTAVAIL) that failed an upstream exchange. Such
+	// a request is answered 503 with Sluice-Error: local and counts as no
+	// failure of the upstream (the breaker ignores it). It is called on the
+	// request's goroutine, as often as that happens: rate-limit what it logs.
+	OnLocalError func(error)
 	// Breaker configures the upstream's circuit breaker.
 	Breaker BreakerParams
 	// DisableBreaker turns the circuit breaker off.
@@ -101,8 +101,8 @@ func (p Params) Validate() error {
 	if p.Protocol > ProtocolH2C {
 		errs = append(errs, fmt.Errorf("proxy: unknown protocol %d", p.Protocol))
 	}
-	if p.Forwarding > ForwardReplace {
-		errs = append(errs, fmt.Errorf("proxy: unknown forwarding mode %d", p.Forwarding))
+	if p.Gate != nil && p.TrustedProxies != nil {
+		errs = append(errs, errors.New("proxy: trusted proxies come from the gate's config (server.trusted_proxies) when there is a gate: leave TrustedProxies nil"))
 	}
 	if !validFieldValue(p.Host) {
 		errs = append(errs, fmt.Errorf("proxy: host %q holds a line break", p.Host))
@@ -155,17 +155,18 @@ type Proxy struct {
 	up         upstream
 	gate       *gate.Gate
 	protocol   Protocol
-	forwarding Forwarding
+	trusted    *gate.TrustedProxies // without a gate; else the gate's
 	hostHeader string
 
 	upstreamTimeout time.Duration
 	clientTimeout   time.Duration
 	maxHead         int
 
-	pool    *connPool
-	h2      *http.Transport
-	breaker *Breaker
-	stats   counters
+	pool         *connPool
+	h2           *http.Transport
+	breaker      *Breaker
+	stats        counters
+	onLocalError func(error)
 
 	// observe, when set (by this package's tests), sees every finished
 	// exchange's outcome and latency, after the gate and the breaker.
@@ -182,11 +183,12 @@ func New(p Params) (*Proxy, error) {
 		up:              up,
 		gate:            p.Gate,
 		protocol:        p.Protocol,
-		forwarding:      p.Forwarding,
+		trusted:         p.TrustedProxies,
 		hostHeader:      p.Host,
 		upstreamTimeout: orDuration(p.UpstreamTimeout, defaultUpstreamTimeout),
 		clientTimeout:   orDuration(p.ClientTimeout, defaultClientTimeout),
 		maxHead:         orInt(p.MaxResponseHeaderBytes, defaultMaxRespHeader),
+		onLocalError:    p.OnLocalError,
 	}
 	dial := orDuration(p.DialTimeout, defaultDialTimeout)
 	idle := orDuration(p.IdleConnTimeout, defaultIdleConnTimeout)
@@ -239,6 +241,8 @@ type exchange struct {
 	done        bool
 	closeClient bool // the client's HTTP/1 connection must close after the response
 	start       time.Time
+	path        string // the request's path, normalised and escaped, as forwarded
+	cause       string // what failed, for the breaker's account of why it opened
 }
 
 // finish reports the outcome to the breaker and the gate; later calls do
@@ -257,7 +261,7 @@ func (x *exchange) finishAt(o gate.Outcome, end time.Time) {
 	}
 	x.done = true
 	if x.p.breaker != nil {
-		x.p.breaker.Record(x.permit, o, end)
+		x.p.breaker.record(x.permit, o, end, x.cause)
 	}
 	lat := end.Sub(x.start)
 	x.pass.DoneAfter(o, lat)
@@ -277,11 +281,16 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ct = v[0]
 	}
 	g := grpcKindOf(ct)
+	path, match, err := gate.NormalPath(gate.RequestPath(r))
+	if err != nil {
+		refusePath(w, err)
+		return
+	}
 	now := time.Now()
-	x := exchange{p: p, start: now}
+	x := exchange{p: p, start: now, path: path}
 	var class gate.Class
 	if p.gate != nil {
-		class = p.gate.Classify(r)
+		class = p.gate.ClassifyPath(r, match)
 	}
 	if p.breaker != nil {
 		permit, ok := p.breaker.Allow(now)
@@ -308,7 +317,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer x.finish(gate.Dropped)
 	var abort bool
 	if p.protocol == ProtocolH2C || (p.protocol == ProtocolAuto && r.ProtoMajor == 2 && g == grpcNative) {
-		abort = p.forwardH2(w, r, &x, g, ct)
+		abort = p.forwardH2(w, r, &x, g, ct, match)
 	} else {
 		abort = p.forwardH1(w, r, &x, g, ct)
 	}
@@ -333,3 +342,29 @@ func (p *Proxy) rejectCircuitOpen(w http.ResponseWriter, g grpcKind, ct string, 
 	}
 	writeRejection(w, g, ct, &rej)
 }
+
+// trustedProxies returns the peers whose forwarding fields are believed: the
+// gate's (its config in force), or, without a gate, Params.TrustedProxies.
+func (p *Proxy) trustedProxies() *gate.TrustedProxies {
+	if p.gate != nil {
+		return p.gate.TrustedProxies()
+	}
+	return p.trusted
+}
+
+// refusePath answers a request whose path gate.NormalPath refuses (".." above
+// the root, an encoded slash or a backslash, "/..;/", a NUL): 400, with
+// Sluice-Error: path, and the request reaches neither the gate nor the
+// upstream, which might read the path another way than the groups matched it.
+func refusePath(w http.ResponseWriter, err error) {
+	text := "400 Bad Request (" + err.Error() + ")\n"
+	h := w.Header()
+	h["Content-Type"] = textPlain
+	h["X-Content-Type-Options"] = noSniff
+	h[headerError] = pathValue
+	h["Content-Length"] = one(strconv.Itoa(len(text)))
+	w.WriteHeader(http.StatusBadRequest)
+	_, _ = io.WriteString(w, text)
+}
+
+var pathValue = one("path")

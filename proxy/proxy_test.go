@@ -79,12 +79,24 @@ func TestForwardBasics(t *testing.T) {
 	}
 }
 
+// TestForwardedHeaders: the forwarding fields of a peer that is not trusted are
+// replaced, a trusted peer's are extended or kept; over HTTP/1.1 and h2c, with
+// the trusted set given to a gateless proxy or read from the gate's config.
 func TestForwardedHeaders(t *testing.T) {
-	type got struct{ xff, proto, host, fhost string }
+	type got struct{ xff, proto, host, fhost, fwd string }
 	seen := make(chan got, 1)
 	up := startUpstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		seen <- got{strings.Join(r.Header["X-Forwarded-For"], "|"), r.Header.Get("X-Forwarded-Proto"), r.Host, r.Header.Get("X-Forwarded-Host")}
+		seen <- got{strings.Join(r.Header["X-Forwarded-For"], "|"), r.Header.Get("X-Forwarded-Proto"), r.Host,
+			r.Header.Get("X-Forwarded-Host"), strings.Join(r.Header["Forwarded"], "|")}
 	}), false)
+	loopback, err := gate.ParseTrustedProxies([]string{"127.0.0.0/8"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	elsewhere, _ := gate.ParseTrustedProxies([]string{"10.0.0.0/8"})
+	gateTrusting := testGate(t, "[server]\ntrusted_proxies = [\"127.0.0.1\"]\n"+roomyGroup)
+	spoof := map[string]string{"X-Forwarded-For": "6.6.6.6", "X-Forwarded-Proto": "https", "X-Forwarded-Host": "evil", "Forwarded": "for=6.6.6.6"}
+	chain := map[string]string{"X-Forwarded-For": "203.0.113.9, 10.0.0.2", "X-Forwarded-Proto": "https", "X-Forwarded-Host": "public.example", "Forwarded": "for=203.0.113.9;proto=https"}
 	for _, tc := range []struct {
 		name   string
 		params Params
@@ -92,15 +104,20 @@ func TestForwardedHeaders(t *testing.T) {
 		in     map[string]string
 		want   got
 	}{
-		{"append, nothing incoming", Params{}, false, nil, got{"127.0.0.1", "http", "front.example", ""}},
-		{"append to a chain", Params{}, false, map[string]string{"X-Forwarded-For": "203.0.113.9, 10.0.0.2", "X-Forwarded-Proto": "https", "X-Forwarded-Host": "public.example"},
-			got{"203.0.113.9, 10.0.0.2, 127.0.0.1", "https", "front.example", "public.example"}},
-		{"replace", Params{Forwarding: ForwardReplace}, false, map[string]string{"X-Forwarded-For": "6.6.6.6", "X-Forwarded-Proto": "https", "X-Forwarded-Host": "evil"},
-			got{"127.0.0.1", "http", "front.example", ""}},
-		{"host rewrite", Params{Host: "internal.svc"}, false, nil, got{"127.0.0.1", "http", "internal.svc", "front.example"}},
-		{"h2c append", Params{Protocol: ProtocolH2C}, true, map[string]string{"X-Forwarded-For": "203.0.113.9"}, got{"203.0.113.9, 127.0.0.1", "http", "front.example", ""}},
-		{"h2c replace with host", Params{Protocol: ProtocolH2C, Forwarding: ForwardReplace, Host: "internal.svc"}, true, map[string]string{"X-Forwarded-For": "6.6.6.6"},
-			got{"127.0.0.1", "http", "internal.svc", "front.example"}},
+		{"nothing incoming", Params{}, false, nil, got{"127.0.0.1", "http", "front.example", "", ""}},
+		{"untrusted peer: replaced", Params{}, false, spoof, got{"127.0.0.1", "http", "front.example", "", ""}},
+		{"another peer trusted: replaced", Params{TrustedProxies: elsewhere}, false, spoof, got{"127.0.0.1", "http", "front.example", "", ""}},
+		{"trusted peer: extended and kept", Params{TrustedProxies: loopback}, false, chain,
+			got{"203.0.113.9, 10.0.0.2, 127.0.0.1", "https", "front.example", "public.example", "for=203.0.113.9;proto=https"}},
+		{"trusted by the gate's config", Params{Gate: gateTrusting}, false, chain,
+			got{"203.0.113.9, 10.0.0.2, 127.0.0.1", "https", "front.example", "public.example", "for=203.0.113.9;proto=https"}},
+		{"host rewrite", Params{Host: "internal.svc"}, false, nil, got{"127.0.0.1", "http", "internal.svc", "front.example", ""}},
+		{"host rewrite, untrusted X-Forwarded-Host", Params{Host: "internal.svc"}, false, spoof, got{"127.0.0.1", "http", "internal.svc", "front.example", ""}},
+		{"h2c untrusted", Params{Protocol: ProtocolH2C}, true, spoof, got{"127.0.0.1", "http", "front.example", "", ""}},
+		{"h2c trusted", Params{Protocol: ProtocolH2C, TrustedProxies: loopback}, true, chain,
+			got{"203.0.113.9, 10.0.0.2, 127.0.0.1", "https", "front.example", "public.example", "for=203.0.113.9;proto=https"}},
+		{"h2c untrusted with host", Params{Protocol: ProtocolH2C, Host: "internal.svc"}, true, map[string]string{"X-Forwarded-For": "6.6.6.6"},
+			got{"127.0.0.1", "http", "internal.svc", "front.example", ""}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			upstream := up
@@ -628,12 +645,15 @@ func TestEarlyHints(t *testing.T) {
 }
 
 func TestRetryOnStaleConnection(t *testing.T) {
-	// An upstream that closes every connection after one response without
-	// saying so: the next request on it fails and must be sent again.
+	// An upstream that answers one request per connection without saying so,
+	// and closes the connection when the next request arrives (as a server
+	// whose idle timeout fires just then): that request fails before any
+	// response and must be sent again.
 	up := rawUpstream(t, func(c net.Conn, br *bufio.Reader) {
 		if readReqHead(br) {
 			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
 		}
+		readReqHead(br)
 	})
 	adm := newFinishes(t)
 	px, base := startWatched(t, adm, Params{Upstream: up}, ServerParams{})

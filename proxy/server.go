@@ -72,6 +72,13 @@ func (p ServerParams) Validate() error {
 // h2c with prior knowledge (net/http's native support: no h2c Upgrade dance, which
 // RFC 9113 deprecates and gRPC does not use); served with TLS (ServeTLS), it
 // speaks HTTP/2 over TLS as well. The caller runs and shuts it down.
+//
+// Serve it on GuardListener(ln, p.MaxHeaderBytes): net/http's server alone
+// serves requests whose framing a proxy must refuse (Content-Length with
+// Transfer-Encoding, Transfer-Encoding in HTTP/1.0), and answers a head
+// unfinished at ReadHeaderTimeout with a misleading 400. Over TLS (ServeTLS) the
+// guard cannot sit under the server's TLS, and those requests are served as
+// net/http serves them.
 func NewServer(p ServerParams) (*http.Server, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err

@@ -11,6 +11,7 @@ type Stats struct {
 	Timeouts        uint64 // the upstream made no progress in time (504, or cut mid-body)
 	ResetErrors     uint64 // the upstream closed or reset the connection (502, or cut mid-body)
 	ProtocolErrors  uint64 // the upstream sent a malformed response (502)
+	LocalErrors     uint64 // this side ran out of file descriptors, buffers or ports (503, Sluice-Error: local)
 	Retries         uint64 // requests sent again after a reused connection failed first
 	Upgrades        uint64 // connections upgraded (WebSocket) and spliced
 	IdleConns       int    // idle HTTP/1.1 connections to the upstream now
@@ -19,7 +20,7 @@ type Stats struct {
 // counters are the atomic counters behind Stats; they are touched only off the
 // success path.
 type counters struct {
-	circuitRejected, connect, timeout, reset, protocol, retries, upgrades atomic.Uint64
+	circuitRejected, connect, timeout, reset, protocol, local, retries, upgrades atomic.Uint64
 }
 
 // Stats returns a snapshot of the proxy's counters. Safe for concurrent use.
@@ -31,6 +32,7 @@ func (p *Proxy) Stats() Stats {
 		Timeouts:        c.timeout.Load(),
 		ResetErrors:     c.reset.Load(),
 		ProtocolErrors:  c.protocol.Load(),
+		LocalErrors:     c.local.Load(),
 		Retries:         c.retries.Load(),
 		Upgrades:        c.upgrades.Load(),
 		IdleConns:       p.pool.idleCount(),

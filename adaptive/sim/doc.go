@@ -13,9 +13,12 @@
 //
 // The backend is a pool of Service.Workers fed from an unbounded FIFO queue,
 // with exponential, lognormal, bimodal or constant service times, optional
-// contention, a slowdown factor that can change over time, CPU per busy worker
-// and memory per request held (in the backend) and per waiter (in the gate's
-// queue). Clients are open loop: new requests arrive as a Poisson process whose
+// contention, a slowdown factor and a worker count that can change over time,
+// outages (every request fails), CPU per busy worker and memory per request
+// held (in the backend) and per waiter (in the gate's queue). A CPU-bound
+// backend (Service.Cores) instead shares its cores with a CPU hog's threads by
+// processor sharing weighted by nice level, and reports its CPU (the host's
+// or its own) and its CPU pressure, as PSI's avg10 or per interval. Clients are open loop: new requests arrive as a Poisson process whose
 // rate follows the load profile (constant, step, ramp, spike, sine segments in
 // multiples of capacity) regardless of how the service copes, so overload is
 // real; each has a priority and a tenant drawn from the scenario's mix, gives up
@@ -31,7 +34,8 @@
 // control interval it fills an adaptive.Sample the way probe and the gate do
 // (latency quantiles of the interval's successes, a 30 s min RTT, CPU averaged
 // over the interval, memory at the tick) and feeds the law, QueueWait,
-// ResourceGuard and PriorityShedder.
+// ResourceGuard and PriorityShedder. The proxy's circuit breaker can stand in
+// front of the gate (Gate.Breaker).
 //
 // # The report
 //
@@ -40,5 +44,6 @@
 // rates, rejections by reason, the limit's range, steady mean, coefficient of
 // variation and overshoot, convergence time, peak memory and CPU, and outcomes
 // per priority and per tenant; Report.Series has every control interval and
-// Report.Window sums up any stretch of it.
+// Report.Window sums up any stretch of it, by completion time and, for the
+// lateness of attempts, by the time they were sent (as the lab counts).
 package sim

@@ -9,6 +9,12 @@ const (
 	evDone                          // the backend finished request id
 	evDeadline                      // request id's client deadline passed (from the deadline FIFO)
 	evSlowdown                      // the backend's speed changes (scenario step id)
+	evWorkers                       // the backend's worker count changes (step id)
+	evOutageStart                   // an outage begins (step id)
+	evOutageEnd                     // an outage ends (step id)
+	evHog                           // the CPU hog changes (step id)
+	evFail                          // request id, sent during an outage, fails
+	evCPUDone                       // the earliest request in service may end (gen: token)
 )
 
 // event is one scheduled happening in virtual time. gen guards against a request

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"math"
+	"time"
 
 	"github.com/sluicehq/sluice/adaptive"
 )
@@ -10,7 +11,13 @@ import (
 // with limits.Concurrency and the adaptive policy pieces, so that what the
 // simulator proves about a law holds for the daemon:
 //
+// Per interval the ResourceGuard sees the sample without the resource signals
+// the law found its limit does not move (adaptive.Unmoved.Mask), as the
+// gate's control loop does.
+//
 // Per request, in this order:
+//  0. with Gate.Breaker, the proxy's circuit breaker (see breaker): open →
+//     RejectCircuitOpen;
 //  1. the published Floor (ResourceGuard.Max(PriorityShedder)): below it →
 //     RejectMemory / RejectCPU / RejectPriority;
 //  2. the managed token rate, when the law manages one: no token → RejectRate;
@@ -51,6 +58,71 @@ type gateState struct {
 
 	rateOn bool
 	bucket tokenBucket
+
+	breaker breaker
+}
+
+// breaker is the proxy's circuit breaker with its defaults (proxy.Breaker):
+// closed, it opens after breakerFailures upstream failures in a row; open, it
+// refuses everything for breakerOpen; then it is half-open: breakerProbes
+// requests pass, and it closes when they all succeed or opens again at the
+// first failure.
+type breaker struct {
+	on     bool
+	open   bool
+	until  int64 // end of the open spell
+	fails  int   // consecutive failures while closed
+	probes int   // probes let through while half-open
+	good   int   // probes that succeeded
+}
+
+const (
+	breakerFailures = 5
+	breakerOpen     = int64(5 * time.Second)
+	breakerProbes   = 3
+)
+
+// allow reports whether a request may pass at now.
+func (b *breaker) allow(now int64) bool {
+	switch {
+	case !b.on:
+		return true
+	case b.open && now < b.until:
+		return false
+	case b.open:
+		b.open, b.probes, b.good = false, 0, 0
+		b.fails = -1 // half-open
+	}
+	if b.fails >= 0 {
+		return true
+	}
+	if b.probes >= breakerProbes {
+		return false
+	}
+	b.probes++
+	return true
+}
+
+// result records an upstream success or failure at now.
+func (b *breaker) result(now int64, ok bool) {
+	if !b.on || b.open {
+		return
+	}
+	halfOpen := b.fails < 0
+	switch {
+	case ok && halfOpen:
+		if b.good++; b.good >= breakerProbes {
+			b.fails = 0
+		}
+	case ok:
+		b.fails = 0
+	case halfOpen:
+		b.open, b.until = true, now+breakerOpen
+	default:
+		if b.fails++; b.fails >= breakerFailures {
+			b.open, b.until = true, now+breakerOpen
+		}
+	}
 }
 
 // tokenBucket is the managed token rate: Burst tokens at most, refilled at rate
@@ -86,6 +158,10 @@ func (b *tokenBucket) setRate(now int64, rate float64) {
 func (e *engine) enter(id int32) {
 	r := &e.reqs[id]
 	g := &e.g
+	if !g.breaker.allow(e.now) {
+		e.reject(id, adaptive.RejectCircuitOpen)
+		return
+	}
 	e.iv.byPrio[r.prio].Arrived++
 	if ok, why := g.floor.Admit(r.prio); !ok {
 		e.reject(id, why)

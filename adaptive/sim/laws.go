@@ -14,7 +14,7 @@ var LawNames = []string{"fixed", "aimd", "vegas", "gradient", "target"}
 // operator would configure it for this service: every law gets the scenario's
 // Bounds; Fixed holds Static (a limit hand-tuned at nominal capacity); AIMD
 // backs off above the latency target; Target gets every target and the gate's
-// managed rate.
+// managed rate (and CPU pressure averaged as Service.PSI says).
 func (sc Scenario) Law(name string) (adaptive.Law, error) {
 	sc = sc.withDefaults()
 	b := sc.Bounds
@@ -34,9 +34,13 @@ func (sc Scenario) Law(name string) (adaptive.Law, error) {
 	case "gradient":
 		return adaptive.NewGradient(adaptive.GradientParams{Bounds: b})
 	case "target":
-		return adaptive.NewTarget(adaptive.TargetParams{Bounds: b, Latency: sc.Targets.Latency,
+		p := adaptive.TargetParams{Bounds: b, Latency: sc.Targets.Latency,
 			Quantile: sc.Targets.Quantile, CPU: sc.Targets.CPU, Memory: sc.Targets.Memory,
-			Rate: adaptive.RateParams{Initial: sc.Gate.Rate}})
+			CPUPressure: sc.Targets.CPUPressure, Rate: adaptive.RateParams{Initial: sc.Gate.Rate}}
+		if sc.Service.PSI == PSIInterval {
+			p.PressureWindow = sc.Interval
+		}
+		return adaptive.NewTarget(p)
 	}
 	return nil, fmt.Errorf("sim: unknown law %q", name)
 }

@@ -41,16 +41,20 @@ func LoadScenario(path string) (Scenario, error) {
 //	service workers=10 dist=lognormal mean=10ms sigma=0.5 contention=0
 //	        cpu_base=0 cpu_worker=0.1 mem_base=0.2 mem_request=0.001 mem_queued=0.001 cancel=false
 //	service dist=exponential mean=10ms | dist=constant mean=95ms | dist=bimodal fast=5ms slow=50ms p_slow=0.1 sigma=0.1
+//	        cores=2 cpu_from=host psi=avg10 (a CPU-bound backend on 2 cores; cpu_from=service, psi=interval)
 //	slowdown at=15s x=2
+//	workers at=15s n=5                (the worker count changes)
+//	outage at=10s for=5s              (every request fails meanwhile)
+//	hog at=10s threads=2 nice=5       (busy loops beside a CPU-bound backend; threads=0 stops them)
 //	load at=0s x=0.7                  (at least one; constant)
 //	load at=10s from=0.7 to=3         (ramp to the next segment)
 //	load at=20s x=1 amp=0.3 period=10s (sine)
 //	clients timeout=1s retries=3 backoff=10ms retry_after=true
 //	priorities critical=0.2 sheddable=0.8 (or level numbers: 3=0.1)
 //	tenants 0.8 0.1 0.1
-//	gate queue=100 order=adaptive queue_target=5ms queue_interval=100ms fair=true rate=0 burst=0 shedder=true
+//	gate queue=100 order=adaptive queue_target=5ms queue_interval=100ms fair=true rate=0 burst=0 shedder=true breaker=false
 //	guard cpu=0.8 memory=0.85 hysteresis=0.05
-//	targets latency=100ms quantile=p99 cpu=0.8 memory=0.85
+//	targets latency=100ms quantile=p99 cpu=0.8 memory=0.85 cpu_pressure=0.3
 //	limits min=1 max=1000 initial=20
 //	static 60
 //	phase overload at=5s
@@ -231,6 +235,50 @@ func (d *directive) apply(sc *Scenario) {
 			return true
 		})
 		sc.Slowdowns = append(sc.Slowdowns, s)
+	case "workers":
+		var w WorkerChange
+		d.keys(func(k, v string) bool {
+			switch k {
+			case "at":
+				w.At = d.dur(k, v)
+			case "n":
+				w.Workers = d.int(k, v)
+			default:
+				return false
+			}
+			return true
+		})
+		sc.WorkerChanges = append(sc.WorkerChanges, w)
+	case "outage":
+		var o Outage
+		d.keys(func(k, v string) bool {
+			switch k {
+			case "at":
+				o.At = d.dur(k, v)
+			case "for":
+				o.For = d.dur(k, v)
+			default:
+				return false
+			}
+			return true
+		})
+		sc.Outages = append(sc.Outages, o)
+	case "hog":
+		var h Hog
+		d.keys(func(k, v string) bool {
+			switch k {
+			case "at":
+				h.At = d.dur(k, v)
+			case "threads":
+				h.Threads = d.int(k, v)
+			case "nice":
+				h.Nice = d.int(k, v)
+			default:
+				return false
+			}
+			return true
+		})
+		sc.Hogs = append(sc.Hogs, h)
 	case "load":
 		d.load(sc)
 	case "clients":
@@ -299,6 +347,8 @@ func (d *directive) apply(sc *Scenario) {
 				t.CPU = d.float(k, v)
 			case "memory":
 				t.Memory = d.float(k, v)
+			case "cpu_pressure":
+				t.CPUPressure = d.float(k, v)
 			default:
 				return false
 			}
@@ -371,6 +421,12 @@ func (d *directive) service(s *Service) {
 			s.MemPerQueued = d.float(k, v)
 		case "cancel":
 			s.Cancel = d.bool(k, v)
+		case "cores":
+			s.Cores = d.float(k, v)
+		case "cpu_from":
+			s.CPUFrom = v
+		case "psi":
+			s.PSI = v
 		default:
 			return false
 		}
@@ -457,6 +513,8 @@ func (d *directive) gate(g *Gate) {
 			g.Burst = d.float(k, v)
 		case "shedder":
 			g.NoShedder = !d.bool(k, v)
+		case "breaker":
+			g.Breaker = d.bool(k, v)
 		default:
 			return false
 		}

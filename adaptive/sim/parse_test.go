@@ -19,17 +19,21 @@ seed 42
 duration 30s
 interval 100ms
 slo 150ms     # a trailing comment
-service workers=20 dist=bimodal fast=5ms slow=50ms p_slow=0.1 sigma=0.1 contention=0.2 cpu_base=0.05 cpu_worker=0.04 mem_base=0.2 mem_request=0.001 mem_queued=0.0005 cancel=true
+service workers=20 dist=bimodal fast=5ms slow=50ms p_slow=0.1 sigma=0.1 contention=0.2 cpu_base=0.05 cpu_worker=0.04 mem_base=0.2 mem_request=0.001 mem_queued=0.0005 cancel=true cores=4 cpu_from=service psi=interval
 slowdown at=10s x=2
+workers at=12s n=10
+outage at=20s for=2s
+hog at=5s threads=2 nice=5
+hog at=25s threads=0
 load at=0s x=0.5
 load at=5s from=0.5 to=2
 load at=15s x=1 amp=0.5 period=4s
 clients timeout=2s retries=3 backoff=20ms retry_after=true
 priorities critical=0.2 sheddable=0.7 3=0.1
 tenants 0.8 0.1 0.1
-gate queue=50 order=lifo queue_target=2ms queue_interval=50ms fair=true rate=500 burst=50 shedder=false
+gate queue=50 order=lifo queue_target=2ms queue_interval=50ms fair=true rate=500 burst=50 shedder=false breaker=true
 guard cpu=0.8 memory=0.9 hysteresis=0.1
-targets latency=120ms quantile=p99.9 cpu=0.7 memory=0.8
+targets latency=120ms quantile=p99.9 cpu=0.7 memory=0.8 cpu_pressure=0.4
 limits min=2 max=400 initial=30
 static 60
 phase one at=0s
@@ -42,15 +46,20 @@ phase two at=10s
 		Description: "A scenario using every directive.\nSecond header line.",
 		Seed:        42, Duration: 30 * time.Second, Interval: 100 * time.Millisecond, SLO: 150 * time.Millisecond,
 		Service: Service{Workers: 20, Dist: Dist{Kind: Bimodal, Fast: 5 * time.Millisecond, Slow: 50 * time.Millisecond, PSlow: 0.1, Sigma: 0.1},
-			Contention: 0.2, CPUBase: 0.05, CPUPerWorker: 0.04, MemBase: 0.2, MemPerRequest: 0.001, MemPerQueued: 0.0005, Cancel: true},
-		Slowdowns: []Slowdown{{At: 10 * time.Second, Factor: 2}},
+			Contention: 0.2, CPUBase: 0.05, CPUPerWorker: 0.04, MemBase: 0.2, MemPerRequest: 0.001, MemPerQueued: 0.0005, Cancel: true,
+			Cores: 4, CPUFrom: CPUFromService, PSI: PSIInterval},
+		Slowdowns:     []Slowdown{{At: 10 * time.Second, Factor: 2}},
+		WorkerChanges: []WorkerChange{{At: 12 * time.Second, Workers: 10}},
+		Outages:       []Outage{{At: 20 * time.Second, For: 2 * time.Second}},
+		Hogs:          []Hog{{At: 5 * time.Second, Threads: 2, Nice: 5}, {At: 25 * time.Second}},
 		Load: []Segment{{X: 0.5}, {At: 5 * time.Second, Ramp: true, From: 0.5, To: 2},
 			{At: 15 * time.Second, X: 1, Amp: 0.5, Period: 4 * time.Second}},
 		Clients: Clients{Timeout: 2 * time.Second, Retries: 3, Backoff: 20 * time.Millisecond, RetryAfter: true},
 		Tenants: []float64{0.8, 0.1, 0.1},
 		Gate: Gate{Queue: 50, Order: adaptive.OrderLIFO, QueueTarget: 2 * time.Millisecond, QueueInterval: 50 * time.Millisecond,
-			Fair: true, Rate: 500, Burst: 50, NoShedder: true, Guard: adaptive.ResourceGuardParams{CPU: 0.8, Memory: 0.9, Hysteresis: 0.1}},
-		Targets: Targets{Latency: 120 * time.Millisecond, Quantile: adaptive.P999, CPU: 0.7, Memory: 0.8},
+			Fair: true, Rate: 500, Burst: 50, NoShedder: true, Breaker: true,
+			Guard: adaptive.ResourceGuardParams{CPU: 0.8, Memory: 0.9, Hysteresis: 0.1}},
+		Targets: Targets{Latency: 120 * time.Millisecond, Quantile: adaptive.P999, CPU: 0.7, Memory: 0.8, CPUPressure: 0.4},
 		Bounds:  adaptive.Bounds{Min: 2, Max: 400, Initial: 30},
 		Static:  60,
 		Phases:  []Phase{{Name: "one"}, {Name: "two", At: 10 * time.Second}},
@@ -61,14 +70,15 @@ phase two at=10s
 	if !reflect.DeepEqual(sc, want) {
 		t.Fatalf("parsed\n%+v\nwant\n%+v", sc, want)
 	}
-	// And it runs, every law.
+	// And it runs, every law, through the hog, the worker change and the
+	// outage.
 	for _, name := range LawNames {
 		law, err := sc.Law(name)
 		if err != nil {
 			t.Fatal(err)
 		}
 		short := sc
-		short.Duration = 2 * time.Second
+		short.Duration = 30 * time.Second
 		if _, err := Run(short, law); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -91,6 +101,11 @@ func TestParseScenarioErrors(t *testing.T) {
 			"adaptive: max limit 2 is below min limit 5", "phase \"b\" at 1s: phases must start at increasing"}},
 		{"ramp and sine shapes", "duration 10s\nslo 1s\nload at=0s from=1\nload at=1s x=1 amp=1\n", []string{
 			"a ramp takes from= and to= only", "a sine takes x=, amp= and a positive period="}},
+		{"cpu model", "duration 10s\nslo 1s\nload at=0s x=1\nservice cpu_from=guest psi=avg60 cores=-1\nhog at=1s threads=2 nice=30\nworkers at=1s n=0\noutage at=1s for=0s\ntargets cpu_pressure=2\n", []string{
+			"service cores -1 must be in [0, 1024]", `service cpu_from "guest"`, `service psi "avg60"`,
+			"hog at 1s: 2 threads at nice 30", "workers at 1s: 0", "outage at 1s for 0s", "cpu, memory, cpu_pressure in [0, 1]"}},
+		{"hog without cores", "duration 10s\nslo 1s\nload at=0s x=1\nhog at=1s threads=1\n", []string{
+			"hog at 1s: a hog needs a CPU-bound service (service cores=N)"}},
 		{"dist and names", "duration 10s\nslo 1s\nload at=0s x=1\nservice dist=pareto\npriorities urgent=1\ntargets quantile=p42\ngate order=random\n", []string{
 			"unknown dist \"pareto\"", "unknown key \"urgent\"", "unknown quantile \"p42\"", "unknown order \"random\""}},
 	} {

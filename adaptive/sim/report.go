@@ -101,10 +101,15 @@ type Point struct {
 	Completed   int // successes and drops
 	Good        int // successes within the SLO
 	Late        int // successes beyond the SLO, and drops
-	Rejects     int
-	P99         time.Duration // upstream p99 the law saw
-	CPU, Memory float64
-	Reason      adaptive.Reason
+	// SentGood and SentLate are Good and Late for the attempts that arrived
+	// at the gate in this interval, whenever they completed: the lab's
+	// per-second figures are by send time.
+	SentGood, SentLate int
+	Rejects            int
+	P99                time.Duration // upstream p99 the law saw
+	CPU, Memory        float64
+	CPUPressure        float64
+	Reason             adaptive.Reason
 }
 
 // Phase returns the phase named name, or false.
@@ -134,7 +139,8 @@ type Window struct {
 	Goodput float64 // successes within the SLO per second
 	// LateRatio is the share of completions that missed the SLO or were
 	// dropped; at most 0.01 means the window's p99 is within the SLO.
-	LateRatio                    float64
+	// SentLateRatio is the same for the attempts that arrived in the window.
+	LateRatio, SentLateRatio     float64
 	LimitMean, LimitCV           float64
 	LimitMin, LimitMax           int
 	CPUMean, CPUMax              float64 // per-interval CPU utilisation
@@ -144,7 +150,7 @@ type Window struct {
 // Window returns the figures of the intervals ending in (from, to].
 func (r *Report) Window(from, to time.Duration) Window {
 	w := Window{LimitMin: math.MaxInt, LimitMax: math.MinInt}
-	var good, late int
+	var good, late, sentGood, sentLate int
 	var sum, sq float64
 	for _, p := range r.Series {
 		if p.T <= from || p.T > to {
@@ -153,6 +159,8 @@ func (r *Report) Window(from, to time.Duration) Window {
 		w.Intervals++
 		good += p.Good
 		late += p.Late
+		sentGood += p.SentGood
+		sentLate += p.SentLate
 		w.Rejects += p.Rejects
 		w.Attempts += p.Attempts
 		sum += float64(p.Limit)
@@ -169,6 +177,9 @@ func (r *Report) Window(from, to time.Duration) Window {
 	w.Goodput = float64(good) / (n * r.Interval.Seconds())
 	if good+late > 0 {
 		w.LateRatio = float64(late) / float64(good+late)
+	}
+	if sentGood+sentLate > 0 {
+		w.SentLateRatio = float64(sentLate) / float64(sentGood+sentLate)
 	}
 	w.LimitMean = sum / n
 	if w.LimitMean > 0 {
@@ -209,6 +220,10 @@ type recorder struct {
 	phases []phaseAcc
 	cur    int
 	series []Point
+	// sent counts good and late completions by the interval their attempt
+	// arrived in; report copies them into the series.
+	sent     [][2]int
+	interval int64
 }
 
 type phaseAcc struct {
@@ -233,6 +248,20 @@ func (rc *recorder) init(e *engine) {
 			tenants: make([]Outcome, len(e.sc.Tenants))})
 	}
 	rc.series = make([]Point, 0, int(e.sc.Duration/e.sc.Interval)+1)
+	rc.sent = make([][2]int, int(e.sc.Duration/e.sc.Interval)+1)
+	rc.interval = int64(e.sc.Interval)
+}
+
+// sentAt counts a completion of an attempt that arrived at arrive.
+func (rc *recorder) sentAt(arrive int64, good bool) {
+	i := 1
+	if good {
+		i = 0
+	}
+	// The interval ending at or after arrive: series point k ends at (k+1) × interval.
+	if k := int((arrive - 1) / rc.interval); k >= 0 && k < len(rc.sent) {
+		rc.sent[k][i]++
+	}
 }
 
 // at returns the accumulator of the phase containing now.
@@ -251,6 +280,7 @@ func (rc *recorder) reject(now int64, why adaptive.Rejection) {
 }
 
 func (rc *recorder) success(now int64, r *request, e2e int64, good bool) {
+	rc.sentAt(r.arrive, good)
 	p := rc.at(now)
 	p.successes++
 	p.e2e.add(e2e)
@@ -266,7 +296,8 @@ func (rc *recorder) success(now int64, r *request, e2e int64, good bool) {
 	}
 }
 
-func (rc *recorder) drop(now int64, e2e int64) {
+func (rc *recorder) drop(now, arrive, e2e int64) {
+	rc.sentAt(arrive, false)
 	p := rc.at(now)
 	p.drops++
 	p.e2e.add(e2e)
@@ -295,12 +326,17 @@ func (rc *recorder) point(e *engine, s *adaptive.Sample, d adaptive.Decision) {
 		T: time.Duration(e.now), Limit: e.g.limit, Rate: rate, MaxInFlight: iv.maxInflight,
 		Queue: e.g.waiting, Attempts: iv.attempts, Completed: iv.successes + iv.drops,
 		Good: iv.good, Late: iv.late, Rejects: iv.rejects, P99: s.Latency.P99,
-		CPU: s.CPU, Memory: s.Memory, Reason: d.Reason,
+		CPU: s.CPU, Memory: s.Memory, CPUPressure: s.CPUPressure, Reason: d.Reason,
 	})
 }
 
 // report computes the Report at the end of the run.
 func (rc *recorder) report(e *engine) *Report {
+	for k := range rc.series {
+		if k < len(rc.sent) {
+			rc.series[k].SentGood, rc.series[k].SentLate = rc.sent[k][0], rc.sent[k][1]
+		}
+	}
 	r := &Report{Scenario: e.sc.Name, Law: LawName(e.law), Capacity: e.sc.Service.Capacity(),
 		SLO: e.sc.SLO, Interval: e.sc.Interval, Series: rc.series}
 	for i := range rc.phases {

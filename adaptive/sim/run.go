@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"math"
 	"math/rand/v2"
 	"time"
 
@@ -22,6 +23,7 @@ const (
 	stWaiting
 	stBackendQueued
 	stServing
+	stFailing // sent to a backend in an outage, about to fail
 )
 
 // request is one attempt of a client request.
@@ -86,6 +88,13 @@ type engine struct {
 	overshoots int // admissions beyond the limit: the gate model's invariant is 0
 
 	tracksMemory bool // the scenario models memory: track its peak event by event
+
+	// psi is the model's PSI avg10: stall time accumulated since the last
+	// update, the average, and when it is next updated.
+	psi struct {
+		acc, avg float64
+		next     int64
+	}
 }
 
 // Run simulates sc with law in charge of the limit and returns the report. The
@@ -146,7 +155,8 @@ func newEngine(sc *Scenario, law adaptive.Law) (*engine, error) {
 	}
 	e.end = int64(sc.Duration)
 	e.g = gateState{limit: law.Limit(), maxQueue: max(sc.Gate.Queue, 0), fair: sc.Gate.Fair,
-		held: make([]int, len(sc.Tenants)), use: make([]int, len(sc.Tenants))}
+		held: make([]int, len(sc.Tenants)), use: make([]int, len(sc.Tenants)),
+		breaker: breaker{on: sc.Gate.Breaker}}
 	qb := qw.Bound()
 	e.g.wait, e.g.burst, e.g.lifo = int64(qb.Wait), int64(qb.Burst), qb.LIFO
 	if sc.Gate.Rate > 0 {
@@ -156,6 +166,10 @@ func newEngine(sc *Scenario, law adaptive.Law) (*engine, error) {
 		e.g.bucket.tokens = e.g.bucket.burst
 	}
 	e.b.slow = 1
+	e.b.workers = sc.Service.Workers
+	e.b.cpu.hogW = 1
+	e.b.cpu.rate, e.b.cpu.hogRate = 1, 1
+	e.psi.next = psiPeriod
 	e.tracksMemory = sc.Service.MemBase != 0 || sc.Service.MemPerRequest != 0 || sc.Service.MemPerQueued != 0
 	e.iv.lat = newHistogram()
 	e.rec.init(e)
@@ -173,6 +187,16 @@ func (e *engine) run() {
 	nextTick := int64(e.sc.Interval)
 	for i, s := range e.sc.Slowdowns {
 		e.ev.push(int64(s.At), evSlowdown, int32(i), 0)
+	}
+	for i, w := range e.sc.WorkerChanges {
+		e.ev.push(int64(w.At), evWorkers, int32(i), 0)
+	}
+	for i, o := range e.sc.Outages {
+		e.ev.push(int64(o.At), evOutageStart, int32(i), 0)
+		e.ev.push(int64(o.At+o.For), evOutageEnd, int32(i), 0)
+	}
+	for i, h := range e.sc.Hogs {
+		e.ev.push(int64(h.At), evHog, int32(i), 0)
 	}
 	for {
 		// The next event is the earliest of the open-loop arrival, the control
@@ -216,6 +240,18 @@ func (e *engine) run() {
 				e.done(ev.id, ev.gen)
 			case evSlowdown:
 				e.b.slow = e.sc.Slowdowns[ev.id].Factor
+			case evWorkers:
+				e.setWorkers(e.sc.WorkerChanges[ev.id].Workers)
+			case evOutageStart:
+				e.outage(true)
+			case evOutageEnd:
+				e.outage(false)
+			case evHog:
+				e.setHog(e.sc.Hogs[ev.id])
+			case evFail:
+				e.fail(ev.id, ev.gen)
+			case evCPUDone:
+				e.cpuDone(ev.gen)
 			}
 		}
 		if e.tracksMemory {
@@ -288,6 +324,7 @@ func (e *engine) reject(id int32, why adaptive.Rejection) {
 		e.iv.rateRejected++
 	case adaptive.RejectCPU, adaptive.RejectMemory, adaptive.RejectPriority:
 		e.iv.shed++
+	case adaptive.RejectCircuitOpen: // the proxy's: the gate's sample does not see it
 	default:
 		e.iv.rejected++
 		e.iv.byPrio[r.prio].Rejected++
@@ -305,6 +342,7 @@ func (e *engine) succeed(id int32) {
 	e2e := e.now - r.arrive
 	e.iv.successes++
 	e.iv.lat.add(up)
+	e.g.breaker.result(e.now, true)
 	good := e2e <= int64(e.sc.SLO)
 	if good {
 		e.iv.good++
@@ -321,7 +359,7 @@ func (e *engine) drop(id int32) {
 	r := &e.reqs[id]
 	e.iv.drops++
 	e.iv.late++
-	e.rec.drop(e.now, e.now-r.arrive)
+	e.rec.drop(e.now, r.arrive, e.now-r.arrive)
 	e.release(id)
 	e.retryOrFail(id, false)
 }
@@ -353,6 +391,11 @@ func (e *engine) tick() {
 	e.busyAdd(0)
 	cpu := e.sc.Service.CPUBase + e.sc.Service.CPUPerWorker*e.b.busyArea/float64(e.sc.Interval)
 	e.b.busyArea = 0
+	pressure, pressureKnown := 0.0, false
+	if e.sc.Service.Cores > 0 {
+		cpu, pressure = e.cpuSample()
+		pressureKnown = true
+	}
 	mem := e.memory()
 
 	e.minRTT[e.minRTTAt%minRTTWindow] = iv.lat.min
@@ -387,13 +430,15 @@ func (e *engine) tick() {
 			P99:  iv.lat.quantile(0.99),
 			P999: iv.lat.quantile(0.999),
 		},
-		MinRTT:      time.Duration(minRTT),
-		Throughput:  float64(iv.successes+iv.drops) / sec,
-		CPU:         min(max(cpu, 0), 1),
-		CPUKnown:    true,
-		Memory:      mem,
-		MemoryKnown: true,
-		ByPriority:  iv.byPrio,
+		MinRTT:           time.Duration(minRTT),
+		Throughput:       float64(iv.successes+iv.drops) / sec,
+		CPU:              min(max(cpu, 0), 1),
+		CPUKnown:         true,
+		CPUPressure:      pressure,
+		CPUPressureKnown: pressureKnown,
+		Memory:           mem,
+		MemoryKnown:      true,
+		ByPriority:       iv.byPrio,
 	}
 	if iv.waitSeen {
 		s.QueueWaitMin, s.QueueWaitMax = time.Duration(iv.waitMin), time.Duration(iv.waitMax)
@@ -406,7 +451,7 @@ func (e *engine) tick() {
 	}
 	qb := e.qw.Update(s)
 	e.g.wait, e.g.burst, e.g.lifo = int64(qb.Wait), int64(qb.Burst), qb.LIFO
-	floor := e.gd.Update(s)
+	floor := e.gd.Update(unmoved(e.law).Mask(s))
 	if e.sh != nil {
 		floor = floor.Max(e.sh.Update(s))
 	}
@@ -417,6 +462,46 @@ func (e *engine) tick() {
 	lat := iv.lat
 	lat.reset()
 	*iv = interval{lat: lat, maxInflight: e.g.inflight, drained: e.g.waiting == 0}
+}
+
+// unmoved returns the resource signals law found its limit does not move
+// (adaptive.Target's), which the resource guard must not shed on either.
+func unmoved(law adaptive.Law) adaptive.Unmoved {
+	if u, ok := law.(interface{ Unmoved() adaptive.Unmoved }); ok {
+		return u.Unmoved()
+	}
+	return 0
+}
+
+// psiPeriod and psiDecay are the kernel's: PSI averages are updated every 2 s,
+// avg10 decaying by e^(−2/10) each time.
+const psiPeriod = int64(2 * time.Second)
+
+var psiDecay = math.Exp(-2.0 / 10)
+
+// cpuSample ends the interval of the CPU model: the CPU utilisation the probe
+// would read (Service.CPUFrom) and the CPU pressure (Service.PSI).
+func (e *engine) cpuSample() (cpu, pressure float64) {
+	e.cpuAdvance()
+	c := &e.b.cpu
+	s := &e.sc.Service
+	span := float64(e.sc.Interval) * s.Cores
+	cpu = s.CPUBase + c.all/span
+	if s.CPUFrom == CPUFromService {
+		cpu = s.CPUBase + c.own/span
+	}
+	share := c.stall / float64(e.sc.Interval)
+	e.psi.acc += c.stall
+	c.own, c.all, c.stall = 0, 0, 0
+	if s.PSI == PSIInterval {
+		return cpu, share
+	}
+	for e.now >= e.psi.next {
+		e.psi.avg = e.psi.avg*psiDecay + e.psi.acc/float64(psiPeriod)*(1-psiDecay)
+		e.psi.acc = 0
+		e.psi.next += psiPeriod
+	}
+	return cpu, min(e.psi.avg, 1)
 }
 
 // memory returns the model's current memory utilisation.

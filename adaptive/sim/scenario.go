@@ -27,8 +27,14 @@ type Scenario struct {
 
 	Service   Service
 	Slowdowns []Slowdown // changes of the backend's speed over time
-	Load      []Segment  // the open-loop load profile, in order of At; required
-	Clients   Clients
+	// WorkerChanges change the backend's worker count over time.
+	WorkerChanges []WorkerChange
+	// Outages are spans in which the backend fails every request at once.
+	Outages []Outage
+	// Hogs are changes of a CPU hog beside a CPU-bound backend (Service.Cores).
+	Hogs    []Hog
+	Load    []Segment // the open-loop load profile, in order of At; required
+	Clients Clients
 
 	// Priorities are the weights of each priority level among new requests;
 	// all zero means every request is Default.
@@ -71,10 +77,67 @@ type Service struct {
 	// Cancel makes the backend drop a request whose client gave up before a worker
 	// took it; by default it still serves it (wasted work, as most backends do).
 	Cancel bool
+
+	// Cores, when > 0, makes the backend CPU-bound: a service time is CPU work,
+	// and the busy workers share Cores CPUs with the threads of a CPU hog (see
+	// Hog) by processor sharing weighted by nice level, as Linux's CFS shares
+	// them (each runnable thread gets at most one core). CPU is then measured
+	// rather than modelled by CPUPerWorker: CPUBase plus the busy share of the
+	// cores (CPUFrom), and the CPU pressure (PSI) is known. Default 0: workers
+	// run in parallel whatever else runs, and CPU pressure is unknown.
+	Cores float64
+	// CPUFrom says what Sample.CPU measures with Cores: CPUFromHost (every
+	// thread on the cores, the hog's included; the default) or CPUFromService
+	// (the backend's own threads against the cores).
+	CPUFrom string
+	// PSI is how the CPU pressure the law sees is averaged: PSIAvg10 (the
+	// kernel's avg10, updated every 2 s with a 10 s time constant; the
+	// default) or PSIInterval (the share of the control interval itself).
+	PSI string
 }
 
-// Capacity returns the backend's nominal capacity C in requests per second.
-func (s Service) Capacity() float64 { return float64(s.Workers) / s.Dist.mean() }
+// What Service.CPUFrom and Service.PSI name.
+const (
+	CPUFromHost    = "host"
+	CPUFromService = "service"
+	PSIAvg10       = "avg10"
+	PSIInterval    = "interval"
+)
+
+// Capacity returns the backend's nominal capacity C in requests per second:
+// Workers / mean service time, with Cores at most min(Workers, Cores) / mean
+// (the quiet machine's).
+func (s Service) Capacity() float64 {
+	w := float64(s.Workers)
+	if s.Cores > 0 {
+		w = math.Min(w, s.Cores)
+	}
+	return w / s.Dist.mean()
+}
+
+// WorkerChange sets the backend's worker count from At on (capacity changes in
+// proportion, service times do not).
+type WorkerChange struct {
+	At      time.Duration
+	Workers int
+}
+
+// Outage makes the backend fail from At for For: every request in it fails at
+// once and every request sent to it fails after a millisecond (a refused
+// connection), which the gate counts as a drop.
+type Outage struct {
+	At, For time.Duration
+}
+
+// Hog sets, from At on, a CPU hog beside a CPU-bound backend: Threads busy
+// loops at nice level Nice (−20..19), which get CPU in proportion to their
+// weight (1.25 to the power −Nice of a nice-0 thread, as CFS's weight table).
+// Threads 0 stops it.
+type Hog struct {
+	At      time.Duration
+	Threads int
+	Nice    int
+}
 
 // Slowdown multiplies every service time by Factor from At on (2 halves capacity).
 type Slowdown struct {
@@ -111,6 +174,12 @@ type Gate struct {
 	Rate, Burst float64
 	// NoShedder disables the adaptive.PriorityShedder.
 	NoShedder bool
+	// Breaker puts the proxy's circuit breaker, with its default settings, in
+	// front of the gate: it opens after 5 upstream failures in a row (requests
+	// failed by an outage; a client giving up is not one), turns every request
+	// away (RejectCircuitOpen, counted in no Sample field, as the proxy's are)
+	// for 5 s, then lets 3 probes through and closes when all succeed.
+	Breaker bool
 	// Guard configures the adaptive.ResourceGuard (off by default).
 	Guard adaptive.ResourceGuardParams
 }
@@ -120,6 +189,7 @@ type Targets struct {
 	Latency     time.Duration
 	Quantile    adaptive.Quantile
 	CPU, Memory float64
+	CPUPressure float64
 }
 
 // Phase names a part of the run in the report.
@@ -142,6 +212,12 @@ func (sc Scenario) withDefaults() Scenario {
 	}
 	if s.CPUPerWorker == 0 {
 		s.CPUPerWorker = 1 / float64(s.Workers)
+	}
+	if s.CPUFrom == "" {
+		s.CPUFrom = CPUFromHost
+	}
+	if s.PSI == "" {
+		s.PSI = PSIAvg10
 	}
 	if sc.Clients.Timeout == 0 {
 		sc.Clients.Timeout = time.Second
@@ -221,6 +297,37 @@ func (sc Scenario) Validate() error {
 			bad("slowdown at %v by %v: time must be non-negative and factor positive", sl.At, sl.Factor)
 		}
 	}
+	if !(s.Cores >= 0) || math.IsInf(s.Cores, 0) || s.Cores > 1024 {
+		bad("service cores %v must be in [0, 1024]", s.Cores)
+	}
+	switch s.CPUFrom {
+	case "", CPUFromHost, CPUFromService:
+	default:
+		bad("service cpu_from %q: want %q or %q", s.CPUFrom, CPUFromHost, CPUFromService)
+	}
+	switch s.PSI {
+	case "", PSIAvg10, PSIInterval:
+	default:
+		bad("service psi %q: want %q or %q", s.PSI, PSIAvg10, PSIInterval)
+	}
+	for _, w := range sc.WorkerChanges {
+		if w.At < 0 || w.Workers < 1 {
+			bad("workers at %v: %d: time must be non-negative and workers at least 1", w.At, w.Workers)
+		}
+	}
+	for _, o := range sc.Outages {
+		if o.At < 0 || o.For <= 0 {
+			bad("outage at %v for %v: time must be non-negative and length positive", o.At, o.For)
+		}
+	}
+	for _, h := range sc.Hogs {
+		if h.At < 0 || h.Threads < 0 || h.Threads > 1024 || h.Nice < -20 || h.Nice > 19 {
+			bad("hog at %v: %d threads at nice %d: want a non-negative time, 0..1024 threads, nice -20..19", h.At, h.Threads, h.Nice)
+		}
+		if s.Cores == 0 {
+			bad("hog at %v: a hog needs a CPU-bound service (service cores=N)", h.At)
+		}
+	}
 	if len(sc.Load) == 0 {
 		bad("no load profile")
 	}
@@ -279,8 +386,9 @@ func (sc Scenario) Validate() error {
 		bad("static limit %d must be positive", sc.Static)
 	}
 	t := sc.Targets
-	if t.Latency < 0 || !(t.CPU >= 0 && t.CPU <= 1) || !(t.Memory >= 0 && t.Memory <= 1) {
-		bad("targets: latency must be positive and cpu, memory in [0, 1]")
+	if t.Latency < 0 || !(t.CPU >= 0 && t.CPU <= 1) || !(t.Memory >= 0 && t.Memory <= 1) ||
+		!(t.CPUPressure >= 0 && t.CPUPressure <= 1) {
+		bad("targets: latency must be positive and cpu, memory, cpu_pressure in [0, 1]")
 	}
 	for i, p := range sc.Phases {
 		if p.At < 0 || (i > 0 && p.At <= sc.Phases[i-1].At) {

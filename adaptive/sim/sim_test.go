@@ -163,10 +163,11 @@ func TestEveryLawRunsEveryScenario(t *testing.T) {
 	}
 }
 
-// Issue: at 1.5x, 2x and 3x C offered, goodput >= 90 % of C and admitted p99 <=
-// SLO (measured after a 5 s warm-up, which the files declare as a phase).
+// Issue: at 1.5x, 2x, 3x and 10x C offered, goodput >= 90 % of C and admitted
+// p99 <= SLO, queue wait included (measured after a 5 s warm-up, which the
+// files declare as a phase).
 func TestTargetOverload(t *testing.T) {
-	for _, name := range []string{"overload-1.5x", "overload-2x", "overload-3x"} {
+	for _, name := range []string{"overload-1.5x", "overload-2x", "overload-3x", "overload-10x"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			r := run(t, name, "target")
@@ -493,18 +494,259 @@ func TestTargetRate(t *testing.T) {
 	if w := r.Window(slow.Start, slow.End); slow.Goodput < 0.9*r.Capacity/2 || w.LateRatio > 0.01 {
 		t.Errorf("slow: goodput %.0f/s, %.2f %% late", slow.Goodput, 100*w.LateRatio)
 	}
-	var sum float64
-	n := 0
-	for _, p := range r.Series {
-		if p.T > slow.Start && p.T <= slow.End {
-			sum += p.Rate
-			n++
-		}
-	}
-	if mean := sum / float64(n); mean < r.Capacity/2 || mean > 1.5*r.Capacity/2 {
+	if mean := meanRate(r, slow); mean < r.Capacity/2 || mean > 1.5*r.Capacity/2 {
 		t.Errorf("slow: rate %.0f/s on average, want near the halved capacity %.0f/s", mean, r.Capacity/2)
 	}
 	if slow.Rejections[adaptive.RejectRate] == 0 {
 		t.Error("slow: the rate turned nothing away")
 	}
+}
+
+// law returns the law a cached run ended with.
+func law(t *testing.T, name, lawName string) adaptive.Law {
+	t.Helper()
+	r := result(name, lawName, 0)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	return r.eng.law
+}
+
+// reported reports whether some interval of r gave sig as its reason.
+func reported(r *Report, sig adaptive.Signal) bool {
+	for _, p := range r.Series {
+		if p.Reason.Signal == sig {
+			return true
+		}
+	}
+	return false
+}
+
+// Issue 12: a neighbour holds the host's CPU at 100 % whatever the limit does
+// (and the operator set a CPU target on it): goodput >= 95 % of C at 1x and
+// 3x, the limit nowhere near its floor, and the reason reported.
+func TestTargetCPUNeighbour(t *testing.T) {
+	r := run(t, "cpu-neighbour", "target")
+	for _, name := range []string{"one", "three"} {
+		p := phase(t, r, name)
+		w := r.Window(p.Start, p.End)
+		if p.Goodput < 0.95*r.Capacity {
+			t.Errorf("%s: goodput %.0f/s, want >= 95 %% of C = %.0f", name, p.Goodput, 0.95*r.Capacity)
+		}
+		if w.LimitMin < 10 {
+			t.Errorf("%s: the limit fell to %d: it chased a CPU it cannot move", name, w.LimitMin)
+		}
+		if w.LateRatio > 0.01 {
+			t.Errorf("%s: %.2f %% late", name, 100*w.LateRatio)
+		}
+	}
+	if !reported(r, adaptive.SignalCPUUnmoved) {
+		t.Error("no interval said the CPU is not moved by the limit")
+	}
+	if u := law(t, "cpu-neighbour", "target").(*adaptive.Target).Unmoved(); !u.Has(adaptive.UnmovedCPU) {
+		t.Errorf("the law ignores %q at the end, want cpu", u)
+	}
+}
+
+// Issue 12: a CPU-bound service whose own CPU reaches the target: the limit
+// holds CPU at the target (its mean within it, no interval beyond it by more
+// than a few points) and serves at least 95 % of what that CPU allows.
+func TestTargetCPUOwn(t *testing.T) {
+	r := run(t, "cpu-own", "target")
+	p := phase(t, r, "overload")
+	w := r.Window(p.Start, p.End)
+	if w.CPUMean > 0.8 || w.CPUMax > 0.85 {
+		t.Errorf("cpu %.1f %% on average, %.1f %% at most; target 80 %%", 100*w.CPUMean, 100*w.CPUMax)
+	}
+	if allowed := 0.8 * r.Capacity; p.Goodput < 0.95*allowed {
+		t.Errorf("goodput %.0f/s, want >= 95 %% of the %.0f/s 80 %% CPU allows", p.Goodput, allowed)
+	}
+	if reported(r, adaptive.SignalCPUUnmoved) {
+		t.Error("the service's own CPU was taken as not moved by the limit")
+	}
+}
+
+// Issue 12: memory that does not move with the limit (and a resource guard on
+// it): goodput >= 95 % of C at 1x and 3x, the reason reported, and the guard
+// does not shed on it either.
+func TestTargetMemoryUnmoved(t *testing.T) {
+	r := run(t, "memory-unmoved", "target")
+	for _, name := range []string{"one", "three"} {
+		p := phase(t, r, name)
+		if p.Goodput < 0.95*r.Capacity {
+			t.Errorf("%s: goodput %.0f/s, want >= 95 %% of C", name, p.Goodput)
+		}
+		if n := p.Rejections[adaptive.RejectMemory]; n > 0 {
+			t.Errorf("%s: the guard shed %d requests on memory the limit cannot move", name, n)
+		}
+	}
+	if !reported(r, adaptive.SignalMemoryUnmoved) {
+		t.Error("no interval said the memory is not moved by the limit")
+	}
+	// Without the guard's knowledge of it, memory over its target sheds
+	// everything below critical: the scenario bites.
+	if v := phase(t, run(t, "memory-unmoved", "vegas"), "three"); v.Goodput > 0.1*r.Capacity {
+		t.Errorf("vegas, whose guard sheds on memory, served %.0f/s: the scenario does not test anything", v.Goodput)
+	}
+}
+
+// Issue 12: CPU pressure caused by a hog at the same nice level does not move
+// with the limit (it falls only as the service runs less): the law stops
+// cutting on it and serves at least what every peer law serves, over three
+// seeds.
+func TestTargetCPUPressureHog(t *testing.T) {
+	if u := law(t, "cpu-hog", "target").(*adaptive.Target).Unmoved(); !u.Has(adaptive.UnmovedCPUPressure) {
+		t.Errorf("the law ignores %q at the end, want cpu_pressure", u)
+	}
+	if !reported(run(t, "cpu-hog", "target"), adaptive.SignalPressureUnmoved) {
+		t.Error("no interval said the CPU pressure is not moved by the limit")
+	}
+	means := seedMeans(t, "cpu-hog", "hog", 3, "target", "vegas", "gradient", "aimd")
+	for _, peer := range []string{"vegas", "gradient", "aimd"} {
+		if means["target"] < means[peer]-0.01*1000 {
+			t.Errorf("beside the hog target serves %.0f/s, %s %.0f/s", means["target"], peer, means[peer])
+		}
+	}
+}
+
+// seedMeans returns, per law, the mean goodput of phase ph of scenario name
+// over seeds 1..n.
+func seedMeans(t *testing.T, name, ph string, n int, laws ...string) map[string]float64 {
+	t.Helper()
+	out := map[string]float64{}
+	for _, ln := range laws {
+		for seed := 1; seed <= n; seed++ {
+			sc, err := LoadScenario(filepath.Join("testdata", name+".scenario"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			sc.Seed = uint64(seed)
+			l, err := sc.Law(ln)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := Run(sc, l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[ln] += phase(t, r, ph).Goodput / float64(n)
+		}
+	}
+	return out
+}
+
+// Issue 12: the default targets (latency and memory, no CPU target) on a
+// CPU-bound service at 2x C reach the goodput of the best peer law within the
+// latency target, over three seeds; the old default CPU target of 80 % is
+// what made it refuse work the service could do.
+func TestTargetCPUBoundDefault(t *testing.T) {
+	r := run(t, "cpu-bound-2x", "target")
+	p := phase(t, r, "overload")
+	if w := r.Window(p.Start, p.End); w.LateRatio > 0.01 {
+		t.Errorf("%.2f %% late: p99 over the target", 100*w.LateRatio)
+	}
+	means := seedMeans(t, "cpu-bound-2x", "overload", 3, "target", "vegas", "gradient", "aimd")
+	for _, peer := range []string{"vegas", "gradient", "aimd"} {
+		if means["target"] < means[peer]-0.01*r.Capacity {
+			t.Errorf("target %.0f/s, %s %.0f/s", means["target"], peer, means[peer])
+		}
+	}
+	sc, err := LoadScenario("testdata/cpu-bound-2x.scenario")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Targets.CPU = 0.8
+	l, _ := sc.Law("target")
+	old, err := Run(sc, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := phase(t, old, "overload")
+	t.Logf("goodput at 2x C, over 3 seeds: target (default) %.0f/s, vegas %.0f/s, gradient %.0f/s, aimd %.0f/s; "+
+		"with the old cpu = 0.8 (seed %d) %.0f/s", means["target"], means["vegas"], means["gradient"], means["aimd"], sc.Seed, o.Goodput)
+	if o.Goodput > 0.9*p.Goodput {
+		t.Errorf("with a CPU target of 80 %% goodput is %.0f/s against %.0f/s: the scenario does not show what the default avoids", o.Goodput, p.Goodput)
+	}
+}
+
+// Issue 12: capacity halves under a tight target (service 10 ms, p99 <= 40
+// ms, more than 500 completions a second): after the first second past the
+// halving, no second's attempts have their p99 over the target (at most 1 %
+// of them late), over three seeds.
+func TestTargetHalving(t *testing.T) {
+	for seed := uint64(1); seed <= 3; seed++ {
+		sc, err := LoadScenario("testdata/halving.scenario")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc.Seed = seed
+		l, _ := sc.Law("target")
+		r, err := Run(sc, l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := phase(t, r, "halved")
+		for s := p.Start + 2*time.Second; s <= p.End; s += time.Second {
+			if w := r.Window(s-time.Second, s); w.SentLateRatio > 0.01 {
+				t.Errorf("seed %d: %.2f %% of the attempts sent in the second to %v late: p99 over 40 ms", seed, 100*w.SentLateRatio, s)
+			}
+		}
+		if p.Goodput < 0.9*r.Capacity/2 {
+			t.Errorf("seed %d: goodput %.0f/s, want >= 90 %% of the halved capacity", seed, p.Goodput)
+		}
+	}
+}
+
+// Issue 12: after an outage (the breaker open, a failing probe every 5 s) the
+// limit is back to at least 90 % of where it was within 5 s of the
+// upstream's return, under a steady load that does not press on it.
+func TestTargetOutageRecovery(t *testing.T) {
+	r := run(t, "outage", "target")
+	before := r.LimitAt(10 * time.Second)
+	for at := 35 * time.Second; at <= r.Phases[len(r.Phases)-1].End; at += time.Second {
+		if got := r.LimitAt(at); float64(got) < 0.9*float64(before) {
+			t.Errorf("limit %d at %v, %d before the outage", got, at, before)
+		}
+	}
+	if w := r.Window(30*time.Second, 45*time.Second); w.LateRatio > 0.01 {
+		t.Errorf("%.2f %% late after the return", 100*w.LateRatio)
+	}
+}
+
+// Issue 12: a managed token rate with a ceiling far above capacity comes
+// down to about what the service completes under a sustained 3x, so at least
+// nine tenths of the refusals are at the rate stage (429 at once), and rises
+// back to its ceiling when the demand falls.
+func TestTargetRateOverload(t *testing.T) {
+	r := run(t, "rate-overload", "target")
+	p := phase(t, r, "overload")
+	if mean := meanRate(r, p); mean < r.Capacity || mean > 1.3*r.Capacity {
+		t.Errorf("overload: rate %.0f/s on average, want between C and 1.3 C (%.0f)", mean, r.Capacity)
+	}
+	total := 0
+	for _, k := range p.Rejections {
+		total += k
+	}
+	if rate := p.Rejections[adaptive.RejectRate]; float64(rate) < 0.9*float64(total) {
+		t.Errorf("overload: %d of %d refusals at the rate stage, want >= 90 %%", rate, total)
+	}
+	if p.Goodput < 0.95*r.Capacity {
+		t.Errorf("overload: goodput %.0f/s", p.Goodput)
+	}
+	if last := r.Series[len(r.Series)-1].Rate; last < 5000 {
+		t.Errorf("calm: the rate is %.0f/s at the end, want back at its ceiling 5000/s", last)
+	}
+}
+
+// meanRate is the managed token rate's mean over the intervals of phase p.
+func meanRate(r *Report, p PhaseReport) float64 {
+	var sum float64
+	n := 0
+	for _, pt := range r.Series {
+		if pt.T > p.Start && pt.T <= p.End {
+			sum += pt.Rate
+			n++
+		}
+	}
+	return sum / float64(max(n, 1))
 }

@@ -3,7 +3,7 @@
 // beyond this admin listener.
 //
 // State the browser test reads: window.sluice (updates, groups, selected
-// group, per-chart point counts) and data-* attributes on <html> and on each
+// group, per-chart point counts, the CPU card and the decision it shows) and data-* attributes on <html> and on each
 // chart's canvas.
 "use strict";
 
@@ -165,10 +165,9 @@
     ready.title = s.ready ? "ready" : s.not_ready;
     const r = s.resources;
     const notes = [];
-    if (!r.cpu.known) notes.push("cpu unknown: " + r.cpu.reason);
-    else notes.push("cpu from " + r.cpu_from);
-    if (!r.memory.known) notes.push("memory unknown: " + r.memory.reason);
-    else notes.push("memory from " + r.memory_from);
+    notes.push("cpu: " + (r.cpu_source || r.cpu.reason));
+    notes.push("memory: " + (r.memory_source || r.memory.reason));
+    notes.push("cpu pressure: " + (r.cpu_pressure_source || r.cpu_pressure.reason));
     if (s.state.save_error) notes.push("state file: " + s.state.save_error);
     text("resources-note", notes.join(" · "));
   }
@@ -265,26 +264,39 @@
     const share = admitted != null && rejected != null && admitted + rejected > 0 ? rejected / (admitted + rejected) : 0;
     rv.className = "v" + (share > 0.1 ? " bad" : share > 0 ? " warn" : "");
     text("t-rej-s", pct(share) + " · " + num(g.requests.rejected) + " total");
-    const s = state.status;
-    resourceTile("t-cpu", s && s.resources.cpu, last(state.store.cpu), g.targets.cpu);
-    resourceTile("t-mem", s && s.resources.memory, last(state.store.memory), g.targets.memory);
+    const r = state.status && state.status.resources;
+    const d = g.decision || {};
+    // CPU utilisation where it has a source; else CPU pressure, which has a
+    // meaning without a CPU limit.
+    if (!r || r.cpu_from || !r.cpu_pressure_from) {
+      resourceTile("t-cpu", "cpu", d.cpu, r && r.cpu, r && r.cpu_from, r && r.cpu_source, g.targets.cpu);
+    } else {
+      resourceTile("t-cpu", "cpu pressure", d.cpu_pressure, r.cpu_pressure, r.cpu_pressure_from, r.cpu_pressure_source, g.targets.cpu_pressure);
+    }
+    resourceTile("t-mem", "memory", d.memory, r && r.memory, r && r.memory_from, r && r.memory_source, g.targets.memory);
+    exposed.cards = { cpu: el("t-cpu").textContent, decision: d };
   }
 
-  // resourceTile shows the newest reading of the history, or why there is
-  // none from the status.
-  function resourceTile(id, sig, value, target) {
-    const v = el(id);
+  // resourceTile shows a guarded signal as the law saw it at its last tick
+  // (value, the figure its reason quotes; from /v1/groups with that reason),
+  // else the last resource sample's (sig, from /v1/status), with its source;
+  // or why it is unknown.
+  function resourceTile(id, name, value, sig, from, source, target) {
+    text(id + "-k", name);
+    const v = el(id), sub = el(id + "-s");
     if (value != null) sig = { known: true, value };
     if (!sig || !sig.known) {
       v.textContent = "unknown";
       v.className = "v";
       text(id + "-s", sig ? sig.reason : "");
-      el(id + "-s").title = sig ? sig.reason : "";
+      sub.title = sig ? sig.reason : "";
       return;
     }
     v.textContent = pct(sig.value);
     v.className = "v" + (target && sig.value > target ? " bad" : "");
-    text(id + "-s", target ? "target " + pct(target) : "no target");
+    v.title = value != null ? "as the law saw it at its last tick, the figure its reason quotes" : "the last resource sample";
+    text(id + "-s", (target ? "target " + pct(target) : "no target") + (from ? " · " + from : ""));
+    sub.title = source || "";
   }
 
   // ---- charts ---------------------------------------------------------------

@@ -12,6 +12,7 @@ var program = &cli.Program{
 	Commands: []cli.Command{
 		runCommand,
 		backendCommand,
+		hogCommand,
 		scenariosCommand,
 	},
 }

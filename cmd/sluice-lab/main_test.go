@@ -66,6 +66,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "-only", "direct,nginx", "step"}, `no contender "nginx"`},
 		{[]string{"backend", "-service", "gauss:1ms"}, "unknown distribution"},
 		{[]string{"backend", "extra"}, `unexpected argument "extra"`},
+		{[]string{"hog", "-nice", "25"}, "nice must be in [0,19], got 25"},
+		{[]string{"hog", "extra"}, `unexpected argument "extra"`},
 		{[]string{"scenarios", "x"}, "usage: sluice-lab scenarios"},
 	} {
 		code, _, errOut := runArgs(tc.args...)
@@ -118,14 +120,38 @@ func TestBackendCommand(t *testing.T) {
 	}
 }
 
+// TestHogCommand starts "sluice-lab hog", waits for the line that says its
+// loops run, and interrupts it.
+func TestHogCommand(t *testing.T) {
+	pr, pw := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"hog", "-threads", "1", "-nice", "19"}, pw, io.Discard)
+		pw.Close()
+	}()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(line, "1 busy loops at nice 19") {
+		t.Errorf("first line %q", line)
+	}
+	cancel()
+	go io.Copy(io.Discard, pr)
+	if code := <-done; code != exitOK {
+		t.Fatalf("hog exit code %d", code)
+	}
+}
+
 // TestRunWithBackendProcess runs a 2-second scenario file through the
-// real command line, with the backend as a child process (this binary), so
-// the backend's own memory and CPU are measured.
+// real command line, with the backend and a CPU hog as child processes
+// (this binary), so the backend's own memory and CPU are measured.
 func TestRunWithBackendProcess(t *testing.T) {
 	t.Setenv(childEnv, "1")
 	dir := t.TempDir()
 	file := filepath.Join(dir, "tiny.toml")
-	os.WriteFile(file, []byte("# Two seconds at half the capacity.\nseed = 3\n[backend]\nworkers = 8\nservice = \"exp:20ms\"\n[load]\npath = \"/x\"\nphases = [{ rate = \"0.5C\", for = \"2s\" }]\n"), 0o644)
+	os.WriteFile(file, []byte("# Two seconds at half the capacity, beside a CPU hog.\nseed = 3\n[backend]\nworkers = 8\nservice = \"exp:20ms\"\n[hog]\nthreads = 1\nnice = 19\n[load]\npath = \"/x\"\nphases = [{ rate = \"0.5C\", for = \"2s\" }]\n"), 0o644)
 	out := filepath.Join(dir, "out")
 	code, stdout, stderr := runArgs("run", "-out", out, "-only", "direct", file)
 	if code != exitOK {
@@ -151,5 +177,11 @@ func TestRunWithBackendProcess(t *testing.T) {
 	}
 	if !strings.Contains(stderr, "tiny/direct: offered ") {
 		t.Errorf("stderr %q", stderr)
+	}
+	if !strings.Contains(strings.Join(r.Notes, "\n"), "a CPU hog ran beside the backend: 1 busy loops at nice 19") {
+		t.Errorf("notes %q, want the hog's", r.Notes)
+	}
+	if b, err := os.ReadFile(filepath.Join(out, "tiny", "direct", "hog.log")); err != nil || !strings.Contains(string(b), "busy loops") {
+		t.Errorf("hog log: %q, %v", b, err)
 	}
 }

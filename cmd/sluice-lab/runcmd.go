@@ -19,7 +19,7 @@ import (
 var runCommand = cli.Command{
 	Name:    "run",
 	Summary: "run scenarios and write their reports",
-	Usage: `usage: sluice-lab run [-quick] [-out DIR] [-only NAMES] [-var NAME=VALUE]... SCENARIO...
+	Usage: `usage: sluice-lab run [-quick] [-out DIR] [-only NAMES] [-seed N] [-var NAME=VALUE]... SCENARIO...
 
 Runs each scenario (a shipped one by name, see "sluice-lab scenarios", or a
 file by path) with each of its contenders in turn, on loopback, and writes
@@ -36,8 +36,11 @@ Flags:
   -sluice PATH    the sluice binary the sluice contenders run (default:
                   "sluice" beside sluice-lab, else on PATH); the same as
                   -var sluice=PATH
-  -inprocess      run the backend inside sluice-lab instead of as a child
-                  process (its memory and CPU are then not measured)
+  -seed N         run with this seed instead of each scenario's own (the
+                  arrivals differ, the rest is the same): for repeats
+  -inprocess      run the backend (and a scenario's CPU hog) inside
+                  sluice-lab instead of as child processes (the backend's
+                  memory and CPU are then not measured)
 
 Exit codes: 0 when every run finished, 1 when one failed (the others still
 run and are reported), 2 on a bad command line or scenario file.
@@ -66,6 +69,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	out := fs.String("out", "lab-results", "")
 	inprocess := fs.Bool("inprocess", false, "")
 	only := fs.String("only", "", "")
+	seed := fs.Uint64("seed", 0, "")
 	sluice := fs.String("sluice", "", "")
 	vars := varFlags{}
 	fs.Var(vars, "var", "")
@@ -87,6 +91,11 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			continue
 		}
 		scenarios = append(scenarios, s)
+	}
+	if *seed != 0 {
+		for _, s := range scenarios {
+			s.Seed = *seed
+		}
 	}
 	if *only != "" {
 		if scenarios, bad = keepContenders(scenarios, strings.Split(*only, ","), stderr); bad {
@@ -125,6 +134,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return exitError
 		}
 		r.BackendCommand = []string{self, "backend"}
+		r.HogCommand = []string{self, "hog"}
 	}
 	outcomes, err := r.Run(ctx, scenarios)
 	for _, o := range outcomes {

@@ -99,6 +99,15 @@ func (d *daemon) build() error {
 				"rate_from", c.RateFrom, "rate", c.Rate, "reason", c.Reason)
 			metrics.ObserveChange(c)
 		},
+		OnUnmoved: func(c gate.UnmovedChange) {
+			if added := c.Now &^ c.Before; added != 0 {
+				ctl.Warn("target ignored: cutting the limit does not move it", "group", c.Group,
+					"targets", added.String(), "reason", c.Reason)
+			}
+			if back := c.Before &^ c.Now; back != 0 {
+				ctl.Info("target acted on again", "group", c.Group, "targets", back.String())
+			}
+		},
 		OnSave: func(path string, err error) {
 			if err != nil {
 				ctl.Warn("state file not saved", "path", path, "error", err)
@@ -126,6 +135,7 @@ func (d *daemon) build() error {
 
 	pp := proxyParams(cfg)
 	pp.Gate = d.gate
+	watchProxy(&pp, log.Named("upstream"))
 	if d.proxy, err = proxy.New(pp); err != nil {
 		return err
 	}
@@ -155,6 +165,7 @@ func (d *daemon) build() error {
 	if d.ln, err = listen(s.Listen); err != nil {
 		return fmt.Errorf("server.listen %s: %w", s.Listen, err)
 	}
+	d.ln = serverListener(d.ln, s, log.Named("server"))
 	if metrics != nil {
 		return d.buildAdmin(metrics)
 	}
@@ -187,6 +198,7 @@ func (d *daemon) buildAdmin(metrics *admin.Metrics) error {
 		Load:     d.loadNext,
 		OnReload: d.logReload,
 		Ready:    d.ready,
+		Circuit:  circuitStatus(d.proxy),
 		Metrics:  metrics,
 		Registry: reg,
 		ErrorLog: log.StandardLogger(&hclog.StandardLoggerOptions{ForceLevel: hclog.Warn}),

@@ -273,7 +273,10 @@ key = "header:X-Tenant"
 // ones are shed with 503.
 func TestE2ECriticalKeepsSucceeding(t *testing.T) {
 	up := startUpstream(t)
+	// The host's memory, always known, is over any tiny target.
 	s := startSluice(t, writeConfig(t, "", up.url, prelude+`
+[probe]
+source = "host"
 [[group]]
 name = "app"
 priority = "header:X-Priority"

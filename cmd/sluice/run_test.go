@@ -225,7 +225,7 @@ func TestBreakerParams(t *testing.T) {
 	c := configs.New().Upstream.Circuit
 	b, off := breakerParams(&c)
 	want := proxy.BreakerParams{Window: 10 * time.Second, MinRequests: 20, FailureRatio: 0.5, ConsecutiveFailures: 5, Cooldown: 5 * time.Second, Probes: 3}
-	if off || b != want {
+	if off || !reflect.DeepEqual(b, want) {
 		t.Errorf("defaults: %+v off %v, want %+v", b, off, want)
 	}
 	c.FailureRatio = 0

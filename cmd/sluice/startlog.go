@@ -7,7 +7,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/sluicehq/sluice/configs"
+	"github.com/sluicehq/sluice/probe"
 )
 
 // logStart logs what the daemon is about to run: the real listening address,
@@ -44,6 +47,8 @@ func logStart(d *daemon) {
 		log.Named("admin").Info("admin API off (admin.listen is empty)")
 	}
 
+	logSources(log.Named("probe"), cfg, d.sampler.Sources())
+
 	glog := log.Named("gate")
 	for _, st := range d.gate.Groups() {
 		g := cfg.Group(st.Name)
@@ -71,6 +76,42 @@ func logStart(d *daemon) {
 		clog.Info("state file not written yet: limits start from their configured values", "path", ri.Path)
 	default:
 		clog.Info("limits restored from the state file", "path", ri.Path, "saved_at", ri.SavedAt.Format("2006-01-02T15:04:05Z07:00"), "groups", ri.Groups)
+	}
+}
+
+// guardedTargets are the targets that steer on a guarded signal of the
+// probe: the name of each, and whether a group sets it.
+var guardedTargets = []struct {
+	name   string
+	signal func(probe.Sources) probe.Source
+	set    func(*configs.Targets) bool
+}{
+	{"cpu", func(s probe.Sources) probe.Source { return s.CPU }, func(t *configs.Targets) bool { return t.CPU > 0 }},
+	{"memory", func(s probe.Sources) probe.Source { return s.Memory }, func(t *configs.Targets) bool { return t.Memory > 0 }},
+	{"cpu_pressure", func(s probe.Sources) probe.Source { return s.CPUPressure }, func(t *configs.Targets) bool { return t.CPUPressure > 0 }},
+}
+
+// logSources logs where each guarded signal comes from, and, once for each
+// target set by some group whose signal has no source, that the target is
+// off and why.
+func logSources(log hclog.Logger, cfg *configs.Config, src probe.Sources) {
+	log.Info("cpu", "source", src.CPU.Text)
+	log.Info("memory", "source", src.Memory.Text)
+	log.Info("cpu pressure", "source", src.CPUPressure.Text)
+	for _, t := range guardedTargets {
+		sig := t.signal(src)
+		if sig.Usable() {
+			continue
+		}
+		var groups []string
+		for i := range cfg.Groups {
+			if t.set(&cfg.Groups[i].Targets) {
+				groups = append(groups, cfg.Groups[i].Name)
+			}
+		}
+		if len(groups) > 0 {
+			log.Warn("target "+t.name+" switched off: its signal has no source", "groups", strings.Join(groups, ","), "why", strings.TrimPrefix(sig.Text, "none: "))
+		}
 	}
 }
 

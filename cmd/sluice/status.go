@@ -33,7 +33,8 @@ p50 and p99 against the target, throughput, rejections since start (with the
 commonest reason), and the law's reason for its last change of the limit.
 A group marked * runs with a runtime override (PATCH /v1/groups/NAME). With
 global quotas (rate scope "global"), a line tells whether Redis decides them
-or the fallback does, and the node count they are shared by.
+or the fallback does, and the node count they are shared by. A line tells the
+upstream's circuit breaker: closed, open or half-open, since when and why.
 
   -admin URL        the admin API: http://HOST:PORT or unix:///PATH.sock
                     (default http://127.0.0.1:9901, admin.listen's default)
@@ -229,10 +230,12 @@ type (
 			Hash   string `json:"hash"`
 		} `json:"config"`
 		Resources struct {
-			CPU        signalAnswer `json:"cpu"`
-			CPUFrom    string       `json:"cpu_from"`
-			Memory     signalAnswer `json:"memory"`
-			MemoryFrom string       `json:"memory_from"`
+			CPU               signalAnswer `json:"cpu"`
+			CPUSource         string       `json:"cpu_source"`
+			Memory            signalAnswer `json:"memory"`
+			MemorySource      string       `json:"memory_source"`
+			CPUPressure       signalAnswer `json:"cpu_pressure"`
+			CPUPressureSource string       `json:"cpu_pressure_source"`
 		} `json:"resources"`
 		State struct {
 			SaveError string `json:"save_error"`
@@ -248,6 +251,11 @@ type (
 				Share      int  `json:"share"`
 			} `json:"nodes"`
 		} `json:"redis"`
+		Circuit *struct {
+			State  string    `json:"state"`
+			Since  time.Time `json:"since"`
+			Reason string    `json:"reason"`
+		} `json:"circuit"`
 	}
 	groupAnswer struct {
 		Name     string `json:"name"`
@@ -315,7 +323,8 @@ func printStatus(w io.Writer, st *statusAnswer, gs []groupAnswer, now time.Time)
 	cli.Fprintf(w, "sluice %s · up %s · config %s (%s) · %s\n", st.Version,
 		shortDuration(time.Duration(st.UptimeSeconds*float64(time.Second))), src, hash, ready)
 	r := st.Resources
-	cli.Fprintf(w, "cpu %s · memory %s\n", signalText(r.CPU, r.CPUFrom), signalText(r.Memory, r.MemoryFrom))
+	cli.Fprintf(w, "%s\n%s\n%s\n", signalText("cpu", r.CPU, r.CPUSource), signalText("memory", r.Memory, r.MemorySource),
+		signalText("cpu pressure", r.CPUPressure, r.CPUPressureSource))
 	if st.State.SaveError != "" {
 		cli.Fprintf(w, "state file: %s\n", st.State.SaveError)
 	}
@@ -332,6 +341,13 @@ func printStatus(w io.Writer, st *statusAnswer, gs []groupAnswer, now time.Time)
 			seen = strconv.Itoa(*r.Nodes.Observed) + " seen"
 		}
 		cli.Fprintf(w, "%s · nodes %d (%d configured, %s)\n", line, r.Nodes.Share, r.Nodes.Configured, seen)
+	}
+	if c := st.Circuit; c != nil {
+		line := "upstream circuit " + strings.ReplaceAll(c.State, "_", "-")
+		if c.Reason != "" {
+			line += " since " + c.Since.Local().Format("15:04:05") + " (" + shortDuration(max(0, now.Sub(c.Since))) + " ago): " + c.Reason
+		}
+		cli.Fprintf(w, "%s\n", line)
 	}
 	cli.Fprintf(w, "\n")
 
@@ -384,16 +400,20 @@ func printStatus(w io.Writer, st *statusAnswer, gs []groupAnswer, now time.Time)
 	}
 }
 
-func signalText(s signalAnswer, from string) string {
-	if !s.Known || s.Value == nil {
-		if s.Reason == "" {
-			return "unknown"
-		}
-		return "unknown (" + s.Reason + ")"
+// signalText is a guarded signal's line: its value, or why it is unknown,
+// and where it comes from.
+func signalText(name string, s signalAnswer, source string) string {
+	t := name + " "
+	switch {
+	case s.Known && s.Value != nil:
+		t += fmt.Sprintf("%.0f%%", *s.Value*100)
+	case s.Reason == "" || s.Reason == source:
+		t += "unknown"
+	default:
+		t += "unknown (" + s.Reason + ")"
 	}
-	t := fmt.Sprintf("%.0f%%", *s.Value*100)
-	if from != "" {
-		t += " (" + from + ")"
+	if source != "" {
+		t += " · " + source
 	}
 	return t
 }

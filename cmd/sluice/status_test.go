@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -95,26 +96,26 @@ func TestStatusTable(t *testing.T) {
 	if !strings.HasPrefix(lines[0], "sluice v9.9.9 · up ") || !strings.Contains(lines[0], "config sluice.toml (") || !strings.HasSuffix(lines[0], "· ready") {
 		t.Errorf("first line %q", lines[0])
 	}
-	if lines[1] != "cpu unknown (no resource sampler) · memory unknown (no resource sampler)" {
-		t.Errorf("resources line %q", lines[1])
+	if want := []string{"cpu unknown (no resource sampler)", "memory unknown (no resource sampler)", "cpu pressure unknown (no resource sampler)"}; !slices.Equal(lines[1:4], want) {
+		t.Errorf("resources lines %q, want %q", lines[1:4], want)
 	}
-	header := lines[3]
+	header := lines[5]
 	for _, col := range []string{"GROUP", "LAW", "LIMIT", "IN FLIGHT", "QUEUE", "RATE/S", "P50", "P99", "TARGET", "THRU/S", "REJECTED", "LAST CHANGE"} {
 		if !strings.Contains(header, col) {
 			t.Errorf("header %q lacks %s", header, col)
 		}
 	}
-	api, batch := strings.Fields(lines[4]), strings.Fields(lines[5])
+	api, batch := strings.Fields(lines[6]), strings.Fields(lines[7])
 	if len(api) < 12 || api[0] != "api" || api[1] != "aimd" || api[2] != "9" || api[3] != "1–1000" || api[7] != "30ms" ||
 		api[8] != "30ms" || api[9] != "p99" || api[11] != "200ms" {
-		t.Errorf("api row %q", lines[4])
+		t.Errorf("api row %q", lines[6])
 	}
-	if !strings.Contains(lines[4], "10 → 9: drops") {
-		t.Errorf("api row lacks the law's last change and reason: %q", lines[4])
+	if !strings.Contains(lines[6], "10 → 9: drops") {
+		t.Errorf("api row lacks the law's last change and reason: %q", lines[6])
 	}
 	if len(batch) < 11 || batch[0] != "batch*" || batch[1] != "fixed" || batch[2] != "1" || batch[5] != "0/2" ||
-		!strings.Contains(lines[5], "3 (concurrency 3)") {
-		t.Errorf("batch row %q", lines[5])
+		!strings.Contains(lines[7], "3 (concurrency 3)") {
+		t.Errorf("batch row %q", lines[7])
 	}
 	if !strings.Contains(out, "* runtime override in force:\n  batch: queue.max 0 → 2\n") {
 		t.Errorf("no override note:\n%s", out)
@@ -240,10 +241,67 @@ func TestStatusRedis(t *testing.T) {
 	lines := strings.Split(b.String(), "\n")
 	want := "redis fallback since " + st.Redis.Since.Local().Format("15:04:05") +
 		" (dial tcp 10.0.0.1:6379: connect: connection refused), next probe in 2s · nodes 3 (3 configured, 2 seen)"
-	if lines[2] != want {
-		t.Errorf("redis line %q\nwant       %q", lines[2], want)
+	if lines[4] != want {
+		t.Errorf("redis line %q\nwant       %q", lines[4], want)
 	}
-	if row := strings.Fields(lines[5]); len(row) < 8 || row[0] != "api" || row[6] != "300" || row[7] != "(global)" {
-		t.Errorf("api row %q", lines[5])
+	if row := strings.Fields(lines[7]); len(row) < 8 || row[0] != "api" || row[6] != "300" || row[7] != "(global)" {
+		t.Errorf("api row %q", lines[7])
+	}
+}
+
+// TestStatusCircuit: a line tells the upstream's circuit breaker: its state,
+// and once it changed, since when and why; none without a breaker.
+func TestStatusCircuit(t *testing.T) {
+	now := time.Date(2025, 3, 1, 12, 1, 0, 0, time.UTC)
+	for _, tc := range []struct{ json, want string }{
+		{`{"circuit": {"state": "open", "since": "2025-03-01T12:00:30Z", "reason": "5 failures in a row (last: connect)"}}`,
+			"upstream circuit open since " + time.Date(2025, 3, 1, 12, 0, 30, 0, time.UTC).Local().Format("15:04:05") +
+				" (30s ago): 5 failures in a row (last: connect)"},
+		{`{"circuit": {"state": "half_open", "since": "2025-03-01T12:00:59Z", "reason": "cooldown of 5s over: 3 probes let through"}}`,
+			"upstream circuit half-open since " + time.Date(2025, 3, 1, 12, 0, 59, 0, time.UTC).Local().Format("15:04:05") +
+				" (1s ago): cooldown of 5s over: 3 probes let through"},
+		{`{"circuit": {"state": "closed", "since": "2025-03-01T11:00:00Z", "reason": ""}}`, "upstream circuit closed"},
+		{`{"circuit": null}`, ""},
+	} {
+		var st statusAnswer
+		if err := json.Unmarshal([]byte(tc.json), &st); err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		printStatus(&b, &st, nil, now)
+		got := ""
+		for _, l := range strings.Split(b.String(), "\n") {
+			if strings.HasPrefix(l, "upstream circuit") {
+				got = l
+			}
+		}
+		if got != tc.want {
+			t.Errorf("%s: circuit line %q, want %q", tc.json, got, tc.want)
+		}
+	}
+}
+
+// TestStatusSources: each guarded signal's line says where it comes from,
+// or why it has no source, once.
+func TestStatusSources(t *testing.T) {
+	var st statusAnswer
+	if err := json.Unmarshal([]byte(`{"version": "v1", "ready": true, "resources": {
+		"cpu": {"value": 0.54, "known": true}, "cpu_from": "cgroup",
+		"cpu_source": "cgroup v2 /sys/fs/cgroup/kubepods/pod1 (cpu.max 2 cores)",
+		"memory": {"value": null, "known": false, "reason": "none: no memory limit on sluice's cgroup /x or above"},
+		"memory_source": "none: no memory limit on sluice's cgroup /x or above",
+		"cpu_pressure": {"value": null, "known": false, "reason": "PSI not available: read failed"}, "cpu_pressure_from": "cgroup",
+		"cpu_pressure_source": "psi some avg10 of cgroup v2 /sys/fs/cgroup/kubepods/pod1"}}`), &st); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	printStatus(&b, &st, nil, time.Now())
+	want := []string{
+		"cpu 54% · cgroup v2 /sys/fs/cgroup/kubepods/pod1 (cpu.max 2 cores)",
+		"memory unknown · none: no memory limit on sluice's cgroup /x or above",
+		"cpu pressure unknown (PSI not available: read failed) · psi some avg10 of cgroup v2 /sys/fs/cgroup/kubepods/pod1",
+	}
+	if got := strings.Split(b.String(), "\n")[1:4]; !slices.Equal(got, want) {
+		t.Errorf("resource lines\n%q\nwant\n%q", got, want)
 	}
 }

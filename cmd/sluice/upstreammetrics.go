@@ -16,7 +16,7 @@ var (
 		"State of the upstream's circuit breaker: 1 for the current state, 0 for the others.",
 		[]string{"state"}, nil)
 	upstreamErrorsDesc = prometheus.NewDesc("sluice_upstream_errors_total",
-		"Upstream failures the proxy answered itself (502/504 or a response cut mid-body), by kind.",
+		"Upstream exchanges that failed and the proxy answered itself (502/504 or a response cut mid-body), by kind; kind local: this side ran out of file descriptors, buffers or ports (503, not counted against the upstream).",
 		[]string{"kind"}, nil)
 	upstreamCircuitRejectedDesc = prometheus.NewDesc("sluice_upstream_circuit_rejected_total",
 		"Requests refused with 503 because the upstream's circuit was open.", nil, nil)
@@ -50,7 +50,7 @@ func (c upstreamCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, e := range []struct {
 		kind string
 		n    uint64
-	}{{"connect", st.ConnectErrors}, {"timeout", st.Timeouts}, {"reset", st.ResetErrors}, {"protocol", st.ProtocolErrors}} {
+	}{{"connect", st.ConnectErrors}, {"timeout", st.Timeouts}, {"reset", st.ResetErrors}, {"protocol", st.ProtocolErrors}, {"local", st.LocalErrors}} {
 		ch <- prometheus.MustNewConstMetric(upstreamErrorsDesc, prometheus.CounterValue, float64(e.n), e.kind)
 	}
 	ch <- prometheus.MustNewConstMetric(upstreamCircuitRejectedDesc, prometheus.CounterValue, float64(st.CircuitRejected))

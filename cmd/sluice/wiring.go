@@ -9,9 +9,13 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/sluicehq/sluice/admin"
 	"github.com/sluicehq/sluice/configs"
 	"github.com/sluicehq/sluice/limits/redis"
 	"github.com/sluicehq/sluice/probe"
@@ -110,7 +114,7 @@ func storeParams(r *configs.Redis) redis.StoreParams {
 // samplerParams returns the resource sampler's parameters for cfg's [probe]:
 // the PID in probe.pid_file is read now.
 func samplerParams(cfg *configs.Config) (probe.SamplerParams, error) {
-	p := probe.SamplerParams{Root: cfg.Probe.Root, Cgroup: cfg.Probe.Cgroup}
+	p := probe.SamplerParams{Root: cfg.Probe.Root, Cgroup: cfg.Probe.Cgroup, Host: cfg.Probe.Source == configs.ProbeSourceHost}
 	if cfg.Probe.PIDFile == "" {
 		return p, nil
 	}
@@ -166,4 +170,73 @@ func listen(address string) (net.Listener, error) {
 		return nil, err
 	}
 	return net.Listen(network, addr)
+}
+
+// watchProxy routes what the proxy reports to log: every change of the
+// circuit breaker's state at info, and upstream exchanges that failed for
+// want of a local resource (the fd limit, say) at warn, at most one line a
+// second, which says how many more there were.
+func watchProxy(p *proxy.Params, log hclog.Logger) {
+	p.Breaker.OnChange = func(c proxy.BreakerChange) {
+		log.Info("circuit breaker "+c.To.String(), "from", c.From.String(), "reason", c.Reason)
+	}
+	var local sometimes
+	p.OnLocalError = func(err error) {
+		if more, ok := local.allow(time.Now(), time.Second); ok {
+			log.Warn("upstream exchange failed for want of a local resource; answered 503 (Sluice-Error: local), not counted against the upstream",
+				"error", err, "more_since_last", more)
+		}
+	}
+}
+
+// serverListener wraps ln, the listener of [server] listen, for the proxy's
+// server: bounded to max_connections (when set), and, without TLS, guarded
+// against request framing a proxy must refuse (proxy.GuardListener; over TLS
+// the server terminates TLS itself, so the guard cannot sit under it).
+// Connections refused beyond the bound are logged at warn, at most one line
+// a second.
+func serverListener(ln net.Listener, s *configs.Server, log hclog.Logger) net.Listener {
+	if s.MaxConnections > 0 {
+		var refused sometimes
+		ln = proxy.LimitListener(ln, proxy.LimitParams{Max: s.MaxConnections, TLS: s.TLSCert != "", OnRefuse: func(max int) {
+			if more, ok := refused.allow(time.Now(), time.Second); ok {
+				log.Warn("connection refused: server.max_connections reached", "max_connections", max, "more_since_last", more)
+			}
+		}})
+	}
+	if s.TLSCert == "" {
+		ln = proxy.GuardListener(ln, s.MaxHeaderBytes)
+	}
+	return ln
+}
+
+// circuitStatus reads p's circuit breaker for the admin API's /v1/status.
+func circuitStatus(p *proxy.Proxy) func() (admin.CircuitStatus, bool) {
+	return func() (admin.CircuitStatus, bool) {
+		b := p.Breaker()
+		if b == nil {
+			return admin.CircuitStatus{}, false
+		}
+		st := b.Status()
+		return admin.CircuitStatus{State: st.State.String(), Since: st.Since, Reason: st.Reason}, true
+	}
+}
+
+// sometimes lets a log line through at most once per period; the one that
+// passes learns how many were held back since the last. Safe for concurrent
+// use; no lock.
+type sometimes struct {
+	next atomic.Int64 // Unix nanoseconds before which lines are held back
+	held atomic.Uint64
+}
+
+// allow reports whether a line may be logged at now, and how many were held
+// back before it.
+func (s *sometimes) allow(now time.Time, period time.Duration) (held uint64, ok bool) {
+	n := s.next.Load()
+	if now.UnixNano() < n || !s.next.CompareAndSwap(n, now.Add(period).UnixNano()) {
+		s.held.Add(1)
+		return 0, false
+	}
+	return s.held.Swap(0), true
 }

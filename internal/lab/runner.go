@@ -30,6 +30,10 @@ type Runner struct {
 	// binary with "backend", say), so that its memory and CPU are measured
 	// apart from the generator's. Nil runs it in this process.
 	BackendCommand []string
+	// HogCommand starts a scenario's CPU hog as a child process (the lab's
+	// own binary with "hog"), given -threads and -nice; it must print a line
+	// on stdout once its loops run. Nil runs the hog in this process.
+	HogCommand []string
 	// Vars are extra placeholders for contender commands and files, such
 	// as "sluice" (the daemon's path).
 	Vars map[string]string
@@ -221,6 +225,14 @@ func (r *Runner) runOne(ctx context.Context, s *scenario.Scenario, c Contender, 
 	gen, err := load.New(lp)
 	if err != nil {
 		return fail(err)
+	}
+	if h, ok := s.HogParams(); ok {
+		stopHog, err := startHog(h, r.HogCommand, scratch)
+		if err != nil {
+			return fail(err)
+		}
+		defer stopHog()
+		run.Notes = append(run.Notes, "a CPU hog ran beside the backend: "+h.String())
 	}
 	if err := be.reset(ctx); err != nil {
 		return fail(err)

@@ -1,7 +1,8 @@
 // Package redistest runs a real redis-server for tests: a child process on a
 // free loopback port, in a temporary directory, without persistence, killed
-// when the test ends. The tests of limits/redis and the end-to-end tests of
-// sluice run use it.
+// when the test ends; and, for failovers, replicas and redis-sentinel
+// processes watching them (sentinel.go). The tests of limits/redis and the
+// end-to-end tests of sluice run use it.
 //
 // A test that needs redis-server is skipped, with the reason, where it is not
 // installed, and fails instead when the environment variable CI is set: in CI
@@ -17,6 +18,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -47,13 +49,12 @@ type Server struct {
 	// configuration used to check that the server answers.
 	TLS *tls.Config
 
-	t      testing.TB
-	bin    string
-	dir    string
-	port   int
-	extra  []string
-	cmd    *exec.Cmd
-	exited chan struct{}
+	t     testing.TB
+	bin   string
+	dir   string
+	port  int
+	extra []string
+	proc  *process // nil until started
 }
 
 // Start starts a redis-server with the extra arguments and waits until it
@@ -75,17 +76,10 @@ func (s *Server) Start() *Server {
 	t := s.t
 	t.Helper()
 	t.Cleanup(s.Stop)
-	var err error
-	for range 5 { // a free port can be taken by someone else before we bind it
-		if s.port, err = FreePort(); err != nil {
-			continue
-		}
-		if err = s.run(); err == nil {
-			return s
-		}
+	if _, err := onFreePort(func(port int) error { s.port = port; return s.run() }); err != nil {
+		t.Fatalf("starting redis-server: %v", err)
 	}
-	t.Fatalf("starting redis-server: %v", err)
-	return nil
+	return s
 }
 
 // FreePort returns a loopback TCP port that was free a moment ago.
@@ -113,35 +107,9 @@ func (s *Server) run() error {
 	args := append(append(port,
 		"--bind", "127.0.0.1", "--dir", s.dir, "--save", "", "--appendonly", "no", "--protected-mode", "no",
 	), s.extra...)
-	s.cmd = exec.Command(s.bin, args...)
-	log, err := os.OpenFile(s.dir+"/redis.log", os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	s.cmd.Stdout, s.cmd.Stderr = log, log
-	if err := s.cmd.Start(); err != nil {
-		log.Close()
-		return err
-	}
-	exited := make(chan struct{})
-	s.exited = exited
-	go func() { s.cmd.Wait(); log.Close(); close(exited) }()
-	// Poll the real condition (PING answered), bounded; between tries, give
-	// the server a moment, unless it has exited.
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
-		if s.Ping() == nil {
-			return nil
-		}
-		select {
-		case <-exited:
-			b, _ := os.ReadFile(s.dir + "/redis.log")
-			return fmt.Errorf("redis-server exited: %s", lastLines(string(b), 5))
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
-	s.Stop()
-	return fmt.Errorf("redis-server on %s did not answer PING within 15s", s.Addr())
+	var err error
+	s.proc, err = launch("redis-server on "+s.Addr(), s.bin, args, s.dir+"/redis.log", s.Ping)
+	return err
 }
 
 // Restart starts the server again on the same port (its data is gone).
@@ -165,18 +133,30 @@ func (s *Server) Kill() {
 	}
 }
 
-// Stop kills the process, if it runs, and waits for it to exit.
-func (s *Server) Stop() {
-	if s.cmd == nil || s.cmd.Process == nil {
-		return
-	}
-	select {
-	case <-s.exited:
-	default:
-		s.cmd.Process.Kill()
-		<-s.exited
+// Pause stops the server without closing anything (SIGSTOP): its
+// connections stay open and its port accepts new ones, but nothing is
+// answered until Resume. Stop (SIGKILL), and so the test's end, ends a
+// paused server too.
+func (s *Server) Pause() {
+	s.t.Helper()
+	if err := s.proc.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		s.t.Fatalf("pausing redis-server: %v", err)
 	}
 }
+
+// Resume lets a paused server go on (SIGCONT).
+func (s *Server) Resume() {
+	s.t.Helper()
+	if err := s.proc.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		s.t.Fatalf("resuming redis-server: %v", err)
+	}
+}
+
+// Port is the server's port.
+func (s *Server) Port() int { return s.port }
+
+// Stop kills the process, if it runs, and waits for it to exit.
+func (s *Server) Stop() { s.proc.stop() }
 
 // Client is a plain client for the test's own look at the server, closed
 // when the test ends.
@@ -188,14 +168,17 @@ func (s *Server) Client() *goredis.Client {
 
 // Ping sends PING on a fresh connection and expects +PONG (or, with a
 // password, the error that asks for it: the server is up).
-func (s *Server) Ping() error {
+func (s *Server) Ping() error { return ping(s.Addr(), s.TLS) }
+
+// ping sends PING to addr (with TLS, when not nil) on a fresh connection.
+func ping(addr string, tlsConf *tls.Config) error {
 	var c net.Conn
 	var err error
 	d := &net.Dialer{Timeout: time.Second}
-	if s.TLS != nil {
-		c, err = tls.DialWithDialer(d, "tcp", s.Addr(), s.TLS)
+	if tlsConf != nil {
+		c, err = tls.DialWithDialer(d, "tcp", addr, tlsConf)
 	} else {
-		c, err = d.Dial("tcp", s.Addr())
+		c, err = d.Dial("tcp", addr)
 	}
 	if err != nil {
 		return err

@@ -30,8 +30,10 @@ const (
 var errQueueFull = errors.New("limits/redis: too many decisions waiting for Redis")
 
 // request is one decision waiting for its batch. A worker sets res or err
-// and then closes done; a caller whose budget ran out sets gone and leaves
-// (a request is never reused, so a late answer harms nothing).
+// and then signals done (buffered: the worker never waits); a caller whose
+// budget ran out sets gone and leaves. Requests are pooled: a caller that
+// got its answer puts its request back (newRequest, free); one that left
+// does not, as a worker may still answer it.
 type request struct {
 	key  string
 	n    int64
@@ -39,6 +41,20 @@ type request struct {
 	err  error
 	done chan struct{}
 	gone atomic.Bool
+}
+
+var requests = sync.Pool{New: func() any { return &request{done: make(chan struct{}, 1)} }}
+
+func newRequest(key string, n int64) *request {
+	r := requests.Get().(*request)
+	r.key, r.n = key, n
+	return r
+}
+
+// free puts an answered request back in the pool.
+func (r *request) free() {
+	r.key, r.res, r.err = "", limits.Result{}, nil
+	requests.Put(r)
 }
 
 // batcher turns the concurrent decisions of one Limiter into batches: one
@@ -93,7 +109,9 @@ func (b *batcher) ask(r *request, budget *budget) (limits.Result, error) {
 	}
 	select {
 	case <-r.done:
-		return r.res, r.err
+		res, err := r.res, r.err
+		r.free()
+		return res, err
 	case <-budget.Done():
 		r.gone.Store(true)
 		return limits.Result{}, context.DeadlineExceeded
@@ -142,13 +160,14 @@ func (b *batcher) work() {
 // bounded by the connection's I/O timeouts.
 func (b *batcher) answer(reqs []*request) {
 	l := b.l
+	q := l.q.Load()
 	ctx := context.Background()
-	cmd := l.command(reqs, "evalsha", l.scr.sha)
+	cmd := q.command(reqs, "evalsha", l.scr.sha)
 	err := l.s.client.Process(ctx, cmd)
 	if isNoScript(err) {
 		// Redis lost its script cache (a restart, a failover, SCRIPT
 		// FLUSH): EVAL runs the script and caches it again.
-		cmd = l.command(reqs, "eval", l.scr.src)
+		cmd = q.command(reqs, "eval", l.scr.src)
 		err = l.s.client.Process(ctx, cmd)
 	}
 	var s string
@@ -157,26 +176,27 @@ func (b *batcher) answer(reqs []*request) {
 	}
 	res := make([]limits.Result, len(reqs))
 	for i := 0; err == nil && i < len(res); i++ {
-		res[i], s, err = nextReply(s, l.limit)
+		res[i], s, err = nextReply(s, q.limit)
 	}
 	if err == nil && s != "" {
 		err = errReply // more replies than requests
 	}
 	for i, r := range reqs {
 		r.res, r.err = res[i], err
-		close(r.done)
+		r.done <- struct{}{}
 	}
 }
 
-// command builds the script call deciding reqs: verb is "evalsha" with the
-// script's SHA-1, or "eval" with its source; extra arguments go last.
-func (l *Limiter) command(reqs []*request, verb, script string, extra ...any) *goredis.Cmd {
+// command builds the script call deciding reqs under q: verb is "evalsha"
+// with the script's SHA-1, or "eval" with its source; extra arguments go
+// last.
+func (q *quota) command(reqs []*request, verb, script string, extra ...any) *goredis.Cmd {
 	args := make([]any, 0, 5+2*len(reqs)+len(extra))
 	args = append(args, verb, script, len(reqs))
 	for _, r := range reqs {
 		args = append(args, r.key)
 	}
-	args = append(args, l.a1, l.a2)
+	args = append(args, q.a1, q.a2)
 	for _, r := range reqs {
 		args = append(args, r.n)
 	}

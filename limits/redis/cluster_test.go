@@ -105,4 +105,29 @@ func TestCluster(t *testing.T) {
 	if n, err := prod.s.beat(false); err != nil || n != 1 {
 		t.Fatalf("heartbeat on the cluster: %d, %v", n, err)
 	}
+
+	// Leased mode: the keys of several slots, each renewed by a call of
+	// its own (a lease's state key and hash share their key's slot).
+	leased, err := New(Params{
+		StoreParams: StoreParams{ClusterAddresses: seeds, Heartbeat: -1, Timeout: time.Second},
+		LimiterParams: LimiterParams{Name: "leased", Algorithm: TokenBucket, Rate: 1000, Burst: 1000, Sync: SyncLeased,
+			Lease: LeaseParams{Period: 20 * time.Millisecond, MaxKeys: 8}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer leased.Close()
+	// Every key busy at once (a key left idle would be given back).
+	deadline := time.Now().Add(10 * time.Second)
+	for st := leased.Status(); st.Leases < 8 || st.Held < 8; st = leased.Status() {
+		if time.Now().After(deadline) {
+			t.Fatalf("leased on the cluster: %+v", st)
+		}
+		for k := range 8 {
+			leased.Allow("tenant-"+strconv.Itoa(k), 1)
+		}
+	}
+	if st := leased.Status(); st.RenewalErrors != 0 {
+		t.Fatalf("leased on the cluster: %+v", st)
+	}
 }

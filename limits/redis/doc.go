@@ -5,29 +5,44 @@
 //
 // # Model
 //
-// A Store is a connection to one Redis server or Redis Cluster; a Limiter
-// is one quota on it, applied per key, with the algorithm and Result
-// semantics of the package limits type of the same name: TokenBucket and
-// LeakyBucket (GCRA, in integer nanoseconds), FixedWindow and SlidingWindow
-// (epoch-aligned windows). Its method AllowAt(key, now, n) has the shape of
-// limits.Keyed's. From the same state at the same instants, a Limiter and
-// the local algorithm return the same Result (TestExact), with two
-// exceptions: Redis decides at its own time (the now passed in only serves
-// the fallback), and a window limiter whose Redis clock went back to an
-// earlier window starts a fresh one (the local one keeps counting in the
-// later window).
+// A Store is a connection to one Redis deployment: a server, a Redis
+// Cluster, or a master found through Redis Sentinel (the store follows a
+// failover to the replica the sentinels promote). A Limiter is one quota on
+// it, applied per key, with the algorithm and Result semantics of the
+// package limits type of the same name: TokenBucket and LeakyBucket (GCRA,
+// in integer nanoseconds), FixedWindow and SlidingWindow (epoch-aligned
+// windows). Its method AllowAt(key, now, n) has the shape of
+// limits.Keyed's. A quota is shared in one of two ways (LimiterParams.Sync):
+//
+//   - exact (the default): Redis makes every decision. From the same state
+//     at the same instants, a Limiter and the local algorithm return the
+//     same Result (TestExact), with two exceptions: Redis decides at its
+//     own time (the now passed in only serves the fallback), and a window
+//     limiter whose Redis clock went back to an earlier window starts a
+//     fresh one (the local one keeps counting in the later window). For
+//     strict quotas (billing).
+//   - leased: each node leases blocks of the quota from Redis and decides
+//     locally against them, at the cost of a local limiter; Redis serves a
+//     renewal per node and period, however many decisions the nodes make.
+//     The nodes together may admit a little more than the exact quota: at
+//     most the units leased out (see Accuracy). For the algorithms whose
+//     quota is a stock of units that can be cut into blocks: the buckets
+//     and the fixed window (not the sliding window, whose estimate weighs
+//     two windows: NewLimiter refuses it, saying so).
+//
+// # Exact mode
 //
 // Each decision is made by a Lua script run with EVALSHA (the script is sent
 // again with EVAL only when Redis has lost it), one round trip. On a single
-// server, the decisions of concurrent callers are batched: one script call
-// decides every request queued while the previous calls were on the wire,
-// in order, so Redis pays the cost of a call (and of reading its clock)
-// once per batch, and reads and writes each key of the batch once, however
-// many of its requests are for that key (a quota without a per-key split
-// costs one GET and one SET per batch). On a Redis Cluster, whose keys a batch could not mix,
-// each decision is a call of its own and go-redis's auto-pipeliner sends
-// the calls of concurrent callers together. Either way one Redis serves
-// many decisions per round trip.
+// server (and behind Sentinel), the decisions of concurrent callers are
+// batched: one script call decides every request queued while the previous
+// calls were on the wire, in order, so Redis pays the cost of a call (and
+// of reading its clock) once per batch, and reads and writes each key of
+// the batch once, however many of its requests are for that key (a quota
+// without a per-key split costs one GET and one SET per batch). On a Redis
+// Cluster, whose keys a batch could not mix, each decision is a call of its
+// own and go-redis's auto-pipeliner sends the calls of concurrent callers
+// together. Either way one Redis serves many decisions per round trip.
 //
 // The scripts read the time from Redis (TIME), never from the node. A key
 // holds its state as one integer (the GCRA's theoretical arrival time in
@@ -39,20 +54,115 @@
 // hash-tagged by the caller's key, for Redis Cluster. Redis 5 or later
 // (tested with 7.0).
 //
+// # Leased mode
+//
+// A leased quota's state is the exact quota's own key (the stock: a bucket's
+// tokens, a window's units left), so exact and leased decisions, and nodes
+// of either mode, share one quota. Beside it, a hash per key,
+//
+//	KeyPrefix + Name + ":lease:{" + key + "}"
+//
+// records the leases: per node, the units it may hold, its demand and its
+// lease's expiry, with their sums (lua/lease.lua). A node's decision on a
+// key it leases takes units from its lease (limits.Allowance: one
+// compare-and-swap, no lock, no Redis); with none left it is refused
+// locally, with RetryAfter the time to the next renewal. Its other
+// decisions are exact. Every Period (default 100 ms) one background
+// goroutine renews the node's leases, one script call for up to 32 keys on
+// a single server (one per key, pipelined, on a cluster); a lease that runs
+// low while the quota has room is renewed sooner (at most four times a
+// period). A renewal reports the node's demand (the units it admitted and
+// refused per second), gives back what it holds beyond about 1.5 periods of
+// that demand, and asks to be topped up to it. Redis grants what the stock
+// has, or, while the nodes together want more than the quota's rate, the
+// node's fair part: its fraction of the demand of the refill since its
+// last renewal (for a window, of the window's limit), so a busy node gets
+// more of the quota than an idle one, and shares follow demand within a
+// few renewals (TestLeasedShares: 60/30/10 % of the demand gives 60/30/10 %
+// of the admitted units). A node's units are valid until its lease
+// expires as the node sees it, TTL (default 2 s) after its last renewal
+// was sent (for a fixed window, no later than the window's end), which is
+// before Redis expires the lease. A stopping node (Limiter.Close,
+// Store.Close) gives back what it holds.
+//
+// A node that dies holding a lease (kill -9) stops counting against the
+// quota when its lease expires: the first renewal after that, by any node,
+// drops it (its units are not given back: it may have used them), and the
+// others' fair parts grow. A node that joins decides a new key exactly;
+// promoteAt (4) exact decisions of one key in one period get it a lease at
+// its next renewal, with the demand those decisions measured, and its
+// share at once.
+//
+// Keys of a quota split per key (per tenant) cannot all be leased to every
+// node: a lease costs a renewal a period per node and per key, and units
+// held on every node. So a node leases only the keys busy on it, the
+// busiest first, at most Lease.MaxKeys (default 16) at once, and decides
+// the others exactly. A key is leased once its exact decisions on that node
+// reach promoteAt in a period, so that its renewal (one a period, a few
+// more while its demand rises and the quota has room) replaces several
+// decisions; a lease whose demand stays under half of that for quietRounds
+// (10) renewals gives its units back and ends. A quota without a per-key
+// split (one key) is simply leased once busy.
+//
+// # Accuracy
+//
+// Let S be the stock (S ≤ Burst, refilled at Rate), H the units the nodes
+// hold, and consider any interval of length Δ. The units admitted in it
+// come out of H: admitted ≤ H(start) + granted − given back − H(end); and
+// the stock pays for the grants: granted − given back ≤ S(start) − S(end) +
+// Rate·Δ ≤ Burst + Rate·Δ (units given back beyond the capacity are lost,
+// never stored). So the nodes together admit at most Burst + Rate·Δ +
+// H(start), where exact mode admits Burst + Rate·Δ: the over-admission is
+// at most the units held when the interval starts, itself at most the
+// outstanding units Redis counts (#O: what each node held plus what it was
+// granted at its last renewal; a node's holding only shrinks between its
+// renewals, and it drops lapsed units before Redis expires them). Each
+// Limiter reports that bound as Status.Outstanding (for metrics); it is
+// about 1.5 periods of the admitted rate, as each node asks for 1.5 periods
+// of its demand (more while renewals come late: a busy machine). The bound
+// costs nothing to the nodes and ties the Period to the trade: Redis serves
+// nodes/Period renewals a second, and the bound is about 1.5·Rate·Period.
+// From a state where nothing is leased, nothing is ever over-admitted
+// (TestLeasedShares checks admitted ≤ Burst + Rate·Δ in Redis's time).
+// A fixed window's units are granted from the current window and lapse at
+// its end, so leased windows never admit more than the limit in a window.
+// Keep Period well under Burst/Rate: a renewal takes at most what the stock
+// holds, and refill beyond the capacity between two renewals is lost.
+//
+// # Quota definitions
+//
+// A quota's amounts can be changed at runtime for every node at once:
+// Store.SetQuota writes a definition (the algorithm, its amounts, a
+// version) in Redis beside the quota's state, at KeyPrefix + Name + ":def",
+// and every node's limiter of that name applies it at its store's next
+// refresh (every Heartbeat, and Store.Refresh), in exact and in leased mode.
+// Who wins: a definition in Redis wins over every node's configuration, at
+// a reload and at a restart (NewLimiter reads it, waiting at most the
+// Timeout), until Store.ClearQuota removes it or Redis loses its data;
+// while Redis holds none, each node applies its own configuration. A
+// definition whose algorithm keeps another state than the node's is not
+// applied, and Status.QuotaError says why.
+//
 // # Failure
 //
 // A decision waits at most the store's Timeout (5 ms by default). A
 // decision that fails or times out is answered by the Fallback: local (this
 // node's share of the quota, the quota divided by the node count), open, or
-// closed. When three decisions in a row have failed and none has succeeded
-// for ten times the Timeout (Redis is dead, or cannot keep up at all; a
-// slow Redis that still answers some decisions in time is not), the store
-// stops calling Redis for a backoff that starts at BackoffMin and doubles
-// up to BackoffMax; after each pause one decision probes Redis, and the
-// first that succeeds brings every limiter of the store back to Redis.
-// Status reports the mode, the last error and the decision counts. A
-// decision that timed out may still be applied by Redis later: during a
+// closed. When three decisions (or renewals) in a row have failed and none
+// has succeeded for ten times the Timeout (Redis is dead, or cannot keep up
+// at all; a slow Redis that still answers some decisions in time is not),
+// the store stops calling Redis for a backoff that starts at BackoffMin and
+// doubles up to BackoffMax; after each pause one decision or renewal probes
+// Redis, and the first that succeeds brings every limiter of the store back
+// to Redis. Status reports the mode, the last error and the decision counts.
+// A decision that timed out may still be applied by Redis later: during a
 // slow spell the quota is charged both in Redis and locally, never less.
+//
+// In leased mode, Redis down (dead, or hung with its connections open)
+// does not touch the decisions on a lease: a node goes on deciding from what
+// it holds, at local cost, until its lease lapses; then it decides as exact
+// mode does while Redis is down, by the fallback. Its renewals, in the
+// background, bring it back to leases by themselves once Redis answers.
 //
 // # Node count
 //

@@ -8,7 +8,10 @@ package redis
 const testClock = `local sec, nsec, ttl_scale = tonumber(ARGV[#ARGV - 1]), tonumber(ARGV[#ARGV]), 1000
 `
 
-var callerTimeScripts = limiterScripts(testClock)
+var (
+	callerTimeScripts  = limiterScripts(testClock)
+	callerTimeRenewals = renewalScripts(testClock)
+)
 
 // openAtCallerTime opens a store whose scripts decide at the now passed to
 // AllowAt instead of Redis's TIME. It exists only in the test binary.
@@ -18,7 +21,7 @@ func openAtCallerTime(p StoreParams) (*Store, error) {
 		return nil, err
 	}
 	// One instant per script call: no batches of several callers.
-	s.clock, s.argvTime = callerTimeScripts, true
+	s.clock, s.renew, s.argvTime = callerTimeScripts, callerTimeRenewals, true
 	return s, s.unbatched()
 }
 
@@ -31,3 +34,21 @@ func (s *Store) unbatched() error {
 	s.batch = false
 	return s.autopipeline()
 }
+
+// rounds returns a channel that receives (without blocking the renewer)
+// after each of l's renewal rounds.
+func (l *Limiter) rounds() <-chan struct{} {
+	ch := make(chan struct{}, 1)
+	f := func() {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+	l.lease.rounded.Store(&f)
+	return ch
+}
+
+// abandon stops l's renewals without giving anything back, as a node
+// killed with SIGKILL does; its units stay counted until its leases expire.
+func (l *Limiter) abandon() { l.lease.close(false) }

@@ -53,34 +53,15 @@ func TestRedisKilled(t *testing.T) {
 	defer l.Close()
 	driveUntil(t, l, 10*time.Second, "first decision by Redis", func(s Status) bool { return s.RedisDecisions > 0 })
 
-	// Load from 8 callers while Redis is killed; each records its slowest
-	// decision. They stop once the limiter has fallen back and made some
-	// decisions that way.
-	var stop atomic.Bool
-	var wg sync.WaitGroup
-	slowest := make([]time.Duration, 8)
-	for g := range slowest {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; !stop.Load(); i++ {
-				start := time.Now()
-				l.AllowAt("load", start, 1)
-				slowest[g] = max(slowest[g], time.Since(start))
-				if i%64 == 0 {
-					runtime.Gosched()
-				}
-			}
-		}()
-	}
+	// Load from 8 callers while Redis is killed. They stop once the
+	// limiter has fallen back and made some decisions that way.
+	stop := load(8, func(now time.Time) { l.AllowAt("load", now, 1) })
 	srv.Kill()
 	killed := l.Status()
 	driveUntil(t, l, 10*time.Second, "fallback mode after the kill", func(s Status) bool {
 		return s.Mode == ModeFallback && s.FallbackDecisions > killed.FallbackDecisions+1000
 	})
-	stop.Store(true)
-	wg.Wait()
-	if worst := slices.Max(slowest); worst > timeout+stallBound {
+	if worst := stop(); worst > timeout+stallBound {
 		t.Errorf("slowest decision while Redis died took %v, want about the budget %v", worst, timeout)
 	}
 	down := l.Status()
@@ -130,6 +111,33 @@ func TestRedisKilled(t *testing.T) {
 		if attempt == 20 {
 			t.Fatalf("no decision made by Redis in 20 tries; status %+v", l.Status())
 		}
+	}
+}
+
+// load calls decide from callers goroutines, each with the instant of its
+// call, until the returned stop is called; stop returns the slowest call.
+func load(callers int, decide func(now time.Time)) (stop func() time.Duration) {
+	var halt atomic.Bool
+	var wg sync.WaitGroup
+	slowest := make([]time.Duration, callers)
+	for g := range slowest {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; !halt.Load(); i++ {
+				start := time.Now()
+				decide(start)
+				slowest[g] = max(slowest[g], time.Since(start))
+				if i%64 == 0 {
+					runtime.Gosched()
+				}
+			}
+		}()
+	}
+	return func() time.Duration {
+		halt.Store(true)
+		wg.Wait()
+		return slices.Max(slowest)
 	}
 }
 

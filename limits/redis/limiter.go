@@ -31,16 +31,73 @@ type Limiter struct {
 	p      LimiterParams
 	scr    *script
 	prefix string // the keys: prefix + key + "}"
-	a1, a2 any    // the script's amount arguments, boxed once
-	limit  int64
-	policy limits.Policy
+
+	conf *quota                // the configured quota
+	q    atomic.Pointer[quota] // the quota in force: conf, or Redis's definition
+	// defErr is why the definition in Redis is not applied ("" if it is,
+	// or there is none).
+	defErr atomic.Pointer[string]
 
 	local    *limits.Keyed
-	setShare func(nodes int) error // sets the local template's amounts
-	b        *batcher              // nil: a script call per decision
+	template limits.Limiter // local's template: its amounts are this node's share
+	b        *batcher       // nil: a script call per decision
+	lease    *leaser        // nil: exact
 
 	redisN, fallbackN, errN, timeoutN atomic.Uint64
 	closed                            atomic.Bool
+}
+
+// quota is a Limiter's amounts: the configured ones or a definition set in
+// Redis (Store.SetQuota). Immutable once published.
+type quota struct {
+	p       LimiterParams // the algorithm and amounts
+	a1, a2  any           // the scripts' amount arguments, boxed once
+	limit   int64
+	policy  limits.Policy
+	version int64 // of the definition in Redis; 0: the configured quota
+	// nsPerUnit is a bucket's pace (1e9/Rate); 0 for the windows.
+	nsPerUnit float64
+}
+
+// newQuota validates p's amounts and computes what the decisions need.
+func newQuota(p LimiterParams, version int64) (*quota, error) {
+	t, err := newTemplate(p)
+	if err != nil {
+		return nil, err
+	}
+	q := &quota{p: p, policy: t.Policy(), version: version}
+	q.limit = q.policy.Quota
+	switch p.Algorithm {
+	case TokenBucket, LeakyBucket:
+		q.a1, q.a2 = formatRate(p.Rate), p.Burst
+		q.nsPerUnit = 1e9 / p.Rate
+	default:
+		q.a1, q.a2 = int64(p.Window), p.Limit
+	}
+	return q, nil
+}
+
+// perSecond is the quota's sustained rate in units per second.
+func (q *quota) perSecond() float64 {
+	if q.p.Window > 0 {
+		return float64(q.p.Limit) / q.p.Window.Seconds()
+	}
+	return q.p.Rate
+}
+
+// newTemplate returns the local algorithm of p's amounts.
+func newTemplate(p LimiterParams) (limits.Limiter, error) {
+	switch p.Algorithm {
+	case TokenBucket:
+		return limits.NewTokenBucket(limits.TokenBucketParams{Rate: p.Rate, Burst: p.Burst})
+	case LeakyBucket:
+		return limits.NewLeakyBucket(limits.LeakyBucketParams{Rate: p.Rate, Capacity: p.Burst})
+	case FixedWindow:
+		return limits.NewFixedWindow(limits.WindowParams{Limit: p.Limit, Window: p.Window})
+	case SlidingWindow:
+		return limits.NewSlidingWindow(limits.WindowParams{Limit: p.Limit, Window: p.Window})
+	}
+	return nil, fmt.Errorf("limits/redis: unknown algorithm %q", p.Algorithm)
 }
 
 // New returns a Limiter with a Store of its own, closed with it. Several
@@ -71,7 +128,12 @@ var keyTag = map[Algorithm]string{TokenBucket: "gcra", LeakyBucket: "gcra", Fixe
 //
 // The caller's key is the hash tag, so a Redis Cluster spreads keys over
 // its nodes by the caller's key (a key holding '}' only moves the tag's end;
-// names stay distinct).
+// names stay distinct). In leased mode each leased key also has a hash of
+// its leases, KeyPrefix + Name + ":lease:{" + key + "}".
+//
+// NewLimiter reads the quota's definition in Redis (Store.SetQuota), waiting
+// at most the store's Timeout; without an answer it starts with p's amounts
+// and applies the definition at the store's next refresh.
 func (s *Store) NewLimiter(p LimiterParams) (*Limiter, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -79,80 +141,81 @@ func (s *Store) NewLimiter(p LimiterParams) (*Limiter, error) {
 	if s.closed.Load() {
 		return nil, errors.New("limits/redis: the store is closed")
 	}
+	conf, err := newQuota(p, 0)
+	if err != nil {
+		return nil, err
+	}
 	l := &Limiter{
-		s: s, p: p, scr: s.clock[p.Algorithm],
+		s: s, p: p, scr: s.clock[p.Algorithm], conf: conf,
 		prefix: s.p.KeyPrefix + p.Name + ":" + keyTag[p.Algorithm] + ":{",
 	}
-	var template limits.Limiter
-	var err error
-	switch p.Algorithm {
-	case TokenBucket:
-		var b *limits.TokenBucket
-		b, err = limits.NewTokenBucket(limits.TokenBucketParams{Rate: p.Rate, Burst: p.Burst})
-		template = b
-		l.setShare = func(n int) error {
-			return errors.Join(b.SetBurst(max(1, p.Burst/int64(n))), b.SetRate(p.Rate/float64(n)))
-		}
-	case LeakyBucket:
-		var b *limits.LeakyBucket
-		b, err = limits.NewLeakyBucket(limits.LeakyBucketParams{Rate: p.Rate, Capacity: p.Burst})
-		template = b
-		l.setShare = func(n int) error {
-			return errors.Join(b.SetCapacity(max(1, p.Burst/int64(n))), b.SetRate(p.Rate/float64(n)))
-		}
-	case FixedWindow:
-		var w *limits.FixedWindow
-		w, err = limits.NewFixedWindow(limits.WindowParams{Limit: p.Limit, Window: p.Window})
-		template = w
-		l.setShare = func(n int) error { return w.SetLimit(max(1, p.Limit/int64(n))) }
-	case SlidingWindow:
-		var w *limits.SlidingWindow
-		w, err = limits.NewSlidingWindow(limits.WindowParams{Limit: p.Limit, Window: p.Window})
-		template = w
-		l.setShare = func(n int) error { return w.SetLimit(max(1, p.Limit/int64(n))) }
-	}
-	if err != nil {
+	l.q.Store(conf)
+	if l.template, err = newTemplate(p); err != nil {
 		return nil, fmt.Errorf("limits/redis: the local fallback: %w", err)
 	}
-	// The global policy is the template's before it is shared out.
-	l.policy = template.Policy()
-	l.limit = l.policy.Quota
-	if l.local, err = limits.NewKeyed(template, limits.KeyedParams{MaxKeys: p.MaxKeys}); err != nil {
+	if l.local, err = limits.NewKeyed(l.template, limits.KeyedParams{MaxKeys: p.MaxKeys}); err != nil {
 		return nil, fmt.Errorf("limits/redis: the local fallback: %w", err)
-	}
-	switch p.Algorithm {
-	case TokenBucket, LeakyBucket:
-		l.a1, l.a2 = formatRate(p.Rate), p.Burst
-	default:
-		l.a1, l.a2 = int64(p.Window), p.Limit
 	}
 	if s.batch {
 		l.b = newBatcher(l)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.p.Timeout)
+	s.refresh(ctx, []*Limiter{l})
+	cancel()
+	if p.Sync == SyncLeased {
+		l.lease = newLeaser(l)
 	}
 	s.register(l)
 	return l, nil
 }
 
-// share sets the local fallback to 1/nodes of the quota. A share too small
-// for the local algorithm (a rate under one unit in ten years) keeps the
-// previous share.
-func (l *Limiter) share(nodes int) { _ = l.setShare(nodes) }
+// share sets the local fallback to 1/nodes of the quota in force. A share
+// too small for the local algorithm (a rate under one unit in ten years)
+// keeps the previous share. The store calls it with its mutex held.
+func (l *Limiter) share(nodes int) {
+	q, n := l.q.Load().p, int64(nodes)
+	switch t := l.template.(type) {
+	case *limits.TokenBucket:
+		_ = errors.Join(t.SetBurst(max(1, q.Burst/n)), t.SetRate(q.Rate/float64(n)))
+	case *limits.LeakyBucket:
+		_ = errors.Join(t.SetCapacity(max(1, q.Burst/n)), t.SetRate(q.Rate/float64(n)))
+	case interface {
+		SetLimit(int64) error
+		SetWindow(time.Duration) error
+		Params() limits.WindowParams
+	}: // the windows
+		if t.Params().Window != q.Window {
+			_ = t.SetWindow(q.Window)
+		}
+		_ = t.SetLimit(max(1, q.Limit/n))
+	}
+}
 
 // Allow is AllowAt(key, time.Now(), n).
 func (l *Limiter) Allow(key string, n int64) limits.Result { return l.AllowAt(key, time.Now(), n) }
 
 // AllowAt decides on a request of cost n for key. Redis decides at its own
 // time; now is the instant of the local fallback, and the clock of the
-// backoff schedule. A negative n is 0: a probe that consumes nothing.
-func (l *Limiter) AllowAt(key string, now time.Time, n int64) limits.Result {
+// backoff schedule. In leased mode, a key this node holds a lease for is
+// decided locally against it (now, on the wall clock, tells whether the
+// lease is still valid); the others as in exact mode. A negative n is 0: a
+// probe that consumes nothing.
+func (l *Limiter) AllowAt(key string, now time.Time, n int64) (r limits.Result) {
 	n = max(n, 0)
+	if l.lease != nil && l.lease.allow(&r, key, now, n) {
+		return r
+	}
+	q := l.q.Load()
 	if !l.closed.Load() && !l.s.closed.Load() {
 		t := now.UnixNano()
 		if toRedis, probe := l.s.link.route(t); toRedis {
-			r, err := l.decide(key, now, n)
+			r, err := l.decide(q, key, now, n)
 			if err == nil {
 				l.s.link.succeeded(t, probe)
 				l.redisN.Add(1)
+				if l.lease != nil {
+					l.lease.noteExact(key)
+				}
 				return r
 			}
 			l.errN.Add(1)
@@ -165,41 +228,40 @@ func (l *Limiter) AllowAt(key string, now time.Time, n int64) limits.Result {
 	l.fallbackN.Add(1)
 	switch l.s.p.Fallback {
 	case FallbackOpen:
-		return limits.Result{Allowed: true, Limit: l.limit, Remaining: l.limit}
+		return limits.Result{Allowed: true, Limit: q.limit, Remaining: q.limit}
 	case FallbackClosed:
 		retry := l.s.p.BackoffMin
 		if next := l.s.link.retryAt.Load(); l.s.link.down.Load() && next > now.UnixNano() {
 			retry = max(retry, time.Duration(next-now.UnixNano()))
 		}
-		if n > l.limit {
+		if n > q.limit {
 			retry = limits.InfDuration
 		}
-		return limits.Result{Allowed: n == 0, Limit: l.limit, RetryAfter: retry}
+		return limits.Result{Allowed: n == 0, Limit: q.limit, RetryAfter: retry}
 	}
 	return l.local.AllowAt(key, now, n)
 }
 
 // decide asks Redis, within the store's Timeout: through the batcher, or
 // (on a cluster, and with the tests' clock) with a script call of its own.
-func (l *Limiter) decide(key string, now time.Time, n int64) (limits.Result, error) {
+func (l *Limiter) decide(q *quota, key string, now time.Time, n int64) (limits.Result, error) {
 	budget := startBudget(l.s.p.Timeout)
 	defer budget.stop()
-	r := &request{key: l.prefix + key + "}", n: n}
 	if l.b != nil {
-		r.done = make(chan struct{})
-		return l.b.ask(r, budget)
+		return l.b.ask(newRequest(l.prefix+key+"}", n), budget)
 	}
+	r := &request{key: l.prefix + key + "}", n: n}
 	var extra []any
 	if l.s.argvTime {
 		extra = []any{now.Unix(), int64(now.Nanosecond())}
 	}
 	reqs := []*request{r}
-	cmd := l.command(reqs, "evalsha", l.scr.sha, extra...)
+	cmd := q.command(reqs, "evalsha", l.scr.sha, extra...)
 	err := l.s.pipe.Submit(context.Background(), cmd).WaitContext(budget)
 	if isNoScript(err) {
 		// Redis lost its script cache (a restart, a failover, SCRIPT
 		// FLUSH): EVAL runs the script and caches it again.
-		cmd = l.command(reqs, "eval", l.scr.src, extra...)
+		cmd = q.command(reqs, "eval", l.scr.src, extra...)
 		err = l.s.pipe.Submit(context.Background(), cmd).WaitContext(budget)
 	}
 	if err != nil {
@@ -209,30 +271,44 @@ func (l *Limiter) decide(key string, now time.Time, n int64) (limits.Result, err
 	if err != nil {
 		return limits.Result{}, err
 	}
-	return parseReply(s, l.limit)
+	return parseReply(s, q.limit)
 }
 
-// Policy is the global quota: Burst per the time Rate takes to produce it
-// for the buckets, Limit per Window for the windows (as the local
+// Policy is the global quota in force: Burst per the time Rate takes to
+// produce it for the buckets, Limit per Window for the windows (as the local
 // algorithms report it).
-func (l *Limiter) Policy() limits.Policy { return l.policy }
+func (l *Limiter) Policy() limits.Policy { return l.q.Load().policy }
 
-// Status reports where decisions are made and the decision counts of this
-// limiter.
+// Status reports where decisions are made, the decision counts of this
+// limiter, the quota in force and, in leased mode, its leases.
 func (l *Limiter) Status() Status {
 	st := l.s.Status()
+	st.Sync = SyncExact
 	st.RedisDecisions = l.redisN.Load()
 	st.FallbackDecisions = l.fallbackN.Load()
 	st.Errors = l.errN.Load()
 	st.Timeouts = l.timeoutN.Load()
+	st.QuotaVersion = l.q.Load().version
+	if e := l.defErr.Load(); e != nil {
+		st.QuotaError = *e
+	}
+	if l.lease != nil {
+		st.Sync = SyncLeased
+		l.lease.status(&st)
+	}
 	return st
 }
 
 // Close stops the limiter (later decisions are made by the fallback) and,
-// for a limiter built by New, closes its store. Idempotent.
+// for a limiter built by New, closes its store. In leased mode it first gives
+// back the units this node holds, waiting at most the store's Timeout
+// (units not given back are counted until their leases expire). Idempotent.
 func (l *Limiter) Close() error {
 	if !l.closed.CompareAndSwap(false, true) {
 		return nil
+	}
+	if l.lease != nil {
+		l.lease.close(true)
 	}
 	l.s.unregister(l)
 	if l.b != nil {
@@ -246,7 +322,15 @@ func (l *Limiter) Close() error {
 
 // String describes the limiter for logs.
 func (l *Limiter) String() string {
-	return fmt.Sprintf("redis %s %s (%d per %v)", l.p.Algorithm, l.p.Name, l.policy.Quota, l.policy.Window)
+	q := l.q.Load()
+	return fmt.Sprintf("redis %s %s %s (%d per %v)", l.p.Algorithm, l.syncName(), l.p.Name, q.policy.Quota, q.policy.Window)
+}
+
+func (l *Limiter) syncName() Sync {
+	if l.lease != nil {
+		return SyncLeased
+	}
+	return SyncExact
 }
 
 // formatRate formats a rate so that Lua's tonumber reads back the same

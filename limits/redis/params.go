@@ -39,6 +39,62 @@ const (
 	FallbackClosed Fallback = "closed"
 )
 
+// Sync is how the nodes share a global quota. The values are those of the
+// configuration's [group.rate] sync.
+type Sync string
+
+// Sync modes (see the package doc).
+const (
+	// SyncExact: Redis makes every decision. The default; for strict
+	// quotas (billing).
+	SyncExact Sync = "exact"
+	// SyncLeased: each node leases blocks of the quota from Redis and
+	// decides locally against them, renewing them in the background.
+	// Token bucket, leaky bucket and fixed window only: their quota is a
+	// stock of units that can be cut into blocks.
+	SyncLeased Sync = "leased"
+)
+
+// Defaults of LeaseParams.
+const (
+	DefaultLeasePeriod  = 100 * time.Millisecond
+	DefaultLeaseTTL     = 2 * time.Second
+	DefaultLeaseMaxKeys = 16
+)
+
+// LeaseParams configures leased mode. Zero fields mean their default.
+type LeaseParams struct {
+	// Period is how often a node renews its leases. A renewal asks for
+	// about 1.5 periods of the node's demand, so the units leased out at
+	// once (the over-admission bound) are about 1.5 periods of the quota's
+	// rate, and Redis serves one renewal call per node per period. From
+	// 10 ms to 10 s; default 100 ms.
+	Period time.Duration
+	// TTL is how long a renewal keeps a lease: a node that stops renewing
+	// (it died, or lost Redis) stops counting against the quota TTL after
+	// its last renewal, and stops using its units before then. At least 3
+	// periods, at most 1 h; default 2 s.
+	TTL time.Duration
+	// MaxKeys is how many keys of a quota split per key one node leases at
+	// once (the hottest on that node); its other keys are decided exactly.
+	// From 1 to 1024; default 16.
+	MaxKeys int
+}
+
+// resolved returns p with its defaults filled in.
+func (p LeaseParams) resolved() LeaseParams {
+	if p.Period == 0 {
+		p.Period = DefaultLeasePeriod
+	}
+	if p.TTL == 0 {
+		p.TTL = max(DefaultLeaseTTL, 3*p.Period)
+	}
+	if p.MaxKeys == 0 {
+		p.MaxKeys = DefaultLeaseMaxKeys
+	}
+	return p
+}
+
 // Defaults of StoreParams.
 const (
 	DefaultTimeout    = 5 * time.Millisecond
@@ -60,13 +116,22 @@ var maxWindowLimit = map[Algorithm]int64{FixedWindow: 9_999_999_999, SlidingWind
 
 // StoreParams configures a Store: where Redis is, how long a decision may
 // take, and what to do when it cannot. Zero fields mean their default;
-// Address or ClusterAddresses is required.
+// one of Address, ClusterAddresses and SentinelAddresses is required.
 type StoreParams struct {
-	// Address is one Redis server, "host:port". Set Address or
-	// ClusterAddresses, not both.
+	// Address is one Redis server, "host:port".
 	Address string
 	// ClusterAddresses are seed nodes of a Redis Cluster, "host:port" each.
 	ClusterAddresses []string
+	// SentinelAddresses are Redis Sentinels watching the master named
+	// MasterName, "host:port" each: the store asks them where the master
+	// is, and follows a failover to the replica they promote.
+	SentinelAddresses []string
+	// MasterName is the master's name in the sentinels' configuration;
+	// required with SentinelAddresses.
+	MasterName string
+	// SentinelPassword authenticates to the sentinels ("": none);
+	// Username and Password are the master's.
+	SentinelPassword string
 	// Username is the ACL user; "" is the default user.
 	Username string
 	// Password authenticates; "" means none. Not together with PasswordFile.
@@ -130,6 +195,10 @@ type LimiterParams struct {
 	// MaxKeys bounds the keys of the local fallback (limits.KeyedParams).
 	// Default limits.DefaultMaxKeys.
 	MaxKeys int
+	// Sync is how the nodes share the quota; default SyncExact.
+	Sync Sync
+	// Lease configures SyncLeased (and must be zero otherwise).
+	Lease LeaseParams
 }
 
 // Params configures a Limiter with a Store of its own (New).
@@ -150,17 +219,32 @@ func (ps problems) err() error { return errors.Join(ps...) }
 // Validate reports every problem with p.
 func (p StoreParams) Validate() error {
 	var ps problems
+	set := 0
+	for _, b := range []bool{p.Address != "", len(p.ClusterAddresses) > 0, len(p.SentinelAddresses) > 0} {
+		if b {
+			set++
+		}
+	}
 	switch {
-	case p.Address != "" && len(p.ClusterAddresses) > 0:
-		ps.add("set address or cluster addresses, not both")
-	case p.Address == "" && len(p.ClusterAddresses) == 0:
-		ps.add("an address (one server) or cluster addresses (a cluster) is required")
+	case set > 1:
+		ps.add("set only one of address, cluster addresses and sentinel addresses")
+	case set == 0:
+		ps.add("an address (one server), cluster addresses (a cluster) or sentinel addresses (a master they watch) is required")
 	}
 	if p.Address != "" {
 		ps.hostPort("address", p.Address)
 	}
 	for i, a := range p.ClusterAddresses {
 		ps.hostPort(fmt.Sprintf("cluster address %d", i), a)
+	}
+	for i, a := range p.SentinelAddresses {
+		ps.hostPort(fmt.Sprintf("sentinel address %d", i), a)
+	}
+	if (len(p.SentinelAddresses) > 0) != (p.MasterName != "") {
+		ps.add("sentinel addresses and a master name go together")
+	}
+	if p.SentinelPassword != "" && len(p.SentinelAddresses) == 0 {
+		ps.add("a sentinel password needs sentinel addresses")
 	}
 	if p.Password != "" && p.PasswordFile != "" {
 		ps.add("set password or password file, not both")
@@ -270,8 +354,39 @@ func (p LimiterParams) Validate() error {
 	default:
 		ps.add("algorithm must be %q, %q, %q or %q, got %q", TokenBucket, LeakyBucket, FixedWindow, SlidingWindow, p.Algorithm)
 	}
+	switch p.Sync {
+	case "", SyncExact:
+		if p.Lease != (LeaseParams{}) {
+			ps.add("lease settings need sync %q", SyncLeased)
+		}
+	case SyncLeased:
+		if !Leasable(p.Algorithm) {
+			ps.add("%q cannot be leased: only %s, %s and %s keep a stock of units that can be cut into blocks (a sliding window's estimate weighs two windows); use sync %q",
+				p.Algorithm, TokenBucket, LeakyBucket, FixedWindow, SyncExact)
+		}
+		ps.lease(p.Lease)
+	default:
+		ps.add("sync must be %q or %q, got %q", SyncExact, SyncLeased, p.Sync)
+	}
 	return ps.err()
 }
+
+func (ps *problems) lease(p LeaseParams) {
+	if p.Period != 0 && (p.Period < 10*time.Millisecond || p.Period > 10*time.Second) {
+		ps.add("lease period must be from 10ms to 10s, got %v", p.Period)
+	}
+	r := p.resolved()
+	if p.TTL != 0 && (p.TTL < 3*r.Period || p.TTL > time.Hour) {
+		ps.add("lease ttl must be from 3 periods (%v) to 1h, got %v", 3*r.Period, p.TTL)
+	}
+	if p.MaxKeys < 0 || p.MaxKeys > 1024 {
+		ps.add("lease max keys must be from 1 to 1024 (or 0 for %d), got %d", DefaultLeaseMaxKeys, p.MaxKeys)
+	}
+}
+
+// Leasable reports whether an algorithm can run in leased mode (SyncLeased):
+// its quota is a stock of units that can be cut into blocks.
+func Leasable(a Algorithm) bool { return a == TokenBucket || a == LeakyBucket || a == FixedWindow }
 
 // Validate reports every problem with p.
 func (p Params) Validate() error {

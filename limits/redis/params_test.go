@@ -20,7 +20,18 @@ func TestParamsValidate(t *testing.T) {
 		want   []string // every problem reported, each a substring
 	}{
 		{"no address", func(p *Params) { p.Address = "" }, []string{"an address"}},
-		{"both addresses", func(p *Params) { p.ClusterAddresses = []string{"a:1"} }, []string{"not both"}},
+		{"both addresses", func(p *Params) { p.ClusterAddresses = []string{"a:1"} }, []string{"only one of"}},
+		{"sentinels", func(p *Params) { p.Address, p.SentinelAddresses = "", []string{"s:1", "x"} }, []string{"sentinel address 1 must be host:port", "a master name go together"}},
+		{"sentinel password", func(p *Params) { p.SentinelPassword = "x" }, []string{"needs sentinel addresses"}},
+		{"sync", func(p *Params) { p.Sync = "eventual" }, []string{`sync must be "exact" or "leased", got "eventual"`}},
+		{"lease without leased", func(p *Params) { p.Lease.Period = time.Second }, []string{"lease settings need sync \"leased\""}},
+		{"leased sliding window", func(p *Params) {
+			p.Algorithm, p.Rate, p.Burst, p.Limit, p.Window, p.Sync = SlidingWindow, 0, 0, 10, time.Second, SyncLeased
+		}, []string{`"sliding_window" cannot be leased`, `use sync "exact"`}},
+		{"lease params", func(p *Params) {
+			p.Sync, p.Lease = SyncLeased, LeaseParams{Period: time.Millisecond, TTL: time.Millisecond, MaxKeys: 5000}
+		},
+			[]string{"lease period must be from 10ms to 10s", "lease ttl must be from 3 periods", "lease max keys must be from 1 to 1024"}},
 		{"bad address", func(p *Params) { p.Address = "localhost" }, []string{`address must be host:port, got "localhost"`}},
 		{"bad port", func(p *Params) { p.Address = "h:99999" }, []string{"invalid port"}},
 		{"cluster db", func(p *Params) { p.Address, p.ClusterAddresses, p.DB = "", []string{"a:1", "b"}, 2 },

@@ -41,16 +41,29 @@ func file(name string) string {
 // test binary, so a production script can never trust a node's clock.
 func limiterScripts(clock string) map[Algorithm]*script {
 	lib := file("lib.lua")
-	gcra := newScript(clock, lib, file("gcra.lua"))
+	gcra := newScript(clock, lib, file("gcra_state.lua"), file("gcra.lua"))
 	return map[Algorithm]*script{
 		TokenBucket:   gcra,
 		LeakyBucket:   gcra,
-		FixedWindow:   newScript(clock, lib, file("fixed.lua")),
+		FixedWindow:   newScript(clock, lib, file("fw_state.lua"), file("fixed.lua")),
 		SlidingWindow: newScript(clock, lib, file("sliding.lua")),
+	}
+}
+
+// renewalScripts are the renewal scripts of leased mode (lease.lua) on the
+// stock of each leasable algorithm, with the same clock.
+func renewalScripts(clock string) map[Algorithm]*script {
+	lib := file("lib.lua")
+	gcra := newScript(clock, lib, file("gcra_state.lua"), file("lease_gcra.lua"), file("lease.lua"))
+	return map[Algorithm]*script{
+		TokenBucket: gcra,
+		LeakyBucket: gcra,
+		FixedWindow: newScript(clock, lib, file("fw_state.lua"), file("lease_fw.lua"), file("lease.lua")),
 	}
 }
 
 var (
 	scripts     = limiterScripts(file("clock.lua"))
+	renewals    = renewalScripts(file("clock.lua"))
 	nodesScript = newScript(file("nodes.lua"))
 )

@@ -51,6 +51,31 @@ type Status struct {
 	// Decision counts of the limiter since it was built (zero in a
 	// Store's status): made by Redis, made by the fallback (Redis down,
 	// failed or too slow), Redis calls that failed (timeouts included), and
-	// Redis calls that ran out of the Timeout.
+	// Redis calls that ran out of the Timeout. Decisions made against a
+	// lease are counted in units, below.
 	RedisDecisions, FallbackDecisions, Errors, Timeouts uint64
+
+	// Sync is the limiter's mode ("" in a Store's status).
+	Sync Sync
+	// QuotaVersion is the version of the quota's definition in Redis in
+	// force (Store.SetQuota); 0: the configured quota. QuotaError says why
+	// a definition found in Redis is not applied ("" if none is refused).
+	QuotaVersion int64
+	QuotaError   string
+
+	// Leased mode. Leases is the number of keys this node leases now, and
+	// Held the units it holds on them. Outstanding is the over-admission
+	// bound of those keys: the units leased out to all the nodes together,
+	// as Redis counted them at this node's last renewal of each key (see
+	// the package doc, "Accuracy": the nodes together admit at most the
+	// exact quota plus this). LeasedUnits and RefusedUnits are the units
+	// this node admitted and refused against its leases since the limiter
+	// was built. Renewals counts the renewal calls that Redis answered,
+	// RenewalErrors those that failed, and LastRenewal is when the last
+	// answered one was sent.
+	Leases                    int
+	Held, Outstanding         int64
+	LeasedUnits, RefusedUnits uint64
+	Renewals, RenewalErrors   uint64
+	LastRenewal               time.Time
 }

@@ -16,17 +16,19 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 )
 
-// Store is one Redis deployment (a server or a cluster) that holds global
-// quotas, shared by the limiters built on it: the connection pool, the
-// health of the link (backoff and probing, see Status), and this node's
-// heartbeat, by which the nodes count each other. On a single server each
+// Store is one Redis deployment (a server, a cluster, or a master behind
+// Sentinel) that holds global quotas, shared by the limiters built on it: the
+// connection pool, the health of the link (backoff and probing, see Status),
+// and this node's heartbeat, by which the nodes count each other and pick up
+// the quotas' definitions (SetQuota). On a single server (or master) each
 // limiter batches the decisions of concurrent callers into one script call
 // (see batcher); on a cluster, whose keys a batch could not mix, each
 // decision is a script call of its own, and go-redis's auto-pipeliner sends
 // the calls of concurrent callers together.
 //
 // Open does not contact Redis: a node starts, and decides by its fallback,
-// while Redis is down. Safe for concurrent use. Close it to stop its
+// while Redis is down. (NewLimiter does, for a quota's definition, waiting at
+// most the Timeout.) Safe for concurrent use. Close it to stop its
 // heartbeat and its limiters and to close its connections.
 type Store struct {
 	p      StoreParams // resolved
@@ -34,6 +36,7 @@ type Store struct {
 	pipe   *goredis.AutoPipeliner // nil while batch
 	link   *link
 	clock  map[Algorithm]*script // the limiter scripts (tests use another clock)
+	renew  map[Algorithm]*script // the renewal scripts of leased mode, likewise
 	// argvTime passes each decision's now to the scripts; only the tests'
 	// clock reads it (export_test.go).
 	argvTime bool
@@ -99,12 +102,20 @@ func openStore(p StoreParams, beaten func(n int, err error)) (*Store, error) {
 	// again (a retried script could also be applied twice).
 	io := ioTimeout(p.Timeout)
 	var client goredis.UniversalClient
-	if len(p.ClusterAddresses) > 0 {
+	switch {
+	case len(p.ClusterAddresses) > 0:
 		client = goredis.NewClusterClient(&goredis.ClusterOptions{
 			Addrs: p.ClusterAddresses, Username: p.Username, Password: password, TLSConfig: p.TLS,
 			DialTimeout: time.Second, DialerRetries: 1, ReadTimeout: io, WriteTimeout: io, MaxRetries: -1,
 		})
-	} else {
+	case len(p.SentinelAddresses) > 0:
+		// One master at a time, so the limiters batch as on one server.
+		client = goredis.NewFailoverClient(&goredis.FailoverOptions{
+			MasterName: p.MasterName, SentinelAddrs: p.SentinelAddresses, SentinelPassword: p.SentinelPassword,
+			Username: p.Username, Password: password, DB: p.DB, TLSConfig: p.TLS,
+			DialTimeout: time.Second, DialerRetries: 1, ReadTimeout: io, WriteTimeout: io, MaxRetries: -1,
+		})
+	default:
 		client = goredis.NewClient(&goredis.Options{
 			Addr: p.Address, Username: p.Username, Password: password, DB: p.DB, TLSConfig: p.TLS,
 			DialTimeout: time.Second, DialerRetries: 1, ReadTimeout: io, WriteTimeout: io, MaxRetries: -1,
@@ -114,7 +125,7 @@ func openStore(p StoreParams, beaten func(n int, err error)) (*Store, error) {
 	_, _ = rand.Read(id[:])
 	host, _ := os.Hostname()
 	s := &Store{
-		p: p, client: client, clock: scripts, batch: len(p.ClusterAddresses) == 0,
+		p: p, client: client, clock: scripts, renew: renewals, batch: len(p.ClusterAddresses) == 0,
 		link:     newLink(p.BackoffMin, p.BackoffMax, 10*p.Timeout, time.Now().UnixNano()),
 		nodeID:   fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(id[:])),
 		nodesKey: p.KeyPrefix + "nodes",
@@ -204,14 +215,19 @@ func (s *Store) Status() Status {
 	return st
 }
 
-// heartbeat registers this node every p.Heartbeat until Close, then
-// deregisters it.
+// heartbeat registers this node and refreshes the quotas' definitions every
+// p.Heartbeat until Close, then deregisters the node.
 func (s *Store) heartbeat() {
 	defer s.wg.Done()
 	t := time.NewTicker(s.p.Heartbeat)
 	defer t.Stop()
 	for {
 		n, err := s.beat(false)
+		if err == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), ioTimeout(s.p.Timeout))
+			_ = s.Refresh(ctx)
+			cancel()
+		}
 		if s.beaten != nil {
 			s.beaten(n, err)
 		}

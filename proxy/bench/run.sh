@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Proxy benchmark: requests/s and latency of a small upstream reached directly,
 # through nginx (Debian's nginx-light, proxy_pass with a limit_req that never
-# triggers), through the real daemon (`sluice run`, every request admitted by
+# triggers), through HAProxy (Debian's haproxy, nbthread 2, haproxy.cfg.tmpl),
+# through the real daemon (`sluice run`, every request admitted by
 # the gate: a per-client token bucket and a concurrency limit that never
 # trigger), through sluice's proxy package alone (no gate), and through a tuned
 # httputil.ReverseProxy, all on this machine, measured with wrk.
@@ -11,12 +12,20 @@
 #
 # Two parts:
 #  1. Saturation: wrk -t$THREADS -c$CONNS -d$DURATION against each target, rounds
-#     interleaved (direct, nginx, sluice, proxy, httputil, direct, ...) so that a noisy
+#     interleaved (direct, nginx, haproxy, sluice, proxy, httputil, direct, ...) so that a noisy
 #     neighbour hits all alike; the median round is reported, with each proxy's
 #     CPU time per request (from /proc), which noise moves far less than rates.
 #  2. Half rate: each target gets about half of nginx's median rate (wrk with a
 #     random per-connection delay, delay.lua, so connections do not fire in
 #     step); the added p50 is the target's p50 minus the direct p50.
+#
+# CANDIDATES="fasthttp fhclient" adds the transports weighed against sluice's own
+# client (proxy/bench/candidates, a module of its own): fasthttp on both sides, and
+# net/http's server with fasthttp's client.
+#
+# BASELINE=/path/to/another/checkout adds that tree's daemon and proxy package as
+# the targets "sluice-base" and "proxy-base", in the same interleaved rounds: a
+# change measured side by side with what it changes.
 #
 # The "sluice" target is `sluice run -config $dir/sluice.toml` built from this
 # tree (the config is written below). To benchmark another build or config, set
@@ -40,6 +49,9 @@ export SLUICE_ADDR=127.0.0.1:$((PORT_BASE + 81))
 NGINX_ADDR=127.0.0.1:$((PORT_BASE + 80))
 HTTPUTIL_ADDR=127.0.0.1:$((PORT_BASE + 82))
 PROXY_ADDR=127.0.0.1:$((PORT_BASE + 83))
+HAPROXY_ADDR=127.0.0.1:$((PORT_BASE + 84))
+CANDIDATES=${CANDIDATES:-}
+BASELINE=${BASELINE:-}
 
 pids=()
 cleanup() {
@@ -50,22 +62,31 @@ cleanup() {
 }
 trap cleanup EXIT
 
-for tool in wrk nginx go curl; do
+for tool in wrk nginx haproxy go curl; do
   command -v "$tool" >/dev/null || { echo "run.sh: $tool is not installed" >&2; exit 1; }
 done
 
 (cd "$repo" && go build -o "$dir/upstream" ./proxy/bench/upstream && go build -o "$dir/front" ./proxy/bench/front &&
   go build -o "$dir/sluice" ./cmd/sluice)
+if [ -n "$CANDIDATES" ]; then
+  (cd "$here/candidates" && go build -o "$dir/candidates" .)
+fi
+if [ -n "$BASELINE" ]; then
+  (cd "$BASELINE" && go build -o "$dir/sluice-base" ./cmd/sluice && go build -o "$dir/front-base" ./proxy/bench/front)
+fi
 
 # The daemon's config: like nginx's limit_req, a per-client-address token
 # bucket that never runs dry, and a fixed concurrency limit never reached, so
 # every request pays for admission (classification, the key's bucket, a slot,
-# the outcome and latency recorded) and none is refused. The control loop runs
-# as usual; the CPU and memory targets are off, so that a busy machine sheds
-# nothing.
+# the outcome and latency recorded) and none is refused. wrk's address is a
+# trusted proxy, so that the client address is looked for in X-Forwarded-For
+# (key "ip") and the forwarding fields are extended, the costlier of the two
+# ways; paths are normalised, as always. The control loop runs as usual; the
+# CPU and memory targets are off, so that a busy machine sheds nothing.
 cat >"$dir/sluice.toml" <<EOF
 [server]
 listen = "$SLUICE_ADDR"
+trusted_proxies = ["127.0.0.1"]
 [upstream]
 url = "http://$UPSTREAM_ADDR"
 [admin]
@@ -98,17 +119,45 @@ httputil_pid=${pids[-1]}
 sed -e "s|@DIR@|$dir|g" -e "s|@LISTEN@|$NGINX_ADDR|g" -e "s|@UPSTREAM@|$UPSTREAM_ADDR|g" \
   "$here/nginx.conf.tmpl" >"$dir/nginx.conf"
 nginx -c "$dir/nginx.conf" -p "$dir" -e "$dir/nginx-error.log"
+sed -e "s|@LISTEN@|$HAPROXY_ADDR|g" -e "s|@UPSTREAM@|$UPSTREAM_ADDR|g" \
+  "$here/haproxy.cfg.tmpl" >"$dir/haproxy.cfg"
+haproxy -q -db -f "$dir/haproxy.cfg" & pids+=($!)
+haproxy_pid=${pids[-1]}
 
-for addr in "$UPSTREAM_ADDR" "$NGINX_ADDR" "$SLUICE_ADDR" "$PROXY_ADDR" "$HTTPUTIL_ADDR"; do
-  for _ in $(seq 100); do
-    curl -fsS -o /dev/null "http://$addr/" 2>/dev/null && break
-    sleep 0.1
-  done
-  curl -fsS -o /dev/null "http://$addr/" || { echo "run.sh: nothing answers on $addr" >&2; exit 1; }
+declare -A addr=([direct]=$UPSTREAM_ADDR [nginx]=$NGINX_ADDR [haproxy]=$HAPROXY_ADDR [sluice]=$SLUICE_ADDR [proxy]=$PROXY_ADDR [httputil]=$HTTPUTIL_ADDR)
+declare -A cand_pid
+targets=(direct nginx haproxy sluice proxy httputil)
+port=$((PORT_BASE + 85))
+if [ -n "$BASELINE" ]; then
+  addr[sluice-base]=127.0.0.1:$port
+  # The same config, but for the keys a baseline from before them refuses.
+  sed -e "0,/^listen = /s|^listen = .*|listen = \"${addr[sluice-base]}\"|" "$dir/sluice.toml" |
+    if "$dir/sluice-base" check -q "$dir/sluice.toml" 2>/dev/null; then cat; else grep -v '^trusted_proxies = '; fi >"$dir/sluice-base.toml"
+  "$dir/sluice-base" check -q "$dir/sluice-base.toml"
+  "$dir/sluice-base" run -config "$dir/sluice-base.toml" -log-level warn & pids+=($!)
+  cand_pid[sluice-base]=${pids[-1]}
+  addr[proxy-base]=127.0.0.1:$((port + 1))
+  "$dir/front-base" -listen "${addr[proxy-base]}" -upstream "http://$UPSTREAM_ADDR" & pids+=($!)
+  cand_pid[proxy-base]=${pids[-1]}
+  targets+=(sluice-base proxy-base)
+  port=$((port + 2))
+fi
+for c in $CANDIDATES; do
+  addr[$c]=127.0.0.1:$port
+  "$dir/candidates" -mode "$c" -listen "${addr[$c]}" -upstream "http://$UPSTREAM_ADDR" & pids+=($!)
+  cand_pid[$c]=${pids[-1]}
+  targets+=("$c")
+  port=$((port + 1))
 done
 
-declare -A addr=([direct]=$UPSTREAM_ADDR [nginx]=$NGINX_ADDR [sluice]=$SLUICE_ADDR [proxy]=$PROXY_ADDR [httputil]=$HTTPUTIL_ADDR)
-targets=(direct nginx sluice proxy httputil)
+for t in "${targets[@]}"; do
+  a=${addr[$t]}
+  for _ in $(seq 100); do
+    curl -fsS -o /dev/null "http://$a/" 2>/dev/null && break
+    sleep 0.1
+  done
+  curl -fsS -o /dev/null "http://$a/" || { echo "run.sh: nothing answers on $a" >&2; exit 1; }
+done
 
 # cpu_ticks PID... prints the user+system clock ticks of the processes and of
 # their children (nginx's workers).
@@ -124,10 +173,12 @@ cpu_ticks() {
 pids_of() {
   case $1 in
   nginx) cat "$dir/nginx.pid" ;;
+  haproxy) echo "$haproxy_pid" ;;
   sluice) echo "$sluice_pid" ;;
   proxy) echo "$proxy_pid" ;;
   httputil) echo "$httputil_pid" ;;
-  *) echo "" ;;
+  direct) echo "" ;;
+  *) echo "${cand_pid[$1]}" ;;
   esac
 }
 
@@ -178,14 +229,16 @@ median_row() {
 echo
 echo "## Saturation: wrk -t$THREADS -c$CONNS -d$DURATION, median of $ROUNDS interleaved rounds ($(nproc) cores, $(date -u +%F))"
 echo
-echo "| target | requests/s | p50 | p99 | vs nginx | proxy CPU per request |"
-echo "| --- | ---: | ---: | ---: | ---: | ---: |"
+echo "| target | requests/s | p50 | p99 | vs nginx | vs haproxy | proxy CPU per request |"
+echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"
 nginx_rps=$(median_row nginx | cut -d' ' -f1)
+haproxy_rps=$(median_row haproxy | cut -d' ' -f1)
 for t in "${targets[@]}"; do
   read -r rps p50 p99 cpu <<<"$(median_row "$t")"
   ratio=$(awk -v a="$rps" -v b="$nginx_rps" 'BEGIN {printf "%.2f×", a / b}')
+  hratio=$(awk -v a="$rps" -v b="$haproxy_rps" 'BEGIN {printf "%.2f×", a / b}')
   cpu_col=$([ "$cpu" = "-" ] && echo "-" || echo "${cpu} µs")
-  echo "| $t | $rps | ${p50} µs | ${p99} µs | $ratio | $cpu_col |"
+  echo "| $t | $rps | ${p50} µs | ${p99} µs | $ratio | $hratio | $cpu_col |"
 done
 echo
 echo "All rounds (requests/s): $(for t in "${targets[@]}"; do printf '%s:' "$t"; for r in $(seq "$ROUNDS"); do printf ' %s' "$(cut -d' ' -f1 <<<"${res[$t,$r]}")"; done; printf '; '; done)"

@@ -17,6 +17,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/sluicehq/sluice/internal/lab/backend"
+	"github.com/sluicehq/sluice/internal/lab/hog"
 	"github.com/sluicehq/sluice/internal/lab/load"
 )
 
@@ -30,6 +31,7 @@ type Scenario struct {
 	// keeps at least a second). Zero: DefaultQuick.
 	Quick      float64     `toml:"quick"`
 	Backend    Backend     `toml:"backend"`
+	Hog        *Hog        `toml:"hog"` // nil: none
 	Load       Load        `toml:"load"`
 	Contenders []Contender `toml:"contender"`
 	// Vars are placeholders for this scenario's command contenders (see
@@ -53,6 +55,22 @@ type Backend struct {
 	DropAbandoned bool     `toml:"drop_abandoned"`
 	ResponseBytes Bytes    `toml:"response_bytes"`
 	Changes       []string `toml:"changes"` // backend.ParseChange form, e.g. "30s:slow=2"
+}
+
+// Hog is the [hog] table: a CPU hog beside the backend for the whole run,
+// hog.Params in file form (busy loops, each on a thread of its own, at a
+// nice level).
+type Hog struct {
+	Threads int `toml:"threads"`
+	Nice    int `toml:"nice"`
+}
+
+// HogParams returns the hog of the scenario, false when it has none.
+func (s *Scenario) HogParams() (hog.Params, bool) {
+	if s.Hog == nil {
+		return hog.Params{}, false
+	}
+	return hog.Params{Threads: s.Hog.Threads, Nice: s.Hog.Nice}, true
 }
 
 // Load is the [load] table.
@@ -220,6 +238,11 @@ func (s *Scenario) validate() []error {
 	errs = append(errs, varNames("vars", s.Vars)...)
 	_, berrs := s.backendParams()
 	errs = append(errs, berrs...)
+	if h, ok := s.HogParams(); ok {
+		if err, ok := h.Validate().(interface{ Unwrap() []error }); ok {
+			errs = append(errs, err.Unwrap()...) // one line each
+		}
+	}
 	errs = append(errs, s.Load.validate()...)
 	seen := map[string]bool{}
 	for i, c := range s.Contenders {

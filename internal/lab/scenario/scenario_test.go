@@ -135,6 +135,9 @@ phases = [{ rate = "1C", from = "1C", to = "2C", for = "1s" }, { from = "1C", fo
 sweep = { from = "1", to = "2C", step = "1", each = "1s" }
 tenants = { "bad name" = 1 }
 retry = { attempts = -1, mode = "eager" }
+[hog]
+threads = 0
+nice = 25
 [[contender]]
 name = "x"
 kind = "command"
@@ -153,7 +156,7 @@ kind = "magic"
 		"unknown distribution", `unknown key "fast"`, "workers must be in", "must start with /",
 		"not both", "phases[0]: set either rate", "phases[1]: a ramp needs both", "phases[1]: for must be",
 		"all be in req/s or all in C", "command is required", "url is required", `"../escape"`,
-		"need metrics", `"x" listed twice`, `kind must be`,
+		"need metrics", `"x" listed twice`, `kind must be`, "hog: threads must be in [1,1024], got 0", "hog: nice must be in [0,19], got 25",
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("errors lack %q:\n%v", want, err)

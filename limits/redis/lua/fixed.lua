@@ -3,10 +3,8 @@
 -- within the limit.
 --
 -- One call decides on a batch of requests, in order, at one instant.
--- KEYS[i]    the key of request i; it holds the window's index modulo 9e8
---            (9 digits) and its count (10 digits) as one integer, and
---            expires at the end of the window: an absent key is an empty
---            window. A key may appear more than once.
+-- KEYS[i]    the key of request i, holding the window's count (see
+--            fw_state.lua). A key may appear more than once.
 -- ARGV[1]    t: the window in ns, from 1 ms to 2^52 ns
 -- ARGV[2]    limit: units per window, below 1e10
 -- ARGV[2+i]  n: the cost of request i in units; 0 only reports the state
@@ -19,14 +17,7 @@ local out = {}
 for i = 1, #KEYS do
   local key, n = KEYS[i], tonumber(ARGV[2 + i])
   local count = count_of[key]
-  if not count then
-    count = 0
-    local v = redis.call('GET', key)
-    if v then
-      local d = digits(v, 19)
-      if d and tonumber(string.sub(d, 1, 9)) == tag then count = tonumber(string.sub(d, 10)) end
-    end
-  end
+  if not count then count = fw_count(key, tag) end
   local ok, retry = false, 0
   if n == 0 then
     ok = true
@@ -44,7 +35,6 @@ for i = 1, #KEYS do
   out[i] = reply(ok, math.max(0, limit - count), retry, reset)
 end
 for j = 1, #changed do
-  local key = changed[j]
-  redis.call('SET', key, compact(string.format('%09d%010d', tag, count_of[key])), 'PX', px(t - r))
+  fw_store(changed[j], tag, count_of[changed[j]], t - r)
 end
 return table.concat(out, ' ')

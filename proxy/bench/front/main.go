@@ -68,7 +68,15 @@ func run() int {
 		<-ctx.Done()
 		_ = srv.Shutdown(context.Background())
 	}()
-	if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "front:", err)
+		return 1
+	}
+	if *mode == "sluice" {
+		ln = proxy.GuardListener(ln, 0)
+	}
+	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 		fmt.Fprintln(os.Stderr, "front:", err)
 		return 1
 	}

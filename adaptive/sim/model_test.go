@@ -1,0 +1,138 @@
+package sim
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/adaptive"
+)
+
+// Weighted fair sharing of the cores, each thread at most one core.
+func TestCPUShares(t *testing.T) {
+	for _, tc := range []struct {
+		busy, hog  int
+		w, cores   float64
+		own, other float64
+	}{
+		{1, 0, 1, 2, 1, 1}, // room for everyone
+		{2, 2, 1, 4, 1, 1}, // exactly
+		{16, 2, 1, 2, 2.0 / 18, 2.0 / 18},
+		{16, 2, 0.25, 2, 2 / 16.5, 0.25 * 2 / 16.5},
+		{1, 2, 0.25, 2, 1, 0.5},        // the worker is capped at a core, the hog gets the rest
+		{2, 1, 4, 2, 0.5, 1},           // a heavier hog is capped at a core
+		{0, 3, 1, 2, 2.0 / 3, 2.0 / 3}, // no worker: the hog shares
+	} {
+		own, other := cpuShares(tc.busy, tc.hog, tc.w, tc.cores)
+		if math.Abs(own-tc.own) > 1e-9 || math.Abs(other-tc.other) > 1e-9 {
+			t.Errorf("cpuShares(%d, %d, %v, %v) = %v, %v; want %v, %v", tc.busy, tc.hog, tc.w, tc.cores, own, other, tc.own, tc.other)
+		}
+	}
+}
+
+// runFixed simulates sc under a fixed limit.
+func runFixed(t *testing.T, sc Scenario, limit int) *Report {
+	t.Helper()
+	law, err := adaptive.NewFixed(adaptive.FixedParams{Bounds: adaptive.Bounds{Min: limit, Max: limit, Initial: limit}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Run(sc, law)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// A CPU-bound backend saturates at cores / mean, and a hog takes its
+// weighted share: with 16 workers against 2 busy loops on 2 cores the
+// workers get 16/18 of the cores at nice 0, and 16/16.65 against nice 5.
+func TestCPUBoundCapacity(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		hogs []Hog
+		want float64
+	}{
+		{"quiet", nil, 1000},
+		{"nice 0 hog", []Hog{{Threads: 2}}, 1000 * 16 / 18.0},
+		{"nice 5 hog", []Hog{{Threads: 2, Nice: 5}}, 1000 * 16 / (16 + 2*math.Pow(1.25, -5))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc := Scenario{Seed: 3, Duration: 20 * time.Second, SLO: time.Second,
+				Service: Service{Workers: 16, Dist: Dist{Kind: Lognormal, Mean: 2 * time.Millisecond}, Cores: 2},
+				Load:    []Segment{{X: 2}}, Hogs: tc.hogs, Gate: Gate{Queue: 1000}, Phases: []Phase{{Name: "warm"}, {Name: "on", At: 5 * time.Second}}}
+			r := runFixed(t, sc, 16)
+			p := phase(t, r, "on")
+			if math.Abs(p.Throughput-tc.want) > 0.03*tc.want {
+				t.Errorf("throughput %.0f/s, want %.0f/s ± 3 %%", p.Throughput, tc.want)
+			}
+			if p.PeakCPU < 0.99 {
+				t.Errorf("host CPU peaked at %.2f saturated", p.PeakCPU)
+			}
+		})
+	}
+}
+
+// CPU pressure: the share of the interval in which a worker waited for a
+// core, and PSI's avg10 of it, which the kernel updates every 2 s by
+// e^(-2/10): after a step to full pressure it reads 0 before 2 s, 0.18 at
+// 2 s, 0.33 at 4 s.
+func TestCPUPressure(t *testing.T) {
+	sc := Scenario{Seed: 4, Duration: 5 * time.Second, SLO: time.Second,
+		Service: Service{Workers: 16, Dist: Dist{Kind: Lognormal, Mean: 2 * time.Millisecond}, Cores: 2, PSI: PSIInterval},
+		Load:    []Segment{{X: 3}}, Gate: Gate{Queue: 1000}}
+	r := runFixed(t, sc, 16)
+	if got := r.Series[len(r.Series)-1].CPUPressure; got < 0.99 {
+		t.Errorf("interval pressure %.3f with 16 workers on 2 cores, want about 1", got)
+	}
+	if got := runFixed(t, sc, 2).Series[len(r.Series)-1].CPUPressure; got > 0.01 {
+		t.Errorf("interval pressure %.3f with a worker per core, want 0", got)
+	}
+	sc.Service.PSI = PSIAvg10
+	r = runFixed(t, sc, 16)
+	for _, c := range []struct {
+		at   time.Duration
+		want float64
+	}{{time.Second, 0}, {2 * time.Second, 1 - math.Exp(-0.2)}, {4 * time.Second, 1 - math.Exp(-0.4)}} {
+		p := r.Series[int(c.at/sc.withDefaults().Interval)-1]
+		if math.Abs(p.CPUPressure-c.want) > 0.02 {
+			t.Errorf("avg10 at %v: %.3f, want %.3f", c.at, p.CPUPressure, c.want)
+		}
+	}
+}
+
+// An outage fails what the backend holds and every request sent to it; the
+// breaker then refuses all but a probe every 5 s; the backend is back after.
+func TestOutageAndBreaker(t *testing.T) {
+	sc := Scenario{Seed: 5, Duration: 30 * time.Second, SLO: time.Second,
+		Service: Service{Workers: 10, Dist: Dist{Kind: Lognormal, Mean: 10 * time.Millisecond, Sigma: 0.5}},
+		Load:    []Segment{{X: 0.5}}, Outages: []Outage{{At: 10 * time.Second, For: 10 * time.Second}}, Gate: Gate{Breaker: true},
+		Phases: []Phase{{Name: "up"}, {Name: "down", At: 10 * time.Second}, {Name: "back", At: 20 * time.Second}}}
+	r := runFixed(t, sc, 40)
+	down := phase(t, r, "down")
+	if down.Goodput != 0 || down.DropRate != 1 {
+		t.Errorf("down: goodput %.0f/s, drop rate %.2f", down.Goodput, down.DropRate)
+	}
+	open, sent := down.Rejections[adaptive.RejectCircuitOpen], down.Attempts*10
+	if float64(open) < 0.99*sent {
+		t.Errorf("down: the breaker refused %d of %.0f attempts", open, sent)
+	}
+	if back := phase(t, r, "back"); back.Goodput < 0.95*back.Offered {
+		t.Errorf("back: goodput %.0f/s of %.0f offered", back.Goodput, back.Offered)
+	}
+}
+
+// Halving the workers halves the capacity.
+func TestWorkerChange(t *testing.T) {
+	sc := Scenario{Seed: 6, Duration: 20 * time.Second, SLO: time.Second,
+		Service: Service{Workers: 10, Dist: Dist{Kind: Lognormal, Mean: 10 * time.Millisecond, Sigma: 0.5}},
+		Load:    []Segment{{X: 2}}, WorkerChanges: []WorkerChange{{At: 10 * time.Second, Workers: 5}}, Gate: Gate{Queue: 1000},
+		Phases: []Phase{{Name: "full"}, {Name: "shift", At: 10 * time.Second}, {Name: "half", At: 12 * time.Second}}}
+	r := runFixed(t, sc, 20)
+	if p := phase(t, r, "full"); math.Abs(p.Throughput-1000) > 30 {
+		t.Errorf("full: throughput %.0f/s, want 1000", p.Throughput)
+	}
+	if p := phase(t, r, "half"); math.Abs(p.Throughput-500) > 15 {
+		t.Errorf("half: throughput %.0f/s, want 500", p.Throughput)
+	}
+}

@@ -1,0 +1,544 @@
+package redis
+
+import (
+	"context"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/limits"
+)
+
+// Leased mode's constants.
+const (
+	// headroom is how many periods of its demand a node asks to hold, so
+	// that its units last until the answer of its next renewal.
+	headroom = 1.5
+	// promoteAt is how many exact decisions of one key in one period make
+	// the key leased: its lease then costs Redis one renewal a period in
+	// their place. A lease whose demand stays under half of it for
+	// quietRounds renewals ends.
+	promoteAt = 4
+	// quietRounds is how many quiet renewals in a row end a lease.
+	quietRounds = 10
+	// maxCandidates bounds the keys whose exact decisions are counted in
+	// one period (the candidates for a lease).
+	maxCandidates = 4096
+	// renewChunk is how many keys one renewal call renews on a single
+	// server (on a cluster, one: keys of other slots cannot be mixed).
+	renewChunk = 32
+)
+
+// leaser is a Limiter's leased mode: the leases this node holds, by key,
+// and the goroutine that renews them (run). Decisions on a leased key take
+// units from its lease's limits.Allowance: one compare-and-swap, no Redis,
+// no lock. Other keys are decided exactly, and counted: a key with promoteAt
+// exact decisions in a period gets a lease, while fewer than MaxKeys are
+// held. A lease is renewed every Period (earlier when it runs low while the
+// quota has room); a renewal reports the node's demand (units admitted and
+// refused per second), gives back what it holds beyond about 1.5 periods of
+// that demand, and is granted what the stock has, or its fair part of it
+// while the nodes want more than the quota's rate (lua/lease.lua). Its units are valid until the lease's expiry as
+// the node sees it: its last renewal's send time plus the TTL (or, for a
+// fixed window, the end of the window), always before Redis expires it.
+type leaser struct {
+	l      *Limiter
+	p      LeaseParams // resolved
+	prefix string      // lease hashes: prefix + key + "}"
+	budget time.Duration
+	chunk  int
+
+	// leases is replaced (copy on write) by the renewer only.
+	leases atomic.Pointer[map[string]*lease]
+
+	mu        sync.Mutex
+	cand      map[string]int // exact decisions per key since candSince
+	candSince time.Time
+
+	kick chan struct{}
+	stop chan struct{}
+	done chan struct{}
+	// giveBack, read by run when stop is closed, asks it to give back the
+	// units held before it ends.
+	giveBack, stopped atomic.Bool
+
+	renewals, renewErrs atomic.Uint64
+	admitted, refused   atomic.Uint64 // units, counted at the renewals
+	lastRenewal         atomic.Int64  // Unix ns
+
+	// rounded, if set, is called after each round: a test hook.
+	rounded atomic.Pointer[func()]
+}
+
+// lease is this node's lease on one key.
+type lease struct {
+	key  string
+	keys [2]string // the state key and the lease hash
+
+	// Read by every decision, written by the renewer once a renewal.
+	until atomic.Int64 // Unix ns: the units are void from then on
+	low   atomic.Int64 // below this many units held, ask for an early renewal
+	spare atomic.Bool  // the stock had room at the last renewal
+	next  atomic.Int64 // Unix ns of the next renewal, for RetryAfter
+	out   atomic.Int64 // #O at the last renewal: the outstanding units
+
+	// Written by the decisions: apart from the fields above, so that
+	// reading those does not move the cache line the decisions write.
+	_       [64]byte
+	a       limits.Allowance
+	refused atomic.Int64 // units refused since the last renewal
+
+	// The renewer's own.
+	after int64     // units held right after the last grant was added
+	dem   float64   // demand, units per second
+	want  int64     // units asked for at the last renewal
+	since time.Time // the last renewal (the demand's clock)
+	quiet int       // quiet renewals in a row
+}
+
+func newLeaser(l *Limiter) *leaser {
+	p := l.p.Lease.resolved()
+	ls := &leaser{
+		l: l, p: p,
+		prefix:    l.s.p.KeyPrefix + l.p.Name + ":lease:{",
+		budget:    min(max(l.s.p.Timeout, p.Period/2), time.Second),
+		chunk:     renewChunk,
+		cand:      make(map[string]int),
+		candSince: time.Now(),
+		kick:      make(chan struct{}, 1),
+		stop:      make(chan struct{}),
+		done:      make(chan struct{}),
+	}
+	if !l.s.batch {
+		ls.chunk = 1
+	}
+	empty := map[string]*lease{}
+	ls.leases.Store(&empty)
+	go ls.run()
+	return ls
+}
+
+// allow decides on n units for key against its lease, writing the Result
+// to r field by field (a Result returned by value through two calls was
+// copied through memory at a third of the decision's cost); it returns
+// false, writing nothing, when this node holds no valid lease on key (the
+// caller decides exactly).
+func (ls *leaser) allow(r *limits.Result, key string, now time.Time, n int64) bool {
+	le := (*ls.leases.Load())[key]
+	if le == nil {
+		return false
+	}
+	t := now.UnixNano()
+	if t >= le.until.Load() {
+		return false
+	}
+	q := ls.l.q.Load()
+	if n > q.limit {
+		le.refused.Add(n)
+		r.Allowed, r.Limit, r.Remaining, r.RetryAfter, r.ResetAfter, r.Delay = false, q.limit, 0, limits.InfDuration, 0, 0
+		return true
+	}
+	left, taken, open := le.a.Take(n)
+	if !open {
+		return false
+	}
+	r.Allowed, r.Limit, r.Remaining, r.RetryAfter, r.Delay = taken, q.limit, min(left, q.limit), 0, 0
+	if !taken {
+		le.refused.Add(n)
+		r.RetryAfter = time.Duration(max(le.next.Load()-t, int64(time.Millisecond)))
+		ls.ask(le)
+	} else if left < le.low.Load() {
+		ls.ask(le)
+	}
+	// An estimate: the time the quota's own pace takes to give back what
+	// this node lacks (a window: until the window ends).
+	if q.p.Window > 0 {
+		r.ResetAfter = time.Duration(le.until.Load() - t)
+	} else {
+		r.ResetAfter = time.Duration(float64(q.limit-r.Remaining) * q.nsPerUnit)
+	}
+	return true
+}
+
+// ask asks for an early renewal of le, if the stock had room for one.
+func (ls *leaser) ask(le *lease) {
+	if le.spare.Load() {
+		select {
+		case ls.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// noteExact counts an exact decision on key, a candidate for a lease.
+func (ls *leaser) noteExact(key string) {
+	ls.mu.Lock()
+	c, ok := ls.cand[key]
+	if !ok {
+		if len(ls.cand) >= maxCandidates {
+			ls.mu.Unlock()
+			return
+		}
+		key = strings.Clone(key)
+	}
+	c++
+	ls.cand[key] = c
+	ls.mu.Unlock()
+	if c == promoteAt {
+		select {
+		case ls.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// run renews the leases every Period, and sooner when asked (at most four
+// times a period), until stop.
+func (ls *leaser) run() {
+	defer close(ls.done)
+	timer := time.NewTimer(ls.p.Period)
+	defer timer.Stop()
+	last := time.Now()
+	due := last.Add(ls.p.Period)
+	for {
+		select {
+		case <-ls.stop:
+			if ls.giveBack.Load() {
+				ls.round(time.Now(), true)
+			}
+			return
+		case <-ls.kick:
+			if soonest := last.Add(ls.p.Period / 4); time.Now().Before(soonest) {
+				if soonest.Before(due) { // asked too soon: the earliest allowed
+					due = soonest
+					timer.Reset(time.Until(due))
+				}
+				continue
+			}
+		case <-timer.C:
+		}
+		last = time.Now()
+		ls.round(last, false)
+		if f := ls.rounded.Load(); f != nil {
+			(*f)()
+		}
+		d := ls.nextRound(time.Now())
+		due = time.Now().Add(d)
+		timer.Reset(d)
+	}
+}
+
+// nextRound is the wait until the next renewal: a period, or less when a
+// lease's units lapse sooner (a fixed window's end).
+func (ls *leaser) nextRound(now time.Time) time.Duration {
+	d := ls.p.Period
+	for _, le := range *ls.leases.Load() {
+		if u := le.until.Load(); u > now.UnixNano() {
+			d = min(d, time.Duration(u-now.UnixNano())+time.Millisecond)
+		}
+	}
+	return d
+}
+
+// renewal is one key's part of a renewal round.
+type renewal struct {
+	le *lease
+	// Sent: the units held before (before) and after (held) taking back
+	// ret, the units given back; leave ends the lease.
+	before, held, ret int64
+	leave             bool
+	requested         int64 // units admitted and refused since the last renewal
+	// Answered (see parseRenewals).
+	grant, heldR, out, dem, avail, life int64
+}
+
+// round renews every lease (with last, gives them all back), promotes the
+// candidates, and ends the leases that have gone quiet.
+func (ls *leaser) round(now time.Time, last bool) {
+	leases := *ls.leases.Load()
+	if !last {
+		leases = ls.promote(now, leases)
+	}
+	if len(leases) == 0 {
+		return
+	}
+	q := ls.l.q.Load()
+	rs := make([]*renewal, 0, len(leases))
+	for _, le := range leases {
+		rs = append(rs, ls.prepare(le, now, q, last))
+	}
+	t := now.UnixNano()
+	toRedis, probe := ls.l.s.link.route(t)
+	var err error
+	if toRedis {
+		err = ls.call(q, rs)
+		if err == nil {
+			ls.l.s.link.succeeded(t, probe)
+		} else {
+			ls.l.s.link.failed(t, probe, err)
+		}
+	}
+	next := leases
+	changed := false
+	for _, r := range rs {
+		le := r.le
+		if !toRedis || err != nil {
+			ls.failed(r, now)
+			continue
+		}
+		ls.settle(r, now, q)
+		if r.leave {
+			if !changed {
+				next, changed = maps.Clone(leases), true
+			}
+			delete(next, le.key)
+		}
+	}
+	if toRedis && err == nil {
+		ls.renewals.Add(1)
+		ls.lastRenewal.Store(t)
+	} else if toRedis {
+		ls.renewErrs.Add(1)
+	}
+	if changed {
+		ls.leases.Store(&next)
+	}
+}
+
+// promote gives a lease to the candidates with promoteAt exact decisions
+// since the last round, the busiest first, while fewer than MaxKeys are
+// held, and returns the leases to renew.
+func (ls *leaser) promote(now time.Time, leases map[string]*lease) map[string]*lease {
+	ls.mu.Lock()
+	cand, since := ls.cand, ls.candSince
+	ls.cand, ls.candSince = make(map[string]int, len(cand)), now
+	ls.mu.Unlock()
+	var keys []string
+	for k, c := range cand {
+		if c >= promoteAt && leases[k] == nil {
+			keys = append(keys, k)
+		}
+	}
+	room := ls.p.MaxKeys - len(leases)
+	if len(keys) == 0 || room <= 0 {
+		return leases
+	}
+	slices.SortFunc(keys, func(a, b string) int { return cand[b] - cand[a] })
+	next := maps.Clone(leases)
+	elapsed := max(now.Sub(since), ls.p.Period/4).Seconds()
+	for _, k := range keys[:min(room, len(keys))] {
+		le := &lease{key: k, dem: float64(cand[k]) / elapsed, since: now}
+		le.keys = [2]string{ls.l.prefix + k + "}", ls.prefix + k + "}"}
+		le.a.Close() // nothing to decide with until the first grant
+		next[k] = le
+	}
+	ls.leases.Store(&next)
+	return next
+}
+
+// prepare measures le's demand and takes back the units to give back.
+func (ls *leaser) prepare(le *lease, now time.Time, q *quota, last bool) *renewal {
+	r := &renewal{le: le}
+	held, open := le.a.Held()
+	if open {
+		r.requested = max(0, le.after-held)
+	}
+	r.before = held
+	refused := le.refused.Swap(0)
+	r.requested += refused
+	ls.admitted.Add(uint64(r.requested - refused))
+	ls.refused.Add(uint64(refused))
+	// The next renewal comes a period from now, or as late as this one
+	// did (a busy machine): ask for that long.
+	cover := ls.p.Period.Seconds()
+	if elapsed := now.Sub(le.since).Seconds(); elapsed > 0 {
+		rate := float64(r.requested) / elapsed
+		le.dem = max(rate, (le.dem+rate)/2) // up at once, down by halves
+		if rate*ls.p.Period.Seconds() < promoteAt/2 {
+			le.quiet++
+		} else {
+			le.quiet = 0
+		}
+		cover = max(cover, min(elapsed, ls.p.TTL.Seconds()/2))
+	}
+	le.since = now
+	le.want = int64(math.Ceil(le.dem * cover * headroom))
+	r.leave = last || le.quiet >= quietRounds
+	if r.leave {
+		r.ret = le.a.Close()
+	} else if held > le.want {
+		r.ret = le.a.Withdraw(held - le.want)
+	}
+	r.held, _ = le.a.Held()
+	return r
+}
+
+// call sends the renewals of rs, in chunks, in one round trip.
+func (ls *leaser) call(q *quota, rs []*renewal) error {
+	ctx, cancel := context.WithTimeout(context.Background(), ls.budget)
+	defer cancel()
+	s := ls.l.s
+	scr := s.renew[ls.l.p.Algorithm]
+	ttl := ls.p.TTL.Milliseconds()
+	var extra []any
+	if s.argvTime {
+		now := time.Now()
+		extra = []any{now.Unix(), int64(now.Nanosecond())}
+	}
+	build := func(verb, script string, part []*renewal) *goredis.Cmd {
+		args := make([]any, 0, 3+2*len(part)+5+5*len(part)+len(extra))
+		args = append(args, verb, script, 2*len(part))
+		for _, r := range part {
+			args = append(args, r.le.keys[0], r.le.keys[1])
+		}
+		args = append(args, s.nodeID, ttl, ls.p.Period.Milliseconds(), q.a1, q.a2)
+		for _, r := range part {
+			leave := "0"
+			if r.leave {
+				leave = "1"
+			}
+			args = append(args, r.held, r.ret, int64(math.Ceil(r.le.dem)), r.le.want, leave)
+		}
+		args = append(args, extra...)
+		return goredis.NewCmd(ctx, args...)
+	}
+	var parts [][]*renewal
+	for part := range slices.Chunk(rs, ls.chunk) {
+		parts = append(parts, part)
+	}
+	send := func(verb, script string) ([]*goredis.Cmd, error) {
+		cmds := make([]*goredis.Cmd, len(parts))
+		_, err := s.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
+			for i, part := range parts {
+				cmds[i] = build(verb, script, part)
+				_ = p.Process(ctx, cmds[i])
+			}
+			return nil
+		})
+		return cmds, err
+	}
+	cmds, err := send("evalsha", scr.sha)
+	if isNoScript(err) {
+		cmds, err = send("eval", scr.src)
+	}
+	if err != nil {
+		return err
+	}
+	for i, part := range parts {
+		text, err := cmds[i].Text()
+		if err != nil {
+			return err
+		}
+		if err := parseRenewals(text, part); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// parseRenewals reads a renewal call's replies into part: six integers per
+// key, "grant held outstanding demand avail life".
+func parseRenewals(s string, part []*renewal) error {
+	for i, r := range part {
+		var f [6]int64
+		for j := range f {
+			v, rest, ok := leadingInt(s)
+			if !ok {
+				return errReply
+			}
+			f[j], s = v, rest
+			if last := i == len(part)-1 && j == len(f)-1; last != (s == "") {
+				return errReply
+			}
+			if s != "" {
+				if s[0] != ' ' {
+					return errReply
+				}
+				s = s[1:]
+			}
+		}
+		r.grant, r.heldR, r.out, r.dem, r.avail, r.life = f[0], f[1], f[2], f[3], f[4], f[5]
+		if r.grant < 0 || r.heldR < 0 || r.heldR > r.held || r.out < 0 || r.avail < 0 || r.life < -1 {
+			return errReply
+		}
+	}
+	return nil
+}
+
+// settle applies a renewal Redis answered.
+func (ls *leaser) settle(r *renewal, now time.Time, q *quota) {
+	le := r.le
+	if r.heldR < r.held {
+		le.a.Withdraw(r.held - r.heldR) // Redis no longer counted them
+	}
+	le.out.Store(r.out)
+	if r.leave {
+		return
+	}
+	le.after = le.a.Add(r.grant)
+	life := ls.p.TTL
+	if r.life >= 0 {
+		life = min(life, time.Duration(r.life))
+	}
+	// now was read before the call was sent, so now + life ends before the
+	// lease does in Redis's time.
+	le.until.Store(now.Add(life).UnixNano())
+	le.low.Store(le.want / 3)
+	// Early renewals help a node whose demand rose while the quota has
+	// room; while the nodes together want more than its rate they would
+	// only take more than this node's share, so there are none.
+	le.spare.Store(r.avail >= le.want && float64(r.dem) <= q.perSecond())
+	le.next.Store(now.Add(ls.p.Period).UnixNano())
+}
+
+// failed handles a renewal that Redis did not answer: the units taken back
+// to give back are held again, and a lease whose units have lapsed holds
+// nothing any more.
+func (ls *leaser) failed(r *renewal, now time.Time) {
+	le := r.le
+	if r.leave {
+		return // given up: Redis expires the lease by itself
+	}
+	le.a.Add(r.ret)
+	le.after = r.before // the units used up to the call are counted
+	if now.UnixNano() >= le.until.Load() {
+		le.a.Close()
+		le.after = 0
+	}
+}
+
+// close stops the renewals; with giveBack, the units held are given back
+// first (bounded by the renewal budget). Afterwards every lease holds
+// nothing: decisions go the exact way (a closed limiter's: the fallback).
+func (ls *leaser) close(giveBack bool) {
+	if !ls.stopped.CompareAndSwap(false, true) {
+		return
+	}
+	ls.giveBack.Store(giveBack)
+	close(ls.stop)
+	<-ls.done
+	for _, le := range *ls.leases.Load() {
+		le.a.Close()
+	}
+}
+
+// status adds the leases' figures to st.
+func (ls *leaser) status(st *Status) {
+	for _, le := range *ls.leases.Load() {
+		st.Leases++
+		h, _ := le.a.Held()
+		st.Held += h
+		st.Outstanding += le.out.Load()
+	}
+	st.LeasedUnits, st.RefusedUnits = ls.admitted.Load(), ls.refused.Load()
+	st.Renewals, st.RenewalErrors = ls.renewals.Load(), ls.renewErrs.Load()
+	if t := ls.lastRenewal.Load(); t != 0 {
+		st.LastRenewal = time.Unix(0, t)
+	}
+}

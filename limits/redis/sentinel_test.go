@@ -1,0 +1,81 @@
+package redis
+
+import (
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/redistest"
+)
+
+// TestSentinelFailover: a store that finds its master through Redis
+// Sentinel follows a failover. The master is killed under load (an exact
+// quota and a leased one); decisions go on, never stalling, by the
+// fallback and the leases meanwhile; once the sentinels have promoted the
+// replica, decisions and renewals are made by the new master.
+func TestSentinelFailover(t *testing.T) {
+	master := startServer(t)
+	replica := redistest.StartReplica(t, master)
+	var sentinels []string
+	var watchers []*redistest.Sentinel
+	for range 3 {
+		s := redistest.StartSentinel(t, master, "quotas", 2)
+		watchers = append(watchers, s)
+		sentinels = append(sentinels, s.Addr())
+	}
+	for _, w := range watchers {
+		w.AwaitPeers("quotas", 2, 1)
+	}
+	first := watchers[0]
+	s, err := Open(StoreParams{SentinelAddresses: sentinels, MasterName: "quotas", Heartbeat: -1,
+		Timeout: 50 * time.Millisecond, BackoffMin: 10 * time.Millisecond, BackoffMax: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// A bucket that refills slowly, so that its keys live through the test.
+	exact, err := s.NewLimiter(LimiterParams{Name: "exact", Algorithm: TokenBucket, Rate: 1000, Burst: 1e6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	leased, err := s.NewLimiter(LimiterParams{Name: "leased", Algorithm: TokenBucket, Rate: 1e6, Burst: 1e6, Sync: SyncLeased,
+		Lease: LeaseParams{Period: 20 * time.Millisecond, TTL: 500 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	driveUntil(t, exact, 10*time.Second, "first decision by the master", func(st Status) bool { return st.RedisDecisions > 0 })
+	awaitLease(t, leased, "", 10*time.Second)
+
+	stop := load(4, func(now time.Time) {
+		exact.AllowAt("load", now, 1)
+		leased.AllowAt("", now, 1)
+	})
+	killed := time.Now()
+	master.Kill()
+	redistest.WaitFor(t, 30*time.Second, "the sentinels promote the replica", func() bool {
+		addr, err := first.Master(bg, "quotas")
+		return err == nil && addr == replica.Addr()
+	})
+	t.Logf("replica promoted %v after the kill", time.Since(killed).Round(time.Millisecond))
+	promoted := exact.Status()
+	driveUntil(t, exact, 20*time.Second, "decisions by the new master", func(st Status) bool {
+		return st.Mode == ModeRedis && st.RedisDecisions > promoted.RedisDecisions+100
+	})
+	t.Logf("decisions by the new master %v after the kill", time.Since(killed).Round(time.Millisecond))
+	renewed := leased.Status()
+	driveUntil(t, leased, 20*time.Second, "renewals on the new master", func(st Status) bool {
+		return st.Renewals > renewed.Renewals+2 && st.Held > 0
+	})
+	worst := stop()
+	t.Logf("the slowest pair of decisions took %v", worst)
+	if worst > 2*stallBound {
+		t.Errorf("slowest pair of decisions during the failover took %v", worst)
+	}
+	// A replica runs no script of a client (scripts replicate as their
+	// effects): the calls it counts were made to it as the master.
+	if n := scriptCalls(t, replica.Client()); n < 100 {
+		t.Errorf("the new master ran %d script calls, want the decisions after the failover", n)
+	}
+	if st := exact.Status(); st.FallbackDecisions == 0 {
+		t.Errorf("no decision fell back while no master answered: %+v", st)
+	}
+}
