@@ -42,7 +42,7 @@ func benchService(b *testing.B) *permit.Service {
 	if err != nil {
 		b.Fatal(err)
 	}
-	svc, err := permit.New(permit.Params{Gate: fixedCost{g}})
+	svc, err := permit.New(permit.Params{Gate: g})
 	if err != nil {
 		b.Fatal(err)
 	}

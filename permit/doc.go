@@ -14,8 +14,7 @@
 // for at most the request's wait, the group's queue bound and the caller's
 // deadline. The request's cost is the units its rate stage spends (0: the
 // group's rate.cost); its concurrency stage takes one slot whatever the
-// cost. This is what Gate.EnterClassCost promises; today's gate applies
-// the group's configured cost only (see Gate).
+// cost (gate.Gate.EnterClassCost).
 //
 // A grant holds the gate.Pass under a lease: an ID and a lease length, set
 // per group (Leases, DefaultLease 30s). Release(id, outcome, latency)

@@ -28,9 +28,7 @@ name = "jobs"
   max = 0
 `))
 	g, _ := gate.New(gate.Params{Config: cfg})
-	// Gate: g itself once gate.Gate has EnterClassCost; fixedCost adapts
-	// today's EnterClass (the group's configured cost).
-	svc, _ := permit.New(permit.Params{Gate: fixedCost{g}})
+	svc, _ := permit.New(permit.Params{Gate: g})
 	dir, _ := os.MkdirTemp("", "permit")
 	defer os.RemoveAll(dir)
 	sock := "unix://" + filepath.Join(dir, "permit.sock")

@@ -20,9 +20,8 @@ import (
 //   - Reject counts a refusal decided here (a full lease table) in the
 //     group, as the proxy's circuit breaker does.
 //
-// gate.Gate has ClassOf and Reject; EnterClassCost is the gate change this
-// package waits for (today's EnterClass takes the configured cost only).
-// Implementations must be safe for concurrent use.
+// *gate.Gate is the implementation; implementations must be safe for
+// concurrent use.
 type Gate interface {
 	ClassOf(group, key string, p adaptive.Priority) (gate.Class, bool)
 	EnterClassCost(ctx context.Context, c gate.Class, cost int64) (gate.Pass, gate.Rejection, bool)

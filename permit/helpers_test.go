@@ -18,22 +18,6 @@ import (
 // t0 is the tests' epoch.
 var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 
-// fixedCost is a *gate.Gate as a permit.Gate while the gate has no
-// EnterClassCost: it admits through EnterClass, so the rate stage spends
-// the group's configured cost whatever cost is asked. The tests of a cost
-// of their own skip with needCost.
-type fixedCost struct{ *gate.Gate }
-
-func (g fixedCost) EnterClassCost(ctx context.Context, c gate.Class, _ int64) (gate.Pass, gate.Rejection, bool) {
-	return g.EnterClass(ctx, c)
-}
-
-// needCost skips a test that needs the gate to spend a per-request cost.
-func needCost(t *testing.T) {
-	t.Helper()
-	t.Skip("waits for gate.Gate.EnterClassCost(ctx, Class, cost int64): today's gate spends the group's configured rate.cost only")
-}
-
 // observer records what the gate's passes report.
 type observer struct {
 	mu    sync.Mutex
@@ -93,7 +77,7 @@ func newEnv(t testing.TB, groups string, p permit.Params) *env {
 	if e.gate, err = gate.New(gate.Params{Config: cfg, Clock: e.gclk, Observer: e.obs}); err != nil {
 		t.Fatalf("gate: %v", err)
 	}
-	p.Gate = fixedCost{e.gate}
+	p.Gate = e.gate
 	if p.Clock == nil {
 		p.Clock = e.clock
 	}

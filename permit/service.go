@@ -33,8 +33,7 @@ const Unmeasured time.Duration = -1
 // Params configures a Service. Gate is required; the zero value of every
 // other field means its default.
 type Params struct {
-	// Gate admits the permits: sluice's *gate.Gate once it has
-	// EnterClassCost (see Gate).
+	// Gate admits the permits: sluice's *gate.Gate (see Gate).
 	Gate Gate
 	// Leases are the groups' lease lengths. Default: DefaultLease for all.
 	Leases Leases

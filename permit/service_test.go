@@ -173,7 +173,6 @@ name = "api"
 }
 
 func TestCostSpendsRateUnitsAndOneSlot(t *testing.T) {
-	needCost(t)
 	e := newEnv(t, `
 [[group]]
 name = "bulk"
@@ -326,10 +325,10 @@ func TestParams(t *testing.T) {
 	}
 	e := newEnv(t, jobs(1), permit.Params{})
 	for _, p := range []permit.Params{
-		{Gate: fixedCost{e.gate}, MaxLeases: -1},
-		{Gate: fixedCost{e.gate}, MaxLeases: permit.MaxLeases + 1},
-		{Gate: fixedCost{e.gate}, SweepEvery: -time.Second},
-		{Gate: fixedCost{e.gate}, Leases: permit.Leases{Default: time.Microsecond}},
+		{Gate: e.gate, MaxLeases: -1},
+		{Gate: e.gate, MaxLeases: permit.MaxLeases + 1},
+		{Gate: e.gate, SweepEvery: -time.Second},
+		{Gate: e.gate, Leases: permit.Leases{Default: time.Microsecond}},
 	} {
 		if _, err := permit.New(p); err == nil {
 			t.Errorf("New(%+v) succeeded", p)

@@ -24,7 +24,7 @@ import (
 // that never runs dry, on the real clock.
 func benchService(b *testing.B) *rls.Service {
 	b.Helper()
-	svc, err := rls.New(rls.Params{Gate: rateOnly{benchGate(b)}, Mapping: rls.Mapping{Domains: []rls.Domain{{Name: "edge",
+	svc, err := rls.New(rls.Params{Gate: benchGate(b), Mapping: rls.Mapping{Domains: []rls.Domain{{Name: "edge",
 		Descriptors: []rls.Descriptor{{Entries: []rls.Entry{{Key: "remote_address"}}, Group: "per-client"}}}}}})
 	if err != nil {
 		b.Fatal(err)

@@ -89,7 +89,7 @@ func exampleService(t *testing.T) (*rls.Service, string) {
 		}
 		m.Domains = append(m.Domains, dom)
 	}
-	svc, err := rls.New(rls.Params{Gate: rateOnly{g}, Mapping: m})
+	svc, err := rls.New(rls.Params{Gate: g, Mapping: m})
 	if err != nil {
 		t.Fatalf("the mapping of sluice.toml: %v", err)
 	}

@@ -18,8 +18,8 @@ import (
 //     limit, which allows everything) and, when it is not, the Rejection
 //     (reason rate), counted in the group as the proxy's are.
 //
-// gate.Gate has ClassOf; AllowRate is the gate change this package waits
-// for. Implementations must be safe for concurrent use.
+// *gate.Gate is the implementation; implementations must be safe for
+// concurrent use.
 type Gate interface {
 	ClassOf(group, key string, p adaptive.Priority) (gate.Class, bool)
 	AllowRate(c gate.Class, cost int64) (res limits.Result, pol limits.Policy, rej gate.Rejection, ok bool)

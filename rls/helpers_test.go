@@ -12,38 +12,11 @@ import (
 	"github.com/sluicehq/sluice/configs"
 	"github.com/sluicehq/sluice/gate"
 	"github.com/sluicehq/sluice/internal/clocktest"
-	"github.com/sluicehq/sluice/limits"
 	"github.com/sluicehq/sluice/rls"
 )
 
 // t0 is the tests' epoch, aligned to whole minutes (fixed windows are).
 var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
-
-// rateOnly is a *gate.Gate as an rls.Gate while the gate has no
-// AllowRate: it runs the whole pipeline (EnterClass, with a deadline
-// already past so that it never queues) and releases the slot at once. Its
-// decisions are the rate stage's for groups with room for the call; but it
-// spends the group's configured cost whatever is asked, and an allowed
-// decision carries no figures (EnterClass returns none). The tests that
-// need either skip with needAllowRate.
-type rateOnly struct{ *gate.Gate }
-
-var past, _ = context.WithDeadline(context.Background(), time.Unix(0, 0))
-
-func (g rateOnly) AllowRate(c gate.Class, _ int64) (limits.Result, limits.Policy, gate.Rejection, bool) {
-	p, rej, ok := g.EnterClass(past, c)
-	if !ok {
-		return rej.Rate, rej.Policy, rej, false
-	}
-	p.DoneAfter(gate.Ignored, 0)
-	return limits.Result{Allowed: true}, limits.Policy{}, gate.Rejection{}, true
-}
-
-// needAllowRate skips a test that needs the gate's rate-stage decision.
-func needAllowRate(t *testing.T, what string) {
-	t.Helper()
-	t.Skip("waits for gate.Gate.AllowRate(Class, cost int64) (limits.Result, limits.Policy, Rejection, bool): " + what)
-}
 
 // env is a gate on a clock moved by hand and a service on it.
 type env struct {
@@ -62,7 +35,7 @@ func newEnv(t testing.TB, groups string, p rls.Params) *env {
 	if e.gate, err = gate.New(gate.Params{Config: cfg, Clock: e.clock}); err != nil {
 		t.Fatalf("gate: %v", err)
 	}
-	p.Gate = rateOnly{e.gate}
+	p.Gate = e.gate
 	if e.svc, err = rls.New(p); err != nil {
 		t.Fatalf("rls.New: %v", err)
 	}

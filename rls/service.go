@@ -21,8 +21,7 @@ import (
 
 // Params configures a Service. Gate is required.
 type Params struct {
-	// Gate decides the descriptors: sluice's *gate.Gate once it has
-	// AllowRate (see Gate).
+	// Gate decides the descriptors: sluice's *gate.Gate (see Gate).
 	Gate Gate
 	// Mapping maps domains and descriptors to groups and keys.
 	Mapping Mapping
