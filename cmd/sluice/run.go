@@ -180,6 +180,7 @@ wait:
 			}
 			log.Warn("second signal: exiting at once; requests in flight are cut and the state file is not written", "signal", s.String())
 			d.server.Close()
+			d.closeFrontServers()
 			return exitInterrupted
 		case r := <-done:
 			if r.expired {
