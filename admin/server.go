@@ -70,6 +70,9 @@ type Params struct {
 	// Circuit reports the upstream's circuit breaker for /v1/status; nil,
 	// or false, when there is none. Safe for concurrent use.
 	Circuit func() (CircuitStatus, bool)
+	// Fronts, if set, returns the front-ends beside the proxy for
+	// /v1/status. Nil: none. Safe for concurrent use.
+	Fronts func() []FrontStatus
 
 	// Metrics are the per-request histograms the gate feeds (pass the same
 	// value to gate.Params.Observer). Nil: no histograms are exported.

@@ -195,6 +195,7 @@ func (d *daemon) buildAdmin(metrics *admin.Metrics) error {
 		prometheus.NewGoCollector(),
 		prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}),
 		upstreamCollector{d.proxy},
+		frontCollector{d.permit, d.rls},
 	)
 	log := d.log.Named("admin")
 	var err error
@@ -207,6 +208,7 @@ func (d *daemon) buildAdmin(metrics *admin.Metrics) error {
 		OnReload: d.logReload,
 		Ready:    d.ready,
 		Circuit:  circuitStatus(d.proxy),
+		Fronts:   d.frontStatuses,
 		Metrics:  metrics,
 		Registry: reg,
 		ErrorLog: log.StandardLogger(&hclog.StandardLoggerOptions{ForceLevel: hclog.Warn}),

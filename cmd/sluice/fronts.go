@@ -260,3 +260,41 @@ func keepFrontsRestartOnly(next, running *configs.Config) {
 		next.RLS.Listen, next.RLS.SocketMode = running.RLS.Listen, running.RLS.SocketMode
 	}
 }
+
+// frontStatuses are the front-ends as /v1/status shows them.
+func (d *daemon) frontStatuses() []admin.FrontStatus {
+	var out []admin.FrontStatus
+	if d.permit != nil {
+		st := d.permit.Stats()
+		c := map[string]uint64{"held": uint64(st.Live), "capacity": uint64(st.Capacity), "full": st.Full}
+		for _, g := range st.Groups {
+			c["granted"] += g.Granted
+			c["canceled"] += g.Canceled
+			c["expired"] += g.Expired
+			c["late"] += g.Late
+			for _, n := range g.Refused {
+				c["refused"] += n
+			}
+			for _, n := range g.Released {
+				c["released"] += n
+			}
+		}
+		out = append(out, admin.FrontStatus{Name: "permit", Listen: addrText(d.permitLn.Addr()), Token: d.started.Permit.TokenFile != "", Counts: c})
+	}
+	if d.rls != nil {
+		st := d.rls.Stats()
+		out = append(out, admin.FrontStatus{Name: "rls", Listen: addrText(d.rlsLn.Addr()), Token: d.started.RLS.TokenFile != "",
+			Counts: map[string]uint64{"calls": st.Calls, "invalid": st.Invalid, "ok": st.OK, "over_limit": st.OverLimit,
+				"shadowed": st.Shadowed, "unknown_domain": st.UnknownDomain, "unmatched": st.Unmatched, "refunds": st.Refunds}})
+	}
+	return out
+}
+
+// addrText is a listener's address as the config spells it: "host:port",
+// or "unix:///path" for a unix socket.
+func addrText(a net.Addr) string {
+	if a.Network() == "unix" {
+		return "unix://" + a.String()
+	}
+	return a.String()
+}
