@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/adaptive"
+	"github.com/sluicehq/sluice/configs"
 )
 
 // Lease bounds.
@@ -27,6 +28,19 @@ type Leases struct {
 	Default time.Duration
 	// Groups holds the leases of groups by name.
 	Groups map[string]time.Duration
+}
+
+// LeasesOf returns the leases of a config's [permit] section: its lease
+// for every group, and [[permit.group]]'s for theirs.
+func LeasesOf(c *configs.Permit) Leases {
+	l := Leases{Default: time.Duration(c.Lease)}
+	if len(c.Groups) > 0 {
+		l.Groups = make(map[string]time.Duration, len(c.Groups))
+		for _, g := range c.Groups {
+			l.Groups[g.Name] = time.Duration(g.Lease)
+		}
+	}
+	return l
 }
 
 // Validate reports every lease out of (0, MaxLease], the default's zero

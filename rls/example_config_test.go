@@ -4,10 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"strings"
 	"testing"
 
-	"github.com/BurntSushi/toml"
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	rlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
@@ -26,77 +24,28 @@ import (
 
 const exampleDir = "../configs/examples/envoy/"
 
-// rlsSection is the [rls] section of the example, as the wiring will read
-// it.
-type rlsSection struct {
-	RLS struct {
-		Listen    string `toml:"listen"`
-		TokenFile string `toml:"token_file"`
-		Headers   string `toml:"headers"`
-		Domain    []struct {
-			Name       string `toml:"name"`
-			Descriptor []struct {
-				Entries []struct {
-					Key   string `toml:"key"`
-					Value string `toml:"value"`
-				} `toml:"entries"`
-				Group string `toml:"group"`
-			} `toml:"descriptor"`
-		} `toml:"domain"`
-	} `toml:"rls"`
-}
-
-// exampleService loads sluice.toml: its groups into a gate, its [rls]
-// mapping into a service on it.
+// exampleService loads sluice.toml as the daemon does (configs.Load): its
+// groups into a gate, its [rls] mapping (MappingOf) into a service on it.
 func exampleService(t *testing.T) (*rls.Service, string) {
-	src, err := os.ReadFile(exampleDir + "sluice.toml")
+	cfg, err := configs.Load(exampleDir + "sluice.toml")
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("sluice.toml: %v", err)
 	}
-	groups, section, ok := strings.Cut(string(src), "\n[rls]\n")
-	if !ok {
+	if cfg.RLS == nil {
 		t.Fatal("sluice.toml has no [rls] section")
-	}
-	cfg, err := configs.Parse("sluice.toml", []byte(groups))
-	if err != nil {
-		t.Fatalf("the groups of sluice.toml: %v", err)
 	}
 	g, err := gate.New(gate.Params{Config: cfg})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var s rlsSection
-	md, err := toml.Decode("[rls]\n"+section, &s)
-	if err != nil {
-		t.Fatalf("[rls]: %v", err)
-	}
-	if u := md.Undecoded(); len(u) > 0 {
-		t.Fatalf("[rls]: unknown keys %v", u)
-	}
-	h, err := rls.ParseHeaders(s.RLS.Headers)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := rls.Mapping{Headers: h}
-	for _, d := range s.RLS.Domain {
-		dom := rls.Domain{Name: d.Name}
-		for _, ds := range d.Descriptor {
-			x := rls.Descriptor{Group: ds.Group}
-			for _, e := range ds.Entries {
-				x.Entries = append(x.Entries, rls.Entry{Key: e.Key, Value: e.Value})
-			}
-			dom.Descriptors = append(dom.Descriptors, x)
-		}
-		m.Domains = append(m.Domains, dom)
-	}
-	svc, err := rls.New(rls.Params{Gate: g, Mapping: m})
+	svc, err := rls.New(rls.Params{Gate: g, Mapping: rls.MappingOf(cfg.RLS)})
 	if err != nil {
 		t.Fatalf("the mapping of sluice.toml: %v", err)
 	}
-	if _, err := rls.NewServer(rls.ServerParams{Service: svc, Listen: s.RLS.Listen}); err != nil {
+	if _, err := rls.NewServer(rls.ServerParams{Service: svc, Listen: cfg.RLS.Listen}); err != nil {
 		t.Fatalf("rls.listen: %v", err)
 	}
-	return svc, s.RLS.Listen
+	return svc, cfg.RLS.Listen
 }
 
 // envoyBootstrap decodes envoy.yaml strictly with Envoy's API types.

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	rlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+
+	"github.com/sluicehq/sluice/configs"
 )
 
 // Bounds of a mapping and of a request.
@@ -54,6 +56,25 @@ type Descriptor struct {
 // request_headers descriptor_key, ...) and its value, "" for any.
 type Entry struct {
 	Key, Value string
+}
+
+// MappingOf returns the mapping of a config's [rls] section (configs
+// checked its names and group references; Validate checks the rest).
+func MappingOf(c *configs.RLS) Mapping {
+	h, _ := ParseHeaders(string(c.Headers)) // configs checked the name
+	m := Mapping{Headers: h}
+	for _, d := range c.Domains {
+		dom := Domain{Name: d.Name}
+		for _, desc := range d.Descriptors {
+			rd := Descriptor{Group: desc.Group}
+			for _, e := range desc.Entries {
+				rd.Entries = append(rd.Entries, Entry{Key: e.Key, Value: e.Value})
+			}
+			dom.Descriptors = append(dom.Descriptors, rd)
+		}
+		m.Domains = append(m.Domains, dom)
+	}
+	return m
 }
 
 // keySep joins the values of several wildcard entries into one key: a byte

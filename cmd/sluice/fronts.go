@@ -40,7 +40,7 @@ func (d *daemon) buildFronts() error {
 		if err != nil {
 			return err
 		}
-		if d.permit, err = permit.New(permit.Params{Gate: d.gate, Leases: permitLeases(p), MaxLeases: p.MaxLeases}); err != nil {
+		if d.permit, err = permit.New(permit.Params{Gate: d.gate, Leases: permit.LeasesOf(p), MaxLeases: p.MaxLeases}); err != nil {
 			return err
 		}
 		d.permitSrv, err = permit.NewServer(permit.ServerParams{
@@ -62,7 +62,7 @@ func (d *daemon) buildFronts() error {
 		if err != nil {
 			return err
 		}
-		if d.rls, err = rls.New(rls.Params{Gate: d.gate, Mapping: rlsMapping(r)}); err != nil {
+		if d.rls, err = rls.New(rls.Params{Gate: d.gate, Mapping: rls.MappingOf(r)}); err != nil {
 			return err
 		}
 		d.rlsSrv, err = rls.NewServer(rls.ServerParams{Service: d.rls, Listen: r.Listen, SocketMode: fs.FileMode(r.SocketMode), Token: tok})
@@ -95,7 +95,7 @@ func checkFronts(cfg *configs.Config) error {
 	if cfg.RLS == nil {
 		return nil
 	}
-	return rlsMapping(cfg.RLS).Validate()
+	return rls.MappingOf(cfg.RLS).Validate()
 }
 
 // closeFronts releases the listeners of front-ends that never started.
@@ -174,7 +174,7 @@ func (f *fronts) stopFronts() int {
 func (d *daemon) applyFronts(cfg *configs.Config) error {
 	var errs []error
 	if d.permit != nil && cfg.Permit != nil {
-		errs = append(errs, d.permit.SetLeases(permitLeases(cfg.Permit)))
+		errs = append(errs, d.permit.SetLeases(permit.LeasesOf(cfg.Permit)))
 		if tok, err := frontToken("permit", cfg.Permit.TokenFile); err != nil {
 			errs = append(errs, err)
 		} else {
@@ -182,7 +182,7 @@ func (d *daemon) applyFronts(cfg *configs.Config) error {
 		}
 	}
 	if d.rls != nil && cfg.RLS != nil {
-		errs = append(errs, d.rls.SetMapping(rlsMapping(cfg.RLS)))
+		errs = append(errs, d.rls.SetMapping(rls.MappingOf(cfg.RLS)))
 		if tok, err := frontToken("rls", cfg.RLS.TokenFile); err != nil {
 			errs = append(errs, err)
 		} else {

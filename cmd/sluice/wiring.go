@@ -18,10 +18,8 @@ import (
 	"github.com/sluicehq/sluice/admin"
 	"github.com/sluicehq/sluice/configs"
 	"github.com/sluicehq/sluice/limits/redis"
-	"github.com/sluicehq/sluice/permit"
 	"github.com/sluicehq/sluice/probe"
 	"github.com/sluicehq/sluice/proxy"
-	"github.com/sluicehq/sluice/rls"
 )
 
 // This file maps the configuration onto the parameters of the parts the
@@ -111,38 +109,6 @@ func storeParams(r *configs.Redis) redis.StoreParams {
 		p.Fallback = redis.FallbackLocal
 	}
 	return p
-}
-
-// permitLeases maps [permit]'s lease and [[permit.group]] onto the permit
-// service's leases.
-func permitLeases(p *configs.Permit) permit.Leases {
-	l := permit.Leases{Default: time.Duration(p.Lease)}
-	if len(p.Groups) > 0 {
-		l.Groups = make(map[string]time.Duration, len(p.Groups))
-		for _, g := range p.Groups {
-			l.Groups[g.Name] = time.Duration(g.Lease)
-		}
-	}
-	return l
-}
-
-// rlsMapping maps [rls]'s domains, descriptors and headers onto the rate
-// limit service's mapping.
-func rlsMapping(r *configs.RLS) rls.Mapping {
-	h, _ := rls.ParseHeaders(string(r.Headers)) // configs checked the name
-	m := rls.Mapping{Headers: h}
-	for _, d := range r.Domains {
-		dom := rls.Domain{Name: d.Name}
-		for _, desc := range d.Descriptors {
-			rd := rls.Descriptor{Group: desc.Group}
-			for _, e := range desc.Entries {
-				rd.Entries = append(rd.Entries, rls.Entry{Key: e.Key, Value: e.Value})
-			}
-			dom.Descriptors = append(dom.Descriptors, rd)
-		}
-		m.Domains = append(m.Domains, dom)
-	}
-	return m
 }
 
 // samplerParams returns the resource sampler's parameters for cfg's [probe]:
