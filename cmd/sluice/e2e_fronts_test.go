@@ -499,7 +499,12 @@ func TestRLSWithEnvoysStubs(t *testing.T) {
 		}
 	}
 
-	// A reload maps generic_key=checkout onto the checkout group.
+	// A reload maps generic_key=checkout onto the checkout group and reads
+	// a new token.
+	const newToken = "fedcba9876543210fedcba9876543210"
+	if err := os.WriteFile(filepath.Join(filepath.Dir(d.config), "rls-token"), []byte(newToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	b, err := os.ReadFile(d.config)
 	if err != nil {
 		t.Fatal(err)
@@ -510,6 +515,10 @@ func TestRLSWithEnvoysStubs(t *testing.T) {
 	}
 	d.signal(t, syscall.SIGHUP)
 	d.log.wait(t, "the reload", message("config reloaded"))
+	if _, err := c.ShouldRateLimit(ctx, rlsRequest("edge", 0, "generic_key", "checkout")); status.Code(err) != codes.Unauthenticated {
+		t.Fatalf("the old token after the reload: %v, want Unauthenticated", err)
+	}
+	c = dial(grpc.WithPerRPCCredentials(bearer(newToken)))
 	if resp := ask(rlsRequest("edge", 0, "generic_key", "checkout")); resp.GetStatuses()[0].GetLimitRemaining() != 4 {
 		t.Fatalf("checkout after the reload: %v, want OK with 4 of 5 remaining", resp)
 	}
