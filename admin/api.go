@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"strconv"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/listen"
 )
 
 func (s *Server) getStatus(w http.ResponseWriter, _ *http.Request) {
@@ -28,7 +30,7 @@ func (s *Server) getStatus(w http.ResponseWriter, _ *http.Request) {
 		State: stateView{File: st.StateFile, LastSave: when(st.LastSave),
 			Restore: restoreView{SavedAt: when(st.Restore.SavedAt), Groups: st.Restore.Groups}},
 		Resources: newResourcesView(st.Resources),
-		Admin:     adminView{Listen: s.p.Listen, Writable: s.token.set, ReadsNeedToken: s.mode == modeOpen},
+		Admin:     adminView{Listen: s.p.Listen, Writable: s.token.set, ReadsNeedToken: s.reach == listen.Open},
 	}
 	if a := s.Addr(); a != nil {
 		v.Admin.Listen = a.String()
