@@ -9,8 +9,10 @@
 //	                          with their reason), the link to Redis of the
 //	                          global quotas (mode, since, last error, next
 //	                          probe, nodes, the leased quotas' bounds), the
-//	                          upstream's circuit breaker
-//	                          (state, since, reason)
+//	                          upstream's circuit breaker (state, since,
+//	                          reason), the front-ends beside the proxy
+//	                          (permit service, Envoy's rate limit service:
+//	                          address, token, counts)
 //	GET   /v1/groups          every group's read-out, in match order
 //	GET   /v1/groups/{name}   one group's read-out
 //	PATCH /v1/groups/{name}   a runtime override of the group's targets,

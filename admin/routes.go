@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/sluicehq/sluice/internal/listen"
 )
 
 // access is what an operation asks of a request beyond a good Host.
@@ -131,7 +133,7 @@ func (s *Server) serveEndpoint(e endpoint) http.Handler {
 // authorize checks the bearer token where an operation needs it.
 func (s *Server) authorize(w http.ResponseWriter, r *http.Request, a access) *apiError {
 	switch {
-	case a == public, a == read && s.mode != modeOpen:
+	case a == public, a == read && s.reach != listen.Open:
 		return nil
 	case !s.token.set:
 		return errorf(http.StatusForbidden, "admin: the API is read-only: no token is set (admin.token_file)")

@@ -22,6 +22,12 @@ type Config struct {
 	// Redis holds the shared quotas of groups whose rate has scope "global";
 	// nil when the file has no [redis] section.
 	Redis *Redis `toml:"redis,omitempty" json:"redis,omitempty"`
+	// Permit is the permit service; nil when the file has no [permit]
+	// section.
+	Permit *Permit `toml:"permit,omitempty" json:"permit,omitempty"`
+	// RLS is Envoy's rate limit service; nil when the file has no [rls]
+	// section.
+	RLS *RLS `toml:"rls,omitempty" json:"rls,omitempty"`
 	// Groups are tried in order; the first whose Match accepts a request
 	// takes it. After SetDefaults the last group always matches every
 	// request: if the file's last group does not, a group named "default"

@@ -12,8 +12,8 @@ import (
 //
 // Static defaults are where decoding starts: New for the whole config, and
 // the reset methods for each table that can repeat or is optional (a group,
-// a rate, a circuit, redis). A key in the file overrides them, so an explicit
-// zero stays zero: queue.max = 0 means "no queue", targets.cpu = 0 means
+// a rate, a circuit, redis, permit, rls). A key in the file overrides them,
+// so an explicit zero stays zero: queue.max = 0 means "no queue", targets.cpu = 0 means
 // "no CPU target".
 //
 // Derived defaults depend on other fields (the law, the algorithm, the key,
@@ -134,6 +134,36 @@ func defaultCircuit() Circuit {
 		OpenDuration:        Duration(5 * time.Second),
 		HalfOpenProbes:      3,
 	}
+}
+
+// NewPermit returns a [permit] section with its static defaults.
+func NewPermit() *Permit {
+	p := new(Permit)
+	p.reset()
+	return p
+}
+
+// NewRLS returns an [rls] section with its static defaults and no domains.
+func NewRLS() *RLS {
+	r := new(RLS)
+	r.reset()
+	return r
+}
+
+// The front-ends' defaults: the permit service on loopback TCP (with its
+// token file), Envoy's rate limit service on a unix socket, both sockets
+// 0o660; leases of 30s, at most 16384 at once.
+func (p *Permit) reset() {
+	*p = Permit{
+		Listen:     "127.0.0.1:7070",
+		SocketMode: 0o660,
+		Lease:      Duration(30 * time.Second),
+		MaxLeases:  1 << 14,
+	}
+}
+
+func (r *RLS) reset() {
+	*r = RLS{Listen: "unix:///run/sluice/rls.sock", SocketMode: 0o660, Headers: RLSHeadersIETF}
 }
 
 func (r *Redis) reset() {

@@ -38,6 +38,23 @@ func (c *Config) Clone() *Config {
 		r.SentinelAddresses = slices.Clone(r.SentinelAddresses)
 		n.Redis = &r
 	}
+	if c.Permit != nil {
+		p := *c.Permit
+		p.Groups = slices.Clone(p.Groups)
+		n.Permit = &p
+	}
+	if c.RLS != nil {
+		r := *c.RLS
+		r.Domains = slices.Clone(r.Domains)
+		for i := range r.Domains {
+			d := &r.Domains[i]
+			d.Descriptors = slices.Clone(d.Descriptors)
+			for j := range d.Descriptors {
+				d.Descriptors[j].Entries = slices.Clone(d.Descriptors[j].Entries)
+			}
+		}
+		n.RLS = &r
+	}
 	n.Groups = make([]Group, len(c.Groups))
 	for i := range c.Groups {
 		n.Groups[i] = c.Groups[i].Clone()

@@ -57,6 +57,18 @@ func (c *Config) check(ck *checker) {
 		c.Redis.check(ck, "redis")
 	}
 	c.checkGroups(ck)
+	if c.Permit != nil || c.RLS != nil {
+		groups := make(map[string]bool, len(c.Groups))
+		for _, g := range c.Groups {
+			groups[g.Name] = true
+		}
+		if c.Permit != nil {
+			c.Permit.check(ck, "permit", groups)
+		}
+		if c.RLS != nil {
+			c.RLS.check(ck, "rls", groups)
+		}
+	}
 	for i := range c.Groups {
 		c.Groups[i].Match.checkNormal(ck, join(index("group", i), "match"))
 	}

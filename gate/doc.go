@@ -3,7 +3,7 @@
 //
 // # The data path
 //
-// Per request (DESIGN §2), for the first group whose configs.Match accepts it:
+// Per request (ARCHITECTURE.md, "The data path"), for the first group whose configs.Match accepts it:
 //
 //  1. classify: the group, the key (client IP, a header, the path or none) and
 //     the priority (fixed, or read from a header);

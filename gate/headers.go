@@ -80,8 +80,9 @@ var reasonValues = func() (v [adaptive.NumRejections][]string) {
 // policy named after the group: `RateLimit-Policy: "api";q=100;w=1` and
 // `RateLimit: "api";r=0;t=1`. w must be whole seconds, so a policy whose
 // window is not (a bucket of 20 refilled at 100/s has a 200 ms window) is
-// scaled to the next whole second with its quota in proportion (q=100;w=1);
-// r is the units remaining, t the seconds until the quota is whole again,
+// scaled to the next whole second with its quota in proportion (q=100;w=1;
+// wholeSecondPolicy gives the mapping of each algorithm); r is the units
+// remaining, t the seconds until the quota is whole again,
 // rounded up.
 func (r Rejection) WriteHeaders(h http.Header) int64 {
 	secs := retryAfterSeconds(r.RetryAfter, rand.Uint64())
@@ -118,13 +119,17 @@ var (
 )
 
 // bodies holds the response body of every reason, for overload [0] and for
-// a client over its quota [1].
+// a client over its quota [1]: "service overloaded (queue_full)", "too many
+// requests (rate)", and "upstream failing (circuit_open)" for the breaker.
 var bodies = func() (b [adaptive.NumRejections][2]struct {
 	text   []byte
 	length []string
 }) {
 	for i := range b {
 		for k, lead := range [2]string{"service overloaded", "too many requests"} {
+			if adaptive.Rejection(i) == adaptive.RejectCircuitOpen && k == 0 {
+				lead = "upstream failing" // not overload: the breaker opened on its failures
+			}
 			s := lead + " (" + adaptive.Rejection(i).String() + ")\n"
 			b[i][k].text, b[i][k].length = []byte(s), one(strconv.Itoa(len(s)))
 		}
@@ -163,18 +168,33 @@ func setRateLimitFields(h http.Header, name string, p limits.Policy, res limits.
 	h[HeaderRateLimit] = v[1:2:2]
 }
 
-// wholeSecondPolicy expresses p as q units per w whole seconds: its window
-// rounded up to a whole second (at least one) and its quota scaled in
-// proportion, rounded down (never promising more than the limiter allows).
+// wholeSecondPolicy expresses p as q units per w whole seconds, with the
+// promise that a client sending at most q per w seconds, evenly spaced, is
+// never refused (TestRateLimitPolicyIsSafe checks it for every algorithm):
+// what p promises to such a client (Quota - Shortfall per Window) with its
+// window rounded up to a whole second (at least one) and its quota scaled in
+// proportion, rounded down. A window of one unit short (the weighted sliding
+// window of Limit 1) is promised 1 per two windows. So, per algorithm:
+//
+//   - token bucket and leaky bucket (rate r/s, burst b): b per b/r seconds,
+//     scaled: 2/s burst 3 is q=4;w=2 (2/s sustained), 100/s burst 20 is
+//     q=100;w=1;
+//   - fixed window, sliding log, sliding buckets (N per t): N per t, scaled
+//     when t is not whole seconds: 10 per 1.5 s is q=13;w=2;
+//   - sliding window (N per t): N-1 per t, scaled: 10 per 1 s is q=9;w=1.
 func wholeSecondPolicy(p limits.Policy) (q, w int64) {
-	if p.Window <= 0 {
-		return max(p.Quota, 0), 1
+	quota, window := p.Quota-max(p.Shortfall, 0), p.Window
+	if quota < 1 && p.Quota >= 1 {
+		quota, window = 1, 2*window
 	}
-	w = max(ceilSeconds(p.Window), 1)
-	if time.Duration(w)*time.Second == p.Window {
-		return p.Quota, w
+	if window <= 0 {
+		return max(quota, 0), 1
 	}
-	scaled := float64(p.Quota) * float64(time.Duration(w)*time.Second) / float64(p.Window)
+	w = max(ceilSeconds(window), 1)
+	if time.Duration(w)*time.Second == window {
+		return quota, w
+	}
+	scaled := float64(quota) * float64(time.Duration(w)*time.Second) / float64(window)
 	return int64(min(scaled, 1<<62)), w
 }
 

@@ -152,3 +152,23 @@ func FuzzSFString(f *testing.F) {
 		}
 	})
 }
+
+// TestWriteResponseBodies checks the one-line bodies: overload, a client's
+// quota, and the breaker, which is an upstream failure, not overload.
+func TestWriteResponseBodies(t *testing.T) {
+	for _, c := range []struct {
+		reason adaptive.Rejection
+		status int
+		body   string
+	}{
+		{adaptive.RejectQueueFull, 503, "service overloaded (queue_full)\n"},
+		{adaptive.RejectFairShare, 429, "too many requests (fair_share)\n"},
+		{adaptive.RejectCircuitOpen, 503, "upstream failing (circuit_open)\n"},
+	} {
+		rec := httptest.NewRecorder()
+		Rejection{Reason: c.reason}.WriteResponse(rec)
+		if rec.Code != c.status || rec.Body.String() != c.body {
+			t.Errorf("%v: %d %q, want %d %q", c.reason, rec.Code, rec.Body.String(), c.status, c.body)
+		}
+	}
+}

@@ -52,6 +52,12 @@ type Result struct {
 type Policy struct {
 	Quota  int64
 	Window time.Duration
+	// Shortfall is how many units short of Quota per Window the algorithm
+	// may refuse a client that spreads its requests evenly: 1 for the
+	// weighted sliding window, whose estimate weighs the previous window's
+	// count in at the current one's start; 0 for the others. What a client
+	// may send evenly without a refusal is Quota-Shortfall per Window.
+	Shortfall int64
 }
 
 // Limiter is the behaviour every rate algorithm in this package shares. The

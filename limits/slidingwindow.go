@@ -124,3 +124,9 @@ func (p *swParams) idle(s *swState, now int64) bool {
 func (p *swParams) adopt(s *swState, old *swParams, now int64) {
 	p.realign(&s.start, &old.WindowParams, now)
 }
+
+// policy is N per Window, of which N-1 are promised to evenly spread
+// requests (Policy.Shortfall; see SlidingWindow).
+func (p *swParams) policy() Policy {
+	return Policy{Quota: p.Limit, Window: p.Window, Shortfall: 1}
+}

@@ -70,13 +70,13 @@ func TestWindowSetters(t *testing.T) {
 			if err == nil || !strings.HasPrefix(err.Error(), "limits: ") {
 				t.Fatalf("%s: invalid setting: %v, want a limits: error", name, err)
 			}
-			if p := l.Policy(); p != (Policy{Quota: 10, Window: time.Second}) {
+			if p := l.Policy(); p.Quota != 10 || p.Window != time.Second {
 				t.Fatalf("%s: a refused setter changed the policy to %+v", name, p)
 			}
 		}
 		must(0, l.SetLimit(7))
 		must(0, l.SetWindow(2*time.Second))
-		if p := l.Policy(); p != (Policy{Quota: 7, Window: 2 * time.Second}) {
+		if p := l.Policy(); p.Quota != 7 || p.Window != 2*time.Second {
 			t.Fatalf("%s: policy %+v after SetLimit(7), SetWindow(2s)", name, p)
 		}
 		if r := l.AllowAt(t0, 8); r.Allowed || r.RetryAfter != InfDuration || r.Limit != 7 {

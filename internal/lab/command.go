@@ -64,7 +64,7 @@ func (c *Command) Start(ctx context.Context, env Env) (Running, error) {
 		for _, m := range []struct {
 			src string
 			dst **selector
-		}{{c.spec.LimitMetric, &r.limit}, {c.spec.InflightMetric, &r.inflight}} {
+		}{{c.spec.LimitMetric, &r.limit}, {c.spec.InflightMetric, &r.inflight}, {c.spec.RateMetric, &r.rate}} {
 			if m.src == "" {
 				continue
 			}
@@ -140,6 +140,7 @@ func merged(ms ...map[string]string) map[string]string {
 type commandRun struct {
 	url, metrics    string
 	limit, inflight *selector
+	rate            *selector
 	p               *proc.Process
 	client          *http.Client
 }
@@ -177,14 +178,15 @@ func (r *commandRun) Sample(ctx context.Context) Sample {
 	if err := r.get(ctx, r.metrics, &text); err != nil {
 		return s
 	}
-	if r.limit != nil {
-		if v, ok := r.limit.find(text); ok {
-			s.Limit = &v
+	for _, m := range []struct {
+		sel *selector
+		dst **float64
+	}{{r.limit, &s.Limit}, {r.inflight, &s.Inflight}, {r.rate, &s.Rate}} {
+		if m.sel == nil {
+			continue
 		}
-	}
-	if r.inflight != nil {
-		if v, ok := r.inflight.find(text); ok {
-			s.Inflight = &v
+		if v, ok := m.sel.find(text); ok {
+			*m.dst = &v
 		}
 	}
 	return s

@@ -43,6 +43,7 @@ type Running interface {
 type Sample struct {
 	Limit    *float64       // its concurrency limit
 	Inflight *float64       // requests it has in flight
+	Rate     *float64       // the token rate it manages, per second
 	RSS      *int64         // resident memory of its processes, bytes
 	CPU      *time.Duration // CPU its processes have used so far
 }

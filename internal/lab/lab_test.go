@@ -34,7 +34,11 @@ func TestMain(m *testing.M) {
 	if os.Getenv(helperEnv) == "1" {
 		os.Exit(helperProxy(os.Args[1:]))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if sluicePath != "" {
+		os.RemoveAll(filepath.Dir(sluicePath))
+	}
+	os.Exit(code)
 }
 
 // helperProxy listens on 127.0.0.1:args[0] and forwards to args[1]; it
@@ -53,7 +57,7 @@ func helperProxy(args []string) int {
 	rp := httputil.NewSingleHostReverseProxy(target)
 	mux := http.NewServeMux()
 	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, "# TYPE helper_limit gauge\nhelper_limit{group=\"other\"} 7\nhelper_limit{group=\"api\",zone=\"a\"} 42\nhelper_inflight{group=\"api\"} %d\n", inflight.Load())
+		fmt.Fprintf(w, "# TYPE helper_limit gauge\nhelper_limit{group=\"other\"} 7\nhelper_limit{group=\"api\",zone=\"a\"} 42\nhelper_inflight{group=\"api\"} %d\nhelper_rate{group=\"api\"} 1250.5\n", inflight.Load())
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		inflight.Add(1)
@@ -169,7 +173,8 @@ func TestLoadScenario(t *testing.T) {
 	}
 }
 
-// sluiceBinary builds cmd/sluice once for the tests that run it, without
+// sluiceBinary builds cmd/sluice once for the tests that run it (into a
+// temporary folder TestMain removes after the tests), without
 // the race detector even under -race: the tests check the lab's handling
 // of a real daemon, not the daemon's own races (its tests do), and a race
 // build at 3×C would make the run slow on two cores.
@@ -324,11 +329,16 @@ func TestShippedSluiceConfigs(t *testing.T) {
 			}
 			groups = append(groups, g)
 		}
-		// Apart from the law, its limits and the queue, the groups agree.
+		// Apart from the law, its limits and the queue, the groups agree
+		// (and the rate stage, in the scenario that compares a group with and
+		// without a managed rate).
 		for i := 1; i < len(groups); i++ {
 			a, b := groups[0], groups[i]
 			a.Concurrency, b.Concurrency = configs.Concurrency{}, configs.Concurrency{}
 			a.Queue, b.Queue = configs.Queue{}, configs.Queue{}
+			if name == "managed-rate" {
+				a.Rate, b.Rate = nil, nil
+			}
 			aj, _ := json.Marshal(a)
 			bj, _ := json.Marshal(b)
 			if string(aj) != string(bj) {
@@ -444,6 +454,7 @@ files = { "note.txt" = "backend {{backend_addr}}, W={{workers}}, C={{capacity}},
 metrics = "http://127.0.0.1:{{port}}/metrics"
 limit_metric = 'helper_limit{group="api"}'
 inflight_metric = 'helper_inflight{group="api"}'
+rate_metric = 'helper_rate{group="api"}'
 [[contender]]
 name = "absent"
 kind = "command"
@@ -477,8 +488,8 @@ url = "http://127.0.0.1:{{port}}"
 		}
 		if smp.Limit != nil {
 			polled++
-			if *smp.Limit != 42 || smp.Inflight == nil {
-				t.Errorf("sample %+v: want limit 42 and an in-flight count", smp)
+			if *smp.Limit != 42 || smp.Inflight == nil || smp.Rate == nil || *smp.Rate != 1250.5 {
+				t.Errorf("sample %+v: want limit 42, an in-flight count and rate 1250.5", smp)
 			}
 		}
 	}

@@ -324,7 +324,7 @@ func (r *Runner) sample(ctx context.Context, done <-chan struct{}, gen *load.Gen
 		}
 		cs := c.Sample(pctx)
 		cancel()
-		s.Limit, s.Inflight, s.ContenderRSS = cs.Limit, cs.Inflight, cs.RSS
+		s.Limit, s.Inflight, s.Rate, s.ContenderRSS = cs.Limit, cs.Inflight, cs.Rate, cs.RSS
 		if cs.CPU != nil {
 			v := cs.CPU.Seconds()
 			s.ContenderCPU = &v

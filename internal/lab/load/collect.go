@@ -11,8 +11,9 @@ type event struct {
 	latency  time.Duration // try: from sentAt; final: from intended
 	kind     string
 	status   int
-	sent     bool // final: the first try went out
-	tenant   int  // index into the mix, -1 for none
+	reason   string // a rejection's Sluice-Reason, else its status code
+	sent     bool   // final: the first try went out
+	tenant   int    // index into the mix, -1 for none
 	priority int
 	lag      time.Duration // final: how late the first try left its intended instant
 }
@@ -137,6 +138,10 @@ func (c *collector) add(e event) {
 		}
 	case KindRejected:
 		s.Rejected++
+		if s.Reasons == nil {
+			s.Reasons = map[string]int64{}
+		}
+		s.Reasons[e.reason]++
 		c.totals.RejectsByStatus[e.status]++
 	default:
 		s.Errors++

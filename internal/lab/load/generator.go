@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -229,11 +230,11 @@ func (g *Generator) request(ctx context.Context, a arrival) {
 	sent := g.start.Add(a.intended)
 	lag := g.p.Clock.Now().Sub(sent)
 	for n := 1; ; n++ {
-		status, retryAfter, kind := g.try(ctx, a)
+		status, retryAfter, reason, kind := g.try(ctx, a)
 		now := g.p.Clock.Now()
 		g.inflight.Add(-1)
 		g.events <- event{sentAt: sent.Sub(g.start), latency: now.Sub(sent), kind: kind, tenant: -1, priority: -1}
-		final := event{kind: kind, status: status, sent: true, lag: lag, latency: now.Sub(g.start.Add(a.intended))}
+		final := event{kind: kind, status: status, reason: reason, sent: true, lag: lag, latency: now.Sub(g.start.Add(a.intended))}
 		if kind != KindRejected || n > g.p.Retry.Attempts {
 			g.finish(a, final)
 			return
@@ -266,8 +267,9 @@ func (g *Generator) finish(a arrival, e event) {
 	g.events <- e
 }
 
-// try sends one try and classifies its answer.
-func (g *Generator) try(ctx context.Context, a arrival) (status int, retryAfter, kind string) {
+// try sends one try and classifies its answer; a rejection's reason is its
+// Sluice-Reason field, else its status code.
+func (g *Generator) try(ctx context.Context, a arrival) (status int, retryAfter, reason, kind string) {
 	tctx, cancel := context.WithTimeout(ctx, g.p.Timeout)
 	defer cancel()
 	method, body := http.MethodGet, io.Reader(nil)
@@ -276,7 +278,7 @@ func (g *Generator) try(ctx context.Context, a arrival) (status int, retryAfter,
 	}
 	req, err := http.NewRequestWithContext(tctx, method, g.p.Target, body)
 	if err != nil {
-		return 0, "", KindTransport
+		return 0, "", "", KindTransport
 	}
 	if a.tenant >= 0 {
 		req.Header.Set(backend.TenantHeader, g.p.Tenants[a.tenant].Name)
@@ -291,16 +293,20 @@ func (g *Generator) try(ctx context.Context, a arrival) (status int, retryAfter,
 	}
 	switch {
 	case err != nil && ctx.Err() != nil:
-		return 0, "", KindCancelled
+		return 0, "", "", KindCancelled
 	case err != nil && tctx.Err() != nil:
-		return 0, "", KindTimeout
+		return 0, "", "", KindTimeout
 	case err != nil:
-		return 0, "", KindTransport
+		return 0, "", "", KindTransport
 	case resp.StatusCode >= 200 && resp.StatusCode < 300:
-		return resp.StatusCode, "", KindOK
+		return resp.StatusCode, "", "", KindOK
 	case retryable(resp.StatusCode):
-		return resp.StatusCode, resp.Header.Get("Retry-After"), KindRejected
+		reason := resp.Header.Get("Sluice-Reason")
+		if reason == "" {
+			reason = strconv.Itoa(resp.StatusCode)
+		}
+		return resp.StatusCode, resp.Header.Get("Retry-After"), reason, KindRejected
 	default:
-		return resp.StatusCode, "", KindStatus
+		return resp.StatusCode, "", "", KindStatus
 	}
 }

@@ -181,6 +181,13 @@ func TestGeneratorRetries(t *testing.T) {
 				tot.Attempts != tries.Load() || tot.RejectedTries != tot.Attempts || tot.RejectsByStatus[503] != tot.Offered {
 				t.Fatalf("totals %+v after %d tries", tot, tries.Load())
 			}
+			var by503 int64
+			for _, sec := range res.Seconds {
+				by503 += sec.Reasons["503"]
+			}
+			if by503 != tot.Rejected {
+				t.Errorf("seconds count %d rejections with reason \"503\" (no Sluice-Reason), want %d", by503, tot.Rejected)
+			}
 			if tot.RejectLatency.Count != tot.RejectedTries {
 				t.Errorf("reject latency count %d, rejected tries %d", tot.RejectLatency.Count, tot.RejectedTries)
 			}
@@ -260,6 +267,7 @@ func TestGeneratorClassesOverHTTP(t *testing.T) {
 		mu.Unlock()
 		if r.Header.Get("X-Tenant") == "greedy" {
 			w.Header().Set("Retry-After", "1")
+			w.Header().Set("Sluice-Reason", "rate")
 			w.WriteHeader(http.StatusTooManyRequests)
 			return
 		}
@@ -287,6 +295,16 @@ func TestGeneratorClassesOverHTTP(t *testing.T) {
 	}
 	if res.Totals.RejectsByStatus[429] != greedy.Offered || greedy.Fraction != 0.75 {
 		t.Fatalf("rejects %v, greedy fraction %v", res.Totals.RejectsByStatus, greedy.Fraction)
+	}
+	var byReason int64
+	for _, sec := range res.Seconds {
+		if sec.Reasons["rate"] != sec.Rejected || len(sec.Reasons) > 1 {
+			t.Errorf("second %d: reasons %v, %d rejected", sec.T, sec.Reasons, sec.Rejected)
+		}
+		byReason += sec.Reasons["rate"]
+	}
+	if byReason != greedy.Offered {
+		t.Errorf("seconds count %d rejections by reason, want %d", byReason, greedy.Offered)
 	}
 	var prio int64
 	for _, c := range res.Priorities {

@@ -80,8 +80,11 @@ type Second struct {
 	Good     int64   `json:"good"`
 	Rejected int64   `json:"rejected"`
 	Errors   int64   `json:"errors"`
-	P50      float64 `json:"p50_ms"` // of final 2xx
-	P99      float64 `json:"p99_ms"`
+	// Reasons counts the final rejections by the Sluice-Reason they
+	// carried ("rate", "queue_timeout"), or by status ("503") without one.
+	Reasons map[string]int64 `json:"reasons,omitempty"`
+	P50     float64          `json:"p50_ms"` // of final 2xx
+	P99     float64          `json:"p99_ms"`
 }
 
 // Result is what a run measured.

@@ -9,7 +9,7 @@ import (
 	"github.com/sluicehq/sluice/internal/lab/load"
 )
 
-// Metrics are the figures DESIGN §9 asks of every run. Rates are per
+// Metrics are the figures the lab reports of every run. Rates are per
 // second of the schedule; latencies in milliseconds; nil where the run
 // cannot tell (no limit to oscillate, no tenants, no process to measure).
 type Metrics struct {

@@ -37,6 +37,7 @@ type Sample struct {
 	T              float64  `json:"t"`                  // seconds from the start of the load
 	Limit          *float64 `json:"limit,omitempty"`    // the contender's concurrency limit
 	Inflight       *float64 `json:"inflight,omitempty"` // the contender's in-flight count
+	Rate           *float64 `json:"rate,omitempty"`     // the token rate the contender manages, per second
 	ClientInflight int64    `json:"client_inflight"`    // tries the generator has in flight
 	// Backend is the backend's own account; nil when it did not answer
 	// within half a sampling period (an overloaded backend may not).

@@ -107,6 +107,7 @@ func (c Contender) over(base Contender, mid map[string]string) Contender {
 	pick(&out.Metrics, c.Metrics)
 	pick(&out.LimitMetric, c.LimitMetric)
 	pick(&out.InflightMetric, c.InflightMetric)
+	pick(&out.RateMetric, c.RateMetric)
 	if len(c.Command) > 0 {
 		out.Command = slices.Clone(c.Command)
 	}

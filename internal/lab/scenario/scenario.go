@@ -136,6 +136,7 @@ type Contender struct {
 	Metrics        string            `toml:"metrics"`  // Prometheus text endpoint polled each second
 	LimitMetric    string            `toml:"limit_metric"`
 	InflightMetric string            `toml:"inflight_metric"`
+	RateMetric     string            `toml:"rate_metric"` // a token rate the contender manages, per second
 	// Vars define placeholders of this contender's strings; a value may
 	// use placeholders itself. After parsing they include the scenario's
 	// and the library's (see Library).
@@ -322,8 +323,8 @@ func (c Contender) validate(i int) []error {
 				errs = append(errs, fmt.Errorf("%s: file name %q must be a plain name, no directories", where, name))
 			}
 		}
-		if (c.LimitMetric != "" || c.InflightMetric != "") && c.Metrics == "" {
-			errs = append(errs, fmt.Errorf("%s: limit_metric and inflight_metric need metrics (the endpoint)", where))
+		if (c.LimitMetric != "" || c.InflightMetric != "" || c.RateMetric != "") && c.Metrics == "" {
+			errs = append(errs, fmt.Errorf("%s: limit_metric, inflight_metric and rate_metric need metrics (the endpoint)", where))
 		}
 		errs = append(errs, varNames(where+": vars", c.Vars)...)
 	default:
