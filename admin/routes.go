@@ -55,6 +55,9 @@ func (s *Server) routes() http.Handler {
 		http.MethodGet:   {read, s.getGroup},
 		http.MethodPatch: {mutate, s.patchGroup},
 	})
+	handle("/v1/groups/{name}/global", endpoint{
+		http.MethodGet: {read, s.getGlobal}, http.MethodPatch: {mutate, s.patchGlobal}, http.MethodDelete: {mutate, s.deleteGlobal},
+	})
 	handle("/v1/history", get(read, s.getHistory))
 	handle("/v1/reload", endpoint{http.MethodPost: {mutate, s.postReload}})
 	// pprof's symbol lookup takes a POST of addresses (go tool pprof): a

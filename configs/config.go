@@ -241,11 +241,18 @@ type Control struct {
 // "global"). Each node keeps its own adaptive concurrency limit; only rate
 // quotas are shared.
 type Redis struct {
-	// Address is one Redis server, "host:port". Set Address or
-	// ClusterAddresses, not both.
+	// Address is one Redis server, "host:port". Set one of Address,
+	// ClusterAddresses and SentinelAddresses.
 	Address string `toml:"address,omitempty" json:"address,omitempty"`
 	// ClusterAddresses are seed nodes of a Redis Cluster, "host:port" each.
 	ClusterAddresses []string `toml:"cluster_addresses,omitempty" json:"cluster_addresses,omitempty"`
+	// SentinelAddresses are Redis Sentinels watching the master named
+	// MasterName, "host:port" each: sluice asks them where the master is
+	// and follows a failover to the replica they promote.
+	SentinelAddresses []string `toml:"sentinel_addresses,omitempty" json:"sentinel_addresses,omitempty"`
+	// MasterName is the master's name in the sentinels' configuration;
+	// required with SentinelAddresses.
+	MasterName string `toml:"master_name,omitempty" json:"master_name,omitempty"`
 	// Username is the ACL user; "" is the default user.
 	Username string `toml:"username" json:"username"`
 	// PasswordFile holds the password; "" means none.

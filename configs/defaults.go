@@ -34,6 +34,13 @@ const (
 	defaultMaxKeys   = 100_000
 	minKeyIdle       = Duration(time.Minute)
 	maxKeyIdle       = Duration(365 * 24 * time.Hour)
+	// A leased global quota's renewal period and lease expiry (at least 3
+	// periods): limits/redis's own defaults, stated here for sluice check.
+	defaultLeasePeriod = Duration(100 * time.Millisecond)
+	defaultLeaseExpiry = Duration(2 * time.Second)
+	// leaseHeadroom is how many periods of its demand a leasing node asks
+	// to hold (limits/redis's headroom): the factor of the bound.
+	leaseHeadroom = 1.5
 )
 
 // CatchAllName names the group SetDefaults appends for requests that no
@@ -286,6 +293,17 @@ func (r *Rate) setDefaults(key KeySource) {
 	if r.Cost == 0 {
 		r.Cost = 1
 	}
+	if r.Scope == ScopeGlobal && r.Sync == "" {
+		r.Sync = SyncExact
+	}
+	if r.Scope == ScopeGlobal && r.Sync == SyncLeased {
+		if r.LeasePeriod == 0 {
+			r.LeasePeriod = defaultLeasePeriod
+		}
+		if r.LeaseExpiry == 0 {
+			r.LeaseExpiry = max(defaultLeaseExpiry, 3*r.LeasePeriod)
+		}
+	}
 	switch r.Algorithm {
 	case AlgorithmTokenBucket, AlgorithmLeakyBucket:
 		if ps := r.PerSecond(); r.Burst == 0 && ps > 0 && ps <= maxRate {
@@ -308,6 +326,16 @@ func (r *Rate) setDefaults(key KeySource) {
 			r.KeyIdleTimeout = max(minKeyIdle, r.FreshAfter())
 		}
 	}
+}
+
+// LeaseBound returns the over-admission bound of a leased global quota, in
+// cost units (see Rate.Sync): 1.5 × PerSecond × LeasePeriod, rounded up; 0
+// unless Sync is "leased".
+func (r *Rate) LeaseBound() int64 {
+	if r.Sync != SyncLeased {
+		return 0
+	}
+	return int64(math.Ceil(leaseHeadroom * r.PerSecond() * time.Duration(r.LeasePeriod).Seconds()))
 }
 
 // PerSecond returns the sustained rate in cost units per second: Rate, or

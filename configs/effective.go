@@ -35,6 +35,7 @@ func (c *Config) Clone() *Config {
 	if c.Redis != nil {
 		r := *c.Redis
 		r.ClusterAddresses = slices.Clone(r.ClusterAddresses)
+		r.SentinelAddresses = slices.Clone(r.SentinelAddresses)
 		n.Redis = &r
 	}
 	if c.Permit != nil {

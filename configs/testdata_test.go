@@ -150,6 +150,22 @@ func TestValidFiles(t *testing.T) {
 				t.Errorf("leaky_queue: %+v, want max_wait 500ms and no per-key bounds", r)
 			}
 		},
+		"leased.toml": func(t *testing.T, c *Config) {
+			if r := c.Redis; !slices.Equal(r.SentinelAddresses, []string{"127.0.0.1:26379", "127.0.0.1:26380"}) || r.MasterName != "quotas" {
+				t.Errorf("redis = %+v", r)
+			}
+			b, w, s := c.Groups[0].Rate, c.Groups[1].Rate, c.Groups[2].Rate
+			if b.Sync != SyncLeased || time.Duration(b.LeasePeriod) != 100*time.Millisecond || time.Duration(b.LeaseExpiry) != 2*time.Second || b.LeaseBound() != 300 {
+				t.Errorf("leased bucket: %+v, bound %d; want 100ms, 2s, 1.5 × 2000/s × 100ms = 300", b, b.LeaseBound())
+			}
+			// 600 a minute is 10/s: 1.5 × 10/s × 1s.
+			if w.Sync != SyncLeased || time.Duration(w.LeaseExpiry) != 10*time.Second || w.LeaseBound() != 15 {
+				t.Errorf("leased window: %+v, bound %d; want 10s, 15", w, w.LeaseBound())
+			}
+			if s.Sync != SyncExact || s.LeasePeriod != 0 || s.LeaseBound() != 0 {
+				t.Errorf("sliding window: %+v, want exact", s)
+			}
+		},
 		"fronts.toml": func(t *testing.T, c *Config) {
 			p := c.Permit
 			if p == nil || p.Listen != "unix:///run/sluice/permit.sock" || p.SocketMode != 0o600 || p.MaxLeases != 1<<14 ||

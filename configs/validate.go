@@ -176,18 +176,7 @@ func (ct *Control) check(ck *checker, p string) {
 }
 
 func (r *Redis) check(ck *checker, p string) {
-	switch {
-	case r.Address != "" && len(r.ClusterAddresses) > 0:
-		ck.errorf(join(p, "cluster_addresses"), "set address or cluster_addresses, not both")
-	case r.Address == "" && len(r.ClusterAddresses) == 0:
-		ck.incompletef(p, "needs address (one server) or cluster_addresses (a cluster)")
-	}
-	if r.Address != "" {
-		ck.hostPort(join(p, "address"), r.Address)
-	}
-	for i, a := range r.ClusterAddresses {
-		ck.hostPort(index(join(p, "cluster_addresses"), i), a)
-	}
+	r.checkServers(ck, p)
 	if r.DB < 0 {
 		ck.errorf(join(p, "db"), "must not be negative, got %d", r.DB)
 	} else if r.DB != 0 && len(r.ClusterAddresses) > 0 {
