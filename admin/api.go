@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"strconv"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/listen"
 )
 
 func (s *Server) getStatus(w http.ResponseWriter, _ *http.Request) {
@@ -28,7 +30,7 @@ func (s *Server) getStatus(w http.ResponseWriter, _ *http.Request) {
 		State: stateView{File: st.StateFile, LastSave: when(st.LastSave),
 			Restore: restoreView{SavedAt: when(st.Restore.SavedAt), Groups: st.Restore.Groups}},
 		Resources: newResourcesView(st.Resources),
-		Admin:     adminView{Listen: s.p.Listen, Writable: s.token.set, ReadsNeedToken: s.mode == modeOpen},
+		Admin:     adminView{Listen: s.p.Listen, Writable: s.token.set, ReadsNeedToken: s.reach == listen.Open},
 	}
 	if a := s.Addr(); a != nil {
 		v.Admin.Listen = a.String()
@@ -61,7 +63,25 @@ func (s *Server) getStatus(w http.ResponseWriter, _ *http.Request) {
 			v.Circuit = &circuitView{State: c.State, Since: c.Since, Reason: c.Reason}
 		}
 	}
+	v.Fronts = []frontView{}
+	if s.p.Fronts != nil {
+		for _, f := range s.p.Fronts() {
+			v.Fronts = append(v.Fronts, frontView(f))
+		}
+	}
 	writeJSON(w, http.StatusOK, v)
+}
+
+// FrontStatus is a front-end beside the proxy, on the same gate, as
+// /v1/status shows it (Params.Fronts): its name ("permit", "rls"), the
+// address it serves ("unix:///path" for a unix socket), whether its calls
+// need a token, and its counts by name: since start, but for those the
+// front-end documents as levels (the permits held now).
+type FrontStatus struct {
+	Name   string
+	Listen string
+	Token  bool
+	Counts map[string]uint64
 }
 
 // CircuitStatus is the upstream's circuit breaker as /v1/status shows it

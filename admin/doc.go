@@ -8,12 +8,18 @@
 //	                          loop, state file, resource signals (unknown ones
 //	                          with their reason), the link to Redis of the
 //	                          global quotas (mode, since, last error, next
-//	                          probe, nodes), the upstream's circuit breaker
-//	                          (state, since, reason)
+//	                          probe, nodes, the leased quotas' bounds), the
+//	                          upstream's circuit breaker (state, since,
+//	                          reason), the front-ends beside the proxy
+//	                          (permit service, Envoy's rate limit service:
+//	                          address, token, counts)
 //	GET   /v1/groups          every group's read-out, in match order
 //	GET   /v1/groups/{name}   one group's read-out
 //	PATCH /v1/groups/{name}   a runtime override of the group's targets,
 //	                          concurrency bounds or fixed limit, rate and queue
+//	GET   /v1/groups/{name}/global     the group's global quota in force here
+//	PATCH /v1/groups/{name}/global     change it on every node, through Redis
+//	DELETE /v1/groups/{name}/global    every node back to its own config
 //	POST  /v1/reload          re-read the config (Params.Load) and apply it
 //	GET   /v1/history         the last minutes of every group, sampled each
 //	                          second on the server (?since=UNIX_MS for the
@@ -43,6 +49,32 @@
 // answer's "notes" say so. The override shows in the group's read-out until a
 // reload clears it; "keep_on_reload": true keeps it over reloads, re-applied
 // onto the new file, until a later PATCH of the group without it.
+//
+// # Global quotas
+//
+// A global quota (rate scope "global") is shared by every node through
+// Redis, and so is its definition: PATCH /v1/groups/{name}/global writes
+// new amounts, merged onto those in force ({"rate": 50}, {"burst": 10} for
+// the buckets, {"limit": 600, "window": "1m"} for the windows; the
+// algorithm stays the group's), to Redis beside the quota's state, with the
+// next version number. The node that takes the PATCH applies it at once;
+// every other node at its next refresh (each redis heartbeat, 1s). The
+// answer, and GET, show the quota in force on this node with its version
+// and source: "redis" (a definition, version ≥ 1) or "config" (version 0).
+// DELETE removes the definition (a mutation: it needs the token and the
+// JSON content type, as POST /v1/reload does).
+//
+// Who wins: a definition in Redis wins over every node's TOML, at a reload
+// (POST /v1/reload, SIGHUP) and at a restart, until a DELETE; then each node
+// applies its own TOML again (at once for the node that takes the DELETE,
+// at its next refresh for the others). While Redis holds none, each node
+// applies its own TOML. A definition for an algorithm that keeps another
+// state than the node's is not applied there, and the group's read-out says
+// why (rate.global.quota_error). A body with an unknown field or a value of
+// the wrong type is a 400 naming it; amounts the algorithm refuses a 422; a
+// group without a global quota a 409; Redis failing a 503 (nothing is
+// changed). Sync (exact or leased) is the node's TOML and is not shared: a
+// leased node's over-admission bound follows the quota in force.
 //
 // # Security
 //
@@ -99,6 +131,12 @@
 //	                                               fallback shares each quota by
 //	sluice_redis_decisions_total{group,source}     source: redis, fallback
 //	sluice_redis_errors_total{group,kind}          kind: error, timeout
+//	sluice_redis_lease_bound_units{group}          leased global quotas (rate sync
+//	sluice_redis_lease_outstanding_units{group}    "leased"): the over-admission bound
+//	sluice_redis_lease_held_units{group}           (1.5 × rate × lease_period), the units
+//	                                               leased out to all nodes and held here
+//	sluice_redis_lease_decided_units_total{group,result}  result: admitted, refused
+//	sluice_redis_lease_renewals_total{group,result}       result: ok, error
 //
 // A figure that is not known (a target that is off, a resource that cannot
 // be read, a latency without samples) is left out rather than exported as 0.

@@ -1,12 +1,19 @@
 package admin
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
+	"maps"
+	"net/http"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluicehq/sluice/configs"
 	"github.com/sluicehq/sluice/gate"
+	"github.com/sluicehq/sluice/limits/redis"
 )
 
 // The read-outs of global quotas (rate scope "global", kept in Redis): each
@@ -29,6 +36,38 @@ type globalView struct {
 	// that ran out of redis.timeout.
 	Errors   uint64 `json:"errors"`
 	Timeouts uint64 `json:"timeouts"`
+	// Sync is how the nodes share the quota: "exact" or "leased".
+	Sync string `json:"sync"`
+	// QuotaVersion is the version of the quota's definition in Redis in
+	// force (PATCH /v1/groups/{name}/global); 0: this node's configured
+	// quota. QuotaError says why a definition found in Redis is not applied.
+	QuotaVersion int64  `json:"quota_version"`
+	QuotaError   string `json:"quota_error,omitempty"`
+	// Lease is the leased mode's state; null with sync "exact".
+	Lease *leaseView `json:"lease"`
+}
+
+// leaseView is a leased global quota on this node.
+type leaseView struct {
+	// Bound is the over-admission bound of one key in cost units, from the
+	// quota in force: 1.5 × rate × lease_period. Outstanding is what Redis
+	// counted as leased out to all nodes together at this node's last
+	// renewals (its keys summed), Held what this node holds now, on Keys
+	// keys.
+	Bound       int64 `json:"bound"`
+	Outstanding int64 `json:"outstanding"`
+	Held        int64 `json:"held"`
+	Keys        int   `json:"keys"`
+	// Admitted and Refused are the units this node decided against its
+	// leases, locally.
+	Admitted uint64 `json:"admitted"`
+	Refused  uint64 `json:"refused"`
+	// Renewals counts the renewal calls Redis answered, RenewalErrors
+	// those that failed; LastRenewal is when the last answered one was
+	// sent (null before the first).
+	Renewals      uint64     `json:"renewals"`
+	RenewalErrors uint64     `json:"renewal_errors"`
+	LastRenewal   *time.Time `json:"last_renewal"`
 }
 
 // decisionCount splits decisions by who made them.
@@ -53,6 +92,18 @@ type redisView struct {
 	Decisions decisionCount `json:"decisions"`
 	Errors    uint64        `json:"errors"`
 	Timeouts  uint64        `json:"timeouts"`
+	// Leased are the groups whose global quota is leased (sync "leased"),
+	// with their over-admission bound and the units leased out; null when
+	// none is.
+	Leased []leasedView `json:"leased"`
+}
+
+// leasedView is a leased quota's bound in /v1/status (the group's read-out
+// has the rest of its lease).
+type leasedView struct {
+	Group       string `json:"group"`
+	Bound       int64  `json:"bound"`
+	Outstanding int64  `json:"outstanding"`
 }
 
 // nodesView is how many nodes share the global quotas.
@@ -70,9 +121,16 @@ func newGlobalView(st gate.GroupStatus) *globalView {
 	if g == nil {
 		return nil
 	}
-	return &globalView{Mode: g.Mode.String(), Fallback: string(g.Fallback),
+	v := &globalView{Mode: g.Mode.String(), Fallback: string(g.Fallback),
 		Decisions: decisionCount{Redis: g.RedisDecisions, Fallback: g.FallbackDecisions},
-		Errors:    g.Errors, Timeouts: g.Timeouts}
+		Errors:    g.Errors, Timeouts: g.Timeouts,
+		Sync: string(g.Sync), QuotaVersion: g.QuotaVersion, QuotaError: g.QuotaError}
+	if g.Sync == redis.SyncLeased {
+		v.Lease = &leaseView{Bound: g.Bound, Outstanding: g.Outstanding, Held: g.Held, Keys: g.Leases,
+			Admitted: g.LeasedUnits, Refused: g.RefusedUnits,
+			Renewals: g.Renewals, RenewalErrors: g.RenewalErrors, LastRenewal: when(g.LastRenewal)}
+	}
+	return v
 }
 
 // newRedisView sums up the global quotas of groups; nil when none has one.
@@ -99,6 +157,9 @@ func newRedisView(groups []gate.GroupStatus, cfg *configs.Config) *redisView {
 		v.Decisions.Fallback += g.FallbackDecisions
 		v.Errors += g.Errors
 		v.Timeouts += g.Timeouts
+		if g.Sync == redis.SyncLeased {
+			v.Leased = append(v.Leased, leasedView{Group: st.Name, Bound: g.Bound, Outstanding: g.Outstanding})
+		}
 	}
 	return v
 }
@@ -118,9 +179,26 @@ var (
 		nil, nil)
 	descRedisObserved = prometheus.NewDesc("sluice_redis_observed_nodes",
 		"sluice nodes seen alive through their heartbeats in Redis; absent before the first heartbeat.", nil, nil)
+
+	descLeaseBound = prometheus.NewDesc("sluice_redis_lease_bound_units",
+		"Over-admission bound of a leased global quota, per key, in cost units: 1.5 × rate × lease_period of the quota in force; absent with sync exact.",
+		[]string{"group"}, nil)
+	descLeaseOutstanding = prometheus.NewDesc("sluice_redis_lease_outstanding_units",
+		"Units of a leased global quota leased out to all nodes together, as Redis counted them at this node's last renewals (its keys summed): the over-admission now.",
+		[]string{"group"}, nil)
+	descLeaseHeld = prometheus.NewDesc("sluice_redis_lease_held_units",
+		"Units of a leased global quota this node holds now, to decide on locally.",
+		[]string{"group"}, nil)
+	descLeaseUnits = prometheus.NewDesc("sluice_redis_lease_decided_units_total",
+		"Units this node decided locally against its leases, by result: admitted or refused.",
+		[]string{"group", "result"}, nil)
+	descLeaseRenewals = prometheus.NewDesc("sluice_redis_lease_renewals_total",
+		"Lease renewal calls of a leased global quota, by result: ok (Redis answered) or error.",
+		[]string{"group", "result"}, nil)
 )
 
-var globalDescs = []*prometheus.Desc{descRedisUp, descRedisDecisions, descRedisErrors, descRedisNodes, descRedisObserved}
+var globalDescs = []*prometheus.Desc{descRedisUp, descRedisDecisions, descRedisErrors, descRedisNodes, descRedisObserved,
+	descLeaseBound, descLeaseOutstanding, descLeaseHeld, descLeaseUnits, descLeaseRenewals}
 
 // collectGlobal exports the global quotas of groups.
 func collectGlobal(ch chan<- prometheus.Metric, groups []gate.GroupStatus) {
@@ -149,5 +227,181 @@ func collectGlobal(ch chan<- prometheus.Metric, groups []gate.GroupStatus) {
 		counter(descRedisDecisions, g.FallbackDecisions, "fallback")
 		counter(descRedisErrors, g.Errors-min(g.Timeouts, g.Errors), "error") // read apart: a timeout may show first
 		counter(descRedisErrors, g.Timeouts, "timeout")
+		if g.Sync != redis.SyncLeased {
+			continue
+		}
+		gauge := func(d *prometheus.Desc, v int64) {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v), st.Name)
+		}
+		gauge(descLeaseBound, g.Bound)
+		gauge(descLeaseOutstanding, g.Outstanding)
+		gauge(descLeaseHeld, g.Held)
+		counter(descLeaseUnits, g.LeasedUnits, "admitted")
+		counter(descLeaseUnits, g.RefusedUnits, "refused")
+		counter(descLeaseRenewals, g.Renewals, "ok")
+		counter(descLeaseRenewals, g.RenewalErrors, "error")
 	}
+}
+
+// A global quota's definition in Redis (GET, PATCH, DELETE
+// /v1/groups/{name}/global): see the package doc, "Global quotas".
+
+// globalQuotas is the gate's access to its groups' global quotas
+// (*gate.Gate has it); a Gate without it has none to change.
+type globalQuotas interface {
+	GlobalQuota(name string) (gate.GlobalQuota, bool)
+}
+
+// quotaView is a global quota in force on this node.
+type quotaView struct {
+	Group     string `json:"group"`
+	Algorithm string `json:"algorithm"`
+	// Rate and Burst (the buckets) or Limit and Window (the windows).
+	Rate   float64          `json:"rate,omitempty"`
+	Burst  int64            `json:"burst,omitempty"`
+	Limit  int64            `json:"limit,omitempty"`
+	Window configs.Duration `json:"window,omitempty"`
+	// Version is the definition's in Redis (1, 2, ...), 0 for this node's
+	// configured quota; Source says which: "redis" or "config".
+	Version int64  `json:"version"`
+	Source  string `json:"source"`
+}
+
+func newQuotaView(name string, q redis.Quota) quotaView {
+	v := quotaView{Group: name, Algorithm: string(q.Algorithm), Rate: q.Rate, Burst: q.Burst,
+		Limit: q.Limit, Window: configs.Duration(q.Window), Version: q.Version, Source: "config"}
+	if q.Version > 0 {
+		v.Source = "redis"
+	}
+	return v
+}
+
+// globalTimeout bounds the Redis calls of one request of the global
+// quota's endpoint.
+const globalTimeout = 2 * time.Second
+
+// globalQuota returns the global quota of the request's group, or the
+// error to answer.
+func (s *Server) globalQuota(r *http.Request) (string, gate.GlobalQuota, *apiError) {
+	name := r.PathValue("name")
+	if _, ok := s.gate.Group(name); !ok {
+		return name, nil, noGroup(name)
+	}
+	gq, ok := s.gate.(globalQuotas)
+	var q gate.GlobalQuota
+	if ok {
+		q, ok = gq.GlobalQuota(name)
+	}
+	if !ok {
+		return name, nil, errorf(http.StatusConflict, "admin: group "+quoteName(name)+` has no global quota (rate scope "global" with [redis])`)
+	}
+	return name, q, nil
+}
+
+func (s *Server) getGlobal(w http.ResponseWriter, r *http.Request) {
+	name, q, aerr := s.globalQuota(r)
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	writeJSON(w, http.StatusOK, newQuotaView(name, q.Quota()))
+}
+
+// patchGlobal writes the quota's new amounts to Redis, merged onto those in
+// force, for every node.
+func (s *Server) patchGlobal(w http.ResponseWriter, r *http.Request) {
+	body, aerr := readBody(r, s.p.MaxBodyBytes)
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	name, q, aerr := s.globalQuota(r)
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	next, aerr := decodeQuota(q.Quota(), body)
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), globalTimeout)
+	defer cancel()
+	now, err := q.Define(ctx, next)
+	if err != nil {
+		writeError(w, redisError(err))
+		return
+	}
+	writeJSON(w, http.StatusOK, newQuotaView(name, now))
+}
+
+// deleteGlobal removes the quota's definition from Redis: every node goes
+// back to its own configuration.
+func (s *Server) deleteGlobal(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	name, q, aerr := s.globalQuota(r)
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), globalTimeout)
+	defer cancel()
+	now, err := q.Undefine(ctx)
+	if err != nil {
+		writeError(w, redisError(err))
+		return
+	}
+	writeJSON(w, http.StatusOK, newQuotaView(name, now))
+}
+
+// redisError is the answer to a definition Redis did not take: the
+// amounts' fault (422), or Redis's (503).
+func redisError(err error) *apiError {
+	if errors.Is(err, redis.ErrInvalidQuota) {
+		return errorf(http.StatusUnprocessableEntity, "admin: "+err.Error())
+	}
+	return errorf(http.StatusServiceUnavailable, "admin: redis did not take the change, nothing is changed: "+err.Error())
+}
+
+// decodeQuota applies a PATCH body of amounts ({"rate": 50, "burst": 10},
+// or {"limit": 600, "window": "1m"}) onto cur. Unknown fields and values of
+// the wrong type are refused by name.
+func decodeQuota(cur redis.Quota, body []byte) (redis.Quota, *apiError) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(body, &fields); err != nil {
+		return cur, errorf(http.StatusBadRequest, "admin: the body must be a JSON object of rate, burst, limit and window: "+err.Error())
+	}
+	if len(fields) == 0 {
+		return cur, errorf(http.StatusBadRequest, "admin: nothing to change: give rate and burst, or limit and window")
+	}
+	var ps []problem
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
+		raw := fields[k]
+		var err error
+		switch k {
+		case "rate":
+			err = json.Unmarshal(raw, &cur.Rate)
+		case "burst":
+			err = json.Unmarshal(raw, &cur.Burst)
+		case "limit":
+			err = json.Unmarshal(raw, &cur.Limit)
+		case "window":
+			var d configs.Duration
+			err = json.Unmarshal(raw, &d)
+			cur.Window = time.Duration(d)
+		default:
+			ps = append(ps, problem{Field: k, Error: "unknown field: a global quota's definition has rate, burst, limit and window"})
+			continue
+		}
+		if err != nil {
+			ps = append(ps, problem{Field: k, Error: "bad value " + string(raw) + ": " + err.Error()})
+		}
+	}
+	if len(ps) > 0 {
+		return cur, problems(http.StatusBadRequest, ps)
+	}
+	return cur, nil
 }

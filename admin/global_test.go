@@ -199,3 +199,63 @@ sluice_redis_up 0
 		t.Errorf("without a global quota:\n%s", s)
 	}
 }
+
+// TestGlobalLeaseReadout: a leased global quota shows its sync, its
+// definition's version, and its lease (the bound, what is leased out and
+// held, the local decisions and the renewals) in its group's read-out and
+// in the metrics; an exact one shows no lease and exports no lease metric.
+func TestGlobalLeaseReadout(t *testing.T) {
+	f, quotas := globalFixture(t)
+	st := quotas["search"].Status()
+	st.Mode, st.NextProbe = redis.ModeRedis, time.Time{}
+	st.Sync, st.QuotaVersion = redis.SyncLeased, 4
+	st.Bound, st.Outstanding, st.Held, st.Leases = 300, 270, 80, 1
+	st.LeasedUnits, st.RefusedUnits, st.Renewals, st.RenewalErrors, st.LastRenewal = 1900, 4100, 97, 2, t0
+	quotas["search"].set(st)
+	ex := quotas["api"].Status()
+	ex.Sync = redis.SyncExact
+	quotas["api"].set(ex)
+
+	g := f.group(t, "search").Rate.Global
+	want := leaseView{Bound: 300, Outstanding: 270, Held: 80, Keys: 1, Admitted: 1900, Refused: 4100,
+		Renewals: 97, RenewalErrors: 2, LastRenewal: when(t0)}
+	if g == nil || g.Sync != "leased" || g.QuotaVersion != 4 || g.Lease == nil || mustJSON(t, *g.Lease) != mustJSON(t, want) {
+		t.Fatalf("search: global = %s, want leased, version 4, lease %s", mustJSON(t, g), mustJSON(t, want))
+	}
+	if a := f.group(t, "api").Rate.Global; a.Sync != "exact" || a.Lease != nil {
+		t.Errorf("api: global = %s, want exact without a lease", mustJSON(t, a))
+	}
+
+	var sv statusView
+	if a := f.get(t, "/v1/status"); json.Unmarshal(a.body, &sv) != nil || sv.Redis == nil ||
+		mustJSON(t, sv.Redis.Leased) != mustJSON(t, []leasedView{{Group: "search", Bound: 300, Outstanding: 270}}) {
+		t.Errorf("/v1/status: want the leased quota's bound in redis.leased:\n%s", a.body)
+	}
+
+	reg := f.srv.Registry()
+	text := metricText(t, reg, "sluice_redis_lease_bound_units", "sluice_redis_lease_outstanding_units",
+		"sluice_redis_lease_held_units", "sluice_redis_lease_decided_units_total", "sluice_redis_lease_renewals_total")
+	for _, line := range []string{
+		`sluice_redis_lease_bound_units{group="search"} 300`,
+		`sluice_redis_lease_outstanding_units{group="search"} 270`,
+		`sluice_redis_lease_held_units{group="search"} 80`,
+		`sluice_redis_lease_decided_units_total{group="search",result="admitted"} 1900`,
+		`sluice_redis_lease_decided_units_total{group="search",result="refused"} 4100`,
+		`sluice_redis_lease_renewals_total{group="search",result="error"} 2`,
+		`sluice_redis_lease_renewals_total{group="search",result="ok"} 97`,
+	} {
+		if !strings.Contains(text, line+"\n") {
+			t.Errorf("want %s in\n%s", line, text)
+		}
+	}
+	if strings.Contains(text, `group="api"`) {
+		t.Errorf("the exact quota exports lease metrics:\n%s", text)
+	}
+	problems, err := testutil.CollectAndLint(newGateCollector(f.gate, "v1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("lint: %s: %s", p.Metric, p.Text)
+	}
+}

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/sluicehq/sluice/internal/listen"
 )
 
 // access is what an operation asks of a request beyond a good Host.
@@ -52,6 +54,9 @@ func (s *Server) routes() http.Handler {
 	handle("/v1/groups/{name}", endpoint{
 		http.MethodGet:   {read, s.getGroup},
 		http.MethodPatch: {mutate, s.patchGroup},
+	})
+	handle("/v1/groups/{name}/global", endpoint{
+		http.MethodGet: {read, s.getGlobal}, http.MethodPatch: {mutate, s.patchGlobal}, http.MethodDelete: {mutate, s.deleteGlobal},
 	})
 	handle("/v1/history", get(read, s.getHistory))
 	handle("/v1/reload", endpoint{http.MethodPost: {mutate, s.postReload}})
@@ -128,7 +133,7 @@ func (s *Server) serveEndpoint(e endpoint) http.Handler {
 // authorize checks the bearer token where an operation needs it.
 func (s *Server) authorize(w http.ResponseWriter, r *http.Request, a access) *apiError {
 	switch {
-	case a == public, a == read && s.mode != modeOpen:
+	case a == public, a == read && s.reach != listen.Open:
 		return nil
 	case !s.token.set:
 		return errorf(http.StatusForbidden, "admin: the API is read-only: no token is set (admin.token_file)")

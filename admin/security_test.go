@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/gate"
+	"github.com/sluicehq/sluice/internal/listen"
 )
 
 func TestMutationsNeedTheToken(t *testing.T) {
@@ -280,7 +281,7 @@ func TestUnixSocket(t *testing.T) {
 		t.Errorf("socket mode: %v %v, want 0660", fi.Mode(), err)
 	}
 	// A live socket is not taken over.
-	if _, err := listen("unix://" + path); err == nil || !strings.Contains(err.Error(), "another process listens") {
+	if _, err := listen.Listen("unix://"+path, 0); err == nil || !strings.Contains(err.Error(), "another process listens") {
 		t.Errorf("second listen on a live socket: %v", err)
 	}
 	c := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
@@ -297,7 +298,7 @@ func TestUnixSocket(t *testing.T) {
 	// A regular file in the way is not removed.
 	file := filepath.Join(dir, "file")
 	os.WriteFile(file, nil, 0o600)
-	if _, err := listen("unix://" + file); err == nil || !strings.Contains(err.Error(), "not a socket") {
+	if _, err := listen.Listen("unix://"+file, 0); err == nil || !strings.Contains(err.Error(), "not a socket") {
 		t.Errorf("listen over a regular file: %v", err)
 	}
 }

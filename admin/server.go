@@ -16,6 +16,7 @@ import (
 
 	"github.com/sluicehq/sluice/configs"
 	"github.com/sluicehq/sluice/gate"
+	"github.com/sluicehq/sluice/internal/listen"
 )
 
 // Gate is what the admin API reads and steers. *gate.Gate satisfies it.
@@ -70,6 +71,9 @@ type Params struct {
 	// Circuit reports the upstream's circuit breaker for /v1/status; nil,
 	// or false, when there is none. Safe for concurrent use.
 	Circuit func() (CircuitStatus, bool)
+	// Fronts, if set, returns the front-ends beside the proxy for
+	// /v1/status. Nil: none. Safe for concurrent use.
+	Fronts func() []FrontStatus
 
 	// Metrics are the per-request histograms the gate feeds (pass the same
 	// value to gate.Params.Observer). Nil: no histograms are exported.
@@ -102,7 +106,7 @@ var ErrNoToken = errors.New("admin: refusing to serve off loopback without a tok
 type Server struct {
 	p        Params
 	gate     Gate
-	mode     mode
+	reach    listen.Reach
 	token    tokenDigest // zero: none
 	hosts    hostSet
 	reg      *prometheus.Registry
@@ -143,18 +147,18 @@ func New(p Params) (*Server, error) {
 	if p.Now == nil {
 		p.Now = time.Now
 	}
-	m, err := modeOf(p.Listen)
+	reach, err := listen.Of(p.Listen)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("admin: %w", err)
 	}
-	if m == modeOpen && p.Token == "" {
+	if reach == listen.Open && p.Token == "" {
 		return nil, fmt.Errorf("%w (listen %q)", ErrNoToken, p.Listen)
 	}
 	s := &Server{
 		p:       p,
 		gate:    p.Gate,
-		mode:    m,
-		hosts:   newHostSet(p.Listen, p.Hosts, m),
+		reach:   reach,
+		hosts:   newHostSet(p.Listen, p.Hosts, reach),
 		reg:     p.Registry,
 		history: newHistory(p.HistoryLength),
 		started: p.Now(),
@@ -207,7 +211,7 @@ func (s *Server) Registry() *prometheus.Registry { return s.reg }
 // Listen opens Params.Listen: a TCP address or a unix socket (created mode
 // 0660, after removing a stale socket file that nothing listens on).
 func (s *Server) Listen() (net.Listener, error) {
-	ln, err := listen(s.p.Listen)
+	ln, err := listen.Listen(s.p.Listen, 0)
 	if err != nil {
 		return nil, fmt.Errorf("admin: listen: %w", err)
 	}
@@ -226,7 +230,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		ln.Close()
 		return errors.New("admin: Serve called twice")
 	}
-	if modeOfAddr(ln.Addr()) == modeOpen && s.p.Token == "" {
+	if listen.OfAddr(ln.Addr()) == listen.Open && s.p.Token == "" {
 		ln.Close()
 		return fmt.Errorf("%w (bound to %s)", ErrNoToken, ln.Addr())
 	}

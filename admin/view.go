@@ -247,6 +247,17 @@ type statusView struct {
 	Redis *redisView `json:"redis"`
 	// Circuit is the upstream's circuit breaker; null when it is off.
 	Circuit *circuitView `json:"circuit"`
+	// Fronts are the front-ends beside the proxy (the permit service,
+	// Envoy's rate limit service); empty when none is configured.
+	Fronts []frontView `json:"fronts"`
+}
+
+// frontView is a FrontStatus.
+type frontView struct {
+	Name   string            `json:"name"`
+	Listen string            `json:"listen"`
+	Token  bool              `json:"token"`
+	Counts map[string]uint64 `json:"counts"`
 }
 
 // circuitView is the upstream's circuit breaker: its state ("closed", "open",

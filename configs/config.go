@@ -22,6 +22,12 @@ type Config struct {
 	// Redis holds the shared quotas of groups whose rate has scope "global";
 	// nil when the file has no [redis] section.
 	Redis *Redis `toml:"redis,omitempty" json:"redis,omitempty"`
+	// Permit is the permit service; nil when the file has no [permit]
+	// section.
+	Permit *Permit `toml:"permit,omitempty" json:"permit,omitempty"`
+	// RLS is Envoy's rate limit service; nil when the file has no [rls]
+	// section.
+	RLS *RLS `toml:"rls,omitempty" json:"rls,omitempty"`
 	// Groups are tried in order; the first whose Match accepts a request
 	// takes it. After SetDefaults the last group always matches every
 	// request: if the file's last group does not, a group named "default"
@@ -235,11 +241,18 @@ type Control struct {
 // "global"). Each node keeps its own adaptive concurrency limit; only rate
 // quotas are shared.
 type Redis struct {
-	// Address is one Redis server, "host:port". Set Address or
-	// ClusterAddresses, not both.
+	// Address is one Redis server, "host:port". Set one of Address,
+	// ClusterAddresses and SentinelAddresses.
 	Address string `toml:"address,omitempty" json:"address,omitempty"`
 	// ClusterAddresses are seed nodes of a Redis Cluster, "host:port" each.
 	ClusterAddresses []string `toml:"cluster_addresses,omitempty" json:"cluster_addresses,omitempty"`
+	// SentinelAddresses are Redis Sentinels watching the master named
+	// MasterName, "host:port" each: sluice asks them where the master is
+	// and follows a failover to the replica they promote.
+	SentinelAddresses []string `toml:"sentinel_addresses,omitempty" json:"sentinel_addresses,omitempty"`
+	// MasterName is the master's name in the sentinels' configuration;
+	// required with SentinelAddresses.
+	MasterName string `toml:"master_name,omitempty" json:"master_name,omitempty"`
 	// Username is the ACL user; "" is the default user.
 	Username string `toml:"username" json:"username"`
 	// PasswordFile holds the password; "" means none.

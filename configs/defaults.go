@@ -12,8 +12,8 @@ import (
 //
 // Static defaults are where decoding starts: New for the whole config, and
 // the reset methods for each table that can repeat or is optional (a group,
-// a rate, a circuit, redis). A key in the file overrides them, so an explicit
-// zero stays zero: queue.max = 0 means "no queue", targets.cpu = 0 means
+// a rate, a circuit, redis, permit, rls). A key in the file overrides them,
+// so an explicit zero stays zero: queue.max = 0 means "no queue", targets.cpu = 0 means
 // "no CPU target".
 //
 // Derived defaults depend on other fields (the law, the algorithm, the key,
@@ -34,6 +34,13 @@ const (
 	defaultMaxKeys   = 100_000
 	minKeyIdle       = Duration(time.Minute)
 	maxKeyIdle       = Duration(365 * 24 * time.Hour)
+	// A leased global quota's renewal period and lease expiry (at least 3
+	// periods): limits/redis's own defaults, stated here for sluice check.
+	defaultLeasePeriod = Duration(100 * time.Millisecond)
+	defaultLeaseExpiry = Duration(2 * time.Second)
+	// leaseHeadroom is how many periods of its demand a leasing node asks
+	// to hold (limits/redis's headroom): the factor of the bound.
+	leaseHeadroom = 1.5
 )
 
 // CatchAllName names the group SetDefaults appends for requests that no
@@ -127,6 +134,36 @@ func defaultCircuit() Circuit {
 		OpenDuration:        Duration(5 * time.Second),
 		HalfOpenProbes:      3,
 	}
+}
+
+// NewPermit returns a [permit] section with its static defaults.
+func NewPermit() *Permit {
+	p := new(Permit)
+	p.reset()
+	return p
+}
+
+// NewRLS returns an [rls] section with its static defaults and no domains.
+func NewRLS() *RLS {
+	r := new(RLS)
+	r.reset()
+	return r
+}
+
+// The front-ends' defaults: the permit service on loopback TCP (with its
+// token file), Envoy's rate limit service on a unix socket, both sockets
+// 0o660; leases of 30s, at most 16384 at once.
+func (p *Permit) reset() {
+	*p = Permit{
+		Listen:     "127.0.0.1:7070",
+		SocketMode: 0o660,
+		Lease:      Duration(30 * time.Second),
+		MaxLeases:  1 << 14,
+	}
+}
+
+func (r *RLS) reset() {
+	*r = RLS{Listen: "unix:///run/sluice/rls.sock", SocketMode: 0o660, Headers: RLSHeadersIETF}
 }
 
 func (r *Redis) reset() {
@@ -256,6 +293,17 @@ func (r *Rate) setDefaults(key KeySource) {
 	if r.Cost == 0 {
 		r.Cost = 1
 	}
+	if r.Scope == ScopeGlobal && r.Sync == "" {
+		r.Sync = SyncExact
+	}
+	if r.Scope == ScopeGlobal && r.Sync == SyncLeased {
+		if r.LeasePeriod == 0 {
+			r.LeasePeriod = defaultLeasePeriod
+		}
+		if r.LeaseExpiry == 0 {
+			r.LeaseExpiry = max(defaultLeaseExpiry, 3*r.LeasePeriod)
+		}
+	}
 	switch r.Algorithm {
 	case AlgorithmTokenBucket, AlgorithmLeakyBucket:
 		if ps := r.PerSecond(); r.Burst == 0 && ps > 0 && ps <= maxRate {
@@ -278,6 +326,16 @@ func (r *Rate) setDefaults(key KeySource) {
 			r.KeyIdleTimeout = max(minKeyIdle, r.FreshAfter())
 		}
 	}
+}
+
+// LeaseBound returns the over-admission bound of a leased global quota, in
+// cost units (see Rate.Sync): 1.5 × PerSecond × LeasePeriod, rounded up; 0
+// unless Sync is "leased".
+func (r *Rate) LeaseBound() int64 {
+	if r.Sync != SyncLeased {
+		return 0
+	}
+	return int64(math.Ceil(leaseHeadroom * r.PerSecond() * time.Duration(r.LeasePeriod).Seconds()))
 }
 
 // PerSecond returns the sustained rate in cost units per second: Rate, or

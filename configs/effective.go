@@ -35,7 +35,25 @@ func (c *Config) Clone() *Config {
 	if c.Redis != nil {
 		r := *c.Redis
 		r.ClusterAddresses = slices.Clone(r.ClusterAddresses)
+		r.SentinelAddresses = slices.Clone(r.SentinelAddresses)
 		n.Redis = &r
+	}
+	if c.Permit != nil {
+		p := *c.Permit
+		p.Groups = slices.Clone(p.Groups)
+		n.Permit = &p
+	}
+	if c.RLS != nil {
+		r := *c.RLS
+		r.Domains = slices.Clone(r.Domains)
+		for i := range r.Domains {
+			d := &r.Domains[i]
+			d.Descriptors = slices.Clone(d.Descriptors)
+			for j := range d.Descriptors {
+				d.Descriptors[j].Entries = slices.Clone(d.Descriptors[j].Entries)
+			}
+		}
+		n.RLS = &r
 	}
 	n.Groups = make([]Group, len(c.Groups))
 	for i := range c.Groups {

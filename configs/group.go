@@ -100,6 +100,47 @@ type Rate struct {
 	// fixed_window, and sliding_window up to 999999999 a window; no
 	// warm-up). Default "local".
 	Scope Scope `toml:"scope" json:"scope"`
+	// Sync is how the nodes share a global quota (scope "global" only):
+	//
+	//   - "exact": every decision is a Redis script call (batched per round
+	//     trip); the nodes together never admit more than the quota. For
+	//     strict quotas (billing).
+	//   - "leased": each node leases blocks of the quota from Redis and
+	//     decides locally against them, at a local limiter's cost; Redis
+	//     serves one renewal per node every lease_period, whatever the
+	//     request rate. A renewal asks for 1.5 lease_periods of the node's
+	//     demand, so a busy node gets more of the quota than an idle one.
+	//     Only for the algorithms whose quota can be cut into blocks:
+	//     token_bucket, leaky_bucket and fixed_window (sliding_window stays
+	//     exact, and sync = "leased" is refused for it).
+	//
+	// Over-admission bound of "leased": over any interval, the nodes
+	// together admit at most what "exact" would, plus the units leased out
+	// when the interval starts. Each node holds about 1.5 lease_periods of
+	// its demand, and while the nodes want more than the quota they are
+	// granted its refill, so the units leased out are about
+	//
+	//	bound = 1.5 × rate × lease_period (units)
+	//
+	// (rate: per second; for fixed_window limit / window), e.g. 300 units
+	// for 2000/s and the default 100ms. A fixed window's units lapse at the
+	// window's end: a leased window never admits more than its limit. The
+	// bound is exported as sluice_redis_lease_bound_units, the units Redis
+	// counts as leased out now as sluice_redis_lease_outstanding_units, and
+	// both in /v1/status. Default "exact".
+	Sync Sync `toml:"sync,omitempty" json:"sync,omitempty"`
+	// LeasePeriod is how often a node renews its leases (sync = "leased"),
+	// from 10ms to 10s: shorter lowers the bound above, longer lowers the
+	// Redis traffic (nodes / lease_period renewals a second). Keep it under
+	// burst / rate. Derived: 100ms.
+	LeasePeriod Duration `toml:"lease_period,omitzero" json:"lease_period,omitempty"`
+	// LeaseExpiry is how long a renewal keeps a node's lease (sync =
+	// "leased"): a node that dies (kill -9) or loses Redis stops counting
+	// against the quota this long after its last renewal, and the other
+	// nodes get its share; the node itself stops using its units before
+	// then. From 3 lease_periods to 1h. Derived: 2s, at least 3
+	// lease_periods.
+	LeaseExpiry Duration `toml:"lease_expiry,omitzero" json:"lease_expiry,omitempty"`
 }
 
 // Algorithm is a static rate limiting algorithm.
@@ -135,6 +176,15 @@ type Scope string
 const (
 	ScopeLocal  Scope = "local"  // this node only
 	ScopeGlobal Scope = "global" // shared by all nodes in Redis
+)
+
+// Sync is how the nodes share a global quota.
+type Sync string
+
+// Syncs.
+const (
+	SyncExact  Sync = "exact"  // every decision in Redis
+	SyncLeased Sync = "leased" // decided locally against blocks leased from Redis
 )
 
 // Concurrency is a [group.concurrency]: how many requests of the group may

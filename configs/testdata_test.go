@@ -150,6 +150,38 @@ func TestValidFiles(t *testing.T) {
 				t.Errorf("leaky_queue: %+v, want max_wait 500ms and no per-key bounds", r)
 			}
 		},
+		"leased.toml": func(t *testing.T, c *Config) {
+			if r := c.Redis; !slices.Equal(r.SentinelAddresses, []string{"127.0.0.1:26379", "127.0.0.1:26380"}) || r.MasterName != "quotas" {
+				t.Errorf("redis = %+v", r)
+			}
+			b, w, s := c.Groups[0].Rate, c.Groups[1].Rate, c.Groups[2].Rate
+			if b.Sync != SyncLeased || time.Duration(b.LeasePeriod) != 100*time.Millisecond || time.Duration(b.LeaseExpiry) != 2*time.Second || b.LeaseBound() != 300 {
+				t.Errorf("leased bucket: %+v, bound %d; want 100ms, 2s, 1.5 × 2000/s × 100ms = 300", b, b.LeaseBound())
+			}
+			// 600 a minute is 10/s: 1.5 × 10/s × 1s.
+			if w.Sync != SyncLeased || time.Duration(w.LeaseExpiry) != 10*time.Second || w.LeaseBound() != 15 {
+				t.Errorf("leased window: %+v, bound %d; want 10s, 15", w, w.LeaseBound())
+			}
+			if s.Sync != SyncExact || s.LeasePeriod != 0 || s.LeaseBound() != 0 {
+				t.Errorf("sliding window: %+v, want exact", s)
+			}
+		},
+		"fronts.toml": func(t *testing.T, c *Config) {
+			p := c.Permit
+			if p == nil || p.Listen != "unix:///run/sluice/permit.sock" || p.SocketMode != 0o600 || p.MaxLeases != 1<<14 ||
+				time.Duration(p.Lease) != 30*time.Second || len(p.Groups) != 1 || time.Duration(p.Groups[0].Lease) != 5*time.Minute {
+				t.Errorf("permit = %+v, want the socket at 0o600, default lease and bound, jobs 5m", p)
+			}
+			r := c.RLS
+			if r == nil || r.Listen != "127.0.0.1:8081" || r.SocketMode != 0o660 || r.Headers != RLSHeadersX || len(r.Domains) != 1 {
+				t.Fatalf("rls = %+v, want TCP with a token, the default mode, x-ratelimit, one domain", r)
+			}
+			d := r.Domains[0].Descriptors
+			if len(d) != 2 || d[0].Group != "per-client" || d[0].Entries[0] != (RLSEntry{Key: "remote_address"}) ||
+				d[1].Entries[1] != (RLSEntry{Key: "header_match", Value: "premium"}) {
+				t.Errorf("rls descriptors = %+v", d)
+			}
+		},
 		"everything.toml": func(t *testing.T, c *Config) {
 			if c.Redis == nil || len(c.Redis.ClusterAddresses) != 2 || c.Redis.Fallback != FallbackClosed {
 				t.Errorf("redis = %+v", c.Redis)

@@ -57,6 +57,18 @@ func (c *Config) check(ck *checker) {
 		c.Redis.check(ck, "redis")
 	}
 	c.checkGroups(ck)
+	if c.Permit != nil || c.RLS != nil {
+		groups := make(map[string]bool, len(c.Groups))
+		for _, g := range c.Groups {
+			groups[g.Name] = true
+		}
+		if c.Permit != nil {
+			c.Permit.check(ck, "permit", groups)
+		}
+		if c.RLS != nil {
+			c.RLS.check(ck, "rls", groups)
+		}
+	}
 	for i := range c.Groups {
 		c.Groups[i].Match.checkNormal(ck, join(index("group", i), "match"))
 	}
@@ -164,18 +176,7 @@ func (ct *Control) check(ck *checker, p string) {
 }
 
 func (r *Redis) check(ck *checker, p string) {
-	switch {
-	case r.Address != "" && len(r.ClusterAddresses) > 0:
-		ck.errorf(join(p, "cluster_addresses"), "set address or cluster_addresses, not both")
-	case r.Address == "" && len(r.ClusterAddresses) == 0:
-		ck.incompletef(p, "needs address (one server) or cluster_addresses (a cluster)")
-	}
-	if r.Address != "" {
-		ck.hostPort(join(p, "address"), r.Address)
-	}
-	for i, a := range r.ClusterAddresses {
-		ck.hostPort(index(join(p, "cluster_addresses"), i), a)
-	}
+	r.checkServers(ck, p)
 	if r.DB < 0 {
 		ck.errorf(join(p, "db"), "must not be negative, got %d", r.DB)
 	} else if r.DB != 0 && len(r.ClusterAddresses) > 0 {

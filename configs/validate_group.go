@@ -273,6 +273,35 @@ func (r *Rate) check(ck *checker, p string, key KeySource) {
 		if r.Warmup != 0 {
 			ck.errorf(join(p, "warmup"), `not supported with scope "global"`)
 		}
+		r.checkSync(ck, p)
+	} else if scopeOK {
+		const why = `with scope "local": only a global quota is shared`
+		ck.unused(join(p, "sync"), r.Sync != "" && r.Sync != SyncExact, why)
+		ck.unused(join(p, "lease_period"), r.LeasePeriod != 0, why)
+		ck.unused(join(p, "lease_expiry"), r.LeaseExpiry != 0, why)
+	}
+}
+
+// checkSync checks how a global quota is shared (Rate.Sync) and its lease
+// settings.
+func (r *Rate) checkSync(ck *checker, p string) {
+	if r.Sync != "" && !oneOf(ck, join(p, "sync"), r.Sync, SyncExact, SyncLeased) {
+		return
+	}
+	if r.Sync != SyncLeased {
+		const why = `with sync = "exact"`
+		ck.unused(join(p, "lease_period"), r.LeasePeriod != 0, why)
+		ck.unused(join(p, "lease_expiry"), r.LeaseExpiry != 0, why)
+		return
+	}
+	switch r.Algorithm {
+	case AlgorithmTokenBucket, AlgorithmLeakyBucket, AlgorithmFixedWindow:
+	default:
+		ck.errorf(join(p, "sync"), `"leased" cuts the quota into blocks, which algorithm %q cannot be: it stays "exact" (leased: "token_bucket", "leaky_bucket" or "fixed_window")`, r.Algorithm)
+	}
+	if ck.duration(join(p, "lease_period"), r.LeasePeriod, 10*ms, 10*sec) &&
+		ck.duration(join(p, "lease_expiry"), r.LeaseExpiry, ms, hour) && r.LeaseExpiry < 3*r.LeasePeriod {
+		ck.errorf(join(p, "lease_expiry"), "must be ≥ 3 lease_periods (%s), got %s", 3*r.LeasePeriod, r.LeaseExpiry)
 	}
 }
 

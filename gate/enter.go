@@ -105,9 +105,20 @@ func (g *Gate) Enter(r *http.Request) (Pass, Rejection, bool) {
 // shard with a key, and the rate limiter's own) and does not allocate.
 // c must come from Classify or ClassOf: a zero Class panics.
 func (g *Gate) EnterClass(ctx context.Context, c Class) (Pass, Rejection, bool) {
+	return g.EnterClassCost(ctx, c, 0)
+}
+
+// EnterClassCost is EnterClass with a request's own cost: the rate stage
+// spends cost units (0: the group's rate.cost) while the concurrency stage
+// takes one slot, whatever the cost. The permit service passes the cost a
+// caller asks for. A negative cost panics.
+func (g *Gate) EnterClassCost(ctx context.Context, c Class, cost int64) (Pass, Rejection, bool) {
 	gr := c.g
 	if gr == nil {
 		panic("gate: EnterClass with a zero Class")
+	}
+	if cost < 0 {
+		panic("gate: EnterClassCost with a negative cost")
 	}
 	p := min(c.Priority, adaptive.Critical)
 	t0 := g.nanos()
@@ -120,7 +131,10 @@ func (g *Gate) EnterClass(ctx context.Context, c Class) (Pass, Rejection, bool) 
 	}
 
 	if rl := gr.rate; rl != nil {
-		res := rl.lim.AllowAt(c.Key, g.at(t0), rl.cost)
+		if cost == 0 {
+			cost = rl.cost
+		}
+		res := rl.lim.AllowAt(c.Key, g.at(t0), cost)
 		if !res.Allowed {
 			r := gr.reject(adaptive.RejectRate, p)
 			r.RetryAfter, r.Rate, r.Policy = res.RetryAfter, res, rl.lim.Policy()
@@ -166,6 +180,45 @@ func (g *Gate) EnterClass(ctx context.Context, c Class) (Pass, Rejection, bool) 
 	}
 	gr.lat.ObserveInflight(gr.conc.InFlight())
 	return Pass{g: gr, ks: ks, t0: t0}, Rejection{}, true
+}
+
+// AllowRate decides c against its group's rate stage alone, spending cost
+// units (0: the group's rate.cost): no priority floor, no fair share, no
+// concurrency slot, no pass to finish. It serves callers whose protocol
+// asks before a request and never reports how it ended (Envoy's rate limit
+// service). It returns the limiter's decision and policy whether allowed
+// or not (zero values for a group without a rate limit, which allows
+// everything); when not allowed, the Rejection (reason rate), counted in
+// the group as EnterClass counts its own. A leaky_queue's pacing delay is
+// returned in the Result, not waited. c must come from Classify or ClassOf:
+// a zero Class panics; so does a negative cost. Safe for concurrent use;
+// it does not allocate for a key the limiter holds.
+func (g *Gate) AllowRate(c Class, cost int64) (limits.Result, limits.Policy, Rejection, bool) {
+	gr := c.g
+	if gr == nil {
+		panic("gate: AllowRate with a zero Class")
+	}
+	if cost < 0 {
+		panic("gate: AllowRate with a negative cost")
+	}
+	rl := gr.rate
+	if rl == nil {
+		return limits.Result{Allowed: true}, limits.Policy{}, Rejection{}, true
+	}
+	if cost == 0 {
+		cost = rl.cost
+	}
+	res, pol := rl.lim.AllowAt(c.Key, g.now(), cost), rl.lim.Policy()
+	if res.Allowed {
+		return res, pol, Rejection{}, true
+	}
+	p := min(c.Priority, adaptive.Critical)
+	if p != gr.prio {
+		gr.c.arrived[p].Add(1)
+	}
+	r := gr.reject(adaptive.RejectRate, p)
+	r.RetryAfter, r.Rate, r.Policy = res.RetryAfter, res, pol
+	return res, pol, r, false
 }
 
 // gaveUp marks a wait that the request's context ended (the client went

@@ -1,8 +1,10 @@
 package gate
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/sluicehq/sluice/configs"
 	"github.com/sluicehq/sluice/limits/redis"
@@ -11,10 +13,11 @@ import (
 // RedisRate returns a Params.GlobalRate that keeps each global quota in s: a
 // limits/redis Limiter named after its group (so every node running the same
 // group shares its keys), with the group's algorithm and amounts as the quota
-// of all nodes together, and rate.max_keys bounding the keys of its local
-// fallback. The gate closes the limiter of a group that a reload replaces or
-// removes; the caller closes s after the gate has stopped, which closes the
-// limiters still running.
+// of all nodes together, rate.max_keys bounding the keys of its local
+// fallback, and rate.sync choosing exact decisions or leased blocks (with
+// rate.lease_period and rate.lease_expiry). The gate closes the limiter of a
+// group that a reload replaces or removes; the caller closes s after the
+// gate has stopped, which closes the limiters still running.
 func RedisRate(s *redis.Store) func(*configs.Group) (RateLimiter, error) {
 	return func(c *configs.Group) (RateLimiter, error) {
 		p, err := redisParams(c)
@@ -48,6 +51,10 @@ func redisParams(c *configs.Group) (redis.LimiterParams, error) {
 		p.Limit, p.Window = int64(n), w
 	default:
 		return p, fmt.Errorf("algorithm %q cannot keep its state in Redis", r.Algorithm)
+	}
+	if r.Sync == configs.SyncLeased {
+		p.Sync = redis.SyncLeased
+		p.Lease = redis.LeaseParams{Period: time.Duration(r.LeasePeriod), TTL: time.Duration(r.LeaseExpiry)}
 	}
 	return p, nil
 }
@@ -90,4 +97,27 @@ func (gr *group) closeRate() {
 	if c, ok := gr.rate.lim.(io.Closer); ok {
 		_ = c.Close()
 	}
+}
+
+// GlobalQuota is a group's global quota whose definition lives in Redis with
+// its state (*redis.Limiter): what the admin API changes on every node at
+// once. Safe for concurrent use.
+type GlobalQuota interface {
+	// Quota is the quota in force on this node.
+	Quota() redis.Quota
+	// Define writes a definition to Redis and applies it here at once.
+	Define(ctx context.Context, q redis.Quota) (redis.Quota, error)
+	// Undefine removes it: each node goes back to its configured quota.
+	Undefine(ctx context.Context) (redis.Quota, error)
+}
+
+// GlobalQuota returns the global quota of the group name; false when there
+// is no such group or its rate is not kept in Redis.
+func (g *Gate) GlobalQuota(name string) (GlobalQuota, bool) {
+	gr := g.table.Load().byName[name]
+	if gr == nil || gr.rate == nil {
+		return nil, false
+	}
+	q, ok := gr.rate.lim.(GlobalQuota)
+	return q, ok
 }

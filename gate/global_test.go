@@ -225,12 +225,38 @@ match = { path_prefix = "/sw/" }
   algorithm = "sliding_window"
   limit = 7
   window = "250ms"
+
+[[group]]
+name = "tbl"
+match = { path_prefix = "/tbl/" }
+  [group.rate]
+  scope = "global"
+  sync = "leased"
+  rate = 2000
+  burst = 400
+  lease_period = "50ms"
+  lease_expiry = "1s"
+
+[[group]]
+name = "fwl"
+match = { path_prefix = "/fwl/" }
+  [group.rate]
+  scope = "global"
+  sync = "leased"
+  algorithm = "fixed_window"
+  limit = 100
+  window = "1m"
 `)
 	want := map[string]redis.LimiterParams{
 		"tb": {Name: "tb", Algorithm: redis.TokenBucket, Rate: 300, Burst: 30, MaxKeys: 500},
 		"lb": {Name: "lb", Algorithm: redis.LeakyBucket, Rate: 0.5, Burst: 2},
 		"fw": {Name: "fw", Algorithm: redis.FixedWindow, Limit: 100, Window: time.Minute},
 		"sw": {Name: "sw", Algorithm: redis.SlidingWindow, Limit: 7, Window: 250 * time.Millisecond},
+		"tbl": {Name: "tbl", Algorithm: redis.TokenBucket, Rate: 2000, Burst: 400, Sync: redis.SyncLeased,
+			Lease: redis.LeaseParams{Period: 50 * time.Millisecond, TTL: time.Second}},
+		// The derived period and expiry, stated: limits/redis's defaults.
+		"fwl": {Name: "fwl", Algorithm: redis.FixedWindow, Limit: 100, Window: time.Minute, Sync: redis.SyncLeased,
+			Lease: redis.LeaseParams{Period: redis.DefaultLeasePeriod, TTL: redis.DefaultLeaseTTL}},
 	}
 	for name, w := range want {
 		got, err := redisParams(cfg.Group(name))

@@ -64,6 +64,10 @@ func runCheck(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		cli.Fprintf(stderr, "sluice check: %v\n", err)
 		return exitError
 	}
+	if err := checkFronts(cfg); err != nil {
+		cli.Fprintf(stderr, "%s: %v\nsluice check: %s: 1 problem\n", file, err, file)
+		return exitError
+	}
 	if *quiet {
 		return exitOK
 	}

@@ -47,6 +47,8 @@ type daemon struct {
 	admin   *admin.Server // nil when admin.listen is ""
 	adminLn net.Listener
 
+	fronts // the permit service and Envoy's rate limit service, when configured
+
 	reloadMu sync.Mutex  // one reload at a time (SIGHUP and the admin API)
 	answered atomic.Bool // the upstream accepted a probe or answered a request
 	draining atomic.Bool // shutting down: no longer ready
@@ -166,6 +168,12 @@ func (d *daemon) build() error {
 		return fmt.Errorf("server.listen %s: %w", s.Listen, err)
 	}
 	d.ln = serverListener(d.ln, s, log.Named("server"))
+	if err := checkFronts(cfg); err != nil {
+		return err
+	}
+	if err := d.buildFronts(); err != nil {
+		return err
+	}
 	if metrics != nil {
 		return d.buildAdmin(metrics)
 	}
@@ -187,6 +195,7 @@ func (d *daemon) buildAdmin(metrics *admin.Metrics) error {
 		prometheus.NewGoCollector(),
 		prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}),
 		upstreamCollector{d.proxy},
+		frontCollector{d.permit, d.rls},
 	)
 	log := d.log.Named("admin")
 	var err error
@@ -199,6 +208,7 @@ func (d *daemon) buildAdmin(metrics *admin.Metrics) error {
 		OnReload: d.logReload,
 		Ready:    d.ready,
 		Circuit:  circuitStatus(d.proxy),
+		Fronts:   d.frontStatuses,
 		Metrics:  metrics,
 		Registry: reg,
 		ErrorLog: log.StandardLogger(&hclog.StandardLoggerOptions{ForceLevel: hclog.Warn}),
@@ -220,6 +230,7 @@ func (d *daemon) close() {
 	if d.adminLn != nil {
 		d.adminLn.Close()
 	}
+	d.closeFronts()
 	if d.proxy != nil {
 		d.proxy.Close()
 	}
@@ -266,6 +277,7 @@ func (d *daemon) start() {
 		defer d.wg.Done()
 		d.awaitUpstream(ctx)
 	}()
+	d.startFronts(ctx)
 	if d.store != nil {
 		d.wg.Add(1)
 		go func() {
@@ -293,12 +305,16 @@ func (d *daemon) shutdown(grace time.Duration) <-chan drained {
 		defer d.wg.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), grace)
 		defer cancel()
-		if err := d.server.Shutdown(ctx); err == nil {
+		frontsDone := make(chan error, 1)
+		go func() { frontsDone <- d.shutdownFronts(ctx) }()
+		err := d.server.Shutdown(ctx)
+		if ferr := <-frontsDone; err == nil && ferr == nil {
 			out <- drained{}
 			return
 		}
 		cut := d.pending()
 		d.server.Close()
+		d.closeFrontServers()
 		out <- drained{expired: true, cut: cut}
 	}()
 	return out
@@ -320,6 +336,9 @@ func (d *daemon) stop() error {
 	}
 	d.stopCtl()
 	d.wg.Wait()
+	if n := d.stopFronts(); n > 0 {
+		d.log.Named("permit").Info("permits still held at exit ended", "permits", n)
+	}
 	d.sampler.Close()
 	d.proxy.Close()
 	if d.store != nil {

@@ -36,6 +36,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(permitClientAddr) != "" {
+		os.Exit(permitClientMain()) // a permit client process of the front-ends' tests
+	}
 	dir, err := os.MkdirTemp("", "sluice-e2e-")
 	if err != nil {
 		panic(err)

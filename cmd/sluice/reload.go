@@ -56,6 +56,10 @@ func (d *daemon) loadNext(ctx context.Context) (*configs.Config, error) {
 		logConfigProblems(log, err)
 		return nil, fmt.Errorf("sluice: reload %s: %w", d.path, err)
 	}
+	if err := checkFronts(cfg); err != nil {
+		log.Error("config problem", "file", d.path, "problem", err)
+		return nil, fmt.Errorf("sluice: reload %s: %w", d.path, err)
+	}
 	if changed := restartOnly(d.started, cfg); len(changed) > 0 {
 		log.Warn("settings that only a restart applies changed; they keep their running values", "settings", strings.Join(changed, ", "))
 	}
@@ -63,12 +67,16 @@ func (d *daemon) loadNext(ctx context.Context) (*configs.Config, error) {
 	return cfg, nil
 }
 
-// logReload logs how a reload ended.
+// logReload logs how a reload ended and, when the gate took the new
+// config, applies it to the front-ends (applyFronts).
 func (d *daemon) logReload(rep admin.ReloadReport, err error) {
 	log := d.log.Named("config")
 	if err != nil {
 		log.Error("reload refused: the running config keeps serving", "file", d.path, "error", err)
 		return
+	}
+	if err := d.applyFronts(d.gate.Config()); err != nil {
+		log.Error("reload: the front-ends keep their running settings where they refused the new ones", "error", err)
 	}
 	res := rep.ReloadResult
 	log.Info("config reloaded", "file", d.path,
@@ -111,7 +119,7 @@ func restartOnly(running, next *configs.Config) []string {
 	if !reflect.DeepEqual(running.Redis, next.Redis) {
 		out = append(out, "redis")
 	}
-	return out
+	return frontsRestartOnly(out, running, next)
 }
 
 // diffFields appends the TOML key of every field of the structs a and b
@@ -133,4 +141,5 @@ func keepRestartOnly(next, running *configs.Config) {
 	next.Server, next.Upstream, next.Probe, next.Admin = running.Server, running.Upstream, running.Probe, running.Admin
 	next.Control.StateFile = running.Control.StateFile
 	next.Redis = running.Redis
+	keepFrontsRestartOnly(next, running)
 }

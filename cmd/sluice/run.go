@@ -31,7 +31,8 @@ Runs sluice in front of the upstream the config names: it listens on
 server.listen, admits each request through its group's limits, forwards it,
 and adapts the limits every control.interval. Without -config it runs the
 embedded default (sluice config prints it): 127.0.0.1:8080 in front of
-http://127.0.0.1:9000.
+http://127.0.0.1:9000. With [permit] it also serves the permit service, and
+with [rls] Envoy's rate limit service, on the same groups.
 
 Flags:
   -config FILE      the TOML config; "sluice check FILE" validates it
@@ -51,7 +52,10 @@ Signals:
                     config keeps serving. Groups whose settings did not change
                     keep their learned limits. Changes to server, upstream,
                     probe, admin, redis and control.state_file need a restart:
-                    they are logged and not applied.
+                    they are logged and not applied. Of [permit] and [rls],
+                    the leases, the mapping, the headers and the token files
+                    are reloaded; listen, socket_mode, max_leases and adding
+                    or removing the section need a restart.
   SIGTERM, SIGINT   stop accepting connections, wait up to the grace period
                     for requests in flight, write the state file, exit.
                     A second SIGTERM or SIGINT exits at once.
@@ -180,6 +184,7 @@ wait:
 			}
 			log.Warn("second signal: exiting at once; requests in flight are cut and the state file is not written", "signal", s.String())
 			d.server.Close()
+			d.closeFrontServers()
 			return exitInterrupted
 		case r := <-done:
 			if r.expired {

@@ -47,6 +47,17 @@ func logStart(d *daemon) {
 		log.Named("admin").Info("admin API off (admin.listen is empty)")
 	}
 
+	if p := cfg.Permit; p != nil {
+		a := d.permitLn.Addr()
+		log.Named("permit").Info("permit service (HTTP/JSON and gRPC)", "addr", a.String(), "network", a.Network(),
+			"token", p.TokenFile != "", "lease", p.Lease, "group_leases", len(p.Groups), "max_leases", p.MaxLeases)
+	}
+	if r := cfg.RLS; r != nil {
+		a := d.rlsLn.Addr()
+		log.Named("rls").Info("Envoy rate limit service (rate quotas only)", "addr", a.String(), "network", a.Network(),
+			"token", r.TokenFile != "", "domains", len(r.Domains), "headers", r.Headers)
+	}
+
 	logSources(log.Named("probe"), cfg, d.sampler.Sources())
 
 	glog := log.Named("gate")

@@ -7,10 +7,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -35,6 +37,8 @@ A group marked * runs with a runtime override (PATCH /v1/groups/NAME). With
 global quotas (rate scope "global"), a line tells whether Redis decides them
 or the fallback does, and the node count they are shared by. A line tells the
 upstream's circuit breaker: closed, open or half-open, since when and why.
+A line for each front-end ([permit], [rls]) tells its address, whether its
+calls need a token, and its counts since start (held: permits held now).
 
   -admin URL        the admin API: http://HOST:PORT or unix:///PATH.sock
                     (default http://127.0.0.1:9901, admin.listen's default)
@@ -256,6 +260,12 @@ type (
 			Since  time.Time `json:"since"`
 			Reason string    `json:"reason"`
 		} `json:"circuit"`
+		Fronts []struct {
+			Name   string            `json:"name"`
+			Listen string            `json:"listen"`
+			Token  bool              `json:"token"`
+			Counts map[string]uint64 `json:"counts"`
+		} `json:"fronts"`
 	}
 	groupAnswer struct {
 		Name     string `json:"name"`
@@ -348,6 +358,17 @@ func printStatus(w io.Writer, st *statusAnswer, gs []groupAnswer, now time.Time)
 			line += " since " + c.Since.Local().Format("15:04:05") + " (" + shortDuration(max(0, now.Sub(c.Since))) + " ago): " + c.Reason
 		}
 		cli.Fprintf(w, "%s\n", line)
+	}
+	for _, f := range st.Fronts {
+		auth := "no token (socket mode)"
+		if f.Token {
+			auth = "token"
+		}
+		counts := make([]string, 0, len(f.Counts))
+		for _, k := range slices.Sorted(maps.Keys(f.Counts)) {
+			counts = append(counts, strings.ReplaceAll(k, "_", " ")+" "+strconv.FormatUint(f.Counts[k], 10))
+		}
+		cli.Fprintf(w, "%s %s · %s · %s\n", f.Name, f.Listen, auth, strings.Join(counts, ", "))
 	}
 	cli.Fprintf(w, "\n")
 

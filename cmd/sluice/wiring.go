@@ -97,6 +97,7 @@ func storeParams(r *configs.Redis) redis.StoreParams {
 		Nodes:            r.Nodes,
 		KeyPrefix:        r.KeyPrefix,
 	}
+	p.SentinelAddresses, p.MasterName = r.SentinelAddresses, r.MasterName
 	if r.TLS {
 		p.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
 	}

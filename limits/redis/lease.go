@@ -536,6 +536,7 @@ func (ls *leaser) status(st *Status) {
 		st.Held += h
 		st.Outstanding += le.out.Load()
 	}
+	st.Bound = int64(math.Ceil(headroom * ls.l.q.Load().perSecond() * ls.p.Period.Seconds()))
 	st.LeasedUnits, st.RefusedUnits = ls.admitted.Load(), ls.refused.Load()
 	st.Renewals, st.RenewalErrors = ls.renewals.Load(), ls.renewErrs.Load()
 	if t := ls.lastRenewal.Load(); t != 0 {

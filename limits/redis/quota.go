@@ -48,7 +48,7 @@ func (s *Store) defKey(name string) string { return s.p.KeyPrefix + name + ":def
 func (s *Store) SetQuota(ctx context.Context, name string, q Quota) (int64, error) {
 	p := q.params(name)
 	if err := p.Validate(); err != nil {
-		return 0, err
+		return 0, fmt.Errorf("%w: %w", ErrInvalidQuota, err)
 	}
 	key := s.defKey(name)
 	var version *goredis.IntCmd
@@ -82,6 +82,11 @@ func (s *Store) GetQuota(ctx context.Context, name string) (q Quota, ok bool, er
 	}
 	return parseQuota(m)
 }
+
+// ErrInvalidQuota is wrapped by the errors of SetQuota and Limiter.Define
+// for amounts that are refused (nothing was written): the caller's mistake,
+// where the other errors are Redis's.
+var ErrInvalidQuota = errors.New("limits/redis: invalid quota")
 
 var errDef = errors.New("limits/redis: malformed quota definition")
 
@@ -182,4 +187,37 @@ func (s *Store) apply(l *Limiter, q Quota, ok bool, err error) {
 	l.q.Store(next)
 	l.share(int(s.divisor.Load()))
 	s.mu.Unlock()
+}
+
+// Quota returns the quota in force on l: its configured amounts (Version
+// 0) or those of the definition in Redis it applies.
+func (l *Limiter) Quota() Quota {
+	q := l.q.Load()
+	return Quota{Algorithm: l.p.Algorithm, Rate: q.p.Rate, Burst: q.p.Burst, Limit: q.p.Limit, Window: q.p.Window, Version: q.version}
+}
+
+// Define writes q's amounts as the definition of l's quota in Redis
+// (Store.SetQuota; the algorithm stays l's) and applies it on l at once;
+// every other node applies it at its next refresh (a heartbeat). It returns
+// the quota then in force on l. Amounts that l's algorithm does not take, or
+// out of range, are refused before anything is written.
+func (l *Limiter) Define(ctx context.Context, q Quota) (Quota, error) {
+	q.Algorithm = l.p.Algorithm
+	if _, err := l.s.SetQuota(ctx, l.p.Name, q); err != nil {
+		return l.Quota(), err
+	}
+	err := l.s.refresh(ctx, []*Limiter{l})
+	return l.Quota(), err
+}
+
+// Undefine removes the definition of l's quota from Redis (ClearQuota) and
+// puts l's configured quota back in force at once; the other nodes go back
+// to their own configured quotas at their next refresh. It returns the
+// quota then in force on l.
+func (l *Limiter) Undefine(ctx context.Context) (Quota, error) {
+	if err := l.s.ClearQuota(ctx, l.p.Name); err != nil {
+		return l.Quota(), err
+	}
+	err := l.s.refresh(ctx, []*Limiter{l})
+	return l.Quota(), err
 }

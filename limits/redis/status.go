@@ -73,8 +73,12 @@ type Status struct {
 	// was built. Renewals counts the renewal calls that Redis answered,
 	// RenewalErrors those that failed, and LastRenewal is when the last
 	// answered one was sent.
+	//
+	// Bound is the over-admission bound of one key in theory, from the
+	// quota in force: headroom (1.5) periods of its rate, rounded up
+	// (Outstanding stays about this while the nodes want the whole quota).
 	Leases                    int
-	Held, Outstanding         int64
+	Held, Outstanding, Bound  int64
 	LeasedUnits, RefusedUnits uint64
 	Renewals, RenewalErrors   uint64
 	LastRenewal               time.Time

@@ -1,0 +1,96 @@
+package listen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync/atomic"
+
+	"google.golang.org/grpc"
+)
+
+// ErrNoToken is the error of a TCP listener without a token.
+var ErrNoToken = errors.New("a TCP listener needs a bearer token; or listen on a unix socket, whose file mode decides who connects")
+
+// Guard decides who may call a server: on a TCP listener every call must
+// carry the bearer token; on a unix socket none needs one (its file mode
+// decides who connects). Build it with NewGuard; it is safe for concurrent
+// use, and its token can change while the server runs (SetToken).
+type Guard struct {
+	token atomic.Pointer[Token]
+	reach atomic.Uint32 // Reach of the listener, as configured, then as bound
+	unary grpc.UnaryServerInterceptor
+}
+
+// NewGuard returns the Guard of a server that will listen on addr with
+// token tok ("" for none): ErrNoToken when addr is TCP and tok is "".
+func NewGuard(addr, tok string) (*Guard, error) {
+	r, err := Of(addr)
+	if err != nil {
+		return nil, err
+	}
+	if r.TCP() && tok == "" {
+		return nil, fmt.Errorf("%w (listen %q)", ErrNoToken, addr)
+	}
+	g := &Guard{}
+	t := NewToken(tok)
+	g.token.Store(&t)
+	g.reach.Store(uint32(r))
+	g.unary = UnaryAuth(func() Token { return *g.token.Load() })
+	return g, nil
+}
+
+// Bind sets the listener actually served: ErrNoToken when it is TCP and
+// there is no token, whatever the configured address said.
+func (g *Guard) Bind(ln net.Listener) error {
+	r := OfAddr(ln.Addr())
+	if r.TCP() && !g.token.Load().Set() {
+		return fmt.Errorf("%w (bound to %s)", ErrNoToken, ln.Addr())
+	}
+	g.reach.Store(uint32(r))
+	return nil
+}
+
+// SetToken changes the token (a reload of its file): ErrNoToken for "" on
+// a TCP listener.
+func (g *Guard) SetToken(tok string) error {
+	if tok == "" && g.tcp() {
+		return ErrNoToken
+	}
+	t := NewToken(tok)
+	g.token.Store(&t)
+	return nil
+}
+
+func (g *Guard) tcp() bool { return Reach(g.reach.Load()).TCP() }
+
+// Allows reports whether a call whose Authorization header (or
+// "authorization" metadata) is authorization may proceed.
+func (g *Guard) Allows(authorization string) bool {
+	return !g.tcp() || g.token.Load().Matches(authorization)
+}
+
+// Unary is the gRPC interceptor of the guard: UnaryAuth on TCP, nothing on
+// a unix socket.
+func (g *Guard) Unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	if !g.tcp() {
+		return h(ctx, req)
+	}
+	return g.unary(ctx, req, info, h)
+}
+
+// Stream is Unary for streaming calls: the token is checked once, when the
+// stream opens.
+func (g *Guard) Stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+	if g.tcp() && !authorized(ss.Context(), *g.token.Load()) {
+		return ErrUnauthenticated
+	}
+	return h(srv, ss)
+}
+
+// AllowsContext is Allows for a gRPC call: the "authorization" metadata
+// of ctx (a stream's, for each of its messages).
+func (g *Guard) AllowsContext(ctx context.Context) bool {
+	return !g.tcp() || authorized(ctx, *g.token.Load())
+}

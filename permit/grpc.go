@@ -1,0 +1,171 @@
+package permit
+
+import (
+	"context"
+	"errors"
+	"io"
+	"math"
+	"net/http"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/sluicehq/sluice/gate"
+	"github.com/sluicehq/sluice/internal/listen"
+	"github.com/sluicehq/sluice/permit/permitpb"
+)
+
+// grpcService is the gRPC API of a Service (permitpb.PermitsServer).
+type grpcService struct {
+	permitpb.UnimplementedPermitsServer
+	svc   *Service
+	drain *drain
+	// authorized checks a Session call's token (the stream's metadata)
+	// against the token in force.
+	authorized func(ctx context.Context) bool
+}
+
+// outcomes maps the wire's outcomes to the gate's.
+var outcomes = map[permitpb.Outcome]gate.Outcome{
+	permitpb.Outcome_SUCCESS: gate.Success,
+	permitpb.Outcome_DROPPED: gate.Dropped,
+	permitpb.Outcome_IGNORED: gate.Ignored,
+}
+
+var results = [...]permitpb.ReleaseResult{
+	Released:        permitpb.ReleaseResult_RELEASED,
+	AlreadyReleased: permitpb.ReleaseResult_ALREADY_RELEASED,
+	Expired:         permitpb.ReleaseResult_EXPIRED,
+}
+
+func (g *grpcService) Acquire(ctx context.Context, in *permitpb.AcquireRequest) (*permitpb.AcquireResponse, error) {
+	p, err := ParsePriority(in.GetPriority())
+	if err != nil {
+		return nil, grpcError(err)
+	}
+	req := Request{Group: in.GetGroup(), Key: in.GetKey(), Priority: p, Cost: in.GetCost(),
+		Wait: time.Duration(in.GetWaitMs()) * time.Millisecond}
+	gr, rej, err := g.svc.Acquire(ctx, req)
+	if err != nil {
+		return nil, grpcError(err)
+	}
+	if rej.Rejected() {
+		r := refusalOf(rej, make(http.Header, 4))
+		return &permitpb.AcquireResponse{Result: &permitpb.AcquireResponse_Refusal{Refusal: &permitpb.Refusal{
+			Reason: r.Reason, Status: uint32(r.Status), RetryAfterS: uint32(min(r.RetryAfter, math.MaxUint32)),
+			RatelimitPolicy: r.RateLimitPolicy, Ratelimit: r.RateLimit, Group: r.Group,
+		}}}, nil
+	}
+	return &permitpb.AcquireResponse{Result: &permitpb.AcquireResponse_Grant{Grant: &permitpb.Grant{
+		Id: uint64(gr.ID), Group: gr.Group, LeaseMs: uint32(min(gr.Lease.Milliseconds(), math.MaxUint32)),
+	}}}, nil
+}
+
+func (g *grpcService) Release(_ context.Context, in *permitpb.ReleaseRequest) (*permitpb.ReleaseResponse, error) {
+	o, ok := outcomes[in.GetOutcome()]
+	if !ok {
+		return nil, status.Errorf(codes.InvalidArgument, "permit: outcome %v: want SUCCESS, DROPPED or IGNORED", in.GetOutcome())
+	}
+	lat := Unmeasured
+	if in.LatencyMs != nil {
+		var err error
+		if lat, err = LatencyOf(in.GetLatencyMs()); err != nil {
+			return nil, grpcError(err)
+		}
+	}
+	res, err := g.svc.Release(ID(in.GetId()), o, lat)
+	if err != nil {
+		return nil, grpcError(err)
+	}
+	if res == Unknown {
+		return nil, status.Errorf(codes.NotFound, "permit: no permit %s", ID(in.GetId()))
+	}
+	return &permitpb.ReleaseResponse{Result: results[res]}, nil
+}
+
+// Session serves Acquire and Release calls on one stream, one after the
+// other, as the unary calls serve them. Its calls run on a goroutine of
+// their own, so that a shutdown ends an idle session at once and a busy one
+// after its call (which may wait in a queue); the token of a TCP listener is
+// checked on every call, so that a new token shuts out old sessions.
+func (g *grpcService) Session(st grpc.BidiStreamingServer[permitpb.SessionRequest, permitpb.SessionResponse]) error {
+	var (
+		mu    sync.Mutex // held while a call is served; ended is set under it
+		ended bool
+		done  = make(chan error, 1)
+	)
+	go func() { done <- g.session(st, &mu, &ended) }()
+	select {
+	case err := <-done:
+		return err
+	case <-g.drain.stop:
+		mu.Lock()
+		ended = true // the stream is no longer the goroutine's to use
+		mu.Unlock()
+		return errDraining
+	}
+}
+
+func (g *grpcService) session(st grpc.BidiStreamingServer[permitpb.SessionRequest, permitpb.SessionResponse], mu *sync.Mutex, ended *bool) error {
+	ctx := st.Context()
+	for {
+		in, err := st.Recv()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		if *ended {
+			mu.Unlock()
+			return errDraining
+		}
+		out := &permitpb.SessionResponse{}
+		if !g.authorized(ctx) {
+			in.Call = nil
+			err = listen.ErrUnauthenticated
+		}
+		switch c := in.GetCall().(type) {
+		case nil:
+			if err == nil {
+				err = status.Error(codes.InvalidArgument, "permit: a session request is an acquire or a release")
+			}
+		case *permitpb.SessionRequest_Acquire:
+			var resp *permitpb.AcquireResponse
+			if resp, err = g.Acquire(ctx, c.Acquire); err == nil {
+				out.Answer = &permitpb.SessionResponse_Acquire{Acquire: resp}
+			}
+		case *permitpb.SessionRequest_Release:
+			var resp *permitpb.ReleaseResponse
+			if resp, err = g.Release(ctx, c.Release); err == nil {
+				out.Answer = &permitpb.SessionResponse_Release{Release: resp}
+			}
+		}
+		if err != nil {
+			s := status.Convert(err)
+			out.Answer = &permitpb.SessionResponse_Error{Error: &permitpb.Error{Code: uint32(s.Code()), Message: s.Message()}}
+		}
+		err = st.Send(out)
+		mu.Unlock()
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// grpcError maps an error of Acquire or Release to its gRPC status.
+func grpcError(err error) error {
+	switch {
+	case errors.Is(err, ErrInvalid):
+		return status.Error(codes.InvalidArgument, err.Error())
+	case errors.Is(err, ErrNoGroup):
+		return status.Error(codes.NotFound, err.Error())
+	case errors.Is(err, ErrClosed):
+		return status.Error(codes.Unavailable, err.Error())
+	}
+	return status.Error(codes.Internal, err.Error())
+}

@@ -1,0 +1,298 @@
+package permit
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"strconv"
+	"sync"
+
+	"github.com/sluicehq/sluice/gate"
+)
+
+// ID names a granted permit: its slot in the lease table (the low 32 bits)
+// and the slot's generation (the high 32 bits), which changes at every
+// grant, so a stale ID never matches a later permit of the same slot. The
+// generations start at random values, so the IDs of an earlier run of the
+// service do not match either. Its text form is 16 hexadecimal digits.
+type ID uint64
+
+// String returns the ID as 16 lower-case hexadecimal digits.
+func (id ID) String() string {
+	var b [16]byte
+	const hex = "0123456789abcdef"
+	for i := range b {
+		b[15-i] = hex[(id>>(4*i))&0xf]
+	}
+	return string(b[:])
+}
+
+// ParseID reads an ID in its text form.
+func ParseID(s string) (ID, error) {
+	if len(s) != 16 {
+		return 0, fmt.Errorf("permit: id %q: want 16 hexadecimal digits", s)
+	}
+	v, err := strconv.ParseUint(s, 16, 64)
+	if err != nil {
+		return 0, fmt.Errorf("permit: id %q: want 16 hexadecimal digits", s)
+	}
+	return ID(v), nil
+}
+
+// state is where a lease slot is in its life.
+type state uint8
+
+const (
+	stateFree     state = iota // never granted since the service started
+	stateReserved              // taken by an Acquire that is asking the gate
+	stateLive                  // granted, not yet released
+	stateReleased              // released by its holder
+	stateExpired               // its lease expired before its release
+)
+
+// slot holds one lease. A released or expired slot keeps its generation
+// and state until it is reserved again, so that a repeated release is told
+// apart from an unknown one.
+type slot struct {
+	pass    gate.Pass
+	grp     *groupEntry
+	granted int64 // ns on the service's clock
+	expires int64
+	gen     uint32
+	state   state
+}
+
+// shard is a part of the lease table with its own lock. Its free slots
+// form a FIFO ring, so a slot is reused as late as possible.
+type shard struct {
+	mu    sync.Mutex
+	slots []slot
+	ring  []int32 // free slot indices, local to the shard
+	head  int     // next free index to take
+	free  int     // entries in ring
+	live  int
+	next  int64 // earliest expiry of a live slot, math.MaxInt64 when none
+	_     [64]byte
+}
+
+// table is the bounded lease table: MaxLeases slots in shards, each shard
+// behind its own mutex; a grant locks one shard twice (reserve, fill), a
+// release once. Nothing is allocated after newTable.
+type table struct {
+	shards []shard
+	size   int // slots per shard (the last one may have fewer)
+	cap    int
+}
+
+// expired is a lease the sweeper took back, to be reported to the gate
+// outside the shard's lock.
+type expired struct {
+	pass    gate.Pass
+	grp     *groupEntry
+	granted int64
+}
+
+func newTable(capacity int) *table { return newShardedTable(capacity, 4*runtime.GOMAXPROCS(0)) }
+
+// newShardedTable builds a table of capacity slots in at most n shards.
+func newShardedTable(capacity, n int) *table {
+	n = min(n, capacity)
+	size := (capacity + n - 1) / n
+	n = (capacity + size - 1) / size
+	t := &table{shards: make([]shard, n), size: size, cap: capacity}
+	for i := range t.shards {
+		sh := &t.shards[i]
+		k := min(size, capacity-i*size)
+		sh.slots = make([]slot, k)
+		sh.ring = make([]int32, k)
+		for j := range k {
+			sh.ring[j] = int32(j)
+			sh.slots[j].gen = rand.Uint32()
+		}
+		sh.free = k
+		sh.next = math.MaxInt64
+	}
+	return t
+}
+
+// reserve takes a free slot, starting at a random shard so that concurrent
+// callers spread over the shards. ok is false when every slot is in use.
+func (t *table) reserve() (idx int, ok bool) {
+	n := len(t.shards)
+	start := int(rand.Uint32N(uint32(n)))
+	for i := range n {
+		si := start + i
+		if si >= n {
+			si -= n
+		}
+		sh := &t.shards[si]
+		sh.mu.Lock()
+		if sh.free == 0 {
+			sh.mu.Unlock()
+			continue
+		}
+		local := sh.ring[sh.head]
+		sh.head++
+		if sh.head == len(sh.ring) {
+			sh.head = 0
+		}
+		sh.free--
+		s := &sh.slots[local]
+		s.gen++
+		s.state = stateReserved
+		sh.mu.Unlock()
+		return si*t.size + int(local), true
+	}
+	return 0, false
+}
+
+// locate returns the shard and the slot index within it of a table index.
+func (t *table) locate(idx int) (*shard, int32) {
+	return &t.shards[idx/t.size], int32(idx % t.size)
+}
+
+// push returns local to sh's free ring; sh.mu is held.
+func (sh *shard) push(local int32) {
+	tail := sh.head + sh.free
+	if tail >= len(sh.ring) {
+		tail -= len(sh.ring)
+	}
+	sh.ring[tail] = local
+	sh.free++
+}
+
+// unreserve gives back a slot that reserve took and the gate refused.
+func (t *table) unreserve(idx int) {
+	sh, local := t.locate(idx)
+	sh.mu.Lock()
+	sh.slots[local].state = stateFree
+	sh.push(local)
+	sh.mu.Unlock()
+}
+
+// fill makes the reserved slot idx a live lease holding p until expires.
+func (t *table) fill(idx int, p gate.Pass, grp *groupEntry, now, expires int64) ID {
+	sh, local := t.locate(idx)
+	sh.mu.Lock()
+	s := &sh.slots[local]
+	s.pass, s.grp, s.granted, s.expires, s.state = p, grp, now, expires, stateLive
+	sh.live++
+	sh.next = min(sh.next, expires)
+	id := ID(uint64(s.gen)<<32 | uint64(idx))
+	sh.mu.Unlock()
+	return id
+}
+
+// Result is what a release found.
+type Result uint8
+
+const (
+	// Unknown: the ID names no permit of this service (never granted, or
+	// its slot was granted again since).
+	Unknown Result = iota
+	// Released: the slot is freed and the outcome recorded.
+	Released
+	// AlreadyReleased: the permit was released before; nothing is freed
+	// again.
+	AlreadyReleased
+	// Expired: the lease had expired, so the permit was counted as dropped
+	// and its slot freed at expiry (or now, if the sweeper had not come by
+	// yet); nothing is freed again.
+	Expired
+)
+
+var resultNames = [...]string{"unknown", "released", "already_released", "expired"}
+
+// String returns "unknown", "released", "already_released" or "expired".
+func (r Result) String() string {
+	if int(r) < len(resultNames) {
+		return resultNames[r]
+	}
+	return "invalid"
+}
+
+// release ends the lease id at now. For Released, and for an Expired found
+// live (the sweeper had not come by), it returns the lease's pass for the
+// caller to finish (exactly once) and fresh = true; otherwise e holds only
+// the lease's group, when the id matched one.
+func (t *table) release(id ID, now int64) (r Result, e expired, fresh bool) {
+	idx := int(uint32(id))
+	if idx >= t.cap {
+		return Unknown, expired{}, false
+	}
+	sh, local := t.locate(idx)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	s := &sh.slots[local]
+	if s.gen != uint32(id>>32) {
+		return Unknown, expired{}, false
+	}
+	switch s.state {
+	case stateLive:
+		e = expired{pass: s.pass, grp: s.grp, granted: s.granted}
+		s.pass = gate.Pass{}
+		r = Released
+		if now >= s.expires {
+			r = Expired
+		}
+		s.state = stateReleased
+		if r == Expired {
+			s.state = stateExpired
+		}
+		sh.live--
+		sh.push(local)
+		return r, e, true
+	case stateReleased:
+		return AlreadyReleased, expired{grp: s.grp}, false
+	case stateExpired:
+		return Expired, expired{grp: s.grp}, false
+	}
+	return Unknown, expired{}, false
+}
+
+// sweep takes back every live lease that expired at or before now and
+// appends them to buf. A shard whose earliest expiry is still to come is
+// not scanned.
+func (t *table) sweep(now int64, buf []expired) []expired {
+	for i := range t.shards {
+		sh := &t.shards[i]
+		sh.mu.Lock()
+		if sh.live == 0 || now < sh.next {
+			sh.mu.Unlock()
+			continue
+		}
+		next := int64(math.MaxInt64)
+		for j := range sh.slots {
+			s := &sh.slots[j]
+			if s.state != stateLive {
+				continue
+			}
+			if s.expires > now {
+				next = min(next, s.expires)
+				continue
+			}
+			buf = append(buf, expired{pass: s.pass, grp: s.grp, granted: s.granted})
+			s.pass = gate.Pass{}
+			s.state = stateExpired
+			sh.live--
+			sh.push(int32(j))
+		}
+		sh.next = next
+		sh.mu.Unlock()
+	}
+	return buf
+}
+
+// live returns the number of live leases (a read-out: each shard is locked
+// in turn, so the total is not one instant's).
+func (t *table) liveCount() int {
+	n := 0
+	for i := range t.shards {
+		sh := &t.shards[i]
+		sh.mu.Lock()
+		n += sh.live
+		sh.mu.Unlock()
+	}
+	return n
+}

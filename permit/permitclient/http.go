@@ -1,0 +1,145 @@
+package permitclient
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+type httpTransport struct {
+	base  string // "http://host:port"
+	token string
+	c     *http.Client
+}
+
+func newHTTP(network, address string, o Options) transport {
+	d := net.Dialer{Timeout: o.DialTimeout}
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return d.DialContext(ctx, network, address)
+		},
+		MaxIdleConns:        o.MaxConns,
+		MaxIdleConnsPerHost: o.MaxConns,
+		MaxConnsPerHost:     o.MaxConns,
+		IdleConnTimeout:     time.Minute,
+	}
+	host := address
+	if network == "unix" {
+		host = "permit" // any name: the dialer goes to the socket
+	}
+	return &httpTransport{base: "http://" + host, token: o.Token, c: &http.Client{Transport: tr}}
+}
+
+func (t *httpTransport) post(ctx context.Context, path string, in, out any) (int, error) {
+	b, err := json.Marshal(in)
+	if err != nil {
+		return 0, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.base+path, bytes.NewReader(b))
+	if err != nil {
+		return 0, err
+	}
+	req.Header["Content-Type"] = []string{"application/json"}
+	if t.token != "" {
+		req.Header["Authorization"] = []string{"Bearer " + t.token}
+	}
+	resp, err := t.c.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("permitclient: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if err != nil {
+		return 0, fmt.Errorf("permitclient: reading the answer: %w", err)
+	}
+	if err := json.Unmarshal(body, out); err != nil {
+		return resp.StatusCode, fmt.Errorf("permitclient: %s: answer %d is not the JSON expected: %w", path, resp.StatusCode, err)
+	}
+	return resp.StatusCode, nil
+}
+
+type acquireBody struct {
+	Group    string `json:"group"`
+	Key      string `json:"key,omitempty"`
+	Priority string `json:"priority,omitempty"`
+	Cost     int64  `json:"cost,omitempty"`
+	WaitMS   int64  `json:"wait_ms,omitempty"`
+}
+
+// acquireAnswer is a grant, a refusal or an error, as the status says.
+type acquireAnswer struct {
+	ID              string `json:"id"`
+	Group           string `json:"group"`
+	LeaseMS         int64  `json:"lease_ms"`
+	Reason          string `json:"reason"`
+	Status          int    `json:"status"`
+	RetryAfter      int64  `json:"retry_after_s"`
+	RateLimitPolicy string `json:"ratelimit_policy"`
+	RateLimit       string `json:"ratelimit"`
+	Error           string `json:"error"`
+}
+
+func (t *httpTransport) acquire(ctx context.Context, r Request) (grant, error) {
+	var a acquireAnswer
+	code, err := t.post(ctx, "/v1/permits", acquireBody{r.Group, r.Key, r.Priority, r.Cost, r.Wait.Milliseconds()}, &a)
+	if err != nil {
+		return grant{}, err
+	}
+	switch {
+	case code == http.StatusOK:
+		id, err := strconv.ParseUint(a.ID, 16, 64)
+		if err != nil || len(a.ID) != 16 {
+			return grant{}, fmt.Errorf("permitclient: the grant's id %q is not 16 hexadecimal digits", a.ID)
+		}
+		return grant{id: id, group: a.Group, lease: time.Duration(a.LeaseMS) * time.Millisecond}, nil
+	case a.Reason != "" && (code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable):
+		return grant{}, &RefusedError{Group: a.Group, Reason: a.Reason, Status: a.Status,
+			RetryAfter: time.Duration(a.RetryAfter) * time.Second, RateLimitPolicy: a.RateLimitPolicy, RateLimit: a.RateLimit}
+	}
+	return grant{}, fmt.Errorf("permitclient: acquire: %d %s", code, a.Error)
+}
+
+type releaseBody struct {
+	Outcome   string  `json:"outcome"`
+	LatencyMS float64 `json:"latency_ms"`
+}
+
+type releaseAnswer struct {
+	Result string `json:"result"`
+	Error  string `json:"error"`
+}
+
+// releaseTimeout bounds a release over HTTP, which has no keepalive to
+// tell a dead connection.
+const releaseTimeout = 10 * time.Second
+
+func (t *httpTransport) release(id uint64, o Outcome, latency time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	var a releaseAnswer
+	path := fmt.Sprintf("/v1/permits/%016x/release", id)
+	code, err := t.post(ctx, path, releaseBody{o.String(), float64(latency) / float64(time.Millisecond)}, &a)
+	if err != nil {
+		return err
+	}
+	switch {
+	case code == http.StatusOK:
+		return nil
+	case code == http.StatusGone:
+		return ErrExpired
+	case code == http.StatusNotFound && a.Result == "unknown":
+		return fmt.Errorf("%w: %s", ErrUnknown, a.Error)
+	}
+	return fmt.Errorf("permitclient: release: %d %s", code, a.Error)
+}
+
+func (t *httpTransport) close() error {
+	t.c.CloseIdleConnections()
+	return nil
+}

@@ -1,0 +1,195 @@
+package permit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/keepalive"
+
+	"github.com/sluicehq/sluice/internal/listen"
+	"github.com/sluicehq/sluice/permit/permitpb"
+)
+
+// DefaultListen is where a Server listens when ServerParams.Listen is
+// empty: a unix socket, which needs no token.
+const DefaultListen = "unix:///run/sluice/permit.sock"
+
+// ServerParams configures a Server. Service is required; the zero value of
+// every other field means its default.
+type ServerParams struct {
+	// Service is the permit service to serve.
+	Service *Service
+	// Listen is "host:port" or "unix:///path.sock". Default DefaultListen.
+	Listen string
+	// SocketMode is the file mode of a unix socket. Default 0660.
+	SocketMode fs.FileMode
+	// Token is the bearer token every call on a TCP listener must carry;
+	// NewServer and Serve refuse a TCP listener without one. A unix socket
+	// ignores it: its file mode decides who connects.
+	Token string
+	// MaxBodyBytes bounds an HTTP/JSON body. Default DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// ErrorLog receives the HTTP server's own errors (hclog's
+	// StandardLogger fits). Nil: the log package's standard logger.
+	ErrorLog *log.Logger
+}
+
+// maxStreams bounds the calls and Session streams open at once on one
+// connection (each Session holds two goroutines); beyond it a client's new
+// streams wait for one to end.
+const maxStreams = 4096
+
+// window is the HTTP/2 flow-control window of a stream and of a connection:
+// far above what a permit's messages need.
+const window = 1 << 20
+
+// ErrNoToken is returned by NewServer, Serve and SetToken for a TCP
+// listener without a token.
+var ErrNoToken = fmt.Errorf("permit: %w (permit.token_file)", listen.ErrNoToken)
+
+// Server serves a Service over HTTP/JSON (HTTP/1.1) and gRPC (HTTP/2) on one
+// listener: a connection that opens with the HTTP/2 preface goes to gRPC,
+// any other to the JSON API. Build it with NewServer; it is safe for
+// concurrent use.
+type Server struct {
+	door  *listen.Door
+	http  *http.Server
+	grpc  *grpc.Server
+	drain *drain // tells the Session streams to end
+}
+
+// NewServer builds a Server for p. It does not listen: call Listen then
+// Serve.
+func NewServer(p ServerParams) (*Server, error) {
+	if p.Service == nil {
+		return nil, errors.New("permit: no service")
+	}
+	if p.Listen == "" {
+		p.Listen = DefaultListen
+	}
+	if p.MaxBodyBytes <= 0 {
+		p.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	door, err := listen.NewDoor(p.Listen, p.SocketMode, p.Token)
+	if errors.Is(err, listen.ErrNoToken) {
+		return nil, fmt.Errorf("%w (listen %q)", ErrNoToken, p.Listen)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("permit: %w", err)
+	}
+	s := &Server{door: door, drain: newDrain()}
+	h := &handler{svc: p.Service, maxBody: p.MaxBodyBytes, authorized: func(r *http.Request) bool {
+		return door.Allows(r.Header.Get("Authorization"))
+	}}
+	s.http = &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    16 << 10,
+		ErrorLog:          p.ErrorLog,
+	}
+	s.grpc = grpc.NewServer(
+		grpc.MaxRecvMsgSize(int(p.MaxBodyBytes)),
+		grpc.MaxConcurrentStreams(maxStreams),
+		// Fixed flow-control windows: they turn off grpc's bandwidth-delay
+		// probing, which pings the peer on almost every small message.
+		grpc.InitialWindowSize(window),
+		grpc.InitialConnWindowSize(window),
+		grpc.ChainUnaryInterceptor(door.Unary),
+		grpc.ChainStreamInterceptor(door.Stream),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
+	)
+	permitpb.RegisterPermitsServer(s.grpc, &grpcService{svc: p.Service, drain: s.drain, authorized: door.AllowsContext})
+	return s, nil
+}
+
+// Handler returns the HTTP/JSON API, the token check included, for a
+// caller that serves it on a listener of its own.
+func (s *Server) Handler() http.Handler { return s.http.Handler }
+
+// SetToken changes the bearer token (a reload of the token file). A TCP
+// listener cannot go without one (ErrNoToken).
+func (s *Server) SetToken(tok string) error {
+	if err := s.door.SetToken(tok); err != nil {
+		return ErrNoToken
+	}
+	return nil
+}
+
+// Listen opens ServerParams.Listen: a TCP address or a unix socket
+// (created with SocketMode, after removing a stale socket file that
+// nothing listens on).
+func (s *Server) Listen() (net.Listener, error) {
+	ln, err := s.door.Listen()
+	if err != nil {
+		return nil, fmt.Errorf("permit: listen: %w", err)
+	}
+	return ln, nil
+}
+
+// Serve serves on ln until Shutdown or Close, and then returns
+// http.ErrServerClosed (at once after them); or ErrNoToken (closing ln) when ln is TCP and no
+// token is set, whatever ServerParams.Listen said. It may be called once.
+func (s *Server) Serve(ln net.Listener) error {
+	addr := ln.Addr()
+	switch err := s.door.Open(ln); {
+	case errors.Is(err, listen.ErrClosed):
+		return http.ErrServerClosed
+	case errors.Is(err, listen.ErrNoToken):
+		return fmt.Errorf("%w (bound to %s)", ErrNoToken, addr)
+	case err != nil:
+		return fmt.Errorf("permit: %w", err)
+	}
+
+	sp := newSplit(ln)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); _ = s.http.Serve(sp.h1) }()
+	go func() { defer wg.Done(); _ = s.grpc.Serve(sp.h2) }()
+	err := sp.run()
+	wg.Wait()
+	if err != nil {
+		return fmt.Errorf("permit: accept: %w", err)
+	}
+	return http.ErrServerClosed
+}
+
+// Addr returns the address served, nil before Serve.
+func (s *Server) Addr() net.Addr { return s.door.Addr() }
+
+// Shutdown stops accepting connections and calls, waits for the calls in
+// progress (a caller waiting in a queue included; a Session stream ends
+// after its call, an idle one at once) until ctx ends, then cuts the rest.
+// The permits granted stay with the Service.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.door.Close()
+	s.drain.start()
+	done := make(chan struct{})
+	go func() { s.grpc.GracefulStop(); close(done) }()
+	err := s.http.Shutdown(ctx)
+	select {
+	case <-done:
+	case <-ctx.Done():
+		s.grpc.Stop()
+		<-done
+		err = ctx.Err()
+	}
+	return err
+}
+
+// Close cuts every connection at once.
+func (s *Server) Close() error {
+	s.door.Close()
+	s.drain.start()
+	s.grpc.Stop()
+	return s.http.Close()
+}

@@ -1,0 +1,144 @@
+package rls
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"time"
+
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/keepalive"
+
+	"github.com/sluicehq/sluice/internal/listen"
+)
+
+// DefaultListen is where a Server listens when ServerParams.Listen is
+// empty: a unix socket (an Envoy cluster can reach one through a pipe
+// address), which needs no token.
+const DefaultListen = "unix:///run/sluice/rls.sock"
+
+// maxRequestBytes bounds a request: far beyond MaxDescriptors descriptors
+// of MaxEntries entries of ordinary keys and values.
+const maxRequestBytes = 256 << 10
+
+// ServerParams configures a Server. Service is required; the zero value of
+// every other field means its default.
+type ServerParams struct {
+	Service *Service
+	// Listen is "host:port" or "unix:///path.sock". Default DefaultListen.
+	Listen string
+	// SocketMode is the file mode of a unix socket. Default 0660.
+	SocketMode fs.FileMode
+	// Token is the bearer token every call on a TCP listener must carry as
+	// gRPC metadata "authorization: Bearer TOKEN" (Envoy sends it with the
+	// rate_limit_service's grpc_service.initial_metadata); NewServer and
+	// Serve refuse a TCP listener without one. A unix socket ignores it.
+	Token string
+}
+
+// ErrNoToken is returned by NewServer, Serve and SetToken for a TCP
+// listener without a token.
+var ErrNoToken = fmt.Errorf("rls: %w (rls.token_file; Envoy sends it as initial_metadata)", listen.ErrNoToken)
+
+// Server serves a Service over gRPC on one listener. Build it with
+// NewServer; it is safe for concurrent use.
+type Server struct {
+	door *listen.Door
+	grpc *grpc.Server
+}
+
+// NewServer builds a Server for p. It does not listen: call Listen then
+// Serve.
+func NewServer(p ServerParams) (*Server, error) {
+	if p.Service == nil {
+		return nil, errors.New("rls: no service")
+	}
+	if p.Listen == "" {
+		p.Listen = DefaultListen
+	}
+	door, err := listen.NewDoor(p.Listen, p.SocketMode, p.Token)
+	if errors.Is(err, listen.ErrNoToken) {
+		return nil, fmt.Errorf("%w (listen %q)", ErrNoToken, p.Listen)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("rls: %w", err)
+	}
+	s := &Server{door: door}
+	s.grpc = grpc.NewServer(
+		grpc.MaxRecvMsgSize(maxRequestBytes),
+		// A fixed flow-control window turns off grpc's bandwidth-delay
+		// probing, which pings Envoy on almost every small request.
+		grpc.InitialWindowSize(1<<20),
+		grpc.InitialConnWindowSize(1<<20),
+		grpc.ChainUnaryInterceptor(door.Unary),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
+	)
+	rlsv3.RegisterRateLimitServiceServer(s.grpc, p.Service)
+	return s, nil
+}
+
+// SetToken changes the bearer token (a reload of the token file).
+func (s *Server) SetToken(tok string) error {
+	if err := s.door.SetToken(tok); err != nil {
+		return ErrNoToken
+	}
+	return nil
+}
+
+// Listen opens ServerParams.Listen: a TCP address or a unix socket
+// (created with SocketMode, after removing a stale socket file).
+func (s *Server) Listen() (net.Listener, error) {
+	ln, err := s.door.Listen()
+	if err != nil {
+		return nil, fmt.Errorf("rls: listen: %w", err)
+	}
+	return ln, nil
+}
+
+// Serve serves on ln until Shutdown or Close, then returns
+// grpc.ErrServerStopped (at once after them); or ErrNoToken (closing ln)
+// when ln is TCP and no token is set. It may be called once.
+func (s *Server) Serve(ln net.Listener) error {
+	addr := ln.Addr()
+	switch err := s.door.Open(ln); {
+	case errors.Is(err, listen.ErrClosed):
+		return grpc.ErrServerStopped
+	case errors.Is(err, listen.ErrNoToken):
+		return fmt.Errorf("%w (bound to %s)", ErrNoToken, addr)
+	case err != nil:
+		return fmt.Errorf("rls: %w", err)
+	}
+	if err := s.grpc.Serve(ln); err != nil && !errors.Is(err, net.ErrClosed) { // closed: by Shutdown
+		return err
+	}
+	return grpc.ErrServerStopped
+}
+
+// Addr returns the address served, nil before Serve.
+func (s *Server) Addr() net.Addr { return s.door.Addr() }
+
+// Shutdown stops accepting calls and waits for those in progress until ctx
+// ends, then cuts the rest.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.door.Close()
+	done := make(chan struct{})
+	go func() { s.grpc.GracefulStop(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		s.grpc.Stop()
+		<-done
+		return ctx.Err()
+	}
+}
+
+// Close cuts every connection at once.
+func (s *Server) Close() error {
+	s.door.Close()
+	s.grpc.Stop()
+	return nil
+}
