@@ -39,7 +39,7 @@ type h1Exchange struct {
 	c      *upConn
 	h      respHead
 	sender *bodySender // the request body's goroutine, if it streams
-	stop   func() bool // stops aborting c when the client goes away
+	watch  clientStop  // stops aborting c when the client goes away
 
 	releasedAt time.Time // when c went back to the pool or was closed
 }
@@ -57,7 +57,7 @@ func (p *Proxy) forwardH1(w http.ResponseWriter, r *http.Request, x *exchange, g
 	}
 	if e.h.status == http.StatusSwitchingProtocols {
 		if upgradeAccepted(&e.h, e.upgrade) && e.sender == nil {
-			return p.splice(w, r, e.c, e.h.upgradeTo, x, e.stop)
+			return p.splice(w, r, e.c, e.h.upgradeTo, x, e.watch)
 		}
 		e.refuseSwitch(x)
 		return false
@@ -90,7 +90,7 @@ func (e *h1Exchange) roundTrip(x *exchange) bool {
 			return false
 		}
 		e.c = c
-		e.stop = context.AfterFunc(ctx, c.abortFn)
+		e.watch = watchClient(r, c)
 		e.sender, err = p.sendRequest(c, r, x.path, &e.cs, e.upgrade, e.mode)
 		if err == nil {
 			e.h, err = p.readHead(c, e.w, r.Method, x.start)
@@ -127,7 +127,7 @@ func retriable(err error, r *http.Request) bool {
 // drop closes the upstream connection of a failed exchange and stops the
 // request body's sender; a body left unfinished closes the client's connection.
 func (e *h1Exchange) drop(x *exchange) {
-	e.stop()
+	e.watch.stop()
 	e.c.abort()
 	if e.sender != nil {
 		x.closeClient = e.sender.abandon(&e.cs) && e.r.ProtoMajor == 1
@@ -186,7 +186,7 @@ func (e *h1Exchange) release(upErr, clErr error) (draining bool) {
 			c.abort()
 		}
 	}
-	if !e.stop() {
+	if !e.watch.stop() {
 		reusable = false // the client went away and the connection was aborted
 	}
 	e.releasedAt = time.Now()

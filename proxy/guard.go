@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"time"
 )
 
 // GuardListener wraps a plain-text listener (TCP or unix) for the server of
@@ -61,6 +62,50 @@ type guardConn struct {
 	buf   *[]byte // the pooled buffer held began in, if any
 
 	refusedSent bool // refusedHead was read after a refused head
+
+	watch clientWatch // told of a failed read: the client is gone
+
+	// Whether a read or write deadline is set. net/http's server clears the
+	// read deadline several times per request, mostly when none is set (after
+	// the head, before the background read), and the write deadline after
+	// every response; such a clear is skipped (it would cost a poller update
+	// for nothing). The mutex keeps each flag true to the deadline it
+	// stands for under concurrent setters (the server, a body's sender).
+	dlMu            sync.Mutex
+	readDL, writeDL bool
+}
+
+// SetReadDeadline is net.Conn's; a clear of no deadline does nothing.
+func (g *guardConn) SetReadDeadline(t time.Time) error {
+	g.dlMu.Lock()
+	defer g.dlMu.Unlock()
+	if t.IsZero() && !g.readDL {
+		return nil
+	}
+	g.readDL = !t.IsZero()
+	return g.Conn.SetReadDeadline(t)
+}
+
+// SetWriteDeadline is net.Conn's; a clear of no deadline does nothing.
+func (g *guardConn) SetWriteDeadline(t time.Time) error {
+	g.dlMu.Lock()
+	defer g.dlMu.Unlock()
+	if t.IsZero() && !g.writeDL {
+		return nil
+	}
+	g.writeDL = !t.IsZero()
+	return g.Conn.SetWriteDeadline(t)
+}
+
+// SetDeadline is net.Conn's, kept in step with the two above.
+func (g *guardConn) SetDeadline(t time.Time) error {
+	g.dlMu.Lock()
+	defer g.dlMu.Unlock()
+	if t.IsZero() && !g.readDL && !g.writeDL {
+		return nil
+	}
+	g.readDL, g.writeDL = !t.IsZero(), !t.IsZero()
+	return g.Conn.SetDeadline(t)
 }
 
 // headBufs hold incomplete heads; most heads arrive whole and need none.
@@ -89,12 +134,12 @@ func (g *guardConn) Read(p []byte) (int, error) {
 				g.out, g.held = g.held, nil
 				continue
 			}
-			return g.Conn.Read(p)
+			return g.read(p)
 		}
 		if len(g.held) == 0 {
 			// Most heads arrive whole: they are scanned where the server
 			// reads them, and only an unfinished one is copied aside.
-			n, err := g.Conn.Read(p)
+			n, err := g.read(p)
 			if n == 0 {
 				return 0, err
 			}
@@ -118,7 +163,7 @@ func (g *guardConn) Read(p []byte) (int, error) {
 			g.grow()
 		}
 		old := len(g.held)
-		n, err := g.Conn.Read(g.held[old:min(cap(g.held), g.limit)])
+		n, err := g.read(g.held[old:min(cap(g.held), g.limit)])
 		g.held = g.held[:old+n]
 		if n > 0 {
 			if ready := g.scan.feed(g.held, old); ready > 0 {
@@ -134,6 +179,16 @@ func (g *guardConn) Read(p []byte) (int, error) {
 			return 0, err
 		}
 	}
+}
+
+// read reads the connection; a failure other than a timeout means the client
+// is gone (see clientWatch).
+func (g *guardConn) read(p []byte) (int, error) {
+	n, err := g.Conn.Read(p)
+	if err != nil && !isTimeout(err) {
+		g.watch.clientGone()
+	}
+	return n, err
 }
 
 // hold keeps b, the start of a head.

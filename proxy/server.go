@@ -79,6 +79,10 @@ func (p ServerParams) Validate() error {
 // unfinished at ReadHeaderTimeout with a misleading 400. Over TLS (ServeTLS) the
 // guard cannot sit under the server's TLS, and those requests are served as
 // net/http serves them.
+//
+// On a guarded listener, the guard also tells the proxy when an HTTP/1
+// client goes away, so that a request whose context is the server's own needs
+// no context.AfterFunc of its own to abort its upstream exchange.
 func NewServer(p ServerParams) (*http.Server, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -89,7 +93,8 @@ func NewServer(p ServerParams) (*http.Server, error) {
 	protos.SetUnencryptedHTTP2(!p.DisableH2C)
 	return &http.Server{
 		Addr:              p.Addr,
-		Handler:           p.Handler,
+		Handler:           watchedHandler{p.Handler},
+		ConnContext:       connContext,
 		Protocols:         &protos,
 		ReadHeaderTimeout: orDuration(p.ReadHeaderTimeout, defaultReadHeaderTimeout),
 		IdleTimeout:       orDuration(p.IdleTimeout, defaultIdleTimeout),

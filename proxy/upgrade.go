@@ -64,15 +64,15 @@ func printableASCII(s string) bool {
 // bytes both ways until either side ends, and closes both. The exchange finishes
 // at the 101 with a success, its latency the time to the upgrade: a long-lived
 // connection holds no admission slot.
-func (p *Proxy) splice(w http.ResponseWriter, r *http.Request, c *upConn, upgradeTo string, x *exchange, stop func() bool) (abort bool) {
+func (p *Proxy) splice(w http.ResponseWriter, r *http.Request, c *upConn, upgradeTo string, x *exchange, watch clientStop) (abort bool) {
 	conn, brw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
-		stop()
+		watch.stop()
 		c.abort()
 		p.fail(r.Context(), w, x, grpcNone, "", protoErr("cannot take over the client connection: %v", err), false)
 		return false
 	}
-	if !stop() {
+	if !watch.stop() {
 		// The client went away while the upstream was answering.
 		_ = conn.Close()
 		c.abort()

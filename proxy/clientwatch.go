@@ -1,0 +1,173 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+)
+
+// clientWatch aborts the upstream connection of an HTTP/1 request when its
+// client goes away, as context.AfterFunc on the request's context does, but
+// without registering with the context on every request (AfterFunc's context,
+// its stop function, the context's done channel and child set: four
+// allocations a request). There is one per guarded client connection
+// (guardConn), whose requests come one at a time.
+//
+// It stands in for AfterFunc only where the two agree: for a request whose
+// context is the one net/http's server made (NewServer's handler notes it,
+// served), which nothing cancels while the handler runs but the failure of the
+// connection, seen by a read of it (the server's background read, or a
+// body's) or a write. The guard reports every failed read but a timeout (one
+// is how the server ends its background read; a body's own timeout ends the
+// body's reader, which aborts the upstream itself); a failed write is the
+// handler's own, which then aborts the upstream. The abort waits for the
+// context to end, as the server ends it right after such a read: the handler,
+// failing on the aborted upstream, then finds its context done and takes the
+// failure for the client's, as with AfterFunc.
+//
+// Concurrency: arm and disarm are called by the request's handler, gone by the
+// connection's reader; the mutex orders them.
+type clientWatch struct {
+	served context.Context // the context of the request being served; the handler's alone
+
+	mu      sync.Mutex
+	ctx     context.Context // the armed request's
+	abort   func()          // armed: run when the client goes away
+	gone    bool            // a read of the connection failed
+	waiting bool            // a goroutine waits for ctx to run abort
+}
+
+// arm makes abort run once the client goes away and ctx, the request's, ends.
+func (w *clientWatch) arm(ctx context.Context, abort func()) {
+	w.mu.Lock()
+	w.ctx, w.abort = ctx, abort
+	if w.gone {
+		w.waitLocked()
+	}
+	w.mu.Unlock()
+}
+
+// disarm stops the abort; it reports false if the abort ran, or is running.
+func (w *clientWatch) disarm() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	armed := w.abort != nil
+	w.ctx, w.abort = nil, nil
+	return armed
+}
+
+// clientGone says a read of the connection failed (not by a timeout).
+func (w *clientWatch) clientGone() {
+	w.mu.Lock()
+	w.gone = true
+	if w.abort != nil {
+		w.waitLocked()
+	}
+	w.mu.Unlock()
+}
+
+// waitLocked starts the goroutine that runs the armed abort once its
+// request's context ends, unless one is waiting. w.mu is held.
+func (w *clientWatch) waitLocked() {
+	if w.waiting {
+		return
+	}
+	w.waiting = true
+	go func(ctx context.Context) {
+		for {
+			<-ctx.Done()
+			w.mu.Lock()
+			switch w.ctx {
+			case ctx:
+				abort := w.abort
+				w.ctx, w.abort, w.waiting = nil, nil, false
+				w.mu.Unlock()
+				abort()
+				return
+			case nil:
+				w.waiting = false // disarmed
+				w.mu.Unlock()
+				return
+			}
+			ctx = w.ctx // armed again, for a later request: wait for that one
+			w.mu.Unlock()
+		}
+	}(w.ctx)
+}
+
+// guardKey keys a connection's guardConn in the contexts of its requests.
+type guardKey struct{}
+
+// connContext is NewServer's http.Server.ConnContext: a guarded connection's
+// requests can find its guard.
+func connContext(ctx context.Context, c net.Conn) context.Context {
+	if g, ok := c.(*guardConn); ok {
+		return context.WithValue(ctx, guardKey{}, g)
+	}
+	return ctx
+}
+
+// watchedHandler is NewServer's handler: it notes each HTTP/1 request's
+// context in its connection's watch (clientWatch.served) before h serves it.
+type watchedHandler struct{ h http.Handler }
+
+func (h watchedHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.ProtoMajor == 1 {
+		if g, ok := r.Context().Value(guardKey{}).(*guardConn); ok {
+			g.watch.served = r.Context()
+		}
+	}
+	h.h.ServeHTTP(w, r)
+}
+
+// clientWatchOf returns the watch of r's connection if r's context is the one
+// its server made (see clientWatch); else nil.
+func clientWatchOf(r *http.Request) *clientWatch {
+	if r.ProtoMajor != 1 {
+		return nil
+	}
+	ctx := r.Context()
+	g, ok := ctx.Value(guardKey{}).(*guardConn)
+	if !ok || g.watch.served != ctx {
+		return nil
+	}
+	return &g.watch
+}
+
+// clientStop stops what aborts a request's upstream connection when its client
+// goes away: the connection's watch or the context's AfterFunc.
+type clientStop struct {
+	watch *clientWatch
+	after func() bool
+}
+
+// watchClient makes c abort once r's client goes away.
+func watchClient(r *http.Request, c *upConn) clientStop {
+	if w := clientWatchOf(r); w != nil {
+		w.arm(r.Context(), c.abortFn)
+		return clientStop{watch: w}
+	}
+	return clientStop{after: context.AfterFunc(r.Context(), c.abortFn)}
+}
+
+// stop stops the abort; it reports false if the abort ran, or is running.
+func (s clientStop) stop() bool {
+	if s.watch != nil {
+		return s.watch.disarm()
+	}
+	return s.after()
+}
+
+// isTimeout reports whether err is a deadline's. A connection's read fails
+// with a *net.OpError, looked at without errors.As, whose reflection would
+// cost more than the rest of the guard's read: the server's background read
+// ends this way on every request.
+func isTimeout(err error) bool {
+	if ne, ok := err.(net.Error); ok {
+		return ne.Timeout()
+	}
+	return errors.Is(err, os.ErrDeadlineExceeded)
+}
