@@ -10,7 +10,7 @@ import (
 	"github.com/sluicehq/sluice/gate"
 )
 
-// The metrics read from the gate at scrape time (DESIGN §7). Every series is
+// The metrics read from the gate at scrape time. Every series is
 // per group at most: no key, path or client labels, so their number is
 // bounded by the config. Series whose figure is not known (a target that is
 // off, a resource that cannot be read, a latency without samples) are left

@@ -114,7 +114,7 @@ func busyFixture(t testing.TB) *fixture {
 func TestMetricsNames(t *testing.T) {
 	names := exported(t)
 	for _, n := range []string{
-		// DESIGN §7
+		// the metrics admin documents (doc.go)
 		"sluice_requests_total", "sluice_concurrency_limit", "sluice_inflight_requests", "sluice_queue_wait_seconds_bucket",
 		"sluice_request_duration_seconds_bucket", "sluice_token_rate",
 		// what an operator needs beyond them
