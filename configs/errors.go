@@ -48,7 +48,8 @@ func (e *Error) Error() string {
 // return their problems as an Errors; range over it to report each one.
 type Errors []*Error
 
-// Error joins the problems one per line, after a "configs: " prefix.
+// Error joins the problems one per line, each indented by two spaces (not a
+// tab: a log line quotes a tab as "\t"), after a "configs: " prefix.
 func (es Errors) Error() string {
 	switch len(es) {
 	case 0:
@@ -59,7 +60,7 @@ func (es Errors) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "configs: %d problems:", len(es))
 	for _, e := range es {
-		b.WriteString("\n\t" + e.Error())
+		b.WriteString("\n  " + e.Error())
 	}
 	return b.String()
 }

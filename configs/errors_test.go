@@ -30,7 +30,7 @@ func TestErrorFormat(t *testing.T) {
 		t.Errorf("one error: %q", got)
 	}
 	two := Errors{{Line: 3, Path: "a", Msg: "x"}, {Path: "b", Msg: "y"}}
-	if got := two.Error(); got != "configs: 2 problems:\n\tline 3: a: x\n\tb: y" {
+	if got := two.Error(); got != "configs: 2 problems:\n  line 3: a: x\n  b: y" {
 		t.Errorf("two errors: %q", got)
 	}
 }

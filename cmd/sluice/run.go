@@ -120,13 +120,7 @@ func runRun(ctx context.Context, args []string, _, stderr io.Writer) int {
 	if !ok {
 		return exitUsage
 	}
-	log := hclog.New(&hclog.LoggerOptions{
-		Name:       "sluice",
-		Level:      f.level,
-		Output:     stderr,
-		JSONFormat: f.json,
-		Color:      hclog.ColorOff,
-	})
+	log := newLogger(f.level, f.json, stderr)
 
 	// Signals are caught from here on: one that comes while starting is
 	// handled once the daemon runs.
@@ -211,4 +205,16 @@ func loadConfig(path string) (*configs.Config, error) {
 		return configs.Default(), nil
 	}
 	return configs.Load(path)
+}
+
+// newLogger is the daemon's logger: hclog's text or JSON lines on w, without
+// colour, at level and above.
+func newLogger(level hclog.Level, json bool, w io.Writer) hclog.Logger {
+	return hclog.New(&hclog.LoggerOptions{
+		Name:       "sluice",
+		Level:      level,
+		Output:     w,
+		JSONFormat: json,
+		Color:      hclog.ColorOff,
+	})
 }
