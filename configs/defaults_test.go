@@ -72,8 +72,8 @@ func TestBuiltInGo(t *testing.T) {
 	c.Groups[0].Concurrency.Min = 0
 	err := c.Validate()
 	want := "configs: 2 problems:\n" +
-		"\tgroup[0].concurrency.min: must be from 1 to 1000000, got 0\n" +
-		"\tgroup[0].rate.scope: \"global\" keeps the quota in Redis: add a [redis] section"
+		"  group[0].concurrency.min: must be from 1 to 1000000, got 0\n" +
+		"  group[0].rate.scope: \"global\" keeps the quota in Redis: add a [redis] section"
 	if err == nil || err.Error() != want {
 		t.Errorf("got  %v\nwant %s", err, want)
 	}

@@ -86,9 +86,9 @@ func TestDecodeErrorsAreNotRepeated(t *testing.T) {
 	data := "[upstream]\nurl = \"http://h:1\"\n[[group]]\nname = \"a\"\nrate = { rate = \"fast\", cost = 0.5 }\nconcurrency = { min = 5, max = 2 }\n"
 	_, err := Parse("", []byte(data))
 	want := "configs: 3 problems:\n" +
-		"\tline 5: group[0].rate.rate: must be a number, got string \"fast\"\n" +
-		"\tline 5: group[0].rate.cost: must be an integer, got float 0.5\n" +
-		"\tline 6: group[0].concurrency.min: must be ≤ max (2), got 5"
+		"  line 5: group[0].rate.rate: must be a number, got string \"fast\"\n" +
+		"  line 5: group[0].rate.cost: must be an integer, got float 0.5\n" +
+		"  line 6: group[0].concurrency.min: must be ≤ max (2), got 5"
 	if err == nil || err.Error() != want {
 		t.Errorf("got  %v\nwant %s", err, want)
 	}

@@ -54,8 +54,8 @@ func TestReplaceGroup(t *testing.T) {
 		t.Fatalf("bad patch: %v", err)
 	}
 	want := "configs: 2 problems:\n" +
-		"\tgroup[1].rate.scope: must be one of \"local\", \"global\", got \"galactic\"\n" +
-		"\tgroup[1].concurrency.min: must be ≤ max (100), got 900"
+		"  group[1].rate.scope: must be one of \"local\", \"global\", got \"galactic\"\n" +
+		"  group[1].concurrency.min: must be ≤ max (100), got 900"
 	if err.Error() != want {
 		t.Errorf("got  %v\nwant %s", err, want)
 	}
@@ -94,9 +94,9 @@ func TestGroupValidate(t *testing.T) {
 	g.SetDefaults() // derives burst = max(cost, 10) = 20
 	g.Rate.Burst = 3
 	want := "configs: 3 problems:\n" +
-		"\trate.burst: must be ≥ cost (20), got 3\n" +
-		"\tconcurrency.initial: must be ≤ max (1000), got 5000\n" +
-		"\ttargets.cpu: must be a ratio from 0 to 1, got 85 (for 85%, write 0.85)"
+		"  rate.burst: must be ≥ cost (20), got 3\n" +
+		"  concurrency.initial: must be ≤ max (1000), got 5000\n" +
+		"  targets.cpu: must be a ratio from 0 to 1, got 85 (for 85%, write 0.85)"
 	if err := g.Validate(); err == nil || err.Error() != want {
 		t.Errorf("got  %v\nwant %s", err, want)
 	}
