@@ -17,11 +17,17 @@ type ReloadOptions struct {
 	// Source and Hash identify the new config for the status read-out, as
 	// Params.ConfigSource and ConfigHash do.
 	Source, Hash string
-	// KeepOverrides re-applies the runtime overrides in force onto the new
-	// config (the fields they changed, over the file's values). By default a
-	// reload clears them: the file is the truth again.
-	KeepOverrides bool
+	// KeepOverride chooses, by group name, the runtime overrides in force
+	// that the reload re-applies onto the new config (the fields they
+	// changed, over the file's values); the others are cleared, in the same
+	// swap of the running config, so no request sees some cleared and
+	// others not yet. Nil clears them all: the file is the truth again.
+	// KeepAllOverrides keeps every one.
+	KeepOverride func(group string) bool
 }
+
+// KeepAllOverrides is a ReloadOptions.KeepOverride that keeps every override.
+func KeepAllOverrides(string) bool { return true }
 
 // ReloadResult says what a Reload did, by group name.
 type ReloadResult struct {
@@ -72,11 +78,11 @@ func (g *Gate) Reload(cfg *configs.Config, o ReloadOptions) (ReloadResult, error
 
 	file := cfg
 	kept := map[string]*Override{}
-	if o.KeepOverrides {
+	if o.KeepOverride != nil {
 		for _, r := range old.routes {
 			ov := r.g.override.Load()
 			fc := cfg.Group(r.g.name)
-			if ov == nil || fc == nil {
+			if ov == nil || fc == nil || !o.KeepOverride(r.g.name) {
 				continue
 			}
 			c := fc.Clone()
@@ -225,7 +231,7 @@ type FieldChange struct {
 // against the new limits (a limit lowered below the requests in flight
 // admits nothing until enough of them are done; waiters keep their place). The
 // override shows in the group's read-out until a Reload clears it (unless
-// ReloadOptions.KeepOverrides) or an Override restores the loaded values.
+// ReloadOptions.KeepOverride chooses it) or an Override restores the loaded values.
 func (g *Gate) Override(c configs.Group) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()

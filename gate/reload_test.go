@@ -2,6 +2,7 @@ package gate
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -224,8 +225,8 @@ func TestOverride(t *testing.T) {
 		t.Error("a refused override changed the group")
 	}
 
-	// KeepOverrides re-applies it over the file: the group runs on as it is.
-	res, err := g.Reload(config(t, overrideConfig), ReloadOptions{KeepOverrides: true})
+	// KeepOverride re-applies it over the file: the group runs on as it is.
+	res, err := g.Reload(config(t, overrideConfig), ReloadOptions{KeepOverride: KeepAllOverrides})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,5 +285,82 @@ name = "g"
 	g.Tick(time.Now().Add(time.Second))
 	if gr.conc.Limit() != 7 {
 		t.Errorf("limit after a tick %d, want 7", gr.conc.Limit())
+	}
+}
+
+// TestReloadKeepsChosenOverridesInOneSwap reloads a gate whose two groups
+// have overrides, keeping b's and dropping a's, while a reader watches the
+// running table: it sees the old table (both overrides) or the new one (b's
+// only), never one with a's override and the new config, nor one without
+// b's.
+func TestReloadKeepsChosenOverridesInOneSwap(t *testing.T) {
+	const toml = `
+[[group]]
+name = "a"
+match = { path_prefix = "/a/" }
+  [group.concurrency]
+  law = "aimd"
+  initial = 10
+  max = 100
+  [group.targets]
+  latency = "100ms"
+
+[[group]]
+name = "b"
+  [group.concurrency]
+  law = "fixed"
+  limit = 4
+`
+	g, _ := newGate(t, toml)
+	a := g.Config().Group("a").Clone()
+	a.Concurrency.Max = 50
+	if err := g.Override(a); err != nil {
+		t.Fatal(err)
+	}
+	b := g.Config().Group("b").Clone()
+	b.Concurrency.Limit = 2
+	if err := g.Override(b); err != nil {
+		t.Fatal(err)
+	}
+
+	bad := make(chan string, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			t := g.table.Load()
+			oa, ob := t.byName["a"].override.Load(), t.byName["b"].override.Load()
+			next := t.source == "next.toml"
+			switch {
+			case next && (oa != nil || ob == nil):
+				bad <- fmt.Sprintf("new table with override a %v, b %v", oa != nil, ob != nil)
+				return
+			case !next && (oa == nil || ob == nil):
+				bad <- fmt.Sprintf("old table with override a %v, b %v", oa != nil, ob != nil)
+				return
+			case next:
+				return
+			}
+		}
+	}()
+	res, err := g.Reload(config(t, toml), ReloadOptions{Source: "next.toml",
+		KeepOverride: func(name string) bool { return name == "b" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	select {
+	case msg := <-bad:
+		t.Error(msg)
+	default:
+	}
+	if !slices.Equal(res.KeptOverrides, []string{"b"}) || len(res.DroppedOverrides) != 0 {
+		t.Errorf("kept %q, dropped %v; want b kept, none dropped", res.KeptOverrides, res.DroppedOverrides)
+	}
+	sa, _ := g.Group("a")
+	sb, _ := g.Group("b")
+	if sa.Override != nil || sa.Max != 100 || sb.Override == nil || sb.Limit != 2 {
+		t.Errorf("after the reload: a override %v max %d, b override %v limit %d; want none 100, kept 2",
+			sa.Override != nil, sa.Max, sb.Override != nil, sb.Limit)
 	}
 }
