@@ -26,7 +26,7 @@ func (s *Server) getStatus(w http.ResponseWriter, _ *http.Request) {
 			Groups:    make([]string, 0, len(cfg.Groups)),
 			Overrides: []string{},
 		},
-		Control: controlView{Interval: time.Duration(cfg.Control.Interval).Seconds(), Ticks: st.Ticks, LastTick: when(st.LastTick)},
+		Control: controlView{Interval: cfg.Interval.Seconds(), Ticks: st.Ticks, LastTick: when(st.LastTick)},
 		State: stateView{File: st.StateFile, LastSave: when(st.LastSave),
 			Restore: restoreView{SavedAt: when(st.Restore.SavedAt), Groups: st.Restore.Groups}},
 		Resources: newResourcesView(st.Resources),
@@ -57,7 +57,7 @@ func (s *Server) getStatus(w http.ResponseWriter, _ *http.Request) {
 			v.Config.Overrides = append(v.Config.Overrides, g.Name)
 		}
 	}
-	v.Redis = newRedisView(groups, cfg)
+	v.Redis = newRedisView(groups, s.file.Load())
 	if s.p.Circuit != nil {
 		if c, ok := s.p.Circuit(); ok {
 			v.Circuit = &circuitView{State: c.State, Since: c.Since, Reason: c.Reason}
@@ -100,11 +100,10 @@ type groupsView struct {
 
 func (s *Server) getGroups(w http.ResponseWriter, _ *http.Request) {
 	sts := s.gate.Groups()
-	cfg := s.gate.Config()
 	v := groupsView{Groups: make([]groupView, len(sts))}
 	s.mu.Lock()
 	for i, st := range sts {
-		v.Groups[i] = newGroupView(st, cfg.Group(st.Name), s.keep[st.Name])
+		v.Groups[i] = newGroupView(st, s.groupConfig(st.Name), s.keep[st.Name])
 	}
 	s.mu.Unlock()
 	writeJSON(w, http.StatusOK, v)
@@ -128,7 +127,7 @@ func (s *Server) groupView(name string) (groupView, *apiError) {
 	s.mu.Lock()
 	keep := s.keep[name]
 	s.mu.Unlock()
-	return newGroupView(st, s.gate.Config().Group(name), keep), nil
+	return newGroupView(st, s.groupConfig(name), keep), nil
 }
 
 func noGroup(name string) *apiError {

@@ -504,12 +504,12 @@ type steerCounter struct {
 	reloads, overrides atomic.Int32
 }
 
-func (c *steerCounter) Reload(cfg *configs.Config, o gate.ReloadOptions) (gate.ReloadResult, error) {
+func (c *steerCounter) Reload(cfg gate.Config, o gate.ReloadOptions) (gate.ReloadResult, error) {
 	c.reloads.Add(1)
 	return c.Gate.Reload(cfg, o)
 }
 
-func (c *steerCounter) Override(g configs.Group) error {
+func (c *steerCounter) Override(g gate.Group) error {
 	c.overrides.Add(1)
 	return c.Gate.Override(g)
 }

@@ -15,8 +15,10 @@ var ErrNoLoad = errors.New("admin: reload is not available: no config loader (Pa
 
 // ReloadReport says what a reload through the Server did.
 type ReloadReport struct {
-	// Source and Hash identify the config now running.
+	// Source and Hash identify the config now running, and Config is it as
+	// loaded (overrides aside); nil when the reload failed.
 	Source, Hash string
+	Config       *configs.Config
 	// ReloadResult is the gate's account, by group name. Its KeptOverrides
 	// are the overrides that survived: those whose PATCH asked
 	// keep_on_reload (or all of them, for a reload that asked to keep them)
@@ -71,8 +73,9 @@ func (s *Server) reload(ctx context.Context, keepAll bool) (rep ReloadReport, er
 	}
 	// One swap: the overrides whose PATCH asked keep_on_reload (or all, for
 	// keepAll) are re-applied onto the file, the others cleared.
-	res, err := s.gate.Reload(cfg, gate.ReloadOptions{
+	res, err := s.gate.Reload(cfg.Gate(), gate.ReloadOptions{
 		Source: s.gate.Status().ConfigSource,
+		Hash:   cfg.Hash(),
 		KeepOverride: func(name string) bool {
 			return keepAll || s.keep[name]
 		},
@@ -80,7 +83,9 @@ func (s *Server) reload(ctx context.Context, keepAll bool) (rep ReloadReport, er
 	if err != nil {
 		return rep, err
 	}
+	s.file.Store(cfg)
 	rep.ReloadResult = res
+	rep.Config = cfg
 	for _, name := range before {
 		if !slices.Contains(rep.KeptOverrides, name) {
 			rep.Cleared = append(rep.Cleared, name)

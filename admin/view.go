@@ -147,7 +147,7 @@ type fieldChange struct {
 func newGroupView(st gate.GroupStatus, c *configs.Group, keep bool) groupView {
 	v := groupView{
 		Name:     st.Name,
-		Law:      st.Law,
+		Law:      configs.Law(st.Law),
 		Limit:    st.Limit,
 		Min:      st.Min,
 		Max:      st.Max,

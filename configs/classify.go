@@ -2,9 +2,10 @@ package configs
 
 import (
 	"fmt"
-	"net/netip"
 	"net/textproto"
 	"strings"
+
+	"github.com/sluicehq/sluice/gate/spec"
 )
 
 // headerPrefix starts a KeySource or Priority read from a request header.
@@ -57,40 +58,6 @@ func (k KeySource) check() error {
 	return fmt.Errorf(`must be "none", "ip", "path" or "header:NAME", got %q`, string(k))
 }
 
-// TrustUnix is the server.trusted_proxies entry that trusts the clients of a
-// unix-socket listener, which have no address.
-const TrustUnix = "unix"
-
-// ParseTrustedProxy reads one server.trusted_proxies entry: a CIDR prefix
-// ("10.0.0.0/8") or a single address ("192.0.2.7", "::1"), returned as a
-// prefix (a single address is /32 or /128; IPv4-mapped IPv6 forms are read
-// as IPv4), or TrustUnix, for which unix is true. A prefix with bits set
-// beyond its length ("10.0.0.1/8") is refused, as a likely typo.
-func ParseTrustedProxy(s string) (p netip.Prefix, unix bool, err error) {
-	if s == TrustUnix {
-		return netip.Prefix{}, true, nil
-	}
-	if strings.Contains(s, "/") {
-		p, err := netip.ParsePrefix(s)
-		if err != nil {
-			return netip.Prefix{}, false, fmt.Errorf(`must be a CIDR prefix such as "10.0.0.0/8", an address, or "unix", got %q`, s)
-		}
-		if m := p.Masked(); m != p {
-			return netip.Prefix{}, false, fmt.Errorf("%q has bits set beyond its /%d: write %q", s, p.Bits(), m.String())
-		}
-		if p.Addr().Is4In6() && p.Bits() >= 96 {
-			p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
-		}
-		return p, false, nil
-	}
-	a, err := netip.ParseAddr(s)
-	if err != nil || a.Zone() != "" {
-		return netip.Prefix{}, false, fmt.Errorf(`must be a CIDR prefix such as "10.0.0.0/8", an address, or "unix", got %q`, s)
-	}
-	a = a.Unmap()
-	return netip.PrefixFrom(a, a.BitLen()), false, nil
-}
-
 // Level is a request priority. Under overload the lowest level present is
 // shed first: sheddable, then default, then critical.
 type Level string
@@ -103,29 +70,8 @@ const (
 )
 
 // Rank orders levels: 0 for critical, 1 for default, 2 for sheddable, and -1
-// for anything else. A higher rank is shed earlier.
-func (l Level) Rank() int {
-	switch l {
-	case LevelCritical:
-		return 0
-	case LevelDefault:
-		return 1
-	case LevelSheddable:
-		return 2
-	}
-	return -1
-}
-
-// ParseLevel reads a level as a client sends it in a priority header,
-// ignoring ASCII case. It does not allocate.
-func ParseLevel(s string) (Level, bool) {
-	for _, l := range [...]Level{LevelCritical, LevelDefault, LevelSheddable} {
-		if strings.EqualFold(s, string(l)) {
-			return l, true
-		}
-	}
-	return "", false
-}
+// for anything else (spec.Level.Rank). A higher rank is shed earlier.
+func (l Level) Rank() int { return spec.Level(l).Rank() }
 
 // Priority is a group's priority: a fixed Level for every request, or
 // "header:NAME" to read the level of each request from header NAME (with
@@ -173,33 +119,9 @@ func cutHeader(s string) (string, bool) {
 	return "", false
 }
 
-// checkHeaderName accepts an HTTP field name: a token (RFC 9110 §5.1).
-func checkHeaderName(name string) error {
-	if name == "" {
-		return fmt.Errorf("header name is empty")
-	}
-	for i := 0; i < len(name); i++ {
-		if !isTokenChar(name[i]) {
-			return fmt.Errorf("header name %q has %q, which is not allowed in a field name", name, name[i])
-		}
-	}
-	return nil
-}
-
-// isTokenChar reports whether c may appear in an RFC 9110 token.
-func isTokenChar(c byte) bool {
-	switch {
-	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		return true
-	}
-	return strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
-}
+// checkHeaderName accepts an HTTP field name (spec.CheckHeaderName).
+func checkHeaderName(name string) error { return spec.CheckHeaderName(name) }
 
 // canonicalHeader returns the canonical form of a valid header name and
 // leaves anything else as it is, for Validate to report.
-func canonicalHeader(name string) string {
-	if checkHeaderName(name) != nil {
-		return name
-	}
-	return textproto.CanonicalMIMEHeaderKey(name)
-}
+func canonicalHeader(name string) string { return spec.CanonicalHeader(name) }

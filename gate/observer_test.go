@@ -38,7 +38,7 @@ name = "g"
   [group.concurrency]
   law = "fixed"
   limit = 5
-`), Clock: clk, Observer: ob})
+`), Clock: clk, Observer: ob, Resources: NoResources})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ name = "g"
 
 func TestObserverSeesQueueWaits(t *testing.T) {
 	ob := &recordingObserver{}
-	g, err := New(Params{Config: config(t, queueConfig), Observer: ob})
+	g, err := New(Params{Config: config(t, queueConfig), Observer: ob, Resources: NoResources})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func (nopObserver) ObserveDone(string, Outcome, time.Duration) {}
 func (nopObserver) ObserveQueueWait(string, time.Duration)     {}
 
 func TestObservedEnterDoesNotAllocate(t *testing.T) {
-	g, err := New(Params{Config: config(t, benchPlain), Observer: nopObserver{}})
+	g, err := New(Params{Config: config(t, benchPlain), Observer: nopObserver{}, Resources: NoResources})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/adaptive"
-	"github.com/sluicehq/sluice/configs"
+	"github.com/sluicehq/sluice/gate/spec"
 )
 
 // policy is a group's control-loop state: its law and the per-interval policy
@@ -29,7 +29,7 @@ type seed struct {
 // newPolicy builds c's law and policy pieces. managedMax is the configured
 // rate in requests per second when the law manages the group's token rate,
 // else 0.
-func newPolicy(c *configs.Group, s seed, managedMax float64) (policy, error) {
+func newPolicy(c *spec.Group, s seed, managedMax float64) (policy, error) {
 	law, err := newLaw(c, s, managedMax)
 	if err != nil {
 		return policy{}, err
@@ -59,9 +59,9 @@ func newPolicy(c *configs.Group, s seed, managedMax float64) (policy, error) {
 }
 
 // newLaw builds the control law of c, starting from s.
-func newLaw(c *configs.Group, s seed, managedMax float64) (adaptive.Law, error) {
+func newLaw(c *spec.Group, s seed, managedMax float64) (adaptive.Law, error) {
 	cc := &c.Concurrency
-	if cc.Law == configs.LawFixed {
+	if cc.Law == spec.LawFixed {
 		n := cc.Limit
 		return adaptive.NewFixed(adaptive.FixedParams{Bounds: adaptive.Bounds{Min: n, Max: n, Initial: n}})
 	}
@@ -71,13 +71,13 @@ func newLaw(c *configs.Group, s seed, managedMax float64) (adaptive.Law, error) 
 	}
 	lat, q := time.Duration(c.Targets.Latency), quantileOf(c.Targets.Quantile)
 	switch cc.Law {
-	case configs.LawAIMD:
+	case spec.LawAIMD:
 		return adaptive.NewAIMD(adaptive.AIMDParams{Bounds: b, Backoff: cc.Backoff, Latency: lat, Quantile: q})
-	case configs.LawGradient:
+	case spec.LawGradient:
 		return adaptive.NewGradient(adaptive.GradientParams{Bounds: b, Tolerance: cc.Tolerance})
-	case configs.LawVegas:
+	case spec.LawVegas:
 		return adaptive.NewVegas(adaptive.VegasParams{Bounds: b})
-	case configs.LawTarget:
+	case spec.LawTarget:
 		p := adaptive.TargetParams{Bounds: b, Latency: lat, Quantile: q,
 			CPU: c.Targets.CPU, Memory: c.Targets.Memory, CPUPressure: c.Targets.CPUPressure}
 		if managedMax > 0 {
@@ -119,11 +119,11 @@ func quantileOf(q float64) adaptive.Quantile {
 }
 
 // queueOrder maps the configured queue order.
-func queueOrder(o configs.Order) adaptive.Order {
+func queueOrder(o spec.Order) adaptive.Order {
 	switch o {
-	case configs.OrderLIFO:
+	case spec.OrderLIFO:
 		return adaptive.OrderLIFO
-	case configs.OrderAdaptive:
+	case spec.OrderAdaptive:
 		return adaptive.OrderAdaptive
 	}
 	return adaptive.OrderFIFO
@@ -131,11 +131,11 @@ func queueOrder(o configs.Order) adaptive.Order {
 
 // priorityOf maps a configured level to the adaptive priority the queue and
 // the shedders rank by.
-func priorityOf(l configs.Level) adaptive.Priority {
+func priorityOf(l spec.Level) adaptive.Priority {
 	switch l {
-	case configs.LevelCritical:
+	case spec.LevelCritical:
 		return adaptive.Critical
-	case configs.LevelSheddable:
+	case spec.LevelSheddable:
 		return adaptive.Sheddable
 	}
 	return adaptive.Default

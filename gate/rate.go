@@ -6,24 +6,23 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/sluicehq/sluice/configs"
+	"github.com/sluicehq/sluice/gate/spec"
 	"github.com/sluicehq/sluice/limits"
-	"github.com/sluicehq/sluice/limits/redis"
 )
 
 // RateLimiter is a group's static rate limit as the gate uses it: one decision
 // per request, for the request's key ("" when the group has none).
-// *limits.Keyed satisfies it, and so do the Redis-backed limiters of
-// limits/redis, plugged in through Params.GlobalRate (see RedisRate).
+// *limits.Keyed satisfies it, and so do the global limiters plugged in
+// through Params.GlobalRate (package gate/redisrate's, on Redis).
 // Implementations must be safe for concurrent use and should not allocate
 // for a key they already hold.
 //
 // A limiter built by Params.GlobalRate that is an io.Closer is closed by the
 // gate when its group is replaced or removed by a Reload, or when the config
 // it was built for is refused; those of the running groups are the caller's
-// to close once the gate is no longer used (closing a limits/redis Store
-// closes its limiters). One that also has a Status() redis.Status method
-// shows it in its group's read-out (GroupStatus.Global).
+// to close once the gate is no longer used. One that is a GlobalReporter
+// shows its status in its group's read-out (GroupStatus.Global), and one that
+// is a GlobalQuota can be changed through Gate.GlobalQuota.
 type RateLimiter interface {
 	AllowAt(key string, now time.Time, n int64) limits.Result
 	Policy() limits.Policy
@@ -51,20 +50,20 @@ type rateLimit struct {
 	managed atomic.Uint64
 	// before holds the decision counts of the global limiters of the groups
 	// this one replaced on reloads, so the read-outs do not restart from 0.
-	before redis.Status
+	before GlobalStatus
 }
 
 // newRate builds the rate limit of c (nil when it has none). global builds a
 // limiter for scope "global".
-func newRate(c *configs.Group, global func(*configs.Group) (RateLimiter, error)) (*rateLimit, error) {
+func newRate(c *spec.Group, global func(*spec.Group) (RateLimiter, error)) (*rateLimit, error) {
 	r := c.Rate
 	if r == nil {
 		return nil, nil
 	}
-	rl := &rateLimit{cost: int64(r.Cost), paced: r.Algorithm == configs.AlgorithmLeakyQueue}
-	if r.Scope == configs.ScopeGlobal {
+	rl := &rateLimit{cost: int64(r.Cost), paced: r.Algorithm == spec.AlgorithmLeakyQueue}
+	if r.Scope == spec.ScopeGlobal {
 		if global == nil {
-			return nil, fmt.Errorf("gate: group %q: rate scope \"global\" needs a global rate limiter (Params.GlobalRate, from limits/redis)", c.Name)
+			return nil, fmt.Errorf("gate: group %q: rate scope \"global\" needs a global rate limiter (Params.GlobalRate, such as gate/redisrate's)", c.Name)
 		}
 		lim, err := global(c)
 		if err != nil {
@@ -78,7 +77,7 @@ func newRate(c *configs.Group, global func(*configs.Group) (RateLimiter, error))
 		return nil, fmt.Errorf("gate: group %q: rate: %w", c.Name, err)
 	}
 	rl.algo = algo
-	if c.Key == configs.KeyNone {
+	if c.Key == spec.KeyNone {
 		rl.lim = single{algo}
 		return rl, nil
 	}
@@ -91,27 +90,27 @@ func newRate(c *configs.Group, global func(*configs.Group) (RateLimiter, error))
 }
 
 // newAlgorithm builds the limits algorithm r names.
-func newAlgorithm(r *configs.Rate) (limits.Limiter, error) {
+func newAlgorithm(r *spec.Rate) (limits.Limiter, error) {
 	switch r.Algorithm {
-	case configs.AlgorithmFixedWindow, configs.AlgorithmSlidingLog, configs.AlgorithmSlidingWindow:
+	case spec.AlgorithmFixedWindow, spec.AlgorithmSlidingLog, spec.AlgorithmSlidingWindow:
 		n, w := r.Quota()
 		p := limits.WindowParams{Limit: int64(n), Window: w}
 		switch r.Algorithm {
-		case configs.AlgorithmFixedWindow:
+		case spec.AlgorithmFixedWindow:
 			return limits.NewFixedWindow(p)
-		case configs.AlgorithmSlidingLog:
+		case spec.AlgorithmSlidingLog:
 			return limits.NewSlidingLog(p)
 		}
 		return limits.NewSlidingWindow(p)
-	case configs.AlgorithmSlidingBuckets:
+	case spec.AlgorithmSlidingBuckets:
 		n, w := r.Quota()
 		return limits.NewSlidingBuckets(limits.SlidingBucketsParams{Limit: int64(n), Window: w, Buckets: r.Buckets})
-	case configs.AlgorithmTokenBucket:
+	case spec.AlgorithmTokenBucket:
 		return limits.NewTokenBucket(limits.TokenBucketParams{Rate: r.PerSecond(), Burst: int64(r.Burst),
 			Warmup: time.Duration(r.Warmup)})
-	case configs.AlgorithmLeakyBucket:
+	case spec.AlgorithmLeakyBucket:
 		return limits.NewLeakyBucket(limits.LeakyBucketParams{Rate: r.PerSecond(), Capacity: int64(r.Burst)})
-	case configs.AlgorithmLeakyQueue:
+	case spec.AlgorithmLeakyQueue:
 		return limits.NewLeakyQueue(limits.LeakyQueueParams{Rate: r.PerSecond(), MaxWait: time.Duration(r.MaxWait)})
 	}
 	return nil, fmt.Errorf("unknown algorithm %q", r.Algorithm)
@@ -123,14 +122,14 @@ func newAlgorithm(r *configs.Rate) (limits.Limiter, error) {
 // per-key quota is the client's contract, not the service's capacity) whose
 // rate can change at runtime. The configured rate is the ceiling: the law
 // lowers it under overload and gives it back, never more.
-func manageable(c *configs.Group) float64 {
+func manageable(c *spec.Group) float64 {
 	r := c.Rate
-	if r == nil || c.Concurrency.Law != configs.LawTarget || c.Key != configs.KeyNone ||
-		r.Scope != configs.ScopeLocal {
+	if r == nil || c.Concurrency.Law != spec.LawTarget || c.Key != spec.KeyNone ||
+		r.Scope != spec.ScopeLocal {
 		return 0
 	}
 	switch r.Algorithm {
-	case configs.AlgorithmTokenBucket, configs.AlgorithmLeakyBucket, configs.AlgorithmLeakyQueue:
+	case spec.AlgorithmTokenBucket, spec.AlgorithmLeakyBucket, spec.AlgorithmLeakyQueue:
 		return r.PerSecond() / float64(max(r.Cost, 1))
 	}
 	return 0
@@ -162,7 +161,7 @@ func (rl *rateLimit) setRate(reqPerSec float64) error {
 // apply changes the figures of the running algorithm to r's (an override of
 // the rate, the burst or the window; the algorithm itself cannot change
 // without a reload). Every key keeps its state.
-func (rl *rateLimit) apply(r *configs.Rate) error {
+func (rl *rateLimit) apply(r *spec.Rate) error {
 	ps := r.PerSecond()
 	n, w := r.Quota()
 	var errs []error

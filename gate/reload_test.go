@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluicehq/sluice/adaptive"
 	"github.com/sluicehq/sluice/configs"
+	"github.com/sluicehq/sluice/gate/spec"
 )
 
 const reloadBefore = `
@@ -142,8 +143,9 @@ func TestReload(t *testing.T) {
 	// A bad config is refused whole; the running one stays.
 	bad := config(t, reloadAfter)
 	bad.Groups[0].Concurrency.Min = 500
-	if _, err := g.Reload(bad, ReloadOptions{}); err == nil || !strings.Contains(err.Error(), "concurrency.min") {
-		t.Fatalf("Reload of a bad config: %v, want it refused naming concurrency.min", err)
+	if _, err := g.Reload(bad, ReloadOptions{}); err == nil || !strings.Contains(err.Error(), `group "keep"`) ||
+		!strings.Contains(err.Error(), "min limit 500") {
+		t.Fatalf("Reload of a bad config: %v, want it refused naming the group and its min limit", err)
 	}
 	if c := g.Classify(request("/kept/x")); c.Group() != "keep" || g.testGroup(t, "keep") != keep {
 		t.Error("a refused reload changed the running config")
@@ -176,7 +178,7 @@ func TestOverride(t *testing.T) {
 
 	c := g.Config().Group("api").Clone()
 	c.Concurrency.Max, c.Concurrency.Initial = 5, 5 // configs refuses max below initial
-	c.Targets.Latency = configs.Duration(50 * time.Millisecond)
+	c.Targets.Latency = 50 * time.Millisecond
 	c.Rate.Rate, c.Rate.Burst = 1, 1
 	if err := g.Override(c); err != nil {
 		t.Fatal(err)
@@ -208,17 +210,17 @@ func TestOverride(t *testing.T) {
 
 	// What an override cannot change.
 	bad := g.Config().Group("api").Clone()
-	bad.Key = configs.KeyIP
+	bad.Key = spec.KeyIP
 	if err := g.Override(bad); err == nil || !strings.Contains(err.Error(), "key") {
 		t.Errorf("override of the key: %v, want a refusal naming it", err)
 	}
 	bad = g.Config().Group("api").Clone()
 	bad.Concurrency.Min = 50
-	if err := g.Override(bad); err == nil || !strings.Contains(err.Error(), "concurrency.min") {
-		t.Errorf("override with min > max: %v, want configs' error", err)
+	if err := g.Override(bad); err == nil || !strings.Contains(err.Error(), "min limit 50") {
+		t.Errorf("override with min > max: %v, want the law's refusal naming the min limit", err)
 	}
 	bad.Name = "nope"
-	if err := g.Override(bad); !errors.Is(err, configs.ErrNoGroup) {
+	if err := g.Override(bad); !errors.Is(err, ErrNoGroup) {
 		t.Errorf("override of an unknown group: %v, want ErrNoGroup", err)
 	}
 	if st, _ := g.Group("api"); st.Limit != 5 || g.testGroup(t, "api") != gr {

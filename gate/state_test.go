@@ -16,7 +16,6 @@ func stateConfig(path string) string {
 [control]
 interval = "250ms"
 save_interval = "1s"
-state_file = "` + path + `"
 
 [[group]]
 name = "api"
@@ -51,7 +50,7 @@ name = "static"
 func TestStateSurvivesRestart(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.json")
 	clk := newFakeClock()
-	a, err := New(Params{Config: config(t, stateConfig(path)), Clock: clk})
+	a, err := New(Params{Config: config(t, stateConfig(path)), StateFile: path, Resources: NoResources, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +67,7 @@ func TestStateSurvivesRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	b, err := New(Params{Config: config(t, stateConfig(path)), Clock: clk})
+	b, err := New(Params{Config: config(t, stateConfig(path)), StateFile: path, Resources: NoResources, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +104,7 @@ func TestStateRestoreIsClamped(t *testing.T) {
 		"api":{"law":"aimd","limit":900,"rate":0},
 		"rated":{"limit":1,"rate":1e9},
 		"gone":{"limit":5,"rate":0}}}`)
-	g, err := New(Params{Config: config(t, stateConfig(path))})
+	g, err := New(Params{Config: config(t, stateConfig(path)), StateFile: path, Resources: NoResources})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +136,7 @@ func TestStateFileProblems(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "state.json")
 			writeFile(t, path, c.content)
-			g, err := New(Params{Config: config(t, stateConfig(path))})
+			g, err := New(Params{Config: config(t, stateConfig(path)), StateFile: path, Resources: NoResources})
 			if err != nil {
 				t.Fatalf("New failed for a bad state file: %v", err)
 			}
@@ -162,7 +161,7 @@ func TestStateSavedPeriodically(t *testing.T) {
 	path := filepath.Join(dir, "state.json")
 	clk := newFakeClock()
 	var saves []error
-	g, err := New(Params{Config: config(t, stateConfig(path)), Clock: clk,
+	g, err := New(Params{Config: config(t, stateConfig(path)), StateFile: path, Resources: NoResources, Clock: clk,
 		OnSave: func(p string, err error) {
 			if p != path {
 				t.Errorf("saved to %s, want %s", p, path)
