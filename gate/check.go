@@ -71,6 +71,9 @@ func (g *Gate) checkGroup(c *Group) error {
 	default:
 		return fmt.Errorf(`gate: group %q: queue order must be "fifo", "lifo" or "adaptive", got %q`, c.Name, c.Queue.Order)
 	}
+	if c.Concurrency.Custom != nil && c.Concurrency.Law == spec.LawFixed {
+		return fmt.Errorf(`gate: group %q: a custom law cannot be named "fixed"`, c.Name)
+	}
 	if c.Concurrency.Law == spec.LawFixed && c.Concurrency.Limit < 1 {
 		return fmt.Errorf(`gate: group %q: law "fixed" needs a limit of at least 1, got %d`, c.Name, c.Concurrency.Limit)
 	}

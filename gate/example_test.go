@@ -73,3 +73,54 @@ func ExampleNew_resourceTarget() {
 	fmt.Println(err)
 	// Output: gate: group "api": targets.cpu 0.8 needs a resource sampler to see it: set Params.Resources (a *probe.Sampler, or NoResources to leave the target idle)
 }
+
+// halveOnDrop is a control law of one's own: it halves the limit when an
+// interval has drops and adds one when the group was full without any. Like
+// every adaptive.Law it is pure: time and signals come in the Sample.
+type halveOnDrop struct{ limit, min, max int }
+
+func (l *halveOnDrop) Limit() int { return l.limit }
+
+func (l *halveOnDrop) Update(s adaptive.Sample) adaptive.Decision {
+	prev, why := l.limit, adaptive.Reason{}
+	switch {
+	case s.Drops > 0:
+		l.limit = max(l.limit/2, l.min)
+		why = adaptive.Reason{Signal: adaptive.SignalDrops, Observed: float64(s.Drops) / float64(s.Drops+s.Successes)}
+	case s.MaxInFlight >= l.limit:
+		l.limit = min(l.limit+1, l.max)
+	}
+	return adaptive.Decision{Limit: l.limit, Changed: l.limit != prev, Reason: why}
+}
+
+// halveOnDropLaw plugs halveOnDrop into a group (gate.Concurrency.Custom).
+type halveOnDropLaw struct{}
+
+func (halveOnDropLaw) NewLaw(b adaptive.Bounds) (adaptive.Law, error) {
+	if err := b.Validate(); err != nil {
+		return nil, err
+	}
+	return &halveOnDrop{limit: b.Initial, min: b.Min, max: b.Max}, nil
+}
+
+// A law of one's own steering a group: the control loop gives it each
+// interval's Sample and applies its Decision. Tick is what Run calls every
+// interval, here driven by hand.
+func ExampleConcurrency_custom() {
+	g, err := gate.New(gate.Params{Config: gate.Config{Groups: []gate.Group{{
+		Name:        "work",
+		Concurrency: gate.Concurrency{Custom: halveOnDropLaw{}, Initial: 40, Min: 2, Max: 100},
+	}}}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	c, _ := g.ClassOf("work", "", adaptive.Default)
+	p, _, _ := g.EnterClass(context.Background(), c)
+	p.DoneAfter(gate.Dropped, 10*time.Millisecond) // the work failed under load
+	g.Tick(time.Now().Add(time.Second))
+
+	st, _ := g.Group("work")
+	fmt.Println(st.Law, st.Limit, st.Decision.Reason.Signal == adaptive.SignalDrops)
+	// Output: custom 20 true
+}

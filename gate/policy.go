@@ -69,6 +69,9 @@ func newLaw(c *spec.Group, s seed, managedMax float64) (adaptive.Law, error) {
 	if s.limit > 0 {
 		b.Initial = b.Clamp(s.limit)
 	}
+	if cc.Custom != nil {
+		return cc.Custom.NewLaw(b)
+	}
 	lat, q := time.Duration(c.Targets.Latency), quantileOf(c.Targets.Quantile)
 	switch cc.Law {
 	case spec.LawAIMD:

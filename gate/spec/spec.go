@@ -123,6 +123,19 @@ type Concurrency struct {
 	// Tolerance is how far law "gradient" lets the short-term latency rise
 	// above the long-term one. Default: the law's (1.5).
 	Tolerance float64
+	// Custom, if set, builds a law of your own for the group instead of one
+	// of the laws above; Law is then only its name in read-outs (default
+	// LawCustom). The gate gives it the bounds, with a learned limit as
+	// Initial, whenever it builds the group's law (New, Reload, Override).
+	Custom LawMaker
+}
+
+// LawMaker builds a control law of your own (Concurrency.Custom). Its value
+// is compared as a setting: two equal LawMakers are the same law, so a
+// reload that keeps it keeps the law running. Give it the law's settings
+// as exported fields.
+type LawMaker interface {
+	NewLaw(b adaptive.Bounds) (adaptive.Law, error)
 }
 
 // Law names a concurrency control law.
@@ -135,6 +148,7 @@ const (
 	LawGradient Law = "gradient" // Gradient2: short vs long latency
 	LawVegas    Law = "vegas"    // TCP Vegas: estimated queue vs min latency
 	LawTarget   Law = "target"   // tracks the group's Targets
+	LawCustom   Law = "custom"   // Concurrency.Custom's, unless named otherwise
 )
 
 // Targets are what a group's limit keeps the service inside. Law "target"
@@ -252,10 +266,13 @@ func (g Group) WithDefaults() Group {
 // WithDefaults returns c with its law and, for an adaptive law, its bounds
 // filled in.
 func (c Concurrency) WithDefaults() Concurrency {
-	if c.Law == "" {
+	switch {
+	case c.Law == "" && c.Custom != nil:
+		c.Law = LawCustom
+	case c.Law == "":
 		c.Law = LawTarget
 	}
-	if c.Law == LawFixed {
+	if c.Law == LawFixed && c.Custom == nil {
 		return c // Limit is the whole story, and has no default
 	}
 	if c.Min == 0 {
