@@ -104,7 +104,8 @@
 // per-request histograms come from Metrics, which the gate feeds through its
 // Observer hook. With the Go and process collectors, /metrics serves:
 //
-//	sluice_requests_total{group,decision,reason}   decision admitted (reason: success,
+//	sluice_decisions_total{group,decision,outcome,reason}
+//	                                               decision admitted (outcome: success,
 //	                                               dropped, ignored), rejected (reason:
 //	                                               why), canceled (reason: client_gone)
 //	sluice_concurrency_limit{group}, _min, _max    the limit and its bounds
@@ -113,7 +114,9 @@
 //	sluice_queue_wait_bound_seconds{group}         the CoDel bound now
 //	sluice_queue_wait_seconds{group}               histogram of queue waits
 //	sluice_request_duration_seconds{group,outcome} histogram of upstream latency
-//	sluice_latency_seconds{group,percentile}       p50 … p99.9 of the last interval
+//	sluice_end_to_end_duration_seconds{group,outcome}
+//	                                               histogram of the wait for a slot plus
+//	                                               the upstream latency
 //	sluice_latency_target_seconds{group}, sluice_latency_target_quantile{group}
 //	sluice_cpu_target_ratio{group}, sluice_memory_target_ratio{group}
 //	sluice_cpu_utilization_ratio, sluice_memory_utilization_ratio
@@ -124,7 +127,7 @@
 //	sluice_state_saves_total{result}               (Metrics.ObserveSave)
 //	sluice_state_last_save_timestamp_seconds, sluice_state_last_save_success
 //	sluice_config_reloads_total{result}, sluice_config_loaded_timestamp_seconds
-//	sluice_config_info{source,hash}, sluice_build_info{version}
+//	sluice_config_info{source,hash}, sluice_build_info{version,revision,goversion}
 //	sluice_control_ticks_total
 //	sluice_redis_up, sluice_redis_nodes,           global quotas (rate scope "global"): the
 //	sluice_redis_observed_nodes                    link to Redis, the node count the local
@@ -137,6 +140,13 @@
 //	                                               leased out to all nodes and held here
 //	sluice_redis_lease_decided_units_total{group,result}  result: admitted, refused
 //	sluice_redis_lease_renewals_total{group,result}       result: ok, error
+//
+// Deprecated, kept for one release after this one and then removed:
+// sluice_requests_total{group,decision,reason} (its reason label held the
+// outcome of admitted requests: use sluice_decisions_total) and
+// sluice_latency_seconds{group,percentile} (a gauge of the last control
+// interval, absent when it had no success: use histogram_quantile over the
+// histograms, which works at any scrape interval). Their help texts say so.
 //
 // A figure that is not known (a target that is off, a resource that cannot
 // be read, a latency without samples) is left out rather than exported as 0.

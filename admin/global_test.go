@@ -184,7 +184,7 @@ sluice_redis_up 0
 		t.Errorf("after Redis came back:\n%s", s)
 	}
 
-	problems, err := testutil.CollectAndLint(newGateCollector(f.gate, "v1"))
+	problems, err := testutil.CollectAndLint(newGateCollector(f.gate, "v1", "abc123"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +249,7 @@ func TestGlobalLeaseReadout(t *testing.T) {
 	if strings.Contains(text, `group="api"`) {
 		t.Errorf("the exact quota exports lease metrics:\n%s", text)
 	}
-	problems, err := testutil.CollectAndLint(newGateCollector(f.gate, "v1"))
+	problems, err := testutil.CollectAndLint(newGateCollector(f.gate, "v1", "abc123"))
 	if err != nil {
 		t.Fatal(err)
 	}

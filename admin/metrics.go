@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"runtime"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,11 +18,17 @@ import (
 // out rather than exported as 0.
 var (
 	descBuildInfo = prometheus.NewDesc("sluice_build_info",
-		"The sluice version running; always 1.", []string{"version"}, nil)
+		"The sluice build running: its version, VCS revision (\"unknown\" when not recorded) and Go version; always 1.",
+		[]string{"version", "revision", "goversion"}, nil)
+	descDecisions = prometheus.NewDesc("sluice_decisions_total",
+		"Requests that left the gate, by group and decision: admitted (outcome: how they ended, success, dropped, "+
+			"ignored), rejected (reason: why, rate, concurrency, queue_timeout, queue_full, cpu, memory, priority, "+
+			"circuit_open, fair_share), canceled (reason client_gone: the client left while queued). outcome is empty "+
+			"unless admitted, reason empty when admitted.",
+		[]string{"group", "decision", "outcome", "reason"}, nil)
 	descRequests = prometheus.NewDesc("sluice_requests_total",
-		"Requests that left the gate, by group, decision and reason: admitted ones by how they ended "+
-			"(success, dropped, ignored), rejected ones by why (rate, concurrency, queue_timeout, queue_full, "+
-			"cpu, memory, priority, circuit_open, fair_share), canceled ones (the client left while queued) as client_gone.",
+		"DEPRECATED, removed in the release after next: use sluice_decisions_total, whose outcome and reason "+
+			"labels this one folds into reason. Requests that left the gate, by group, decision and reason.",
 		[]string{"group", "decision", "reason"}, nil)
 	descLimit = prometheus.NewDesc("sluice_concurrency_limit",
 		"The group's concurrency limit now.", []string{"group"}, nil)
@@ -41,8 +48,9 @@ var (
 		"The group's rate limit in cost units per second, as its law manages it where it does; absent without a rate limit.",
 		[]string{"group"}, nil)
 	descLatency = prometheus.NewDesc("sluice_latency_seconds",
-		"Upstream latency percentiles of the group over the last control interval, as its law saw them "+
-			"(successes only, queue wait excluded); absent when the interval had no success.",
+		"DEPRECATED, removed in the release after next: use histogram_quantile over sluice_request_duration_seconds "+
+			"(upstream) or sluice_end_to_end_duration_seconds. Upstream latency percentiles of the group over the last "+
+			"control interval, as its law saw them; absent when the interval had no success.",
 		[]string{"group", "percentile"}, nil)
 	descLatencyTarget = prometheus.NewDesc("sluice_latency_target_seconds",
 		"The group's latency target, at the quantile of sluice_latency_target_quantile; absent when off.", []string{"group"}, nil)
@@ -81,22 +89,27 @@ var (
 		"1 when the last write of the state file succeeded, 0 when it failed; absent before the first write.", nil, nil)
 )
 
-var gateDescs = []*prometheus.Desc{descBuildInfo, descRequests, descLimit, descLimitMin, descLimitMax,
+var gateDescs = []*prometheus.Desc{descBuildInfo, descDecisions, descRequests, descLimit, descLimitMin, descLimitMax,
 	descInFlight, descQueueLength, descQueueCapacity, descQueueBound, descTokenRate, descLatency,
 	descLatencyTarget, descLatencyQuantile, descCPUTarget, descMemoryTarget, descPressureTarget, descUnmoved, descFloor, descKeys,
 	descOverride, descCPU, descMemory, descTicks, descConfigInfo, descConfigLoaded, descLastSave, descSaveOK}
 
 // gateCollector reads the gate's state at scrape time.
 type gateCollector struct {
-	gate    Gate
-	version string
+	gate              Gate
+	version, revision string
 }
 
-func newGateCollector(g Gate, version string) *gateCollector {
+// newGateCollector reads g; version and revision label sluice_build_info
+// ("" is "unknown").
+func newGateCollector(g Gate, version, revision string) *gateCollector {
 	if version == "" {
 		version = "unknown"
 	}
-	return &gateCollector{gate: g, version: version}
+	if revision == "" {
+		revision = "unknown"
+	}
+	return &gateCollector{gate: g, version: version, revision: revision}
 }
 
 // Describe implements prometheus.Collector.
@@ -117,7 +130,7 @@ func (c *gateCollector) Collect(ch chan<- prometheus.Metric) {
 	counter := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
 	}
-	gauge(descBuildInfo, 1, c.version)
+	gauge(descBuildInfo, 1, c.version, c.revision, runtime.Version())
 
 	st := c.gate.Status()
 	if r := st.Resources.CPU; r.Known {
@@ -145,12 +158,17 @@ func (c *gateCollector) Collect(ch chan<- prometheus.Metric) {
 	collectGlobal(ch, groups)
 	for _, g := range groups {
 		n := g.Name
-		for o, name := range [...]string{gate.Success: "success", gate.Dropped: "dropped", gate.Ignored: "ignored"} {
-			counter(descRequests, float64(g.Completed[o]), n, "admitted", name)
+		for o := range g.Completed {
+			v, name := float64(g.Completed[o]), gate.Outcome(o).String()
+			counter(descDecisions, v, n, "admitted", name, "")
+			counter(descRequests, v, n, "admitted", name)
 		}
 		for r := 1; r < adaptive.NumRejections; r++ {
-			counter(descRequests, float64(g.Rejected[r]), n, "rejected", adaptive.Rejection(r).String())
+			v, why := float64(g.Rejected[r]), adaptive.Rejection(r).String()
+			counter(descDecisions, v, n, "rejected", "", why)
+			counter(descRequests, v, n, "rejected", why)
 		}
+		counter(descDecisions, float64(g.Canceled), n, "canceled", "", "client_gone")
 		counter(descRequests, float64(g.Canceled), n, "canceled", "client_gone")
 
 		gauge(descLimit, float64(g.Limit), n)

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"math"
 	"net/http"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -115,8 +117,10 @@ func TestMetricsNames(t *testing.T) {
 	names := exported(t)
 	for _, n := range []string{
 		// the metrics admin documents (doc.go)
-		"sluice_requests_total", "sluice_concurrency_limit", "sluice_inflight_requests", "sluice_queue_wait_seconds_bucket",
-		"sluice_request_duration_seconds_bucket", "sluice_token_rate",
+		"sluice_decisions_total", "sluice_concurrency_limit", "sluice_inflight_requests", "sluice_queue_wait_seconds_bucket",
+		"sluice_request_duration_seconds_bucket", "sluice_end_to_end_duration_seconds_bucket", "sluice_token_rate",
+		// deprecated, kept for one release
+		"sluice_requests_total", "sluice_latency_seconds",
 		// what an operator needs beyond them
 		"sluice_queue_length", "sluice_queue_capacity", "sluice_latency_seconds", "sluice_latency_target_seconds",
 		"sluice_cpu_target_ratio", "sluice_memory_target_ratio", "sluice_concurrency_limit_max", "sluice_override_active",
@@ -167,7 +171,21 @@ sluice_cpu_utilization_ratio 0.42
 		"sluice_latency_target_seconds", "sluice_override_active", "sluice_token_rate"); err != nil {
 		t.Error(err)
 	}
-	s := metricText(t, reg, "sluice_requests_total")
+	s := metricText(t, reg, "sluice_decisions_total")
+	for _, line := range []string{
+		`sluice_decisions_total{decision="admitted",group="api",outcome="success",reason=""} 30`,
+		`sluice_decisions_total{decision="admitted",group="api",outcome="dropped",reason=""} 3`,
+		`sluice_decisions_total{decision="admitted",group="batch",outcome="ignored",reason=""} 2`,
+		`sluice_decisions_total{decision="rejected",group="batch",outcome="",reason="concurrency"} 1`,
+		`sluice_decisions_total{decision="rejected",group="api",outcome="",reason="queue_full"} 0`,
+		`sluice_decisions_total{decision="canceled",group="api",outcome="",reason="client_gone"} 0`,
+	} {
+		if !strings.Contains(s, line) {
+			t.Errorf("missing %s in\n%s", line, s)
+		}
+	}
+	// The deprecated metric keeps its series for one release.
+	s = metricText(t, reg, "sluice_requests_total")
 	for _, line := range []string{
 		`sluice_requests_total{decision="admitted",group="api",reason="success"} 30`,
 		`sluice_requests_total{decision="admitted",group="api",reason="dropped"} 3`,
@@ -215,12 +233,28 @@ sluice_cpu_utilization_ratio 0.42
 	if counts["api/success"] != 30 || counts["api/dropped"] != 3 || counts["batch/ignored"] != 2 || counts["batch/success"] != 4 {
 		t.Errorf("duration counts %v", counts)
 	}
+	// End to end: the same requests, each at least as long as upstream.
+	e := family(t, reg, "sluice_end_to_end_duration_seconds")
+	for _, m := range e.GetMetric() {
+		var g, o string
+		for _, l := range m.GetLabel() {
+			switch l.GetName() {
+			case "group":
+				g = l.GetValue()
+			case "outcome":
+				o = l.GetValue()
+			}
+		}
+		if n := m.GetHistogram().GetSampleCount(); n != counts[g+"/"+o] {
+			t.Errorf("%s/%s: %d end-to-end samples, %d upstream", g, o, n, counts[g+"/"+o])
+		}
+	}
 }
 
 func TestMetricsLint(t *testing.T) {
 	f := busyFixture(t)
 	for name, c := range map[string]prometheus.Collector{
-		"gate":    newGateCollector(f.gate, "v1"),
+		"gate":    newGateCollector(f.gate, "v1", "abc123"),
 		"metrics": f.metrics,
 	} {
 		problems, err := testutil.CollectAndLint(c)
@@ -263,10 +297,10 @@ func TestMetricsRetainDropsRemovedGroups(t *testing.T) {
 
 func TestObserveDoesNotAllocate(t *testing.T) {
 	m := NewMetrics(MetricsParams{})
-	m.ObserveDone("api", gate.Success, time.Millisecond) // the first sight of a group allocates its series
+	m.ObserveDone("api", gate.Success, time.Millisecond, 0) // the first sight of a group allocates its series
 	m.ObserveQueueWait("api", time.Millisecond)
 	if n := testing.AllocsPerRun(1000, func() {
-		m.ObserveDone("api", gate.Success, 3*time.Millisecond)
+		m.ObserveDone("api", gate.Success, 3*time.Millisecond, 0)
 		m.ObserveQueueWait("api", time.Millisecond)
 	}); n != 0 {
 		t.Errorf("ObserveDone + ObserveQueueWait allocate %v times", n)
@@ -277,7 +311,7 @@ func TestObserveDoesNotAllocate(t *testing.T) {
 // not panic (a panic fails the test).
 func TestNilMetricsObserveNothing(t *testing.T) {
 	var m *Metrics
-	m.ObserveDone("api", gate.Success, time.Millisecond)
+	m.ObserveDone("api", gate.Success, time.Millisecond, 0)
 	m.ObserveQueueWait("api", time.Millisecond)
 	m.ObserveSave("state.json", nil)
 	m.ObserveChange(gate.Change{Group: "api"})
@@ -287,12 +321,12 @@ func TestNilMetricsObserveNothing(t *testing.T) {
 // goroutine, and all of them on one group's series.
 func BenchmarkObserveDone(b *testing.B) {
 	m := NewMetrics(MetricsParams{})
-	m.ObserveDone("api", gate.Success, time.Millisecond)
+	m.ObserveDone("api", gate.Success, time.Millisecond, 0)
 	b.Run("single", func(b *testing.B) {
 		b.ReportAllocs()
 		d := time.Millisecond
 		for b.Loop() {
-			m.ObserveDone("api", gate.Success, d)
+			m.ObserveDone("api", gate.Success, d, 0)
 			d += time.Microsecond
 		}
 	})
@@ -301,7 +335,7 @@ func BenchmarkObserveDone(b *testing.B) {
 		b.RunParallel(func(pb *testing.PB) {
 			d := time.Millisecond
 			for pb.Next() {
-				m.ObserveDone("api", gate.Success, d)
+				m.ObserveDone("api", gate.Success, d, 0)
 				d += time.Microsecond
 			}
 		})
@@ -424,5 +458,49 @@ sluice_cpu_pressure_target_ratio{group="cpu"} 0.5
 	// Other laws ignore nothing, and say nothing about it.
 	if s := metricText(t, busyFixture(t).srv.Registry(), "sluice_target_unmoved"); s != "" {
 		t.Errorf("sluice_target_unmoved for groups of other laws:\n%s", s)
+	}
+}
+
+// TestEndToEndAddsTheWait: the end-to-end histogram holds the wait for a slot
+// plus the upstream latency; the upstream one holds the latency alone.
+func TestEndToEndAddsTheWait(t *testing.T) {
+	m := NewMetrics(MetricsParams{})
+	m.ObserveDone("api", gate.Success, 3*time.Millisecond, 40*time.Millisecond)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(m)
+	sum := func(name string) float64 {
+		f := family(t, reg, name)
+		if f == nil || len(f.GetMetric()) == 0 {
+			t.Fatalf("no %s", name)
+		}
+		for _, mt := range f.GetMetric() {
+			if h := mt.GetHistogram(); h.GetSampleCount() == 1 {
+				return h.GetSampleSum()
+			}
+		}
+		t.Fatalf("%s: no series with one sample", name)
+		return 0
+	}
+	if got := sum("sluice_request_duration_seconds"); math.Abs(got-0.003) > 1e-9 {
+		t.Errorf("upstream sum %v, want 0.003", got)
+	}
+	if got := sum("sluice_end_to_end_duration_seconds"); math.Abs(got-0.043) > 1e-9 {
+		t.Errorf("end-to-end sum %v, want 0.043", got)
+	}
+}
+
+func TestBuildInfoCarriesTheRevision(t *testing.T) {
+	f := newFixture(t, testConfig)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(newGateCollector(f.gate, "v1.2.3", "0123456789ab"))
+	s := metricText(t, reg, "sluice_build_info")
+	want := `sluice_build_info{goversion="` + runtime.Version() + `",revision="0123456789ab",version="v1.2.3"} 1`
+	if !strings.Contains(s, want) {
+		t.Errorf("want %s in\n%s", want, s)
+	}
+	reg = prometheus.NewRegistry()
+	reg.MustRegister(newGateCollector(f.gate, "", ""))
+	if s := metricText(t, reg, "sluice_build_info"); !strings.Contains(s, `revision="unknown",version="unknown"`) {
+		t.Errorf("unset version and revision:\n%s", s)
 	}
 }

@@ -11,7 +11,8 @@ import (
 )
 
 // Metrics are the metrics that need every event rather than the gate's
-// read-outs: request durations and queue waits as histograms (fed by the gate
+// read-outs: request durations (upstream, and end to end: the wait for a
+// slot included) and queue waits as histograms (fed by the gate
 // through gate.Observer), state file writes and limit changes (fed by the
 // daemon from gate.Params.OnSave and OnChange). Build it before the gate, pass
 // it as gate.Params.Observer, and give it to New as Params.Metrics, which
@@ -26,6 +27,7 @@ import (
 // nothing, so a nil one passed as gate.Params.Observer is harmless.
 type Metrics struct {
 	duration  *prometheus.HistogramVec
+	endToEnd  *prometheus.HistogramVec
 	queueWait *prometheus.HistogramVec
 	saves     *prometheus.CounterVec
 	changes   *prometheus.CounterVec
@@ -36,15 +38,17 @@ type Metrics struct {
 
 // groupObservers are a group's histogram series, resolved once.
 type groupObservers struct {
-	done [3]prometheus.Observer // by gate.Outcome
-	wait prometheus.Observer
+	done     [3]prometheus.Observer // upstream latency, by gate.Outcome
+	endToEnd [3]prometheus.Observer // wait + upstream latency, by gate.Outcome
+	wait     prometheus.Observer
 }
 
 // MetricsParams configures Metrics; the zero value of every field means its
 // default.
 type MetricsParams struct {
 	// DurationBuckets are the classic buckets of
-	// sluice_request_duration_seconds. Default: 1ms to 30s.
+	// sluice_request_duration_seconds and
+	// sluice_end_to_end_duration_seconds. Default: 1ms to 30s.
 	DurationBuckets []float64
 	// QueueWaitBuckets are the classic buckets of sluice_queue_wait_seconds.
 	// Default: 0.1ms to 5s.
@@ -87,6 +91,10 @@ func NewMetrics(p MetricsParams) *Metrics {
 		duration: hist("sluice_request_duration_seconds",
 			"Upstream latency of admitted requests (queue wait excluded), by group and outcome: success, dropped, ignored.",
 			p.DurationBuckets, "group", "outcome"),
+		endToEnd: hist("sluice_end_to_end_duration_seconds",
+			"Time admitted requests spent in sluice from arrival to done: the wait for a slot (queue, a leaky_queue's pacing) "+
+				"plus the upstream latency, by group and outcome: success, dropped, ignored.",
+			p.DurationBuckets, "group", "outcome"),
 		queueWait: hist("sluice_queue_wait_seconds",
 			"Time requests spent waiting for a concurrency slot, by group, whether they got one or not.",
 			p.QueueWaitBuckets, "group"),
@@ -108,9 +116,11 @@ func NewMetrics(p MetricsParams) *Metrics {
 var _ gate.Observer = (*Metrics)(nil)
 
 // ObserveDone implements gate.Observer.
-func (m *Metrics) ObserveDone(group string, o gate.Outcome, latency time.Duration) {
+func (m *Metrics) ObserveDone(group string, o gate.Outcome, latency, wait time.Duration) {
 	if m != nil && int(o) < len(groupObservers{}.done) {
-		m.group(group).done[o].Observe(latency.Seconds())
+		g := m.group(group)
+		g.done[o].Observe(latency.Seconds())
+		g.endToEnd[o].Observe((wait + latency).Seconds())
 	}
 }
 
@@ -159,6 +169,7 @@ func (m *Metrics) group(name string) *groupObservers {
 	g := &groupObservers{wait: m.queueWait.WithLabelValues(name)}
 	for o := range g.done {
 		g.done[o] = m.duration.WithLabelValues(name, gate.Outcome(o).String())
+		g.endToEnd[o] = m.endToEnd.WithLabelValues(name, gate.Outcome(o).String())
 	}
 	next := make(map[string]*groupObservers, len(old)+1)
 	for k, v := range old {
@@ -186,6 +197,7 @@ func (m *Metrics) retain(names []string) {
 			continue
 		}
 		m.duration.DeletePartialMatch(prometheus.Labels{"group": k})
+		m.endToEnd.DeletePartialMatch(prometheus.Labels{"group": k})
 		m.queueWait.DeleteLabelValues(k)
 		m.changes.DeleteLabelValues(k)
 	}
@@ -195,6 +207,7 @@ func (m *Metrics) retain(names []string) {
 // Describe implements prometheus.Collector.
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	m.duration.Describe(ch)
+	m.endToEnd.Describe(ch)
 	m.queueWait.Describe(ch)
 	m.saves.Describe(ch)
 	m.changes.Describe(ch)
@@ -203,6 +216,7 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector.
 func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	m.duration.Collect(ch)
+	m.endToEnd.Collect(ch)
 	m.queueWait.Collect(ch)
 	m.saves.Collect(ch)
 	m.changes.Collect(ch)

@@ -63,6 +63,9 @@ type Params struct {
 
 	// Version is the daemon's version, for /v1/status and sluice_build_info.
 	Version string
+	// Revision is the VCS revision the daemon was built from, for
+	// sluice_build_info; "" is "unknown".
+	Revision string
 	// Load reads the configuration a reload applies (the daemon's config
 	// file, parsed and validated). Nil: reloads answer 501.
 	Load func(ctx context.Context) (*configs.Config, error)
@@ -213,7 +216,7 @@ func New(p Params) (*Server, error) {
 	}, []string{"result"})
 	s.reloads.WithLabelValues("success")
 	s.reloads.WithLabelValues("failure")
-	cs := []prometheus.Collector{newGateCollector(p.Gate, p.Version), s.reloads}
+	cs := []prometheus.Collector{newGateCollector(p.Gate, p.Version, p.Revision), s.reloads}
 	if p.Metrics != nil {
 		cs = append(cs, p.Metrics)
 	}

@@ -39,9 +39,10 @@ func (o Outcome) String() string {
 // is a no-op, but a copy of a Pass is a second claim on the same slot: pass a
 // *Pass around, not copies. The zero Pass holds nothing and Done is a no-op.
 type Pass struct {
-	g  *group
-	ks *keyState
-	t0 int64 // slot taken, ns on the gate's clock
+	g    *group
+	ks   *keyState
+	t0   int64 // slot taken, ns on the gate's clock
+	wait int64 // ns from arrival to t0: a leaky_queue's pacing and the queue
 }
 
 // Group returns the name of the pass's group, "" for the zero Pass.
@@ -85,7 +86,7 @@ func (p *Pass) DoneAfter(o Outcome, latency time.Duration) {
 		gr.lat.Ignore()
 	}
 	if ob := gr.gate.observer; ob != nil {
-		ob.ObserveDone(gr.name, o, latency)
+		ob.ObserveDone(gr.name, o, latency, time.Duration(p.wait))
 	}
 }
 
@@ -122,6 +123,7 @@ func (g *Gate) EnterClassCost(ctx context.Context, c Class, cost int64) (Pass, R
 	}
 	p := min(c.Priority, adaptive.Critical)
 	t0 := g.nanos()
+	arrived := t0
 	if p != gr.prio {
 		gr.c.arrived[p].Add(1) // the group's own level is derived: see counters
 	}
@@ -179,7 +181,7 @@ func (g *Gate) EnterClassCost(ctx context.Context, c Class, cost int64) (Pass, R
 		ks.held.Add(1)
 	}
 	gr.lat.ObserveInflight(gr.conc.InFlight())
-	return Pass{g: gr, ks: ks, t0: t0}, Rejection{}, true
+	return Pass{g: gr, ks: ks, t0: t0, wait: t0 - arrived}, Rejection{}, true
 }
 
 // AllowRate decides c against its group's rate stage alone, spending cost

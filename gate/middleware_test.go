@@ -164,7 +164,7 @@ type doneSignal struct {
 	reached chan struct{}
 }
 
-func (s *doneSignal) ObserveDone(string, Outcome, time.Duration) {
+func (s *doneSignal) ObserveDone(string, Outcome, time.Duration, time.Duration) {
 	if s.calls.Add(1) == s.n {
 		close(s.reached)
 	}

@@ -13,9 +13,12 @@ import "time"
 // of the request's group, which stays the same across reloads.
 type Observer interface {
 	// ObserveDone is called by Pass.Done and DoneAfter with the request's
-	// outcome and its upstream latency (queue wait excluded), as the control
-	// loop records it.
-	ObserveDone(group string, o Outcome, latency time.Duration)
+	// outcome, its upstream latency (queue wait excluded) as the control loop
+	// records it, and wait, the time from its arrival at the gate to its slot
+	// (a leaky_queue's pacing delay and the queue wait; 0 for a request that
+	// found a slot at once). latency + wait is the request's time in sluice
+	// from arrival to done.
+	ObserveDone(group string, o Outcome, latency, wait time.Duration)
 	// ObserveQueueWait is called when a request leaves the queue after
 	// waiting wait: admitted, timed out, evicted, or gone with its client.
 	ObserveQueueWait(group string, wait time.Duration)

@@ -17,10 +17,10 @@ type recordingObserver struct {
 	waits []time.Duration
 }
 
-func (o *recordingObserver) ObserveDone(group string, oc Outcome, latency time.Duration) {
+func (o *recordingObserver) ObserveDone(group string, oc Outcome, latency, wait time.Duration) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.done = append(o.done, group+" "+oc.String()+" "+latency.String())
+	o.done = append(o.done, group+" "+oc.String()+" "+latency.String()+" after "+wait.String())
 }
 
 func (o *recordingObserver) ObserveQueueWait(group string, wait time.Duration) {
@@ -51,7 +51,7 @@ name = "g"
 	b.Done(Dropped)
 	c.DoneAfter(Ignored, 7*time.Millisecond)
 	c.Done(Success) // a second Done is a no-op: not observed again
-	want := []string{"g success 30ms", "g dropped 40ms", "g ignored 7ms"}
+	want := []string{"g success 30ms after 0s", "g dropped 40ms after 0s", "g ignored 7ms after 0s"}
 	if !slices.Equal(ob.done, want) {
 		t.Errorf("observed %q, want %q", ob.done, want)
 	}
@@ -82,6 +82,34 @@ func TestObserverSeesQueueWaits(t *testing.T) {
 	}
 }
 
+// TestObserverSeesTheWaitBeforeTheSlot: a request that waited in the queue
+// is observed with its upstream latency and, apart, the wait before its slot,
+// so that their sum is its time in sluice.
+func TestObserverSeesTheWaitBeforeTheSlot(t *testing.T) {
+	clk := newFakeClock()
+	ob := &recordingObserver{}
+	g, err := New(Params{Config: config(t, queuedGroup(1, "1h")), Clock: clk, Observer: ob})
+	if err != nil {
+		t.Fatal(err)
+	}
+	holder := mustEnter(t, g, request("/", "X-Tenant", "a"))
+	queued := enterQueued(t, g, g.testGroup(t, "g"), 1, request("/", "X-Tenant", "b"))
+	clk.Advance(15 * time.Millisecond)
+	holder.Done(Success)
+	r := <-queued
+	if !r.ok {
+		t.Fatalf("queued request rejected: %v", r.rej.Reason)
+	}
+	clk.Advance(5 * time.Millisecond)
+	r.p.Done(Success)
+	ob.mu.Lock()
+	defer ob.mu.Unlock()
+	want := []string{"g success 15ms after 0s", "g success 5ms after 15ms"}
+	if !slices.Equal(ob.done, want) {
+		t.Errorf("observed %q, want %q", ob.done, want)
+	}
+}
+
 func TestOverridableNamesTheOverrideFields(t *testing.T) {
 	got := Overridable()
 	for _, p := range []string{"targets.latency", "concurrency.max", "concurrency.limit", "rate.rate", "queue.max_wait"} {
@@ -103,8 +131,8 @@ func TestOverridableNamesTheOverrideFields(t *testing.T) {
 // nopObserver is the cheapest Observer, for the benchmark of the hook's cost.
 type nopObserver struct{}
 
-func (nopObserver) ObserveDone(string, Outcome, time.Duration) {}
-func (nopObserver) ObserveQueueWait(string, time.Duration)     {}
+func (nopObserver) ObserveDone(string, Outcome, time.Duration, time.Duration) {}
+func (nopObserver) ObserveQueueWait(string, time.Duration)                    {}
 
 func TestObservedEnterDoesNotAllocate(t *testing.T) {
 	g, err := New(Params{Config: config(t, benchPlain), Observer: nopObserver{}, Resources: NoResources})

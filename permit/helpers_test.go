@@ -26,7 +26,7 @@ type observer struct {
 	waits int
 }
 
-func (o *observer) ObserveDone(_ string, oc gate.Outcome, lat time.Duration) {
+func (o *observer) ObserveDone(_ string, oc gate.Outcome, lat, _ time.Duration) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.done == nil {

@@ -208,6 +208,7 @@ func (d *daemon) buildAdmin(metrics *admin.Metrics) error {
 		Listen:   a.Listen,
 		Token:    token,
 		Version:  version,
+		Revision: revision(),
 		Load:     d.loadNext,
 		OnReload: d.logReload,
 		Ready:    d.ready,
