@@ -88,7 +88,7 @@ func TestObserverSeesQueueWaits(t *testing.T) {
 func TestObserverSeesTheWaitBeforeTheSlot(t *testing.T) {
 	clk := newFakeClock()
 	ob := &recordingObserver{}
-	g, err := New(Params{Config: config(t, queuedGroup(1, "1h")), Clock: clk, Observer: ob})
+	g, err := New(Params{Config: config(t, queuedGroup(1, "1h")), Clock: clk, Observer: ob, Resources: NoResources})
 	if err != nil {
 		t.Fatal(err)
 	}
