@@ -58,20 +58,17 @@ func (k KeySource) check() error {
 	return fmt.Errorf(`must be "none", "ip", "path" or "header:NAME", got %q`, string(k))
 }
 
-// Level is a request priority. Under overload the lowest level present is
-// shed first: sheddable, then default, then critical.
-type Level string
+// Level is a request priority: "critical", "default" or "sheddable". Under
+// overload the lowest level present is shed first. It is the gate's
+// (spec.Level, with its Rank).
+type Level = spec.Level
 
 // Levels, from most to least important.
 const (
-	LevelCritical  Level = "critical"
-	LevelDefault   Level = "default"
-	LevelSheddable Level = "sheddable"
+	LevelCritical  = spec.LevelCritical
+	LevelDefault   = spec.LevelDefault
+	LevelSheddable = spec.LevelSheddable
 )
-
-// Rank orders levels: 0 for critical, 1 for default, 2 for sheddable, and -1
-// for anything else (spec.Level.Rank). A higher rank is shed earlier.
-func (l Level) Rank() int { return spec.Level(l).Rank() }
 
 // Priority is a group's priority: a fixed Level for every request, or
 // "header:NAME" to read the level of each request from header NAME (with

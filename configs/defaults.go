@@ -224,21 +224,11 @@ func (g *Group) SetDefaults() {
 		m.Headers = h
 	}
 
-	if g.Key == "" {
-		g.Key = KeyNone
-	}
-	if name, ok := g.Key.Header(); ok {
-		g.Key = KeyHeader(canonicalHeader(name))
-	}
-	if g.Priority == "" {
-		g.Priority = Priority(LevelDefault)
-	}
-	if name, ok := g.Priority.Header(); ok {
-		g.Priority = PriorityHeader(canonicalHeader(name))
-		if g.DefaultPriority == "" {
-			g.DefaultPriority = LevelDefault
-		}
-	}
+	// The key and priority default as the gate's do (spec.Group.WithDefaults);
+	// the other fields keep an explicit zero for Validate to judge.
+	s := g.Spec()
+	d := s.WithDefaults()
+	g.Key, g.Priority, g.DefaultPriority = KeySource(d.Key), Priority(d.Priority), d.DefaultPriority
 
 	g.Concurrency.setDefaults()
 	if g.Rate != nil {

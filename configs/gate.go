@@ -36,11 +36,11 @@ func (g *Group) Spec() spec.Group {
 		Match:           c.Match.spec(),
 		Key:             spec.KeySource(c.Key),
 		Priority:        spec.Priority(c.Priority),
-		DefaultPriority: spec.Level(c.DefaultPriority),
+		DefaultPriority: c.DefaultPriority,
 		Concurrency:     c.Concurrency.spec(),
 		Targets: spec.Targets{Latency: time.Duration(c.Targets.Latency), Quantile: c.Targets.Quantile,
 			CPU: c.Targets.CPU, Memory: c.Targets.Memory, CPUPressure: c.Targets.CPUPressure},
-		Queue: spec.Queue{Order: spec.Order(c.Queue.Order), Max: c.Queue.Max, MaxWait: time.Duration(c.Queue.MaxWait),
+		Queue: spec.Queue{Order: c.Queue.Order, Max: c.Queue.Max, MaxWait: time.Duration(c.Queue.MaxWait),
 			CodelTarget: time.Duration(c.Queue.CodelTarget), CodelInterval: time.Duration(c.Queue.CodelInterval)},
 	}
 	if c.Rate != nil {
@@ -60,11 +60,11 @@ func GroupOf(s spec.Group) Group {
 			Host: s.Match.Host, Headers: s.Match.Headers},
 		Key:             KeySource(s.Key),
 		Priority:        Priority(s.Priority),
-		DefaultPriority: Level(s.DefaultPriority),
+		DefaultPriority: s.DefaultPriority,
 		Concurrency:     concurrencyOf(s.Concurrency),
 		Targets: Targets{Latency: Duration(s.Targets.Latency), Quantile: s.Targets.Quantile,
 			CPU: s.Targets.CPU, Memory: s.Targets.Memory, CPUPressure: s.Targets.CPUPressure},
-		Queue: Queue{Order: Order(s.Queue.Order), Max: s.Queue.Max, MaxWait: Duration(s.Queue.MaxWait),
+		Queue: Queue{Order: s.Queue.Order, Max: s.Queue.Max, MaxWait: Duration(s.Queue.MaxWait),
 			CodelTarget: Duration(s.Queue.CodelTarget), CodelInterval: Duration(s.Queue.CodelInterval)},
 	}
 	if s.Rate != nil {
@@ -75,26 +75,26 @@ func GroupOf(s spec.Group) Group {
 }
 
 func (c *Concurrency) spec() spec.Concurrency {
-	return spec.Concurrency{Law: spec.Law(c.Law), Limit: c.Limit, Initial: c.Initial, Min: c.Min, Max: c.Max,
+	return spec.Concurrency{Law: c.Law, Limit: c.Limit, Initial: c.Initial, Min: c.Min, Max: c.Max,
 		Backoff: c.Backoff, Tolerance: c.Tolerance}
 }
 
 func concurrencyOf(s spec.Concurrency) Concurrency {
-	return Concurrency{Law: Law(s.Law), Limit: s.Limit, Initial: s.Initial, Min: s.Min, Max: s.Max,
+	return Concurrency{Law: s.Law, Limit: s.Limit, Initial: s.Initial, Min: s.Min, Max: s.Max,
 		Backoff: s.Backoff, Tolerance: s.Tolerance}
 }
 
 func (r *Rate) spec() spec.Rate {
-	return spec.Rate{Algorithm: spec.Algorithm(r.Algorithm), Rate: r.Rate, Limit: r.Limit, Window: time.Duration(r.Window),
+	return spec.Rate{Algorithm: r.Algorithm, Rate: r.Rate, Limit: r.Limit, Window: time.Duration(r.Window),
 		Burst: r.Burst, Cost: r.Cost, Warmup: time.Duration(r.Warmup), Buckets: r.Buckets, MaxWait: time.Duration(r.MaxWait),
-		MaxKeys: r.MaxKeys, KeyIdleTimeout: time.Duration(r.KeyIdleTimeout), Scope: spec.Scope(r.Scope), Sync: spec.Sync(r.Sync),
+		MaxKeys: r.MaxKeys, KeyIdleTimeout: time.Duration(r.KeyIdleTimeout), Scope: r.Scope, Sync: r.Sync,
 		LeasePeriod: time.Duration(r.LeasePeriod), LeaseExpiry: time.Duration(r.LeaseExpiry)}
 }
 
 func rateOf(s spec.Rate) Rate {
-	return Rate{Algorithm: Algorithm(s.Algorithm), Rate: s.Rate, Limit: s.Limit, Window: Duration(s.Window),
+	return Rate{Algorithm: s.Algorithm, Rate: s.Rate, Limit: s.Limit, Window: Duration(s.Window),
 		Burst: s.Burst, Cost: s.Cost, Warmup: Duration(s.Warmup), Buckets: s.Buckets, MaxWait: Duration(s.MaxWait),
-		MaxKeys: s.MaxKeys, KeyIdleTimeout: Duration(s.KeyIdleTimeout), Scope: Scope(s.Scope), Sync: Sync(s.Sync),
+		MaxKeys: s.MaxKeys, KeyIdleTimeout: Duration(s.KeyIdleTimeout), Scope: s.Scope, Sync: s.Sync,
 		LeasePeriod: Duration(s.LeasePeriod), LeaseExpiry: Duration(s.LeaseExpiry)}
 }
 
