@@ -15,7 +15,7 @@ import (
 // last control tick.
 type GroupStatus struct {
 	Name string
-	Law  spec.Law
+	Law  Law
 	// Limit is the concurrency limit now; Min and Max its bounds (both the
 	// limit for law "fixed").
 	Limit, Min, Max int

@@ -216,10 +216,10 @@ type FieldChange struct {
 // Override changes a group at runtime: its targets, concurrency bounds (min,
 // max, initial, limit, backoff, tolerance), rate figures (rate, limit, window,
 // burst, max_wait) and queue (max, max_wait, order, CoDel). The caller gives the
-// whole group as it should be: the admin API decodes a JSON body onto a Clone
-// of Config().Group(name). The result is checked as the file is
-// (spec.Config.ReplaceGroup); changing anything else (the match, key,
-// priority, law, algorithm or scope) needs a Reload and is refused.
+// whole group as it should be: a Clone of Config().Group(name), changed
+// (the admin API decodes a JSON body onto it). The result is checked as New
+// checks a config; changing anything else (the match, key, priority, law,
+// algorithm or scope) needs a Reload and is refused.
 //
 // The group is changed in place: the law is rebuilt from the new settings,
 // starting from the limit (and rate) in force, clamped to the new bounds;
@@ -228,7 +228,7 @@ type FieldChange struct {
 // admits nothing until enough of them are done; waiters keep their place). The
 // override shows in the group's read-out until a Reload clears it (unless
 // ReloadOptions.KeepOverride chooses it) or an Override restores the loaded values.
-func (g *Gate) Override(c spec.Group) error {
+func (g *Gate) Override(c Group) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	t := g.table.Load()
