@@ -15,6 +15,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/sluicehq/sluice/configs"
 	"github.com/sluicehq/sluice/internal/cli"
 	"github.com/sluicehq/sluice/internal/lab"
 	"github.com/sluicehq/sluice/internal/lab/report"
@@ -59,10 +60,6 @@ Exit codes: 0 done, 1 a run failed, 2 wrong command line.
 // demoBinary is the sluice binary the demo runs as its daemon: this one.
 // Tests point it at a built binary (a test binary is not sluice).
 var demoBinary = os.Executable
-
-// demoAdminPort is where the dashboard is: the port the docs name, unless
-// something already listens there.
-const demoAdminPort = "9901"
 
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
@@ -169,9 +166,10 @@ func demoScenario(d time.Duration) (*scenario.Scenario, error) {
 	return s, nil
 }
 
-// adminPort is demoAdminPort when it is free, else a free loopback port.
+// adminPort is the port of admin.listen's default, where the docs say the
+// dashboard is, when it is free; else a free loopback port.
 func adminPort() (string, error) {
-	for _, addr := range []string{"127.0.0.1:" + demoAdminPort, "127.0.0.1:0"} {
+	for _, addr := range []string{configs.DefaultAdminListen, "127.0.0.1:0"} {
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			continue

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/admin/api"
+	"github.com/sluicehq/sluice/configs"
 	"github.com/sluicehq/sluice/internal/cli"
 )
 
@@ -58,7 +59,7 @@ error; 2 the command line is wrong.
 func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	adminURL := fs.String("admin", "http://127.0.0.1:9901", "")
+	adminURL := fs.String("admin", "http://"+configs.DefaultAdminListen, "")
 	tokenFile := fs.String("token-file", "", "")
 	timeout := fs.Duration("timeout", 3*time.Second, "")
 	asJSON := fs.Bool("json", false, "")
