@@ -71,7 +71,7 @@ var (
 	docGroups = opDoc{summary: "Every group's read-out, in the config's order.", answer: (*api.Groups)(nil)}
 	docGroup  = opDoc{summary: "One group's read-out: limit, queue, rate, targets, latency, counts, the law's decision and why, override, config in force.",
 		answer: (*api.Group)(nil)}
-	docPatchGroup = opDoc{summary: "Override some of a group's settings at runtime (the fields of its config, as in GET's config); " +
+	docPatchGroup = opDoc{summary: "Override a group's targets, concurrency bounds or fixed limit, rate and queue at runtime (by section, as in GET's config); " +
 		"\"keep_on_reload\": true keeps the override across reloads. Answers the group's read-out, with notes.",
 		answer: (*api.Group)(nil), bodyRequired: true, body: jsonObject{
 			"type":        "object",
