@@ -150,7 +150,7 @@ func openAPI(routes []route) jsonObject {
 				"Durations are seconds, ratios 0–1, instants RFC 3339, and a figure that is not known is null. " +
 				"Reads need the bearer token only when the API listens off loopback; changes always need it. " +
 				"Every 4xx and 5xx answer of sluice's own is a JSON Error. " +
-				"The fields are documented in Go: go doc github.com/sluicehq/sluice/admin/api.",
+				"The schemas are the Go types of package github.com/sluicehq/sluice/admin/api, and their descriptions its doc comments.",
 		},
 		"paths": paths,
 		"components": jsonObject{
@@ -291,12 +291,33 @@ func (ss schemaSet) object(t reflect.Type) jsonObject {
 		if name == "" {
 			name = f.Name
 		}
-		props[name] = ss.schema(f.Type)
+		props[name] = describe(ss.schema(f.Type), docOf(t, f.Name))
 		if !strings.Contains(opts, "omitempty") && !strings.Contains(opts, "omitzero") {
 			required = append(required, name)
 		}
 	}
-	return jsonObject{"type": "object", "properties": props, "required": required, "additionalProperties": false}
+	return describe(jsonObject{"type": "object", "properties": props, "required": required, "additionalProperties": false},
+		docOf(t, ""))
+}
+
+// docOf is the doc comment of package api's type t, or of its field, "" for
+// another package's.
+func docOf(t reflect.Type, field string) string {
+	if t.PkgPath() != apiPkg {
+		return ""
+	}
+	if field != "" {
+		return api.Docs[t.Name()+"."+field]
+	}
+	return api.Docs[t.Name()]
+}
+
+// describe is s with its description, if there is one.
+func describe(s jsonObject, d string) jsonObject {
+	if d != "" {
+		s["description"] = d
+	}
+	return s
 }
 
 // nullable is s or null.

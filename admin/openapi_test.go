@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/admin/api"
 	"github.com/sluicehq/sluice/internal/redistest"
 )
 
@@ -79,6 +80,12 @@ func TestOpenAPIRoutes(t *testing.T) {
 		if _, ok := paths[must]; !ok {
 			t.Errorf("%s is not documented", must)
 		}
+	}
+
+	// The schemas carry package api's doc comments.
+	group := doc["components"].(map[string]any)["schemas"].(map[string]any)["Group"].(map[string]any)
+	if d := group["properties"].(map[string]any)["limit"].(map[string]any)["description"]; d == nil || d != api.Docs["Group.Limit"] {
+		t.Errorf("Group.limit's description %q, want %q", d, api.Docs["Group.Limit"])
 	}
 
 	wildcard := regexp.MustCompile(`\{([a-z]+)\}`)

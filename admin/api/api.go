@@ -1,8 +1,9 @@
 // Package api holds the JSON answers of sluice's admin API as Go types:
 // package admin encodes them, `sluice status` (and any Go program) decodes
 // them, and the OpenAPI document at GET /v1/openapi.json is built from them.
-// It declares types only, and imports nothing of sluice's but configs (a
-// group's settings, in the shape PATCH /v1/groups/{name} takes).
+// It declares types, and Docs, their doc comments as data (docs.go, made
+// by its test); it imports nothing of sluice's but configs (a group's
+// settings, in the shape PATCH /v1/groups/{name} takes).
 //
 // Conventions: durations are seconds (float), ratios 0–1, instants RFC 3339;
 // a figure that is not known (no sample yet, a target that is off) is null
