@@ -50,7 +50,8 @@ func traceScenario(t *testing.T, tr *conformance.Trace) (Scenario, adaptive.Law,
 		t.Fatalf("the gate model does not model %s: mark the trace sim: skip", what)
 	}
 	const never = 1000 * time.Hour
-	sc := Scenario{Seed: 1, Duration: never, SLO: never, Load: []Segment{{X: 0}},
+	end := tr.Steps[len(tr.Steps)-1].At + time.Second // the report's series are as long as the run
+	sc := Scenario{Seed: 1, Duration: end, SLO: never, Load: []Segment{{X: 0}},
 		Service: Service{Workers: 1 << 20, Dist: Dist{Kind: Lognormal, Mean: never}},
 		Clients: Clients{Timeout: never}, Interval: time.Duration(cfg.Control.Interval)}
 
@@ -248,7 +249,7 @@ func (run *simTrace) arrive(s *conformance.Step) {
 func (run *simTrace) done(s *conformance.Step) {
 	x, ok := run.reqs[s.Request]
 	if !ok || run.status(s.Request) != "admit" {
-		run.t.Fatalf("line %d: %q holds no slot", s.Line, s.Request)
+		run.t.Errorf("line %d: %q holds no slot", s.Line, s.Request); return
 	}
 	run.observe(s.At, "", func() {
 		switch s.Outcome {
@@ -272,9 +273,9 @@ func (run *simTrace) tick(s *conformance.Step) {
 		e.tick()
 		run.log.Own(s.At, "limit %s %d", run.group, e.g.limit)
 		if e.g.rateOn && LawName(e.law) == "target" {
-			run.log.Own(s.At, "rate %s %g", run.group, e.g.bucket.rate)
+			run.log.Own(s.At, "rate %s %.6g", run.group, e.g.bucket.rate)
 		}
-		if f := e.g.floor; f.Reason != adaptive.RejectNone {
+		if f := e.g.floor; f.Priority > adaptive.Sheddable {
 			run.log.Own(s.At, "floor %s %s %s", run.group, f.Priority, f.Reason)
 		}
 	})

@@ -45,7 +45,7 @@
 // Lines starting with ">" after the instant are the expected outcomes, in
 // order: "admit NAME", "queue NAME" (it waits for a slot), "reject NAME
 // REASON" (an adaptive rejection reason such as queue_full), and after a
-// tick "limit N", "rate R" (requests per second, when the law manages the
+// tick "limit N", "rate R" (tokens per second, six digits, when the law manages the
 // group's token rate) and "floor PRIORITY REASON" (when requests below
 // PRIORITY are refused). Each action's own outcome comes first (an arrival's
 // decision, a tick's figures), then what it did to other requests (a waiter
