@@ -162,9 +162,9 @@ func newEngine(sc *Scenario, law adaptive.Law) (*engine, error) {
 	e.g.wait, e.g.burst, e.g.lifo = int64(qb.Wait), int64(qb.Burst), qb.LIFO
 	if sc.Gate.Rate > 0 {
 		e.g.rateOn = true
-		e.g.bucket = tokenBucket{burstSeconds: sc.Gate.Burst / sc.Gate.Rate}
-		e.g.bucket.setRate(0, sc.Gate.Rate)
-		e.g.bucket.tokens = e.g.bucket.burst
+		if e.g.bucket, err = newTokenBucket(sc.Gate.Rate, sc.Gate.Burst); err != nil {
+			return nil, err
+		}
 	}
 	e.b.slow = 1
 	e.b.workers = sc.Service.Workers
@@ -450,7 +450,7 @@ func (e *engine) tick() {
 	d := e.law.Update(s)
 	e.setLimit(d.Limit)
 	if d.Rate > 0 && e.g.rateOn {
-		e.g.bucket.setRate(e.now, d.Rate)
+		e.g.bucket.setRate(d.Rate)
 	}
 	qb := e.qw.Update(s)
 	e.g.wait, e.g.burst, e.g.lifo = int64(qb.Wait), int64(qb.Burst), qb.LIFO
