@@ -249,7 +249,8 @@ func (run *simTrace) arrive(s *conformance.Step) {
 func (run *simTrace) done(s *conformance.Step) {
 	x, ok := run.reqs[s.Request]
 	if !ok || run.status(s.Request) != "admit" {
-		run.t.Errorf("line %d: %q holds no slot", s.Line, s.Request); return
+		run.t.Errorf("line %d: %q holds no slot", s.Line, s.Request)
+		return
 	}
 	run.observe(s.At, "", func() {
 		switch s.Outcome {

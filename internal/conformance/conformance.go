@@ -396,15 +396,12 @@ func (tr *Trace) Rewrite(l *Log) error {
 	got := l.Lines()
 	// Outcomes before the first step cannot happen; the rest follow the
 	// step they came after.
-	stepAt := map[string]int{} // a step's log line -> its line number
-	for i := range tr.Steps {
-		stepAt[stepLine(&tr.Steps[i])] = tr.Steps[i].Line
-	}
 	after := map[int][]string{} // step line number -> outcomes
-	line := 0
+	line, next := 0, 0
 	for _, g := range got {
-		if n, ok := stepAt[g]; ok {
-			line = n
+		if next < len(tr.Steps) && g == stepLine(&tr.Steps[next]) {
+			line = tr.Steps[next].Line
+			next++
 			continue
 		}
 		at, what, _ := strings.Cut(g, " > ")
