@@ -8,9 +8,13 @@ import (
 	"github.com/sluicehq/sluice/limits"
 )
 
-// The gate model. It mirrors, decision for decision, what the real gate does
-// with limits.Concurrency and the adaptive policy pieces, so that what the
-// simulator proves about a law holds for the daemon:
+// The gate model: what the real gate does with limits.Concurrency, its
+// token bucket and the adaptive policy pieces, in virtual time, so that what
+// the simulator proves about a law holds for the daemon. The traces of
+// testdata/conformance hold both to the same decisions (this package's
+// TestConformance and gate's); the ones marked "sim: skip" say what the
+// model leaves out (per-key quotas, request costs, several groups, a queue
+// without CoDel, outcomes with no signal).
 //
 // Per interval the ResourceGuard sees the sample without the resource signals
 // the law found its limit does not move (adaptive.Unmoved.Mask), as the
