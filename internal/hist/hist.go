@@ -95,15 +95,14 @@ func Quantiles(c *Counts, first int, n uint64, lo, hi time.Duration, qs []float6
 		clear(out)
 		return
 	}
-	j := 0
+	if len(qs) == 0 {
+		return
+	}
+	j, r := 0, Rank(qs[0], n)
 	var cum uint64
 	for b := max(first, 0); b < NumBuckets && j < len(qs); b++ {
 		cum += c[b]
-		for ; j < len(qs); j++ {
-			r := Rank(qs[j], n)
-			if cum < r {
-				break
-			}
+		for cum >= r {
 			switch r {
 			case 1:
 				out[j] = lo // exact
@@ -112,6 +111,10 @@ func Quantiles(c *Counts, first int, n uint64, lo, hi time.Duration, qs []float6
 			default:
 				out[j] = min(max(time.Duration(Value(b)), lo), hi)
 			}
+			if j++; j == len(qs) {
+				break
+			}
+			r = Rank(qs[j], n)
 		}
 	}
 	for ; j < len(qs); j++ { // unreachable while c and n agree
