@@ -60,10 +60,8 @@ func traceScenario(t *testing.T, tr *conformance.Trace) (Scenario, adaptive.Law,
 	if q.Max == 0 {
 		sc.Gate.Queue = -1
 	}
-	if q.Max > 0 && (q.CodelTarget == 0 || time.Duration(q.MaxWait) < time.Duration(q.CodelInterval)) {
-		unmodelled("a queue without CoDel, or a max_wait under codel_interval")
-	}
 	sc.Gate.QueueTarget, sc.Gate.QueueInterval = time.Duration(q.CodelTarget), time.Duration(q.CodelInterval)
+	sc.Gate.MaxWait, sc.Gate.NoCoDel = time.Duration(q.MaxWait), q.CodelTarget == 0
 	switch q.Order {
 	case configs.OrderLIFO:
 		sc.Gate.Order = adaptive.OrderLIFO

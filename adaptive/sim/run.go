@@ -126,7 +126,10 @@ func newEngine(sc *Scenario, law adaptive.Law) (*engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &engine{sc: sc, law: law, qw: qw, gd: gd}
+	e := &engine{sc: sc, law: law, gd: gd}
+	if !sc.Gate.NoCoDel {
+		e.qw = qw
+	}
 	if !sc.Gate.NoShedder {
 		if e.sh, err = adaptive.NewPriorityShedder(adaptive.ShedderParams{}); err != nil {
 			return nil, err
@@ -158,8 +161,11 @@ func newEngine(sc *Scenario, law adaptive.Law) (*engine, error) {
 	e.g = gateState{limit: law.Limit(), maxQueue: max(sc.Gate.Queue, 0), fair: sc.Gate.Fair,
 		held: make([]int, len(sc.Tenants)), use: make([]int, len(sc.Tenants)),
 		breaker: breaker{on: sc.Gate.Breaker}}
-	qb := qw.Bound()
-	e.g.wait, e.g.burst, e.g.lifo = int64(qb.Wait), int64(qb.Burst), qb.LIFO
+	qb := adaptive.QueueBound{Wait: sc.Gate.MaxWait, Burst: sc.Gate.MaxWait, LIFO: sc.Gate.Order == adaptive.OrderLIFO}
+	if e.qw != nil {
+		qb = qw.Bound()
+	}
+	e.setBound(qb)
 	if sc.Gate.Rate > 0 {
 		e.g.rateOn = true
 		if e.g.bucket, err = newTokenBucket(sc.Gate.Rate, sc.Gate.Burst); err != nil {
@@ -452,8 +458,9 @@ func (e *engine) tick() {
 	if d.Rate > 0 && e.g.rateOn {
 		e.g.bucket.setRate(d.Rate)
 	}
-	qb := e.qw.Update(s)
-	e.g.wait, e.g.burst, e.g.lifo = int64(qb.Wait), int64(qb.Burst), qb.LIFO
+	if e.qw != nil {
+		e.setBound(e.qw.Update(s))
+	}
 	floor := e.gd.Update(unmoved(e.law).Mask(s))
 	if e.sh != nil {
 		floor = floor.Max(e.sh.Update(s))
@@ -465,6 +472,16 @@ func (e *engine) tick() {
 	lat := iv.lat
 	lat.Reset()
 	*iv = interval{lat: lat, maxInflight: e.g.inflight, drained: e.g.waiting == 0}
+}
+
+// setBound publishes the queue's wait bounds, capped by Gate.MaxWait as the
+// gate caps them by queue.max_wait.
+func (e *engine) setBound(qb adaptive.QueueBound) {
+	w, b := int64(qb.Wait), int64(qb.Burst)
+	if mw := int64(e.sc.Gate.MaxWait); mw > 0 {
+		w, b = min(w, mw), min(b, mw)
+	}
+	e.g.wait, e.g.burst, e.g.lifo = w, b, qb.LIFO
 }
 
 // unmoved returns the resource signals law found its limit does not move
