@@ -13,8 +13,8 @@ import (
 // the simulator proves about a law holds for the daemon. The traces of
 // testdata/conformance hold both to the same decisions (this package's
 // TestConformance and gate's); the ones marked "sim: skip" say what the
-// model leaves out (per-key quotas, request costs, several groups, a queue
-// without CoDel, outcomes with no signal).
+// model leaves out (per-key quotas, request costs, several groups, outcomes
+// with no signal).
 //
 // Per interval the ResourceGuard sees the sample without the resource signals
 // the law found its limit does not move (adaptive.Unmoved.Mask), as the
@@ -34,7 +34,8 @@ import (
 //  5. else the bounded wait queue: if full, the lowest-priority newest waiter is
 //     evicted (RejectQueueFull) when it is of strictly lower priority than the
 //     newcomer, else the newcomer is refused (RejectQueueFull); each waiter waits
-//     at most min(QueueBound.For(priority), time left to its deadline) →
+//     at most min(QueueBound.For(priority) capped by Gate.MaxWait, time left
+//     to its deadline) →
 //     RejectQueueTimeout;
 //     with no queue configured → RejectConcurrency.
 //
