@@ -455,7 +455,7 @@ func (e *engine) tick() {
 
 	d := e.law.Update(s)
 	e.setLimit(d.Limit)
-	if d.Rate > 0 && e.g.rateOn {
+	if d.Rate > 0 && e.g.rateOn && d.Rate != e.g.bucket.rate {
 		e.g.bucket.setRate(d.Rate)
 	}
 	if e.qw != nil {

@@ -7,7 +7,10 @@
 // silently. The gate is the truth: its test rewrites the expectations with
 // -rewrite. This package holds the format and the log both runners write;
 // it imports nothing of sluice's, so neither test imports the other's
-// package.
+// package. The traces avoid a leaky_queue rate (its pacing waits on real
+// timers) and keep wait bounds of seconds: the gate's runner ends waits
+// through the request's context at the instant the gate's bound says, while
+// limits.Concurrency's own timer, which is real, stays far away.
 //
 // # Format
 //
@@ -27,7 +30,7 @@
 //	2ms     done a success
 //	2ms     > admit b
 //	250ms   tick
-//	250ms   > limit 2
+//	250ms   > limit api 2
 //
 // The config block is the TOML of the groups, as the daemon reads it (an
 // upstream is added by the gate's test). Steps are inputs, one a line with
@@ -45,13 +48,14 @@
 // Lines starting with ">" after the instant are the expected outcomes, in
 // order: "admit NAME", "queue NAME" (it waits for a slot), "reject NAME
 // REASON" (an adaptive rejection reason such as queue_full), and after a
-// tick "limit N", "rate R" (tokens per second, six digits, when the law manages the
-// group's token rate) and "floor PRIORITY REASON" (when requests below
-// PRIORITY are refused). Each action's own outcome comes first (an arrival's
-// decision, a tick's figures), then what it did to other requests (a waiter
-// admitted by a release, evicted by a newcomer) in order of their names. A
-// waiter whose wait bound ends at or before a step's instant is refused
-// before that step runs, at the instant its bound ends.
+// tick, for every group in order, "limit GROUP N", "rate GROUP R" (tokens
+// per second to six digits, when the law manages the group's token rate) and
+// "floor GROUP PRIORITY REASON" (when the floor is above sheddable: requests
+// below PRIORITY are refused for REASON). Each action's own outcome comes
+// first (an arrival's decision, a tick's figures), then what it did to other
+// requests (a waiter admitted by a release, evicted by a newcomer) in order
+// of their names. A waiter whose wait bound ends at or before a step's
+// instant is refused before that step runs, at the instant its bound ends.
 package conformance
 
 import (
