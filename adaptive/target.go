@@ -2,6 +2,7 @@ package adaptive
 
 import (
 	"math"
+	"reflect"
 	"time"
 )
 
@@ -677,4 +678,17 @@ func (t *Target) drops(pr *proposal, s *Sample, x, n, drops float64) {
 	if drops > budget {
 		pr.violate(n*(1-drops), x*(1-drops), Reason{Signal: SignalDrops, Observed: drops, Bound: budget})
 	}
+}
+
+var targetLaw = LawKind{
+	Name:        "target",
+	Doc:         "keeps every latency, CPU, memory and CPU pressure target at once (the default)",
+	NeedsTarget: true,
+	ManagesRate: true,
+	Type:        reflect.TypeFor[*Target](),
+	New: func(s LawSettings) (Law, error) {
+		return NewTarget(TargetParams{Bounds: s.Bounds, Latency: s.Latency, Quantile: s.Quantile,
+			CPU: s.CPU, Memory: s.Memory, CPUPressure: s.CPUPressure,
+			PressureWindow: s.PressureWindow, Rate: s.Rate})
+	},
 }

@@ -62,3 +62,9 @@ func (p *fwParams) idle(s *fwState, now int64) bool {
 func (p *fwParams) adopt(s *fwState, old *fwParams, now int64) {
 	p.realign(&s.start, &old.WindowParams, now)
 }
+
+var fixedWindowAlgorithm = Algorithm{
+	Name: "fixed_window", Doc: "counts per aligned window; cheap, lets up to twice the limit through around a window edge",
+	Shape: ShapeWindow, Global: GlobalLeased,
+	New: func(s Spec) (Limiter, error) { return NewFixedWindow(WindowParams{Limit: s.Limit, Window: s.Window}) },
+}
