@@ -58,45 +58,42 @@ func newPolicy(c *configs.Group, s seed, managedMax float64) (policy, error) {
 	return p, nil
 }
 
-// newLaw builds the control law of c, starting from s.
+// newLaw builds the control law of c, starting from s, through the registry
+// of laws.
 func newLaw(c *configs.Group, s seed, managedMax float64) (adaptive.Law, error) {
+	k, ok := adaptive.LookupLaw(string(c.Concurrency.Law))
+	if !ok {
+		return nil, fmt.Errorf("gate: group %q: unknown law %q", c.Name, c.Concurrency.Law)
+	}
+	return k.New(lawSettings(c, k, s, managedMax))
+}
+
+// lawSettings is what c gives its law k, starting from s: a learned limit
+// clamped into the bounds, and, when k manages the group's token rate
+// (managedMax > 0), the rate between 1 (or managedMax, if lower) and
+// managedMax requests per second, starting at the learned one.
+func lawSettings(c *configs.Group, k *adaptive.LawKind, s seed, managedMax float64) adaptive.LawSettings {
 	cc := &c.Concurrency
-	if cc.Law == configs.LawFixed {
-		n := cc.Limit
-		return adaptive.NewFixed(adaptive.FixedParams{Bounds: adaptive.Bounds{Min: n, Max: n, Initial: n}})
+	ls := adaptive.LawSettings{
+		Bounds:  adaptive.Bounds{Min: cc.Min, Max: cc.Max, Initial: cc.Initial},
+		Limit:   cc.Limit,
+		Latency: time.Duration(c.Targets.Latency), Quantile: quantileOf(c.Targets.Quantile),
+		CPU: c.Targets.CPU, Memory: c.Targets.Memory, CPUPressure: c.Targets.CPUPressure,
+		Backoff: cc.Backoff, Tolerance: cc.Tolerance,
 	}
-	b := adaptive.Bounds{Min: cc.Min, Max: cc.Max, Initial: cc.Initial}
-	if s.limit > 0 {
-		b.Initial = b.Clamp(s.limit)
+	if s.limit > 0 && !k.FixedLimit {
+		ls.Bounds.Initial = ls.Bounds.Clamp(s.limit)
 	}
-	lat, q := time.Duration(c.Targets.Latency), quantileOf(c.Targets.Quantile)
-	switch cc.Law {
-	case configs.LawAIMD:
-		return adaptive.NewAIMD(adaptive.AIMDParams{Bounds: b, Backoff: cc.Backoff, Latency: lat, Quantile: q})
-	case configs.LawGradient:
-		return adaptive.NewGradient(adaptive.GradientParams{Bounds: b, Tolerance: cc.Tolerance})
-	case configs.LawVegas:
-		return adaptive.NewVegas(adaptive.VegasParams{Bounds: b})
-	case configs.LawTarget:
-		p := adaptive.TargetParams{Bounds: b, Latency: lat, Quantile: q,
-			CPU: c.Targets.CPU, Memory: c.Targets.Memory, CPUPressure: c.Targets.CPUPressure}
-		if managedMax > 0 {
-			lo := min(1, managedMax)
-			r := managedMax
-			if s.rate > 0 {
-				r = min(max(s.rate, lo), managedMax)
-			}
-			p.Rate = adaptive.RateParams{Initial: r, Min: lo, Max: managedMax}
-		}
-		return adaptive.NewTarget(p)
+	if k.ManagesRate {
+		ls.Rate = adaptive.ManagedRate(managedMax, s.rate)
 	}
-	return nil, fmt.Errorf("gate: group %q: unknown law %q", c.Name, cc.Law)
+	return ls
 }
 
 // lawRate is the token rate a law manages now, 0 when it manages none.
 func lawRate(l adaptive.Law) float64 {
-	if t, ok := l.(*adaptive.Target); ok {
-		return t.Rate()
+	if m, ok := l.(adaptive.RateManager); ok {
+		return m.Rate()
 	}
 	return 0
 }
