@@ -2,6 +2,7 @@ package adaptive
 
 import (
 	"math"
+	"reflect"
 	"time"
 )
 
@@ -58,7 +59,7 @@ func NewAIMD(p AIMDParams) (*AIMD, error) {
 	}
 	p.Bounds = p.withDefaults()
 	p.Increase = orDefault(p.Increase, 1)
-	p.Backoff = orDefault(p.Backoff, 0.9)
+	p.Backoff = orDefault(p.Backoff, defaultBackoff)
 	p.UseRatio = orDefault(p.UseRatio, DefaultUseRatio)
 	return &AIMD{p: p, limit: p.Initial}, nil
 }
@@ -94,4 +95,17 @@ func (a *AIMD) Update(s Sample) Decision {
 func (a *AIMD) backoff() int {
 	n := int(math.Floor(float64(a.limit) * a.p.Backoff))
 	return min(n, a.limit-1)
+}
+
+// defaultBackoff is AIMDParams.Backoff's default.
+const defaultBackoff = 0.9
+
+var aimdLaw = LawKind{
+	Name:  "aimd",
+	Doc:   "additive increase, multiplicative decrease on drops or latency over the bound",
+	Knobs: []Knob{{Name: "backoff", Min: 0.5, Max: 0.99, Default: defaultBackoff}},
+	Type:  reflect.TypeFor[*AIMD](),
+	New: func(s LawSettings) (Law, error) {
+		return NewAIMD(AIMDParams{Bounds: s.Bounds, Backoff: s.Backoff, Latency: s.Latency, Quantile: s.Quantile})
+	},
 }

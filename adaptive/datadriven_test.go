@@ -228,28 +228,21 @@ func (d *driver) next(a *kv) Sample {
 	return Sample{Now: d.now, Interval: iv}
 }
 
+// newLaw builds the law the registry names, from the settings a group
+// gives every law (LawSettings).
 func (d *driver) newLaw(a *kv) (string, error) {
-	b := Bounds{Min: a.int("min"), Max: a.int("max"), Initial: a.int("initial")}
 	q, _ := ParseQuantile(a.str("quantile", "p99"))
-	var err error
-	switch a.pos {
-	case "fixed":
-		d.law, err = NewFixed(FixedParams{Bounds: b})
-	case "aimd":
-		d.law, err = NewAIMD(AIMDParams{Bounds: b, Increase: a.int("increase"), Backoff: a.float("backoff"),
-			Latency: a.dur("latency"), Quantile: q})
-	case "vegas":
-		d.law, err = NewVegas(VegasParams{Bounds: b, Alpha: a.float("alpha"), Beta: a.float("beta")})
-	case "gradient":
-		d.law, err = NewGradient(GradientParams{Bounds: b, Tolerance: a.float("tolerance"), Smoothing: a.float("smoothing"),
-			LongWindow: a.int("window"), QueueSize: a.int("queue")})
-	case "target":
-		d.law, err = NewTarget(TargetParams{Bounds: b, Latency: a.dur("latency"), Quantile: q, CPU: a.float("cpu"),
-			Memory: a.float("memory"), CPUPressure: a.float("pressure"), PressureWindow: a.dur("window"),
-			Headroom: a.float("headroom"), Gain: a.float("gain"), Rate: RateParams{Initial: a.float("rate")}})
-	default:
-		return "", fmt.Errorf("unknown law %q", a.pos)
+	s := LawSettings{
+		Bounds:  Bounds{Min: a.int("min"), Max: a.int("max"), Initial: a.int("initial")},
+		Limit:   a.int("limit"),
+		Latency: a.dur("latency"), Quantile: q,
+		CPU: a.float("cpu"), Memory: a.float("memory"), CPUPressure: a.float("pressure"),
+		PressureWindow: a.dur("window"),
+		Backoff:        a.float("backoff"), Tolerance: a.float("tolerance"),
+		Rate: RateParams{Initial: a.float("rate")},
 	}
+	var err error
+	d.law, err = NewLaw(a.pos, s)
 	if err != nil {
 		return "", err
 	}

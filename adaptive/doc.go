@@ -14,6 +14,13 @@
 // it tracks the operator's latency, CPU, memory and CPU pressure targets at
 // once, and ignores a resource it finds its limit cannot move: Unmoved).
 //
+// The registry (Laws, LookupLaw, NewLaw) lists them by name, each with what
+// it reads of one LawSettings, whether it manages a token rate
+// (RateManager) and how to build it: configs validates a group's law
+// through it, the gate and the simulator build laws from it. A new law is
+// one file (the type, its params and its LawKind) and one line in
+// registry.go.
+//
 // Every law shares the same guard rails: a Bounds (min, max, initial limit), the
 // app-limited guard (a limit that is not in use is never raised, see UseRatio) and
 // a Reason for every change. A law is restarted from a saved limit by constructing
@@ -21,6 +28,62 @@
 // Runtime changes of bounds or targets (admin PATCH) are applied the same way: build
 // a new law value from the new params with Initial = old.Limit(); the law relearns
 // its short-term state (latency baselines) within a few intervals.
+//
+// # The target law
+//
+// Target, the default law, keeps every target the operator set at once. Each
+// interval every target proposes a limit and the most restrictive wins.
+//
+// Latency. By Little's law the mean in flight is N = X × mean (X the
+// completion rate); adding ΔN in flight delays every request by ΔN / X, so
+// the in-flight count that puts the quantile p at the aim a is N + X × (a −
+// p). The aim is target × (1 − Headroom); the limit is cut only above
+// target × (1 − Headroom/3), and the band between is a dead band (the rest
+// of the target is left for the wait in the gate's queue). A cut goes the
+// whole way (a mild one Gain of it, see Pacing), at most to maxCut of what
+// is in use; a raise goes Gain of the way, at most to maxGrowth × the limit. While the limit binds and the mean latency stays
+// within Tolerance of its no-load baseline (the lowest interval mean), the
+// limit doubles per interval, a slow start (SignalNoQueueing).
+//
+// Latency the limit cannot fix. The no-queue quantile is p − (mean −
+// baseline); when it is over the aim, only Tolerance of queueing is allowed
+// (SignalQueueing). Once cuts have taken the in-flight count down to
+// judgeShare of where they began, a mean latency that fell by less than
+// responsiveShare of what Little's law predicts shows a stale baseline: the
+// law adopts the mean and restores the limit held before the cuts
+// (SignalUnresponsive). Drops over the quantile's budget (1 % for p99) are
+// cut on too; if halving the in-flight count left them at dropsUnmovedShare
+// of where they were or more, they are not load (an outage): they are tolerated up to dropFloorMargin
+// above that floor and the limit is restored (SignalDropsUnmoved).
+//
+// Overload. While the gate turns away more than overloadShare of the demand,
+// the law aims at the knee (the no-queue quantile plus Tolerance) instead of
+// the target (SignalOverload): beyond the knee a queue adds only latency,
+// and the waiting happens in the gate's queue, which sheds it.
+//
+// Resources. CPU and CPU pressure are cut proportionally above their
+// targets and aimed at target × (1 − Headroom/5); memory, which must never
+// pass its target, is budgeted by a least-squares model of memory against
+// the work held, so a full limit plus a full queue fits, and aimed at
+// target × (1 − Headroom/2) (SignalMemoryBudget). CPU pressure is an
+// average over PressureWindow, so after a pressure cut the law waits a
+// quarter of the window before cutting on it again. A resource the cuts do not
+// move (a neighbour's CPU, memory held by something else) is judged as
+// latency is; the law then restores the limit and ignores that resource
+// (Unmoved; SignalCPUUnmoved, SignalMemoryUnmoved, SignalPressureUnmoved)
+// until it is back under its aim or unmovedRetry has passed.
+//
+// Pacing. A cut is not repeated while what the old limit admitted drains. A
+// mild excess must persist for two intervals; one over severeExcess (for a
+// utilisation, a quarter of the room left) cuts at once, and one over
+// firmExcess cuts the whole way when it persists; a milder one goes Gain of
+// the way.
+//
+// Token rate. With TargetParams.Rate the law also manages a token rate (a
+// RateManager): it is cut with the limit, brought to what the service
+// completes under sustained overload, so the excess is refused at once with
+// an exact Retry-After, and given back by rateStep an interval when demand
+// falls.
 //
 // # Shedding policy
 //

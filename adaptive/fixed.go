@@ -1,5 +1,7 @@
 package adaptive
 
+import "reflect"
+
 // FixedParams configures Fixed.
 type FixedParams struct {
 	// Bounds.Initial is the fixed limit.
@@ -26,3 +28,17 @@ func (f *Fixed) Update(Sample) Decision { return Decision{Limit: f.limit} }
 
 // Limit returns the fixed limit.
 func (f *Fixed) Limit() int { return f.limit }
+
+var fixedLaw = LawKind{
+	Name:       "fixed",
+	Doc:        "a constant limit, hand-tuned",
+	FixedLimit: true,
+	Type:       reflect.TypeFor[*Fixed](),
+	New: func(s LawSettings) (Law, error) {
+		b := s.Bounds
+		if n := s.Limit; n != 0 {
+			b = Bounds{Min: n, Max: n, Initial: n}
+		}
+		return NewFixed(FixedParams{Bounds: b})
+	},
+}

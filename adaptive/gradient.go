@@ -1,5 +1,7 @@
 package adaptive
 
+import "reflect"
+
 // GradientParams configures Gradient. Zero fields mean the defaults.
 type GradientParams struct {
 	Bounds
@@ -80,7 +82,7 @@ func NewGradient(p GradientParams) (*Gradient, error) {
 		return nil, err
 	}
 	p.Bounds = p.withDefaults()
-	p.Tolerance = orDefault(p.Tolerance, 1.5)
+	p.Tolerance = orDefault(p.Tolerance, defaultTolerance)
 	p.Smoothing = orDefault(p.Smoothing, 0.2)
 	p.LongWindow = orDefault(p.LongWindow, 120)
 	p.QueueSize = orDefault(p.QueueSize, 4)
@@ -136,4 +138,17 @@ func (g *Gradient) Update(s Sample) Decision {
 	g.estimate = min(max(g.estimate, float64(g.p.Min)), float64(g.p.Max))
 	g.limit = int(g.estimate)
 	return decide(old, g.limit, 0, 0, why)
+}
+
+// defaultTolerance is GradientParams.Tolerance's default.
+const defaultTolerance = 1.5
+
+var gradientLaw = LawKind{
+	Name:  "gradient",
+	Doc:   "Gradient2: short-term against long-term latency",
+	Knobs: []Knob{{Name: "tolerance", Min: 1, Max: 10, Default: defaultTolerance}},
+	Type:  reflect.TypeFor[*Gradient](),
+	New: func(s LawSettings) (Law, error) {
+		return NewGradient(GradientParams{Bounds: s.Bounds, Tolerance: s.Tolerance})
+	},
 }

@@ -2,6 +2,7 @@ package adaptive
 
 import (
 	"math"
+	"reflect"
 	"time"
 )
 
@@ -95,152 +96,9 @@ func (p TargetParams) Validate() error {
 
 // Target keeps the service inside every target the operator set (a latency
 // quantile; CPU, memory and CPU pressure) at once, approaching the largest
-// limit that meets all of them. It is sluice's default law.
-//
-// # Model
-//
-// Each interval every configured target proposes a limit and the most restrictive
-// proposal wins. For the latency target the proposal comes from Little's law
-// (L = λW; Little 1961): the mean number in flight is N = X × mean, with X the
-// completion rate. When the backend queues, adding ΔN requests in flight delays
-// every request by ΔN / X, which shifts the quantile p by the same amount, so the
-// in-flight count that puts p at the aim a is
-//
-//	estimate = N + X × (a − p)
-//
-// The law jumps there instead of creeping: a cut goes the whole way (at most
-// halving what is in use, the peak in flight, per interval), a raise goes Gain
-// of the way (at most doubling per interval). Below the backend's knee latency does not respond to concurrency:
-// while the limit binds (requests wait or are refused) and the mean latency is
-// within Tolerance of its no-load baseline (below), the limit doubles per
-// interval (a slow start, SignalNoQueueing) until queueing shows.
-//
-// The aim is target × (1 − Headroom) and the limit is cut only when p exceeds
-// target × (1 − Headroom/3): the band in between is a dead band, which keeps
-// the limit still under steady load, and the last Headroom/3 of the target is
-// left for the time requests wait in the gate's queue (bounded by QueueWait to
-// what the target leaves), so the end-to-end quantile stays within the target.
-//
-// # Latency the limit cannot fix
-//
-// A backend can be slow without queueing (its baseline latency is itself near or
-// above the target). Cutting the limit then only rejects work. The law separates
-// queueing from baseline latency: the queueing delay is the mean latency above
-// the baseline (the lowest interval mean, which rises only while the limit is not
-// in use), and the no-queue quantile is pnq = p − (mean − baseline). The aim
-// becomes max(target × (1 − Headroom), pnq × (1 + Tolerance)): when the target is
-// unreachable, only Tolerance of queueing is allowed (SignalQueueing) and the
-// limit neither collapses nor grows without bound. If a backend becomes slow while
-// the limit is in use, the baseline is stale; the law notices when cutting the
-// in-flight count by a fifth or more did not shorten the mean latency by a
-// tenth of what Little's law predicts for queueing (ΔN / X), adopts the
-// current mean as the baseline and restores the limit it had before the cuts
-// (SignalUnresponsive). Drops are treated alike: a drop ratio above the
-// quantile's budget (1 % for p99) is a violation, unless halving concurrency did
-// not reduce it: then the errors are not load (an upstream that is down, a
-// fault), the ratio is tolerated from then on (until it halves) and the limit
-// held before the drop cuts is restored (SignalDropsUnmoved), so an outage does
-// not leave the limit at its floor when the upstream returns. An interval with
-// no completion (an open circuit breaker lets nothing through) says nothing
-// about drops and changes neither.
-//
-// # Overload
-//
-// Above the knee a backend's throughput no longer grows with concurrency, only
-// its queue does: every request in flight beyond the knee adds its share of
-// waiting to every other (ΔN / X, Little's law) and nothing to goodput. Below
-// or near capacity that queue is worth having, since it absorbs the bursts of
-// random arrivals that a tighter limit would refuse; under a sustained excess
-// it never drains and only costs latency (and the answers that come too late).
-// So while the gate turns away more than a tenth of the demand (overloadShare;
-// refusals of the concurrency stage and of the managed rate; the overload
-// lasts until the share falls under three quarters of that), the law aims
-// the quantile at its no-queue level plus Tolerance, the knee, instead of at
-// the target (SignalOverload): it no longer grows the limit beyond the knee,
-// and a cut (above the target's cut threshold) goes toward the knee. The
-// backend stays at full throughput with a short queue, and the waiting
-// happens in the gate's queue, which sheds it. When the excess ends, the aim
-// returns to the target. The law does not cut to the knee while p is within
-// the target: the knee's estimate rests on the baseline, which is stale low
-// when the backend slowed while the limit was in use, and such cuts would go
-// under the knee and lose throughput.
-//
-// # Resources
-//
-// CPU: utilisation is proportional to throughput, so above the target the law
-// aims the throughput at X × aim / cpu and converts it to a limit with Little's
-// law at the no-queue latency: estimate = X × aim / cpu × min(mean, baseline ×
-// (1 + Tolerance)).
-//
-// Memory must never exceed its target, and the gate's queue holds memory too,
-// so the law budgets the worst case. It learns memory ≈ base + perRequest ×
-// (in flight + waiting) by least squares with forgetting and keeps base +
-// perRequest × (limit + Sample.QueueCapacity) at or below the aim: a full queue
-// on top of a full limit still fits (SignalMemoryBudget). Until the fit is
-// usable, or if memory does not rise with held work, it falls back to
-// proportional control on the observed utilisation: estimate = limit × aim /
-// memory.
-//
-// CPU pressure (the share of time runnable work waits for a core) grows with
-// the runnable work, so above its target the law aims the in-flight count at
-// N × aim / pressure. The figure is an average over PressureWindow (10 s for
-// PSI's avg10), which shows a cut only gradually: after a pressure cut the law
-// waits a quarter of the window before cutting on pressure again.
-//
-// All three cut above the target. Memory aims at target × (1 − Headroom/2);
-// CPU and CPU pressure at target × (1 − Headroom/5), close to it, since a CPU
-// target should not leave unused much of the CPU it allows.
-//
-// # Signals the limit cannot move
-//
-// A resource can be over its target for reasons the limit does not govern: a
-// neighbour keeping the host's CPU busy, memory held by something other than
-// requests, another process's runnable work contending for the cores. Cutting
-// then only turns work away: each cut lowers the throughput, and with it the
-// next proportional estimate, and the limit walks to its floor. So the law
-// judges the cuts a resource drove as it judges latency cuts: once they have
-// drained and taken the in-flight count down by a fifth from where it was when
-// the resource first drove a cut, it compares the resource's fall with what
-// proportional control predicts (the resource falls in proportion to what
-// drives it: throughput for CPU, which it waits to fall by 15 %; the work
-// held, in flight and waiting, for memory, which it waits to fall by a fifth;
-// the in-flight count for CPU pressure, whose average it gives half a window
-// to show the change). From the fall it sees it extrapolates the part of the
-// resource that would remain with no work at all; if that is over the target,
-// no limit meets the target. CPU pressure is also taken as unmoved when the
-// throughput fell by pressureLoss: pressure the service causes itself (more
-// runnable work than cores) goes with fewer requests in flight at the same
-// throughput, while a competitor's (a hog at the same nice level) goes only
-// as the service runs less. Either way the law restores the limit held before
-// the cuts, reports it (SignalCPUUnmoved, SignalMemoryUnmoved,
-// SignalPressureUnmoved) and ignores that resource (Unmoved) until it is back
-// under its aim (what held it up has gone) or unmovedRetry has passed, when
-// it is judged afresh. While an
-// ignored resource is over its target, a decision that holds the limit gives
-// that as its reason.
-//
-// # Pacing
-//
-// A cut takes effect only once the requests admitted under the old limit have
-// drained, so while the peak in flight of the interval still exceeded the limit
-// the law just cut to, it does not cut again on their latency. A mild excess
-// must persist for two intervals before it cuts, so the noise of a quantile
-// measured over one interval does not saw the limit; a larger excess (50 %
-// over a latency bound, or beyond a quarter of the room left above a
-// utilisation or pressure target) cuts at once, and the whole way. Of the
-// excesses that wait, a firm one (over 25 %, or an eighth of the room) cuts
-// the whole way when it persists, and if it is still there once the cut has
-// drained it cuts again without waiting; a milder one goes Gain of the way
-// and is looked at twice afresh after each cut. (A capacity that halves under
-// a tight target is followed within a second this way.)
-//
-// # Token rate
-//
-// With Rate set, the law also manages a token rate (see RateParams): it is cut
-// with the limit when a target is exceeded, brought to what the service
-// completes under sustained overload, so the excess is refused at once by the
-// rate rather than after a wait in the queue, and given back when the demand
-// falls.
+// limit that meets all of them. It is sluice's default law; how it decides
+// is in the package doc ("The target law"), and the figures it decides with
+// are the named constants of this file and target_resource.go.
 //
 // Not safe for concurrent use.
 type Target struct {
@@ -299,25 +157,66 @@ func NewTarget(p TargetParams) (*Target, error) {
 	if p.Quantile == QuantileDefault {
 		p.Quantile = P99
 	}
-	p.Headroom = orDefault(p.Headroom, 0.15)
-	p.Tolerance = orDefault(p.Tolerance, 0.1)
-	p.Gain = orDefault(p.Gain, 0.5)
+	p.Headroom = orDefault(p.Headroom, defaultHeadroom)
+	p.Tolerance = orDefault(p.Tolerance, defaultTargetTolerance)
+	p.Gain = orDefault(p.Gain, defaultGain)
 	p.UseRatio = orDefault(p.UseRatio, DefaultUseRatio)
 	if p.PressureWindow == 0 {
 		p.PressureWindow = DefaultPressureWindow
 	}
 	if p.Rate.Initial > 0 {
-		p.Rate.Min = orDefault(p.Rate.Min, 1)
+		p.Rate.Min = orDefault(p.Rate.Min, defaultRateMin)
 		if p.Rate.Max == 0 {
 			p.Rate.Max = math.Inf(1)
 		}
-		p.Rate.Headroom = orDefault(p.Rate.Headroom, 0.1)
+		p.Rate.Headroom = orDefault(p.Rate.Headroom, defaultRateHeadroom)
 	}
 	return &Target{p: p, limit: p.Initial, rate: p.Rate.Initial}, nil
 }
 
 // DefaultPressureWindow is TargetParams.PressureWindow's default: PSI's avg10.
 const DefaultPressureWindow = 10 * time.Second
+
+// The defaults of TargetParams and RateParams, as fractions (of a target,
+// of the no-queue latency, of the way to an estimate, of the admitted
+// throughput) except defaultRateMin, in requests per second.
+const (
+	defaultHeadroom        = 0.15
+	defaultTargetTolerance = 0.1
+	defaultGain            = 0.5
+	defaultRateMin         = 1
+	defaultRateHeadroom    = 0.1
+)
+
+// How far a limit moves in one interval, as factors of the limit: a cut
+// goes at most to maxCut × what is in use (the peak in flight), a raise at
+// most to maxGrowth × the limit.
+const (
+	maxCut    = 0.5
+	maxGrowth = 2
+)
+
+// The figures the law judges an episode of cuts by (see the package doc,
+// "Latency the limit cannot fix"), all fractions:
+const (
+	// judgeShare: cuts are judged once the mean in flight (for memory, the
+	// work held) has fallen to this share of where it was when the episode
+	// (or a resource's first cut) began: by a fifth.
+	judgeShare = 0.8
+	// responsiveShare: latency counts as queueing when the mean latency
+	// fell by at least this share of the fall Little's law predicts for
+	// queueing (ΔN / X).
+	responsiveShare = 0.1
+	// noiseMargin is how many times the noise of an interval's mean
+	// (meanNoise) that predicted fall must be to be judged at all.
+	noiseMargin = 3
+	// dropsUnmovedShare: drops still at this share of where they were once
+	// the in-flight count has halved are not load: a fall of under 10 %.
+	dropsUnmovedShare = 0.9
+	// dropFloorMargin is how far above the drop floor (a drop ratio found
+	// not to respond to load) drops are still tolerated: 25 %.
+	dropFloorMargin = 1.25
+)
 
 // Limit returns the current limit.
 func (t *Target) Limit() int { return t.limit }
@@ -406,7 +305,7 @@ func (t *Target) Update(s Sample) Decision {
 	t.observeRefused(&s)
 	n := x * mean // mean in flight, by Little's law
 
-	if why, ok := t.checkCuts(&s, n, x, mean, drops); ok {
+	if why, ok := t.judgeCuts(&s, n, x, mean, drops); ok {
 		next := max(old, t.cut.limit)
 		t.cut = cutEpisode{}
 		t.limit = next
@@ -414,9 +313,10 @@ func (t *Target) Update(s Sample) Decision {
 	}
 
 	pr := proposal{cut: math.Inf(1), rateCut: math.Inf(1), want: math.Inf(1)}
-	t.latency(&pr, &s, x, n, mean)
-	t.drops(&pr, &s, x, n, drops)
-	t.resources(&pr, &s, x, n, mean)
+	t.proposeLatency(&pr, &s, x, n, mean)
+	t.forgetDropFloor(&s, drops)
+	t.proposeDrops(&pr, &s, x, n, drops)
+	t.observeResources(&pr, &s, x, n, mean)
 
 	next, why := old, pr.wantWhy
 	acted := false // a violation was acted on (not paced)
@@ -432,7 +332,7 @@ func (t *Target) Update(s Sample) Decision {
 		why = pr.cutWhy
 		// At most halving what is in use: a limit far above the in-flight
 		// count protects nothing until it is cut below it.
-		cut := max(pr.cut, 0.5*float64(min(old, max(s.MaxInFlight, 1))))
+		cut := max(pr.cut, maxCut*float64(min(old, max(s.MaxInFlight, 1))))
 		if !pr.severe && !pr.firm {
 			cut = float64(old) - t.p.Gain*(float64(old)-cut)
 		}
@@ -453,7 +353,7 @@ func (t *Target) Update(s Sample) Decision {
 				g = 1
 			}
 			next = old + max(1, round(g*gap))
-			next = min(next, 2*old)
+			next = min(next, maxGrowth*old)
 		}
 	}
 	if !pr.violated {
@@ -503,7 +403,8 @@ func (t *Target) noteCut(pr *proposal, s *Sample, n, x, mean, drops float64, old
 // endEpisode ends the episode of cuts after an interval with no violation:
 // the cuts worked, or the excess went away. A CPU pressure reading awaiting
 // judgement is kept while pressure stays over its target: between pressure
-// cuts the law waits for the average (see Target), which is no violation.
+// cuts the law waits for the average (see the package doc, "The target
+// law"), which is no violation.
 func (t *Target) endEpisode(s *Sample) {
 	c := &t.cut
 	keep, limit := c.res[resPressure], c.limit
@@ -514,7 +415,7 @@ func (t *Target) endEpisode(s *Sample) {
 	}
 }
 
-// checkCuts judges the episode of cuts once they have drained (the peak in
+// judgeCuts judges the episode of cuts once they have drained (the peak in
 // flight of the interval is within the limit, so its latency is the new
 // limit's) and the interval completed something: the resources that drove
 // cuts first (see judge), then latency and drops once the in-flight count has
@@ -526,7 +427,7 @@ func (t *Target) endEpisode(s *Sample) {
 // halved: a drop ratio within 10 % of where it was is not load, and becomes
 // the drop floor. It reports the reason and true when cuts proved useless and
 // the limit held before them should be restored.
-func (t *Target) checkCuts(s *Sample, n, x, mean, drops float64) (Reason, bool) {
+func (t *Target) judgeCuts(s *Sample, n, x, mean, drops float64) (Reason, bool) {
 	c := &t.cut
 	if !c.active || s.completed() == 0 {
 		return Reason{}, false
@@ -547,20 +448,20 @@ func (t *Target) checkCuts(s *Sample, n, x, mean, drops float64) (Reason, bool) 
 		}
 		pending = pending || c.res[r].on
 	}
-	if n > 0.8*c.inflight {
+	if n > judgeShare*c.inflight {
 		return Reason{}, false
 	}
 	// A fall of the in-flight count too small to tell from the noise of the
 	// means is not judged.
 	if fall := (c.inflight - n) / max(x, 1e-9); c.latencyCuts && mean > 0 && x > 0 &&
-		fall >= 3*meanNoise(s) && c.mean-mean < 0.1*fall {
+		fall >= noiseMargin*meanNoise(s) && c.mean-mean < responsiveShare*fall {
 		t.base.v = mean
 		return Reason{Signal: SignalUnresponsive, Observed: mean, Bound: c.mean}, true
 	}
 	if n > c.inflight/2 {
 		return Reason{}, false
 	}
-	if c.dropCuts && drops > 0 && drops >= 0.9*c.drops {
+	if c.dropCuts && drops > 0 && drops >= dropsUnmovedShare*c.drops {
 		t.dropFloor = drops
 		return Reason{Signal: SignalDropsUnmoved, Observed: drops, Bound: c.drops}, true
 	}
@@ -587,8 +488,9 @@ func meanNoise(s *Sample) float64 {
 // open circuit breaker lets nothing through) tell nothing.
 const episodeLooks = 8
 
-// latency adds the latency target's proposal.
-func (t *Target) latency(pr *proposal, s *Sample, x, n, mean float64) {
+// proposeLatency adds the latency target's proposal; it changes nothing
+// else.
+func (t *Target) proposeLatency(pr *proposal, s *Sample, x, n, mean float64) {
 	target := seconds(t.p.Latency)
 	p := seconds(s.Latency.Quantile(t.p.Quantile))
 	if target == 0 || mean == 0 || p == 0 || x == 0 {
@@ -663,18 +565,37 @@ func (t *Target) observeRefused(s *Sample) {
 	}
 }
 
-// drops adds the drop ratio's proposal: above the quantile's budget (or the
-// drop floor found not to respond to load) it is a violation. An interval
-// with no completion tells nothing about drops.
-func (t *Target) drops(pr *proposal, s *Sample, x, n, drops float64) {
+// forgetDropFloor forgets the drop floor once drops have fallen under half
+// of it (what held them up has gone). An interval with no completion tells
+// nothing about drops.
+func (t *Target) forgetDropFloor(s *Sample, drops float64) {
+	if s.completed() > 0 && drops < t.dropFloor/2 {
+		t.dropFloor = 0
+	}
+}
+
+// proposeDrops adds the drop ratio's proposal: above the quantile's budget
+// (or the drop floor found not to respond to load) it is a violation. An
+// interval with no completion tells nothing about drops.
+func (t *Target) proposeDrops(pr *proposal, s *Sample, x, n, drops float64) {
 	if s.completed() == 0 {
 		return
 	}
-	if drops < t.dropFloor/2 {
-		t.dropFloor = 0
-	}
-	budget := max(t.p.Quantile.budget(), t.dropFloor*1.25)
+	budget := max(t.p.Quantile.budget(), t.dropFloor*dropFloorMargin)
 	if drops > budget {
 		pr.violate(n*(1-drops), x*(1-drops), Reason{Signal: SignalDrops, Observed: drops, Bound: budget})
 	}
+}
+
+var targetLaw = LawKind{
+	Name:        "target",
+	Doc:         "keeps every latency, CPU, memory and CPU pressure target at once (the default)",
+	NeedsTarget: true,
+	ManagesRate: true,
+	Type:        reflect.TypeFor[*Target](),
+	New: func(s LawSettings) (Law, error) {
+		return NewTarget(TargetParams{Bounds: s.Bounds, Latency: s.Latency, Quantile: s.Quantile,
+			CPU: s.CPU, Memory: s.Memory, CPUPressure: s.CPUPressure,
+			PressureWindow: s.PressureWindow, Rate: s.Rate})
+	},
 }

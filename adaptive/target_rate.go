@@ -12,6 +12,24 @@ type RateParams struct {
 	Headroom float64
 }
 
+// ManagedRate is the managed token rate of a group whose configured rate is
+// ceiling requests per second (> 0; else it returns the zero RateParams: no
+// rate managed): between 1 (or ceiling, if lower) and ceiling, starting at
+// saved, a rate learned before (clamped into those bounds), or at the
+// ceiling when saved is 0. The gate and the simulator both build a law's
+// rate with it.
+func ManagedRate(ceiling, saved float64) RateParams {
+	if ceiling <= 0 {
+		return RateParams{}
+	}
+	lo := min(1, ceiling)
+	r := ceiling
+	if saved > 0 {
+		r = min(max(saved, lo), ceiling)
+	}
+	return RateParams{Initial: r, Min: lo, Max: ceiling}
+}
+
 // rateStep is the most the managed rate grows by in one interval.
 const rateStep = 1.25
 

@@ -46,7 +46,7 @@ type resourceState struct {
 }
 
 // Unmoved is a set of resource signals a Target law found its limit does not
-// move and therefore ignores (see Target, "Signals the limit cannot move").
+// move and therefore ignores (see the package doc, "The target law").
 // The zero value is the empty set.
 type Unmoved uint8
 
@@ -148,6 +148,15 @@ func (t *Target) watch(pr *proposal, r resource, u, aim float64, now time.Time) 
 	return false
 }
 
+// cpuJudgeShare: cuts CPU drove are judged once the throughput, which CPU
+// follows, has fallen to this share of where it was: by 15 %.
+const cpuJudgeShare = 0.85
+
+// minReading is the least resource reading (a utilisation or a share of
+// time, in [0, 1]) a proportional estimate divides by, so that an idle
+// resource proposes a large limit rather than an infinite one.
+const minReading = 0.01
+
 // pressureLoss is the fall of throughput after pressure cuts that shows the
 // pressure did not come from the service's own concurrency.
 const pressureLoss = 0.1
@@ -163,15 +172,17 @@ func reading(r resource, s *Sample) (float64, bool) {
 	return s.cpuPressure()
 }
 
-// judge decides whether the cuts r drove moved it (see Target). It waits until
-// the in-flight count has fallen by a fifth from r's snapshot and the driver
-// of r (throughput for CPU, work held for memory, the in-flight count for
-// pressure) has fallen enough to compare with; then it either forgets the
+// judge decides whether the cuts r drove moved it (see the package doc). It
+// waits until the in-flight count has fallen by a fifth (judgeShare) from
+// r's snapshot and the driver of r (throughput for CPU, work held for
+// memory, the in-flight count for pressure) has fallen enough to compare
+// with; then, from the part of r no limit could move (unmovable), it either
+// forgets the
 // snapshot (r moves with the limit: keep acting on it) or marks r ignored and
 // returns the reason to restore the limit.
 func (t *Target) judge(r resource, s *Sample, n, x float64) (Reason, bool) {
 	sn := &t.cut.res[r]
-	if !sn.on || n > 0.8*sn.n {
+	if !sn.on || n > judgeShare*sn.n {
 		return Reason{}, false
 	}
 	u, ok := reading(r, s)
@@ -181,13 +192,13 @@ func (t *Target) judge(r resource, s *Sample, n, x float64) (Reason, bool) {
 	v0, v, shown := sn.n, n, 1.0
 	switch r {
 	case resCPU:
-		if x > 0.85*sn.x {
+		if x > cpuJudgeShare*sn.x {
 			return Reason{}, false // the throughput, which CPU follows, has not fallen yet
 		}
 		v0, v = sn.x, x
 	case resMemory:
 		v0, v = sn.w, float64(max(0, s.InFlight)+max(0, s.QueueLength))
-		if v > 0.8*v0 {
+		if v > judgeShare*v0 {
 			return Reason{}, false
 		}
 	case resPressure:
@@ -249,8 +260,10 @@ func (t *Target) aim(r resource) float64 {
 	return t.target(r) * (1 - t.p.Headroom/5)
 }
 
-// resources adds the CPU, memory and CPU pressure targets' proposals.
-func (t *Target) resources(pr *proposal, s *Sample, x, n, mean float64) {
+// observeResources records the CPU, memory and CPU pressure readings (the
+// memory model learns, an ignored resource may be judged afresh, see watch)
+// and adds their targets' proposals.
+func (t *Target) observeResources(pr *proposal, s *Sample, x, n, mean float64) {
 	if u, ok := s.cpu(); ok && t.p.CPU > 0 && t.watch(pr, resCPU, u, t.aim(resCPU), s.Now) {
 		aim := t.aim(resCPU)
 		why := Reason{Signal: SignalCPU, Observed: u, Bound: t.p.CPU}
@@ -262,7 +275,7 @@ func (t *Target) resources(pr *proposal, s *Sample, x, n, mean float64) {
 			}
 			pr.violate(x*aim/u*w, x*aim/u, why)
 		case u < aim:
-			pr.allow(n*aim/max(u, 0.01), why)
+			pr.allow(n*aim/max(u, minReading), why)
 		default:
 			pr.allow(float64(t.limit), why)
 		}
@@ -271,7 +284,7 @@ func (t *Target) resources(pr *proposal, s *Sample, x, n, mean float64) {
 		held := float64(max(0, s.InFlight) + max(0, s.QueueLength))
 		t.mem.add(held, u)
 		if aim := t.aim(resMemory); t.watch(pr, resMemory, u, aim, s.Now) {
-			t.memory(pr, s, u, aim, held, x)
+			t.proposeMemory(pr, s, u, aim, held, x)
 		}
 	}
 	if p, ok := s.cpuPressure(); ok && t.p.CPUPressure > 0 {
@@ -287,15 +300,15 @@ func (t *Target) resources(pr *proposal, s *Sample, x, n, mean float64) {
 		case p > target:
 			pr.violate(n*aim/p, x*aim/p, why)
 		case p < aim:
-			pr.allow(n*aim/max(p, 0.01), why)
+			pr.allow(n*aim/max(p, minReading), why)
 		default:
 			pr.allow(float64(t.limit), why)
 		}
 	}
 }
 
-// memory adds the memory target's proposal for reading u with held work held.
-func (t *Target) memory(pr *proposal, s *Sample, u, aim, held, x float64) {
+// proposeMemory adds the memory target's proposal for reading u with held work held.
+func (t *Target) proposeMemory(pr *proposal, s *Sample, u, aim, held, x float64) {
 	lim := float64(t.limit)
 	if slots, proj, ok := t.mem.budget(aim, u, held, t.limit, max(0, s.QueueCapacity)); ok {
 		why := Reason{Signal: SignalMemoryBudget, Observed: proj, Bound: t.p.Memory}
@@ -318,7 +331,7 @@ func (t *Target) memory(pr *proposal, s *Sample, u, aim, held, x float64) {
 		pr.severe = true
 		pr.violate(lim*aim/u, x*aim/u, why)
 	case u < aim:
-		pr.allow(lim*aim/max(u, 0.01), why)
+		pr.allow(lim*aim/max(u, minReading), why)
 	default:
 		pr.allow(lim, why)
 	}

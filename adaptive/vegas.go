@@ -1,5 +1,7 @@
 package adaptive
 
+import "reflect"
+
 import "math"
 
 // VegasParams configures Vegas. Zero fields mean the defaults.
@@ -109,4 +111,13 @@ func (v *Vegas) Update(s Sample) Decision {
 	}
 	v.limit = min(max(round(next), v.p.Min), v.p.Max)
 	return decide(old, v.limit, 0, 0, why)
+}
+
+var vegasLaw = LawKind{
+	Name: "vegas",
+	Doc:  "TCP Vegas: the estimated queue at the backend against thresholds",
+	Type: reflect.TypeFor[*Vegas](),
+	New: func(s LawSettings) (Law, error) {
+		return NewVegas(VegasParams{Bounds: s.Bounds})
+	},
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluicehq/sluice/adaptive"
 	"github.com/sluicehq/sluice/gate/spec"
 )
 
@@ -33,6 +34,11 @@ const (
 	defaultLeaseExpiry = Duration(spec.DefaultLeaseExpiry)
 )
 
+// DefaultAdminListen is admin.listen's default: loopback only. Package admin
+// takes it as the default of its own listener (admin.DefaultListen), and
+// `sluice status` as the admin API it asks.
+const DefaultAdminListen = "127.0.0.1:9901"
+
 // CatchAllName names the group SetDefaults appends for requests that no
 // group of the file matches.
 const CatchAllName = "default"
@@ -59,7 +65,7 @@ func New() *Config {
 			Circuit:               defaultCircuit(),
 		},
 		Probe:   Probe{Source: ProbeSourceAuto, Root: "/"},
-		Admin:   Admin{Listen: "127.0.0.1:9901"},
+		Admin:   Admin{Listen: DefaultAdminListen},
 		Control: Control{Interval: Duration(spec.DefaultInterval), SaveInterval: Duration(spec.DefaultSaveInterval)},
 	}
 }
@@ -114,7 +120,9 @@ func (r *Rate) reset() {
 // values: open at 5 failures in a row, or at half the requests of the last
 // 10s failed once there were 20; stay open 5s, then close after 3 probes
 // succeed. A sidecar's upstream that restarts is back within seconds, so the
-// circuit does not stay open long.
+// circuit does not stay open long. These are the proxy's own defaults
+// (proxy.DefaultBreaker); configs imports nothing of sluice's, so a test of
+// cmd/sluice ties the two.
 func defaultCircuit() Circuit {
 	return Circuit{
 		FailureRatio:        0.5,
@@ -241,24 +249,25 @@ func (g *Group) SetDefaults() {
 
 func (c *Concurrency) setDefaults() {
 	*c = concurrencyOf(c.spec().WithDefaults())
-	if c.Law == LawFixed {
+	// The law's own knobs get its defaults (adaptive.LawKind.Knobs), shown
+	// in the effective config.
+	k, ok := adaptive.LookupLaw(string(c.Law))
+	if !ok || k.FixedLimit {
 		return
 	}
-	// The laws' own defaults of their knobs, shown in the effective config.
-	switch {
-	case c.Law == LawAIMD && c.Backoff == 0:
-		c.Backoff = defaultBackoff
-	case c.Law == LawGradient && c.Tolerance == 0:
-		c.Tolerance = defaultTolerance
+	for _, kn := range k.Knobs {
+		switch kn.Name {
+		case "backoff":
+			if c.Backoff == 0 {
+				c.Backoff = kn.Default
+			}
+		case "tolerance":
+			if c.Tolerance == 0 {
+				c.Tolerance = kn.Default
+			}
+		}
 	}
 }
-
-// The default knobs of laws "aimd" and "gradient", as package adaptive has
-// them.
-const (
-	defaultBackoff   = 0.9
-	defaultTolerance = 1.5
-)
 
 func (r *Rate) setDefaults(key KeySource) {
 	*r = rateOf(r.spec().WithDefaults(spec.KeySource(key)))

@@ -25,9 +25,10 @@ const (
 	// against them in turn, and shadowing is checked between every pair.
 	maxGroups = 1000
 
-	// Bounds of global quotas (scope "global"): those of limits/redis.
-	maxGlobalRefill       = 720 * time.Hour
-	maxGlobalSlidingLimit = 999_999_999
+	// maxGlobalRefill bounds burst/rate of a global quota (scope "global"):
+	// that of limits/redis. (A global window's limit is the registry's,
+	// limits.Algorithm.GlobalMaxLimit.)
+	maxGlobalRefill = 720 * time.Hour
 )
 
 const (

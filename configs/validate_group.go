@@ -6,8 +6,12 @@ import (
 	"math"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sluicehq/sluice/adaptive"
+	"github.com/sluicehq/sluice/limits"
 )
 
 // Validate checks g on its own and returns every problem, as an [Errors]
@@ -180,21 +184,22 @@ func checkHost(ck *checker, path, host string) {
 	}
 }
 
+// check validates a [group.rate]; which knobs apply, and what a global
+// quota supports, is the algorithm's to say (limits.Algorithm).
 func (r *Rate) check(ck *checker, p string, key KeySource) {
-	algOK := oneOf(ck, join(p, "algorithm"), r.Algorithm,
-		AlgorithmFixedWindow, AlgorithmSlidingLog, AlgorithmSlidingWindow, AlgorithmSlidingBuckets,
-		AlgorithmTokenBucket, AlgorithmLeakyBucket, AlgorithmLeakyQueue)
+	alg, algOK := limits.LookupAlgorithm(string(r.Algorithm))
+	if !algOK {
+		oneOf(ck, join(p, "algorithm"), string(r.Algorithm), limits.AlgorithmNames(nil)...)
+	}
 	scopeOK := oneOf(ck, join(p, "scope"), r.Scope, ScopeLocal, ScopeGlobal)
 	costOK := ck.intRange(join(p, "cost"), r.Cost, 1, maxCost)
 	amountOK := r.checkAmount(ck, p)
 	if !algOK {
 		return // which knobs apply depends on the algorithm
 	}
-	alg := fmt.Sprintf("by algorithm %q", r.Algorithm)
-	windowed := false
-	switch r.Algorithm {
-	case AlgorithmFixedWindow, AlgorithmSlidingLog, AlgorithmSlidingWindow, AlgorithmSlidingBuckets:
-		windowed = true
+	by := fmt.Sprintf("by algorithm %q", r.Algorithm)
+	windowed := alg.Shape == limits.ShapeWindow
+	if windowed {
 		if amountOK && r.Rate != 0 && r.Rate != math.Trunc(r.Rate) {
 			ck.errorf(join(p, "rate"), "%s counts whole requests per window and %s per second is not whole: use limit and window", r.Algorithm, formatFloat(r.Rate))
 			amountOK = false
@@ -207,35 +212,32 @@ func (r *Rate) check(ck *checker, p string, key KeySource) {
 			ck.errorf(join(p, at), "must be ≥ cost (%d), got %d: no request could ever pass", r.Cost, limit)
 		}
 	}
-	switch r.Algorithm {
-	case AlgorithmTokenBucket, AlgorithmLeakyBucket:
-		if r.Burst == 0 && !amountOK {
-			break // not derived for want of a rate, which is reported
-		}
-		if ck.intRange(join(p, "burst"), r.Burst, 1, maxRate) && costOK && r.Burst < r.Cost {
-			ck.errorf(join(p, "burst"), "must be ≥ cost (%d), got %d", r.Cost, r.Burst)
-		}
-	default:
-		ck.unused(join(p, "burst"), r.Burst != 0, alg)
+	switch {
+	case !alg.Knobs.Has(limits.KnobBurst):
+		ck.unused(join(p, "burst"), r.Burst != 0, by)
+	case r.Burst == 0 && !amountOK:
+		// not derived for want of a rate, which is reported
+	case ck.intRange(join(p, "burst"), r.Burst, 1, maxRate) && costOK && r.Burst < r.Cost:
+		ck.errorf(join(p, "burst"), "must be ≥ cost (%d), got %d", r.Cost, r.Burst)
 	}
-	if r.Algorithm == AlgorithmTokenBucket {
+	if alg.Knobs.Has(limits.KnobWarmup) {
 		ck.duration(join(p, "warmup"), r.Warmup, 0, hour)
 	} else {
-		ck.unused(join(p, "warmup"), r.Warmup != 0, alg)
+		ck.unused(join(p, "warmup"), r.Warmup != 0, by)
 	}
-	if r.Algorithm == AlgorithmSlidingBuckets {
+	if alg.Knobs.Has(limits.KnobBuckets) {
 		if ck.intRange(join(p, "buckets"), r.Buckets, 2, 1000) && amountOK {
 			if _, w := r.Quota(); w/time.Duration(r.Buckets) < time.Millisecond {
 				ck.errorf(join(p, "buckets"), "window %s in %d buckets is under 1ms a bucket", Duration(w), r.Buckets)
 			}
 		}
 	} else {
-		ck.unused(join(p, "buckets"), r.Buckets != 0, alg)
+		ck.unused(join(p, "buckets"), r.Buckets != 0, by)
 	}
-	if r.Algorithm == AlgorithmLeakyQueue {
+	if alg.Knobs.Has(limits.KnobMaxWait) {
 		ck.duration(join(p, "max_wait"), r.MaxWait, ms, min1)
 	} else {
-		ck.unused(join(p, "max_wait"), r.MaxWait != 0, alg)
+		ck.unused(join(p, "max_wait"), r.MaxWait != 0, by)
 	}
 	if key == KeyNone || key == "" {
 		const why = `with key = "none": the group has one quota`
@@ -254,26 +256,24 @@ func (r *Rate) check(ck *checker, p string, key KeySource) {
 		}
 	}
 	if scopeOK && r.Scope == ScopeGlobal {
-		switch r.Algorithm {
-		case AlgorithmLeakyQueue:
-			ck.errorf(join(p, "scope"), `"global" does not support algorithm "leaky_queue": requests cannot wait in Redis`)
-		case AlgorithmSlidingLog, AlgorithmSlidingBuckets:
-			ck.errorf(join(p, "scope"), `"global" does not support algorithm %q: use "sliding_window", "fixed_window", "token_bucket" or "leaky_bucket"`, r.Algorithm)
-		case AlgorithmTokenBucket, AlgorithmLeakyBucket:
+		switch limit, _ := r.Quota(); {
+		case alg.Global == limits.GlobalNone && alg.Paced:
+			ck.errorf(join(p, "scope"), `"global" does not support algorithm %q: requests cannot wait in Redis`, r.Algorithm)
+		case alg.Global == limits.GlobalNone:
+			ck.errorf(join(p, "scope"), `"global" does not support algorithm %q: use %s`, r.Algorithm,
+				orList(limits.AlgorithmNames(func(a *limits.Algorithm) bool { return a.Global != limits.GlobalNone })))
+		case alg.Shape == limits.ShapeRate:
 			// limits/redis computes in float64 nanoseconds: burst/rate up to 720h.
 			if amountOK && r.Burst > 0 && time.Duration(r.FreshAfter()) > maxGlobalRefill {
 				ck.errorf(join(p, "burst"), `with scope "global", burst/rate must be at most %s, got %s`, Duration(maxGlobalRefill), r.FreshAfter())
 			}
-		case AlgorithmSlidingWindow:
-			// limits/redis keeps two counts of 9 digits in one Redis integer.
-			if limit, _ := r.Quota(); amountOK && limit > maxGlobalSlidingLimit {
-				ck.errorf(join(p, "limit"), `with scope "global", must be at most %d, got %d`, maxGlobalSlidingLimit, limit)
-			}
+		case alg.GlobalMaxLimit > 0 && amountOK && int64(limit) > alg.GlobalMaxLimit:
+			ck.errorf(join(p, "limit"), `with scope "global", must be at most %d, got %d`, alg.GlobalMaxLimit, limit)
 		}
 		if r.Warmup != 0 {
 			ck.errorf(join(p, "warmup"), `not supported with scope "global"`)
 		}
-		r.checkSync(ck, p)
+		r.checkSync(ck, p, alg)
 	} else if scopeOK {
 		const why = `with scope "local": only a global quota is shared`
 		ck.unused(join(p, "sync"), r.Sync != "" && r.Sync != SyncExact, why)
@@ -284,7 +284,7 @@ func (r *Rate) check(ck *checker, p string, key KeySource) {
 
 // checkSync checks how a global quota is shared (Rate.Sync) and its lease
 // settings.
-func (r *Rate) checkSync(ck *checker, p string) {
+func (r *Rate) checkSync(ck *checker, p string, alg *limits.Algorithm) {
 	if r.Sync != "" && !oneOf(ck, join(p, "sync"), r.Sync, SyncExact, SyncLeased) {
 		return
 	}
@@ -294,10 +294,9 @@ func (r *Rate) checkSync(ck *checker, p string) {
 		ck.unused(join(p, "lease_expiry"), r.LeaseExpiry != 0, why)
 		return
 	}
-	switch r.Algorithm {
-	case AlgorithmTokenBucket, AlgorithmLeakyBucket, AlgorithmFixedWindow:
-	default:
-		ck.errorf(join(p, "sync"), `"leased" cuts the quota into blocks, which algorithm %q cannot be: it stays "exact" (leased: "token_bucket", "leaky_bucket" or "fixed_window")`, r.Algorithm)
+	if alg.Global != limits.GlobalLeased {
+		ck.errorf(join(p, "sync"), `"leased" cuts the quota into blocks, which algorithm %q cannot be: it stays "exact" (leased: %s)`, r.Algorithm,
+			orList(limits.AlgorithmNames(func(a *limits.Algorithm) bool { return a.Global == limits.GlobalLeased })))
 	}
 	if ck.duration(join(p, "lease_period"), r.LeasePeriod, 10*ms, 10*sec) &&
 		ck.duration(join(p, "lease_expiry"), r.LeaseExpiry, ms, hour) && r.LeaseExpiry < 3*r.LeasePeriod {
@@ -328,14 +327,18 @@ func (r *Rate) checkAmount(ck *checker, p string) bool {
 	return false
 }
 
+// check validates a [group.concurrency]; which keys apply is the law's to
+// say (adaptive.LawKind).
 func (c *Concurrency) check(ck *checker, p string) {
-	if !oneOf(ck, join(p, "law"), c.Law, LawFixed, LawAIMD, LawGradient, LawVegas, LawTarget) {
+	kind, ok := adaptive.LookupLaw(string(c.Law))
+	if !ok {
+		oneOf(ck, join(p, "law"), string(c.Law), adaptive.LawNames()...)
 		return
 	}
 	law := fmt.Sprintf("by law %q", c.Law)
-	if c.Law == LawFixed {
+	if kind.FixedLimit {
 		if c.Limit == 0 {
-			ck.errorf(join(p, "limit"), `required with law "fixed"`)
+			ck.errorf(join(p, "limit"), `required with law %q`, c.Law)
 		} else {
 			ck.intRange(join(p, "limit"), c.Limit, 1, maxLimit)
 		}
@@ -343,7 +346,8 @@ func (c *Concurrency) check(ck *checker, p string) {
 		ck.unused(join(p, "min"), c.Min != 0, law)
 		ck.unused(join(p, "max"), c.Max != 0, law)
 	} else {
-		ck.unused(join(p, "limit"), c.Limit != 0, law+` (only "fixed" has a constant limit; adaptive laws move between min and max)`)
+		fixed := orList(lawNames(func(k *adaptive.LawKind) bool { return k.FixedLimit }))
+		ck.unused(join(p, "limit"), c.Limit != 0, law+` (only `+fixed+` has a constant limit; adaptive laws move between min and max)`)
 		minOK := ck.intRange(join(p, "min"), c.Min, 1, maxLimit)
 		maxOK := ck.intRange(join(p, "max"), c.Max, 1, maxLimit)
 		initOK := ck.intRange(join(p, "initial"), c.Initial, 1, maxLimit)
@@ -355,26 +359,58 @@ func (c *Concurrency) check(ck *checker, p string) {
 			ck.errorf(join(p, "initial"), "must be ≤ max (%d), got %d", c.Max, c.Initial)
 		}
 	}
-	if c.Law == LawAIMD {
-		ck.floatRange(join(p, "backoff"), c.Backoff, 0.5, 0.99)
-	} else {
-		ck.unused(join(p, "backoff"), c.Backoff != 0, law)
-	}
-	if c.Law == LawGradient {
-		ck.floatRange(join(p, "tolerance"), c.Tolerance, 1, 10)
-	} else {
-		ck.unused(join(p, "tolerance"), c.Tolerance != 0, law)
+	for _, k := range c.knobs() {
+		if kn, ok := kind.Knob(k.name); ok {
+			ck.floatRange(join(p, k.name), k.v, kn.Min, kn.Max)
+		} else {
+			ck.unused(join(p, k.name), k.v != 0, law)
+		}
 	}
 }
 
+// knobs are the laws' own keys of c (adaptive.Knob), by name.
+func (c *Concurrency) knobs() []struct {
+	name string
+	v    float64
+} {
+	return []struct {
+		name string
+		v    float64
+	}{{"backoff", c.Backoff}, {"tolerance", c.Tolerance}}
+}
+
+// lawNames returns the names of the registered laws keep keeps.
+func lawNames(keep func(*adaptive.LawKind) bool) []string {
+	var names []string
+	for _, k := range adaptive.Laws() {
+		if keep(k) {
+			names = append(names, k.Name)
+		}
+	}
+	return names
+}
+
+// orList quotes names and joins them as `"a", "b" or "c"`.
+func orList(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = strconv.Quote(n)
+	}
+	if len(q) < 2 {
+		return strings.Join(q, "")
+	}
+	return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
+}
+
 func (t *Targets) check(ck *checker, p string, law Law) {
+	kind, _ := adaptive.LookupLaw(string(law))
 	ck.optionalDuration(join(p, "latency"), t.Latency, ms, hour)
 	ck.floatRange(join(p, "quantile"), t.Quantile, 0.5, 0.9999)
 	ck.ratio(join(p, "cpu"), t.CPU)
 	ck.ratio(join(p, "memory"), t.Memory)
 	ck.ratio(join(p, "cpu_pressure"), t.CPUPressure)
-	if law == LawTarget && t.Latency == 0 && t.CPU == 0 && t.Memory == 0 && t.CPUPressure == 0 {
-		ck.incompletef(p, `law "target" needs at least one of latency, cpu, memory or cpu_pressure`)
+	if kind != nil && kind.NeedsTarget && t.Latency == 0 && t.CPU == 0 && t.Memory == 0 && t.CPUPressure == 0 {
+		ck.incompletef(p, `law %q needs at least one of latency, cpu, memory or cpu_pressure`, law)
 	}
 }
 

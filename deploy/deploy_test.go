@@ -387,7 +387,7 @@ func run(t *testing.T, args ...string) string {
 
 // TestStaticBinary builds the binary as the image's build stage does and
 // checks that it is static (no program interpreter, no shared libraries),
-// built as build.sh says, and that it runs: its version, its embedded
+// built as build.sh says (without the demo), and that it runs: its version, its embedded
 // default config, and the example configs the deploy files use.
 func TestStaticBinary(t *testing.T) {
 	bin := binary(t)
@@ -414,8 +414,8 @@ func TestStaticBinary(t *testing.T) {
 	}
 	// (With -trimpath, go build records no -ldflags: the version is checked
 	// by running the binary.)
-	if settings["CGO_ENABLED"] != "0" || settings["-trimpath"] != "true" {
-		t.Errorf("build settings %v: want CGO_ENABLED=0 and -trimpath", settings)
+	if settings["CGO_ENABLED"] != "0" || settings["-trimpath"] != "true" || settings["-tags"] != "nodemo" {
+		t.Errorf("build settings %v: want CGO_ENABLED=0, -trimpath and -tags nodemo (no demo in the image)", settings)
 	}
 	// In a clone (not a git worktree, whose .git is a file that go build does
 	// not follow), the revision is stamped, whatever GOFLAGS says.

@@ -103,9 +103,13 @@ func buildable(c *Group) error {
 		MaxWait: c.Queue.MaxWait, Order: limits.FIFO}).Validate(); err != nil {
 		return err
 	}
-	if c.Rate != nil && c.Rate.Scope != spec.ScopeGlobal {
-		if _, err := newAlgorithm(c.Rate); err != nil {
-			return err
+	if r := c.Rate; r != nil && r.Scope != spec.ScopeGlobal {
+		alg, ok := limits.LookupAlgorithm(string(r.Algorithm))
+		if !ok {
+			return fmt.Errorf("rate: unknown algorithm %q", r.Algorithm)
+		}
+		if _, err := alg.New(rateSpec(r)); err != nil {
+			return fmt.Errorf("rate: %w", err)
 		}
 	}
 	return nil

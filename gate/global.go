@@ -43,7 +43,7 @@ type GlobalStatus struct {
 	// first built (reloads carry them over).
 	StoreDecisions, FallbackDecisions, Errors, Timeouts uint64
 	// Sync is how the nodes share the quota: "exact" or "leased".
-	Sync string
+	Sync Sync
 	// QuotaVersion is the version of the quota's definition in the store in
 	// force (GlobalQuota.Define); 0: the configured quota. QuotaError says
 	// why a definition found there is not applied.

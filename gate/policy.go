@@ -58,48 +58,49 @@ func newPolicy(c *spec.Group, s seed, managedMax float64) (policy, error) {
 	return p, nil
 }
 
-// newLaw builds the control law of c, starting from s.
+// newLaw builds the control law of c, starting from s: the group's own
+// (Concurrency.Custom), else one of the registry of laws.
 func newLaw(c *spec.Group, s seed, managedMax float64) (adaptive.Law, error) {
-	cc := &c.Concurrency
-	if cc.Law == spec.LawFixed {
-		n := cc.Limit
-		return adaptive.NewFixed(adaptive.FixedParams{Bounds: adaptive.Bounds{Min: n, Max: n, Initial: n}})
-	}
-	b := adaptive.Bounds{Min: cc.Min, Max: cc.Max, Initial: cc.Initial}
-	if s.limit > 0 {
-		b.Initial = b.Clamp(s.limit)
-	}
-	if cc.Custom != nil {
+	if cc := &c.Concurrency; cc.Custom != nil {
+		b := adaptive.Bounds{Min: cc.Min, Max: cc.Max, Initial: cc.Initial}
+		if s.limit > 0 {
+			b.Initial = b.Clamp(s.limit)
+		}
 		return cc.Custom.NewLaw(b)
 	}
-	lat, q := time.Duration(c.Targets.Latency), quantileOf(c.Targets.Quantile)
-	switch cc.Law {
-	case spec.LawAIMD:
-		return adaptive.NewAIMD(adaptive.AIMDParams{Bounds: b, Backoff: cc.Backoff, Latency: lat, Quantile: q})
-	case spec.LawGradient:
-		return adaptive.NewGradient(adaptive.GradientParams{Bounds: b, Tolerance: cc.Tolerance})
-	case spec.LawVegas:
-		return adaptive.NewVegas(adaptive.VegasParams{Bounds: b})
-	case spec.LawTarget:
-		p := adaptive.TargetParams{Bounds: b, Latency: lat, Quantile: q,
-			CPU: c.Targets.CPU, Memory: c.Targets.Memory, CPUPressure: c.Targets.CPUPressure}
-		if managedMax > 0 {
-			lo := min(1, managedMax)
-			r := managedMax
-			if s.rate > 0 {
-				r = min(max(s.rate, lo), managedMax)
-			}
-			p.Rate = adaptive.RateParams{Initial: r, Min: lo, Max: managedMax}
-		}
-		return adaptive.NewTarget(p)
+	k, ok := adaptive.LookupLaw(string(c.Concurrency.Law))
+	if !ok {
+		return nil, fmt.Errorf("gate: group %q: unknown law %q", c.Name, c.Concurrency.Law)
 	}
-	return nil, fmt.Errorf("gate: group %q: unknown law %q", c.Name, cc.Law)
+	return k.New(lawSettings(c, k, s, managedMax))
+}
+
+// lawSettings is what c gives its law k, starting from s: a learned limit
+// clamped into the bounds, and, when k manages the group's token rate
+// (managedMax > 0), the rate between 1 (or managedMax, if lower) and
+// managedMax requests per second, starting at the learned one.
+func lawSettings(c *spec.Group, k *adaptive.LawKind, s seed, managedMax float64) adaptive.LawSettings {
+	cc := &c.Concurrency
+	ls := adaptive.LawSettings{
+		Bounds:  adaptive.Bounds{Min: cc.Min, Max: cc.Max, Initial: cc.Initial},
+		Limit:   cc.Limit,
+		Latency: time.Duration(c.Targets.Latency), Quantile: quantileOf(c.Targets.Quantile),
+		CPU: c.Targets.CPU, Memory: c.Targets.Memory, CPUPressure: c.Targets.CPUPressure,
+		Backoff: cc.Backoff, Tolerance: cc.Tolerance,
+	}
+	if s.limit > 0 && !k.FixedLimit {
+		ls.Bounds.Initial = ls.Bounds.Clamp(s.limit)
+	}
+	if k.ManagesRate {
+		ls.Rate = adaptive.ManagedRate(managedMax, s.rate)
+	}
+	return ls
 }
 
 // lawRate is the token rate a law manages now, 0 when it manages none.
 func lawRate(l adaptive.Law) float64 {
-	if t, ok := l.(*adaptive.Target); ok {
-		return t.Rate()
+	if m, ok := l.(adaptive.RateManager); ok {
+		return m.Rate()
 	}
 	return 0
 }

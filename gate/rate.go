@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sluicehq/sluice/adaptive"
 	"github.com/sluicehq/sluice/gate/spec"
 	"github.com/sluicehq/sluice/limits"
 )
@@ -55,12 +56,16 @@ type rateLimit struct {
 
 // newRate builds the rate limit of c (nil when it has none). global builds a
 // limiter for scope "global".
-func newRate(c *spec.Group, global func(*spec.Group) (RateLimiter, error)) (*rateLimit, error) {
+func newRate(c *Group, global func(*Group) (RateLimiter, error)) (*rateLimit, error) {
 	r := c.Rate
 	if r == nil {
 		return nil, nil
 	}
-	rl := &rateLimit{cost: int64(r.Cost), paced: r.Algorithm == spec.AlgorithmLeakyQueue}
+	alg, ok := limits.LookupAlgorithm(string(r.Algorithm))
+	if !ok {
+		return nil, fmt.Errorf("gate: group %q: rate: unknown algorithm %q", c.Name, r.Algorithm)
+	}
+	rl := &rateLimit{cost: int64(r.Cost), paced: alg.Paced}
 	if r.Scope == spec.ScopeGlobal {
 		if global == nil {
 			return nil, fmt.Errorf("gate: group %q: rate scope \"global\" needs a global rate limiter (Params.GlobalRate, such as gate/redisrate's)", c.Name)
@@ -72,7 +77,7 @@ func newRate(c *spec.Group, global func(*spec.Group) (RateLimiter, error)) (*rat
 		rl.lim = lim
 		return rl, nil
 	}
-	algo, err := newAlgorithm(r)
+	algo, err := alg.New(rateSpec(r))
 	if err != nil {
 		return nil, fmt.Errorf("gate: group %q: rate: %w", c.Name, err)
 	}
@@ -89,50 +94,33 @@ func newRate(c *spec.Group, global func(*spec.Group) (RateLimiter, error)) (*rat
 	return rl, nil
 }
 
-// newAlgorithm builds the limits algorithm r names.
-func newAlgorithm(r *spec.Rate) (limits.Limiter, error) {
-	switch r.Algorithm {
-	case spec.AlgorithmFixedWindow, spec.AlgorithmSlidingLog, spec.AlgorithmSlidingWindow:
-		n, w := r.Quota()
-		p := limits.WindowParams{Limit: int64(n), Window: w}
-		switch r.Algorithm {
-		case spec.AlgorithmFixedWindow:
-			return limits.NewFixedWindow(p)
-		case spec.AlgorithmSlidingLog:
-			return limits.NewSlidingLog(p)
-		}
-		return limits.NewSlidingWindow(p)
-	case spec.AlgorithmSlidingBuckets:
-		n, w := r.Quota()
-		return limits.NewSlidingBuckets(limits.SlidingBucketsParams{Limit: int64(n), Window: w, Buckets: r.Buckets})
-	case spec.AlgorithmTokenBucket:
-		return limits.NewTokenBucket(limits.TokenBucketParams{Rate: r.PerSecond(), Burst: int64(r.Burst),
-			Warmup: time.Duration(r.Warmup)})
-	case spec.AlgorithmLeakyBucket:
-		return limits.NewLeakyBucket(limits.LeakyBucketParams{Rate: r.PerSecond(), Capacity: int64(r.Burst)})
-	case spec.AlgorithmLeakyQueue:
-		return limits.NewLeakyQueue(limits.LeakyQueueParams{Rate: r.PerSecond(), MaxWait: time.Duration(r.MaxWait)})
-	}
-	return nil, fmt.Errorf("unknown algorithm %q", r.Algorithm)
+// rateSpec is what r gives its algorithm.
+func rateSpec(r *spec.Rate) limits.Spec {
+	n, w := r.Quota()
+	return limits.Spec{Rate: r.PerSecond(), Limit: int64(n), Window: w, Burst: int64(r.Burst),
+		Warmup: time.Duration(r.Warmup), MaxWait: time.Duration(r.MaxWait), Buckets: r.Buckets}
 }
 
 // manageable reports the configured rate, in requests per second, of a group
-// whose token rate the law may manage, else 0. The law manages it when it is
-// "target", and the rate is one local bucket for the whole group (no key: a
-// per-key quota is the client's contract, not the service's capacity) whose
-// rate can change at runtime. The configured rate is the ceiling: the law
+// whose token rate the law may manage, else 0. The law manages it when its
+// kind can (adaptive.LawKind.ManagesRate), and the rate is one local limiter
+// for the whole group (no key: a per-key quota is the client's contract, not
+// the service's capacity) whose rate can change at runtime
+// (limits.ShapeRate). The configured rate is the ceiling: the law
 // lowers it under overload and gives it back, never more.
 func manageable(c *spec.Group) float64 {
 	r := c.Rate
-	if r == nil || c.Concurrency.Law != spec.LawTarget || c.Key != spec.KeyNone ||
-		r.Scope != spec.ScopeLocal {
+	if r == nil || c.Key != spec.KeyNone || r.Scope != spec.ScopeLocal {
 		return 0
 	}
-	switch r.Algorithm {
-	case spec.AlgorithmTokenBucket, spec.AlgorithmLeakyBucket, spec.AlgorithmLeakyQueue:
-		return r.PerSecond() / float64(max(r.Cost, 1))
+	law, ok := adaptive.LookupLaw(string(c.Concurrency.Law))
+	if !ok || !law.ManagesRate {
+		return 0
 	}
-	return 0
+	if alg, ok := limits.LookupAlgorithm(string(r.Algorithm)); !ok || alg.Shape != limits.ShapeRate {
+		return 0
+	}
+	return r.PerSecond() / float64(max(r.Cost, 1))
 }
 
 // setRate applies a managed rate in requests per second, with the burst
@@ -141,61 +129,28 @@ func (rl *rateLimit) setRate(reqPerSec float64) error {
 	units := reqPerSec * float64(rl.cost)
 	rl.managed.Store(math.Float64bits(units))
 	burst := int64(max(float64(rl.cost), math.Round(units*rl.burstSecs)))
-	switch a := rl.algo.(type) {
-	case *limits.TokenBucket:
-		if err := a.SetRate(units); err != nil {
-			return err
-		}
-		return a.SetBurst(burst)
-	case *limits.LeakyBucket:
-		if err := a.SetRate(units); err != nil {
-			return err
-		}
-		return a.SetCapacity(burst)
-	case *limits.LeakyQueue:
-		return a.SetRate(units)
+	a, ok := rl.algo.(limits.RateSetter)
+	if !ok {
+		return fmt.Errorf("gate: rate of %T cannot change at runtime", rl.algo)
 	}
-	return fmt.Errorf("gate: rate of %T cannot change at runtime", rl.algo)
+	if err := a.SetRate(units); err != nil {
+		return err
+	}
+	if b, ok := rl.algo.(limits.BurstSetter); ok {
+		return b.SetBurst(burst)
+	}
+	return nil
 }
 
 // apply changes the figures of the running algorithm to r's (an override of
 // the rate, the burst or the window; the algorithm itself cannot change
 // without a reload). Every key keeps its state.
 func (rl *rateLimit) apply(r *spec.Rate) error {
-	ps := r.PerSecond()
-	n, w := r.Quota()
-	var errs []error
-	try := func(err error) {
-		if err != nil {
-			errs = append(errs, err)
-		}
-	}
-	switch a := rl.algo.(type) {
-	case *limits.TokenBucket:
-		try(a.SetRate(ps))
-		try(a.SetBurst(int64(r.Burst)))
-	case *limits.LeakyBucket:
-		try(a.SetRate(ps))
-		try(a.SetCapacity(int64(r.Burst)))
-	case *limits.LeakyQueue:
-		try(a.SetRate(ps))
-		try(a.SetMaxWait(time.Duration(r.MaxWait)))
-	case *limits.FixedWindow:
-		try(a.SetLimit(int64(n)))
-		try(a.SetWindow(w))
-	case *limits.SlidingLog:
-		try(a.SetLimit(int64(n)))
-		try(a.SetWindow(w))
-	case *limits.SlidingWindow:
-		try(a.SetLimit(int64(n)))
-		try(a.SetWindow(w))
-	case *limits.SlidingBuckets:
-		try(a.SetLimit(int64(n)))
-		try(a.SetWindow(w))
-	case nil:
+	if rl.algo == nil {
 		return fmt.Errorf("gate: a global rate limit cannot change at runtime; reload")
 	}
-	if rl.burstSecs > 0 && ps > 0 {
+	errs := limits.Retune(rl.algo, rateSpec(r))
+	if ps := r.PerSecond(); rl.burstSecs > 0 && ps > 0 {
 		rl.burstSecs = float64(r.Burst) / ps
 	}
 	if len(errs) > 0 {

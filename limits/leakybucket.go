@@ -85,6 +85,10 @@ func (b *LeakyBucket) SetCapacity(n int64) error {
 	return b.set(func(p *LeakyBucketParams) { p.Capacity = n })
 }
 
+// SetBurst is SetCapacity: a leaky bucket's capacity is its burst (the
+// name BurstSetter shares with TokenBucket).
+func (b *LeakyBucket) SetBurst(n int64) error { return b.SetCapacity(n) }
+
 func (b *LeakyBucket) set(change func(p *LeakyBucketParams)) error {
 	return b.l.update(func(cur *gcra) (*gcra, error) {
 		p := LeakyBucketParams{Rate: cur.rate, Capacity: cur.burst}
@@ -98,4 +102,12 @@ func (b *LeakyBucket) set(change func(p *LeakyBucketParams)) error {
 
 func (b *LeakyBucket) newStore(shards, maxKeys int) keyedStore {
 	return b.l.newStore(shards, maxKeys)
+}
+
+var leakyBucketAlgorithm = Algorithm{
+	Name: "leaky_bucket", Doc: "the leaky bucket as a meter (GCRA): admits a request if the bucket, draining at rate, has room for it in burst",
+	Shape: ShapeRate, Knobs: KnobBurst, Global: GlobalLeased,
+	New: func(s Spec) (Limiter, error) {
+		return NewLeakyBucket(LeakyBucketParams{Rate: s.Rate, Capacity: s.Burst})
+	},
 }

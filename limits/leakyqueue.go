@@ -99,3 +99,11 @@ func (q *LeakyQueue) set(change func(p *LeakyQueueParams)) error {
 func (q *LeakyQueue) newStore(shards, maxKeys int) keyedStore {
 	return q.l.newStore(shards, maxKeys)
 }
+
+var leakyQueueAlgorithm = Algorithm{
+	Name: "leaky_queue", Doc: "the leaky bucket as a queue: requests wait and leave at exactly rate, refused beyond max_wait",
+	Shape: ShapeRate, Knobs: KnobMaxWait, Paced: true,
+	New: func(s Spec) (Limiter, error) {
+		return NewLeakyQueue(LeakyQueueParams{Rate: s.Rate, MaxWait: s.MaxWait})
+	},
+}

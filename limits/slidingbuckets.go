@@ -197,3 +197,11 @@ func (p *sbParams) adopt(s *sbState, old *sbParams, now int64) {
 func (p *sbParams) policy() Policy {
 	return Policy{Quota: p.Limit, Window: time.Duration(int64(p.buckets) * p.width)}
 }
+
+var slidingBucketsAlgorithm = Algorithm{
+	Name: "sliding_buckets", Doc: "splits the window into sub-window counters",
+	Shape: ShapeWindow, Knobs: KnobBuckets,
+	New: func(s Spec) (Limiter, error) {
+		return NewSlidingBuckets(SlidingBucketsParams{Limit: s.Limit, Window: s.Window, Buckets: s.Buckets})
+	},
+}

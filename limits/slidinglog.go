@@ -103,3 +103,9 @@ func (p *slParams) idle(s *logState, now int64) bool {
 }
 
 func (p *slParams) adopt(*logState, *slParams, int64) {}
+
+var slidingLogAlgorithm = Algorithm{
+	Name: "sliding_log", Doc: "keeps a timestamp per request; exact, memory grows with the limit",
+	Shape: ShapeWindow,
+	New:   func(s Spec) (Limiter, error) { return NewSlidingLog(WindowParams{Limit: s.Limit, Window: s.Window}) },
+}

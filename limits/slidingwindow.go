@@ -130,3 +130,10 @@ func (p *swParams) adopt(s *swState, old *swParams, now int64) {
 func (p *swParams) policy() Policy {
 	return Policy{Quota: p.Limit, Window: p.Window, Shortfall: 1}
 }
+
+var slidingWindowAlgorithm = Algorithm{
+	Name: "sliding_window", Doc: "weights the previous window's count by its overlap; approximate, two counters",
+	// limits/redis keeps the two counts of 9 digits in one Redis integer.
+	Shape: ShapeWindow, Global: GlobalExact, GlobalMaxLimit: 999_999_999,
+	New: func(s Spec) (Limiter, error) { return NewSlidingWindow(WindowParams{Limit: s.Limit, Window: s.Window}) },
+}

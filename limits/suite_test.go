@@ -36,7 +36,7 @@ func must[T any](v T, err error) T {
 
 func algoCases() []algoCase {
 	w := WindowParams{Limit: 10, Window: time.Second}
-	return []algoCase{
+	cs := []algoCase{
 		{name: "FixedWindow", new: func(t testing.TB) Limiter { return must(NewFixedWindow(w)) }},
 		{name: "SlidingLog", new: func(t testing.TB) Limiter { return must(NewSlidingLog(w)) }},
 		{name: "SlidingWindow", underLimit: true, new: func(t testing.TB) Limiter { return must(NewSlidingWindow(w)) }},
@@ -56,6 +56,15 @@ func algoCases() []algoCase {
 			return must(NewLeakyQueue(LeakyQueueParams{Rate: 10, MaxWait: 900 * time.Millisecond}))
 		}},
 	}
+	// And every algorithm of the registry, built from a Spec of 10 a second
+	// as a config builds it, so a new algorithm is checked without a case.
+	s := Spec{Rate: 10, Limit: 10, Window: time.Second, Burst: 10, MaxWait: 900 * time.Millisecond, Buckets: 10}
+	for _, a := range Algorithms() {
+		cs = append(cs, algoCase{name: "registry/" + a.Name, paced: a.Paced,
+			underLimit: must(a.New(s)).Policy().Shortfall > 0,
+			new:        func(t testing.TB) Limiter { return must(a.New(s)) }})
+	}
+	return cs
 }
 
 // keyedView runs a Keyed limiter for one key through the Limiter interface.

@@ -173,3 +173,11 @@ func (b *TokenBucket) newStore(shards, maxKeys int) keyedStore {
 	}
 	return b.warm.newStore(shards, maxKeys)
 }
+
+var tokenBucketAlgorithm = Algorithm{
+	Name: "token_bucket", Doc: "refills rate tokens per second up to burst, with an optional warm-up",
+	Shape: ShapeRate, Knobs: KnobBurst | KnobWarmup, Global: GlobalLeased,
+	New: func(s Spec) (Limiter, error) {
+		return NewTokenBucket(TokenBucketParams{Rate: s.Rate, Burst: s.Burst, Warmup: s.Warmup})
+	},
+}

@@ -12,7 +12,8 @@
 // in-flight, min/max/mean, P50/P90/P95/P99/P99.9 and the min RTT over a
 // longer window; Recorder.Quantile answers any other quantile.
 //
-// Durations go into a log-linear histogram of our own (buckets.go): 64
+// Durations go into a log-linear histogram of our own (internal/hist, which
+// adaptive/sim's probe model shares, so simulated laws read the same figures): 64
 // buckets per power of two from 128 ns to 68.7 s, below that one per
 // nanosecond, so any reported quantile is within 1/128 (0.78 %) of a recorded
 // value. HdrHistogram-go and DataDog's sketches-go were considered and not

@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"sync"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/hist"
 )
 
 // RecorderParams configures a Recorder. The zero value of every field means
@@ -144,7 +146,7 @@ func (r *Recorder) stripe() *stripe {
 func (r *Recorder) Record(d time.Duration) {
 	v := uint64(max(d, 0))
 	s := r.stripe()
-	s.count(bucketOf(v))
+	s.count(hist.Of(v))
 	s.sum.Add(v)
 	if v < s.min.Load() {
 		s.lowerMin(v)

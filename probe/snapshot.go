@@ -3,6 +3,8 @@ package probe
 import (
 	"math"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/hist"
 )
 
 // Snapshot is what a Recorder saw over its window: a plain value, owned by
@@ -88,54 +90,10 @@ func (w *window) snapshot() Snapshot {
 }
 
 // quantiles sets out[i] to the qs[i]-quantile of the window as of the last
-// snapshot, by nearest rank: the bucket holding the ceil(q·n)-th smallest
-// sample, reported as its midpoint and clamped to [Min, Max]; the first and
-// the last rank are Min and Max themselves. qs must be ascending, at most
-// len(fixedQuantiles) long; values outside [0, 1] are clamped.
+// snapshot, by hist's nearest-rank rule (bucket midpoints clamped to the
+// exact Min and Max, the first and last rank exact). qs must be ascending.
 func (w *window) quantiles(qs []float64, out []time.Duration) {
-	n := w.last.Successes
-	if n == 0 {
-		clear(out)
-		return
-	}
-	var ranks [len(fixedQuantiles)]uint64
-	qs = qs[:min(len(qs), len(ranks))]
-	for i, q := range qs {
-		ranks[i] = rank(q, n)
-	}
-	j := 0
-	var cum uint64
-	for b := 0; b < numBuckets && j < len(qs); b++ {
-		cum += w.totals[b]
-		for ; j < len(qs) && cum >= ranks[j]; j++ {
-			switch ranks[j] {
-			case 1:
-				out[j] = w.last.Min // exact
-			case n:
-				out[j] = w.last.Max // exact, even past MaxTracked
-			default:
-				out[j] = w.clamp(bucketValue(b))
-			}
-		}
-	}
-	for ; j < len(qs); j++ { // unreachable while totals and counts agree
-		out[j] = w.last.Max
-	}
-}
-
-// rank returns the 1-based nearest rank of the q-quantile among n samples.
-func rank(q float64, n uint64) uint64 {
-	r := uint64(math.Ceil(min(max(q, 0), 1) * float64(n)))
-	return min(max(r, 1), n)
-}
-
-// clamp bounds a bucket midpoint by the exact extremes of the window.
-func (w *window) clamp(v uint64) time.Duration {
-	d := time.Duration(v)
-	if lo, hi := w.last.Min, w.last.Max; lo <= hi {
-		d = min(max(d, lo), hi)
-	}
-	return d
+	hist.Quantiles(&w.totals, 0, w.last.Successes, w.last.Min, w.last.Max, qs, out)
 }
 
 // extremes returns the window's minimum and maximum: the exact lo and hi
@@ -143,18 +101,18 @@ func (w *window) clamp(v uint64) time.Duration {
 // its bucket and its extreme taken by different drains, in which case the
 // lowest or highest non-empty bucket stands in.
 func (w *window) extremes(lo, hi uint64) (time.Duration, time.Duration) {
-	first, last := 0, numBuckets-1
+	first, last := 0, hist.NumBuckets-1
 	for first < last && w.totals[first] == 0 {
 		first++
 	}
 	for last > first && w.totals[last] == 0 {
 		last--
 	}
-	if lo == math.MaxUint64 || bucketOf(lo) != first {
-		lo = bucketValue(first)
+	if lo == math.MaxUint64 || hist.Of(lo) != first {
+		lo = hist.Value(first)
 	}
-	if bucketOf(hi) != last {
-		hi = bucketValue(last)
+	if hist.Of(hi) != last {
+		hi = hist.Value(last)
 	}
 	return time.Duration(lo), time.Duration(hi)
 }

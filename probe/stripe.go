@@ -3,6 +3,8 @@ package probe
 import (
 	"math"
 	"sync/atomic"
+
+	"github.com/sluicehq/sluice/internal/hist"
 )
 
 // A stripe is one shard of a Recorder's counters. The hot path writes only the
@@ -21,15 +23,15 @@ type stripe struct {
 	ignored  atomic.Uint64
 	inflight atomic.Int64 // highest in-flight count observed
 	// dirty has bit g set when a count in bucket group g (buckets
-	// g·subCount … g·subCount+subCount-1) may be non-zero, so that a drain
+	// g·hist.SubCount … g·hist.SubCount+hist.SubCount-1) may be non-zero, so that a drain
 	// reads the few groups a service's latencies fall in, not all of them.
 	dirty  atomic.Uint32
 	_      [64 - 7*8]byte
-	counts [numBuckets]atomic.Uint64
+	counts [hist.NumBuckets]atomic.Uint64
 }
 
 // groups is the number of bucket groups a dirty bitmap covers.
-const groups = numBuckets / subCount
+const groups = hist.NumBuckets / hist.SubCount
 
 var _ [32 - groups]struct{} // the bitmap is a uint32: no more than 32 groups
 
@@ -40,7 +42,7 @@ var _ [32 - groups]struct{} // the bitmap is a uint32: no more than 32 groups
 // follows it, the mark stays set for the next drain.
 func (s *stripe) count(b int) {
 	s.counts[b].Add(1)
-	if bit := uint32(1) << uint(b/subCount); s.dirty.Load()&bit == 0 {
+	if bit := uint32(1) << uint(b/hist.SubCount); s.dirty.Load()&bit == 0 {
 		s.dirty.Or(bit)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/bits"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/hist"
 )
 
 // pair is one non-empty histogram bucket of a sub-window.
@@ -36,10 +38,10 @@ type window struct {
 	sub     time.Duration // length of a sub-window
 	subs    []subWindow   // ring indexed by seq mod len
 	mins    []uint64      // ring of sub-window minima, indexed by seq mod len
-	totals  [numBuckets]uint64
-	scratch [numBuckets]uint64 // counts of the drain in progress; zero otherwise
-	fresh   []pair             // the drain's pairs, sorted
-	spare   []pair             // merge buffer, swapped with a sub-window's pairs
+	totals  hist.Counts
+	scratch hist.Counts // counts of the drain in progress; zero otherwise
+	fresh   []pair      // the drain's pairs, sorted
+	spare   []pair      // merge buffer, swapped with a sub-window's pairs
 
 	epoch   time.Time // start of sub-window 0
 	now     time.Time // latest time given to rotate
@@ -87,7 +89,7 @@ func (w *window) rotate(now time.Time) {
 		return
 	}
 	if steps >= int64(len(w.subs)) {
-		w.totals = [numBuckets]uint64{}
+		w.totals = hist.Counts{}
 		for i := range w.subs {
 			w.subs[i].reset()
 		}
@@ -117,7 +119,7 @@ func (w *window) rotate(now time.Time) {
 // is taken now or by the next drain, never lost.
 func (w *window) drain(stripes []stripe) {
 	cur := &w.subs[w.seq%int64(len(w.subs))]
-	lo, hi := numBuckets, -1
+	lo, hi := hist.NumBuckets, -1
 	for i := range stripes {
 		s := &stripes[i]
 		if s.sum.Load() != 0 {
@@ -140,7 +142,7 @@ func (w *window) drain(stripes []stripe) {
 		}
 		for dirty := s.dirty.Swap(0); dirty != 0; dirty &= dirty - 1 {
 			g := bits.TrailingZeros32(dirty)
-			for b := g * subCount; b < (g+1)*subCount; b++ {
+			for b := g * hist.SubCount; b < (g+1)*hist.SubCount; b++ {
 				if s.counts[b].Load() != 0 {
 					w.scratch[b] += s.counts[b].Swap(0)
 					lo, hi = min(lo, b), max(hi, b)

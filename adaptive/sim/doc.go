@@ -26,16 +26,19 @@
 // cancelling the call does, but the backend keeps working on it) and retries
 // failures, honouring Retry-After or not.
 //
-// The gate model is the reference for the real gate: it composes the adaptive
+// The gate model stands for the real gate: it composes the adaptive
 // package's pieces exactly as the daemon must (see gate.go for the order of the
 // checks and the queue's semantics: slots that are never overshot, a bounded
 // queue served highest priority first, FIFO or LIFO within a priority, a full
 // queue evicting its lowest-priority newest waiter, per-waiter wait bounds). Each
 // control interval it fills an adaptive.Sample the way probe and the gate do
-// (latency quantiles of the interval's successes, a 30 s min RTT, CPU averaged
-// over the interval, memory at the tick) and feeds the law, QueueWait,
-// ResourceGuard and PriorityShedder. The proxy's circuit breaker can stand in
-// front of the gate (Gate.Breaker).
+// (latency quantiles of the interval's successes, counted in the daemon's own
+// histogram, internal/hist; a 30 s min RTT; CPU averaged over the interval;
+// memory at the tick) and feeds the law, QueueWait, ResourceGuard and
+// PriorityShedder. The admission traces of testdata/conformance, which the
+// real gate runs too, check that both decide alike (TestConformance). The
+// proxy's circuit breaker can stand in front of the gate (Gate.Breaker); the
+// traces do not cover it, since the gate has none.
 //
 // # The report
 //

@@ -5,11 +5,16 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/adaptive"
+	"github.com/sluicehq/sluice/limits"
 )
 
-// The gate model. It mirrors, decision for decision, what the real gate does
-// with limits.Concurrency and the adaptive policy pieces, so that what the
-// simulator proves about a law holds for the daemon:
+// The gate model: what the real gate does with limits.Concurrency, its
+// token bucket and the adaptive policy pieces, in virtual time, so that what
+// the simulator proves about a law holds for the daemon. The traces of
+// testdata/conformance hold both to the same decisions (this package's
+// TestConformance and gate's); the ones marked "sim: skip" say what the
+// model leaves out (per-key quotas, request costs, several groups, outcomes
+// with no signal).
 //
 // Per interval the ResourceGuard sees the sample without the resource signals
 // the law found its limit does not move (adaptive.Unmoved.Mask), as the
@@ -29,7 +34,8 @@ import (
 //  5. else the bounded wait queue: if full, the lowest-priority newest waiter is
 //     evicted (RejectQueueFull) when it is of strictly lower priority than the
 //     newcomer, else the newcomer is refused (RejectQueueFull); each waiter waits
-//     at most min(QueueBound.For(priority), time left to its deadline) →
+//     at most min(QueueBound.For(priority) capped by Gate.MaxWait, time left
+//     to its deadline) →
 //     RejectQueueTimeout;
 //     with no queue configured → RejectConcurrency.
 //
@@ -125,33 +131,32 @@ func (b *breaker) result(now int64, ok bool) {
 	}
 }
 
-// tokenBucket is the managed token rate: Burst tokens at most, refilled at rate
-// per second.
+// tokenBucket is the managed token rate: the gate's own limits.TokenBucket
+// (exact to the nanosecond), one for the whole group, spending one token per
+// request, its burst kept at burstSeconds of the rate as the gate keeps a
+// managed bucket's (rounded, at least one token). A change takes effect at the
+// next decision, as in the gate.
 type tokenBucket struct {
-	rate, burst, tokens float64
-	burstSeconds        float64
-	last                int64
+	b            *limits.TokenBucket
+	rate         float64 // tokens per second
+	burstSeconds float64
 }
 
-func (b *tokenBucket) refill(now int64) {
-	b.tokens = math.Min(b.burst, b.tokens+float64(now-b.last)/1e9*b.rate)
-	b.last = now
+func newTokenBucket(rate, burst float64) (tokenBucket, error) {
+	n := max(1, int64(math.Round(burst)))
+	b, err := limits.NewTokenBucket(limits.TokenBucketParams{Rate: rate, Burst: n})
+	return tokenBucket{b: b, rate: rate, burstSeconds: float64(n) / rate}, err
 }
 
 func (b *tokenBucket) take(now int64) bool {
-	b.refill(now)
-	if b.tokens >= 1 {
-		b.tokens--
-		return true
-	}
-	return false
+	return b.b.AllowAt(epoch.Add(time.Duration(now)), 1).Allowed
 }
 
-func (b *tokenBucket) setRate(now int64, rate float64) {
-	b.refill(now)
+// setRate applies a rate the law set (positive and finite).
+func (b *tokenBucket) setRate(rate float64) {
 	b.rate = rate
-	b.burst = math.Max(1, rate*b.burstSeconds)
-	b.tokens = math.Min(b.tokens, b.burst)
+	_ = b.b.SetRate(rate)
+	_ = b.b.SetBurst(max(1, int64(math.Round(rate*b.burstSeconds))))
 }
 
 // enter runs the gate for request id arriving now.

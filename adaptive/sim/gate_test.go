@@ -171,9 +171,10 @@ func TestGateFloorRateAndFairShare(t *testing.T) {
 
 	h = newGateHarness(t, 100, 10, adaptive.OrderFIFO)
 	h.e.g.rateOn = true
-	h.e.g.bucket = tokenBucket{burstSeconds: 0.01}
-	h.e.g.bucket.setRate(0, 1000) // burst 10
-	h.e.g.bucket.tokens = 10
+	var err error
+	if h.e.g.bucket, err = newTokenBucket(1000, 10); err != nil {
+		t.Fatal(err)
+	}
 	admitted := 0
 	for i := 0; i < 30; i++ {
 		if id := h.arrive(0, adaptive.Default, 0); h.state(id) == stServing {

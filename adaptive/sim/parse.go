@@ -53,6 +53,7 @@ func LoadScenario(path string) (Scenario, error) {
 //	priorities critical=0.2 sheddable=0.8 (or level numbers: 3=0.1)
 //	tenants 0.8 0.1 0.1
 //	gate queue=100 order=adaptive queue_target=5ms queue_interval=100ms fair=true rate=0 burst=0 shedder=true breaker=false
+//	     max_wait=500ms codel=true    (codel=false: no CoDel, every waiter may wait max_wait)
 //	guard cpu=0.8 memory=0.85 hysteresis=0.05
 //	targets latency=100ms quantile=p99 cpu=0.8 memory=0.85 cpu_pressure=0.3
 //	limits min=1 max=1000 initial=20
@@ -505,6 +506,10 @@ func (d *directive) gate(g *Gate) {
 			g.QueueTarget = d.dur(k, v)
 		case "queue_interval":
 			g.QueueInterval = d.dur(k, v)
+		case "max_wait":
+			g.MaxWait = d.dur(k, v)
+		case "codel":
+			g.NoCoDel = !d.bool(k, v)
 		case "fair":
 			g.Fair = d.bool(k, v)
 		case "rate":

@@ -31,7 +31,7 @@ load at=15s x=1 amp=0.5 period=4s
 clients timeout=2s retries=3 backoff=20ms retry_after=true
 priorities critical=0.2 sheddable=0.7 3=0.1
 tenants 0.8 0.1 0.1
-gate queue=50 order=lifo queue_target=2ms queue_interval=50ms fair=true rate=500 burst=50 shedder=false breaker=true
+gate queue=50 order=lifo queue_target=2ms queue_interval=50ms fair=true rate=500 burst=50 shedder=false breaker=true max_wait=2s codel=false
 guard cpu=0.8 memory=0.9 hysteresis=0.1
 targets latency=120ms quantile=p99.9 cpu=0.7 memory=0.8 cpu_pressure=0.4
 limits min=2 max=400 initial=30
@@ -56,7 +56,7 @@ phase two at=10s
 			{At: 15 * time.Second, X: 1, Amp: 0.5, Period: 4 * time.Second}},
 		Clients: Clients{Timeout: 2 * time.Second, Retries: 3, Backoff: 20 * time.Millisecond, RetryAfter: true},
 		Tenants: []float64{0.8, 0.1, 0.1},
-		Gate: Gate{Queue: 50, Order: adaptive.OrderLIFO, QueueTarget: 2 * time.Millisecond, QueueInterval: 50 * time.Millisecond,
+		Gate: Gate{Queue: 50, Order: adaptive.OrderLIFO, QueueTarget: 2 * time.Millisecond, QueueInterval: 50 * time.Millisecond, NoCoDel: true, MaxWait: 2 * time.Second,
 			Fair: true, Rate: 500, Burst: 50, NoShedder: true, Breaker: true,
 			Guard: adaptive.ResourceGuardParams{CPU: 0.8, Memory: 0.9, Hysteresis: 0.1}},
 		Targets: Targets{Latency: 120 * time.Millisecond, Quantile: adaptive.P999, CPU: 0.7, Memory: 0.8, CPUPressure: 0.4},
@@ -104,6 +104,8 @@ func TestParseScenarioErrors(t *testing.T) {
 		{"cpu model", "duration 10s\nslo 1s\nload at=0s x=1\nservice cpu_from=guest psi=avg60 cores=-1\nhog at=1s threads=2 nice=30\nworkers at=1s n=0\noutage at=1s for=0s\ntargets cpu_pressure=2\n", []string{
 			"service cores -1 must be in [0, 1024]", `service cpu_from "guest"`, `service psi "avg60"`,
 			"hog at 1s: 2 threads at nice 30", "workers at 1s: 0", "outage at 1s for 0s", "cpu, memory, cpu_pressure in [0, 1]"}},
+		{"queue without codel", "duration 10s\nslo 1s\nload at=0s x=1\ngate codel=false\n", []string{
+			"gate codel=false needs a max_wait"}},
 		{"hog without cores", "duration 10s\nslo 1s\nload at=0s x=1\nhog at=1s threads=1\n", []string{
 			"hog at 1s: a hog needs a CPU-bound service (service cores=N)"}},
 		{"dist and names", "duration 10s\nslo 1s\nload at=0s x=1\nservice dist=pareto\npriorities urgent=1\ntargets quantile=p42\ngate order=random\n", []string{

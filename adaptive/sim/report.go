@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/adaptive"
+	"github.com/sluicehq/sluice/internal/hist"
 )
 
 // Report is the outcome of one run: per-phase figures and the per-interval series.
@@ -231,7 +232,7 @@ type phaseAcc struct {
 	start, end                                time.Duration
 	newReqs, attempts, successes, good, drops int
 	rejections                                [adaptive.NumRejections]int
-	e2e                                       *histogram
+	e2e                                       *hist.Histogram
 	prio                                      [adaptive.NumPriorities]Outcome
 	tenants                                   []Outcome
 	peakMem, peakCPU                          float64
@@ -244,7 +245,7 @@ func (rc *recorder) init(e *engine) {
 		if i+1 < len(ph) {
 			end = ph[i+1].At
 		}
-		rc.phases = append(rc.phases, phaseAcc{name: p.Name, start: p.At, end: end, e2e: newHistogram(),
+		rc.phases = append(rc.phases, phaseAcc{name: p.Name, start: p.At, end: end, e2e: new(hist.Histogram),
 			tenants: make([]Outcome, len(e.sc.Tenants))})
 	}
 	rc.series = make([]Point, 0, int(e.sc.Duration/e.sc.Interval)+1)
@@ -283,7 +284,7 @@ func (rc *recorder) success(now int64, r *request, e2e int64, good bool) {
 	rc.sentAt(r.arrive, good)
 	p := rc.at(now)
 	p.successes++
-	p.e2e.add(e2e)
+	p.e2e.Add(time.Duration(e2e))
 	g := 0
 	if good {
 		g = 1
@@ -300,7 +301,7 @@ func (rc *recorder) drop(now, arrive, e2e int64) {
 	rc.sentAt(arrive, false)
 	p := rc.at(now)
 	p.drops++
-	p.e2e.add(e2e)
+	p.e2e.Add(time.Duration(e2e))
 }
 
 func (rc *recorder) fail(now int64, r *request) {
@@ -353,9 +354,9 @@ func (a *phaseAcc) summarise(r *Report) PhaseReport {
 		Attempts:   float64(a.attempts) / sec,
 		Throughput: float64(a.successes) / sec,
 		Goodput:    float64(a.good) / sec,
-		P50:        a.e2e.quantile(0.5),
-		P99:        a.e2e.quantile(0.99),
-		P999:       a.e2e.quantile(0.999),
+		P50:        a.e2e.Quantile(0.5),
+		P99:        a.e2e.Quantile(0.99),
+		P999:       a.e2e.Quantile(0.999),
 		Rejections: a.rejections,
 		PeakMemory: a.peakMem,
 		PeakCPU:    a.peakCPU,

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/adaptive"
+	"github.com/sluicehq/sluice/internal/hist"
 )
 
 // epoch is virtual time zero, as wall-clock time handed to the policy pieces.
@@ -48,8 +49,8 @@ type interval struct {
 	rejected, rateRejected, shed, queued int
 	waitMin, waitMax                     int64
 	waitSeen                             bool
-	drained                              bool       // the queue was empty at some moment
-	lat                                  *histogram // upstream latency of successes
+	drained                              bool            // the queue was empty at some moment
+	lat                                  *hist.Histogram // upstream latency of successes
 	byPrio                               [adaptive.NumPriorities]adaptive.PriorityCount
 	// for the report's series
 	attempts, good, late, rejects int
@@ -125,7 +126,10 @@ func newEngine(sc *Scenario, law adaptive.Law) (*engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &engine{sc: sc, law: law, qw: qw, gd: gd}
+	e := &engine{sc: sc, law: law, gd: gd}
+	if !sc.Gate.NoCoDel {
+		e.qw = qw
+	}
 	if !sc.Gate.NoShedder {
 		if e.sh, err = adaptive.NewPriorityShedder(adaptive.ShedderParams{}); err != nil {
 			return nil, err
@@ -157,13 +161,16 @@ func newEngine(sc *Scenario, law adaptive.Law) (*engine, error) {
 	e.g = gateState{limit: law.Limit(), maxQueue: max(sc.Gate.Queue, 0), fair: sc.Gate.Fair,
 		held: make([]int, len(sc.Tenants)), use: make([]int, len(sc.Tenants)),
 		breaker: breaker{on: sc.Gate.Breaker}}
-	qb := qw.Bound()
-	e.g.wait, e.g.burst, e.g.lifo = int64(qb.Wait), int64(qb.Burst), qb.LIFO
+	qb := adaptive.QueueBound{Wait: sc.Gate.MaxWait, Burst: sc.Gate.MaxWait, LIFO: sc.Gate.Order == adaptive.OrderLIFO}
+	if e.qw != nil {
+		qb = qw.Bound()
+	}
+	e.setBound(qb)
 	if sc.Gate.Rate > 0 {
 		e.g.rateOn = true
-		e.g.bucket = tokenBucket{burstSeconds: sc.Gate.Burst / sc.Gate.Rate}
-		e.g.bucket.setRate(0, sc.Gate.Rate)
-		e.g.bucket.tokens = e.g.bucket.burst
+		if e.g.bucket, err = newTokenBucket(sc.Gate.Rate, sc.Gate.Burst); err != nil {
+			return nil, err
+		}
 	}
 	e.b.slow = 1
 	e.b.workers = sc.Service.Workers
@@ -171,10 +178,14 @@ func newEngine(sc *Scenario, law adaptive.Law) (*engine, error) {
 	e.b.cpu.rate, e.b.cpu.hogRate = 1, 1
 	e.psi.next = psiPeriod
 	e.tracksMemory = sc.Service.MemBase != 0 || sc.Service.MemPerRequest != 0 || sc.Service.MemPerQueued != 0
-	e.iv.lat = newHistogram()
+	e.iv.lat = new(hist.Histogram)
 	e.rec.init(e)
 	return e, nil
 }
+
+// latencyQuantiles are the quantiles of a Sample's Latency, ascending, as
+// probe's Snapshot carries them.
+var latencyQuantiles = [...]float64{0.5, 0.9, 0.95, 0.99, 0.999}
 
 // noEvent is a time after every event.
 const noEvent = int64(1<<63 - 1)
@@ -341,7 +352,7 @@ func (e *engine) succeed(id int32) {
 	up := e.now - r.admit
 	e2e := e.now - r.arrive
 	e.iv.successes++
-	e.iv.lat.add(up)
+	e.iv.lat.Add(time.Duration(up))
 	e.g.breaker.result(e.now, true)
 	good := e2e <= int64(e.sc.SLO)
 	if good {
@@ -398,7 +409,7 @@ func (e *engine) tick() {
 	}
 	mem := e.memory()
 
-	e.minRTT[e.minRTTAt%minRTTWindow] = iv.lat.min
+	e.minRTT[e.minRTTAt%minRTTWindow] = int64(iv.lat.Min())
 	e.minRTTAt++
 	var minRTT int64
 	for _, v := range e.minRTT {
@@ -422,13 +433,8 @@ func (e *engine) tick() {
 		QueueCapacity: e.g.maxQueue,
 		QueueDrained:  iv.drained || e.g.waiting == 0,
 		Latency: adaptive.Latency{
-			Min:  time.Duration(iv.lat.min),
-			Mean: iv.lat.mean(),
-			P50:  iv.lat.quantile(0.5),
-			P90:  iv.lat.quantile(0.9),
-			P95:  iv.lat.quantile(0.95),
-			P99:  iv.lat.quantile(0.99),
-			P999: iv.lat.quantile(0.999),
+			Min:  iv.lat.Min(),
+			Mean: iv.lat.Mean(),
 		},
 		MinRTT:           time.Duration(minRTT),
 		Throughput:       float64(iv.successes+iv.drops) / sec,
@@ -440,17 +446,21 @@ func (e *engine) tick() {
 		MemoryKnown:      true,
 		ByPriority:       iv.byPrio,
 	}
+	var q [len(latencyQuantiles)]time.Duration
+	iv.lat.Quantiles(latencyQuantiles[:], q[:])
+	s.Latency.P50, s.Latency.P90, s.Latency.P95, s.Latency.P99, s.Latency.P999 = q[0], q[1], q[2], q[3], q[4]
 	if iv.waitSeen {
 		s.QueueWaitMin, s.QueueWaitMax = time.Duration(iv.waitMin), time.Duration(iv.waitMax)
 	}
 
 	d := e.law.Update(s)
 	e.setLimit(d.Limit)
-	if d.Rate > 0 && e.g.rateOn {
-		e.g.bucket.setRate(e.now, d.Rate)
+	if d.Rate > 0 && e.g.rateOn && d.Rate != e.g.bucket.rate {
+		e.g.bucket.setRate(d.Rate)
 	}
-	qb := e.qw.Update(s)
-	e.g.wait, e.g.burst, e.g.lifo = int64(qb.Wait), int64(qb.Burst), qb.LIFO
+	if e.qw != nil {
+		e.setBound(e.qw.Update(s))
+	}
 	floor := e.gd.Update(unmoved(e.law).Mask(s))
 	if e.sh != nil {
 		floor = floor.Max(e.sh.Update(s))
@@ -460,8 +470,18 @@ func (e *engine) tick() {
 	e.rec.point(e, &s, d)
 
 	lat := iv.lat
-	lat.reset()
+	lat.Reset()
 	*iv = interval{lat: lat, maxInflight: e.g.inflight, drained: e.g.waiting == 0}
+}
+
+// setBound publishes the queue's wait bounds, capped by Gate.MaxWait as the
+// gate caps them by queue.max_wait.
+func (e *engine) setBound(qb adaptive.QueueBound) {
+	w, b := int64(qb.Wait), int64(qb.Burst)
+	if mw := int64(e.sc.Gate.MaxWait); mw > 0 {
+		w, b = min(w, mw), min(b, mw)
+	}
+	e.g.wait, e.g.burst, e.g.lifo = w, b, qb.LIFO
 }
 
 // unmoved returns the resource signals law found its limit does not move

@@ -167,6 +167,13 @@ type Gate struct {
 	Order adaptive.Order
 	// QueueTarget and QueueInterval configure adaptive.QueueWait (5 ms, 100 ms).
 	QueueTarget, QueueInterval time.Duration
+	// NoCoDel turns adaptive.QueueWait off (the gate's queue.codel_target =
+	// 0): every waiter may wait MaxWait, served in Order (Adaptive is then
+	// FIFO). It needs a MaxWait.
+	NoCoDel bool
+	// MaxWait caps every waiter's wait bound (the gate's queue.max_wait); 0:
+	// no cap but QueueWait's.
+	MaxWait time.Duration
 	// Fair enables adaptive.FairShare across tenants.
 	Fair bool
 	// Rate, when > 0, is the initial managed token rate (req/s) given to the
@@ -373,8 +380,11 @@ func (sc Scenario) Validate() error {
 	if !(g.Rate >= 0) || !(g.Burst >= 0) || math.IsInf(g.Rate, 0) || math.IsInf(g.Burst, 0) {
 		bad("gate rate %v and burst %v must be non-negative", g.Rate, g.Burst)
 	}
-	if g.QueueTarget < 0 || g.QueueInterval < 0 {
-		bad("gate queue wait bounds %v and %v must be positive", g.QueueTarget, g.QueueInterval)
+	if g.QueueTarget < 0 || g.QueueInterval < 0 || g.MaxWait < 0 {
+		bad("gate queue wait bounds %v, %v and max_wait %v must be positive", g.QueueTarget, g.QueueInterval, g.MaxWait)
+	}
+	if g.NoCoDel && g.Queue >= 0 && g.MaxWait <= 0 {
+		bad("gate codel=false needs a max_wait")
 	}
 	if err := g.Guard.Validate(); err != nil {
 		errs = append(errs, err)

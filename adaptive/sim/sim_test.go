@@ -176,7 +176,7 @@ func TestTargetOverload(t *testing.T) {
 				t.Errorf("goodput %.0f/s, want >= 90 %% of C = %.0f", p.Goodput, 0.9*r.Capacity)
 			}
 			// p99 <= SLO exactly: at most 1 % of completions late or dropped
-			// (the histogram's P99 is only within 1.6 %).
+			// (the histogram's P99 is only within 1/128).
 			if w := r.Window(p.Start, p.End); w.LateRatio > 0.01 {
 				t.Errorf("%.2f %% late: admitted p99 %v above the SLO %v", 100*w.LateRatio, p.P99, r.SLO)
 			}

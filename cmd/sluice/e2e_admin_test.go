@@ -41,6 +41,11 @@ match = { path_prefix = "/api" }
 	if r := do(c, "GET", s.url("/api/x")); r.status != 200 {
 		t.Fatalf("through sluice: %d %v", r.status, r.err)
 	}
+	// Ready once the upstream is known to answer: the startup probe's
+	// connection or a proxied answer, whichever the daemon records first (a
+	// proxied request is recorded when its exchange ends, which may be after
+	// the client has read its answer).
+	s.log.wait(t, "the upstream probe", message("upstream reachable"))
 	if r := do(c, "GET", admin+"/readyz"); r.status != 200 {
 		t.Fatalf("/readyz after the upstream answered: %d %s", r.status, r.body)
 	}

@@ -67,11 +67,10 @@ func newQuota(p LimiterParams, version int64) (*quota, error) {
 	}
 	q := &quota{p: p, policy: t.Policy(), version: version}
 	q.limit = q.policy.Quota
-	switch p.Algorithm {
-	case TokenBucket, LeakyBucket:
+	if alg, _ := algorithm(p.Algorithm); alg.Shape == limits.ShapeRate {
 		q.a1, q.a2 = formatRate(p.Rate), p.Burst
 		q.nsPerUnit = 1e9 / p.Rate
-	default:
+	} else {
 		q.a1, q.a2 = int64(p.Window), p.Limit
 	}
 	return q, nil
@@ -87,17 +86,11 @@ func (q *quota) perSecond() float64 {
 
 // newTemplate returns the local algorithm of p's amounts.
 func newTemplate(p LimiterParams) (limits.Limiter, error) {
-	switch p.Algorithm {
-	case TokenBucket:
-		return limits.NewTokenBucket(limits.TokenBucketParams{Rate: p.Rate, Burst: p.Burst})
-	case LeakyBucket:
-		return limits.NewLeakyBucket(limits.LeakyBucketParams{Rate: p.Rate, Capacity: p.Burst})
-	case FixedWindow:
-		return limits.NewFixedWindow(limits.WindowParams{Limit: p.Limit, Window: p.Window})
-	case SlidingWindow:
-		return limits.NewSlidingWindow(limits.WindowParams{Limit: p.Limit, Window: p.Window})
+	alg, ok := algorithm(p.Algorithm)
+	if !ok {
+		return nil, fmt.Errorf("limits/redis: unknown algorithm %q", p.Algorithm)
 	}
-	return nil, fmt.Errorf("limits/redis: unknown algorithm %q", p.Algorithm)
+	return alg.New(limits.Spec{Rate: p.Rate, Burst: p.Burst, Limit: p.Limit, Window: p.Window})
 }
 
 // New returns a Limiter with a Store of its own, closed with it. Several
@@ -174,17 +167,15 @@ func (s *Store) NewLimiter(p LimiterParams) (*Limiter, error) {
 // keeps the previous share. The store calls it with its mutex held.
 func (l *Limiter) share(nodes int) {
 	q, n := l.q.Load().p, int64(nodes)
-	switch t := l.template.(type) {
-	case *limits.TokenBucket:
-		_ = errors.Join(t.SetBurst(max(1, q.Burst/n)), t.SetRate(q.Rate/float64(n)))
-	case *limits.LeakyBucket:
-		_ = errors.Join(t.SetCapacity(max(1, q.Burst/n)), t.SetRate(q.Rate/float64(n)))
-	case interface {
-		SetLimit(int64) error
-		SetWindow(time.Duration) error
-		Params() limits.WindowParams
-	}: // the windows
-		if t.Params().Window != q.Window {
+	if t, ok := l.template.(limits.BurstSetter); ok {
+		_ = t.SetBurst(max(1, q.Burst/n))
+	}
+	if t, ok := l.template.(limits.RateSetter); ok {
+		_ = t.SetRate(q.Rate / float64(n))
+	}
+	if t, ok := l.template.(limits.WindowSetter); ok {
+		// A window's policy is its limit per its window.
+		if l.template.Policy().Window != q.Window {
 			_ = t.SetWindow(q.Window)
 		}
 		_ = t.SetLimit(max(1, q.Limit/n))

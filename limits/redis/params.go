@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sluicehq/sluice/limits"
 )
 
 // Algorithm names a rate algorithm that can keep its state in Redis. The
@@ -109,10 +111,23 @@ const (
 // need headroom for an instant's nanoseconds on top.
 const maxSpan = 720 * time.Hour
 
-// maxWindowLimit bounds a window's limit: the scripts keep a window's
-// counts as decimal fields of one 64-bit integer (see lua/fixed.lua and
-// lua/sliding.lua).
-var maxWindowLimit = map[Algorithm]int64{FixedWindow: 9_999_999_999, SlidingWindow: 999_999_999}
+// algorithm is the registry's description of a: its shape, whether it can
+// be leased, and for a window the highest limit the scripts can keep (they
+// keep a window's counts as decimal fields of one 64-bit integer, see
+// lua/fixed.lua and lua/sliding.lua: limits.Algorithm.GlobalMaxLimit). False
+// for an algorithm this package has no script for.
+func algorithm(a Algorithm) (*limits.Algorithm, bool) {
+	alg, ok := limits.LookupAlgorithm(string(a))
+	if !ok || alg.Global == limits.GlobalNone || scripts[a] == nil {
+		return nil, false
+	}
+	return alg, true
+}
+
+// algorithms lists the algorithms this package keeps in Redis.
+func algorithms() []string {
+	return limits.AlgorithmNames(func(a *limits.Algorithm) bool { _, ok := algorithm(Algorithm(a.Name)); return ok })
+}
 
 // StoreParams configures a Store: where Redis is, how long a decision may
 // take, and what to do when it cannot. Zero fields mean their default;
@@ -325,8 +340,11 @@ func (p LimiterParams) Validate() error {
 	if p.MaxKeys < 0 {
 		ps.add("max keys must not be negative, got %d", p.MaxKeys)
 	}
-	switch p.Algorithm {
-	case TokenBucket, LeakyBucket:
+	alg, known := algorithm(p.Algorithm)
+	switch {
+	case !known:
+		ps.add("algorithm must be one of %s, got %q", strings.Join(algorithms(), ", "), p.Algorithm)
+	case alg.Shape == limits.ShapeRate:
 		okRate := true
 		switch {
 		case math.IsNaN(p.Rate) || p.Rate <= 0 || p.Rate > 1e9:
@@ -341,8 +359,8 @@ func (p LimiterParams) Validate() error {
 		if p.Limit != 0 || p.Window != 0 {
 			ps.add("%s takes rate and burst, not limit and window", p.Algorithm)
 		}
-	case FixedWindow, SlidingWindow:
-		if top := maxWindowLimit[p.Algorithm]; p.Limit < 1 || p.Limit > top {
+	default:
+		if top := alg.GlobalMaxLimit; p.Limit < 1 || p.Limit > top {
 			ps.add("%s limit must be from 1 to %d, got %d", p.Algorithm, top, p.Limit)
 		}
 		if p.Window < time.Millisecond || p.Window > maxSpan {
@@ -351,8 +369,6 @@ func (p LimiterParams) Validate() error {
 		if p.Rate != 0 || p.Burst != 0 {
 			ps.add("%s takes limit and window, not rate and burst", p.Algorithm)
 		}
-	default:
-		ps.add("algorithm must be %q, %q, %q or %q, got %q", TokenBucket, LeakyBucket, FixedWindow, SlidingWindow, p.Algorithm)
 	}
 	switch p.Sync {
 	case "", SyncExact:
@@ -360,9 +376,9 @@ func (p LimiterParams) Validate() error {
 			ps.add("lease settings need sync %q", SyncLeased)
 		}
 	case SyncLeased:
-		if !Leasable(p.Algorithm) {
-			ps.add("%q cannot be leased: only %s, %s and %s keep a stock of units that can be cut into blocks (a sliding window's estimate weighs two windows); use sync %q",
-				p.Algorithm, TokenBucket, LeakyBucket, FixedWindow, SyncExact)
+		if known && !Leasable(p.Algorithm) {
+			ps.add("%q cannot be leased: only %s keep a stock of units that can be cut into blocks (a sliding window's estimate weighs two windows); use sync %q",
+				p.Algorithm, strings.Join(limits.AlgorithmNames(func(a *limits.Algorithm) bool { return a.Global == limits.GlobalLeased }), ", "), SyncExact)
 		}
 		ps.lease(p.Lease)
 	default:
@@ -386,7 +402,10 @@ func (ps *problems) lease(p LeaseParams) {
 
 // Leasable reports whether an algorithm can run in leased mode (SyncLeased):
 // its quota is a stock of units that can be cut into blocks.
-func Leasable(a Algorithm) bool { return a == TokenBucket || a == LeakyBucket || a == FixedWindow }
+func Leasable(a Algorithm) bool {
+	alg, ok := algorithm(a)
+	return ok && alg.Global == limits.GlobalLeased
+}
 
 // Validate reports every problem with p.
 func (p Params) Validate() error {
