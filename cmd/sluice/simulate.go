@@ -1,0 +1,325 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice/adaptive/sim"
+	"github.com/sluicehq/sluice/configs"
+	"github.com/sluicehq/sluice/internal/cli"
+	"github.com/sluicehq/sluice/internal/lab"
+	"github.com/sluicehq/sluice/internal/simulate"
+)
+
+var simulateCommand = cli.Command{
+	Name:    "simulate",
+	Summary: "predict what a config's groups do to a described service and load, in seconds",
+	Usage: `usage: sluice simulate [-config FILE] -scenario NAME [flags]
+       sluice simulate [-config FILE] -capacity N -latency D -load SPEC [flags]
+
+Runs the groups of a config in sluice's deterministic simulator against a
+described service and load, and prints what each would do, before it is
+deployed: per phase of the load the goodput (successes within the SLO per
+second), the p50 and p99 latency end to end, the share rejected and why, and
+the concurrency limit; then the same over time; and a chart of it as a PNG.
+Nothing is sent anywhere: a minute of load takes about a second. The laws,
+queue and shedding are the daemon's own code, in virtual time.
+
+Each group is simulated on its own, as if all of the load were its
+requests, with its law, bounds, targets, queue, rate, priority and fair
+share. What the simulator does not model of the config or of the load
+(a rate quota shared in Redis, a rate per key, ...) is listed under the
+group: it is never ignored silently.
+
+The config:
+  -config FILE      the TOML config (default: the embedded default, "sluice
+                    config" prints it)
+  -group NAME       simulate only this group (default: every group)
+  -slo D            goodput counts successes within D (default: each
+                    group's latency target, else the scenario's SLO)
+
+The service and its load, from a scenario:
+  -scenario NAME    a shipped scenario: one of the lab's (` + strings.Join(lab.Scenarios(), ", ") + `),
+                    with the backend, load and clients the lab runs on real
+                    processes ("sluice-lab scenarios"); or a file: the lab's
+                    TOML (*.toml) or the simulator's text form (*.scenario)
+or described by flags, which also override a scenario's service and clients:
+  -capacity N       requests per second the service completes at most
+  -latency D        its mean latency unloaded: one request's own service time
+  -workers N        or how many requests it serves at once (either one:
+                    workers = capacity × latency)
+  -service-time DIST  its shape: exp (default), const or lognormal:SIGMA
+  -load SPEC        the offered load, comma-separated segments RATE [for D]:
+                    RATE is 3x (times the capacity), 1200/s, or a ramp 0.5x..3x
+                      -load 3x                                   constant
+                      -load "0.7x for 30s, 1.4x for 30s, 0.7x"   steps
+                      -load "1x for 20s, 5x for 2s, 1x for 20s"  a spike
+  -duration D       how long a segment without "for" lasts (default 60s)
+  -change AT:K=V    the service changes at AT: workers=N (its capacity
+                    follows) or slow=F (F times its service time), e.g.
+                    -change 30s:workers=8 -change 1m:slow=2; repeatable
+  -timeout D        clients give up on a request after D (default 10s)
+  -retries N        clients retry a rejected or timed-out request N times
+  -backoff D        they wait D (jittered ×0.5–1.5) before a retry (10ms)
+  -retry-after      they wait what Retry-After says instead
+  -priorities MIX   the requests' priorities, for a group whose priority is
+                    a header: e.g. critical=0.2,sheddable=0.8
+  -tenants MIX      the clients' keys, for a group with a key: e.g.
+                    greedy=6,a=1,b=1
+  -seed N           the random seed (default: the scenario's, else 1)
+
+The output:
+  -every D          one row of the time table per D (default: about 20 rows)
+  -png FILE         the chart (default sluice-simulate.png; -png "" for none)
+
+Exit codes: 0 done, 1 the config or a scenario file is not valid, 2 wrong
+command line (an unknown flag, group or scenario, a bad value).
+`,
+	Run: runSimulate,
+}
+
+// simulateFlags are the command line of "sluice simulate".
+type simulateFlags struct {
+	config, group, scenario, dist, load, priorities, tenants, png string
+	slo, latency, duration, timeout, backoff, every               time.Duration
+	capacity                                                      float64
+	workers, retries                                              int
+	retryAfter                                                    bool
+	seed                                                          uint64
+	changes                                                       listFlag
+	set                                                           map[string]bool // the flags given
+}
+
+// listFlag is a repeatable string flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, " ") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+func parseSimulateFlags(args []string) (*simulateFlags, error) {
+	f := &simulateFlags{set: map[string]bool{}}
+	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&f.config, "config", "", "")
+	fs.StringVar(&f.group, "group", "", "")
+	fs.DurationVar(&f.slo, "slo", 0, "")
+	fs.StringVar(&f.scenario, "scenario", "", "")
+	fs.Float64Var(&f.capacity, "capacity", 0, "")
+	fs.DurationVar(&f.latency, "latency", 0, "")
+	fs.IntVar(&f.workers, "workers", 0, "")
+	fs.StringVar(&f.dist, "service-time", "exp", "")
+	fs.StringVar(&f.load, "load", "", "")
+	fs.DurationVar(&f.duration, "duration", time.Minute, "")
+	fs.Var(&f.changes, "change", "")
+	fs.DurationVar(&f.timeout, "timeout", 10*time.Second, "")
+	fs.IntVar(&f.retries, "retries", 0, "")
+	fs.DurationVar(&f.backoff, "backoff", 10*time.Millisecond, "")
+	fs.BoolVar(&f.retryAfter, "retry-after", false, "")
+	fs.StringVar(&f.priorities, "priorities", "", "")
+	fs.StringVar(&f.tenants, "tenants", "", "")
+	fs.Uint64Var(&f.seed, "seed", 1, "")
+	fs.DurationVar(&f.every, "every", 0, "")
+	fs.StringVar(&f.png, "png", "sluice-simulate.png", "")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
+	switch {
+	case f.scenario == "" && f.load == "":
+		return nil, errors.New("give the load: -scenario NAME, or -capacity, -latency (or -workers) and -load")
+	case f.scenario != "" && f.load != "":
+		return nil, errors.New("-scenario and -load both give the load: give one")
+	case f.set["duration"] && f.load == "":
+		return nil, errors.New("-duration is the length of a -load segment: give -load")
+	case f.duration <= 0 || f.timeout <= 0 || f.backoff < 0 || f.slo < 0 || f.every < 0:
+		return nil, errors.New("-duration, -timeout and -backoff must be positive, -slo and -every too when given")
+	case f.retries < 0 || f.retries > 100:
+		return nil, fmt.Errorf("-retries %d: want 0 to 100", f.retries)
+	}
+	return f, nil
+}
+
+func runSimulate(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	f, err := parseSimulateFlags(args)
+	if err != nil {
+		cli.Fprintf(stderr, "sluice simulate: %v\nRun \"sluice help simulate\" for the flags.\n", err)
+		return exitUsage
+	}
+	cfg, err := loadConfig(f.config)
+	var problems configs.Errors
+	switch {
+	case errors.As(err, &problems):
+		for _, p := range problems {
+			cli.Fprintf(stderr, "%s\n", p)
+		}
+		cli.Fprintf(stderr, "sluice simulate: %s: %d problem%s\n", f.config, len(problems), plural(len(problems)))
+		return exitError
+	case err != nil:
+		cli.Fprintf(stderr, "sluice simulate: %v\n", err)
+		return exitError
+	}
+	groups, err := simulateGroups(cfg, f.group)
+	if err != nil {
+		cli.Fprintf(stderr, "sluice simulate: %v\n", err)
+		return exitUsage
+	}
+	w, code, err := simulateWorkload(f)
+	if err != nil {
+		cli.Fprintf(stderr, "sluice simulate: %v\n", err)
+		return code
+	}
+
+	source := "the embedded default config"
+	if f.config != "" {
+		source = f.config
+	}
+	printWorkload(stdout, &w, source)
+	var results []simulated
+	for _, g := range groups {
+		r, err := simulate.ForGroup(w, cfg, g, f.slo)
+		if err != nil {
+			cli.Fprintf(stderr, "sluice simulate: %v\n", err)
+			return exitUsage
+		}
+		rep, err := sim.Run(r.Scenario, r.Law)
+		if err != nil {
+			cli.Fprintf(stderr, "sluice simulate: group %q: %v\n", g.Name, err)
+			return exitError
+		}
+		res := simulated{run: r, group: g, report: rep}
+		printSimulated(stdout, &res, &w, f.every)
+		results = append(results, res)
+	}
+	if f.png != "" {
+		if err := writeSimulateChart(f.png, results); err != nil {
+			cli.Fprintf(stderr, "sluice simulate: chart: %v\n", err)
+			return exitError
+		}
+		cli.Fprintf(stdout, "\nchart: %s\n", f.png)
+	}
+	return exitOK
+}
+
+// simulated is one group's simulation.
+type simulated struct {
+	run    simulate.Run
+	group  *configs.Group
+	report *sim.Report
+}
+
+// simulateGroups returns the groups to simulate: every one, or the one
+// named.
+func simulateGroups(cfg *configs.Config, name string) ([]*configs.Group, error) {
+	var all []*configs.Group
+	var names []string
+	for i := range cfg.Groups {
+		g := &cfg.Groups[i]
+		if g.Name == name {
+			return []*configs.Group{g}, nil
+		}
+		all, names = append(all, g), append(names, g.Name)
+	}
+	if name != "" {
+		return nil, fmt.Errorf("-group %q: the config has no such group (it has %s)", name, strings.Join(names, ", "))
+	}
+	return all, nil
+}
+
+// simulateWorkload builds the service and load from the scenario and the
+// flags; on error it also returns the exit code.
+func simulateWorkload(f *simulateFlags) (simulate.Workload, int, error) {
+	var w simulate.Workload
+	switch {
+	case strings.HasSuffix(f.scenario, ".scenario"):
+		var err error
+		if w, err = simulate.FromSimFile(f.scenario); err != nil {
+			return w, exitError, err
+		}
+	case f.scenario != "":
+		s, err := lab.LoadScenario(f.scenario)
+		if err != nil {
+			code := exitError
+			if !strings.ContainsRune(f.scenario, '/') && !strings.HasSuffix(f.scenario, ".toml") {
+				code = exitUsage // an unknown name, not a bad file
+			}
+			return w, code, err
+		}
+		if w, err = simulate.FromLab(s); err != nil {
+			return w, exitError, err
+		}
+	}
+	bad := func(err error) (simulate.Workload, int, error) { return w, exitUsage, err }
+	if f.load != "" || f.set["capacity"] || f.set["latency"] || f.set["workers"] || f.set["service-time"] {
+		if f.scenario != "" && !f.set["capacity"] {
+			return bad(errors.New("-latency, -workers and -service-time describe a service with -capacity: give it too"))
+		}
+		svc, err := simulate.ServiceOf(f.capacity, f.latency, f.workers, f.dist)
+		if err != nil {
+			return bad(fmt.Errorf("the service: %w", err))
+		}
+		w.SetService(svc)
+	}
+	sc := &w.Scenario
+	if f.load != "" {
+		segs, phases, d, err := simulate.Load(f.load, sc.Service.Capacity(), f.duration)
+		if err != nil {
+			return bad(fmt.Errorf("-load: %w", err))
+		}
+		sc.Name, sc.Load, sc.Phases, sc.Duration = "flags", segs, phases, d
+		w.Source = "-load " + f.load
+		sc.Clients = sim.Clients{Timeout: f.timeout, Backoff: f.backoff}
+		sc.Seed = 1
+	}
+	if err := w.Changes(f.changes); err != nil {
+		return bad(fmt.Errorf("-change: %w", err))
+	}
+	c := &sc.Clients
+	for name, set := range map[string]func(){
+		"timeout": func() { c.Timeout = f.timeout }, "retries": func() { c.Retries = f.retries },
+		"backoff": func() { c.Backoff = f.backoff }, "retry-after": func() { c.RetryAfter = f.retryAfter },
+		"seed": func() { sc.Seed = f.seed },
+	} {
+		if f.set[name] {
+			set()
+		}
+	}
+	if f.priorities != "" {
+		if err := w.SetPriorities(f.priorities); err != nil {
+			return bad(fmt.Errorf("-priorities: %w", err))
+		}
+	}
+	if f.tenants != "" {
+		if err := w.SetTenants(f.tenants); err != nil {
+			return bad(fmt.Errorf("-tenants: %w", err))
+		}
+	}
+	return w, exitOK, nil
+}
+
+// writeSimulateChart draws every group's run into the PNG file path.
+func writeSimulateChart(path string, results []simulated) error {
+	if dir := filepath.Dir(path); dir != "." {
+		if _, err := os.Stat(dir); err != nil {
+			return err
+		}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := drawSimulated(f, results); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

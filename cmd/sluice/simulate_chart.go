@@ -1,0 +1,59 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+
+	"github.com/sluicehq/sluice/internal/lab/report"
+)
+
+// drawSimulated renders, per group, the rates, the concurrency and the
+// latency of its run over time, one control interval a point, with the
+// lab's plotter (the same panels as its timelines).
+func drawSimulated(w io.Writer, results []simulated) error {
+	var panels []report.Panel
+	for _, res := range results {
+		r := res.report
+		secs := r.Interval.Seconds()
+		var t, sent, good, rejected, limit, inflight, queue, p99 []float64
+		for _, p := range r.Series {
+			t = append(t, p.T.Seconds())
+			sent = append(sent, float64(p.Attempts)/secs)
+			good = append(good, float64(p.Good)/secs)
+			rejected = append(rejected, float64(p.Rejects)/secs)
+			limit = append(limit, float64(p.Limit))
+			inflight = append(inflight, float64(p.MaxInFlight))
+			queue = append(queue, float64(p.Queue))
+			if p.P99 > 0 {
+				p99 = append(p99, float64(p.P99.Microseconds())/1000)
+			} else {
+				p99 = append(p99, math.NaN())
+			}
+		}
+		name := fmt.Sprintf("group %q", res.group.Name)
+		end := res.run.Scenario.Duration.Seconds()
+		capacity := []float64{r.Capacity, r.Capacity}
+		group := []report.Panel{
+			{Title: name + ": requests per second (simulated)", XLabel: "seconds", Series: []report.Series{
+				{Name: "sent", X: t, Y: sent, Color: report.Palette[7]},
+				{Name: "goodput", X: t, Y: good, Color: report.Palette[2]},
+				{Name: "rejected", X: t, Y: rejected, Color: report.Palette[3]},
+				{Name: "C at the start", X: []float64{0, end}, Y: capacity, Color: report.Palette[0], Dashed: true},
+			}},
+			{Title: name + ": concurrency limit, most in flight, queue", XLabel: "seconds", Series: []report.Series{
+				{Name: "limit", X: t, Y: limit, Color: report.Palette[0]},
+				{Name: "max in flight", X: t, Y: inflight, Color: report.Palette[4]},
+				{Name: "queue", X: t, Y: queue, Color: report.Palette[3]},
+			}},
+			{Title: name + ": upstream p99 latency (ms) per interval", XLabel: "seconds",
+				Series: []report.Series{{Name: "p99", X: t, Y: p99, Color: report.Palette[1]}},
+				HLines: []report.HLine{{Y: float64(r.SLO.Microseconds()) / 1000, Label: "SLO", Color: report.Palette[7]}}},
+		}
+		for i := range group {
+			group[i].XMin, group[i].XMax = 0, math.Ceil(end)
+		}
+		panels = append(panels, group...)
+	}
+	return report.WritePNG(w, 960, 240, panels)
+}
