@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"time"
 
 	"github.com/sluicehq/sluice/internal/lab/report"
 )
@@ -15,13 +16,20 @@ func drawSimulated(w io.Writer, results []simulated) error {
 	var panels []report.Panel
 	for _, res := range results {
 		r := res.report
-		secs := r.Interval.Seconds()
-		var t, sent, good, rejected, limit, inflight, queue, p99 []float64
+		// Rates per second, as the lab plots them; the rest per interval.
+		var t, sent, good, rejected, st, limit, inflight, queue, p99 []float64
+		perSec := max(1, int(time.Second/r.Interval))
+		secs := float64(perSec) * r.Interval.Seconds()
+		for i := 0; i+perSec <= len(r.Series); i += perSec {
+			var a, g, rj int
+			for _, p := range r.Series[i : i+perSec] {
+				a, g, rj = a+p.Attempts, g+p.Good, rj+p.Rejects
+			}
+			t = append(t, (r.Series[i+perSec-1].T - r.Interval*time.Duration(perSec)/2).Seconds())
+			sent, good, rejected = append(sent, float64(a)/secs), append(good, float64(g)/secs), append(rejected, float64(rj)/secs)
+		}
 		for _, p := range r.Series {
-			t = append(t, p.T.Seconds())
-			sent = append(sent, float64(p.Attempts)/secs)
-			good = append(good, float64(p.Good)/secs)
-			rejected = append(rejected, float64(p.Rejects)/secs)
+			st = append(st, p.T.Seconds())
 			limit = append(limit, float64(p.Limit))
 			inflight = append(inflight, float64(p.MaxInFlight))
 			queue = append(queue, float64(p.Queue))
@@ -35,19 +43,19 @@ func drawSimulated(w io.Writer, results []simulated) error {
 		end := res.run.Scenario.Duration.Seconds()
 		capacity := []float64{r.Capacity, r.Capacity}
 		group := []report.Panel{
-			{Title: name + ": requests per second (simulated)", XLabel: "seconds", Series: []report.Series{
+			{Title: name + ": requests per second (simulated, per second)", XLabel: "seconds", Series: []report.Series{
 				{Name: "sent", X: t, Y: sent, Color: report.Palette[7]},
 				{Name: "goodput", X: t, Y: good, Color: report.Palette[2]},
 				{Name: "rejected", X: t, Y: rejected, Color: report.Palette[3]},
 				{Name: "C at the start", X: []float64{0, end}, Y: capacity, Color: report.Palette[0], Dashed: true},
 			}},
 			{Title: name + ": concurrency limit, most in flight, queue", XLabel: "seconds", Series: []report.Series{
-				{Name: "limit", X: t, Y: limit, Color: report.Palette[0]},
-				{Name: "max in flight", X: t, Y: inflight, Color: report.Palette[4]},
-				{Name: "queue", X: t, Y: queue, Color: report.Palette[3]},
+				{Name: "limit", X: st, Y: limit, Color: report.Palette[0]},
+				{Name: "max in flight", X: st, Y: inflight, Color: report.Palette[4]},
+				{Name: "queue", X: st, Y: queue, Color: report.Palette[3]},
 			}},
 			{Title: name + ": upstream p99 latency (ms) per interval", XLabel: "seconds",
-				Series: []report.Series{{Name: "p99", X: t, Y: p99, Color: report.Palette[1]}},
+				Series: []report.Series{{Name: "p99", X: st, Y: p99, Color: report.Palette[1]}},
 				HLines: []report.HLine{{Y: float64(r.SLO.Microseconds()) / 1000, Label: "SLO", Color: report.Palette[7]}}},
 		}
 		for i := range group {

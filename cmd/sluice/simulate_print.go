@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -101,21 +102,30 @@ func printSimulated(w io.Writer, res *simulated, wl *simulate.Workload, every ti
 		}
 		secs := float64(win.Intervals) * r.Interval.Seconds()
 		var last sim.Point
-		maxIn, p99 := 0, time.Duration(0)
+		var p99s []time.Duration
+		maxIn := 0
 		for _, pt := range r.Series {
 			if pt.T > from && pt.T <= to {
-				last, maxIn, p99 = pt, max(maxIn, pt.MaxInFlight), max(p99, pt.P99)
+				last, maxIn = pt, max(maxIn, pt.MaxInFlight)
+				if pt.P99 > 0 {
+					p99s = append(p99s, pt.P99)
+				}
 			}
+		}
+		p99 := time.Duration(0)
+		if len(p99s) > 0 {
+			slices.Sort(p99s)
+			p99 = p99s[len(p99s)/2]
 		}
 		fmt.Fprintf(tw, "%v\t%.0f\t%.0f\t%.0f\t%.1f%%\t%d\t%d\t%d\t%v\t\n", from, float64(win.Attempts)/secs,
 			win.Goodput, float64(win.Rejects)/secs, 100*win.LateRatio, last.Limit, maxIn, last.Queue, ms(p99))
 	}
 	tw.Flush()
-	cli.Fprintf(w, "  late: completions beyond the SLO or given up; limit and queue at the row's end; upstream p99: the worst interval's, as the law saw it\n")
+	cli.Fprintf(w, "  late: completions beyond the SLO or given up; limit and queue at the row's end; upstream p99: the median of the intervals', as the law saw them\n")
 
 	printOutcomes(w, r, wl)
 	if len(res.run.Notes) > 0 {
-		cli.Fprintf(w, "  not modelled of group %q:\n", res.group.Name)
+		cli.Fprintf(w, "  not modelled, or modelled otherwise, of group %q:\n", res.group.Name)
 		for _, n := range res.run.Notes {
 			cli.Fprintf(w, "    - %s\n", n)
 		}

@@ -44,7 +44,7 @@ func ForGroup(w Workload, cfg *configs.Config, g *configs.Group, slo time.Durati
 	t := g.Targets
 	sc.Targets = sim.Targets{Latency: time.Duration(t.Latency), Quantile: quantileOf(t.Quantile),
 		CPU: t.CPU, Memory: t.Memory, CPUPressure: t.CPUPressure}
-	if t.Latency == 0 {
+	if t.Latency == 0 && g.Queue.Max > 0 {
 		r.note("no latency target: the model's queue bound reads the SLO (%v) as one", sc.SLO)
 	}
 	if t.CPU > 0 && sc.Service.Cores == 0 {
@@ -98,8 +98,11 @@ func ForGroup(w Workload, cfg *configs.Config, g *configs.Group, slo time.Durati
 	}
 
 	sc.Gate.Fair = g.Key != configs.KeyNone
-	if sc.Gate.Fair && len(sc.Tenants) < 2 {
+	switch {
+	case sc.Gate.Fair && len(sc.Tenants) < 2:
 		r.note("key %q: the load has one client key, so fair share never acts (give tenants)", g.Key)
+	case !sc.Gate.Fair && len(sc.Tenants) > 1:
+		r.note("the load's tenants: the group has no key, so they are one client to it (no fair share)")
 	}
 
 	managed := 0.0
