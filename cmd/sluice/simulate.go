@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -29,7 +28,7 @@ described service and load, and prints what each would do, before it is
 deployed: per phase of the load the goodput (successes within the SLO per
 second), the p50 and p99 latency end to end, the share rejected and why, and
 the concurrency limit; then the same over time; and a chart of it as a PNG.
-Nothing is sent anywhere: a minute of load takes about a second. The laws,
+Nothing is sent anywhere: minutes of load take a fraction of a second. The laws,
 queue and shedding are the daemon's own code, in virtual time.
 
 Each group is simulated on its own, as if all of the load were its
@@ -46,10 +45,11 @@ The config:
                     group's latency target, else the scenario's SLO)
 
 The service and its load, from a scenario:
-  -scenario NAME    a shipped scenario: one of the lab's (` + strings.Join(lab.Scenarios(), ", ") + `),
-                    with the backend, load and clients the lab runs on real
-                    processes ("sluice-lab scenarios"); or a file: the lab's
-                    TOML (*.toml) or the simulator's text form (*.scenario)
+  -scenario NAME    a shipped scenario: one of the lab's, with the backend,
+                    load and clients the lab runs on real processes:
+` + wrapWords(lab.Scenarios(), 20, 78) + `
+                    or a file: the lab's TOML (*.toml) or the simulator's
+                    text form (*.scenario)
 or described by flags, which also override a scenario's service and clients:
   -capacity N       requests per second the service completes at most
   -latency D        its mean latency unloaded: one request's own service time
@@ -67,8 +67,11 @@ or described by flags, which also override a scenario's service and clients:
                     -change 30s:workers=8 -change 1m:slow=2; repeatable
   -timeout D        clients give up on a request after D (default 10s)
   -retries N        clients retry a rejected or timed-out request N times
+                    (default 0)
   -backoff D        they wait D (jittered ×0.5–1.5) before a retry (10ms)
-  -retry-after      they wait what Retry-After says instead
+  -retry-after      they wait what Retry-After says (1–2 s) instead
+                    (a scenario's clients keep its own values of these four
+                    unless given)
   -priorities MIX   the requests' priorities, for a group whose priority is
                     a header: e.g. critical=0.2,sheddable=0.8
   -tenants MIX      the clients' keys, for a group with a key: e.g.
@@ -76,13 +79,35 @@ or described by flags, which also override a scenario's service and clients:
   -seed N           the random seed (default: the scenario's, else 1)
 
 The output:
-  -every D          one row of the time table per D (default: about 20 rows)
+  -every D          one row of the time table per D (default: a round step, at most 25 rows)
   -png FILE         the chart (default sluice-simulate.png; -png "" for none)
 
 Exit codes: 0 done, 1 the config or a scenario file is not valid, 2 wrong
 command line (an unknown flag, group or scenario, a bad value).
 `,
 	Run: runSimulate,
+}
+
+// wrapWords lists words separated by ", " in lines indented by indent,
+// each at most width columns (a longer word gets a line of its own).
+func wrapWords(words []string, indent, width int) string {
+	var b strings.Builder
+	line := strings.Repeat(" ", indent)
+	for i, w := range words {
+		if i < len(words)-1 {
+			w += ","
+		}
+		if len(line) > indent && len(line)+1+len(w) > width {
+			b.WriteString(line + "\n")
+			line = strings.Repeat(" ", indent)
+		}
+		if len(line) > indent {
+			line += " "
+		}
+		line += w
+	}
+	b.WriteString(line)
+	return b.String()
 }
 
 // simulateFlags are the command line of "sluice simulate".
@@ -284,14 +309,20 @@ func simulateWorkload(f *simulateFlags) (simulate.Workload, int, error) {
 		return bad(fmt.Errorf("-change: %w", err))
 	}
 	c := &sc.Clients
-	for name, set := range map[string]func(){
-		"timeout": func() { c.Timeout = f.timeout }, "retries": func() { c.Retries = f.retries },
-		"backoff": func() { c.Backoff = f.backoff }, "retry-after": func() { c.RetryAfter = f.retryAfter },
-		"seed": func() { sc.Seed = f.seed },
-	} {
-		if f.set[name] {
-			set()
-		}
+	if f.set["timeout"] {
+		c.Timeout = f.timeout
+	}
+	if f.set["retries"] {
+		c.Retries = f.retries
+	}
+	if f.set["backoff"] {
+		c.Backoff = f.backoff
+	}
+	if f.set["retry-after"] {
+		c.RetryAfter = f.retryAfter
+	}
+	if f.set["seed"] {
+		sc.Seed = f.seed
 	}
 	if f.priorities != "" {
 		if err := w.SetPriorities(f.priorities); err != nil {
@@ -306,20 +337,19 @@ func simulateWorkload(f *simulateFlags) (simulate.Workload, int, error) {
 	return w, exitOK, nil
 }
 
-// writeSimulateChart draws every group's run into the PNG file path.
+// writeSimulateChart draws every group's run into the PNG file path; a
+// chart it could not finish is removed.
 func writeSimulateChart(path string, results []simulated) error {
-	if dir := filepath.Dir(path); dir != "." {
-		if _, err := os.Stat(dir); err != nil {
-			return err
-		}
-	}
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	if err := drawSimulated(f, results); err != nil {
-		f.Close()
-		return err
+	err = drawSimulated(f, results)
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
-	return f.Close()
+	if err != nil {
+		os.Remove(path)
+	}
+	return err
 }

@@ -61,9 +61,11 @@ func ServiceOf(capacity float64, latency time.Duration, workers int, dist string
 	return s, nil
 }
 
-// SetService replaces the workload's backend by s. The load keeps its
-// multiples of capacity, so it scales with the new capacity; a change of
-// the worker count keeps its ratio to the starting workers.
+// SetService replaces the workload's backend's workers and service time by
+// s's (the rest of a scenario file's service, its CPU and memory model,
+// stays). The load keeps its multiples of capacity, so it scales with the
+// new capacity; a change of the worker count keeps its ratio to the
+// starting workers.
 func (w *Workload) SetService(s sim.Service) {
 	sc := &w.Scenario
 	old := sc.Service.Workers
@@ -72,8 +74,7 @@ func (w *Workload) SetService(s sim.Service) {
 			sc.WorkerChanges[i].Workers = max(1, int(math.Round(float64(c.Workers)*float64(s.Workers)/float64(old))))
 		}
 	}
-	s.Cancel = sc.Service.Cancel
-	sc.Service = s
+	sc.Service.Workers, sc.Service.Dist = s.Workers, s.Dist
 }
 
 // Load parses a load profile: segments separated by commas, each
