@@ -204,11 +204,14 @@ func runSimulate(_ context.Context, args []string, stdout, stderr io.Writer) int
 		return code
 	}
 
-	source := "the embedded default config"
+	source := "(the embedded default)"
 	if f.config != "" {
 		source = f.config
 	}
 	printWorkload(stdout, &w, source)
+	if len(groups) > 1 {
+		cli.Fprintf(stdout, "  each group is simulated alone with all of this load; in the daemon the groups share the service and split the load by their match rules\n")
+	}
 	var results []simulated
 	for _, g := range groups {
 		r, err := simulate.ForGroup(w, cfg, g, f.slo)

@@ -156,6 +156,7 @@ func TestSimulateFlags(t *testing.T) {
 		"give up after 10s, 2 retries after 10ms jittered, seed 1",
 		`group "api": law target, limit 1..1000 from 20; targets p99 ≤ 300ms`,
 		`group "batch": law fixed, limit 30;`,
+		"each group is simulated alone with all of this load",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
@@ -170,7 +171,7 @@ func TestSimulateFlags(t *testing.T) {
 	}
 
 	code, out, _ = runArgs("simulate", "-config", config, "-group", "batch", "-scenario", "step", "-capacity", "200", "-workers", "4", "-png", "")
-	if code != exitOK || strings.Contains(out, `group "api"`) || !strings.Contains(out, "service: 4 workers, exponential service time of mean 20ms: capacity C = 200 req/s") {
+	if code != exitOK || strings.Contains(out, `group "api"`) || strings.Contains(out, "each group is simulated alone") || !strings.Contains(out, "service: 4 workers, exponential service time of mean 20ms: capacity C = 200 req/s") {
 		t.Errorf("-group batch on step at 200/s: code %d\n%s", code, out)
 	}
 }
