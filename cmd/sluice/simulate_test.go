@@ -181,6 +181,7 @@ func TestSimulateFlags(t *testing.T) {
 func TestSimulateErrors(t *testing.T) {
 	config := writeConfig(t, "", "", twoGroups)
 	bad := writeConfig(t, "", "", "[upstream]\nurl = \"http://127.0.0.1:9000\"\n[[group]]\nname = \"x\"\nlimt = 3\n")
+	badLaw := writeConfig(t, "", "", "[upstream]\nurl = \"http://127.0.0.1:9000\"\n[[group]]\nname = \"x\"\n  [group.concurrency]\n  law = \"pid\"\n")
 	badScenario := filepath.Join(t.TempDir(), "x.scenario")
 	if err := os.WriteFile(badScenario, []byte("duration 1s\nslo 1s\nload at=0s x=1\nwarp 9\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -204,6 +205,7 @@ func TestSimulateErrors(t *testing.T) {
 		{[]string{"-scenario", "step", "-retries", "-1"}, exitUsage, "-retries -1"},
 		{[]string{"-scenario", "step", "extra"}, exitUsage, `unexpected argument "extra"`},
 		{[]string{"-config", bad, "-scenario", "step"}, exitError, bad + ":5: group[0].limt: unknown key"},
+		{[]string{"-config", badLaw, "-scenario", "step"}, exitError, badLaw + `:6: group[0].concurrency.law: must be one of "fixed", "aimd", "gradient", "vegas", "target", got "pid"`},
 		{[]string{"-config", filepath.Join(t.TempDir(), "none.toml"), "-scenario", "step"}, exitError, "no such file"},
 		{[]string{"-scenario", badScenario}, exitError, "line 4: warp: unknown directive"},
 		{[]string{"-scenario", "step", "-png", filepath.Join(t.TempDir(), "no", "dir", "c.png")}, exitError, "chart:"},
