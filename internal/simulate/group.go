@@ -133,6 +133,10 @@ func ForGroup(w Workload, cfg *configs.Config, g *configs.Group, slo time.Durati
 		r.note("upstream.circuit: the model's breaker opens after 5 failures in a row for 5s and probes with 3 (no failure_ratio)")
 	}
 
+	if cfg.Control.StateFile != "" && cc.Law != configs.LawFixed {
+		r.note("control.state_file: the law starts from its configured initial limit (%d), not from a learned one", cc.Initial)
+	}
+
 	law, err := lawOf(g, sc.Targets, managed)
 	if err != nil {
 		return Run{}, fmt.Errorf("group %q: %w", g.Name, err)

@@ -157,6 +157,7 @@ url = "http://127.0.0.1:9000"
 
 [control]
 interval = "100ms"
+state_file = "/var/lib/sluice/state.json"
 
 [[group]]
 name = "api"
@@ -257,7 +258,7 @@ func TestForGroup(t *testing.T) {
 	if _, ok := api.Law.(*adaptive.AIMD); !ok || api.Law.Limit() != 10 {
 		t.Errorf("api law %T at %d", api.Law, api.Law.Limit())
 	}
-	if !hasNote(api.Notes, "rate per key") || !hasNote(api.Notes, "targets.cpu 0.70") {
+	if !hasNote(api.Notes, "rate per key") || !hasNote(api.Notes, "targets.cpu 0.70") || !hasNote(api.Notes, "initial limit (10)") {
 		t.Errorf("api notes %q", api.Notes)
 	}
 
@@ -283,7 +284,7 @@ func TestForGroup(t *testing.T) {
 		b.Scenario.Priorities != [adaptive.NumPriorities]float64{adaptive.Critical: 1} {
 		t.Errorf("batch: gate %+v, limit %d, SLO %v, priorities %v", b.Scenario.Gate, b.Law.Limit(), b.Scenario.SLO, b.Scenario.Priorities)
 	}
-	if !hasNote(b.Notes, `scope "global"`) {
+	if !hasNote(b.Notes, `scope "global"`) || hasNote(b.Notes, "state_file") {
 		t.Errorf("batch notes %q", b.Notes)
 	}
 
@@ -320,4 +321,25 @@ func hasNote(notes []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// FuzzLoad checks that whatever -load says, Load either refuses it or
+// returns a profile the simulator accepts, back to back from 0.
+func FuzzLoad(f *testing.F) {
+	for _, s := range []string{"3x", "0.7x for 30s, 1.4x for 30s, 0.7x", "1200/s", "0.5x..3x for 1m", "2C for 1h", "1x for 1ns"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, spec string) {
+		segs, phases, d, err := Load(spec, 400, 10*time.Second)
+		if err != nil {
+			return
+		}
+		sc := sim.Scenario{Duration: d, SLO: time.Second, Load: segs, Phases: phases}
+		if len(segs) != len(phases) || segs[0].At != 0 {
+			t.Fatalf("%q: %d segments, %d phases, first at %v", spec, len(segs), len(phases), segs[0].At)
+		}
+		if err := sc.Validate(); err != nil {
+			t.Fatalf("%q: %v", spec, err)
+		}
+	})
 }
