@@ -1,9 +1,12 @@
+//go:build !nodemo
+
 package main
 
 import (
 	"fmt"
 	"image/png"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -238,4 +241,18 @@ func tableRows(t *testing.T, out, first string) [][]string {
 		t.Fatalf("no table starting %q in:\n%s", first, out)
 	}
 	return rows
+}
+
+// TestSimulateLeftOut: a build with -tags nodemo, the lean one without the
+// lab, links neither the simulator nor what simulate builds on it.
+func TestSimulateLeftOut(t *testing.T) {
+	out, err := exec.Command("go", "list", "-tags", "nodemo", "-deps", ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		if dep == "github.com/sluicehq/sluice/adaptive/sim" || dep == "github.com/sluicehq/sluice/internal/simulate" {
+			t.Errorf("a nodemo build links %s", dep)
+		}
+	}
 }
