@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sluicehq/sluice/admin/api"
 	"github.com/sluicehq/sluice/internal/listen"
 )
 
@@ -13,24 +14,24 @@ func (s *Server) getStatus(w http.ResponseWriter, _ *http.Request) {
 	st := s.gate.Status()
 	cfg := s.gate.Config()
 	now := s.p.Now()
-	v := statusView{
+	v := api.Status{
 		Version:       s.p.Version,
 		GoVersion:     runtime.Version(),
 		Started:       s.started,
 		UptimeSeconds: now.Sub(s.started).Seconds(),
 		Ready:         true,
-		Config: configView{
+		Config: api.ConfigInfo{
 			Source:    st.ConfigSource,
 			Hash:      st.ConfigHash,
 			Loaded:    when(st.ConfigLoaded),
 			Groups:    make([]string, 0, len(cfg.Groups)),
 			Overrides: []string{},
 		},
-		Control: controlView{Interval: time.Duration(cfg.Control.Interval).Seconds(), Ticks: st.Ticks, LastTick: when(st.LastTick)},
-		State: stateView{File: st.StateFile, LastSave: when(st.LastSave),
-			Restore: restoreView{SavedAt: when(st.Restore.SavedAt), Groups: st.Restore.Groups}},
+		Control: api.Control{Interval: time.Duration(cfg.Control.Interval).Seconds(), Ticks: st.Ticks, LastTick: when(st.LastTick)},
+		State: api.State{File: st.StateFile, LastSave: when(st.LastSave),
+			Restore: api.Restore{SavedAt: when(st.Restore.SavedAt), Groups: st.Restore.Groups}},
 		Resources: newResourcesView(st.Resources),
-		Admin:     adminView{Listen: s.p.Listen, Writable: s.token.set, ReadsNeedToken: s.reach == listen.Open},
+		Admin:     api.Admin{Listen: s.p.Listen, Writable: s.token.set, ReadsNeedToken: s.reach == listen.Open},
 	}
 	if a := s.Addr(); a != nil {
 		v.Admin.Listen = a.String()
@@ -60,13 +61,13 @@ func (s *Server) getStatus(w http.ResponseWriter, _ *http.Request) {
 	v.Redis = newRedisView(groups, cfg)
 	if s.p.Circuit != nil {
 		if c, ok := s.p.Circuit(); ok {
-			v.Circuit = &circuitView{State: c.State, Since: c.Since, Reason: c.Reason}
+			v.Circuit = &api.Circuit{State: c.State, Since: c.Since, Reason: c.Reason}
 		}
 	}
-	v.Fronts = []frontView{}
+	v.Fronts = []api.Front{}
 	if s.p.Fronts != nil {
 		for _, f := range s.p.Fronts() {
-			v.Fronts = append(v.Fronts, frontView(f))
+			v.Fronts = append(v.Fronts, api.Front(f))
 		}
 	}
 	writeJSON(w, http.StatusOK, v)
@@ -93,15 +94,10 @@ type CircuitStatus struct {
 	Reason string
 }
 
-// groupsView is GET /v1/groups.
-type groupsView struct {
-	Groups []groupView `json:"groups"`
-}
-
 func (s *Server) getGroups(w http.ResponseWriter, _ *http.Request) {
 	sts := s.gate.Groups()
 	cfg := s.gate.Config()
-	v := groupsView{Groups: make([]groupView, len(sts))}
+	v := api.Groups{Groups: make([]api.Group, len(sts))}
 	s.mu.Lock()
 	for i, st := range sts {
 		v.Groups[i] = newGroupView(st, cfg.Group(st.Name), s.keep[st.Name])
@@ -120,10 +116,10 @@ func (s *Server) getGroup(w http.ResponseWriter, r *http.Request) {
 }
 
 // groupView renders the group called name, or a 404.
-func (s *Server) groupView(name string) (groupView, *apiError) {
+func (s *Server) groupView(name string) (api.Group, *apiError) {
 	st, ok := s.gate.Group(name)
 	if !ok {
-		return groupView{}, noGroup(name)
+		return api.Group{}, noGroup(name)
 	}
 	s.mu.Lock()
 	keep := s.keep[name]
@@ -145,22 +141,16 @@ func quoteName(name string) string {
 	return strconv.Quote(name)
 }
 
-// healthView is the body of /livez and /readyz.
-type healthView struct {
-	Status string `json:"status"`
-	Error  string `json:"error,omitempty"`
-}
-
 func (s *Server) livez(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, healthView{Status: "ok"})
+	writeJSON(w, http.StatusOK, api.Health{Status: "ok"})
 }
 
 func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 	if err := s.ready(); err != nil {
-		writeJSON(w, http.StatusServiceUnavailable, healthView{Status: "not ready", Error: err.Error()})
+		writeJSON(w, http.StatusServiceUnavailable, api.Health{Status: "not ready", Error: err.Error()})
 		return
 	}
-	writeJSON(w, http.StatusOK, healthView{Status: "ready"})
+	writeJSON(w, http.StatusOK, api.Health{Status: "ready"})
 }
 
 // ready is Params.Ready. The gate itself only ever runs a valid config: it

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/adaptive"
+	"github.com/sluicehq/sluice/admin/api"
 	"github.com/sluicehq/sluice/configs"
 	"github.com/sluicehq/sluice/gate"
 )
@@ -23,7 +24,7 @@ func TestStatus(t *testing.T) {
 	if a.status != http.StatusOK || !strings.HasPrefix(a.header.Get("Content-Type"), "application/json") {
 		t.Fatalf("status: %d %s", a.status, a.header.Get("Content-Type"))
 	}
-	var v statusView
+	var v api.Status
 	if err := json.Unmarshal(a.body, &v); err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +97,7 @@ func TestResourceSources(t *testing.T) {
 	}
 	f.res.set(0.42, 0.61)
 	f.tick(250 * time.Millisecond)
-	var v statusView
+	var v api.Status
 	if err := json.Unmarshal(f.get(t, "/v1/status").body, &v); err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +128,7 @@ func TestGroups(t *testing.T) {
 	if a.status != http.StatusOK {
 		t.Fatalf("GET /v1/groups: %d %s", a.status, a.body)
 	}
-	var all groupsView
+	var all api.Groups
 	if err := json.Unmarshal(a.body, &all); err != nil {
 		t.Fatal(err)
 	}
@@ -135,8 +136,8 @@ func TestGroups(t *testing.T) {
 		t.Fatalf("groups %+v, want api then batch", all.Groups)
 	}
 
+	want := api.Group{Name: "api", Law: configs.LawAIMD, Min: 1, Max: 100}
 	api := f.group(t, "api")
-	want := groupView{Name: "api", Law: configs.LawAIMD, Min: 1, Max: 100}
 	if api.Name != want.Name || api.Law != want.Law || api.Min != want.Min || api.Max != want.Max {
 		t.Errorf("api = %s %s [%d, %d], want %s %s [%d, %d]", api.Name, api.Law, api.Min, api.Max, want.Name, want.Law, want.Min, want.Max)
 	}
@@ -215,12 +216,12 @@ func TestPatch(t *testing.T) {
 		status int
 		field  string // of the error
 		msg    string // in the error, or in the notes of a success
-		check  func(t *testing.T, v groupView)
+		check  func(t *testing.T, v api.Group)
 	}{
 		{name: "latency target", group: "api", body: `{"targets": {"latency": "150ms"}}`, status: 200,
-			check: func(t *testing.T, v groupView) {
+			check: func(t *testing.T, v api.Group) {
 				if v.Override == nil || len(v.Override.Changes) != 1 ||
-					v.Override.Changes[0] != (fieldChange{"targets.latency", "200ms", "150ms"}) || v.Override.KeepOnReload {
+					v.Override.Changes[0] != (api.FieldChange{Field: "targets.latency", From: "200ms", To: "150ms"}) || v.Override.KeepOnReload {
 					t.Errorf("override %+v, want targets.latency 200ms → 150ms, not kept", v.Override)
 				}
 				if *v.Targets.Latency != 0.15 {
@@ -229,26 +230,26 @@ func TestPatch(t *testing.T) {
 			}},
 		{name: "max below initial moves initial", group: "api", body: `{"concurrency": {"max": 5}}`, status: 200,
 			msg: "concurrency.initial lowered from 10 to 5, the new max",
-			check: func(t *testing.T, v groupView) {
+			check: func(t *testing.T, v api.Group) {
 				if v.Limit != 5 || v.Max != 5 || v.Config.Concurrency.Initial != 5 {
 					t.Errorf("limit %d max %d initial %d, want 5, 5, 5", v.Limit, v.Max, v.Config.Concurrency.Initial)
 				}
 			}},
 		{name: "min above initial moves initial", group: "api", body: `{"concurrency": {"min": 20}}`, status: 200,
 			msg: "concurrency.initial raised from 10 to 20, the new min",
-			check: func(t *testing.T, v groupView) {
+			check: func(t *testing.T, v api.Group) {
 				if v.Limit != 20 || v.Min != 20 {
 					t.Errorf("limit %d min %d, want 20, 20", v.Limit, v.Min)
 				}
 			}},
 		{name: "fixed limit, rate and queue, kept", group: "batch", body: `{"concurrency": {"limit": 8}, "queue": {"max": 10, "max_wait": "20ms"}, "keep_on_reload": true}`, status: 200,
-			check: func(t *testing.T, v groupView) {
+			check: func(t *testing.T, v api.Group) {
 				if v.Limit != 8 || v.Queue.Max != 10 || v.Override == nil || !v.Override.KeepOnReload || len(v.Override.Changes) != 3 {
 					t.Errorf("limit %d queue max %d override %+v", v.Limit, v.Queue.Max, v.Override)
 				}
 			}},
 		{name: "rate", group: "api", body: `{"rate": {"rate": 50, "burst": 10}}`, status: 200,
-			check: func(t *testing.T, v groupView) {
+			check: func(t *testing.T, v api.Group) {
 				if v.Rate == nil || v.Rate.PerSecond != 50 {
 					t.Errorf("rate %+v, want 50/s", v.Rate)
 				}
@@ -313,7 +314,7 @@ func TestPatch(t *testing.T) {
 				}
 				return
 			}
-			var v groupView
+			var v api.Group
 			if err := json.Unmarshal(a.body, &v); err != nil {
 				t.Fatal(err)
 			}
@@ -371,7 +372,7 @@ func TestReload(t *testing.T) {
 	if a.status != http.StatusOK {
 		t.Fatalf("reload: %d %s", a.status, a.body)
 	}
-	var rv reloadView
+	var rv api.Reload
 	if err := json.Unmarshal(a.body, &rv); err != nil {
 		t.Fatal(err)
 	}

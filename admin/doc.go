@@ -28,6 +28,9 @@
 //	GET   /livez, /readyz     liveness; readiness (Params.Ready)
 //	GET   /debug/pprof/       the runtime profiles
 //	GET   /                   the live dashboard, one embedded page
+//	GET   /v1/openapi.json    the OpenAPI 3.1 document of every endpoint
+//	                          above, with the schemas of their JSON answers
+//	                          (package admin/api's types)
 //
 // Every answer of the API is JSON; an error is {"error": MESSAGE, "field":
 // PATH, "problems": [{"field": PATH, "error": MESSAGE}, ...]}, with field set
@@ -84,10 +87,10 @@
 //   - loopback (a loopback IP, "localhost", a unix socket): reads are open to
 //     local users; mutations need the bearer token, and with no token the API
 //     is read-only (403);
-//   - anything else: every request needs the token, but /livez, /readyz and
-//     the dashboard page itself, which holds no data (its data calls carry
-//     the token the operator types in). Without a token, New and Serve refuse
-//     to start.
+//   - anything else: every request needs the token, but /livez, /readyz,
+//     /v1/openapi.json and the dashboard page itself, which hold no data
+//     (the page's data calls carry the token the operator types in).
+//     Without a token, New and Serve refuse to start.
 //
 // The token is compared in constant time (of SHA-256 digests, so its length
 // does not leak either). The Host header must name the listener: a loopback

@@ -4,35 +4,34 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+
+	"github.com/sluicehq/sluice/admin/api"
 )
 
-// apiError is the body of every error answer.
+// apiError is an error answer: its status and its body.
 type apiError struct {
 	status int
-	// Message says what is wrong; with one problem, it names the field.
-	Message string `json:"error"`
-	// Field is the key path of the one field at fault ("targets.latency"),
-	// empty when the error is not about one field.
-	Field string `json:"field,omitempty"`
-	// Problems lists every problem found, when there are any to list.
-	Problems []problem `json:"problems,omitempty"`
+	errorBody
 }
 
-// problem is one field's problem.
-type problem struct {
-	Field string `json:"field,omitempty"`
-	Error string `json:"error"`
-}
+// errorBody and problem are the API's names for an error answer's body
+// and one of its problems.
+type (
+	errorBody = api.Error
+	problem   = api.Problem
+)
 
 func (e *apiError) Error() string { return e.Message }
 
 // errorf builds an apiError with a message and no field.
-func errorf(status int, msg string) *apiError { return &apiError{status: status, Message: msg} }
+func errorf(status int, msg string) *apiError {
+	return &apiError{status: status, errorBody: errorBody{Message: msg}}
+}
 
 // problems builds an apiError from field problems: the message joins them,
 // and Field is set when there is exactly one.
 func problems(status int, ps []problem) *apiError {
-	e := &apiError{status: status, Problems: ps}
+	e := &apiError{status: status, errorBody: errorBody{Problems: ps}}
 	msgs := make([]string, len(ps))
 	for i, p := range ps {
 		msgs[i] = p.Error
@@ -63,7 +62,7 @@ func writeCompact(w http.ResponseWriter, status int, v any) {
 func writeBytes(w http.ResponseWriter, status int, b []byte, err error) {
 	if err != nil {
 		status = http.StatusInternalServerError
-		b, _ = json.Marshal(apiError{Message: "admin: encoding the answer: " + err.Error()})
+		b, _ = json.Marshal(errorBody{Message: "admin: encoding the answer: " + err.Error()})
 	}
 	h := w.Header()
 	h.Set("Content-Type", "application/json; charset=utf-8")
@@ -74,4 +73,4 @@ func writeBytes(w http.ResponseWriter, status int, b []byte, err error) {
 }
 
 // writeError writes e as a JSON error answer.
-func writeError(w http.ResponseWriter, e *apiError) { writeJSON(w, e.status, e) }
+func writeError(w http.ResponseWriter, e *apiError) { writeJSON(w, e.status, e.errorBody) }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/sluicehq/sluice/admin/api"
 	"github.com/sluicehq/sluice/configs"
 	"github.com/sluicehq/sluice/gate"
 	"github.com/sluicehq/sluice/limits/redis"
@@ -22,111 +23,17 @@ import (
 // Redis, so the link's state (mode, since, last error, nodes) is the same in
 // every group, and the first group with a global quota tells it.
 
-// globalView is a group's global quota: where it decides now and its
-// decision counts since the group was first built.
-type globalView struct {
-	// Mode is "redis", or "fallback" while Redis is down and the fallback
-	// policy decides.
-	Mode string `json:"mode"`
-	// Fallback is the policy for decisions Redis does not make: "local"
-	// (this node's share of the quota), "open" or "closed".
-	Fallback  string        `json:"fallback"`
-	Decisions decisionCount `json:"decisions"`
-	// Errors counts the calls to Redis that failed, Timeouts those of them
-	// that ran out of redis.timeout.
-	Errors   uint64 `json:"errors"`
-	Timeouts uint64 `json:"timeouts"`
-	// Sync is how the nodes share the quota: "exact" or "leased".
-	Sync string `json:"sync"`
-	// QuotaVersion is the version of the quota's definition in Redis in
-	// force (PATCH /v1/groups/{name}/global); 0: this node's configured
-	// quota. QuotaError says why a definition found in Redis is not applied.
-	QuotaVersion int64  `json:"quota_version"`
-	QuotaError   string `json:"quota_error,omitempty"`
-	// Lease is the leased mode's state; null with sync "exact".
-	Lease *leaseView `json:"lease"`
-}
-
-// leaseView is a leased global quota on this node.
-type leaseView struct {
-	// Bound is the over-admission bound of one key in cost units, from the
-	// quota in force: 1.5 × rate × lease_period. Outstanding is what Redis
-	// counted as leased out to all nodes together at this node's last
-	// renewals (its keys summed), Held what this node holds now, on Keys
-	// keys.
-	Bound       int64 `json:"bound"`
-	Outstanding int64 `json:"outstanding"`
-	Held        int64 `json:"held"`
-	Keys        int   `json:"keys"`
-	// Admitted and Refused are the units this node decided against its
-	// leases, locally.
-	Admitted uint64 `json:"admitted"`
-	Refused  uint64 `json:"refused"`
-	// Renewals counts the renewal calls Redis answered, RenewalErrors
-	// those that failed; LastRenewal is when the last answered one was
-	// sent (null before the first).
-	Renewals      uint64     `json:"renewals"`
-	RenewalErrors uint64     `json:"renewal_errors"`
-	LastRenewal   *time.Time `json:"last_renewal"`
-}
-
-// decisionCount splits decisions by who made them.
-type decisionCount struct {
-	Redis    uint64 `json:"redis"`
-	Fallback uint64 `json:"fallback"`
-}
-
-// redisView is the link to Redis in /v1/status; null without a global quota.
-type redisView struct {
-	Mode  string    `json:"mode"`
-	Since time.Time `json:"since"`
-	// NextProbe is, in fallback mode, the earliest instant a decision tries
-	// Redis again.
-	NextProbe   *time.Time `json:"next_probe"`
-	LastError   string     `json:"last_error,omitempty"`
-	LastErrorAt *time.Time `json:"last_error_at"`
-	Fallback    string     `json:"fallback"`
-	Nodes       nodesView  `json:"nodes"`
-	// Groups are the groups with a global quota; the counts are their sums.
-	Groups    []string      `json:"groups"`
-	Decisions decisionCount `json:"decisions"`
-	Errors    uint64        `json:"errors"`
-	Timeouts  uint64        `json:"timeouts"`
-	// Leased are the groups whose global quota is leased (sync "leased"),
-	// with their over-admission bound and the units leased out; null when
-	// none is.
-	Leased []leasedView `json:"leased"`
-}
-
-// leasedView is a leased quota's bound in /v1/status (the group's read-out
-// has the rest of its lease).
-type leasedView struct {
-	Group       string `json:"group"`
-	Bound       int64  `json:"bound"`
-	Outstanding int64  `json:"outstanding"`
-}
-
-// nodesView is how many nodes share the global quotas.
-type nodesView struct {
-	// Configured is redis.nodes; Observed the nodes seen alive through
-	// their heartbeats in Redis (null before the first one); Share the
-	// count the local fallback divides each quota by, the larger of both.
-	Configured int  `json:"configured"`
-	Observed   *int `json:"observed"`
-	Share      int  `json:"share"`
-}
-
-func newGlobalView(st gate.GroupStatus) *globalView {
+func newGlobalView(st gate.GroupStatus) *api.Global {
 	g := st.Global
 	if g == nil {
 		return nil
 	}
-	v := &globalView{Mode: g.Mode.String(), Fallback: string(g.Fallback),
-		Decisions: decisionCount{Redis: g.RedisDecisions, Fallback: g.FallbackDecisions},
+	v := &api.Global{Mode: g.Mode.String(), Fallback: string(g.Fallback),
+		Decisions: api.Decisions{Redis: g.RedisDecisions, Fallback: g.FallbackDecisions},
 		Errors:    g.Errors, Timeouts: g.Timeouts,
 		Sync: string(g.Sync), QuotaVersion: g.QuotaVersion, QuotaError: g.QuotaError}
 	if g.Sync == redis.SyncLeased {
-		v.Lease = &leaseView{Bound: g.Bound, Outstanding: g.Outstanding, Held: g.Held, Keys: g.Leases,
+		v.Lease = &api.Lease{Bound: g.Bound, Outstanding: g.Outstanding, Held: g.Held, Keys: g.Leases,
 			Admitted: g.LeasedUnits, Refused: g.RefusedUnits,
 			Renewals: g.Renewals, RenewalErrors: g.RenewalErrors, LastRenewal: when(g.LastRenewal)}
 	}
@@ -134,16 +41,16 @@ func newGlobalView(st gate.GroupStatus) *globalView {
 }
 
 // newRedisView sums up the global quotas of groups; nil when none has one.
-func newRedisView(groups []gate.GroupStatus, cfg *configs.Config) *redisView {
-	var v *redisView
+func newRedisView(groups []gate.GroupStatus, cfg *configs.Config) *api.Redis {
+	var v *api.Redis
 	for _, st := range groups {
 		g := st.Global
 		if g == nil {
 			continue
 		}
 		if v == nil {
-			v = &redisView{Mode: g.Mode.String(), Since: g.Since, NextProbe: when(g.NextProbe), LastError: g.LastError,
-				LastErrorAt: when(g.LastErrorAt), Fallback: string(g.Fallback), Nodes: nodesView{Share: g.Nodes}}
+			v = &api.Redis{Mode: g.Mode.String(), Since: g.Since, NextProbe: when(g.NextProbe), LastError: g.LastError,
+				LastErrorAt: when(g.LastErrorAt), Fallback: string(g.Fallback), Nodes: api.Nodes{Share: g.Nodes}}
 			if g.ObservedNodes > 0 {
 				n := g.ObservedNodes
 				v.Nodes.Observed = &n
@@ -158,7 +65,7 @@ func newRedisView(groups []gate.GroupStatus, cfg *configs.Config) *redisView {
 		v.Errors += g.Errors
 		v.Timeouts += g.Timeouts
 		if g.Sync == redis.SyncLeased {
-			v.Leased = append(v.Leased, leasedView{Group: st.Name, Bound: g.Bound, Outstanding: g.Outstanding})
+			v.Leased = append(v.Leased, api.Leased{Group: st.Name, Bound: g.Bound, Outstanding: g.Outstanding})
 		}
 	}
 	return v
@@ -252,23 +159,8 @@ type globalQuotas interface {
 	GlobalQuota(name string) (gate.GlobalQuota, bool)
 }
 
-// quotaView is a global quota in force on this node.
-type quotaView struct {
-	Group     string `json:"group"`
-	Algorithm string `json:"algorithm"`
-	// Rate and Burst (the buckets) or Limit and Window (the windows).
-	Rate   float64          `json:"rate,omitempty"`
-	Burst  int64            `json:"burst,omitempty"`
-	Limit  int64            `json:"limit,omitempty"`
-	Window configs.Duration `json:"window,omitempty"`
-	// Version is the definition's in Redis (1, 2, ...), 0 for this node's
-	// configured quota; Source says which: "redis" or "config".
-	Version int64  `json:"version"`
-	Source  string `json:"source"`
-}
-
-func newQuotaView(name string, q redis.Quota) quotaView {
-	v := quotaView{Group: name, Algorithm: string(q.Algorithm), Rate: q.Rate, Burst: q.Burst,
+func newQuotaView(name string, q redis.Quota) api.Quota {
+	v := api.Quota{Group: name, Algorithm: string(q.Algorithm), Rate: q.Rate, Burst: q.Burst,
 		Limit: q.Limit, Window: configs.Duration(q.Window), Version: q.Version, Source: "config"}
 	if q.Version > 0 {
 		v.Source = "redis"

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/admin/api"
 	"github.com/sluicehq/sluice/gate"
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/limits/redis"
@@ -49,10 +50,10 @@ func quotaNode(t *testing.T, srv *redistest.Server, rate string) (*fixture, *red
 }
 
 // quotaOf reads GET /v1/groups/api/global.
-func quotaOf(t *testing.T, f *fixture) quotaView {
+func quotaOf(t *testing.T, f *fixture) api.Quota {
 	t.Helper()
 	a := f.get(t, "/v1/groups/api/global")
-	var v quotaView
+	var v api.Quota
 	if a.status != http.StatusOK || json.Unmarshal(a.body, &v) != nil {
 		t.Fatalf("GET global: %d %s", a.status, a.body)
 	}
@@ -73,7 +74,7 @@ func TestGlobalQuotaPatch(t *testing.T) {
 		t.Fatalf("before: %+v, want the configured 100/s", v)
 	}
 	ans := a.do(t, req{method: http.MethodPatch, path: "/v1/groups/api/global", body: `{"rate": 50}`, token: testToken})
-	var v quotaView
+	var v api.Quota
 	if ans.status != http.StatusOK || json.Unmarshal(ans.body, &v) != nil || v.Rate != 50 || v.Burst != 20 || v.Version != 1 || v.Source != "redis" {
 		t.Fatalf("PATCH: %d %s, want 50/s version 1 from redis", ans.status, ans.body)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/sluicehq/sluice/admin/api"
 	"github.com/sluicehq/sluice/configs"
 	"github.com/sluicehq/sluice/gate"
 	"github.com/sluicehq/sluice/limits"
@@ -95,7 +96,7 @@ func globalFixture(t *testing.T) (*fixture, map[string]*fakeQuota) {
 func TestGlobalStatus(t *testing.T) {
 	f, _ := globalFixture(t)
 	a := f.get(t, "/v1/status")
-	var v statusView
+	var v api.Status
 	if err := json.Unmarshal(a.body, &v); err != nil || a.status != http.StatusOK {
 		t.Fatalf("status: %d %v\n%s", a.status, err, a.body)
 	}
@@ -104,21 +105,22 @@ func TestGlobalStatus(t *testing.T) {
 		t.Fatalf("no redis in %s", a.body)
 	}
 	observed := 3
-	want := redisView{
+	want := api.Redis{
 		Mode: "fallback", Since: t0, NextProbe: when(t0.Add(2 * time.Second)),
 		LastError: "dial tcp 127.0.0.1:6379: connect: connection refused", LastErrorAt: when(t0.Add(time.Millisecond)),
-		Fallback: "local", Nodes: nodesView{Configured: 2, Observed: &observed, Share: 3},
-		Groups: []string{"api", "search"}, Decisions: decisionCount{Redis: 11, Fallback: 7}, Errors: 4, Timeouts: 1,
+		Fallback: "local", Nodes: api.Nodes{Configured: 2, Observed: &observed, Share: 3},
+		Groups: []string{"api", "search"}, Decisions: api.Decisions{Redis: 11, Fallback: 7}, Errors: 4, Timeouts: 1,
 	}
 	if got, w := mustJSON(t, r), mustJSON(t, want); got != w {
 		t.Errorf("redis =\n%s\nwant\n%s", got, w)
 	}
 
+	wantGlobal := api.Global{Mode: "fallback", Fallback: "local", Decisions: api.Decisions{Redis: 10, Fallback: 5}, Errors: 4, Timeouts: 1}
 	api := f.group(t, "api")
 	if api.Rate == nil || api.Rate.Global == nil {
 		t.Fatalf("api: rate %+v, want a global quota", api.Rate)
 	}
-	if g := *api.Rate.Global; g != (globalView{Mode: "fallback", Fallback: "local", Decisions: decisionCount{10, 5}, Errors: 4, Timeouts: 1}) {
+	if g := *api.Rate.Global; g != wantGlobal {
 		t.Errorf("api: global = %+v", g)
 	}
 	if b := f.group(t, "batch"); b.Rate == nil || b.Rate.Global != nil {
@@ -217,7 +219,7 @@ func TestGlobalLeaseReadout(t *testing.T) {
 	quotas["api"].set(ex)
 
 	g := f.group(t, "search").Rate.Global
-	want := leaseView{Bound: 300, Outstanding: 270, Held: 80, Keys: 1, Admitted: 1900, Refused: 4100,
+	want := api.Lease{Bound: 300, Outstanding: 270, Held: 80, Keys: 1, Admitted: 1900, Refused: 4100,
 		Renewals: 97, RenewalErrors: 2, LastRenewal: when(t0)}
 	if g == nil || g.Sync != "leased" || g.QuotaVersion != 4 || g.Lease == nil || mustJSON(t, *g.Lease) != mustJSON(t, want) {
 		t.Fatalf("search: global = %s, want leased, version 4, lease %s", mustJSON(t, g), mustJSON(t, want))
@@ -226,9 +228,9 @@ func TestGlobalLeaseReadout(t *testing.T) {
 		t.Errorf("api: global = %s, want exact without a lease", mustJSON(t, a))
 	}
 
-	var sv statusView
+	var sv api.Status
 	if a := f.get(t, "/v1/status"); json.Unmarshal(a.body, &sv) != nil || sv.Redis == nil ||
-		mustJSON(t, sv.Redis.Leased) != mustJSON(t, []leasedView{{Group: "search", Bound: 300, Outstanding: 270}}) {
+		mustJSON(t, sv.Redis.Leased) != mustJSON(t, []api.Leased{{Group: "search", Bound: 300, Outstanding: 270}}) {
 		t.Errorf("/v1/status: want the leased quota's bound in redis.leased:\n%s", a.body)
 	}
 

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/admin/api"
 	"github.com/sluicehq/sluice/configs"
 	"github.com/sluicehq/sluice/gate"
 	"github.com/sluicehq/sluice/internal/clocktest"
@@ -253,13 +254,13 @@ func (f *fixture) patch(t testing.TB, group, body string) answer {
 }
 
 // group fetches one group's read-out, decoded.
-func (f *fixture) group(t testing.TB, name string) groupView {
+func (f *fixture) group(t testing.TB, name string) api.Group {
 	t.Helper()
 	a := f.get(t, "/v1/groups/"+name)
 	if a.status != http.StatusOK {
 		t.Fatalf("GET group %s: %d %s", name, a.status, a.body)
 	}
-	var v groupView
+	var v api.Group
 	if err := json.Unmarshal(a.body, &v); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/adaptive"
+	"github.com/sluicehq/sluice/admin/api"
 	"github.com/sluicehq/sluice/gate"
 	"github.com/sluicehq/sluice/probe"
 )
@@ -197,30 +198,8 @@ func orNaN(x float64) float64 {
 	return x
 }
 
-// historyView is GET /v1/history: columns of points, oldest first, on one
-// time axis shared by every series. NaN is null.
-type historyView struct {
-	Interval float64       `json:"interval_seconds"`
-	Capacity int           `json:"capacity"`
-	Time     []int64       `json:"time"` // unix milliseconds
-	CPU      series        `json:"cpu"`
-	Memory   series        `json:"memory"`
-	Groups   []groupSeries `json:"groups"`
-}
-
-type groupSeries struct {
-	Name     string  `json:"name"`
-	Law      string  `json:"law"`
-	Quantile float64 `json:"quantile"`
-	// Series are the columns by name (colNames).
-	Series map[string]series `json:"series"`
-	// RejectedByReason holds the reasons that rejected anything in the
-	// window, in rejections per second.
-	RejectedByReason map[string]series `json:"rejected_by_reason"`
-}
-
 // view returns the points after since (unix milliseconds; 0 for all).
-func (h *history) view(since int64, interval time.Duration) historyView {
+func (h *history) view(since int64, interval time.Duration) api.History {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var idx []int
@@ -230,27 +209,27 @@ func (h *history) view(since int64, interval time.Duration) historyView {
 			idx = append(idx, i)
 		}
 	}
-	pick := func(ring []float64) series {
-		s := make(series, len(idx))
+	pick := func(ring []float64) api.Series {
+		s := make(api.Series, len(idx))
 		for k, i := range idx {
 			s[k] = ring[i]
 		}
 		return s
 	}
-	v := historyView{Interval: interval.Seconds(), Capacity: h.n, Time: make([]int64, len(idx)),
-		CPU: pick(h.cpu), Memory: pick(h.memory), Groups: make([]groupSeries, 0, len(h.order))}
+	v := api.History{Interval: interval.Seconds(), Capacity: h.n, Time: make([]int64, len(idx)),
+		CPU: pick(h.cpu), Memory: pick(h.memory), Groups: make([]api.GroupSeries, 0, len(h.order))}
 	for k, i := range idx {
 		v.Time[k] = h.times[i]
 	}
 	for _, name := range h.order {
 		gh := h.groups[name]
-		gs := groupSeries{Name: name, Law: gh.law, Quantile: gh.quantile,
-			Series: make(map[string]series, numCols), RejectedByReason: map[string]series{}}
+		gs := api.GroupSeries{Name: name, Law: gh.law, Quantile: gh.quantile,
+			Series: make(map[string]api.Series, numCols), RejectedByReason: map[string]api.Series{}}
 		for c, ring := range gh.cols {
 			gs.Series[colNames[c]] = pick(ring)
 		}
 		for r := 1; r < adaptive.NumRejections; r++ {
-			if s := pick(gh.byReason[r]); s.anyPositive() {
+			if s := pick(gh.byReason[r]); anyPositive(s) {
 				gs.RejectedByReason[adaptive.Rejection(r).String()] = s
 			}
 		}
@@ -259,27 +238,8 @@ func (h *history) view(since int64, interval time.Duration) historyView {
 	return v
 }
 
-// series is a column of figures; NaN encodes as null.
-type series []float64
-
-// MarshalJSON implements json.Marshaler.
-func (s series) MarshalJSON() ([]byte, error) {
-	b := make([]byte, 0, 2+8*len(s))
-	b = append(b, '[')
-	for i, x := range s {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		if math.IsNaN(x) || math.IsInf(x, 0) {
-			b = append(b, "null"...)
-			continue
-		}
-		b = strconv.AppendFloat(b, x, 'g', 6, 64)
-	}
-	return append(b, ']'), nil
-}
-
-func (s series) anyPositive() bool {
+// anyPositive reports whether any figure of s is above 0.
+func anyPositive(s api.Series) bool {
 	for _, x := range s {
 		if x > 0 {
 			return true
@@ -293,8 +253,9 @@ func (s *Server) getHistory(w http.ResponseWriter, r *http.Request) {
 	if q := r.URL.Query().Get("since"); q != "" {
 		n, err := strconv.ParseInt(q, 10, 64)
 		if err != nil {
-			writeError(w, &apiError{status: http.StatusBadRequest, Field: "since",
-				Message: "admin: since must be an instant in unix milliseconds, got " + strconv.Quote(q)})
+			e := errorf(http.StatusBadRequest, "admin: since must be an instant in unix milliseconds, got "+strconv.Quote(q))
+			e.Field = "since"
+			writeError(w, e)
 			return
 		}
 		since = n

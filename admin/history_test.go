@@ -158,16 +158,6 @@ func TestHistoryJSON(t *testing.T) {
 	}
 }
 
-func TestSeriesJSON(t *testing.T) {
-	b, err := json.Marshal(series{1, math.NaN(), 0.25, math.Inf(1), 1e-7, 123456789})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(b) != `[1,null,0.25,null,1e-07,1.23457e+08]` {
-		t.Errorf("series JSON %s", b)
-	}
-}
-
 // near reports whether got is want within 0.1 %, or both are NaN.
 func near(got, want float64) bool {
 	if math.IsNaN(want) || math.IsNaN(got) {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/sluicehq/sluice/admin/api"
 	"github.com/sluicehq/sluice/configs"
 	"github.com/sluicehq/sluice/gate"
 )
@@ -131,19 +132,6 @@ type reloadBody struct {
 	KeepOverrides bool `json:"keep_overrides"`
 }
 
-// reloadView is the answer to POST /v1/reload.
-type reloadView struct {
-	Source           string   `json:"source"`
-	Hash             string   `json:"hash"`
-	Unchanged        []string `json:"unchanged"`
-	Changed          []string `json:"changed"`
-	Added            []string `json:"added"`
-	Removed          []string `json:"removed"`
-	KeptOverrides    []string `json:"kept_overrides"`
-	ClearedOverrides []string `json:"cleared_overrides"`
-	DroppedOverrides []string `json:"dropped_overrides"`
-}
-
 func (s *Server) postReload(w http.ResponseWriter, r *http.Request) {
 	body, aerr := readBody(r, s.p.MaxBodyBytes)
 	if aerr != nil {
@@ -163,7 +151,7 @@ func (s *Server) postReload(w http.ResponseWriter, r *http.Request) {
 		writeError(w, reloadError(err))
 		return
 	}
-	v := reloadView{
+	v := api.Reload{
 		Source:           rep.Source,
 		Hash:             rep.Hash,
 		Unchanged:        nonNil(rep.Unchanged),

@@ -24,50 +24,71 @@ const (
 	mutate               // the token always, a JSON body within the size limit
 )
 
-// op is one method of an endpoint.
+// op is one method of an endpoint: who may call it, its handler, and what
+// the OpenAPI document says of it.
 type op struct {
 	access access
 	h      http.HandlerFunc
+	doc    opDoc
 }
 
 // endpoint maps the methods a path takes to their operations. GET also
 // answers HEAD.
 type endpoint map[string]op
 
-func get(a access, h http.HandlerFunc) endpoint { return endpoint{http.MethodGet: {a, h}} }
+// route is one path of the API. Its pattern is net/http's ServeMux pattern
+// and, but for "{$}", its path in the OpenAPI document.
+type route struct {
+	pattern string
+	e       endpoint
+}
 
-// routes builds the handler: the Host guard around a mux of endpoints.
-func (s *Server) routes() http.Handler {
-	mux := http.NewServeMux()
-	handle := func(pattern string, e endpoint) { mux.Handle(pattern, s.serveEndpoint(e)) }
+func get(a access, h http.HandlerFunc, d opDoc) endpoint { return endpoint{http.MethodGet: {a, h, d}} }
 
-	handle("/{$}", get(public, s.page))
-	handle("/ui/", get(public, s.asset))
-	handle("/livez", get(public, s.livez))
-	handle("/readyz", get(public, s.readyz))
-	handle("/metrics", get(read, promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{
-		ErrorHandling:     promhttp.ContinueOnError,
-		EnableOpenMetrics: true,
-	}).ServeHTTP))
-	handle("/v1/status", get(read, s.getStatus))
-	handle("/v1/groups", get(read, s.getGroups))
-	handle("/v1/groups/{name}", endpoint{
-		http.MethodGet:   {read, s.getGroup},
-		http.MethodPatch: {mutate, s.patchGroup},
-	})
-	handle("/v1/groups/{name}/global", endpoint{
-		http.MethodGet: {read, s.getGlobal}, http.MethodPatch: {mutate, s.patchGlobal}, http.MethodDelete: {mutate, s.deleteGlobal},
-	})
-	handle("/v1/history", get(read, s.getHistory))
-	handle("/v1/reload", endpoint{http.MethodPost: {mutate, s.postReload}})
+// table is every route of the API: the one list that routes serves and
+// the OpenAPI document (openapi.go) describes.
+func (s *Server) table() []route {
+	metrics := promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError, EnableOpenMetrics: true})
 	// pprof's symbol lookup takes a POST of addresses (go tool pprof): a
 	// read, not a mutation.
-	prof := endpoint{http.MethodGet: {read, pprof.Index}, http.MethodPost: {read, pprof.Index}}
-	handle("/debug/pprof/", prof)
-	for name, h := range map[string]http.HandlerFunc{
-		"cmdline": pprof.Cmdline, "profile": pprof.Profile, "symbol": pprof.Symbol, "trace": pprof.Trace,
-	} {
-		handle("/debug/pprof/"+name, endpoint{http.MethodGet: {read, h}, http.MethodPost: {read, h}})
+	prof := func(h http.HandlerFunc, d opDoc) endpoint {
+		return endpoint{http.MethodGet: {read, h, d}, http.MethodPost: {read, h, d}}
+	}
+	return []route{
+		{"/{$}", get(public, s.page, docPage)},
+		{"/ui/{file}", get(public, s.asset, docAsset)},
+		{"/livez", get(public, s.livez, docLivez)},
+		{"/readyz", get(public, s.readyz, docReadyz)},
+		{"/metrics", get(read, metrics.ServeHTTP, docMetrics)},
+		{"/v1/openapi.json", get(public, s.getOpenAPI, docOpenAPI)},
+		{"/v1/status", get(read, s.getStatus, docStatus)},
+		{"/v1/groups", get(read, s.getGroups, docGroups)},
+		{"/v1/groups/{name}", endpoint{
+			http.MethodGet:   {read, s.getGroup, docGroup},
+			http.MethodPatch: {mutate, s.patchGroup, docPatchGroup},
+		}},
+		{"/v1/groups/{name}/global", endpoint{
+			http.MethodGet:    {read, s.getGlobal, docGlobal},
+			http.MethodPatch:  {mutate, s.patchGlobal, docPatchGlobal},
+			http.MethodDelete: {mutate, s.deleteGlobal, docDeleteGlobal},
+		}},
+		{"/v1/history", get(read, s.getHistory, docHistory)},
+		{"/v1/reload", endpoint{http.MethodPost: {mutate, s.postReload, docReload}}},
+		{"/debug/pprof/{$}", prof(pprof.Index, docPprofIndex)},
+		{"/debug/pprof/{profile}", prof(pprof.Index, docPprofProfile)},
+		{"/debug/pprof/cmdline", prof(pprof.Cmdline, docPprofCmdline)},
+		{"/debug/pprof/profile", prof(pprof.Profile, docPprofCPU)},
+		{"/debug/pprof/symbol", prof(pprof.Symbol, docPprofSymbol)},
+		{"/debug/pprof/trace", prof(pprof.Trace, docPprofTrace)},
+	}
+}
+
+// routes builds the handler: the Host guard around a mux of the table's
+// endpoints, and a JSON 404 for every other path.
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	for _, r := range s.table() {
+		mux.Handle(r.pattern, s.serveEndpoint(r.e))
 	}
 	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errorf(http.StatusNotFound, "admin: no such endpoint: "+r.URL.Path))

@@ -232,7 +232,8 @@ func TestOffLoopbackReadsNeedTheToken(t *testing.T) {
 		{"/v1/history", "10.1.2.3:9901", "", 401},
 		{"/livez", "10.1.2.3:9901", "", 200},
 		{"/readyz", "10.1.2.3:9901", "", 200},
-		{"/", "10.1.2.3:9901", "", 200}, // the page holds no data
+		{"/v1/openapi.json", "10.1.2.3:9901", "", 200}, // the reference holds no data
+		{"/", "10.1.2.3:9901", "", 200},                // the page holds no data
 		{"/ui/app.js", "10.1.2.3:9901", "", 200},
 		{"/v1/groups", "evil.example:9901", testToken, 403},
 	} {

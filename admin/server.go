@@ -30,8 +30,8 @@ type Gate interface {
 }
 
 // DefaultListen is where the admin API listens when Params.Listen is empty:
-// configs' default for admin.listen.
-const DefaultListen = "127.0.0.1:9901"
+// admin.listen's default.
+const DefaultListen = configs.DefaultAdminListen
 
 // Defaults of Params.
 const (

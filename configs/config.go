@@ -217,7 +217,7 @@ const (
 type Admin struct {
 	// Listen is "host:port" or "unix:///path.sock"; "" turns the admin API
 	// off. Off loopback (and not a unix socket) it requires TokenFile.
-	// Default "127.0.0.1:9901".
+	// Default "127.0.0.1:9901" (DefaultAdminListen).
 	Listen string `toml:"listen" json:"listen"`
 	// TokenFile holds the bearer token that mutations need (and every
 	// request, off loopback). Default: none, which makes the API read-only.

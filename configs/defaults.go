@@ -43,6 +43,11 @@ const (
 	leaseHeadroom = 1.5
 )
 
+// DefaultAdminListen is admin.listen's default: loopback only. Package admin
+// takes it as the default of its own listener (admin.DefaultListen), and
+// `sluice status` as the admin API it asks.
+const DefaultAdminListen = "127.0.0.1:9901"
+
 // CatchAllName names the group SetDefaults appends for requests that no
 // group of the file matches.
 const CatchAllName = "default"
@@ -69,7 +74,7 @@ func New() *Config {
 			Circuit:               defaultCircuit(),
 		},
 		Probe:   Probe{Source: ProbeSourceAuto, Root: "/"},
-		Admin:   Admin{Listen: "127.0.0.1:9901"},
+		Admin:   Admin{Listen: DefaultAdminListen},
 		Control: Control{Interval: Duration(250 * time.Millisecond), SaveInterval: Duration(30 * time.Second)},
 	}
 }
@@ -124,7 +129,9 @@ func (r *Rate) reset() {
 // values: open at 5 failures in a row, or at half the requests of the last
 // 10s failed once there were 20; stay open 5s, then close after 3 probes
 // succeed. A sidecar's upstream that restarts is back within seconds, so the
-// circuit does not stay open long.
+// circuit does not stay open long. These are the proxy's own defaults
+// (proxy.DefaultBreaker); configs imports nothing of sluice's, so a test of
+// cmd/sluice ties the two.
 func defaultCircuit() Circuit {
 	return Circuit{
 		FailureRatio:        0.5,

@@ -60,16 +60,18 @@ type BreakerStatus struct {
 	Reason string
 }
 
-const (
-	defaultBreakerWindow      = 10 * time.Second
-	defaultBreakerBuckets     = 10
-	defaultBreakerMinRequests = 20
-	defaultBreakerRatio       = 0.5
-	defaultBreakerConsecutive = 5
-	defaultBreakerCooldown    = 5 * time.Second
-	defaultBreakerProbes      = 3
-	maxBreakerBuckets         = 1000
-)
+// DefaultBreaker is what a zero field of BreakerParams stands for: open at
+// 5 failures in a row, or once the last 10s (counted in 10 buckets) hold 20
+// requests of which half failed; stay open 5s, then close after 3 probes
+// succeed. The daemon's [upstream.circuit] defaults (package configs, which
+// imports nothing of sluice's) are the same figures; a test of cmd/sluice
+// ties them to these.
+func DefaultBreaker() BreakerParams {
+	return BreakerParams{Window: 10 * time.Second, Buckets: 10, MinRequests: 20, FailureRatio: 0.5,
+		ConsecutiveFailures: 5, Cooldown: 5 * time.Second, Probes: 3}
+}
+
+const maxBreakerBuckets = 1000
 
 // Validate reports every problem with p, joined; nil if p is usable. Zero fields
 // are fine: they mean the defaults.
@@ -96,40 +98,36 @@ func (p BreakerParams) Validate() error {
 	if p.Probes < 0 {
 		errs = append(errs, fmt.Errorf("proxy: breaker probes must not be negative, got %d", p.Probes))
 	}
-	w, b := p.Window, p.Buckets
-	if w == 0 {
-		w = defaultBreakerWindow
-	}
-	if b == 0 {
-		b = defaultBreakerBuckets
-	}
-	if w > 0 && b > 0 && w/time.Duration(b) <= 0 {
+	d := p.withDefaults()
+	if w, b := d.Window, d.Buckets; w > 0 && b > 0 && w/time.Duration(b) <= 0 {
 		errs = append(errs, fmt.Errorf("proxy: breaker window %v is too short for %d buckets", w, b))
 	}
 	return errors.Join(errs...)
 }
 
+// withDefaults is p with DefaultBreaker's figure in each zero field.
 func (p BreakerParams) withDefaults() BreakerParams {
+	d := DefaultBreaker()
 	if p.Window == 0 {
-		p.Window = defaultBreakerWindow
+		p.Window = d.Window
 	}
 	if p.Buckets == 0 {
-		p.Buckets = defaultBreakerBuckets
+		p.Buckets = d.Buckets
 	}
 	if p.MinRequests == 0 {
-		p.MinRequests = defaultBreakerMinRequests
+		p.MinRequests = d.MinRequests
 	}
 	if p.FailureRatio == 0 {
-		p.FailureRatio = defaultBreakerRatio
+		p.FailureRatio = d.FailureRatio
 	}
 	if p.ConsecutiveFailures == 0 {
-		p.ConsecutiveFailures = defaultBreakerConsecutive
+		p.ConsecutiveFailures = d.ConsecutiveFailures
 	}
 	if p.Cooldown == 0 {
-		p.Cooldown = defaultBreakerCooldown
+		p.Cooldown = d.Cooldown
 	}
 	if p.Probes == 0 {
-		p.Probes = defaultBreakerProbes
+		p.Probes = d.Probes
 	}
 	return p
 }

@@ -1,7 +1,11 @@
+//go:build !nodemo
+
 package main
 
 import (
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -80,5 +84,32 @@ func TestDemoScenario(t *testing.T) {
 		if c.Command[0] != "{{sluice}}" || c.Command[1] != "run" {
 			t.Errorf("%s runs %v, not sluice run", c.Name, c.Command)
 		}
+	}
+}
+
+// TestDemoLeftOut: a build with -tags nodemo links neither the lab nor its
+// plotting (golang.org/x/image, image/png), and its "sluice demo" says why
+// there is no demo.
+func TestDemoLeftOut(t *testing.T) {
+	out, err := exec.Command("go", "list", "-tags", "nodemo", "-deps", ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		if strings.HasPrefix(dep, "github.com/sluicehq/sluice/internal/lab") || strings.HasPrefix(dep, "golang.org/x/image") || dep == "image/png" {
+			t.Errorf("a nodemo build links %s", dep)
+		}
+	}
+	bin := filepath.Join(t.TempDir(), "sluice")
+	if out, err := exec.Command("go", "build", "-tags", "nodemo", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build -tags nodemo: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "demo")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	err = cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != exitError || !strings.Contains(stderr.String(), "built with -tags nodemo, without the demo") {
+		t.Errorf("sluice demo of a nodemo build: %v, stderr %q", err, stderr.String())
 	}
 }

@@ -20,6 +20,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/sluicehq/sluice/admin/api"
+	"github.com/sluicehq/sluice/configs"
 	"github.com/sluicehq/sluice/internal/cli"
 )
 
@@ -57,7 +59,7 @@ error; 2 the command line is wrong.
 func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	adminURL := fs.String("admin", "http://127.0.0.1:9901", "")
+	adminURL := fs.String("admin", "http://"+configs.DefaultAdminListen, "")
 	tokenFile := fs.String("token-file", "", "")
 	timeout := fs.Duration("timeout", 3*time.Second, "")
 	asJSON := fs.Bool("json", false, "")
@@ -101,8 +103,8 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		cli.Fprintf(stdout, "%s\n", out)
 		return exitOK
 	}
-	var st statusAnswer
-	var gs groupsAnswer
+	var st api.Status
+	var gs api.Groups
 	if err := json.Unmarshal(status, &st); err != nil {
 		cli.Fprintf(stderr, "sluice status: %s/v1/status: not a sluice status: %v\n", c.base, err)
 		return exitError
@@ -185,12 +187,10 @@ func (c *adminClient) get(ctx context.Context, path string, out *json.RawMessage
 		return fmt.Errorf("%s%s: reading the answer: %w", c.base, path, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		var e struct {
-			Error string `json:"error"`
-		}
+		var e api.Error
 		msg := strings.TrimSpace(string(body))
-		if json.Unmarshal(body, &e) == nil && e.Error != "" {
-			msg = e.Error
+		if json.Unmarshal(body, &e) == nil && e.Message != "" {
+			msg = e.Message
 		}
 		hint := ""
 		if resp.StatusCode == http.StatusUnauthorized {
@@ -217,107 +217,8 @@ func reachError(base string, err error) error {
 	return fmt.Errorf("cannot reach the admin API at %s: %v", base, err)
 }
 
-// The parts of the admin API's answers the table shows.
-type (
-	signalAnswer struct {
-		Value  *float64 `json:"value"`
-		Known  bool     `json:"known"`
-		Reason string   `json:"reason"`
-	}
-	statusAnswer struct {
-		Version       string  `json:"version"`
-		UptimeSeconds float64 `json:"uptime_seconds"`
-		Ready         bool    `json:"ready"`
-		NotReady      string  `json:"not_ready"`
-		Config        struct {
-			Source string `json:"source"`
-			Hash   string `json:"hash"`
-		} `json:"config"`
-		Resources struct {
-			CPU               signalAnswer `json:"cpu"`
-			CPUSource         string       `json:"cpu_source"`
-			Memory            signalAnswer `json:"memory"`
-			MemorySource      string       `json:"memory_source"`
-			CPUPressure       signalAnswer `json:"cpu_pressure"`
-			CPUPressureSource string       `json:"cpu_pressure_source"`
-		} `json:"resources"`
-		State struct {
-			SaveError string `json:"save_error"`
-		} `json:"state"`
-		Redis *struct {
-			Mode      string     `json:"mode"`
-			Since     time.Time  `json:"since"`
-			NextProbe *time.Time `json:"next_probe"`
-			LastError string     `json:"last_error"`
-			Nodes     struct {
-				Configured int  `json:"configured"`
-				Observed   *int `json:"observed"`
-				Share      int  `json:"share"`
-			} `json:"nodes"`
-		} `json:"redis"`
-		Circuit *struct {
-			State  string    `json:"state"`
-			Since  time.Time `json:"since"`
-			Reason string    `json:"reason"`
-		} `json:"circuit"`
-		Fronts []struct {
-			Name   string            `json:"name"`
-			Listen string            `json:"listen"`
-			Token  bool              `json:"token"`
-			Counts map[string]uint64 `json:"counts"`
-		} `json:"fronts"`
-	}
-	groupAnswer struct {
-		Name     string `json:"name"`
-		Law      string `json:"law"`
-		Limit    int    `json:"limit"`
-		Min      int    `json:"min"`
-		Max      int    `json:"max"`
-		InFlight int    `json:"in_flight"`
-		Queue    struct {
-			Length int `json:"length"`
-			Max    int `json:"max"`
-		} `json:"queue"`
-		Rate *struct {
-			PerSecond float64   `json:"per_second"`
-			Managed   bool      `json:"managed"`
-			Global    *struct{} `json:"global"`
-		} `json:"rate"`
-		Targets struct {
-			Latency  *float64 `json:"latency_seconds"`
-			Quantile float64  `json:"quantile"`
-		} `json:"targets"`
-		Latency struct {
-			P50 *float64 `json:"p50"`
-			P99 *float64 `json:"p99"`
-		} `json:"latency"`
-		Throughput float64 `json:"throughput"`
-		Requests   struct {
-			Rejected uint64            `json:"rejected"`
-			ByReason map[string]uint64 `json:"rejected_by_reason"`
-		} `json:"requests"`
-		LastChange *struct {
-			At     time.Time `json:"at"`
-			From   int       `json:"from"`
-			To     int       `json:"to"`
-			Reason string    `json:"reason"`
-		} `json:"last_change"`
-		Override *struct {
-			KeepOnReload bool `json:"keep_on_reload"`
-			Changes      []struct {
-				Field string `json:"field"`
-				From  string `json:"from"`
-				To    string `json:"to"`
-			} `json:"changes"`
-		} `json:"override"`
-	}
-	groupsAnswer struct {
-		Groups []groupAnswer `json:"groups"`
-	}
-)
-
 // printStatus writes the status lines and the table of groups.
-func printStatus(w io.Writer, st *statusAnswer, gs []groupAnswer, now time.Time) {
+func printStatus(w io.Writer, st *api.Status, gs []api.Group, now time.Time) {
 	src := st.Config.Source
 	if src == "" {
 		src = "embedded default"
@@ -423,7 +324,7 @@ func printStatus(w io.Writer, st *statusAnswer, gs []groupAnswer, now time.Time)
 
 // signalText is a guarded signal's line: its value, or why it is unknown,
 // and where it comes from.
-func signalText(name string, s signalAnswer, source string) string {
+func signalText(name string, s api.Signal, source string) string {
 	t := name + " "
 	switch {
 	case s.Known && s.Value != nil:

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/admin"
+	"github.com/sluicehq/sluice/admin/api"
 	"github.com/sluicehq/sluice/configs"
 	"github.com/sluicehq/sluice/gate"
 )
@@ -222,8 +223,8 @@ func TestStatusTokenFile(t *testing.T) {
 // the rate column marks a global quota.
 func TestStatusRedis(t *testing.T) {
 	now := time.Date(2025, 3, 1, 12, 0, 10, 0, time.UTC)
-	var st statusAnswer
-	var gs groupsAnswer
+	var st api.Status
+	var gs api.Groups
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
@@ -263,7 +264,7 @@ func TestStatusCircuit(t *testing.T) {
 		{`{"circuit": {"state": "closed", "since": "2025-03-01T11:00:00Z", "reason": ""}}`, "upstream circuit closed"},
 		{`{"circuit": null}`, ""},
 	} {
-		var st statusAnswer
+		var st api.Status
 		if err := json.Unmarshal([]byte(tc.json), &st); err != nil {
 			t.Fatal(err)
 		}
@@ -284,7 +285,7 @@ func TestStatusCircuit(t *testing.T) {
 // TestStatusSources: each guarded signal's line says where it comes from,
 // or why it has no source, once.
 func TestStatusSources(t *testing.T) {
-	var st statusAnswer
+	var st api.Status
 	if err := json.Unmarshal([]byte(`{"version": "v1", "ready": true, "resources": {
 		"cpu": {"value": 0.54, "known": true}, "cpu_from": "cgroup",
 		"cpu_source": "cgroup v2 /sys/fs/cgroup/kubepods/pod1 (cpu.max 2 cores)",
