@@ -73,9 +73,10 @@ func New() *Config {
 			MaxIdleConnsPerHost:   256,
 			Circuit:               defaultCircuit(),
 		},
-		Probe:   Probe{Source: ProbeSourceAuto, Root: "/"},
-		Admin:   Admin{Listen: DefaultAdminListen},
-		Control: Control{Interval: Duration(250 * time.Millisecond), SaveInterval: Duration(30 * time.Second)},
+		Probe: Probe{Source: ProbeSourceAuto, Root: "/"},
+		Admin: Admin{Listen: DefaultAdminListen},
+		Control: Control{Interval: Duration(250 * time.Millisecond), SaveInterval: Duration(30 * time.Second),
+			StateMaxAge: Duration(24 * time.Hour)},
 	}
 }
 

@@ -157,7 +157,10 @@ func New(p Params) (*Gate, error) {
 
 	var st *stateFile
 	if g.statePath != "" {
-		st, g.restore = readState(g.statePath)
+		if err := checkStateFolder(g.statePath); err != nil {
+			return nil, err
+		}
+		st, g.restore = readState(g.statePath, g.base, time.Duration(p.Config.Control.StateMaxAge))
 	}
 	t, err := g.buildTable(p.Config, nil, st)
 	if err != nil {
