@@ -235,6 +235,12 @@ type Control struct {
 	// SaveInterval is how often the state file is written, at least
 	// Interval. Default 30s.
 	SaveInterval Duration `toml:"save_interval" json:"save_interval"`
+	// StateMaxAge is the oldest a state file may be and still be restored
+	// at startup, from save_interval to 8760h (a year): limits learned
+	// longer ago describe a service that may have changed since, so the
+	// groups start from their initial limits instead (and the startup log
+	// says why). Default 24h.
+	StateMaxAge Duration `toml:"state_max_age" json:"state_max_age"`
 }
 
 // Redis is the [redis] section: the store of global quotas (rate scope

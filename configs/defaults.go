@@ -64,9 +64,10 @@ func New() *Config {
 			MaxIdleConnsPerHost:   256,
 			Circuit:               defaultCircuit(),
 		},
-		Probe:   Probe{Source: ProbeSourceAuto, Root: "/"},
-		Admin:   Admin{Listen: DefaultAdminListen},
-		Control: Control{Interval: Duration(spec.DefaultInterval), SaveInterval: Duration(spec.DefaultSaveInterval)},
+		Probe: Probe{Source: ProbeSourceAuto, Root: "/"},
+		Admin: Admin{Listen: DefaultAdminListen},
+		Control: Control{Interval: Duration(spec.DefaultInterval), SaveInterval: Duration(spec.DefaultSaveInterval),
+			StateMaxAge: Duration(spec.DefaultStateMaxAge)},
 	}
 }
 

@@ -64,6 +64,7 @@ func TestDefaultsAreTheGates(t *testing.T) {
 	}{
 		{"control.interval", c.Control.Interval, Duration(spec.DefaultInterval)},
 		{"control.save_interval", c.Control.SaveInterval, Duration(spec.DefaultSaveInterval)},
+		{"control.state_max_age", c.Control.StateMaxAge, Duration(spec.DefaultStateMaxAge)},
 		{"targets.quantile", g.Targets.Quantile, spec.DefaultQuantile},
 		{"queue.max_wait", g.Queue.MaxWait, Duration(spec.DefaultQueueMaxWait)},
 		{"queue.codel_interval", g.Queue.CodelInterval, Duration(spec.DefaultCodelInterval)},

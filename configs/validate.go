@@ -173,8 +173,13 @@ func (a *Admin) check(ck *checker, p string) {
 
 func (ct *Control) check(ck *checker, p string) {
 	ok := ck.duration(join(p, "interval"), ct.Interval, 10*ms, min1)
-	if ck.duration(join(p, "save_interval"), ct.SaveInterval, 10*ms, day) && ok && ct.SaveInterval < ct.Interval {
+	saveOK := ck.duration(join(p, "save_interval"), ct.SaveInterval, 10*ms, day)
+	if saveOK && ok && ct.SaveInterval < ct.Interval {
 		ck.errorf(join(p, "save_interval"), "must be ≥ interval (%s), got %s", ct.Interval, ct.SaveInterval)
+	}
+	if ck.duration(join(p, "state_max_age"), ct.StateMaxAge, 10*ms, 365*day) && saveOK && ct.StateMaxAge < ct.SaveInterval {
+		ck.errorf(join(p, "state_max_age"), "must be ≥ save_interval (%s): a file saved that often is never older while sluice runs, got %s",
+			ct.SaveInterval, ct.StateMaxAge)
 	}
 }
 

@@ -295,7 +295,7 @@ name = "g"
 	if err := <-saved; err != nil {
 		t.Fatalf("save on shutdown: %v", err)
 	}
-	st, info := readState(dir + "/state.json")
+	st, info := readState(dir+"/state.json", time.Now(), 0)
 	if info.Err != nil || st.Groups["g"].Limit != 7 {
 		t.Fatalf("state after Run: %+v, %v", st, info.Err)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/adaptive"
+	"github.com/sluicehq/sluice/gate/spec"
 	"github.com/sluicehq/sluice/probe"
 )
 
@@ -58,6 +59,11 @@ type Params struct {
 	// (written every Config.SaveInterval and when Run returns, read by New).
 	// Default "": none.
 	StateFile string
+	// StateMaxAge is the oldest a state file may be and still be restored
+	// by New: limits learned longer ago describe a service that may have
+	// changed since, so the groups start from their initial limits (and
+	// RestoreInfo says why). Default spec.DefaultStateMaxAge (24h).
+	StateMaxAge time.Duration
 
 	// GlobalRate builds the rate limiter of a group whose rate has scope
 	// "global", from the group (its defaults filled in): the quota of every
@@ -168,7 +174,14 @@ func New(p Params) (*Gate, error) {
 
 	var st *stateFile
 	if g.statePath != "" {
-		st, g.restore = readState(g.statePath)
+		if err := checkStateFolder(g.statePath); err != nil {
+			return nil, err
+		}
+		maxAge := p.StateMaxAge
+		if maxAge == 0 {
+			maxAge = spec.DefaultStateMaxAge
+		}
+		st, g.restore = readState(g.statePath, g.base, maxAge)
 	}
 	t, err := g.buildTable(cfg, nil, st)
 	if err != nil {

@@ -53,8 +53,23 @@ type RestoreInfo struct {
 	Err error
 }
 
-// readState reads the state file at path. A missing file is no error.
-func readState(path string) (*stateFile, RestoreInfo) {
+// checkStateFolder reports whether the state file at path can be written,
+// by creating and removing a file beside it: a folder that is missing or
+// read-only is found at startup, not at the first save or at shutdown.
+func checkStateFolder(path string) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".check-*")
+	if err != nil {
+		return fmt.Errorf("gate: state file %s cannot be written: %w", path, err)
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
+}
+
+// readState reads the state file at path. A missing file is no error; one
+// saved more than maxAge before now (maxAge > 0) is not restored, and
+// RestoreInfo says why.
+func readState(path string, now time.Time, maxAge time.Duration) (*stateFile, RestoreInfo) {
 	info := RestoreInfo{Path: path}
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -73,6 +88,11 @@ func readState(path string) (*stateFile, RestoreInfo) {
 	st, err := parseState(b)
 	if err != nil {
 		info.Err = fmt.Errorf("gate: state file %s: %w", path, err)
+		return nil, info
+	}
+	if age := now.Sub(st.SavedAt); maxAge > 0 && age > maxAge {
+		info.Err = fmt.Errorf("gate: state file %s: saved at %s, %s ago, older than the maximum age %s: not restored",
+			path, st.SavedAt.UTC().Format(time.RFC3339), age.Round(time.Second), maxAge)
 		return nil, info
 	}
 	info.SavedAt, info.Groups = st.SavedAt, len(st.Groups)

@@ -100,11 +100,12 @@ func mustLaw(t *testing.T, gr *group, s seed) adaptive.Law {
 // config changed since) is clamped into them.
 func TestStateRestoreIsClamped(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.json")
-	writeFile(t, path, `{"version":1,"saved_at":"2025-01-01T00:00:00Z","groups":{
+	writeFile(t, path, `{"version":1,"saved_at":"2025-03-01T11:00:00Z","groups":{
 		"api":{"law":"aimd","limit":900,"rate":0},
 		"rated":{"limit":1,"rate":1e9},
 		"gone":{"limit":5,"rate":0}}}`)
-	g, err := New(Params{Config: config(t, stateConfig(path)), StateFile: path, Resources: NoResources})
+	g, err := New(Params{Config: config(t, stateConfig(path)), StateFile: path, Resources: NoResources,
+		Clock: newFakeClock()}) // an hour later
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,6 +117,60 @@ func TestStateRestoreIsClamped(t *testing.T) {
 	}
 	if st, _ := g.Group("rated"); st.Limit != 1 || st.TokenRate != 500 {
 		t.Errorf("rated limit %d rate %v, want 1 and the rate clamped to the configured 500", st.Limit, st.TokenRate)
+	}
+}
+
+// TestStateTooOldIsNotRestored: a state file saved longer ago than
+// Params.StateMaxAge (default 24h, as control.state_max_age) is not restored: the groups start
+// from their initial limits and RestoreInfo says why; one just younger is.
+func TestStateTooOldIsNotRestored(t *testing.T) {
+	for _, c := range []struct {
+		savedAt  string
+		restored bool
+	}{
+		{"2025-02-28T11:00:00Z", false}, // 25h before t0
+		{"2025-02-28T13:00:00Z", true},  // 23h before t0
+	} {
+		path := filepath.Join(t.TempDir(), "state.json")
+		writeFile(t, path, `{"version":1,"saved_at":"`+c.savedAt+`","groups":{"api":{"law":"aimd","limit":33,"rate":0}}}`)
+		g, err := New(Params{Config: config(t, stateConfig(path)), StateFile: path, Resources: NoResources, Clock: newFakeClock()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		info := g.RestoreInfo()
+		st, _ := g.Group("api")
+		if c.restored {
+			if info.Err != nil || st.Limit != 33 {
+				t.Errorf("saved %s: %v, limit %d; want restored (33)", c.savedAt, info.Err, st.Limit)
+			}
+			continue
+		}
+		if info.Err == nil || !strings.Contains(info.Err.Error(), "25h0m0s ago, older than the maximum age 24h0m0s") || st.Limit != 10 {
+			t.Errorf("saved %s: %v, limit %d; want not restored (initial 10), the age in the error", c.savedAt, info.Err, st.Limit)
+		}
+	}
+}
+
+// TestStateFolderCheckedAtStart: a state file whose folder is missing or is
+// not a folder stops New with the path, rather than failing at the first
+// save or at shutdown; a good folder is left as it was.
+func TestStateFolderCheckedAtStart(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "a-file")
+	writeFile(t, file, "x")
+	for _, path := range []string{filepath.Join(dir, "missing", "state.json"), filepath.Join(file, "state.json")} {
+		_, err := New(Params{Config: config(t, stateConfig(path)), StateFile: path, Resources: NoResources})
+		if err == nil || !strings.Contains(err.Error(), "state file "+path+" cannot be written") {
+			t.Errorf("New with state file %s: %v, want it refused", path, err)
+		}
+	}
+	good := t.TempDir()
+	if _, err := New(Params{Config: config(t, stateConfig(filepath.Join(good, "state.json"))),
+		StateFile: filepath.Join(good, "state.json"), Resources: NoResources}); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := os.ReadDir(good); len(left) != 0 {
+		t.Errorf("the check left %v in the folder", left)
 	}
 }
 

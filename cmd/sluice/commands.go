@@ -15,6 +15,7 @@ var program = &cli.Program{
 		checkCommand,
 		configCommand,
 		statusCommand,
+		simulateCommand,
 		versionCommand,
 	},
 	Aliases: map[string]string{"-v": "version", "-version": "version", "--version": "version"},

@@ -98,6 +98,7 @@ func (d *daemon) build() error {
 		ConfigSource: source,
 		ConfigHash:   cfg.Hash(),
 		StateFile:    cfg.Control.StateFile,
+		StateMaxAge:  time.Duration(cfg.Control.StateMaxAge),
 		Resources:    d.sampler,
 		OnChange: func(c gate.Change) {
 			ctl.Debug("limit changed", "group", c.Group, "from", c.From, "to", c.To,

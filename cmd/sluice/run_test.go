@@ -394,3 +394,16 @@ func TestStoreParams(t *testing.T) {
 		}
 	}
 }
+
+// TestRunStateFolderMissing: a state file whose folder does not exist stops
+// sluice run at startup, naming the file, instead of at the first save or
+// at shutdown.
+func TestRunStateFolderMissing(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "no-such-folder", "state.json")
+	config := strings.Replace(prelude, "[control]", "[control]\nstate_file = \""+state+"\"", 1) + catchAll
+	path := writeConfig(t, "", "http://127.0.0.1:9", config)
+	code, _, errOut := runArgs("run", "-config", path)
+	if code != exitError || !strings.Contains(errOut, "not started: error=\"gate: state file "+state+" cannot be written") {
+		t.Fatalf("code %d, stderr:\n%s", code, errOut)
+	}
+}

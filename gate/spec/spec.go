@@ -27,10 +27,12 @@ type Config struct {
 	SaveInterval time.Duration
 }
 
-// Config defaults.
+// Config defaults, and the gate's default of the state file's maximum age
+// (gate.Params.StateMaxAge).
 const (
 	DefaultInterval     = adaptive.DefaultInterval
 	DefaultSaveInterval = 30 * time.Second
+	DefaultStateMaxAge  = 24 * time.Hour
 )
 
 // WithDefaults returns a copy of c with the defaults filled in, those of

@@ -1,0 +1,292 @@
+//go:build !nodemo
+
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice/adaptive/sim"
+	"github.com/sluicehq/sluice/configs"
+	"github.com/sluicehq/sluice/internal/cli"
+	"github.com/sluicehq/sluice/internal/lab"
+	"github.com/sluicehq/sluice/internal/simulate"
+)
+
+// simulateScenarios lists the shipped scenarios for the help: the lab's.
+var simulateScenarios = wrapWords(lab.Scenarios(), 20, 78)
+
+// wrapWords lists words separated by ", " in lines indented by indent,
+// each at most width columns (a longer word gets a line of its own).
+func wrapWords(words []string, indent, width int) string {
+	var b strings.Builder
+	line := strings.Repeat(" ", indent)
+	for i, w := range words {
+		if i < len(words)-1 {
+			w += ","
+		}
+		if len(line) > indent && len(line)+1+len(w) > width {
+			b.WriteString(line + "\n")
+			line = strings.Repeat(" ", indent)
+		}
+		if len(line) > indent {
+			line += " "
+		}
+		line += w
+	}
+	b.WriteString(line)
+	return b.String()
+}
+
+// simulateFlags are the command line of "sluice simulate".
+type simulateFlags struct {
+	config, group, scenario, dist, load, priorities, tenants, png string
+	slo, latency, duration, timeout, backoff, every               time.Duration
+	capacity                                                      float64
+	workers, retries                                              int
+	retryAfter                                                    bool
+	seed                                                          uint64
+	changes                                                       listFlag
+	set                                                           map[string]bool // the flags given
+}
+
+// listFlag is a repeatable string flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, " ") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+func parseSimulateFlags(args []string) (*simulateFlags, error) {
+	f := &simulateFlags{set: map[string]bool{}}
+	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&f.config, "config", "", "")
+	fs.StringVar(&f.group, "group", "", "")
+	fs.DurationVar(&f.slo, "slo", 0, "")
+	fs.StringVar(&f.scenario, "scenario", "", "")
+	fs.Float64Var(&f.capacity, "capacity", 0, "")
+	fs.DurationVar(&f.latency, "latency", 0, "")
+	fs.IntVar(&f.workers, "workers", 0, "")
+	fs.StringVar(&f.dist, "service-time", "exp", "")
+	fs.StringVar(&f.load, "load", "", "")
+	fs.DurationVar(&f.duration, "duration", time.Minute, "")
+	fs.Var(&f.changes, "change", "")
+	fs.DurationVar(&f.timeout, "timeout", 10*time.Second, "")
+	fs.IntVar(&f.retries, "retries", 0, "")
+	fs.DurationVar(&f.backoff, "backoff", 10*time.Millisecond, "")
+	fs.BoolVar(&f.retryAfter, "retry-after", false, "")
+	fs.StringVar(&f.priorities, "priorities", "", "")
+	fs.StringVar(&f.tenants, "tenants", "", "")
+	fs.Uint64Var(&f.seed, "seed", 1, "")
+	fs.DurationVar(&f.every, "every", 0, "")
+	fs.StringVar(&f.png, "png", "sluice-simulate.png", "")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
+	switch {
+	case f.scenario == "" && f.load == "":
+		return nil, errors.New("give the load: -scenario NAME, or -capacity, -latency (or -workers) and -load")
+	case f.scenario != "" && f.load != "":
+		return nil, errors.New("-scenario and -load both give the load: give one")
+	case f.set["duration"] && f.load == "":
+		return nil, errors.New("-duration is the length of a -load segment: give -load")
+	case f.duration <= 0 || f.timeout <= 0 || f.backoff < 0 || f.slo < 0 || f.every < 0:
+		return nil, errors.New("-duration, -timeout and -backoff must be positive, -slo and -every too when given")
+	case f.retries < 0 || f.retries > 100:
+		return nil, fmt.Errorf("-retries %d: want 0 to 100", f.retries)
+	}
+	return f, nil
+}
+
+func runSimulate(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	f, err := parseSimulateFlags(args)
+	if err != nil {
+		cli.Fprintf(stderr, "sluice simulate: %v\nRun \"sluice help simulate\" for the flags.\n", err)
+		return exitUsage
+	}
+	cfg, err := loadConfig(f.config)
+	var problems configs.Errors
+	switch {
+	case errors.As(err, &problems):
+		for _, p := range problems {
+			cli.Fprintf(stderr, "%s\n", p)
+		}
+		cli.Fprintf(stderr, "sluice simulate: %s: %d problem%s\n", f.config, len(problems), plural(len(problems)))
+		return exitError
+	case err != nil:
+		cli.Fprintf(stderr, "sluice simulate: %v\n", err)
+		return exitError
+	}
+	groups, err := simulateGroups(cfg, f.group)
+	if err != nil {
+		cli.Fprintf(stderr, "sluice simulate: %v\n", err)
+		return exitUsage
+	}
+	w, code, err := simulateWorkload(f)
+	if err != nil {
+		cli.Fprintf(stderr, "sluice simulate: %v\n", err)
+		return code
+	}
+
+	source := "(the embedded default)"
+	if f.config != "" {
+		source = f.config
+	}
+	printWorkload(stdout, &w, source)
+	if len(groups) > 1 {
+		cli.Fprintf(stdout, "  each group is simulated alone with all of this load; in the daemon the groups share the service and split the load by their match rules\n")
+	}
+	var results []simulated
+	for _, g := range groups {
+		r, err := simulate.ForGroup(w, cfg, g, f.slo)
+		if err != nil {
+			cli.Fprintf(stderr, "sluice simulate: %v\n", err)
+			return exitUsage
+		}
+		rep, err := sim.Run(r.Scenario, r.Law)
+		if err != nil {
+			cli.Fprintf(stderr, "sluice simulate: group %q: %v\n", g.Name, err)
+			return exitError
+		}
+		res := simulated{run: r, group: g, report: rep}
+		printSimulated(stdout, &res, &w, f.every)
+		results = append(results, res)
+	}
+	if f.png != "" {
+		if err := writeSimulateChart(f.png, results); err != nil {
+			cli.Fprintf(stderr, "sluice simulate: chart: %v\n", err)
+			return exitError
+		}
+		cli.Fprintf(stdout, "\nchart: %s\n", f.png)
+	}
+	return exitOK
+}
+
+// simulated is one group's simulation.
+type simulated struct {
+	run    simulate.Run
+	group  *configs.Group
+	report *sim.Report
+}
+
+// simulateGroups returns the groups to simulate: every one, or the one
+// named.
+func simulateGroups(cfg *configs.Config, name string) ([]*configs.Group, error) {
+	var all []*configs.Group
+	var names []string
+	for i := range cfg.Groups {
+		g := &cfg.Groups[i]
+		if g.Name == name {
+			return []*configs.Group{g}, nil
+		}
+		all, names = append(all, g), append(names, g.Name)
+	}
+	if name != "" {
+		return nil, fmt.Errorf("-group %q: the config has no such group (it has %s)", name, strings.Join(names, ", "))
+	}
+	return all, nil
+}
+
+// simulateWorkload builds the service and load from the scenario and the
+// flags; on error it also returns the exit code.
+func simulateWorkload(f *simulateFlags) (simulate.Workload, int, error) {
+	var w simulate.Workload
+	switch {
+	case strings.HasSuffix(f.scenario, ".scenario"):
+		var err error
+		if w, err = simulate.FromSimFile(f.scenario); err != nil {
+			return w, exitError, err
+		}
+	case f.scenario != "":
+		s, err := lab.LoadScenario(f.scenario)
+		if err != nil {
+			code := exitError
+			if !strings.ContainsRune(f.scenario, '/') && !strings.HasSuffix(f.scenario, ".toml") {
+				code = exitUsage // an unknown name, not a bad file
+			}
+			return w, code, err
+		}
+		if w, err = simulate.FromLab(s); err != nil {
+			return w, exitError, err
+		}
+	}
+	bad := func(err error) (simulate.Workload, int, error) { return w, exitUsage, err }
+	if f.load != "" || f.set["capacity"] || f.set["latency"] || f.set["workers"] || f.set["service-time"] {
+		if f.scenario != "" && !f.set["capacity"] {
+			return bad(errors.New("-latency, -workers and -service-time describe a service with -capacity: give it too"))
+		}
+		svc, err := simulate.ServiceOf(f.capacity, f.latency, f.workers, f.dist)
+		if err != nil {
+			return bad(fmt.Errorf("the service: %w", err))
+		}
+		w.SetService(svc)
+	}
+	sc := &w.Scenario
+	if f.load != "" {
+		segs, phases, d, err := simulate.Load(f.load, sc.Service.Capacity(), f.duration)
+		if err != nil {
+			return bad(fmt.Errorf("-load: %w", err))
+		}
+		sc.Name, sc.Load, sc.Phases, sc.Duration = "flags", segs, phases, d
+		w.Source = "-load " + f.load
+		sc.Clients = sim.Clients{Timeout: f.timeout, Backoff: f.backoff}
+		sc.Seed = 1
+	}
+	if err := w.Changes(f.changes); err != nil {
+		return bad(fmt.Errorf("-change: %w", err))
+	}
+	c := &sc.Clients
+	if f.set["timeout"] {
+		c.Timeout = f.timeout
+	}
+	if f.set["retries"] {
+		c.Retries = f.retries
+	}
+	if f.set["backoff"] {
+		c.Backoff = f.backoff
+	}
+	if f.set["retry-after"] {
+		c.RetryAfter = f.retryAfter
+	}
+	if f.set["seed"] {
+		sc.Seed = f.seed
+	}
+	if f.priorities != "" {
+		if err := w.SetPriorities(f.priorities); err != nil {
+			return bad(fmt.Errorf("-priorities: %w", err))
+		}
+	}
+	if f.tenants != "" {
+		if err := w.SetTenants(f.tenants); err != nil {
+			return bad(fmt.Errorf("-tenants: %w", err))
+		}
+	}
+	return w, exitOK, nil
+}
+
+// writeSimulateChart draws every group's run into the PNG file path; a
+// chart it could not finish is removed.
+func writeSimulateChart(path string, results []simulated) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	err = drawSimulated(f, results)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
+	}
+	return err
+}

@@ -1,0 +1,200 @@
+package simulate
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/sluicehq/sluice/adaptive"
+	"github.com/sluicehq/sluice/adaptive/sim"
+	"github.com/sluicehq/sluice/configs"
+)
+
+// Run is one group of a config in charge of a workload: the scenario the
+// simulator runs and the group's law, built as the daemon builds them.
+type Run struct {
+	Group    string
+	Scenario sim.Scenario
+	Law      adaptive.Law
+	// Notes are what of the group's config (and of the config's shared
+	// sections it uses) the simulator does not model or models otherwise.
+	Notes []string
+}
+
+// ForGroup puts group g of cfg (a config that configs.Load or
+// Config.SetDefaults has filled) in charge of w: g's law with its bounds,
+// knobs and targets; its queue (size, order, CoDel); its rate when it is
+// one group-wide local bucket (the only rate the simulator models, and the
+// one the "target" law manages); its priority; fair share across the
+// load's tenants when g has a key; the resource guard on its CPU and
+// memory targets; cfg's control interval and circuit breaker. slo is the
+// goodput SLO; 0 means g's latency target, else the workload's.
+func ForGroup(w Workload, cfg *configs.Config, g *configs.Group, slo time.Duration) (Run, error) {
+	r := Run{Group: g.Name, Scenario: w.Scenario}
+	sc := &r.Scenario
+	switch {
+	case slo > 0:
+		sc.SLO = slo
+	case g.Targets.Latency > 0:
+		sc.SLO = time.Duration(g.Targets.Latency)
+	case sc.SLO == 0:
+		return Run{}, fmt.Errorf("group %q has no latency target and the load no SLO: give one", g.Name)
+	}
+	sc.Interval = time.Duration(cfg.Control.Interval)
+
+	t := g.Targets
+	sc.Targets = sim.Targets{Latency: time.Duration(t.Latency), Quantile: quantileOf(t.Quantile),
+		CPU: t.CPU, Memory: t.Memory, CPUPressure: t.CPUPressure}
+	if t.Latency == 0 && g.Queue.Max > 0 {
+		r.note("no latency target: the model's queue bound reads the SLO (%v) as one", sc.SLO)
+	}
+	if t.CPU > 0 && sc.Service.Cores == 0 {
+		r.note("targets.cpu %.2f: the model's CPU is the share of busy workers, not a measured CPU", t.CPU)
+	}
+	if t.Memory > 0 && sc.Service.MemBase == 0 && sc.Service.MemPerRequest == 0 && sc.Service.MemPerQueued == 0 {
+		r.note("targets.memory %.2f: the described service holds no memory, so it never binds", t.Memory)
+	}
+	if t.CPUPressure > 0 && sc.Service.Cores == 0 {
+		r.note("targets.cpu_pressure %.2f: CPU pressure is modelled only for a CPU-bound service (cores= in a .scenario file)", t.CPUPressure)
+	}
+
+	cc := g.Concurrency
+	sc.Bounds = adaptive.Bounds{Min: cc.Min, Max: cc.Max, Initial: cc.Initial}
+	if cc.Law == configs.LawFixed {
+		sc.Bounds = adaptive.Bounds{Min: cc.Limit, Max: cc.Limit, Initial: cc.Limit}
+		sc.Static = cc.Limit
+	}
+
+	q := g.Queue
+	sc.Gate = sim.Gate{Queue: q.Max, QueueTarget: time.Duration(q.CodelTarget), QueueInterval: time.Duration(q.CodelInterval),
+		Guard: adaptive.ResourceGuardParams{CPU: t.CPU, Memory: t.Memory}}
+	if q.Max == 0 {
+		sc.Gate.Queue = -1
+	}
+	order, ok := adaptive.ParseOrder(string(q.Order))
+	if !ok {
+		return Run{}, fmt.Errorf("group %q: queue order %q", g.Name, q.Order)
+	}
+	sc.Gate.Order = order
+	if q.Max > 0 && q.CodelTarget == 0 {
+		r.note("queue.codel_target = 0 (CoDel off): the model always runs CoDel, with its defaults (5ms, 100ms)")
+		sc.Gate.QueueTarget, sc.Gate.QueueInterval = 0, 0
+	}
+	if q.Max > 0 && time.Duration(q.MaxWait) < time.Duration(q.CodelInterval) {
+		r.note("queue.max_wait %v: the model bounds a wait by CoDel and the client's timeout only", time.Duration(q.MaxWait))
+	}
+
+	level, fixed := g.Priority.Level()
+	if fixed {
+		p := priorityOf(level)
+		if mixed(sc.Priorities) {
+			r.note("the load's priority mix: every request of this group is %s (its fixed priority)", level)
+		}
+		sc.Priorities = [adaptive.NumPriorities]float64{}
+		sc.Priorities[p] = 1
+	} else if !mixed(sc.Priorities) {
+		p := priorityOf(g.DefaultPriority)
+		sc.Priorities = [adaptive.NumPriorities]float64{}
+		sc.Priorities[p] = 1
+	}
+
+	sc.Gate.Fair = g.Key != configs.KeyNone
+	switch {
+	case sc.Gate.Fair && len(sc.Tenants) < 2:
+		r.note("key %q: the load has one client key, so fair share never acts (give tenants)", g.Key)
+	case !sc.Gate.Fair && len(sc.Tenants) > 1:
+		r.note("the load's tenants: the group has no key, so they are one client to it (no fair share)")
+	}
+
+	managed := 0.0
+	if rt := g.Rate; rt != nil {
+		switch {
+		case rt.Scope == configs.ScopeGlobal:
+			r.note("rate with scope \"global\" (a quota shared in Redis): not modelled, the group runs without its rate")
+		case g.Key != configs.KeyNone:
+			r.note("rate per key (%s, %s): not modelled, the group runs without its rate", g.Key, rt.Algorithm)
+		case rt.Algorithm != configs.AlgorithmTokenBucket && rt.Algorithm != configs.AlgorithmLeakyBucket:
+			r.note("rate algorithm %s: not modelled (token_bucket and leaky_bucket are), the group runs without its rate", rt.Algorithm)
+		default:
+			cost := float64(max(rt.Cost, 1))
+			sc.Gate.Rate, sc.Gate.Burst = rt.PerSecond()/cost, float64(rt.Burst)/cost
+			managed = sc.Gate.Rate
+			if rt.Warmup > 0 {
+				r.note("rate.warmup %v: not modelled, the bucket starts full", time.Duration(rt.Warmup))
+			}
+		}
+	}
+
+	c := cfg.Upstream.Circuit
+	sc.Gate.Breaker = !c.Off()
+	if sc.Gate.Breaker && len(sc.Outages) > 0 &&
+		(c.FailureRatio > 0 || c.ConsecutiveFailures != 5 || time.Duration(c.OpenDuration) != 5*time.Second || c.HalfOpenProbes != 3) {
+		r.note("upstream.circuit: the model's breaker opens after 5 failures in a row for 5s and probes with 3 (no failure_ratio)")
+	}
+
+	if cfg.Control.StateFile != "" && cc.Law != configs.LawFixed {
+		r.note("control.state_file: the law starts from its configured initial limit (%d), not from a learned one", cc.Initial)
+	}
+
+	law, err := lawOf(g, sc.Targets, managed)
+	if err != nil {
+		return Run{}, fmt.Errorf("group %q: %w", g.Name, err)
+	}
+	r.Law = law
+	if err := sc.Validate(); err != nil {
+		return Run{}, fmt.Errorf("group %q: %w", g.Name, err)
+	}
+	return r, nil
+}
+
+// lawOf builds g's law through the registry of laws, with the settings the
+// gate gives it (gate/policy.go), from its configured initial limit (a
+// state file's learned one is not read) and, when managed > 0 and the law
+// manages a token rate, a rate of at most managed req/s.
+func lawOf(g *configs.Group, t sim.Targets, managed float64) (adaptive.Law, error) {
+	cc := g.Concurrency
+	k, ok := adaptive.LookupLaw(string(cc.Law))
+	if !ok {
+		return nil, fmt.Errorf("unknown law %q", cc.Law)
+	}
+	s := adaptive.LawSettings{Bounds: adaptive.Bounds{Min: cc.Min, Max: cc.Max, Initial: cc.Initial}, Limit: cc.Limit,
+		Latency: t.Latency, Quantile: t.Quantile, CPU: t.CPU, Memory: t.Memory, CPUPressure: t.CPUPressure,
+		Backoff: cc.Backoff, Tolerance: cc.Tolerance}
+	if k.ManagesRate {
+		s.Rate = adaptive.ManagedRate(managed, 0)
+	}
+	return k.New(s)
+}
+
+// quantileOf maps a configured quantile to the figure the laws read, as
+// the gate does: the nearest one at or above it.
+func quantileOf(q float64) adaptive.Quantile {
+	switch {
+	case q <= 0.5:
+		return adaptive.P50
+	case q <= 0.9:
+		return adaptive.P90
+	case q <= 0.95:
+		return adaptive.P95
+	case q <= 0.99:
+		return adaptive.P99
+	}
+	return adaptive.P999
+}
+
+// priorityOf maps a configured level to the simulator's priority; an
+// empty one is the default level.
+func priorityOf(l configs.Level) adaptive.Priority {
+	if p, ok := adaptive.ParsePriority(string(l)); ok {
+		return p
+	}
+	return adaptive.Default
+}
+
+// mixed reports whether a priority mix is set (some weight given).
+func mixed(p [adaptive.NumPriorities]float64) bool {
+	return p != [adaptive.NumPriorities]float64{}
+}
+
+func (r *Run) note(format string, args ...any) {
+	r.Notes = append(r.Notes, fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,345 @@
+package simulate
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/adaptive"
+	"github.com/sluicehq/sluice/adaptive/sim"
+	"github.com/sluicehq/sluice/configs"
+	"github.com/sluicehq/sluice/internal/lab"
+)
+
+func TestLoad(t *testing.T) {
+	segs, phases, d, err := Load("0.7x for 30s, 1200/s for 10s, 0.5x..3x for 1m, 2C", 400, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []sim.Segment{
+		{At: 0, X: 0.7},
+		{At: 30 * time.Second, X: 3},
+		{At: 40 * time.Second, From: 0.5, To: 3, Ramp: true},
+		{At: 100 * time.Second, X: 2},
+	}
+	if len(segs) != len(want) || d != 105*time.Second {
+		t.Fatalf("segments %+v, duration %v", segs, d)
+	}
+	for i := range want {
+		if segs[i] != want[i] {
+			t.Errorf("segment %d = %+v, want %+v", i, segs[i], want[i])
+		}
+	}
+	if phases[1].Name != "2:1200/s" || phases[2].At != 40*time.Second {
+		t.Errorf("phases %+v", phases)
+	}
+	for _, bad := range []string{"", "3y", "3x for", "3x forever 1s", "3x for -1s", "x", "-1x", "2000x", "1x..", "3x for 25h"} {
+		if _, _, _, err := Load(bad, 400, time.Second); err == nil {
+			t.Errorf("Load(%q) accepted", bad)
+		}
+	}
+}
+
+func TestServiceOf(t *testing.T) {
+	s, err := ServiceOf(800, 50*time.Millisecond, 0, "")
+	if err != nil || s.Workers != 40 || s.Dist != (sim.Dist{Kind: sim.Exponential, Mean: 50 * time.Millisecond}) || s.Capacity() != 800 {
+		t.Fatalf("800/s at 50ms: %+v, %v", s, err)
+	}
+	s, err = ServiceOf(400, 0, 16, "lognormal:0.8")
+	if err != nil || s.Dist != (sim.Dist{Kind: sim.Lognormal, Mean: 40 * time.Millisecond, Sigma: 0.8}) {
+		t.Fatalf("400/s with 16 workers: %+v, %v", s, err)
+	}
+	if s, _ := ServiceOf(100, 0, 1, "const"); s.Dist.Sigma != 0 || s.Dist.Mean != 10*time.Millisecond {
+		t.Errorf("const: %+v", s.Dist)
+	}
+	for _, c := range []struct {
+		capacity float64
+		latency  time.Duration
+		workers  int
+		dist     string
+	}{{0, time.Millisecond, 0, ""}, {100, 0, 0, ""}, {100, time.Millisecond, 2, ""},
+		{100, time.Millisecond, 0, "pareto"}, {100, time.Millisecond, 0, "exp:2"}, {100, time.Millisecond, 0, "lognormal:x"}} {
+		if _, err := ServiceOf(c.capacity, c.latency, c.workers, c.dist); err == nil {
+			t.Errorf("ServiceOf%+v accepted", c)
+		}
+	}
+}
+
+// TestFromLab checks a shipped lab scenario's backend, changes, load and
+// clients in the simulator's terms.
+func TestFromLab(t *testing.T) {
+	s, err := lab.LoadScenario("stale")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := FromLab(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := w.Scenario
+	if sc.Service.Workers != 16 || sc.Service.Dist != (sim.Dist{Kind: sim.Exponential, Mean: 40 * time.Millisecond}) ||
+		sc.SLO != 300*time.Millisecond || sc.Clients.Timeout != 5*time.Second || sc.Duration != 2*time.Minute {
+		t.Errorf("stale: %+v", sc)
+	}
+	if want := []sim.WorkerChange{{At: 30 * time.Second, Workers: 8}, {At: 90 * time.Second, Workers: 16}}; len(sc.WorkerChanges) != 2 ||
+		sc.WorkerChanges[0] != want[0] || sc.WorkerChanges[1] != want[1] {
+		t.Errorf("worker changes %+v", sc.WorkerChanges)
+	}
+	if len(sc.Load) != 3 || sc.Load[1] != (sim.Segment{At: 30 * time.Second, X: 0.8}) || sc.Phases[1] != (sim.Phase{Name: "2:half", At: 30 * time.Second}) {
+		t.Errorf("load %+v, phases %+v", sc.Load, sc.Phases)
+	}
+
+	// A new service keeps the changes' ratio to its workers.
+	svc, _ := ServiceOf(800, 0, 32, "")
+	w.SetService(svc)
+	if w.Scenario.WorkerChanges[0].Workers != 16 || w.Scenario.WorkerChanges[1].Workers != 32 {
+		t.Errorf("changes after 32 workers: %+v", w.Scenario.WorkerChanges)
+	}
+
+	s, _ = lab.LoadScenario("retry-storm")
+	if w, _ = FromLab(s); w.Scenario.Clients.Retries != 3 || w.Scenario.Clients.RetryAfter || !hasNote(w.Notes, "retry timing") {
+		t.Errorf("retry-storm: clients %+v, notes %q", w.Scenario.Clients, w.Notes)
+	}
+	s, _ = lab.LoadScenario("tenants")
+	if w, _ = FromLab(s); strings.Join(w.Tenants, " ") != "a b greedy" || w.Scenario.Tenants[2] != 6 {
+		t.Errorf("tenants: %q %v", w.Tenants, w.Scenario.Tenants)
+	}
+	s, _ = lab.LoadScenario("priority")
+	if w, _ = FromLab(s); w.Scenario.Priorities[adaptive.Critical] != 0.2 || w.Scenario.Priorities[adaptive.Sheddable] != 0.8 {
+		t.Errorf("priority: %v", w.Scenario.Priorities)
+	}
+	s, _ = lab.LoadScenario("memory")
+	if w, _ = FromLab(s); !hasNote(w.Notes, "queued_memory") || !hasNote(w.Notes, "request bodies") {
+		t.Errorf("memory: notes %q", w.Notes)
+	}
+	// Every shipped scenario describes a valid simulator run.
+	for _, name := range lab.Scenarios() {
+		s, err := lab.LoadScenario(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := FromLab(s)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if err := w.Scenario.Validate(); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+func TestFromSimFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.scenario")
+	src := "# A step.\nduration 10s\nslo 100ms\nload at=0s x=2\nstatic 70 # hand-tuned\n  gate queue=10\n"
+	if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w, err := FromSimFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Scenario.Name != "x" || w.Scenario.Duration != 10*time.Second || len(w.Notes) != 2 ||
+		!strings.Contains(w.Notes[0], "line 5 (static)") || !strings.Contains(w.Notes[1], "line 6 (gate)") {
+		t.Errorf("scenario %+v, notes %q", w.Scenario, w.Notes)
+	}
+	if _, err := FromSimFile(filepath.Join(t.TempDir(), "none.scenario")); err == nil {
+		t.Error("a missing file accepted")
+	}
+}
+
+const groupsTOML = `
+[upstream]
+url = "http://127.0.0.1:9000"
+
+[control]
+interval = "100ms"
+state_file = "/var/lib/sluice/state.json"
+
+[[group]]
+name = "api"
+match = { path_prefix = "/api/" }
+key = "header:X-Tenant"
+priority = "header:X-Priority"
+default_priority = "sheddable"
+  [group.rate]
+  rate = 300
+  burst = 60
+  [group.concurrency]
+  law = "aimd"
+  min = 5
+  max = 200
+  initial = 10
+  backoff = 0.8
+  [group.targets]
+  latency = "250ms"
+  quantile = 0.95
+  cpu = 0.7
+  memory = 0
+  [group.queue]
+  max = 50
+  order = "lifo"
+  codel_target = "10ms"
+  codel_interval = "200ms"
+
+[[group]]
+name = "managed"
+match = { path_prefix = "/m/" }
+  [group.rate]
+  rate = 500
+  cost = 2
+  [group.concurrency]
+  law = "target"
+  [group.targets]
+  latency = "100ms"
+
+[[group]]
+name = "batch"
+priority = "critical"
+  [group.rate]
+  limit = 100
+  window = "1s"
+  algorithm = "fixed_window"
+  scope = "global"
+  [group.concurrency]
+  law = "fixed"
+  limit = 30
+  [group.queue]
+  max = 0
+
+[redis]
+address = "127.0.0.1:6379"
+`
+
+func loadGroups(t *testing.T) *configs.Config {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "sluice.toml")
+	if err := os.WriteFile(path, []byte(groupsTOML), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := configs.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// TestForGroup checks that each group's settings reach the simulator's
+// gate and law, and that what it cannot model is noted.
+func TestForGroup(t *testing.T) {
+	cfg := loadGroups(t)
+	s, _ := lab.LoadScenario("tenants")
+	w, err := FromLab(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	api, err := ForGroup(w, cfg, &cfg.Groups[0], 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := api.Scenario
+	wantGate := sim.Gate{Queue: 50, Order: adaptive.OrderLIFO, QueueTarget: 10 * time.Millisecond,
+		QueueInterval: 200 * time.Millisecond, Fair: true, Breaker: true, Guard: adaptive.ResourceGuardParams{CPU: 0.7}}
+	if sc.Gate != wantGate {
+		t.Errorf("api gate %+v, want %+v", sc.Gate, wantGate)
+	}
+	if sc.Interval != 100*time.Millisecond || sc.SLO != 250*time.Millisecond ||
+		sc.Targets != (sim.Targets{Latency: 250 * time.Millisecond, Quantile: adaptive.P95, CPU: 0.7}) ||
+		sc.Bounds != (adaptive.Bounds{Min: 5, Max: 200, Initial: 10}) {
+		t.Errorf("api: interval %v, SLO %v, targets %+v, bounds %+v", sc.Interval, sc.SLO, sc.Targets, sc.Bounds)
+	}
+	if sc.Priorities != [adaptive.NumPriorities]float64{adaptive.Sheddable: 1} {
+		t.Errorf("api priorities %v: want every request at the default priority, sheddable", sc.Priorities)
+	}
+	if _, ok := api.Law.(*adaptive.AIMD); !ok || api.Law.Limit() != 10 {
+		t.Errorf("api law %T at %d", api.Law, api.Law.Limit())
+	}
+	if !hasNote(api.Notes, "rate per key") || !hasNote(api.Notes, "targets.cpu 0.70") || !hasNote(api.Notes, "initial limit (10)") {
+		t.Errorf("api notes %q", api.Notes)
+	}
+
+	m, err := ForGroup(w, cfg, &cfg.Groups[1], 300*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Scenario.Gate.Rate != 250 || m.Scenario.Gate.Burst != 250 || m.Scenario.SLO != 300*time.Millisecond {
+		t.Errorf("managed: rate %v burst %v (want 500/s at cost 2: 250 req/s, 1 s of burst), SLO %v", m.Scenario.Gate.Rate, m.Scenario.Gate.Burst, m.Scenario.SLO)
+	}
+	if tl, ok := m.Law.(*adaptive.Target); !ok || tl.Rate() != 250 {
+		t.Errorf("managed law %T: want target managing 250 req/s", m.Law)
+	}
+	if !hasNote(m.Notes, "no key") {
+		t.Errorf("managed notes %q", m.Notes)
+	}
+
+	b, err := ForGroup(w, cfg, &cfg.Groups[2], 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Scenario.Gate.Queue != -1 || b.Scenario.Gate.Rate != 0 || b.Law.Limit() != 30 || b.Scenario.SLO != 300*time.Millisecond ||
+		b.Scenario.Priorities != [adaptive.NumPriorities]float64{adaptive.Critical: 1} {
+		t.Errorf("batch: gate %+v, limit %d, SLO %v, priorities %v", b.Scenario.Gate, b.Law.Limit(), b.Scenario.SLO, b.Scenario.Priorities)
+	}
+	if !hasNote(b.Notes, `scope "global"`) || hasNote(b.Notes, "state_file") {
+		t.Errorf("batch notes %q", b.Notes)
+	}
+
+	// Run is deterministic and follows the law: the fixed group never
+	// holds more than its limit.
+	r1, err := sim.Run(b.Scenario, b.Law)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b2, _ := ForGroup(w, cfg, &cfg.Groups[2], 0)
+	r2, _ := sim.Run(b2.Scenario, b2.Law)
+	if !reflect.DeepEqual(r1, r2) {
+		t.Errorf("two runs differ: %+v, %+v", r1.Phases[0], r2.Phases[0])
+	}
+	for _, p := range r1.Series {
+		if p.MaxInFlight > 30 {
+			t.Fatalf("at %v %d in flight over the fixed limit 30", p.T, p.MaxInFlight)
+		}
+	}
+}
+
+func TestForGroupNeedsSLO(t *testing.T) {
+	cfg := loadGroups(t)
+	w := Workload{Scenario: sim.Scenario{Duration: time.Second, Load: []sim.Segment{{X: 1}}}}
+	if _, err := ForGroup(w, cfg, &cfg.Groups[2], 0); err == nil || !strings.Contains(err.Error(), "no latency target") {
+		t.Errorf("no SLO anywhere: %v", err)
+	}
+}
+
+func hasNote(notes []string, s string) bool {
+	for _, n := range notes {
+		if strings.Contains(n, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// FuzzLoad checks that whatever -load says, Load either refuses it or
+// returns a profile the simulator accepts, back to back from 0.
+func FuzzLoad(f *testing.F) {
+	for _, s := range []string{"3x", "0.7x for 30s, 1.4x for 30s, 0.7x", "1200/s", "0.5x..3x for 1m", "2C for 1h", "1x for 1ns"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, spec string) {
+		segs, phases, d, err := Load(spec, 400, 10*time.Second)
+		if err != nil {
+			return
+		}
+		sc := sim.Scenario{Duration: d, SLO: time.Second, Load: segs, Phases: phases}
+		if len(segs) != len(phases) || segs[0].At != 0 {
+			t.Fatalf("%q: %d segments, %d phases, first at %v", spec, len(segs), len(phases), segs[0].At)
+		}
+		if err := sc.Validate(); err != nil {
+			t.Fatalf("%q: %v", spec, err)
+		}
+	})
+}
