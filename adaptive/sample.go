@@ -99,8 +99,11 @@ type PriorityCount struct {
 	// Arrived counts requests of this priority that reached the gate, including
 	// those shed.
 	Arrived int
-	// Rejected counts those turned away at the concurrency stage (see
-	// Sample.Rejected).
+	// Rejected counts those turned away at the concurrency stage for want
+	// of capacity (RejectConcurrency, RejectQueueFull, RejectQueueTimeout),
+	// what PriorityShedder reads as the level suffering. A key held to its
+	// fair share (RejectFairShare) is not counted here: it is turned away
+	// for its own excess, which shedding other levels would not relieve.
 	Rejected int
 }
 

@@ -83,7 +83,7 @@ type group struct {
 // that every core writes saves a quarter of its cost under contention.
 type counters struct {
 	arrived  [adaptive.NumPriorities]atomic.Uint64
-	stage    [adaptive.NumPriorities]atomic.Uint64 // concurrency-stage rejections by priority
+	stage    [adaptive.NumPriorities]atomic.Uint64 // concurrency-stage rejections by priority, fair share's excepted
 	rejected [adaptive.NumRejections]atomic.Uint64 // by reason
 	queued   atomic.Uint64                         // requests that waited for a slot
 	canceled atomic.Uint64                         // requests whose context ended while they waited

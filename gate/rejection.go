@@ -66,7 +66,7 @@ func stageReason(why adaptive.Rejection) bool {
 // reject counts a rejection of a request of priority p and returns it.
 func (gr *group) reject(why adaptive.Rejection, p adaptive.Priority) Rejection {
 	gr.c.rejected[why].Add(1)
-	if stageReason(why) {
+	if stageReason(why) && why != adaptive.RejectFairShare { // see adaptive.PriorityCount
 		gr.c.stage[p].Add(1)
 	}
 	return Rejection{Reason: why, Group: gr.name, RetryAfter: overloadRetry}

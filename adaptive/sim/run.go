@@ -336,6 +336,8 @@ func (e *engine) reject(id int32, why adaptive.Rejection) {
 	case adaptive.RejectCPU, adaptive.RejectMemory, adaptive.RejectPriority:
 		e.iv.shed++
 	case adaptive.RejectCircuitOpen: // the proxy's: the gate's sample does not see it
+	case adaptive.RejectFairShare: // the key's own excess: not a level suffering (adaptive.PriorityCount)
+		e.iv.rejected++
 	default:
 		e.iv.rejected++
 		e.iv.byPrio[r.prio].Rejected++
