@@ -237,7 +237,7 @@ func (g *Group) SetDefaults() {
 	// the other fields keep an explicit zero for Validate to judge.
 	s := g.Spec()
 	d := s.WithDefaults()
-	g.Key, g.Priority, g.DefaultPriority = KeySource(d.Key), Priority(d.Priority), d.DefaultPriority
+	g.Key, g.Priority, g.DefaultPriority = d.Key, d.Priority, d.DefaultPriority
 
 	g.Concurrency.setDefaults()
 	if g.Rate != nil {
@@ -271,7 +271,7 @@ func (c *Concurrency) setDefaults() {
 }
 
 func (r *Rate) setDefaults(key KeySource) {
-	*r = rateOf(r.spec().WithDefaults(spec.KeySource(key)))
+	*r = rateOf(r.spec().WithDefaults(key))
 }
 
 // LeaseBound returns the over-admission bound of a leased global quota, in

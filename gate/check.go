@@ -45,26 +45,14 @@ func (g *Gate) checkGroup(c *Group) error {
 	if c.Name == "" {
 		return errors.New("gate: a group has no name")
 	}
-	switch c.Key {
-	case spec.KeyNone, spec.KeyIP, spec.KeyPath:
-	default:
-		name, ok := c.Key.Header()
-		if !ok {
-			return fmt.Errorf(`gate: group %q: key must be "none", "ip", "path" or "header:NAME", got %q`, c.Name, c.Key)
-		}
-		if err := spec.CheckHeaderName(name); err != nil {
-			return fmt.Errorf("gate: group %q: key: %w", c.Name, err)
-		}
+	if err := c.Key.Check(); err != nil {
+		return fmt.Errorf("gate: group %q: key: %w", c.Name, err)
 	}
-	if name, ok := c.Priority.Header(); ok {
-		if err := spec.CheckHeaderName(name); err != nil {
-			return fmt.Errorf("gate: group %q: priority: %w", c.Name, err)
-		}
-		if c.DefaultPriority.Rank() < 0 {
-			return fmt.Errorf(`gate: group %q: default priority must be "critical", "default" or "sheddable", got %q`, c.Name, c.DefaultPriority)
-		}
-	} else if _, ok := c.Priority.Level(); !ok {
-		return fmt.Errorf(`gate: group %q: priority must be "critical", "default", "sheddable" or "header:NAME", got %q`, c.Name, c.Priority)
+	if err := c.Priority.Check(); err != nil {
+		return fmt.Errorf("gate: group %q: priority: %w", c.Name, err)
+	}
+	if _, ok := c.Priority.Header(); ok && c.DefaultPriority.Rank() < 0 {
+		return fmt.Errorf(`gate: group %q: default priority must be "critical", "default" or "sheddable", got %q`, c.Name, c.DefaultPriority)
 	}
 	switch c.Queue.Order {
 	case spec.OrderFIFO, spec.OrderLIFO, spec.OrderAdaptive:

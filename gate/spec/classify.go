@@ -16,6 +16,9 @@ const headerPrefix = "header:"
 // X-Forwarded-For address not in them), "path" (the URL path, normalised as
 // groups match it), or "header:NAME" (KeyHeader; the value of header NAME,
 // a request without it shares the quota of the empty key).
+// "header:X-Forwarded-For" and "header:Forwarded" are refused (Check): a
+// client prepends what it likes to them, which would make a new key per
+// request; behind a load balancer, trust it and use "ip".
 type KeySource string
 
 // Key sources other than "header:NAME" (see KeyHeader).
@@ -29,7 +32,30 @@ const (
 func KeyHeader(name string) KeySource { return KeySource(headerPrefix + name) }
 
 // Header returns NAME and true for "header:NAME", else "" and false.
+// After Group.WithDefaults, NAME is in canonical form (see
+// net/textproto.CanonicalMIMEHeaderKey), ready for a direct http.Header
+// lookup.
 func (k KeySource) Header() (string, bool) { return cutHeader(string(k)) }
+
+// Check reports why k is not a key source, nil when it is one.
+func (k KeySource) Check() error {
+	switch k {
+	case KeyNone, KeyIP, KeyPath:
+		return nil
+	}
+	if name, ok := k.Header(); ok {
+		if err := checkSourceHeader(name); err != nil {
+			return err
+		}
+		switch textproto.CanonicalMIMEHeaderKey(name) {
+		case "X-Forwarded-For", "Forwarded":
+			return fmt.Errorf(`%q is a list every client can prepend to, so each request could bring a key of its own: `+
+				`use key = "ip" with the load balancer in server.trusted_proxies, which takes the right-most address not in them`, string(k))
+		}
+		return nil
+	}
+	return fmt.Errorf(`must be "none", "ip", "path" or "header:NAME", got %q`, string(k))
+}
 
 // Level is a request priority. Under overload the lowest level present is
 // shed first: sheddable, then default, then critical.
@@ -87,6 +113,25 @@ func (p Priority) Level() (Level, bool) {
 		return "", false
 	}
 	return Level(p), true
+}
+
+// Check reports why p is not a priority, nil when it is one.
+func (p Priority) Check() error {
+	if _, ok := p.Level(); ok {
+		return nil
+	}
+	if name, ok := p.Header(); ok {
+		return checkSourceHeader(name)
+	}
+	return fmt.Errorf(`must be "critical", "default", "sheddable" or "header:NAME", got %q`, string(p))
+}
+
+// checkSourceHeader checks the NAME of a "header:NAME" key or priority.
+func checkSourceHeader(name string) error {
+	if name == "" {
+		return fmt.Errorf(`"header:" needs a header name, such as "header:X-Tenant"`)
+	}
+	return CheckHeaderName(name)
 }
 
 func cutHeader(s string) (string, bool) {
