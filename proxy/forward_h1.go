@@ -146,10 +146,11 @@ func (e *h1Exchange) refuseSwitch(x *exchange) {
 // relayResponse sends the response head to the client and copies the body, as
 // the head frames it. upErr is a failure of the upstream, clErr of the client.
 func (e *h1Exchange) relayResponse() (upErr, clErr error) {
-	if e.sender != nil && !e.sender.isDone() && e.r.ProtoMajor == 1 {
+	if e.sender != nil && !e.sender.isDone() && !e.sender.bodyRead.Load() && e.r.ProtoMajor == 1 {
 		// The upstream answers before the client finished sending: the rest of
 		// the body may have to be cut, which ends the client's connection;
-		// say so now.
+		// say so now. (A body read to its end, its last bytes still on their
+		// way to the upstream, leaves the client's connection as it is.)
 		e.w.Header().Set("Connection", "close")
 	}
 	leaveUntyped(e.w.Header())
@@ -173,9 +174,19 @@ func (e *h1Exchange) release(upErr, clErr error) (draining bool) {
 	c := e.c
 	reusable := !e.h.closeConn && upErr == nil && clErr == nil && c.br.Buffered() == 0
 	if s := e.sender; s != nil {
-		if s.isDone() {
+		switch {
+		case s.isDone():
 			reusable = reusable && s.err == nil
-		} else {
+		case s.bodyRead.Load():
+			// The client's body was read whole and its last bytes are on
+			// their way to the upstream, which answered already: this
+			// connection is not reused (the write may not have ended), the
+			// sender's write fails at once, and the client's connection
+			// carries on.
+			reusable = false
+			c.abort()
+			<-s.done
+		default:
 			// The upstream answered before taking the whole body: this
 			// connection cannot carry another request, and the rest of the
 			// body is not wanted. It is drained for a while, like nginx's

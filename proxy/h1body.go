@@ -43,7 +43,11 @@ type bodySender struct {
 	// drainUntil, once set (Unix nanoseconds), says the upstream wants no more:
 	// the rest of the body is read and dropped until then (see beginDrain).
 	drainUntil atomic.Int64
-	sawEOF     bool // the client's body was read to its end; valid once done is closed
+	// bodyRead is set once the client's body was read to its end, before
+	// the sender writes its last bytes to the upstream: from then on the
+	// client's connection is fit for its next request, whatever the
+	// upstream does.
+	bodyRead atomic.Bool
 }
 
 // Draining bounds: a client still sending a body nobody wants gets this long and
@@ -88,7 +92,7 @@ func (s *bodySender) drain(r *http.Request, cs *clientSide, buf []byte) (err err
 		n, err := r.Body.Read(buf)
 		dropped += n
 		if err == io.EOF {
-			s.sawEOF = true
+			s.bodyRead.Store(true)
 			cs.readDeadline(false)
 			return nil, false
 		}
@@ -130,7 +134,7 @@ func (s *bodySender) abandon(cs *clientSide) (unfinished bool) {
 		s.beginDrain(cs, time.Now())
 		<-s.done
 	}
-	return !s.sawEOF
+	return !s.bodyRead.Load()
 }
 
 // sendRequest writes r's head and, depending on mode, its body: inline, or from a
@@ -198,7 +202,7 @@ func (p *Proxy) sendBody(c *upConn, r *http.Request, cs *clientSide, s *bodySend
 		}
 		if rerr == io.EOF || (!chunked && left == 0) {
 			if s != nil {
-				s.sawEOF = true
+				s.bodyRead.Store(true)
 			}
 			break
 		}
