@@ -213,6 +213,11 @@ func (g *Group) SetDefaults() {
 		m.Methods[i] = strings.ToUpper(method)
 	}
 	m.Host = strings.TrimSuffix(strings.ToLower(m.Host), ".")
+	// An empty table of headers is none, as the effective config writes it
+	// (an empty list of methods is an error Validate reports).
+	if len(m.Headers) == 0 {
+		m.Headers = nil
+	}
 	if len(m.Headers) > 0 {
 		// Two spellings of one name keep both, for Validate to report.
 		h := make(map[string]string, len(m.Headers))
