@@ -27,7 +27,7 @@ func (s *Server) getStatus(w http.ResponseWriter, _ *http.Request) {
 			Groups:    make([]string, 0, len(cfg.Groups)),
 			Overrides: []string{},
 		},
-		Control: api.Control{Interval: time.Duration(cfg.Control.Interval).Seconds(), Ticks: st.Ticks, LastTick: when(st.LastTick)},
+		Control: api.Control{Interval: cfg.Interval.Seconds(), Ticks: st.Ticks, LastTick: when(st.LastTick)},
 		State: api.State{File: st.StateFile, LastSave: when(st.LastSave),
 			Restore: api.Restore{SavedAt: when(st.Restore.SavedAt), Groups: st.Restore.Groups}},
 		Resources: newResourcesView(st.Resources),
@@ -58,7 +58,7 @@ func (s *Server) getStatus(w http.ResponseWriter, _ *http.Request) {
 			v.Config.Overrides = append(v.Config.Overrides, g.Name)
 		}
 	}
-	v.Redis = newRedisView(groups, cfg)
+	v.Redis = newRedisView(groups, s.file.Load())
 	if s.p.Circuit != nil {
 		if c, ok := s.p.Circuit(); ok {
 			v.Circuit = &api.Circuit{State: c.State, Since: c.Since, Reason: c.Reason}
@@ -96,11 +96,10 @@ type CircuitStatus struct {
 
 func (s *Server) getGroups(w http.ResponseWriter, _ *http.Request) {
 	sts := s.gate.Groups()
-	cfg := s.gate.Config()
 	v := api.Groups{Groups: make([]api.Group, len(sts))}
 	s.mu.Lock()
 	for i, st := range sts {
-		v.Groups[i] = newGroupView(st, cfg.Group(st.Name), s.keep[st.Name])
+		v.Groups[i] = newGroupView(st, s.groupConfig(st.Name), s.keep[st.Name])
 	}
 	s.mu.Unlock()
 	writeJSON(w, http.StatusOK, v)
@@ -124,7 +123,7 @@ func (s *Server) groupView(name string) (api.Group, *apiError) {
 	s.mu.Lock()
 	keep := s.keep[name]
 	s.mu.Unlock()
-	return newGroupView(st, s.gate.Config().Group(name), keep), nil
+	return newGroupView(st, s.groupConfig(name), keep), nil
 }
 
 func noGroup(name string) *apiError {

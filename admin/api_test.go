@@ -1,12 +1,14 @@
 package admin
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -494,5 +496,52 @@ func TestPageAndProfiles(t *testing.T) {
 	}
 	if csp := f.get(t, "/").header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'none'") || !strings.Contains(csp, "connect-src 'self'") {
 		t.Errorf("Content-Security-Policy %q", csp)
+	}
+}
+
+// steerCounter counts the calls that change the running config.
+type steerCounter struct {
+	Gate
+	reloads, overrides atomic.Int32
+}
+
+func (c *steerCounter) Reload(cfg gate.Config, o gate.ReloadOptions) (gate.ReloadResult, error) {
+	c.reloads.Add(1)
+	return c.Gate.Reload(cfg, o)
+}
+
+func (c *steerCounter) Override(g gate.Group) error {
+	c.overrides.Add(1)
+	return c.Gate.Override(g)
+}
+
+// TestReloadIsOneSwap: a reload that keeps one override and clears another
+// is one Reload of the gate, with no Override after it to put file values
+// back (a moment in which the new config runs with an override it drops).
+func TestReloadIsOneSwap(t *testing.T) {
+	var sc *steerCounter
+	f := newFixture(t, testConfig, func(p *Params) {
+		sc = &steerCounter{Gate: p.Gate}
+		p.Gate = sc
+	})
+	if a := f.patch(t, "api", `{"targets": {"latency": "150ms"}, "keep_on_reload": true}`); a.status != 200 {
+		t.Fatalf("PATCH api: %d %s", a.status, a.body)
+	}
+	if a := f.patch(t, "batch", `{"concurrency": {"limit": 2}}`); a.status != 200 {
+		t.Fatalf("PATCH batch: %d %s", a.status, a.body)
+	}
+	sc.overrides.Store(0)
+	rep, err := f.srv.Reload(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, m := sc.reloads.Load(), sc.overrides.Load(); n != 1 || m != 0 {
+		t.Errorf("the reload made %d reloads and %d overrides of the gate, want 1 and 0", n, m)
+	}
+	if !slices.Equal(rep.KeptOverrides, []string{"api"}) || !slices.Equal(rep.Cleared, []string{"batch"}) {
+		t.Errorf("kept %q, cleared %q; want api kept, batch cleared", rep.KeptOverrides, rep.Cleared)
+	}
+	if batch := f.group(t, "batch"); batch.Override != nil || batch.Limit != 4 {
+		t.Errorf("batch after reload: override %+v limit %d; want the file's 4", batch.Override, batch.Limit)
 	}
 }

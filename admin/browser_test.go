@@ -112,7 +112,7 @@ func startDaemon(t *testing.T) *daemon {
 		t.Fatal(err)
 	}
 	metrics := NewMetrics(MetricsParams{})
-	g, err := gate.New(gate.Params{Config: cfg, ConfigSource: "sluice.toml", Resources: &modelSampler{inflight: &inflight},
+	g, err := gate.New(gate.Params{Config: cfg.Gate(), ConfigSource: "sluice.toml", Resources: &modelSampler{inflight: &inflight},
 		Observer: metrics})
 	if err != nil {
 		t.Fatal(err)
@@ -126,7 +126,7 @@ func startDaemon(t *testing.T) *daemon {
 	proxy.ErrorLog = log.New(io.Discard, "", 0) // clients cancelled at the end
 	front := httptest.NewServer(gate.Middleware(g, proxy))
 
-	srv, err := New(Params{Gate: g, Listen: "127.0.0.1:0", Token: testToken, Version: "v0.0.0-browser",
+	srv, err := New(Params{Gate: g, Config: cfg, Listen: "127.0.0.1:0", Token: testToken, Version: "v0.0.0-browser",
 		Metrics: metrics, HistoryInterval: 250 * time.Millisecond,
 		Load: func(context.Context) (*configs.Config, error) { return cfg, nil }})
 	if err != nil {
@@ -421,11 +421,12 @@ func TestDashboardInBrowser(t *testing.T) {
 // the token form, and once the token is typed in, its data comes.
 func TestDashboardAsksForTheToken(t *testing.T) {
 	b := newBrowser(t)
-	g, err := gate.New(gate.Params{Config: parseConfig(t, testConfig)})
+	cfg := parseConfig(t, testConfig)
+	g, err := gate.New(gate.Params{Config: cfg.Gate(), Resources: gate.NoResources})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := New(Params{Gate: g, Listen: "0.0.0.0:9901", Token: testToken})
+	srv, err := New(Params{Gate: g, Config: cfg, Listen: "0.0.0.0:9901", Token: testToken})
 	if err != nil {
 		t.Fatal(err)
 	}

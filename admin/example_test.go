@@ -31,8 +31,10 @@ name = "api"
 	}
 	metrics := admin.NewMetrics(admin.MetricsParams{})
 	g, err := gate.New(gate.Params{
-		Config:       cfg,
+		Config:       cfg.Gate(),
 		ConfigSource: "sluice.toml",
+		ConfigHash:   cfg.Hash(),
+		Resources:    gate.NoResources, // a *probe.Sampler in the daemon
 		Observer:     metrics,
 		OnChange:     metrics.ObserveChange, // after logging the change
 		OnSave:       metrics.ObserveSave,   // after logging the save
@@ -43,6 +45,7 @@ name = "api"
 	}
 	srv, err := admin.New(admin.Params{
 		Gate:    g,
+		Config:  cfg,
 		Listen:  cfg.Admin.Listen,
 		Token:   "", // admin.ReadTokenFile(cfg.Admin.TokenFile) when set
 		Version: "v1.0.0",

@@ -14,7 +14,7 @@ import (
 	"github.com/sluicehq/sluice/admin/api"
 	"github.com/sluicehq/sluice/configs"
 	"github.com/sluicehq/sluice/gate"
-	"github.com/sluicehq/sluice/limits/redis"
+	"github.com/sluicehq/sluice/gate/spec"
 )
 
 // The read-outs of global quotas (rate scope "global", kept in Redis): each
@@ -28,11 +28,11 @@ func newGlobalView(st gate.GroupStatus) *api.Global {
 	if g == nil {
 		return nil
 	}
-	v := &api.Global{Mode: g.Mode.String(), Fallback: string(g.Fallback),
-		Decisions: api.Decisions{Redis: g.RedisDecisions, Fallback: g.FallbackDecisions},
+	v := &api.Global{Mode: g.Mode, Fallback: g.Fallback,
+		Decisions: api.Decisions{Redis: g.StoreDecisions, Fallback: g.FallbackDecisions},
 		Errors:    g.Errors, Timeouts: g.Timeouts,
 		Sync: string(g.Sync), QuotaVersion: g.QuotaVersion, QuotaError: g.QuotaError}
-	if g.Sync == redis.SyncLeased {
+	if g.Sync == spec.SyncLeased {
 		v.Lease = &api.Lease{Bound: g.Bound, Outstanding: g.Outstanding, Held: g.Held, Keys: g.Leases,
 			Admitted: g.LeasedUnits, Refused: g.RefusedUnits,
 			Renewals: g.Renewals, RenewalErrors: g.RenewalErrors, LastRenewal: when(g.LastRenewal)}
@@ -49,8 +49,8 @@ func newRedisView(groups []gate.GroupStatus, cfg *configs.Config) *api.Redis {
 			continue
 		}
 		if v == nil {
-			v = &api.Redis{Mode: g.Mode.String(), Since: g.Since, NextProbe: when(g.NextProbe), LastError: g.LastError,
-				LastErrorAt: when(g.LastErrorAt), Fallback: string(g.Fallback), Nodes: api.Nodes{Share: g.Nodes}}
+			v = &api.Redis{Mode: g.Mode, Since: g.Since, NextProbe: when(g.NextProbe), LastError: g.LastError,
+				LastErrorAt: when(g.LastErrorAt), Fallback: g.Fallback, Nodes: api.Nodes{Share: g.Nodes}}
 			if g.ObservedNodes > 0 {
 				n := g.ObservedNodes
 				v.Nodes.Observed = &n
@@ -60,11 +60,11 @@ func newRedisView(groups []gate.GroupStatus, cfg *configs.Config) *api.Redis {
 			}
 		}
 		v.Groups = append(v.Groups, st.Name)
-		v.Decisions.Redis += g.RedisDecisions
+		v.Decisions.Redis += g.StoreDecisions
 		v.Decisions.Fallback += g.FallbackDecisions
 		v.Errors += g.Errors
 		v.Timeouts += g.Timeouts
-		if g.Sync == redis.SyncLeased {
+		if g.Sync == spec.SyncLeased {
 			v.Leased = append(v.Leased, api.Leased{Group: st.Name, Bound: g.Bound, Outstanding: g.Outstanding})
 		}
 	}
@@ -118,7 +118,7 @@ func collectGlobal(ch chan<- prometheus.Metric, groups []gate.GroupStatus) {
 		if !link {
 			link = true
 			up := 0.0
-			if g.Mode.String() == "redis" {
+			if g.Mode == "redis" {
 				up = 1
 			}
 			ch <- prometheus.MustNewConstMetric(descRedisUp, prometheus.GaugeValue, up)
@@ -130,11 +130,11 @@ func collectGlobal(ch chan<- prometheus.Metric, groups []gate.GroupStatus) {
 		counter := func(d *prometheus.Desc, v uint64, label string) {
 			ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), st.Name, label)
 		}
-		counter(descRedisDecisions, g.RedisDecisions, "redis")
+		counter(descRedisDecisions, g.StoreDecisions, "redis")
 		counter(descRedisDecisions, g.FallbackDecisions, "fallback")
 		counter(descRedisErrors, g.Errors-min(g.Timeouts, g.Errors), "error") // read apart: a timeout may show first
 		counter(descRedisErrors, g.Timeouts, "timeout")
-		if g.Sync != redis.SyncLeased {
+		if g.Sync != spec.SyncLeased {
 			continue
 		}
 		gauge := func(d *prometheus.Desc, v int64) {
@@ -159,8 +159,8 @@ type globalQuotas interface {
 	GlobalQuota(name string) (gate.GlobalQuota, bool)
 }
 
-func newQuotaView(name string, q redis.Quota) api.Quota {
-	v := api.Quota{Group: name, Algorithm: string(q.Algorithm), Rate: q.Rate, Burst: q.Burst,
+func newQuotaView(name string, q gate.Quota) api.Quota {
+	v := api.Quota{Group: name, Algorithm: q.Algorithm, Rate: q.Rate, Burst: q.Burst,
 		Limit: q.Limit, Window: configs.Duration(q.Window), Version: q.Version, Source: "config"}
 	if q.Version > 0 {
 		v.Source = "redis"
@@ -252,7 +252,7 @@ func (s *Server) deleteGlobal(w http.ResponseWriter, r *http.Request) {
 // redisError is the answer to a definition Redis did not take: the
 // amounts' fault (422), or Redis's (503).
 func redisError(err error) *apiError {
-	if errors.Is(err, redis.ErrInvalidQuota) {
+	if errors.Is(err, gate.ErrInvalidQuota) {
 		return errorf(http.StatusUnprocessableEntity, "admin: "+err.Error())
 	}
 	return errorf(http.StatusServiceUnavailable, "admin: redis did not take the change, nothing is changed: "+err.Error())
@@ -261,7 +261,7 @@ func redisError(err error) *apiError {
 // decodeQuota applies a PATCH body of amounts ({"rate": 50, "burst": 10},
 // or {"limit": 600, "window": "1m"}) onto cur. Unknown fields and values of
 // the wrong type are refused by name.
-func decodeQuota(cur redis.Quota, body []byte) (redis.Quota, *apiError) {
+func decodeQuota(cur gate.Quota, body []byte) (gate.Quota, *apiError) {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(body, &fields); err != nil {
 		return cur, errorf(http.StatusBadRequest, "admin: the body must be a JSON object of rate, burst, limit and window: "+err.Error())

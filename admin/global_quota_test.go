@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/admin/api"
-	"github.com/sluicehq/sluice/gate"
+	"github.com/sluicehq/sluice/gate/redisrate"
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/limits/redis"
 )
@@ -46,7 +46,7 @@ func quotaNode(t *testing.T, srv *redistest.Server, rate string) (*fixture, *red
 	}
 	t.Cleanup(func() { s.Close() })
 	toml := strings.NewReplacer("REDIS", srv.Addr(), "RATE", rate).Replace(quotaConfig)
-	return newGlobalFixture(t, toml, gate.RedisRate(s)), s, toml
+	return newGlobalFixture(t, toml, redisrate.New(s)), s, toml
 }
 
 // quotaOf reads GET /v1/groups/api/global.

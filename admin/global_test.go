@@ -11,10 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/sluicehq/sluice/admin/api"
-	"github.com/sluicehq/sluice/configs"
 	"github.com/sluicehq/sluice/gate"
 	"github.com/sluicehq/sluice/limits"
-	"github.com/sluicehq/sluice/limits/redis"
 )
 
 // globalConfig has two groups with a global quota and one with a local rate.
@@ -49,10 +47,10 @@ name = "batch"
 `
 
 // fakeQuota is a global quota whose status the test sets, as a
-// limits/redis Limiter reports it.
+// gate/redisrate Limiter reports it.
 type fakeQuota struct {
 	mu sync.Mutex
-	st redis.Status
+	st gate.GlobalStatus
 }
 
 func (q *fakeQuota) AllowAt(string, time.Time, int64) limits.Result {
@@ -60,13 +58,13 @@ func (q *fakeQuota) AllowAt(string, time.Time, int64) limits.Result {
 }
 func (q *fakeQuota) Policy() limits.Policy { return limits.Policy{Quota: 100, Window: time.Second} }
 
-func (q *fakeQuota) Status() redis.Status {
+func (q *fakeQuota) GlobalStatus() gate.GlobalStatus {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.st
 }
 
-func (q *fakeQuota) set(st redis.Status) {
+func (q *fakeQuota) set(st gate.GlobalStatus) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.st = st
@@ -76,16 +74,16 @@ func (q *fakeQuota) set(st redis.Status) {
 // fakes, in fallback mode with known counts.
 func globalFixture(t *testing.T) (*fixture, map[string]*fakeQuota) {
 	t.Helper()
-	link := redis.Status{
-		Mode: redis.ModeFallback, Since: t0, NextProbe: t0.Add(2 * time.Second),
+	link := gate.GlobalStatus{
+		Mode: "fallback", Since: t0, NextProbe: t0.Add(2 * time.Second),
 		LastError: "dial tcp 127.0.0.1:6379: connect: connection refused", LastErrorAt: t0.Add(time.Millisecond),
-		Fallback: redis.FallbackLocal, Nodes: 3, ObservedNodes: 3,
+		Fallback: "local", Nodes: 3, ObservedNodes: 3,
 	}
 	api, search := link, link
-	api.RedisDecisions, api.FallbackDecisions, api.Errors, api.Timeouts = 10, 5, 4, 1
-	search.RedisDecisions, search.FallbackDecisions = 1, 2
+	api.StoreDecisions, api.FallbackDecisions, api.Errors, api.Timeouts = 10, 5, 4, 1
+	search.StoreDecisions, search.FallbackDecisions = 1, 2
 	quotas := map[string]*fakeQuota{"api": {st: api}, "search": {st: search}}
-	f := newGlobalFixture(t, globalConfig, func(c *configs.Group) (gate.RateLimiter, error) { return quotas[c.Name], nil })
+	f := newGlobalFixture(t, globalConfig, func(c *gate.Group) (gate.RateLimiter, error) { return quotas[c.Name], nil })
 	return f, quotas
 }
 
@@ -180,8 +178,8 @@ sluice_redis_up 0
 
 	// Redis is back: up, read at the next scrape.
 	for _, q := range quotas {
-		st := q.Status()
-		st.Mode, st.NextProbe = redis.ModeRedis, time.Time{}
+		st := q.GlobalStatus()
+		st.Mode, st.NextProbe = "redis", time.Time{}
 		q.set(st)
 	}
 	if s := metricText(t, reg, "sluice_redis_up"); !strings.Contains(s, "sluice_redis_up 1") {
@@ -208,14 +206,14 @@ sluice_redis_up 0
 // in the metrics; an exact one shows no lease and exports no lease metric.
 func TestGlobalLeaseReadout(t *testing.T) {
 	f, quotas := globalFixture(t)
-	st := quotas["search"].Status()
-	st.Mode, st.NextProbe = redis.ModeRedis, time.Time{}
-	st.Sync, st.QuotaVersion = redis.SyncLeased, 4
+	st := quotas["search"].GlobalStatus()
+	st.Mode, st.NextProbe = "redis", time.Time{}
+	st.Sync, st.QuotaVersion = "leased", 4
 	st.Bound, st.Outstanding, st.Held, st.Leases = 300, 270, 80, 1
 	st.LeasedUnits, st.RefusedUnits, st.Renewals, st.RenewalErrors, st.LastRenewal = 1900, 4100, 97, 2, t0
 	quotas["search"].set(st)
-	ex := quotas["api"].Status()
-	ex.Sync = redis.SyncExact
+	ex := quotas["api"].GlobalStatus()
+	ex.Sync = "exact"
 	quotas["api"].set(ex)
 
 	g := f.group(t, "search").Rate.Global

@@ -123,10 +123,11 @@ func newFixture(t testing.TB, toml string, opts ...fixtureOpt) *fixture {
 
 // newGlobalFixture is newFixture with a gate whose global rates global
 // builds.
-func newGlobalFixture(t testing.TB, toml string, global func(*configs.Group) (gate.RateLimiter, error), opts ...fixtureOpt) *fixture {
+func newGlobalFixture(t testing.TB, toml string, global func(*gate.Group) (gate.RateLimiter, error), opts ...fixtureOpt) *fixture {
 	t.Helper()
 	f := &fixture{clock: newFakeClock(), res: &fakeSampler{}, metrics: NewMetrics(MetricsParams{})}
-	g, err := gate.New(gate.Params{Config: parseConfig(t, toml), ConfigSource: "sluice.toml", Clock: f.clock,
+	cfg := parseConfig(t, toml)
+	g, err := gate.New(gate.Params{Config: cfg.Gate(), ConfigSource: "sluice.toml", ConfigHash: cfg.Hash(), Clock: f.clock,
 		Resources: f.res, Observer: f.metrics, GlobalRate: global})
 	if err != nil {
 		t.Fatal(err)
@@ -134,6 +135,7 @@ func newGlobalFixture(t testing.TB, toml string, global func(*configs.Group) (ga
 	f.gate = g
 	p := Params{
 		Gate:    g,
+		Config:  cfg,
 		Listen:  "127.0.0.1:0",
 		Token:   testToken,
 		Version: "v0.0.0-test",

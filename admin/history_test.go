@@ -104,7 +104,7 @@ func TestHistoryFollowsReloads(t *testing.T) {
 	f := newFixture(t, testConfig)
 	h := newHistory(5)
 	h.sample(f.clock.Advance(time.Second), f.gate)
-	if _, err := f.gate.Reload(parseConfig(t, strings.Replace(testConfig, `name = "api"`, `name = "web"`, 1)), gate.ReloadOptions{}); err != nil {
+	if _, err := f.gate.Reload(parseConfig(t, strings.Replace(testConfig, `name = "api"`, `name = "web"`, 1)).Gate(), gate.ReloadOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	h.sample(f.clock.Advance(time.Second), f.gate)

@@ -7,8 +7,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluicehq/sluice/adaptive"
-	"github.com/sluicehq/sluice/configs"
 	"github.com/sluicehq/sluice/gate"
+	"github.com/sluicehq/sluice/gate/spec"
 )
 
 // The metrics read from the gate at scrape time. Every series is
@@ -203,7 +203,7 @@ func (c *gateCollector) Collect(ch chan<- prometheus.Metric) {
 			if t.CPUPressure > 0 {
 				gauge(descPressureTarget, t.CPUPressure, n)
 			}
-			if gc.Concurrency.Law == configs.LawTarget {
+			if gc.Concurrency.Law == spec.LawTarget {
 				for i, set := range [...]bool{t.CPU > 0, t.Memory > 0, t.CPUPressure > 0} {
 					if m := adaptive.UnmovedMembers[i]; set {
 						gauge(descUnmoved, boolValue(g.Unmoved.Has(m)), n, m.String())

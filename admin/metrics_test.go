@@ -358,7 +358,7 @@ func BenchmarkScrape(b *testing.B) {
 // histograms attached: compare with gate's BenchmarkEnterDone/plain.
 func BenchmarkEnterDoneWithMetrics(b *testing.B) {
 	m := NewMetrics(MetricsParams{})
-	g, err := gate.New(gate.Params{Config: parseConfig(b, `
+	g, err := gate.New(gate.Params{Resources: gate.NoResources, Config: parseConfig(b, `
 [upstream]
 url = "http://127.0.0.1:9"
 [[group]]
@@ -366,7 +366,7 @@ name = "api"
   [group.concurrency]
   law = "fixed"
   limit = 1000000
-`), Observer: m})
+`).Gate(), Observer: m})
 	if err != nil {
 		b.Fatal(err)
 	}

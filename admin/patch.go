@@ -256,12 +256,13 @@ func sortedKeys[V any](m map[string]V) []string {
 // field paths.
 var groupPath = regexp.MustCompile(`^group\[\d+\]\.`)
 
-// overrideError turns an error of the gate's Override into an answer: the
-// config's problems one by one, with paths as PATCH names them.
+// overrideError turns a refused override into an answer: the config's
+// problems one by one, with paths as PATCH names them, or the gate's
+// refusal.
 func overrideError(name string, err error) *apiError {
 	var ce configs.Errors
 	switch {
-	case errors.Is(err, configs.ErrNoGroup):
+	case errors.Is(err, configs.ErrNoGroup), errors.Is(err, gate.ErrNoGroup):
 		return noGroup(name)
 	case errors.As(err, &ce):
 		ps := make([]problem, len(ce))
@@ -282,7 +283,7 @@ func (s *Server) patchGroup(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	cur := s.gate.Config().Group(name)
+	cur := s.groupConfig(name)
 	if cur == nil {
 		writeError(w, noGroup(name))
 		return
@@ -292,7 +293,13 @@ func (s *Server) patchGroup(w http.ResponseWriter, r *http.Request) {
 		writeError(w, aerr)
 		return
 	}
-	if err := s.gate.Override(p.group); err != nil {
+	// Checked as the file is, then applied as the gate runs it.
+	next, err := s.config().ReplaceGroup(p.group)
+	if err != nil {
+		writeError(w, overrideError(name, err))
+		return
+	}
+	if err := s.gate.Override(next.Group(name).Spec()); err != nil {
 		writeError(w, overrideError(name, err))
 		return
 	}
@@ -306,7 +313,7 @@ func (s *Server) patchGroup(w http.ResponseWriter, r *http.Request) {
 	} else {
 		delete(s.keep, name)
 	}
-	v := newGroupView(st, s.gate.Config().Group(name), s.keep[name])
+	v := newGroupView(st, s.groupConfig(name), s.keep[name])
 	v.Notes = p.notes
 	writeJSON(w, http.StatusOK, v)
 }

@@ -3,7 +3,6 @@ package admin
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"slices"
 
@@ -17,15 +16,17 @@ var ErrNoLoad = errors.New("admin: reload is not available: no config loader (Pa
 
 // ReloadReport says what a reload through the Server did.
 type ReloadReport struct {
-	// Source and Hash identify the config now running.
+	// Source and Hash identify the config now running, and Config is it as
+	// loaded (overrides aside); nil when the reload failed.
 	Source, Hash string
+	Config       *configs.Config
 	// ReloadResult is the gate's account, by group name. Its KeptOverrides
 	// are the overrides that survived: those whose PATCH asked
-	// keep_on_reload (or all of them, for a reload that asked to keep them).
+	// keep_on_reload (or all of them, for a reload that asked to keep them)
+	// and that the new config accepts.
 	gate.ReloadResult
-	// Cleared names the groups whose override the reload cleared. An
-	// override that could not be cleared stays in KeptOverrides, with why in
-	// DroppedOverrides.
+	// Cleared names the groups whose override the reload cleared, as asked
+	// or because the new config refuses it (then DroppedOverrides says why).
 	Cleared []string
 }
 
@@ -71,33 +72,21 @@ func (s *Server) reload(ctx context.Context, keepAll bool) (rep ReloadReport, er
 			before = append(before, g.Name)
 		}
 	}
-	res, err := s.gate.Reload(cfg, gate.ReloadOptions{
-		Source:        s.gate.Status().ConfigSource,
-		KeepOverrides: keepAll || len(s.keep) > 0,
+	// One swap: the overrides whose PATCH asked keep_on_reload (or all, for
+	// keepAll) are re-applied onto the file, the others cleared.
+	res, err := s.gate.Reload(cfg.Gate(), gate.ReloadOptions{
+		Source: s.gate.Status().ConfigSource,
+		Hash:   cfg.Hash(),
+		KeepOverride: func(name string) bool {
+			return keepAll || s.keep[name]
+		},
 	})
 	if err != nil {
 		return rep, err
 	}
+	s.file.Store(cfg)
 	rep.ReloadResult = res
-	if !keepAll {
-		// The gate kept every override; put the file's values back where the
-		// PATCH did not ask to keep them.
-		kept := res.KeptOverrides[:0:0]
-		for _, name := range res.KeptOverrides {
-			if s.keep[name] {
-				kept = append(kept, name)
-				continue
-			}
-			if err := s.gate.Override(cfg.Group(name).Clone()); err != nil {
-				// Cannot happen for values the file itself holds; if it
-				// does, the override stays and says so.
-				rep.DroppedOverrides = append(rep.DroppedOverrides,
-					fmt.Errorf("admin: the override of group %q could not be cleared and stays: %w", name, err))
-				kept = append(kept, name)
-			}
-		}
-		rep.KeptOverrides = kept
-	}
+	rep.Config = cfg
 	for _, name := range before {
 		if !slices.Contains(rep.KeptOverrides, name) {
 			rep.Cleared = append(rep.Cleared, name)

@@ -153,32 +153,33 @@ func TestBodyLimitAndContentType(t *testing.T) {
 }
 
 func TestRefusesOpenListenerWithoutToken(t *testing.T) {
-	g, err := gate.New(gate.Params{Config: parseConfig(t, testConfig)})
+	cfg := parseConfig(t, testConfig)
+	g, err := gate.New(gate.Params{Config: cfg.Gate(), Resources: gate.NoResources})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, listen := range []string{"0.0.0.0:9901", ":9901", "[::]:9901", "192.0.2.10:9901", "admin.example:9901"} {
-		if _, err := New(Params{Gate: g, Listen: listen}); !errors.Is(err, ErrNoToken) || !strings.Contains(err.Error(), listen) {
+		if _, err := New(Params{Gate: g, Config: cfg, Listen: listen}); !errors.Is(err, ErrNoToken) || !strings.Contains(err.Error(), listen) {
 			t.Errorf("New(listen %q, no token): %v, want ErrNoToken naming it", listen, err)
 		}
-		if _, err := New(Params{Gate: g, Listen: listen, Token: testToken}); err != nil {
+		if _, err := New(Params{Gate: g, Config: cfg, Listen: listen, Token: testToken}); err != nil {
 			t.Errorf("New(listen %q, token): %v", listen, err)
 		}
 	}
 	for _, listen := range []string{"127.0.0.1:9901", "localhost:9901", "[::1]:9901", "unix:///run/sluice/admin.sock", ""} {
-		if _, err := New(Params{Gate: g, Listen: listen}); err != nil {
+		if _, err := New(Params{Gate: g, Config: cfg, Listen: listen}); err != nil {
 			t.Errorf("New(listen %q, no token): %v", listen, err)
 		}
 	}
 	for _, listen := range []string{"9901", "unix://relative.sock", "127.0.0.1"} {
-		if _, err := New(Params{Gate: g, Listen: listen}); err == nil || errors.Is(err, ErrNoToken) {
+		if _, err := New(Params{Gate: g, Config: cfg, Listen: listen}); err == nil || errors.Is(err, ErrNoToken) {
 			t.Errorf("New(listen %q): %v, want a malformed-address error", listen, err)
 		}
 	}
 
 	// Serve checks the address actually bound, whatever Listen said: a name
 	// that resolved off loopback.
-	s, err := New(Params{Gate: g, Listen: "localhost:9901"})
+	s, err := New(Params{Gate: g, Config: cfg, Listen: "localhost:9901"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,11 +202,12 @@ func (l *fakeListener) Addr() net.Addr            { return l.addr }
 // TestOffLoopbackReadsNeedTheToken drives the handler of a server set for a
 // public address in memory: nothing is bound off loopback.
 func TestOffLoopbackReadsNeedTheToken(t *testing.T) {
-	g, err := gate.New(gate.Params{Config: parseConfig(t, testConfig)})
+	cfg := parseConfig(t, testConfig)
+	g, err := gate.New(gate.Params{Config: cfg.Gate(), Resources: gate.NoResources})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(Params{Gate: g, Listen: "0.0.0.0:9901", Token: testToken, Hosts: []string{"sluice.example"}})
+	s, err := New(Params{Gate: g, Config: cfg, Listen: "0.0.0.0:9901", Token: testToken, Hosts: []string{"sluice.example"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,11 +260,12 @@ func TestUnixSocket(t *testing.T) {
 	stale.(*net.UnixListener).SetUnlinkOnClose(false)
 	stale.Close()
 
-	g, err := gate.New(gate.Params{Config: parseConfig(t, testConfig)})
+	cfg := parseConfig(t, testConfig)
+	g, err := gate.New(gate.Params{Config: cfg.Gate(), Resources: gate.NoResources})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(Params{Gate: g, Listen: "unix://" + path})
+	s, err := New(Params{Gate: g, Config: cfg, Listen: "unix://" + path})
 	if err != nil {
 		t.Fatal(err)
 	}

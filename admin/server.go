@@ -24,9 +24,9 @@ type Gate interface {
 	Status() gate.Status
 	Groups() []gate.GroupStatus
 	Group(name string) (gate.GroupStatus, bool)
-	Config() *configs.Config
-	Override(c configs.Group) error
-	Reload(cfg *configs.Config, o gate.ReloadOptions) (gate.ReloadResult, error)
+	Config() gate.Config
+	Override(c gate.Group) error
+	Reload(cfg gate.Config, o gate.ReloadOptions) (gate.ReloadResult, error)
 }
 
 // DefaultListen is where the admin API listens when Params.Listen is empty:
@@ -45,6 +45,11 @@ const (
 type Params struct {
 	// Gate is the gate to read and steer.
 	Gate Gate
+	// Config is the configuration the gate was built from (its Gate()
+	// conversion), as loaded: the API shows the groups the gate runs in its
+	// terms, and checks a PATCH against it as the file is checked. Reloads
+	// through the Server replace it. Required.
+	Config *configs.Config
 
 	// Listen is "host:port" or "unix:///path.sock", as admin.listen.
 	// Default DefaultListen.
@@ -123,9 +128,36 @@ type Server struct {
 	stopHist context.CancelFunc
 	histDone chan struct{}
 
+	// file is the config the gate runs, as loaded (overrides aside): its
+	// sections beyond the groups, and the context a PATCH is checked in.
+	file atomic.Pointer[configs.Config]
+
 	// mu serialises the mutations (PATCH, reload) and guards keep.
 	mu   sync.Mutex
 	keep map[string]bool // groups whose override survives reloads
+}
+
+// config is the configuration in force in configs' terms: the file's
+// sections with the groups as the gate runs them, overrides included.
+func (s *Server) config() *configs.Config {
+	c := s.file.Load().Clone()
+	gc := s.gate.Config()
+	c.Groups = make([]configs.Group, len(gc.Groups))
+	for i := range gc.Groups {
+		c.Groups[i] = configs.GroupOf(gc.Groups[i])
+	}
+	return c
+}
+
+// groupConfig is the group called name as the gate runs it, in configs'
+// terms; nil when there is none.
+func (s *Server) groupConfig(name string) *configs.Group {
+	g := s.gate.Config().Group(name)
+	if g == nil {
+		return nil
+	}
+	c := configs.GroupOf(*g)
+	return &c
 }
 
 // New builds a Server from p. It does not listen: call ListenAndServe, or
@@ -134,6 +166,9 @@ type Server struct {
 func New(p Params) (*Server, error) {
 	if p.Gate == nil {
 		return nil, errors.New("admin: no gate")
+	}
+	if p.Config == nil {
+		return nil, errors.New("admin: no config (Params.Config)")
 	}
 	if p.Listen == "" {
 		p.Listen = DefaultListen
@@ -167,6 +202,7 @@ func New(p Params) (*Server, error) {
 		started: p.Now(),
 		keep:    map[string]bool{},
 	}
+	s.file.Store(p.Config)
 	if p.Token != "" {
 		s.token = digest(p.Token)
 	}

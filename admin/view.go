@@ -18,7 +18,7 @@ import (
 func newGroupView(st gate.GroupStatus, c *configs.Group, keep bool) api.Group {
 	v := api.Group{
 		Name:     st.Name,
-		Law:      st.Law,
+		Law:      configs.Law(st.Law),
 		Limit:    st.Limit,
 		Min:      st.Min,
 		Max:      st.Max,

@@ -2,10 +2,12 @@ package configs
 
 import (
 	"maps"
-	"math"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/sluicehq/sluice/adaptive"
+	"github.com/sluicehq/sluice/gate/spec"
 )
 
 // Defaults live here, in two kinds.
@@ -22,25 +24,14 @@ import (
 // "derive it". SetDefaults also appends the catch-all group and normalises
 // spelling (upper-case methods, canonical header names, lower-case host).
 
-// Derived default values.
+// Derived default values are the gate's own (package gate/spec), where
+// SetDefaults derives them: one place for each.
 const (
-	defaultInitial   = 20
-	defaultMin       = 1
-	defaultMax       = 1000
-	defaultBackoff   = 0.9
-	defaultTolerance = 1.5
-	defaultBuckets   = 10
-	defaultLeakyWait = Duration(500 * time.Millisecond)
-	defaultMaxKeys   = 100_000
-	minKeyIdle       = Duration(time.Minute)
-	maxKeyIdle       = Duration(365 * 24 * time.Hour)
+	maxKeyIdle = Duration(spec.MaxKeyIdle)
 	// A leased global quota's renewal period and lease expiry (at least 3
-	// periods): limits/redis's own defaults, stated here for sluice check.
-	defaultLeasePeriod = Duration(100 * time.Millisecond)
-	defaultLeaseExpiry = Duration(2 * time.Second)
-	// leaseHeadroom is how many periods of its demand a leasing node asks
-	// to hold (limits/redis's headroom): the factor of the bound.
-	leaseHeadroom = 1.5
+	// periods), stated for sluice check.
+	defaultLeasePeriod = Duration(spec.DefaultLeasePeriod)
+	defaultLeaseExpiry = Duration(spec.DefaultLeaseExpiry)
 )
 
 // DefaultAdminListen is admin.listen's default: loopback only. Package admin
@@ -75,8 +66,8 @@ func New() *Config {
 		},
 		Probe: Probe{Source: ProbeSourceAuto, Root: "/"},
 		Admin: Admin{Listen: DefaultAdminListen},
-		Control: Control{Interval: Duration(250 * time.Millisecond), SaveInterval: Duration(30 * time.Second),
-			StateMaxAge: Duration(24 * time.Hour)},
+		Control: Control{Interval: Duration(spec.DefaultInterval), SaveInterval: Duration(spec.DefaultSaveInterval),
+			StateMaxAge: Duration(spec.DefaultStateMaxAge)},
 	}
 }
 
@@ -111,13 +102,13 @@ func (g *Group) reset() {
 		Key:         KeyNone,
 		Priority:    Priority(LevelDefault),
 		Concurrency: Concurrency{Law: LawTarget},
-		Targets:     Targets{Quantile: 0.99, Memory: 0.85},
+		Targets:     Targets{Quantile: spec.DefaultQuantile, Memory: 0.85},
 		Queue: Queue{
 			Order:         OrderFIFO,
 			Max:           100,
-			MaxWait:       Duration(500 * time.Millisecond),
+			MaxWait:       Duration(spec.DefaultQueueMaxWait),
 			CodelTarget:   Duration(5 * time.Millisecond),
-			CodelInterval: Duration(100 * time.Millisecond),
+			CodelInterval: Duration(spec.DefaultCodelInterval),
 		},
 	}
 }
@@ -222,6 +213,11 @@ func (g *Group) SetDefaults() {
 		m.Methods[i] = strings.ToUpper(method)
 	}
 	m.Host = strings.TrimSuffix(strings.ToLower(m.Host), ".")
+	// An empty table of headers is none, as the effective config writes it
+	// (an empty list of methods is an error Validate reports).
+	if len(m.Headers) == 0 {
+		m.Headers = nil
+	}
 	if len(m.Headers) > 0 {
 		// Two spellings of one name keep both, for Validate to report.
 		h := make(map[string]string, len(m.Headers))
@@ -242,21 +238,11 @@ func (g *Group) SetDefaults() {
 		m.Headers = h
 	}
 
-	if g.Key == "" {
-		g.Key = KeyNone
-	}
-	if name, ok := g.Key.Header(); ok {
-		g.Key = KeyHeader(canonicalHeader(name))
-	}
-	if g.Priority == "" {
-		g.Priority = Priority(LevelDefault)
-	}
-	if name, ok := g.Priority.Header(); ok {
-		g.Priority = PriorityHeader(canonicalHeader(name))
-		if g.DefaultPriority == "" {
-			g.DefaultPriority = LevelDefault
-		}
-	}
+	// The key and priority default as the gate's do (spec.Group.WithDefaults);
+	// the other fields keep an explicit zero for Validate to judge.
+	s := g.Spec()
+	d := s.WithDefaults()
+	g.Key, g.Priority, g.DefaultPriority = d.Key, d.Priority, d.DefaultPriority
 
 	g.Concurrency.setDefaults()
 	if g.Rate != nil {
@@ -268,131 +254,47 @@ func (g *Group) SetDefaults() {
 }
 
 func (c *Concurrency) setDefaults() {
-	if c.Law == "" {
-		c.Law = LawTarget
+	*c = concurrencyOf(c.spec().WithDefaults())
+	// The law's own knobs get its defaults (adaptive.LawKind.Knobs), shown
+	// in the effective config.
+	k, ok := adaptive.LookupLaw(string(c.Law))
+	if !ok || k.FixedLimit {
+		return
 	}
-	if c.Law == LawFixed {
-		return // Limit is the whole story, and has no default
-	}
-	if c.Min == 0 {
-		c.Min = defaultMin
-	}
-	if c.Max == 0 {
-		c.Max = max(defaultMax, c.Min, c.Initial)
-	}
-	if c.Initial == 0 {
-		c.Initial = min(max(defaultInitial, c.Min), c.Max)
-	}
-	switch {
-	case c.Law == LawAIMD && c.Backoff == 0:
-		c.Backoff = defaultBackoff
-	case c.Law == LawGradient && c.Tolerance == 0:
-		c.Tolerance = defaultTolerance
+	for _, kn := range k.Knobs {
+		switch kn.Name {
+		case "backoff":
+			if c.Backoff == 0 {
+				c.Backoff = kn.Default
+			}
+		case "tolerance":
+			if c.Tolerance == 0 {
+				c.Tolerance = kn.Default
+			}
+		}
 	}
 }
 
 func (r *Rate) setDefaults(key KeySource) {
-	if r.Algorithm == "" {
-		r.Algorithm = AlgorithmTokenBucket
-	}
-	if r.Scope == "" {
-		r.Scope = ScopeLocal
-	}
-	if r.Cost == 0 {
-		r.Cost = 1
-	}
-	if r.Scope == ScopeGlobal && r.Sync == "" {
-		r.Sync = SyncExact
-	}
-	if r.Scope == ScopeGlobal && r.Sync == SyncLeased {
-		if r.LeasePeriod == 0 {
-			r.LeasePeriod = defaultLeasePeriod
-		}
-		if r.LeaseExpiry == 0 {
-			r.LeaseExpiry = max(defaultLeaseExpiry, 3*r.LeasePeriod)
-		}
-	}
-	switch r.Algorithm {
-	case AlgorithmTokenBucket, AlgorithmLeakyBucket:
-		if ps := r.PerSecond(); r.Burst == 0 && ps > 0 && ps <= maxRate {
-			r.Burst = max(r.Cost, int(math.Ceil(ps)))
-		}
-	case AlgorithmSlidingBuckets:
-		if r.Buckets == 0 {
-			r.Buckets = defaultBuckets
-		}
-	case AlgorithmLeakyQueue:
-		if r.MaxWait == 0 {
-			r.MaxWait = defaultLeakyWait
-		}
-	}
-	if key != KeyNone && key != "" {
-		if r.MaxKeys == 0 {
-			r.MaxKeys = defaultMaxKeys
-		}
-		if r.KeyIdleTimeout == 0 {
-			r.KeyIdleTimeout = max(minKeyIdle, r.FreshAfter())
-		}
-	}
+	*r = rateOf(r.spec().WithDefaults(key))
 }
 
 // LeaseBound returns the over-admission bound of a leased global quota, in
 // cost units (see Rate.Sync): 1.5 × PerSecond × LeasePeriod, rounded up; 0
 // unless Sync is "leased".
-func (r *Rate) LeaseBound() int64 {
-	if r.Sync != SyncLeased {
-		return 0
-	}
-	return int64(math.Ceil(leaseHeadroom * r.PerSecond() * time.Duration(r.LeasePeriod).Seconds()))
-}
+func (r *Rate) LeaseBound() int64 { s := r.spec(); return s.LeaseBound() }
 
 // PerSecond returns the sustained rate in cost units per second: Rate, or
 // Limit / Window. It is 0 when neither is set.
-func (r *Rate) PerSecond() float64 {
-	if r.Rate != 0 {
-		return r.Rate
-	}
-	if r.Limit > 0 && r.Window > 0 {
-		return float64(r.Limit) / time.Duration(r.Window).Seconds()
-	}
-	return 0
-}
+func (r *Rate) PerSecond() float64 { s := r.spec(); return s.PerSecond() }
 
 // Quota returns the limit per window of a window algorithm: Limit and
 // Window, or Rate per second when Rate is a whole number (Validate insists
 // on that for window algorithms).
-func (r *Rate) Quota() (limit int, window time.Duration) {
-	if r.Rate != 0 {
-		return int(r.Rate), time.Second
-	}
-	return r.Limit, time.Duration(r.Window)
-}
+func (r *Rate) Quota() (limit int, window time.Duration) { s := r.spec(); return s.Quota() }
 
 // FreshAfter is how long an unused key's state takes to become the same
-// as a new key's: after it, forgetting the key changes nothing. It is the
-// window (two for sliding_window, whose estimate reads the previous one),
-// the time to refill the bucket (burst / rate), or max_wait for
-// leaky_queue. Capped at a year.
-func (r *Rate) FreshAfter() Duration {
-	var secs float64
-	switch r.Algorithm {
-	case AlgorithmFixedWindow, AlgorithmSlidingLog, AlgorithmSlidingBuckets, AlgorithmSlidingWindow:
-		_, w := r.Quota()
-		secs = w.Seconds()
-		if r.Algorithm == AlgorithmSlidingWindow {
-			secs *= 2
-		}
-	case AlgorithmLeakyQueue:
-		secs = time.Duration(r.MaxWait).Seconds()
-	default:
-		if ps := r.PerSecond(); ps > 0 {
-			secs = float64(max(r.Burst, r.Cost, 1)) / ps
-		}
-	}
-	if !(secs < maxKeyIdle.seconds()) {
-		return maxKeyIdle
-	}
-	return Duration(math.Ceil(secs*1e3) * float64(time.Millisecond))
-}
-
-func (d Duration) seconds() float64 { return time.Duration(d).Seconds() }
+// as a new key's (spec.Rate.FreshAfter): the window (two for
+// sliding_window), the time to refill the bucket (burst / rate), or
+// max_wait for leaky_queue. Capped at a year.
+func (r *Rate) FreshAfter() Duration { s := r.spec(); return Duration(s.FreshAfter()) }

@@ -19,6 +19,14 @@
 //
 // A TOML syntax error stops the parser, so it is reported alone.
 //
+// # The gate's types
+//
+// The gate runs plain Go types of its own (package gate/spec); a Config
+// converts into them with [Config.Gate] (and a group back with [GroupOf],
+// for the admin API's read-outs). The defaults a file shares with the
+// library (bounds, quantile, waits, key bounds) and the rules of matching
+// are the gate's, read from there: each is written once.
+//
 // # Errors
 //
 // Problems come as an [Errors], a list of [*Error] ordered by line, each

@@ -66,6 +66,7 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("a loaded config does not validate: %v", err)
 		}
 		roundTrip(t, c)
+		gateRoundTrip(t, c)
 	})
 }
 

@@ -1,5 +1,7 @@
 package configs
 
+import "github.com/sluicehq/sluice/gate/spec"
+
 // Group is one [[group]]: a class of requests with its own limits. A request
 // belongs to the first group whose Match accepts it. Within a group, requests
 // are told apart by Key (for per-key rate limits) and ranked by Priority
@@ -143,48 +145,50 @@ type Rate struct {
 	LeaseExpiry Duration `toml:"lease_expiry,omitzero" json:"lease_expiry,omitempty"`
 }
 
-// Algorithm is a static rate limiting algorithm.
-type Algorithm string
+// Algorithm is a static rate limiting algorithm: the gate's (spec.Algorithm).
+type Algorithm = spec.Algorithm
 
 // Algorithms.
 const (
 	// AlgorithmFixedWindow counts per aligned window; cheap, lets up to
 	// twice the limit through around a window edge.
-	AlgorithmFixedWindow Algorithm = "fixed_window"
+	AlgorithmFixedWindow = spec.AlgorithmFixedWindow
 	// AlgorithmSlidingLog keeps a timestamp per request; exact, memory grows
 	// with Limit.
-	AlgorithmSlidingLog Algorithm = "sliding_log"
+	AlgorithmSlidingLog = spec.AlgorithmSlidingLog
 	// AlgorithmSlidingWindow weights the previous window's count by its
 	// overlap with the sliding window; approximate, two counters.
-	AlgorithmSlidingWindow Algorithm = "sliding_window"
+	AlgorithmSlidingWindow = spec.AlgorithmSlidingWindow
 	// AlgorithmSlidingBuckets splits the window into Buckets counters.
-	AlgorithmSlidingBuckets Algorithm = "sliding_buckets"
+	AlgorithmSlidingBuckets = spec.AlgorithmSlidingBuckets
 	// AlgorithmTokenBucket refills Rate tokens per second up to Burst.
-	AlgorithmTokenBucket Algorithm = "token_bucket"
+	AlgorithmTokenBucket = spec.AlgorithmTokenBucket
 	// AlgorithmLeakyBucket is the leaky bucket as a meter (GCRA): admits a
 	// request if the bucket, draining at Rate, has room for it in Burst.
-	AlgorithmLeakyBucket Algorithm = "leaky_bucket"
+	AlgorithmLeakyBucket = spec.AlgorithmLeakyBucket
 	// AlgorithmLeakyQueue is the leaky bucket as a queue: requests wait and
 	// leave at exactly Rate, and are rejected after MaxWait.
-	AlgorithmLeakyQueue Algorithm = "leaky_queue"
+	AlgorithmLeakyQueue = spec.AlgorithmLeakyQueue
 )
 
-// Scope is where a rate quota lives.
-type Scope string
+// Scope is where a rate quota lives: "local" (this node only) or "global"
+// (shared by all nodes in Redis).
+type Scope = spec.Scope
 
 // Scopes.
 const (
-	ScopeLocal  Scope = "local"  // this node only
-	ScopeGlobal Scope = "global" // shared by all nodes in Redis
+	ScopeLocal  = spec.ScopeLocal
+	ScopeGlobal = spec.ScopeGlobal
 )
 
-// Sync is how the nodes share a global quota.
-type Sync string
+// Sync is how the nodes share a global quota: "exact" (every decision in
+// Redis) or "leased" (decided locally against blocks leased from Redis).
+type Sync = spec.Sync
 
 // Syncs.
 const (
-	SyncExact  Sync = "exact"  // every decision in Redis
-	SyncLeased Sync = "leased" // decided locally against blocks leased from Redis
+	SyncExact  = spec.SyncExact
+	SyncLeased = spec.SyncLeased
 )
 
 // Concurrency is a [group.concurrency]: how many requests of the group may
@@ -212,16 +216,16 @@ type Concurrency struct {
 	Tolerance float64 `toml:"tolerance,omitzero" json:"tolerance,omitempty"`
 }
 
-// Law is a concurrency control law.
-type Law string
+// Law is a concurrency control law: the gate's (spec.Law).
+type Law = spec.Law
 
 // Laws.
 const (
-	LawFixed    Law = "fixed"    // a constant limit
-	LawAIMD     Law = "aimd"     // additive increase, multiplicative decrease on drops
-	LawGradient Law = "gradient" // Gradient2: short vs long latency
-	LawVegas    Law = "vegas"    // TCP Vegas: estimated queue vs min latency
-	LawTarget   Law = "target"   // tracks the group's Targets
+	LawFixed    = spec.LawFixed    // a constant limit
+	LawAIMD     = spec.LawAIMD     // additive increase, multiplicative decrease on drops
+	LawGradient = spec.LawGradient // Gradient2: short vs long latency
+	LawVegas    = spec.LawVegas    // TCP Vegas: estimated queue vs min latency
+	LawTarget   = spec.LawTarget   // tracks the group's Targets
 )
 
 // Targets is a [group.targets]: what the group's limit keeps the service
@@ -274,14 +278,14 @@ type Queue struct {
 	CodelInterval Duration `toml:"codel_interval" json:"codel_interval"`
 }
 
-// Order is a queue discipline.
-type Order string
+// Order is a queue discipline: the gate's (spec.Order).
+type Order = spec.Order
 
 // Orders.
 const (
-	OrderFIFO Order = "fifo" // oldest first
-	OrderLIFO Order = "lifo" // newest first: under overload, serves those still waiting
+	OrderFIFO = spec.OrderFIFO // oldest first
+	OrderLIFO = spec.OrderLIFO // newest first: under overload, serves those still waiting
 	// OrderAdaptive is FIFO while the queue is calm and LIFO once it has not
 	// been empty for CodelInterval.
-	OrderAdaptive Order = "adaptive"
+	OrderAdaptive = spec.OrderAdaptive
 )

@@ -3,150 +3,32 @@ package configs
 import (
 	"path"
 	"strings"
+
+	"github.com/sluicehq/sluice/gate/spec"
 )
 
-// CatchAll reports whether m accepts every request: it sets nothing but,
-// at most, the path prefix "/".
-func (m *Match) CatchAll() bool {
-	return m.Path == "" && (m.PathPrefix == "" || m.PathPrefix == "/") &&
-		len(m.Methods) == 0 && m.Host == "" && len(m.Headers) == 0
+// spec is m as the gate's Match: the rules of matching are the gate's.
+func (m *Match) spec() spec.Match {
+	return spec.Match{Path: m.Path, PathPrefix: m.PathPrefix, Methods: m.Methods, Host: m.Host, Headers: m.Headers}
 }
 
-// Matches reports whether m accepts a request with this method, Host header
-// or authority (with or without port), URL path and header map (an
-// http.Header; may be nil). The gate passes the request's normalised,
-// decoded path: slashes merged, "." and ".." segments resolved, as the proxy
-// forwards it (gate.NormalPath). These are the rules the gate routes by:
-//
-//   - Path: the path equals it.
-//   - PathPrefix: the path starts with it, byte for byte; "/" accepts every
-//     path, even the "*" of "OPTIONS *".
-//   - Methods: the method is one of them.
-//   - Host: the host, without port and trailing dot, equals it ignoring
-//     ASCII case; "*.example.com" accepts hosts ending in ".example.com".
-//   - Headers: for each entry, the first value of that header equals it.
-//
-// m is expected to have been through SetDefaults (methods upper case, header
-// names canonical). Matches does not allocate.
+// CatchAll reports whether m accepts every request (spec.Match.CatchAll).
+func (m *Match) CatchAll() bool { s := m.spec(); return s.CatchAll() }
+
+// Matches reports whether m accepts a request, by the rules the gate routes
+// by (spec.Match.Matches). m is expected to have been through SetDefaults.
+// It does not allocate.
 func (m *Match) Matches(method, host, path string, header map[string][]string) bool {
-	if m.Path != "" && path != m.Path {
-		return false
-	}
-	if m.PathPrefix != "" && m.PathPrefix != "/" && !strings.HasPrefix(path, m.PathPrefix) {
-		return false
-	}
-	if len(m.Methods) > 0 && !contains(m.Methods, method) {
-		return false
-	}
-	if m.Host != "" && !hostMatches(m.Host, stripPort(host)) {
-		return false
-	}
-	for name, want := range m.Headers {
-		if v := header[name]; len(v) == 0 || v[0] != want {
-			return false
-		}
-	}
-	return true
+	s := m.spec()
+	return s.Matches(method, host, path, header)
 }
 
-// Covers reports whether m accepts every request that o accepts, by the
-// rules of [Match.Matches]. A group whose match is covered by an earlier
-// group's can never be reached.
+// Covers reports whether m accepts every request that o accepts
+// (spec.Match.Covers). A group whose match is covered by an earlier group's
+// can never be reached.
 func (m *Match) Covers(o *Match) bool {
-	return m.coversPath(o) && coversMethods(m.Methods, o.Methods) &&
-		coversHost(m.Host, o.Host) && coversHeaders(m.Headers, o.Headers)
-}
-
-func (m *Match) coversPath(o *Match) bool {
-	switch {
-	case m.Path != "":
-		return o.Path == m.Path
-	case m.PathPrefix == "" || m.PathPrefix == "/":
-		return true
-	case o.Path != "":
-		return strings.HasPrefix(o.Path, m.PathPrefix)
-	case o.PathPrefix != "":
-		return strings.HasPrefix(o.PathPrefix, m.PathPrefix)
-	}
-	return false
-}
-
-func coversMethods(m, o []string) bool {
-	if len(m) == 0 {
-		return true
-	}
-	if len(o) == 0 {
-		return false
-	}
-	for _, x := range o {
-		if !contains(m, x) {
-			return false
-		}
-	}
-	return true
-}
-
-func coversHost(m, o string) bool {
-	switch {
-	case m == "":
-		return true
-	case o == "":
-		return false
-	case !strings.HasPrefix(m, "*."):
-		return !strings.HasPrefix(o, "*.") && strings.EqualFold(m, o)
-	}
-	// m is "*.s": it accepts o's hosts if they all end in ".s". For o =
-	// "*.t" they end in ".t", so ".t" must end in ".s"; an exact host must
-	// end in ".s" itself.
-	suffix := m[1:]
-	if strings.HasPrefix(o, "*.") {
-		return hasSuffixFold(o[1:], suffix)
-	}
-	return len(o) > len(suffix) && hasSuffixFold(o, suffix)
-}
-
-func coversHeaders(m, o map[string]string) bool {
-	for name, want := range m {
-		if v, ok := o[name]; !ok || v != want {
-			return false
-		}
-	}
-	return true
-}
-
-func hostMatches(pattern, host string) bool {
-	if suffix, ok := strings.CutPrefix(pattern, "*"); ok && strings.HasPrefix(suffix, ".") {
-		return len(host) > len(suffix) && hasSuffixFold(host, suffix)
-	}
-	return strings.EqualFold(pattern, host)
-}
-
-// stripPort removes a port and a trailing dot from a Host value, and the
-// brackets of an IPv6 literal.
-func stripPort(host string) string {
-	if strings.HasPrefix(host, "[") {
-		if end := strings.IndexByte(host, ']'); end > 0 {
-			return host[1:end]
-		}
-		return host
-	}
-	if i := strings.LastIndexByte(host, ':'); i >= 0 && strings.IndexByte(host, ':') == i {
-		host = host[:i]
-	}
-	return strings.TrimSuffix(host, ".")
-}
-
-func hasSuffixFold(s, suffix string) bool {
-	return len(s) >= len(suffix) && strings.EqualFold(s[len(s)-len(suffix):], suffix)
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
+	s, so := m.spec(), o.spec()
+	return s.Covers(&so)
 }
 
 // checkNormal reports a path or path prefix that no request can match:

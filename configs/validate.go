@@ -8,12 +8,14 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sluicehq/sluice/gate/spec"
 )
 
 // Bounds of values that no deployment needs to exceed; past them a value
 // is a typo (a missing unit, an extra zero) more often than a choice.
 const (
-	maxRate  = 1e9
+	maxRate  = spec.MaxRate
 	minRate  = 1e-6
 	maxLimit = 1_000_000
 	maxQueue = 1_000_000
@@ -93,7 +95,7 @@ func (s *Server) check(ck *checker, p string) {
 	trusted, unix := map[netip.Prefix]string{}, false
 	for i, e := range s.TrustedProxies {
 		path := index(join(p, "trusted_proxies"), i)
-		pfx, isUnix, err := ParseTrustedProxy(e)
+		pfx, isUnix, err := spec.ParseTrustedProxy(e)
 		first, dup := trusted[pfx]
 		switch {
 		case err != nil:

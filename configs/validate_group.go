@@ -72,10 +72,10 @@ func (c *Config) checkGroups(ck *checker) {
 func (g *Group) check(ck *checker, p string) {
 	g.checkName(ck, join(p, "name"))
 	g.Match.check(ck, join(p, "match"))
-	if err := g.Key.check(); err != nil {
+	if err := g.Key.Check(); err != nil {
 		ck.errorf(join(p, "key"), "%v", err)
 	}
-	if err := g.Priority.check(); err != nil {
+	if err := g.Priority.Check(); err != nil {
 		ck.errorf(join(p, "priority"), "%v", err)
 	}
 	if _, header := g.Priority.Header(); header {

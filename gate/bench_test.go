@@ -13,7 +13,7 @@ import (
 // with a limit no benchmark reaches.
 func benchGate(b *testing.B, toml string) *Gate {
 	b.Helper()
-	g, err := New(Params{Config: config(b, toml)})
+	g, err := New(Params{Config: config(b, toml), Resources: NoResources})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -94,7 +94,7 @@ key = "header:X-Tenant"
 // BenchmarkEnterDoneObserved is the plain admitted path with an Observer
 // that does nothing: the cost of the hook itself.
 func BenchmarkEnterDoneObserved(b *testing.B) {
-	g, err := New(Params{Config: config(b, benchPlain), Observer: nopObserver{}})
+	g, err := New(Params{Config: config(b, benchPlain), Observer: nopObserver{}, Resources: NoResources})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/sluicehq/sluice/adaptive"
-	"github.com/sluicehq/sluice/configs"
+	"github.com/sluicehq/sluice/gate/spec"
 )
 
 // MaxKeyLen bounds a key: a longer one (a header value, a path) is cut to its
@@ -33,7 +33,7 @@ func (c Class) Group() string {
 // priority. Groups match r's normalised path (NormalPath of RequestPath); a
 // path that NormalPath refuses is matched as net/http decoded it (r.URL.Path),
 // but should not be served: the proxy and Middleware answer it with 400. The
-// key "ip" is the client's address as the config's server.trusted_proxies
+// key "ip" is the client's address as the config's TrustedProxies
 // make it out (TrustedProxies.ClientAddr). Classify does not allocate for a
 // path already normal.
 func (g *Gate) Classify(r *http.Request) Class {
@@ -78,7 +78,7 @@ func (g *Gate) ClassifyPath(r *http.Request, path string) Class {
 }
 
 // TrustedProxies returns the peers whose forwarding fields the config in
-// force trusts (server.trusted_proxies); nil when none. A proxy in front of
+// force trusts (Config.TrustedProxies); nil when none. A proxy in front of
 // the gate uses the same set for the forwarding fields it writes.
 func (g *Gate) TrustedProxies() *TrustedProxies { return g.table.Load().trusted }
 
@@ -111,7 +111,7 @@ func parsePriority(v string, def adaptive.Priority) adaptive.Priority {
 	if v == "" {
 		return def
 	}
-	l, ok := configs.ParseLevel(strings.TrimSpace(v))
+	l, ok := spec.ParseLevel(strings.TrimSpace(v))
 	if !ok {
 		return def
 	}

@@ -4,11 +4,11 @@ import (
 	"net/netip"
 	"strings"
 
-	"github.com/sluicehq/sluice/configs"
+	"github.com/sluicehq/sluice/gate/spec"
 )
 
 // TrustedProxies is the set of peers whose forwarding fields (X-Forwarded-For
-// and the like) are believed: server.trusted_proxies. A nil or empty set
+// and the like) are believed: Config.TrustedProxies. A nil or empty set
 // trusts nobody. The proxy and the gate's "ip" keys read the same set (see
 // Gate.TrustedProxies), so that the address the upstream is told and the one
 // a quota counts are the same.
@@ -20,8 +20,8 @@ type TrustedProxies struct {
 	unix     bool // peers without an address: a unix-socket listener's clients
 }
 
-// ParseTrustedProxies builds the set of server.trusted_proxies entries (see
-// configs.ParseTrustedProxy); the first bad entry is the error. An empty list
+// ParseTrustedProxies builds the set of Config.TrustedProxies entries (see
+// spec.ParseTrustedProxy); the first bad entry is the error. An empty list
 // gives nil, which trusts nobody.
 func ParseTrustedProxies(list []string) (*TrustedProxies, error) {
 	if len(list) == 0 {
@@ -29,7 +29,7 @@ func ParseTrustedProxies(list []string) (*TrustedProxies, error) {
 	}
 	t := &TrustedProxies{}
 	for _, s := range list {
-		p, unix, err := configs.ParseTrustedProxy(s)
+		p, unix, err := spec.ParseTrustedProxy(s)
 		if err != nil {
 			return nil, err
 		}

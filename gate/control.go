@@ -9,7 +9,7 @@ import (
 	"github.com/sluicehq/sluice/probe"
 )
 
-// Run is the control loop: it calls Tick every control.interval (following
+// Run is the control loop: it calls Tick every Config.Interval (following
 // reloads that change it) until ctx ends, then saves the state file one last
 // time and returns that save's error (nil without a state file). Start it in
 // one goroutine and stop it by cancelling ctx.
@@ -32,7 +32,7 @@ func (g *Gate) Run(ctx context.Context) error {
 }
 
 func (g *Gate) interval() time.Duration {
-	if iv := time.Duration(g.Config().Control.Interval); iv > 0 {
+	if iv := g.table.Load().cfg.Interval; iv > 0 {
 		return iv
 	}
 	return adaptive.DefaultInterval
@@ -41,7 +41,7 @@ func (g *Gate) interval() time.Duration {
 // Tick ends a control interval at now: one resource sample, then for every
 // group a probe snapshot, an adaptive.Sample, the law's decision applied and
 // the queue bound and floor published; the state file is saved when
-// control.save_interval has passed since the last save. A now earlier than the
+// Config.SaveInterval has passed since the last save. A now earlier than the
 // previous tick's is taken as that one. Run calls Tick; tests call it directly
 // with chosen instants.
 func (g *Gate) Tick(now time.Time) {
@@ -67,7 +67,7 @@ func (g *Gate) Tick(now time.Time) {
 		g.tickGroup(r.g, now, elapsed, &res)
 	}
 	g.dropRetired()
-	if g.statePath != "" && now.Sub(g.lastSave) >= time.Duration(t.cfg.Control.SaveInterval) {
+	if g.statePath != "" && now.Sub(g.lastSave) >= t.cfg.SaveInterval {
 		g.save(now)
 	}
 }

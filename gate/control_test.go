@@ -265,14 +265,13 @@ func TestRunTicksAndSavesOnShutdown(t *testing.T) {
 	g, err := New(Params{Config: config(t, `
 [control]
 interval = "10ms"
-state_file = "`+dir+`/state.json"
 
 [[group]]
 name = "g"
   [group.concurrency]
   law = "fixed"
   limit = 7
-`), Resources: ticks, OnSave: func(_ string, err error) { saved <- err }})
+`), StateFile: dir + "/state.json", Resources: ticks, OnSave: func(_ string, err error) { saved <- err }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,22 @@
 // Package gate is sluice's admission pipeline and its control loop: the point
 // where the static limits, the probes and the control laws meet.
 //
+// # Use
+//
+// Build a Gate with New from plain Go values: a Config of Groups (a match,
+// a key, a priority, a concurrency law and its bounds, targets, a queue, an
+// optional rate), where the zero value of each field is its documented
+// default (package gate/spec defines the types; gate re-exports them). Run
+// its control loop with Run, then wrap an http.Handler with Middleware, or
+// call EnterClass and Pass.DoneAfter around any unit of work. A group with a
+// CPU, memory or CPU pressure target needs Params.Resources (a
+// *probe.Sampler). Package configs converts sluice's TOML schema into a
+// Config (configs.Config.Gate); package gate/redisrate keeps global quotas
+// in Redis. gate itself imports neither.
+//
 // # The data path
 //
-// Per request (ARCHITECTURE.md, "The data path"), for the first group whose configs.Match accepts it:
+// Per request (ARCHITECTURE.md, "The data path"), for the first group whose Match accepts it:
 //
 //  1. classify: the group, the key (client IP, a header, the path or none) and
 //     the priority (fixed, or read from a header);
@@ -18,7 +31,7 @@
 //     "fair_share", so a greedy key gives way before a polite one;
 //  5. a concurrency slot (limits.Concurrency, lock-free); else the bounded
 //     wait queue, highest priority first, for at most
-//     min(QueueBound.For(priority), queue.max_wait, time left to the request's
+//     min(QueueBound.For(priority), Queue.MaxWait, time left to the request's
 //     deadline) → "queue_full", "queue_timeout", or "concurrency" without a
 //     queue.
 //
@@ -41,11 +54,12 @@
 //     (token_bucket, leaky_bucket, leaky_queue) under law "target"; the
 //     configured rate is then its ceiling, and the burst follows the rate as
 //     in the model. A rate with scope "global" is the quota of every node
-//     together, kept in Redis (RedisRate, on a limits/redis Store): its
-//     decision is a round trip to Redis, bounded by redis.timeout, else its
-//     fallback's (by default this node's share of the quota).
-//   - queue.max_wait caps the queue bound too. With queue.codel_target = 0
-//     there is no QueueWait: the bound is max_wait and the order as configured.
+//     together, kept in a shared store (Params.GlobalRate; gate/redisrate's
+//     on Redis): its decision is a round trip to the store, bounded by its
+//     timeout, else its fallback's (by default this node's share of the
+//     quota).
+//   - Queue.MaxWait caps the queue bound too. With Queue.CodelTarget = 0
+//     there is no QueueWait: the bound is MaxWait and the order as configured.
 //   - A waiter whose client goes away (its context cancelled) leaves the
 //     queue and is counted as canceled, not as a rejection; the model's
 //     clients only time out.
@@ -69,7 +83,7 @@
 // # The control loop
 //
 // Run (one goroutine, started and stopped by the caller) calls Tick every
-// control.interval: one resource sample, then per group a probe snapshot,
+// Config.Interval: one resource sample, then per group a probe snapshot,
 // an adaptive.Sample (CPU, memory and CPU pressure of the guarded workload,
 // as probe.Resources has them), the law's decision applied (limit, and the token rate where the
 // law manages one), the queue bound and the floor published. The resource
@@ -77,7 +91,7 @@
 // does not move (adaptive.Unmoved): GroupStatus.Unmoved shows them, and
 // Params.OnUnmoved hears when they change, for the log. Tick takes the
 // instant as data, so tests drive it with chosen times and no goroutine. Learned limits are saved to the state file every
-// control.save_interval and when Run returns, and restored by New.
+// Config.SaveInterval and when Run returns, and restored by New.
 //
 // # Priorities come from the client
 //

@@ -1,14 +1,12 @@
 package gate
 
 import (
-	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/sluicehq/sluice/adaptive"
-	"github.com/sluicehq/sluice/configs"
+	"github.com/sluicehq/sluice/gate/spec"
 	"github.com/sluicehq/sluice/probe"
 )
 
@@ -24,35 +22,57 @@ type ResourceSampler interface {
 	Sample(now time.Time) probe.Resources
 }
 
-// Params configures a Gate. Config is required; the zero value of every other
-// field means its default.
+// NoResources is a ResourceSampler that knows no resource: a group's CPU,
+// memory and CPU pressure targets stay idle, as on a platform that cannot
+// measure them. Pass it as Params.Resources to run such targets on purpose
+// without a sampler (tests do); New refuses them with no sampler at all.
+var NoResources ResourceSampler = noResources{}
+
+type noResources struct{}
+
+func (noResources) Sample(now time.Time) probe.Resources {
+	return unknownResources(now, "no resource sampler")
+}
+
+// Params configures a Gate. Config must have at least one group; the zero
+// value of every other field means its default.
 type Params struct {
-	// Config is the configuration to run: from configs.Load, Parse or Default,
-	// or built in Go and passed through SetDefaults. New validates it.
-	Config *configs.Config
+	// Config is the configuration to run: the groups (the zero value of
+	// each field means its default, see Group) and what they share. From a
+	// TOML file, configs' Config.Gate converts one. New checks it.
+	Config Config
 	// ConfigSource names where Config came from (a file path) and ConfigHash
 	// identifies its content, for the status read-out. An empty hash is
-	// computed from the effective config.
+	// computed from Config.
 	ConfigSource, ConfigHash string
 
 	// Clock is the time source of the hot path (rate limits, latency) and the
 	// control loop. Default: the real clock, read as a monotonic offset.
 	Clock Clock
-	// Resources samples CPU and memory each tick. Default: none, so CPU and
-	// memory are unknown: targets on them and the resource guard stay idle.
+	// Resources samples CPU, memory and CPU pressure each tick: a
+	// *probe.Sampler (probe.NewSampler), or NoResources. Required by a group
+	// with a target on one of them (New and Reload refuse it otherwise);
+	// without one the resource guard stays idle.
 	Resources ResourceSampler
 
-	// StateFile overrides control.state_file; "" keeps the config's (which
-	// may itself be "": no state file).
+	// StateFile is where the learned limits are kept across restarts
+	// (written every Config.SaveInterval and when Run returns, read by New).
+	// Default "": none.
 	StateFile string
+	// StateMaxAge is the oldest a state file may be and still be restored
+	// by New: limits learned longer ago describe a service that may have
+	// changed since, so the groups start from their initial limits (and
+	// RestoreInfo says why). Default spec.DefaultStateMaxAge (24h).
+	StateMaxAge time.Duration
 
 	// GlobalRate builds the rate limiter of a group whose rate has scope
-	// "global": RedisRate(store) for the Redis-backed limiters of
-	// limits/redis. It is called by New and by Reload for each group built
-	// (not for a group a reload keeps as it is); see RateLimiter for when
-	// the gate closes what it returns. A config with such a group is refused
-	// when it is nil.
-	GlobalRate func(g *configs.Group) (RateLimiter, error)
+	// "global", from the group (its defaults filled in): the quota of every
+	// node together, in a shared store (package gate/redisrate keeps it in
+	// Redis). It is called by New and by Reload for each group built (not for
+	// a group a reload keeps as it is); see RateLimiter for when the gate
+	// closes what it returns. A config with such a group is refused when it
+	// is nil.
+	GlobalRate func(g *Group) (RateLimiter, error)
 
 	// OnChange, if set, is called by the control loop (synchronously, keep it
 	// short) whenever a law changes a group's limit or rate, for logging.
@@ -99,7 +119,7 @@ type Gate struct {
 	base      time.Time // instant of offset 0 on the hot path
 	started   time.Time
 	resources ResourceSampler
-	global    func(g *configs.Group) (RateLimiter, error)
+	global    func(g *Group) (RateLimiter, error)
 	onChange  func(Change)
 	onUnmoved func(UnmovedChange)
 	onSave    func(string, error)
@@ -125,13 +145,9 @@ type Gate struct {
 // the state file when it holds one (clamped to the group's bounds). A state
 // file that cannot be read or understood does not stop New: the groups start
 // from their configured initial limits and RestoreInfo reports the problem.
+// A config the gate cannot run is refused with the first problem, naming
+// its group and field.
 func New(p Params) (*Gate, error) {
-	if p.Config == nil {
-		return nil, errors.New("gate: no config")
-	}
-	if err := p.Config.Validate(); err != nil {
-		return nil, fmt.Errorf("gate: invalid config: %w", err)
-	}
 	g := &Gate{
 		clock:     p.Clock,
 		resources: p.Resources,
@@ -140,11 +156,12 @@ func New(p Params) (*Gate, error) {
 		onUnmoved: p.OnUnmoved,
 		onSave:    p.OnSave,
 		observer:  p.Observer,
-		statePath: p.Config.Control.StateFile,
+		statePath: p.StateFile,
 		retired:   map[string]*group{},
 	}
-	if p.StateFile != "" {
-		g.statePath = p.StateFile
+	cfg, err := g.check(p.Config)
+	if err != nil {
+		return nil, err
 	}
 	if g.clock != nil {
 		g.base = g.clock.Now()
@@ -160,15 +177,19 @@ func New(p Params) (*Gate, error) {
 		if err := checkStateFolder(g.statePath); err != nil {
 			return nil, err
 		}
-		st, g.restore = readState(g.statePath, g.base, time.Duration(p.Config.Control.StateMaxAge))
+		maxAge := p.StateMaxAge
+		if maxAge == 0 {
+			maxAge = spec.DefaultStateMaxAge
+		}
+		st, g.restore = readState(g.statePath, g.base, maxAge)
 	}
-	t, err := g.buildTable(p.Config, nil, st)
+	t, err := g.buildTable(cfg, nil, st)
 	if err != nil {
 		return nil, err
 	}
 	t.source, t.hash = p.ConfigSource, p.ConfigHash
 	if t.hash == "" {
-		t.hash = configHash(p.Config)
+		t.hash = configHash(cfg)
 	}
 	t.loaded = g.base
 	g.table.Store(t)
@@ -177,9 +198,10 @@ func New(p Params) (*Gate, error) {
 	return g, nil
 }
 
-// Config returns the configuration the gate runs now, overrides included.
-// It is shared: do not modify it (Clone it to derive a new one).
-func (g *Gate) Config() *configs.Config { return g.table.Load().cfg }
+// Config returns the configuration the gate runs now, with its defaults
+// filled in and the overrides in force. Its groups are shared: do not modify
+// them (Group.Clone one to derive a change for Override).
+func (g *Gate) Config() Config { return *g.table.Load().cfg }
 
 // nanos is the hot path's clock: nanoseconds since g.base. With the real
 // clock it is one monotonic read (time.Since takes its fast path for a base

@@ -2,83 +2,110 @@ package gate
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"io"
 	"time"
-
-	"github.com/sluicehq/sluice/configs"
-	"github.com/sluicehq/sluice/limits/redis"
 )
 
-// RedisRate returns a Params.GlobalRate that keeps each global quota in s: a
-// limits/redis Limiter named after its group (so every node running the same
-// group shares its keys), with the group's algorithm and amounts as the quota
-// of all nodes together, rate.max_keys bounding the keys of its local
-// fallback, and rate.sync choosing exact decisions or leased blocks (with
-// rate.lease_period and rate.lease_expiry). The gate closes the limiter of a
-// group that a reload replaces or removes; the caller closes s after the
-// gate has stopped, which closes the limiters still running.
-func RedisRate(s *redis.Store) func(*configs.Group) (RateLimiter, error) {
-	return func(c *configs.Group) (RateLimiter, error) {
-		p, err := redisParams(c)
-		if err != nil {
-			return nil, err
-		}
-		l, err := s.NewLimiter(p)
-		if err != nil {
-			return nil, err
-		}
-		return l, nil
-	}
+// A rate with scope "global" is the quota of every node together, kept in a
+// shared store: Params.GlobalRate builds its RateLimiter (package
+// gate/redisrate keeps it in Redis). The gate needs nothing more of it to
+// decide; what such a limiter can also do, it says through the interfaces
+// below, which the read-outs and the admin API use.
+
+// GlobalReporter is a global RateLimiter whose store can fail: it tells
+// where its decisions are made now, for GroupStatus.Global.
+type GlobalReporter interface {
+	GlobalStatus() GlobalStatus
 }
 
-// redisParams maps a group's global rate onto a limits/redis quota, as
-// newAlgorithm maps a local one onto package limits.
-func redisParams(c *configs.Group) (redis.LimiterParams, error) {
-	r := c.Rate
-	p := redis.LimiterParams{Name: c.Name, MaxKeys: r.MaxKeys}
-	switch r.Algorithm {
-	case configs.AlgorithmTokenBucket:
-		p.Algorithm, p.Rate, p.Burst = redis.TokenBucket, r.PerSecond(), int64(r.Burst)
-	case configs.AlgorithmLeakyBucket:
-		p.Algorithm, p.Rate, p.Burst = redis.LeakyBucket, r.PerSecond(), int64(r.Burst)
-	case configs.AlgorithmFixedWindow, configs.AlgorithmSlidingWindow:
-		p.Algorithm = redis.FixedWindow
-		if r.Algorithm == configs.AlgorithmSlidingWindow {
-			p.Algorithm = redis.SlidingWindow
-		}
-		n, w := r.Quota()
-		p.Limit, p.Window = int64(n), w
-	default:
-		return p, fmt.Errorf("algorithm %q cannot keep its state in Redis", r.Algorithm)
-	}
-	if r.Sync == configs.SyncLeased {
-		p.Sync = redis.SyncLeased
-		p.Lease = redis.LeaseParams{Period: time.Duration(r.LeasePeriod), TTL: time.Duration(r.LeaseExpiry)}
-	}
-	return p, nil
+// GlobalStatus is a global quota's state on this node. Times are on the
+// clock of the decisions.
+type GlobalStatus struct {
+	// Mode is where decisions are made, since Since: "redis" (the shared
+	// store), or "fallback" while the store is down and Fallback decides.
+	// NextProbe is, in fallback, the earliest instant a decision tries the
+	// store again.
+	Mode             string
+	Since, NextProbe time.Time
+	// LastError is the last failure of a call to the store ("" if none), at
+	// LastErrorAt.
+	LastError   string
+	LastErrorAt time.Time
+	// Fallback is the policy for decisions the store does not make:
+	// "local" (this node's share of the quota), "open" or "closed".
+	Fallback string
+	// Nodes is the node count the local fallback divides the quota by;
+	// ObservedNodes the live nodes seen (0 if not known).
+	Nodes, ObservedNodes int
+	// Decisions made by the store and by the fallback, calls to the store
+	// that failed, and those of them that timed out: since the group was
+	// first built (reloads carry them over).
+	StoreDecisions, FallbackDecisions, Errors, Timeouts uint64
+	// Sync is how the nodes share the quota: "exact" or "leased".
+	Sync Sync
+	// QuotaVersion is the version of the quota's definition in the store in
+	// force (GlobalQuota.Define); 0: the configured quota. QuotaError says
+	// why a definition found there is not applied.
+	QuotaVersion int64
+	QuotaError   string
+	// Leased mode: the keys leased now and the units held on them; the
+	// over-admission bound of those keys as the store counted them
+	// (Outstanding) and of one key in theory (Bound); the units admitted
+	// and refused against the leases; the renewals answered and failed,
+	// and when the last answered one was sent.
+	Leases                    int
+	Held, Outstanding, Bound  int64
+	LeasedUnits, RefusedUnits uint64
+	Renewals, RenewalErrors   uint64
+	LastRenewal               time.Time
 }
 
-// statusReporter is a RateLimiter whose quota lives in a store that can fail
-// (*redis.Limiter): it tells where its decisions are made now.
-type statusReporter interface {
-	Status() redis.Status
+// GlobalQuota is a group's global quota whose definition lives in the
+// shared store with its state: what the admin API changes on every node at
+// once. Safe for concurrent use.
+type GlobalQuota interface {
+	// Quota is the quota in force on this node.
+	Quota() Quota
+	// Define writes a definition to the store and applies it here at once.
+	// Amounts the quota's algorithm cannot take are refused with an error
+	// that wraps ErrInvalidQuota.
+	Define(ctx context.Context, q Quota) (Quota, error)
+	// Undefine removes it: each node goes back to its configured quota.
+	Undefine(ctx context.Context) (Quota, error)
 }
+
+// Quota is a global quota's amounts: Rate (cost units per second) and Burst
+// for the buckets, Limit per Window for the windows.
+type Quota struct {
+	Algorithm string
+	Rate      float64
+	Burst     int64
+	Limit     int64
+	Window    time.Duration
+	// Version numbers the definitions in the store (1, 2, ...); 0 is the
+	// configured quota.
+	Version int64
+}
+
+// ErrInvalidQuota is wrapped by the errors of GlobalQuota.Define for
+// amounts the quota cannot take.
+var ErrInvalidQuota = errors.New("gate: invalid global quota")
 
 // globalStatus is the status of the group's global quota, its decision
 // counts carried over from the groups it replaced; nil when the group has
 // none.
-func (gr *group) globalStatus() *redis.Status {
+func (gr *group) globalStatus() *GlobalStatus {
 	if gr.rate == nil {
 		return nil
 	}
-	sr, ok := gr.rate.lim.(statusReporter)
+	sr, ok := gr.rate.lim.(GlobalReporter)
 	if !ok {
 		return nil
 	}
-	st := sr.Status()
+	st := sr.GlobalStatus()
 	b := &gr.rate.before
-	st.RedisDecisions += b.RedisDecisions
+	st.StoreDecisions += b.StoreDecisions
 	st.FallbackDecisions += b.FallbackDecisions
 	st.Errors += b.Errors
 	st.Timeouts += b.Timeouts
@@ -86,9 +113,9 @@ func (gr *group) globalStatus() *redis.Status {
 }
 
 // closeRate closes the group's rate limiter when it holds resources (an
-// io.Closer, such as a limits/redis Limiter with its batching goroutines).
+// io.Closer, such as a Redis-backed limiter with its batching goroutines).
 // A request that still decides on it afterwards gets the limiter's answer
-// when closed (the local fallback, for limits/redis). Its error, if any, is
+// when closed (the local fallback, for Redis). Its error, if any, is
 // dropped: nothing is lost that the caller could act on.
 func (gr *group) closeRate() {
 	if gr.rate == nil {
@@ -99,20 +126,8 @@ func (gr *group) closeRate() {
 	}
 }
 
-// GlobalQuota is a group's global quota whose definition lives in Redis with
-// its state (*redis.Limiter): what the admin API changes on every node at
-// once. Safe for concurrent use.
-type GlobalQuota interface {
-	// Quota is the quota in force on this node.
-	Quota() redis.Quota
-	// Define writes a definition to Redis and applies it here at once.
-	Define(ctx context.Context, q redis.Quota) (redis.Quota, error)
-	// Undefine removes it: each node goes back to its configured quota.
-	Undefine(ctx context.Context) (redis.Quota, error)
-}
-
 // GlobalQuota returns the global quota of the group name; false when there
-// is no such group or its rate is not kept in Redis.
+// is no such group or its rate limiter has no definition to change.
 func (g *Gate) GlobalQuota(name string) (GlobalQuota, bool) {
 	gr := g.table.Load().byName[name]
 	if gr == nil || gr.rate == nil {

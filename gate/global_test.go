@@ -1,9 +1,7 @@
 package gate
 
 import (
-	"context"
 	"errors"
-	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,12 +9,8 @@ import (
 	"testing"
 	"time"
 
-	goredis "github.com/redis/go-redis/v9"
-
-	"github.com/sluicehq/sluice/adaptive"
 	"github.com/sluicehq/sluice/configs"
 	"github.com/sluicehq/sluice/limits"
-	"github.com/sluicehq/sluice/limits/redis"
 )
 
 // fakeGlobal is a global rate limiter that admits everything and records
@@ -46,10 +40,10 @@ func (f *fakeGlobal) Close() error {
 	return nil
 }
 
-func (f *fakeGlobal) Status() redis.Status {
+func (f *fakeGlobal) GlobalStatus() GlobalStatus {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return redis.Status{Mode: redis.ModeRedis, Fallback: redis.FallbackLocal, Nodes: 3, RedisDecisions: f.calls}
+	return GlobalStatus{Mode: "redis", Fallback: "local", Nodes: 3, StoreDecisions: f.calls}
 }
 
 func (f *fakeGlobal) isClosed() bool {
@@ -65,7 +59,7 @@ type globals struct {
 	built []*fakeGlobal
 }
 
-func (gs *globals) build(c *configs.Group) (RateLimiter, error) {
+func (gs *globals) build(c *Group) (RateLimiter, error) {
 	if c.Name == "bad" {
 		return nil, errors.New("cannot build it")
 	}
@@ -107,7 +101,7 @@ func (gs *globals) closedTwice() bool {
 
 // globalGroups is a config with a [redis] section and the named global
 // token buckets, each "name=rate".
-func globalGroups(t *testing.T, groups ...string) *configs.Config {
+func globalGroups(t *testing.T, groups ...string) Config {
 	t.Helper()
 	toml := "[redis]\naddress = \"127.0.0.1:6379\"\n"
 	for _, g := range groups {
@@ -125,7 +119,7 @@ func globalGroups(t *testing.T, groups ...string) *configs.Config {
 // kept across a rebuild.
 func TestGlobalRateLifecycle(t *testing.T) {
 	var gs globals
-	g, err := New(Params{Config: globalGroups(t, "keep=10", "change=10", "drop=10"), Clock: newFakeClock(), GlobalRate: gs.build})
+	g, err := New(Params{Config: globalGroups(t, "keep=10", "change=10", "drop=10"), Clock: newFakeClock(), GlobalRate: gs.build, Resources: NoResources})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,8 +130,8 @@ func TestGlobalRateLifecycle(t *testing.T) {
 		p := mustEnter(t, g, request("/change/x"))
 		p.Done(Success)
 	}
-	if st, _ := g.Group("change"); st.Global == nil || st.Global.RedisDecisions != 2 || st.Global.Nodes != 3 {
-		t.Fatalf("change: Global = %+v, want 2 decisions by Redis, 3 nodes", st.Global)
+	if st, _ := g.Group("change"); st.Global == nil || st.Global.StoreDecisions != 2 || st.Global.Nodes != 3 {
+		t.Fatalf("change: Global = %+v, want 2 decisions by the store, 3 nodes", st.Global)
 	}
 	if st, _ := g.Group(configs.CatchAllName); st.Global != nil {
 		t.Errorf("the catch-all (no rate) has Global = %+v, want nil", st.Global)
@@ -164,7 +158,7 @@ func TestGlobalRateLifecycle(t *testing.T) {
 	}
 	p := mustEnter(t, g, request("/change/x"))
 	p.Done(Success)
-	if st, _ := g.Group("change"); st.Global == nil || st.Global.RedisDecisions != 3 {
+	if st, _ := g.Group("change"); st.Global == nil || st.Global.StoreDecisions != 3 {
 		t.Errorf("change after its rebuild: Global = %+v, want 3 decisions (2 carried over)", st.Global)
 	}
 	if gs.closedTwice() {
@@ -174,160 +168,10 @@ func TestGlobalRateLifecycle(t *testing.T) {
 	// New refuses a config whose group cannot be built, and closes what it
 	// built before it.
 	var gs2 globals
-	if _, err := New(Params{Config: globalGroups(t, "one=10", "bad=10"), GlobalRate: gs2.build}); err == nil {
+	if _, err := New(Params{Config: globalGroups(t, "one=10", "bad=10"), GlobalRate: gs2.build, Resources: NoResources}); err == nil {
 		t.Fatal("New with a group that cannot be built succeeded")
 	}
 	if len(gs2.built) != 1 || len(gs2.open()) != 0 {
 		t.Errorf("New refused: built %d, open %v; want 1 built and closed", len(gs2.built), gs2.open())
-	}
-}
-
-// TestRedisParams: each algorithm a global rate may have maps onto the
-// limits/redis quota with the same amounts.
-func TestRedisParams(t *testing.T) {
-	cfg := config(t, `
-[redis]
-address = "127.0.0.1:6379"
-
-[[group]]
-name = "tb"
-match = { path_prefix = "/tb/" }
-key = "header:X-Tenant"
-  [group.rate]
-  scope = "global"
-  rate = 300
-  burst = 30
-  max_keys = 500
-
-[[group]]
-name = "lb"
-match = { path_prefix = "/lb/" }
-  [group.rate]
-  scope = "global"
-  algorithm = "leaky_bucket"
-  rate = 0.5
-  burst = 2
-
-[[group]]
-name = "fw"
-match = { path_prefix = "/fw/" }
-  [group.rate]
-  scope = "global"
-  algorithm = "fixed_window"
-  limit = 100
-  window = "1m"
-
-[[group]]
-name = "sw"
-match = { path_prefix = "/sw/" }
-  [group.rate]
-  scope = "global"
-  algorithm = "sliding_window"
-  limit = 7
-  window = "250ms"
-
-[[group]]
-name = "tbl"
-match = { path_prefix = "/tbl/" }
-  [group.rate]
-  scope = "global"
-  sync = "leased"
-  rate = 2000
-  burst = 400
-  lease_period = "50ms"
-  lease_expiry = "1s"
-
-[[group]]
-name = "fwl"
-match = { path_prefix = "/fwl/" }
-  [group.rate]
-  scope = "global"
-  sync = "leased"
-  algorithm = "fixed_window"
-  limit = 100
-  window = "1m"
-`)
-	want := map[string]redis.LimiterParams{
-		"tb": {Name: "tb", Algorithm: redis.TokenBucket, Rate: 300, Burst: 30, MaxKeys: 500},
-		"lb": {Name: "lb", Algorithm: redis.LeakyBucket, Rate: 0.5, Burst: 2},
-		"fw": {Name: "fw", Algorithm: redis.FixedWindow, Limit: 100, Window: time.Minute},
-		"sw": {Name: "sw", Algorithm: redis.SlidingWindow, Limit: 7, Window: 250 * time.Millisecond},
-		"tbl": {Name: "tbl", Algorithm: redis.TokenBucket, Rate: 2000, Burst: 400, Sync: redis.SyncLeased,
-			Lease: redis.LeaseParams{Period: 50 * time.Millisecond, TTL: time.Second}},
-		// The derived period and expiry, stated: limits/redis's defaults.
-		"fwl": {Name: "fwl", Algorithm: redis.FixedWindow, Limit: 100, Window: time.Minute, Sync: redis.SyncLeased,
-			Lease: redis.LeaseParams{Period: redis.DefaultLeasePeriod, TTL: redis.DefaultLeaseTTL}},
-	}
-	for name, w := range want {
-		got, err := redisParams(cfg.Group(name))
-		if err != nil || got != w {
-			t.Errorf("%s: redisParams = %+v, %v; want %+v", name, got, err, w)
-		}
-		if err := got.Validate(); err != nil {
-			t.Errorf("%s: %v", name, err)
-		}
-	}
-	bad := cfg.Group("tb").Clone()
-	bad.Rate.Algorithm = configs.AlgorithmLeakyQueue
-	if _, err := redisParams(&bad); err == nil || !strings.Contains(err.Error(), "leaky_queue") {
-		t.Errorf("leaky_queue: err = %v, want it refused", err)
-	}
-}
-
-// quietRedisLog drops go-redis's log lines while a test dials a dead Redis
-// on purpose (the daemon routes them to its logger).
-type quietRedisLog struct{}
-
-func (quietRedisLog) Printf(context.Context, string, ...any) {}
-
-// TestRedisRateFallback: a gate with RedisRate on a Redis that does not
-// answer still decides every request, by the local fallback with the whole
-// quota (one node), and its read-out says so: three failed calls, then the
-// fallback mode, every decision counted as the fallback's.
-func TestRedisRateFallback(t *testing.T) {
-	goredis.SetLogger(quietRedisLog{})
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := l.Addr().String()
-	l.Close() // nothing listens there now: connections are refused
-	s, err := redis.Open(redis.StoreParams{Address: dead, Heartbeat: -1, BackoffMin: time.Hour, BackoffMax: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	cfg := config(t, `
-[redis]
-address = "`+dead+`"
-
-[[group]]
-name = "api"
-match = { path_prefix = "/api/" }
-  [group.rate]
-  scope = "global"
-  rate = 1
-  burst = 3
-`)
-	g, err := New(Params{Config: cfg, Clock: newFakeClock(), GlobalRate: RedisRate(s)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range 3 {
-		p := mustEnter(t, g, request("/api/x"))
-		p.Done(Success)
-	}
-	rej := mustReject(t, g, request("/api/x"), adaptive.RejectRate)
-	if rej.Rate.Limit != 3 {
-		t.Errorf("rejection's limit %d, want the burst 3", rej.Rate.Limit)
-	}
-	st, _ := g.Group("api")
-	gl := st.Global
-	if gl == nil {
-		t.Fatal("api: no Global status")
-	}
-	if gl.Mode != redis.ModeFallback || gl.FallbackDecisions != 4 || gl.RedisDecisions != 0 || gl.Errors != 3 ||
-		gl.LastError == "" || gl.Fallback != redis.FallbackLocal || gl.Nodes != 1 {
-		t.Errorf("api: Global = %+v; want fallback mode, 4 fallback decisions, 3 errors, a last error, local, 1 node", *gl)
 	}
 }

@@ -7,14 +7,10 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/adaptive"
-	"github.com/sluicehq/sluice/configs"
+	"github.com/sluicehq/sluice/gate/spec"
 	"github.com/sluicehq/sluice/limits"
 	"github.com/sluicehq/sluice/probe"
 )
-
-// defaultMaxKeys bounds the keys a group without a rate limit tracks for its
-// fair share (configs' default rate.max_keys).
-const defaultMaxKeys = 100_000
 
 // keyKind is where a group's key comes from.
 type keyKind uint8
@@ -54,13 +50,13 @@ type group struct {
 	c *counters // shared with the group gr replaces (see newGroup)
 
 	// Read-outs, published by the control loop.
-	cfg      atomic.Pointer[configs.Group]
+	cfg      atomic.Pointer[spec.Group]
 	info     atomic.Pointer[tickInfo]
 	change   atomic.Pointer[lastChange]
 	override atomic.Pointer[Override]
 
 	// Control loop, guarded by Gate.mu.
-	file         *configs.Group // as loaded, before overrides
+	file         *spec.Group // as loaded, before overrides
 	pol          policy
 	managedMax   float64 // configured rate (req/s) the law may manage; 0: none
 	prev         countSnap
@@ -103,7 +99,7 @@ type counters struct {
 // requests in from count against gr and report to it (see Gate.Reload).
 // newGroup only points at them: gr.adopt applies c's settings to them once
 // the reload is sure to happen.
-func (g *Gate) newGroup(c *configs.Group, s seed, groups int, from *group) (_ *group, err error) {
+func (g *Gate) newGroup(c *spec.Group, s seed, groups int, from *group) (_ *group, err error) {
 	gr := &group{name: c.Name, gate: g}
 	defer func() {
 		if err != nil {
@@ -115,10 +111,10 @@ func (g *Gate) newGroup(c *configs.Group, s seed, groups int, from *group) (_ *g
 	gr.file = c
 
 	switch c.Key {
-	case configs.KeyNone:
-	case configs.KeyIP:
+	case spec.KeyNone:
+	case spec.KeyIP:
 		gr.keyKind = keyIP
-	case configs.KeyPath:
+	case spec.KeyPath:
 		gr.keyKind = keyPath
 	default:
 		name, ok := c.Key.Header()
@@ -138,7 +134,7 @@ func (g *Gate) newGroup(c *configs.Group, s seed, groups int, from *group) (_ *g
 		return nil, err
 	}
 	gr.managedMax = manageable(c)
-	if gr.managedMax > 0 && c.Rate.Algorithm != configs.AlgorithmLeakyQueue {
+	if gr.managedMax > 0 && c.Rate.Algorithm != spec.AlgorithmLeakyQueue {
 		gr.rate.burstSecs = float64(c.Rate.Burst) / c.Rate.PerSecond()
 	}
 	if gr.keyKind != keyNone {
@@ -172,7 +168,7 @@ func (g *Gate) newGroup(c *configs.Group, s seed, groups int, from *group) (_ *g
 	gr.c = new(counters)
 	if gr.conc, err = limits.NewConcurrency(limits.ConcurrencyParams{
 		Limit: gr.pol.law.Limit(), MaxQueue: c.Queue.Max, MaxWait: time.Duration(c.Queue.MaxWait),
-		Order: orderOf(c.Queue.Order == configs.OrderLIFO),
+		Order: orderOf(c.Queue.Order == spec.OrderLIFO),
 	}); err != nil {
 		return nil, fmt.Errorf("gate: group %q: %w", c.Name, err)
 	}
@@ -194,12 +190,13 @@ func (g *Gate) newGroup(c *configs.Group, s seed, groups int, from *group) (_ *g
 	return gr, nil
 }
 
-// maxKeys is the bound on the keys c's fair share tracks.
-func maxKeys(c *configs.Group) int {
+// maxKeys is the bound on the keys c's fair share tracks: its rate's
+// MaxKeys, or spec.DefaultMaxKeys without a rate.
+func maxKeys(c *spec.Group) int {
 	if c.Rate != nil && c.Rate.MaxKeys > 0 {
 		return c.Rate.MaxKeys
 	}
-	return defaultMaxKeys
+	return spec.DefaultMaxKeys
 }
 
 // setSlots applies c's concurrency and queue settings to gr's limiter, which
@@ -207,19 +204,19 @@ func maxKeys(c *configs.Group) int {
 // nothing until fewer are in flight; a higher one wakes waiters into the
 // room), the queue's bound and wait and, with order, its order (else CoDel
 // keeps the order it chose).
-func (gr *group) setSlots(c *configs.Group, order bool) {
+func (gr *group) setSlots(c *spec.Group, order bool) {
 	_ = gr.conc.SetLimit(min(gr.pol.law.Limit(), limits.MaxConcurrency)) // a law's limit is at least 1
-	_ = gr.conc.SetMaxQueue(c.Queue.Max)                                 // configs checked the queue
+	_ = gr.conc.SetMaxQueue(c.Queue.Max)                                 // buildable checked the queue
 	_ = gr.conc.SetMaxWait(time.Duration(c.Queue.MaxWait))
 	if order {
-		_ = gr.conc.SetOrder(orderOf(c.Queue.Order == configs.OrderLIFO))
+		_ = gr.conc.SetOrder(orderOf(c.Queue.Order == spec.OrderLIFO))
 	}
 	gr.setQueueBounds(c)
 }
 
 // setQueueBounds publishes the static queue bounds of c: max_wait for every
 // priority, until QueueWait (CoDel) says otherwise.
-func (gr *group) setQueueBounds(c *configs.Group) {
+func (gr *group) setQueueBounds(c *spec.Group) {
 	gr.maxWait = time.Duration(c.Queue.MaxWait)
 	w, b := gr.maxWait, gr.maxWait
 	if gr.pol.qw != nil {

@@ -50,21 +50,22 @@ func (s *fakeSampler) Sample(now time.Time) probe.Resources {
 	return r
 }
 
-// config parses a test config: an upstream plus the given TOML (groups).
-func config(t testing.TB, toml string) *configs.Config {
+// config parses a test config, an upstream plus the given TOML (groups), and
+// converts it as the daemon does.
+func config(t testing.TB, toml string) Config {
 	t.Helper()
 	cfg, err := configs.Parse("test.toml", []byte("[upstream]\nurl = \"http://127.0.0.1:9\"\n"+toml))
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
-	return cfg
+	return cfg.Gate()
 }
 
 // newGate builds a gate on a fake clock from TOML groups.
 func newGate(t testing.TB, toml string) (*Gate, *fakeClock) {
 	t.Helper()
 	clk := newFakeClock()
-	g, err := New(Params{Config: config(t, toml), Clock: clk})
+	g, err := New(Params{Config: config(t, toml), Clock: clk, Resources: NoResources})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -75,7 +76,7 @@ func newGate(t testing.TB, toml string) (*Gate, *fakeClock) {
 // timers are real.
 func newRealGate(t testing.TB, toml string) *Gate {
 	t.Helper()
-	g, err := New(Params{Config: config(t, toml)})
+	g, err := New(Params{Config: config(t, toml), Resources: NoResources})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

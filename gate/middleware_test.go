@@ -182,7 +182,7 @@ name = "api"
   [group.concurrency]
   law = "fixed"
   limit = 10
-`), Clock: clk, Observer: finished})
+`), Clock: clk, Observer: finished, Resources: NoResources})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,7 +38,7 @@ name = "g"
   [group.concurrency]
   law = "fixed"
   limit = 5
-`), Clock: clk, Observer: ob})
+`), Clock: clk, Observer: ob, Resources: NoResources})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ name = "g"
 
 func TestObserverSeesQueueWaits(t *testing.T) {
 	ob := &recordingObserver{}
-	g, err := New(Params{Config: config(t, queueConfig), Observer: ob})
+	g, err := New(Params{Config: config(t, queueConfig), Observer: ob, Resources: NoResources})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestObserverSeesQueueWaits(t *testing.T) {
 func TestObserverSeesTheWaitBeforeTheSlot(t *testing.T) {
 	clk := newFakeClock()
 	ob := &recordingObserver{}
-	g, err := New(Params{Config: config(t, queuedGroup(1, "1h")), Clock: clk, Observer: ob})
+	g, err := New(Params{Config: config(t, queuedGroup(1, "1h")), Clock: clk, Observer: ob, Resources: NoResources})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func (nopObserver) ObserveDone(string, Outcome, time.Duration, time.Duration) {}
 func (nopObserver) ObserveQueueWait(string, time.Duration)                    {}
 
 func TestObservedEnterDoesNotAllocate(t *testing.T) {
-	g, err := New(Params{Config: config(t, benchPlain), Observer: nopObserver{}})
+	g, err := New(Params{Config: config(t, benchPlain), Observer: nopObserver{}, Resources: NoResources})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/adaptive"
-	"github.com/sluicehq/sluice/configs"
+	"github.com/sluicehq/sluice/gate/spec"
 )
 
 // policy is a group's control-loop state: its law and the per-interval policy
@@ -29,7 +29,7 @@ type seed struct {
 // newPolicy builds c's law and policy pieces. managedMax is the configured
 // rate in requests per second when the law manages the group's token rate,
 // else 0.
-func newPolicy(c *configs.Group, s seed, managedMax float64) (policy, error) {
+func newPolicy(c *spec.Group, s seed, managedMax float64) (policy, error) {
 	law, err := newLaw(c, s, managedMax)
 	if err != nil {
 		return policy{}, err
@@ -58,9 +58,16 @@ func newPolicy(c *configs.Group, s seed, managedMax float64) (policy, error) {
 	return p, nil
 }
 
-// newLaw builds the control law of c, starting from s, through the registry
-// of laws.
-func newLaw(c *configs.Group, s seed, managedMax float64) (adaptive.Law, error) {
+// newLaw builds the control law of c, starting from s: the group's own
+// (Concurrency.Custom), else one of the registry of laws.
+func newLaw(c *spec.Group, s seed, managedMax float64) (adaptive.Law, error) {
+	if cc := &c.Concurrency; cc.Custom != nil {
+		b := adaptive.Bounds{Min: cc.Min, Max: cc.Max, Initial: cc.Initial}
+		if s.limit > 0 {
+			b.Initial = b.Clamp(s.limit)
+		}
+		return cc.Custom.NewLaw(b)
+	}
 	k, ok := adaptive.LookupLaw(string(c.Concurrency.Law))
 	if !ok {
 		return nil, fmt.Errorf("gate: group %q: unknown law %q", c.Name, c.Concurrency.Law)
@@ -72,7 +79,7 @@ func newLaw(c *configs.Group, s seed, managedMax float64) (adaptive.Law, error) 
 // clamped into the bounds, and, when k manages the group's token rate
 // (managedMax > 0), the rate between 1 (or managedMax, if lower) and
 // managedMax requests per second, starting at the learned one.
-func lawSettings(c *configs.Group, k *adaptive.LawKind, s seed, managedMax float64) adaptive.LawSettings {
+func lawSettings(c *spec.Group, k *adaptive.LawKind, s seed, managedMax float64) adaptive.LawSettings {
 	cc := &c.Concurrency
 	ls := adaptive.LawSettings{
 		Bounds:  adaptive.Bounds{Min: cc.Min, Max: cc.Max, Initial: cc.Initial},
@@ -116,11 +123,11 @@ func quantileOf(q float64) adaptive.Quantile {
 }
 
 // queueOrder maps the configured queue order.
-func queueOrder(o configs.Order) adaptive.Order {
+func queueOrder(o spec.Order) adaptive.Order {
 	switch o {
-	case configs.OrderLIFO:
+	case spec.OrderLIFO:
 		return adaptive.OrderLIFO
-	case configs.OrderAdaptive:
+	case spec.OrderAdaptive:
 		return adaptive.OrderAdaptive
 	}
 	return adaptive.OrderFIFO
@@ -128,11 +135,11 @@ func queueOrder(o configs.Order) adaptive.Order {
 
 // priorityOf maps a configured level to the adaptive priority the queue and
 // the shedders rank by.
-func priorityOf(l configs.Level) adaptive.Priority {
+func priorityOf(l spec.Level) adaptive.Priority {
 	switch l {
-	case configs.LevelCritical:
+	case spec.LevelCritical:
 		return adaptive.Critical
-	case configs.LevelSheddable:
+	case spec.LevelSheddable:
 		return adaptive.Sheddable
 	}
 	return adaptive.Default

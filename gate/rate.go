@@ -7,24 +7,23 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/adaptive"
-	"github.com/sluicehq/sluice/configs"
+	"github.com/sluicehq/sluice/gate/spec"
 	"github.com/sluicehq/sluice/limits"
-	"github.com/sluicehq/sluice/limits/redis"
 )
 
 // RateLimiter is a group's static rate limit as the gate uses it: one decision
 // per request, for the request's key ("" when the group has none).
-// *limits.Keyed satisfies it, and so do the Redis-backed limiters of
-// limits/redis, plugged in through Params.GlobalRate (see RedisRate).
+// *limits.Keyed satisfies it, and so do the global limiters plugged in
+// through Params.GlobalRate (package gate/redisrate's, on Redis).
 // Implementations must be safe for concurrent use and should not allocate
 // for a key they already hold.
 //
 // A limiter built by Params.GlobalRate that is an io.Closer is closed by the
 // gate when its group is replaced or removed by a Reload, or when the config
 // it was built for is refused; those of the running groups are the caller's
-// to close once the gate is no longer used (closing a limits/redis Store
-// closes its limiters). One that also has a Status() redis.Status method
-// shows it in its group's read-out (GroupStatus.Global).
+// to close once the gate is no longer used. One that is a GlobalReporter
+// shows its status in its group's read-out (GroupStatus.Global), and one that
+// is a GlobalQuota can be changed through Gate.GlobalQuota.
 type RateLimiter interface {
 	AllowAt(key string, now time.Time, n int64) limits.Result
 	Policy() limits.Policy
@@ -52,12 +51,12 @@ type rateLimit struct {
 	managed atomic.Uint64
 	// before holds the decision counts of the global limiters of the groups
 	// this one replaced on reloads, so the read-outs do not restart from 0.
-	before redis.Status
+	before GlobalStatus
 }
 
 // newRate builds the rate limit of c (nil when it has none). global builds a
 // limiter for scope "global".
-func newRate(c *configs.Group, global func(*configs.Group) (RateLimiter, error)) (*rateLimit, error) {
+func newRate(c *Group, global func(*Group) (RateLimiter, error)) (*rateLimit, error) {
 	r := c.Rate
 	if r == nil {
 		return nil, nil
@@ -67,9 +66,9 @@ func newRate(c *configs.Group, global func(*configs.Group) (RateLimiter, error))
 		return nil, fmt.Errorf("gate: group %q: rate: unknown algorithm %q", c.Name, r.Algorithm)
 	}
 	rl := &rateLimit{cost: int64(r.Cost), paced: alg.Paced}
-	if r.Scope == configs.ScopeGlobal {
+	if r.Scope == spec.ScopeGlobal {
 		if global == nil {
-			return nil, fmt.Errorf("gate: group %q: rate scope \"global\" needs a global rate limiter (Params.GlobalRate, from limits/redis)", c.Name)
+			return nil, fmt.Errorf("gate: group %q: rate scope \"global\" needs a global rate limiter (Params.GlobalRate, such as gate/redisrate's)", c.Name)
 		}
 		lim, err := global(c)
 		if err != nil {
@@ -83,7 +82,7 @@ func newRate(c *configs.Group, global func(*configs.Group) (RateLimiter, error))
 		return nil, fmt.Errorf("gate: group %q: rate: %w", c.Name, err)
 	}
 	rl.algo = algo
-	if c.Key == configs.KeyNone {
+	if c.Key == spec.KeyNone {
 		rl.lim = single{algo}
 		return rl, nil
 	}
@@ -96,7 +95,7 @@ func newRate(c *configs.Group, global func(*configs.Group) (RateLimiter, error))
 }
 
 // rateSpec is what r gives its algorithm.
-func rateSpec(r *configs.Rate) limits.Spec {
+func rateSpec(r *spec.Rate) limits.Spec {
 	n, w := r.Quota()
 	return limits.Spec{Rate: r.PerSecond(), Limit: int64(n), Window: w, Burst: int64(r.Burst),
 		Warmup: time.Duration(r.Warmup), MaxWait: time.Duration(r.MaxWait), Buckets: r.Buckets}
@@ -109,9 +108,9 @@ func rateSpec(r *configs.Rate) limits.Spec {
 // the service's capacity) whose rate can change at runtime
 // (limits.ShapeRate). The configured rate is the ceiling: the law
 // lowers it under overload and gives it back, never more.
-func manageable(c *configs.Group) float64 {
+func manageable(c *spec.Group) float64 {
 	r := c.Rate
-	if r == nil || c.Key != configs.KeyNone || r.Scope != configs.ScopeLocal {
+	if r == nil || c.Key != spec.KeyNone || r.Scope != spec.ScopeLocal {
 		return 0
 	}
 	law, ok := adaptive.LookupLaw(string(c.Concurrency.Law))
@@ -146,7 +145,7 @@ func (rl *rateLimit) setRate(reqPerSec float64) error {
 // apply changes the figures of the running algorithm to r's (an override of
 // the rate, the burst or the window; the algorithm itself cannot change
 // without a reload). Every key keeps its state.
-func (rl *rateLimit) apply(r *configs.Rate) error {
+func (rl *rateLimit) apply(r *spec.Rate) error {
 	if rl.algo == nil {
 		return fmt.Errorf("gate: a global rate limit cannot change at runtime; reload")
 	}

@@ -5,8 +5,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/adaptive"
-	"github.com/sluicehq/sluice/configs"
-	"github.com/sluicehq/sluice/limits/redis"
+	"github.com/sluicehq/sluice/gate/spec"
 	"github.com/sluicehq/sluice/probe"
 )
 
@@ -16,7 +15,7 @@ import (
 // last control tick.
 type GroupStatus struct {
 	Name string
-	Law  configs.Law
+	Law  Law
 	// Limit is the concurrency limit now; Min and Max its bounds (both the
 	// limit for law "fixed").
 	Limit, Min, Max int
@@ -34,11 +33,11 @@ type GroupStatus struct {
 	// RateManaged reports whether the law manages TokenRate.
 	RateManaged bool
 	// Global is, for a rate with scope "global", where its decisions are
-	// made now (Redis, or the fallback while Redis is down), the link's last
+	// made now (the shared store, or the fallback while it is down), the link's last
 	// error, the node count the fallback shares the quota by, and the
 	// decision counts since the group was first built (reloads keep them);
 	// nil for a local rate or none.
-	Global *redis.Status
+	Global *GlobalStatus
 
 	// Latency is the upstream latency over the last control interval
 	// (successes only, queue wait excluded), with MinRTT over the last 120
@@ -129,7 +128,7 @@ func (gr *group) status() GroupStatus {
 		Canceled:          gr.c.canceled.Load(),
 		Override:          gr.override.Load(),
 	}
-	if c.Concurrency.Law == configs.LawFixed {
+	if c.Concurrency.Law == spec.LawFixed {
 		s.Min, s.Max = c.Concurrency.Limit, c.Concurrency.Limit
 	}
 	if c.Rate != nil {

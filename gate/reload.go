@@ -1,15 +1,13 @@
 package gate
 
 import (
-	"errors"
 	"fmt"
 	"reflect"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/sluicehq/sluice/configs"
-	"github.com/sluicehq/sluice/limits/redis"
+	"github.com/sluicehq/sluice/gate/spec"
 )
 
 // ReloadOptions qualify a Reload.
@@ -17,11 +15,17 @@ type ReloadOptions struct {
 	// Source and Hash identify the new config for the status read-out, as
 	// Params.ConfigSource and ConfigHash do.
 	Source, Hash string
-	// KeepOverrides re-applies the runtime overrides in force onto the new
-	// config (the fields they changed, over the file's values). By default a
-	// reload clears them: the file is the truth again.
-	KeepOverrides bool
+	// KeepOverride chooses, by group name, the runtime overrides in force
+	// that the reload re-applies onto the new config (the fields they
+	// changed, over the file's values); the others are cleared, in the same
+	// swap of the running config, so no request sees some cleared and
+	// others not yet. Nil clears them all: the file is the truth again.
+	// KeepAllOverrides keeps every one.
+	KeepOverride func(group string) bool
 }
+
+// KeepAllOverrides is a ReloadOptions.KeepOverride that keeps every override.
+func KeepAllOverrides(string) bool { return true }
 
 // ReloadResult says what a Reload did, by group name.
 type ReloadResult struct {
@@ -36,8 +40,8 @@ type ReloadResult struct {
 	DroppedOverrides []error
 }
 
-// Reload swaps in a new configuration. It is checked first (Validate); a bad
-// one is refused whole and the running one stays.
+// Reload swaps in a new configuration, its defaults filled in. It is checked
+// first, as by New; a bad one is refused whole and the running one stays.
 //
 // A reload never lets a group exceed its new concurrency limit: the requests
 // admitted or queued before it keep counting against their group until they
@@ -58,13 +62,11 @@ type ReloadResult struct {
 //     config. While any are left, a later reload that adds a group of the
 //     same name again hands them to it as to a changed group (its law starts
 //     afresh; its counters go on).
-func (g *Gate) Reload(cfg *configs.Config, o ReloadOptions) (ReloadResult, error) {
+func (g *Gate) Reload(next Config, o ReloadOptions) (ReloadResult, error) {
 	var res ReloadResult
-	if cfg == nil {
-		return res, errors.New("gate: reload: no config")
-	}
-	if err := cfg.Validate(); err != nil {
-		return res, fmt.Errorf("gate: reload: invalid config: %w", err)
+	cfg, err := g.check(next)
+	if err != nil {
+		return res, fmt.Errorf("gate: reload: %w", err)
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -72,18 +74,18 @@ func (g *Gate) Reload(cfg *configs.Config, o ReloadOptions) (ReloadResult, error
 
 	file := cfg
 	kept := map[string]*Override{}
-	if o.KeepOverrides {
+	if o.KeepOverride != nil {
 		for _, r := range old.routes {
 			ov := r.g.override.Load()
 			fc := cfg.Group(r.g.name)
-			if ov == nil || fc == nil {
+			if ov == nil || fc == nil || !o.KeepOverride(r.g.name) {
 				continue
 			}
 			c := fc.Clone()
 			for _, ch := range ov.Changes {
 				fieldByPath(ch.Path).set(&c, &ov.group)
 			}
-			next, err := cfg.ReplaceGroup(c)
+			next, err := g.replaceGroup(cfg, c)
 			if err != nil {
 				res.DroppedOverrides = append(res.DroppedOverrides,
 					fmt.Errorf("gate: override of group %q dropped: %w", r.g.name, err))
@@ -189,7 +191,7 @@ func (gr *group) inherit(o *group) {
 	gr.drained.Store(o.drained.Load())
 	gr.change.Store(o.change.Load())
 	if st := o.globalStatus(); st != nil && gr.rate != nil {
-		gr.rate.before = redis.Status{RedisDecisions: st.RedisDecisions, FallbackDecisions: st.FallbackDecisions,
+		gr.rate.before = GlobalStatus{StoreDecisions: st.StoreDecisions, FallbackDecisions: st.FallbackDecisions,
 			Errors: st.Errors, Timeouts: st.Timeouts}
 	}
 }
@@ -200,7 +202,7 @@ type Override struct {
 	At time.Time
 	// Changes are the fields it changed, against the loaded config.
 	Changes []FieldChange
-	group   configs.Group // the group as overridden
+	group   spec.Group // the group as overridden
 }
 
 // FieldChange is one field an override changed.
@@ -214,10 +216,10 @@ type FieldChange struct {
 // Override changes a group at runtime: its targets, concurrency bounds (min,
 // max, initial, limit, backoff, tolerance), rate figures (rate, limit, window,
 // burst, max_wait) and queue (max, max_wait, order, CoDel). The caller gives the
-// whole group as it should be: the admin API decodes a JSON body onto a Clone
-// of Config().Group(name). The result is checked as the file is
-// (configs.Config.ReplaceGroup); changing anything else (the match, key,
-// priority, law, algorithm or scope) needs a Reload and is refused.
+// whole group as it should be: a Clone of Config().Group(name), changed
+// (the admin API decodes a JSON body onto it). The result is checked as New
+// checks a config; changing anything else (the match, key, priority, law,
+// algorithm or scope) needs a Reload and is refused.
 //
 // The group is changed in place: the law is rebuilt from the new settings,
 // starting from the limit (and rate) in force, clamped to the new bounds;
@@ -225,16 +227,16 @@ type FieldChange struct {
 // against the new limits (a limit lowered below the requests in flight
 // admits nothing until enough of them are done; waiters keep their place). The
 // override shows in the group's read-out until a Reload clears it (unless
-// ReloadOptions.KeepOverrides) or an Override restores the loaded values.
-func (g *Gate) Override(c configs.Group) error {
+// ReloadOptions.KeepOverride chooses it) or an Override restores the loaded values.
+func (g *Gate) Override(c Group) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	t := g.table.Load()
 	gr := t.byName[c.Name]
 	if gr == nil {
-		return fmt.Errorf("gate: override: %w: %q", configs.ErrNoGroup, c.Name)
+		return fmt.Errorf("gate: override: %w: %q", ErrNoGroup, c.Name)
 	}
-	next, err := t.cfg.ReplaceGroup(c)
+	next, err := g.replaceGroup(t.cfg, c)
 	if err != nil {
 		return fmt.Errorf("gate: override of group %q: %w", c.Name, err)
 	}
@@ -285,19 +287,19 @@ func (g *Gate) Override(c configs.Group) error {
 // field is one field an override may change.
 type field struct {
 	path string
-	get  func(*configs.Group) any // nil when absent (no rate)
-	set  func(dst, src *configs.Group)
+	get  func(*spec.Group) any // nil when absent (no rate)
+	set  func(dst, src *spec.Group)
 }
 
-func rateField(path string, get func(*configs.Rate) any, set func(dst, src *configs.Rate)) field {
+func rateField(path string, get func(*spec.Rate) any, set func(dst, src *spec.Rate)) field {
 	return field{path,
-		func(g *configs.Group) any {
+		func(g *spec.Group) any {
 			if g.Rate == nil {
 				return nil
 			}
 			return get(g.Rate)
 		},
-		func(d, s *configs.Group) {
+		func(d, s *spec.Group) {
 			if d.Rate != nil && s.Rate != nil {
 				set(d.Rate, s.Rate)
 			}
@@ -306,26 +308,26 @@ func rateField(path string, get func(*configs.Rate) any, set func(dst, src *conf
 
 // overridable are the fields Override may change.
 var overridable = []field{
-	{"targets.latency", func(g *configs.Group) any { return g.Targets.Latency }, func(d, s *configs.Group) { d.Targets.Latency = s.Targets.Latency }},
-	{"targets.quantile", func(g *configs.Group) any { return g.Targets.Quantile }, func(d, s *configs.Group) { d.Targets.Quantile = s.Targets.Quantile }},
-	{"targets.cpu", func(g *configs.Group) any { return g.Targets.CPU }, func(d, s *configs.Group) { d.Targets.CPU = s.Targets.CPU }},
-	{"targets.memory", func(g *configs.Group) any { return g.Targets.Memory }, func(d, s *configs.Group) { d.Targets.Memory = s.Targets.Memory }},
-	{"concurrency.limit", func(g *configs.Group) any { return g.Concurrency.Limit }, func(d, s *configs.Group) { d.Concurrency.Limit = s.Concurrency.Limit }},
-	{"concurrency.initial", func(g *configs.Group) any { return g.Concurrency.Initial }, func(d, s *configs.Group) { d.Concurrency.Initial = s.Concurrency.Initial }},
-	{"concurrency.min", func(g *configs.Group) any { return g.Concurrency.Min }, func(d, s *configs.Group) { d.Concurrency.Min = s.Concurrency.Min }},
-	{"concurrency.max", func(g *configs.Group) any { return g.Concurrency.Max }, func(d, s *configs.Group) { d.Concurrency.Max = s.Concurrency.Max }},
-	{"concurrency.backoff", func(g *configs.Group) any { return g.Concurrency.Backoff }, func(d, s *configs.Group) { d.Concurrency.Backoff = s.Concurrency.Backoff }},
-	{"concurrency.tolerance", func(g *configs.Group) any { return g.Concurrency.Tolerance }, func(d, s *configs.Group) { d.Concurrency.Tolerance = s.Concurrency.Tolerance }},
-	rateField("rate.rate", func(r *configs.Rate) any { return r.Rate }, func(d, s *configs.Rate) { d.Rate = s.Rate }),
-	rateField("rate.limit", func(r *configs.Rate) any { return r.Limit }, func(d, s *configs.Rate) { d.Limit = s.Limit }),
-	rateField("rate.window", func(r *configs.Rate) any { return r.Window }, func(d, s *configs.Rate) { d.Window = s.Window }),
-	rateField("rate.burst", func(r *configs.Rate) any { return r.Burst }, func(d, s *configs.Rate) { d.Burst = s.Burst }),
-	rateField("rate.max_wait", func(r *configs.Rate) any { return r.MaxWait }, func(d, s *configs.Rate) { d.MaxWait = s.MaxWait }),
-	{"queue.order", func(g *configs.Group) any { return g.Queue.Order }, func(d, s *configs.Group) { d.Queue.Order = s.Queue.Order }},
-	{"queue.max", func(g *configs.Group) any { return g.Queue.Max }, func(d, s *configs.Group) { d.Queue.Max = s.Queue.Max }},
-	{"queue.max_wait", func(g *configs.Group) any { return g.Queue.MaxWait }, func(d, s *configs.Group) { d.Queue.MaxWait = s.Queue.MaxWait }},
-	{"queue.codel_target", func(g *configs.Group) any { return g.Queue.CodelTarget }, func(d, s *configs.Group) { d.Queue.CodelTarget = s.Queue.CodelTarget }},
-	{"queue.codel_interval", func(g *configs.Group) any { return g.Queue.CodelInterval }, func(d, s *configs.Group) { d.Queue.CodelInterval = s.Queue.CodelInterval }},
+	{"targets.latency", func(g *spec.Group) any { return g.Targets.Latency }, func(d, s *spec.Group) { d.Targets.Latency = s.Targets.Latency }},
+	{"targets.quantile", func(g *spec.Group) any { return g.Targets.Quantile }, func(d, s *spec.Group) { d.Targets.Quantile = s.Targets.Quantile }},
+	{"targets.cpu", func(g *spec.Group) any { return g.Targets.CPU }, func(d, s *spec.Group) { d.Targets.CPU = s.Targets.CPU }},
+	{"targets.memory", func(g *spec.Group) any { return g.Targets.Memory }, func(d, s *spec.Group) { d.Targets.Memory = s.Targets.Memory }},
+	{"concurrency.limit", func(g *spec.Group) any { return g.Concurrency.Limit }, func(d, s *spec.Group) { d.Concurrency.Limit = s.Concurrency.Limit }},
+	{"concurrency.initial", func(g *spec.Group) any { return g.Concurrency.Initial }, func(d, s *spec.Group) { d.Concurrency.Initial = s.Concurrency.Initial }},
+	{"concurrency.min", func(g *spec.Group) any { return g.Concurrency.Min }, func(d, s *spec.Group) { d.Concurrency.Min = s.Concurrency.Min }},
+	{"concurrency.max", func(g *spec.Group) any { return g.Concurrency.Max }, func(d, s *spec.Group) { d.Concurrency.Max = s.Concurrency.Max }},
+	{"concurrency.backoff", func(g *spec.Group) any { return g.Concurrency.Backoff }, func(d, s *spec.Group) { d.Concurrency.Backoff = s.Concurrency.Backoff }},
+	{"concurrency.tolerance", func(g *spec.Group) any { return g.Concurrency.Tolerance }, func(d, s *spec.Group) { d.Concurrency.Tolerance = s.Concurrency.Tolerance }},
+	rateField("rate.rate", func(r *spec.Rate) any { return r.Rate }, func(d, s *spec.Rate) { d.Rate = s.Rate }),
+	rateField("rate.limit", func(r *spec.Rate) any { return r.Limit }, func(d, s *spec.Rate) { d.Limit = s.Limit }),
+	rateField("rate.window", func(r *spec.Rate) any { return r.Window }, func(d, s *spec.Rate) { d.Window = s.Window }),
+	rateField("rate.burst", func(r *spec.Rate) any { return r.Burst }, func(d, s *spec.Rate) { d.Burst = s.Burst }),
+	rateField("rate.max_wait", func(r *spec.Rate) any { return r.MaxWait }, func(d, s *spec.Rate) { d.MaxWait = s.MaxWait }),
+	{"queue.order", func(g *spec.Group) any { return g.Queue.Order }, func(d, s *spec.Group) { d.Queue.Order = s.Queue.Order }},
+	{"queue.max", func(g *spec.Group) any { return g.Queue.Max }, func(d, s *spec.Group) { d.Queue.Max = s.Queue.Max }},
+	{"queue.max_wait", func(g *spec.Group) any { return g.Queue.MaxWait }, func(d, s *spec.Group) { d.Queue.MaxWait = s.Queue.MaxWait }},
+	{"queue.codel_target", func(g *spec.Group) any { return g.Queue.CodelTarget }, func(d, s *spec.Group) { d.Queue.CodelTarget = s.Queue.CodelTarget }},
+	{"queue.codel_interval", func(g *spec.Group) any { return g.Queue.CodelInterval }, func(d, s *spec.Group) { d.Queue.CodelInterval = s.Queue.CodelInterval }},
 }
 
 func fieldByPath(path string) field {
@@ -334,11 +336,11 @@ func fieldByPath(path string) field {
 			return f
 		}
 	}
-	return field{path: path, get: func(*configs.Group) any { return nil }, set: func(_, _ *configs.Group) {}}
+	return field{path: path, get: func(*spec.Group) any { return nil }, set: func(_, _ *spec.Group) {}}
 }
 
 // diffFields lists the overridable fields in which b differs from a.
-func diffFields(a, b *configs.Group) []FieldChange {
+func diffFields(a, b *spec.Group) []FieldChange {
 	var out []FieldChange
 	for _, f := range overridable {
 		x, y := f.get(a), f.get(b)
@@ -351,7 +353,7 @@ func diffFields(a, b *configs.Group) []FieldChange {
 
 // structural names the parts of the group in which b differs from a beyond
 // the overridable fields.
-func structural(a, b *configs.Group) []string {
+func structural(a, b *spec.Group) []string {
 	x := a.Clone()
 	for _, f := range overridable {
 		f.set(&x, b)

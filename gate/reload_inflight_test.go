@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/adaptive"
-	"github.com/sluicehq/sluice/configs"
 )
 
 // fixedGroup is a config of one group "g" on /g/ with a fixed limit, no
@@ -91,7 +90,7 @@ func TestOverrideCountsInFlight(t *testing.T) {
 		held = append(held, mustEnter(t, g, request("/g/x")))
 	}
 	c := g.Config().Group("g").Clone()
-	c.Targets.Latency = configs.Duration(200 * time.Millisecond)
+	c.Targets.Latency = 200 * time.Millisecond
 	if err := g.Override(c); err != nil {
 		t.Fatal(err)
 	}
@@ -310,7 +309,7 @@ func TestReloadReaddedGroupCountsInFlight(t *testing.T) {
 func TestReloadUnderLoadNeverOvershoots(t *testing.T) {
 	const limit = 4
 	g := newRealGate(t, fixedGroup(limit, "100ms"))
-	cfgs := [2]*configs.Config{config(t, fixedGroup(limit, "200ms")), config(t, fixedGroup(limit, "100ms"))}
+	cfgs := [2]Config{config(t, fixedGroup(limit, "200ms")), config(t, fixedGroup(limit, "100ms"))}
 
 	var holding, peak, admitted atomic.Int64
 	stop := make(chan struct{})

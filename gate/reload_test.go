@@ -2,6 +2,7 @@ package gate
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/sluicehq/sluice/adaptive"
 	"github.com/sluicehq/sluice/configs"
+	"github.com/sluicehq/sluice/gate/spec"
 )
 
 const reloadBefore = `
@@ -141,8 +143,9 @@ func TestReload(t *testing.T) {
 	// A bad config is refused whole; the running one stays.
 	bad := config(t, reloadAfter)
 	bad.Groups[0].Concurrency.Min = 500
-	if _, err := g.Reload(bad, ReloadOptions{}); err == nil || !strings.Contains(err.Error(), "concurrency.min") {
-		t.Fatalf("Reload of a bad config: %v, want it refused naming concurrency.min", err)
+	if _, err := g.Reload(bad, ReloadOptions{}); err == nil || !strings.Contains(err.Error(), `group "keep"`) ||
+		!strings.Contains(err.Error(), "min limit 500") {
+		t.Fatalf("Reload of a bad config: %v, want it refused naming the group and its min limit", err)
 	}
 	if c := g.Classify(request("/kept/x")); c.Group() != "keep" || g.testGroup(t, "keep") != keep {
 		t.Error("a refused reload changed the running config")
@@ -175,7 +178,7 @@ func TestOverride(t *testing.T) {
 
 	c := g.Config().Group("api").Clone()
 	c.Concurrency.Max, c.Concurrency.Initial = 5, 5 // configs refuses max below initial
-	c.Targets.Latency = configs.Duration(50 * time.Millisecond)
+	c.Targets.Latency = 50 * time.Millisecond
 	c.Rate.Rate, c.Rate.Burst = 1, 1
 	if err := g.Override(c); err != nil {
 		t.Fatal(err)
@@ -207,25 +210,25 @@ func TestOverride(t *testing.T) {
 
 	// What an override cannot change.
 	bad := g.Config().Group("api").Clone()
-	bad.Key = configs.KeyIP
+	bad.Key = spec.KeyIP
 	if err := g.Override(bad); err == nil || !strings.Contains(err.Error(), "key") {
 		t.Errorf("override of the key: %v, want a refusal naming it", err)
 	}
 	bad = g.Config().Group("api").Clone()
 	bad.Concurrency.Min = 50
-	if err := g.Override(bad); err == nil || !strings.Contains(err.Error(), "concurrency.min") {
-		t.Errorf("override with min > max: %v, want configs' error", err)
+	if err := g.Override(bad); err == nil || !strings.Contains(err.Error(), "min limit 50") {
+		t.Errorf("override with min > max: %v, want the law's refusal naming the min limit", err)
 	}
 	bad.Name = "nope"
-	if err := g.Override(bad); !errors.Is(err, configs.ErrNoGroup) {
+	if err := g.Override(bad); !errors.Is(err, ErrNoGroup) {
 		t.Errorf("override of an unknown group: %v, want ErrNoGroup", err)
 	}
 	if st, _ := g.Group("api"); st.Limit != 5 || g.testGroup(t, "api") != gr {
 		t.Error("a refused override changed the group")
 	}
 
-	// KeepOverrides re-applies it over the file: the group runs on as it is.
-	res, err := g.Reload(config(t, overrideConfig), ReloadOptions{KeepOverrides: true})
+	// KeepOverride re-applies it over the file: the group runs on as it is.
+	res, err := g.Reload(config(t, overrideConfig), ReloadOptions{KeepOverride: KeepAllOverrides})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,5 +287,82 @@ name = "g"
 	g.Tick(time.Now().Add(time.Second))
 	if gr.conc.Limit() != 7 {
 		t.Errorf("limit after a tick %d, want 7", gr.conc.Limit())
+	}
+}
+
+// TestReloadKeepsChosenOverridesInOneSwap reloads a gate whose two groups
+// have overrides, keeping b's and dropping a's, while a reader watches the
+// running table: it sees the old table (both overrides) or the new one (b's
+// only), never one with a's override and the new config, nor one without
+// b's.
+func TestReloadKeepsChosenOverridesInOneSwap(t *testing.T) {
+	const toml = `
+[[group]]
+name = "a"
+match = { path_prefix = "/a/" }
+  [group.concurrency]
+  law = "aimd"
+  initial = 10
+  max = 100
+  [group.targets]
+  latency = "100ms"
+
+[[group]]
+name = "b"
+  [group.concurrency]
+  law = "fixed"
+  limit = 4
+`
+	g, _ := newGate(t, toml)
+	a := g.Config().Group("a").Clone()
+	a.Concurrency.Max = 50
+	if err := g.Override(a); err != nil {
+		t.Fatal(err)
+	}
+	b := g.Config().Group("b").Clone()
+	b.Concurrency.Limit = 2
+	if err := g.Override(b); err != nil {
+		t.Fatal(err)
+	}
+
+	bad := make(chan string, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			t := g.table.Load()
+			oa, ob := t.byName["a"].override.Load(), t.byName["b"].override.Load()
+			next := t.source == "next.toml"
+			switch {
+			case next && (oa != nil || ob == nil):
+				bad <- fmt.Sprintf("new table with override a %v, b %v", oa != nil, ob != nil)
+				return
+			case !next && (oa == nil || ob == nil):
+				bad <- fmt.Sprintf("old table with override a %v, b %v", oa != nil, ob != nil)
+				return
+			case next:
+				return
+			}
+		}
+	}()
+	res, err := g.Reload(config(t, toml), ReloadOptions{Source: "next.toml",
+		KeepOverride: func(name string) bool { return name == "b" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	select {
+	case msg := <-bad:
+		t.Error(msg)
+	default:
+	}
+	if !slices.Equal(res.KeptOverrides, []string{"b"}) || len(res.DroppedOverrides) != 0 {
+		t.Errorf("kept %q, dropped %v; want b kept, none dropped", res.KeptOverrides, res.DroppedOverrides)
+	}
+	sa, _ := g.Group("a")
+	sb, _ := g.Group("b")
+	if sa.Override != nil || sa.Max != 100 || sb.Override == nil || sb.Limit != 2 {
+		t.Errorf("after the reload: a override %v max %d, b override %v limit %d; want none 100, kept 2",
+			sa.Override != nil, sa.Max, sb.Override != nil, sb.Limit)
 	}
 }

@@ -142,7 +142,7 @@ func (g *Gate) RestoreInfo() RestoreInfo { return g.restore }
 
 // SaveState writes every group's learned limit and rate to the state file
 // now. It is a no-op without a state file. Run calls it on shutdown and Tick
-// every control.save_interval.
+// every Config.SaveInterval.
 func (g *Gate) SaveState() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()

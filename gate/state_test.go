@@ -16,7 +16,6 @@ func stateConfig(path string) string {
 [control]
 interval = "250ms"
 save_interval = "1s"
-state_file = "` + path + `"
 
 [[group]]
 name = "api"
@@ -51,7 +50,7 @@ name = "static"
 func TestStateSurvivesRestart(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.json")
 	clk := newFakeClock()
-	a, err := New(Params{Config: config(t, stateConfig(path)), Clock: clk})
+	a, err := New(Params{Config: config(t, stateConfig(path)), StateFile: path, Resources: NoResources, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +67,7 @@ func TestStateSurvivesRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	b, err := New(Params{Config: config(t, stateConfig(path)), Clock: clk})
+	b, err := New(Params{Config: config(t, stateConfig(path)), StateFile: path, Resources: NoResources, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +104,8 @@ func TestStateRestoreIsClamped(t *testing.T) {
 		"api":{"law":"aimd","limit":900,"rate":0},
 		"rated":{"limit":1,"rate":1e9},
 		"gone":{"limit":5,"rate":0}}}`)
-	g, err := New(Params{Config: config(t, stateConfig(path)), Clock: newFakeClock()}) // an hour later
+	g, err := New(Params{Config: config(t, stateConfig(path)), StateFile: path, Resources: NoResources,
+		Clock: newFakeClock()}) // an hour later
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestStateRestoreIsClamped(t *testing.T) {
 }
 
 // TestStateTooOldIsNotRestored: a state file saved longer ago than
-// control.state_max_age (default 24h) is not restored: the groups start
+// Params.StateMaxAge (default 24h, as control.state_max_age) is not restored: the groups start
 // from their initial limits and RestoreInfo says why; one just younger is.
 func TestStateTooOldIsNotRestored(t *testing.T) {
 	for _, c := range []struct {
@@ -133,7 +133,7 @@ func TestStateTooOldIsNotRestored(t *testing.T) {
 	} {
 		path := filepath.Join(t.TempDir(), "state.json")
 		writeFile(t, path, `{"version":1,"saved_at":"`+c.savedAt+`","groups":{"api":{"law":"aimd","limit":33,"rate":0}}}`)
-		g, err := New(Params{Config: config(t, stateConfig(path)), Clock: newFakeClock()})
+		g, err := New(Params{Config: config(t, stateConfig(path)), StateFile: path, Resources: NoResources, Clock: newFakeClock()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -159,13 +159,14 @@ func TestStateFolderCheckedAtStart(t *testing.T) {
 	file := filepath.Join(dir, "a-file")
 	writeFile(t, file, "x")
 	for _, path := range []string{filepath.Join(dir, "missing", "state.json"), filepath.Join(file, "state.json")} {
-		_, err := New(Params{Config: config(t, stateConfig(path))})
+		_, err := New(Params{Config: config(t, stateConfig(path)), StateFile: path, Resources: NoResources})
 		if err == nil || !strings.Contains(err.Error(), "state file "+path+" cannot be written") {
 			t.Errorf("New with state file %s: %v, want it refused", path, err)
 		}
 	}
 	good := t.TempDir()
-	if _, err := New(Params{Config: config(t, stateConfig(filepath.Join(good, "state.json")))}); err != nil {
+	if _, err := New(Params{Config: config(t, stateConfig(filepath.Join(good, "state.json"))),
+		StateFile: filepath.Join(good, "state.json"), Resources: NoResources}); err != nil {
 		t.Fatal(err)
 	}
 	if left, _ := os.ReadDir(good); len(left) != 0 {
@@ -190,7 +191,7 @@ func TestStateFileProblems(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "state.json")
 			writeFile(t, path, c.content)
-			g, err := New(Params{Config: config(t, stateConfig(path))})
+			g, err := New(Params{Config: config(t, stateConfig(path)), StateFile: path, Resources: NoResources})
 			if err != nil {
 				t.Fatalf("New failed for a bad state file: %v", err)
 			}
@@ -215,7 +216,7 @@ func TestStateSavedPeriodically(t *testing.T) {
 	path := filepath.Join(dir, "state.json")
 	clk := newFakeClock()
 	var saves []error
-	g, err := New(Params{Config: config(t, stateConfig(path)), Clock: clk,
+	g, err := New(Params{Config: config(t, stateConfig(path)), StateFile: path, Resources: NoResources, Clock: clk,
 		OnSave: func(p string, err error) {
 			if p != path {
 				t.Errorf("saved to %s, want %s", p, path)

@@ -3,29 +3,30 @@ package gate
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"time"
 
-	"github.com/sluicehq/sluice/configs"
+	"github.com/sluicehq/sluice/gate/spec"
 )
 
 // table is one configuration at run time: its groups in match order. It is
 // immutable once published; Reload and Override publish a new one.
 type table struct {
-	cfg    *configs.Config
+	cfg    *spec.Config
 	routes []route
 	byName map[string]*group
 	source string
 	hash   string
 	loaded time.Time
 
-	trusted *TrustedProxies // cfg's server.trusted_proxies
+	trusted *TrustedProxies // cfg's TrustedProxies
 }
 
 // route pairs a group with the match that selects it.
 type route struct {
-	match *configs.Match
+	match *spec.Match
 	g     *group
 }
 
@@ -38,10 +39,10 @@ type route struct {
 // Without an old table, st (the state file, may be nil) seeds the laws.
 // When a group cannot be built, the rate limiters of the groups built so far
 // are closed; nothing else is changed. Call with g.mu held (or from New).
-func (g *Gate) buildTable(cfg *configs.Config, old *table, st *stateFile) (_ *table, err error) {
+func (g *Gate) buildTable(cfg *spec.Config, old *table, st *stateFile) (_ *table, err error) {
 	t := &table{cfg: cfg, byName: make(map[string]*group, len(cfg.Groups))}
-	if t.trusted, err = ParseTrustedProxies(cfg.Server.TrustedProxies); err != nil {
-		return nil, fmt.Errorf("gate: server.trusted_proxies: %w", err)
+	if t.trusted, err = ParseTrustedProxies(cfg.TrustedProxies); err != nil {
+		return nil, fmt.Errorf("gate: trusted proxies: %w", err)
 	}
 	var built []*group
 	defer func() {
@@ -86,15 +87,15 @@ func (g *Gate) buildTable(cfg *configs.Config, old *table, st *stateFile) (_ *ta
 
 // sameLimits reports whether a and b differ at most in their match: then the
 // group keeps running as it is.
-func sameLimits(a, b *configs.Group) bool {
+func sameLimits(a, b *spec.Group) bool {
 	x, y := a.Clone(), b.Clone()
-	x.Match, y.Match = configs.Match{}, configs.Match{}
+	x.Match, y.Match = spec.Match{}, spec.Match{}
 	return reflect.DeepEqual(x, y)
 }
 
-// configHash identifies a config by its effective content.
-func configHash(c *configs.Config) string {
-	b, err := c.Effective()
+// configHash identifies a config by its content (defaults filled in).
+func configHash(c *Config) string {
+	b, err := json.Marshal(c)
 	if err != nil {
 		return ""
 	}

@@ -38,7 +38,7 @@ func benchService(b *testing.B) *permit.Service {
 	if err != nil {
 		b.Fatal(err)
 	}
-	g, err := gate.New(gate.Params{Config: cfg})
+	g, err := gate.New(gate.Params{Config: cfg.Gate(), Resources: gate.NoResources})
 	if err != nil {
 		b.Fatal(err)
 	}

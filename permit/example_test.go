@@ -27,7 +27,7 @@ name = "jobs"
   [group.queue]
   max = 0
 `))
-	g, _ := gate.New(gate.Params{Config: cfg})
+	g, _ := gate.New(gate.Params{Config: cfg.Gate(), Resources: gate.NoResources})
 	svc, _ := permit.New(permit.Params{Gate: g})
 	dir, _ := os.MkdirTemp("", "permit")
 	defer os.RemoveAll(dir)

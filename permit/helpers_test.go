@@ -74,7 +74,7 @@ func newEnv(t testing.TB, groups string, p permit.Params) *env {
 		t.Fatalf("config: %v", err)
 	}
 	e := &env{obs: &observer{}, clock: clocktest.New(t0), gclk: clocktest.New(t0)}
-	if e.gate, err = gate.New(gate.Params{Config: cfg, Clock: e.gclk, Observer: e.obs}); err != nil {
+	if e.gate, err = gate.New(gate.Params{Config: cfg.Gate(), Resources: gate.NoResources, Clock: e.gclk, Observer: e.obs}); err != nil {
 		t.Fatalf("gate: %v", err)
 	}
 	p.Gate = e.gate

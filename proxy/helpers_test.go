@@ -63,7 +63,7 @@ func testGate(t testing.TB, groupsTOML string) *gate.Gate {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := gate.New(gate.Params{Config: cfg})
+	g, err := gate.New(gate.Params{Config: cfg.Gate(), Resources: gate.NoResources})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,7 +53,7 @@ key = "ip"
 	if err != nil {
 		b.Fatal(err)
 	}
-	g, err := gate.New(gate.Params{Config: cfg})
+	g, err := gate.New(gate.Params{Config: cfg.Gate(), Resources: gate.NoResources})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -34,7 +34,7 @@ func exampleService(t *testing.T) (*rls.Service, string) {
 	if cfg.RLS == nil {
 		t.Fatal("sluice.toml has no [rls] section")
 	}
-	g, err := gate.New(gate.Params{Config: cfg})
+	g, err := gate.New(gate.Params{Config: cfg.Gate(), Resources: gate.NoResources})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluicehq/sluice/configs"
 	"github.com/sluicehq/sluice/gate"
+	"github.com/sluicehq/sluice/gate/redisrate"
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/limits/redis"
 	"github.com/sluicehq/sluice/rls"
@@ -48,7 +49,7 @@ key = "ip"
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { store.Close() })
-		g, err := gate.New(gate.Params{Config: cfg, GlobalRate: gate.RedisRate(store)})
+		g, err := gate.New(gate.Params{Config: cfg.Gate(), Resources: gate.NoResources, GlobalRate: redisrate.New(store)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -32,7 +32,7 @@ func newEnv(t testing.TB, groups string, p rls.Params) *env {
 		t.Fatalf("config: %v", err)
 	}
 	e := &env{clock: clocktest.New(t0)}
-	if e.gate, err = gate.New(gate.Params{Config: cfg, Clock: e.clock}); err != nil {
+	if e.gate, err = gate.New(gate.Params{Config: cfg.Gate(), Resources: gate.NoResources, Clock: e.clock}); err != nil {
 		t.Fatalf("gate: %v", err)
 	}
 	p.Gate = e.gate

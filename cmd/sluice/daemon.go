@@ -18,6 +18,7 @@ import (
 	"github.com/sluicehq/sluice/admin"
 	"github.com/sluicehq/sluice/configs"
 	"github.com/sluicehq/sluice/gate"
+	"github.com/sluicehq/sluice/gate/redisrate"
 	"github.com/sluicehq/sluice/limits/redis"
 	"github.com/sluicehq/sluice/probe"
 	"github.com/sluicehq/sluice/proxy"
@@ -93,8 +94,11 @@ func (d *daemon) build() error {
 		metrics = admin.NewMetrics(admin.MetricsParams{})
 	}
 	gp := gate.Params{
-		Config:       cfg,
+		Config:       cfg.Gate(),
 		ConfigSource: source,
+		ConfigHash:   cfg.Hash(),
+		StateFile:    cfg.Control.StateFile,
+		StateMaxAge:  time.Duration(cfg.Control.StateMaxAge),
 		Resources:    d.sampler,
 		OnChange: func(c gate.Change) {
 			ctl.Debug("limit changed", "group", c.Group, "from", c.From, "to", c.To,
@@ -129,7 +133,7 @@ func (d *daemon) build() error {
 		if d.store, err = redis.Open(storeParams(cfg.Redis)); err != nil {
 			return fmt.Errorf("redis: %w", err)
 		}
-		gp.GlobalRate = gate.RedisRate(d.store)
+		gp.GlobalRate = redisrate.New(d.store)
 	}
 	if d.gate, err = gate.New(gp); err != nil {
 		return err
@@ -201,6 +205,7 @@ func (d *daemon) buildAdmin(metrics *admin.Metrics) error {
 	var err error
 	d.admin, err = admin.New(admin.Params{
 		Gate:     d.gate,
+		Config:   d.started,
 		Listen:   a.Listen,
 		Token:    token,
 		Version:  version,

@@ -33,8 +33,8 @@ func (d *daemon) reload(ctx context.Context) error {
 		d.logReload(admin.ReloadReport{}, err)
 		return err
 	}
-	res, err := d.gate.Reload(cfg, gate.ReloadOptions{Source: d.path})
-	d.logReload(admin.ReloadReport{Source: d.path, ReloadResult: res}, err)
+	res, err := d.gate.Reload(cfg.Gate(), gate.ReloadOptions{Source: d.path, Hash: cfg.Hash()})
+	d.logReload(admin.ReloadReport{Source: d.path, ReloadResult: res, Config: cfg}, err)
 	return err
 }
 
@@ -68,14 +68,14 @@ func (d *daemon) loadNext(ctx context.Context) (*configs.Config, error) {
 }
 
 // logReload logs how a reload ended and, when the gate took the new
-// config, applies it to the front-ends (applyFronts).
+// config (rep.Config), applies it to the front-ends (applyFronts).
 func (d *daemon) logReload(rep admin.ReloadReport, err error) {
 	log := d.log.Named("config")
 	if err != nil {
 		log.Error("reload refused: the running config keeps serving", "file", d.path, "error", err)
 		return
 	}
-	if err := d.applyFronts(d.gate.Config()); err != nil {
+	if err := d.applyFronts(rep.Config); err != nil {
 		log.Error("reload: the front-ends keep their running settings where they refused the new ones", "error", err)
 	}
 	res := rep.ReloadResult

@@ -43,7 +43,7 @@ name = "batch"
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := gate.New(gate.Params{Config: cfg, ConfigSource: "sluice.toml"})
+	g, err := gate.New(gate.Params{Config: cfg.Gate(), Resources: gate.NoResources, ConfigSource: "sluice.toml"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ name = "batch"
 	hold.Done(gate.Success)
 	g.Tick(time.Now())
 
-	srv, err := admin.New(admin.Params{Gate: g, Listen: "127.0.0.1:0", Token: "0123456789abcdef0123", Version: "v9.9.9"})
+	srv, err := admin.New(admin.Params{Gate: g, Config: cfg, Listen: "127.0.0.1:0", Token: "0123456789abcdef0123", Version: "v9.9.9"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,490 @@
+package spec
+
+import (
+	"maps"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/sluicehq/sluice/adaptive"
+)
+
+// Config is what a gate runs: its groups and the settings they share.
+type Config struct {
+	// Groups are tried in order; the first whose Match accepts a request
+	// takes it. The last group must accept every request (an empty Match,
+	// or the path prefix "/"): it takes the requests no other group does.
+	Groups []Group
+	// TrustedProxies are the peers whose forwarding fields are believed, for
+	// key "ip": CIDR prefixes ("10.0.0.0/8"), single addresses, and "unix"
+	// (TrustUnix) for clients of a unix socket (see ParseTrustedProxy).
+	// Default: none, which trusts nobody.
+	TrustedProxies []string
+	// Interval is the control loop's period. Default DefaultInterval.
+	Interval time.Duration
+	// SaveInterval is how often the learned limits are written to the state
+	// file (gate.Params.StateFile). Default DefaultSaveInterval.
+	SaveInterval time.Duration
+}
+
+// Config defaults, and the gate's default of the state file's maximum age
+// (gate.Params.StateMaxAge).
+const (
+	DefaultInterval     = adaptive.DefaultInterval
+	DefaultSaveInterval = 30 * time.Second
+	DefaultStateMaxAge  = 24 * time.Hour
+)
+
+// WithDefaults returns a copy of c with the defaults filled in, those of
+// each group included. It is idempotent.
+func (c Config) WithDefaults() Config {
+	c.Groups = slices.Clone(c.Groups)
+	for i := range c.Groups {
+		c.Groups[i] = c.Groups[i].WithDefaults()
+	}
+	c.TrustedProxies = slices.Clone(c.TrustedProxies)
+	if c.Interval == 0 {
+		c.Interval = DefaultInterval
+	}
+	if c.SaveInterval == 0 {
+		c.SaveInterval = DefaultSaveInterval
+	}
+	return c
+}
+
+// Group returns the group called name (in c.Groups), or nil.
+func (c Config) Group(name string) *Group {
+	for i := range c.Groups {
+		if c.Groups[i].Name == name {
+			return &c.Groups[i]
+		}
+	}
+	return nil
+}
+
+// Group is a class of requests with its own limits. Within a group,
+// requests are told apart by Key (for per-key rate limits and the fair
+// share) and ranked by Priority (for shedding), and the group has one
+// adaptive concurrency limit.
+type Group struct {
+	// Name names the group in read-outs and logs. Unique, required.
+	Name string
+	// Match selects the requests of this group; empty matches every request.
+	Match Match
+	// Key tells clients apart. Default KeyNone.
+	Key KeySource
+	// Priority is a fixed Level for the whole group, or "header:NAME"
+	// (PriorityHeader) to read each request's level from a header. Default
+	// LevelDefault.
+	Priority Priority
+	// DefaultPriority is the level of a request whose priority header is
+	// missing or not a level; only with a header Priority. Default
+	// LevelDefault there.
+	DefaultPriority Level
+	// Rate is the static rate limit, applied per key before the concurrency
+	// limit; nil means none.
+	Rate *Rate
+	// Concurrency is the adaptive concurrency limit of the group.
+	Concurrency Concurrency
+	// Targets are what the limit keeps the service inside.
+	Targets Targets
+	// Queue is where requests wait for a concurrency slot.
+	Queue Queue
+}
+
+// Clone returns a deep copy of g that shares nothing with it.
+func (g *Group) Clone() Group {
+	n := *g
+	n.Match.Methods = slices.Clone(g.Match.Methods)
+	n.Match.Headers = maps.Clone(g.Match.Headers)
+	if g.Rate != nil {
+		r := *g.Rate
+		n.Rate = &r
+	}
+	return n
+}
+
+// Concurrency is how many requests of a group may be in the upstream at
+// once, and the control law that moves that limit.
+type Concurrency struct {
+	// Law is the control law. Default LawTarget.
+	Law Law
+	// Limit is the limit of law "fixed" (required there); unused otherwise.
+	Limit int
+	// Initial is where an adaptive law starts (unless the state file has a
+	// learned limit), within [Min, Max]. Default
+	// adaptive.DefaultInitialLimit, clamped to [Min, Max].
+	Initial int
+	// Min and Max bound the limit an adaptive law sets. Default
+	// adaptive.DefaultMinLimit and adaptive.DefaultMaxLimit (or Min, or
+	// Initial, if larger).
+	Min, Max int
+	// Backoff is the factor law "aimd" multiplies the limit by on a drop.
+	// Default: the law's (0.9).
+	Backoff float64
+	// Tolerance is how far law "gradient" lets the short-term latency rise
+	// above the long-term one. Default: the law's (1.5).
+	Tolerance float64
+	// Custom, if set, builds a law of your own for the group instead of one
+	// of the laws above; Law is then only its name in read-outs (default
+	// LawCustom). The gate gives it the bounds, with a learned limit as
+	// Initial, whenever it builds the group's law (New, Reload, Override).
+	Custom LawMaker
+}
+
+// LawMaker builds a control law of your own (Concurrency.Custom). Its value
+// is compared as a setting: two equal LawMakers are the same law, so a
+// reload that keeps it keeps the law running. Give it the law's settings
+// as exported fields.
+type LawMaker interface {
+	NewLaw(b adaptive.Bounds) (adaptive.Law, error)
+}
+
+// Law names a concurrency control law.
+type Law string
+
+// Laws.
+const (
+	LawFixed    Law = "fixed"    // a constant limit
+	LawAIMD     Law = "aimd"     // additive increase, multiplicative decrease on drops
+	LawGradient Law = "gradient" // Gradient2: short vs long latency
+	LawVegas    Law = "vegas"    // TCP Vegas: estimated queue vs min latency
+	LawTarget   Law = "target"   // tracks the group's Targets
+	LawCustom   Law = "custom"   // Concurrency.Custom's, unless named otherwise
+)
+
+// Targets are what a group's limit keeps the service inside. Law "target"
+// tracks all that are set and follows the most restrictive; with every law,
+// CPU and memory beyond their targets shed the lowest priorities first. A
+// zero target is off, which is every target's default but Quantile's.
+//
+// CPU, Memory and CPUPressure need a resource sampler (gate.Params.Resources):
+// the gate refuses them without one.
+type Targets struct {
+	// Latency is the highest acceptable latency at Quantile, the wait in the
+	// group's queue included.
+	Latency time.Duration
+	// Quantile is the latency quantile Latency applies to, from 0.5 to
+	// 0.9999. Default DefaultQuantile (p99).
+	Quantile float64
+	// CPU and Memory are the highest acceptable utilisations of what the
+	// sampler watches, ratios in [0, 1].
+	CPU, Memory float64
+	// CPUPressure is the highest acceptable share of time in which runnable
+	// work waits for a CPU (Linux PSI "some", avg10), a ratio in [0, 1].
+	CPUPressure float64
+}
+
+// NeedsResources reports whether t has a target that only a resource
+// sampler can see: CPU, memory or CPU pressure.
+func (t *Targets) NeedsResources() bool {
+	return t.CPU != 0 || t.Memory != 0 || t.CPUPressure != 0
+}
+
+// DefaultQuantile is Targets.Quantile's default.
+const DefaultQuantile = 0.99
+
+// Queue is where requests wait for a concurrency slot.
+type Queue struct {
+	// Order is the order in which waiting requests get a slot. Default
+	// OrderFIFO.
+	Order Order
+	// Max is how many requests may wait; 0, the default, rejects at once
+	// when the group is at its limit.
+	Max int
+	// MaxWait is the longest a request waits, however calm the queue (a
+	// request's own deadline also applies). Default DefaultQueueMaxWait
+	// when Max > 0.
+	MaxWait time.Duration
+	// CodelTarget is CoDel's target: once the queue has not been empty for
+	// CodelInterval, a request waits at most this long. 0, the default, is
+	// off.
+	CodelTarget time.Duration
+	// CodelInterval is CoDel's interval. Default DefaultCodelInterval when
+	// CodelTarget is set.
+	CodelInterval time.Duration
+}
+
+// Queue defaults.
+const (
+	DefaultQueueMaxWait  = 500 * time.Millisecond
+	DefaultCodelInterval = 100 * time.Millisecond
+)
+
+// Order is a queue discipline.
+type Order string
+
+// Orders.
+const (
+	OrderFIFO Order = "fifo" // oldest first
+	OrderLIFO Order = "lifo" // newest first: under overload, serves those still waiting
+	// OrderAdaptive is FIFO while the queue is calm and LIFO once it has not
+	// been empty for CodelInterval.
+	OrderAdaptive Order = "adaptive"
+)
+
+// WithDefaults returns a copy of g with its defaults filled in (see each
+// field) and its spelling normalised as Match.Normal does. It is
+// idempotent.
+func (g Group) WithDefaults() Group {
+	g = g.Clone()
+	g.Match = g.Match.Normal()
+	if g.Key == "" {
+		g.Key = KeyNone
+	}
+	if name, ok := g.Key.Header(); ok {
+		g.Key = KeyHeader(CanonicalHeader(name))
+	}
+	if g.Priority == "" {
+		g.Priority = Priority(LevelDefault)
+	}
+	if name, ok := g.Priority.Header(); ok {
+		g.Priority = PriorityHeader(CanonicalHeader(name))
+		if g.DefaultPriority == "" {
+			g.DefaultPriority = LevelDefault
+		}
+	}
+	g.Concurrency = g.Concurrency.WithDefaults()
+	if g.Rate != nil {
+		r := g.Rate.WithDefaults(g.Key)
+		g.Rate = &r
+	}
+	if g.Targets.Quantile == 0 {
+		g.Targets.Quantile = DefaultQuantile
+	}
+	q := &g.Queue
+	if q.Order == "" {
+		q.Order = OrderFIFO
+	}
+	if q.MaxWait == 0 && q.Max > 0 {
+		q.MaxWait = DefaultQueueMaxWait
+	}
+	if q.CodelInterval == 0 && q.CodelTarget > 0 {
+		q.CodelInterval = DefaultCodelInterval
+	}
+	return g
+}
+
+// WithDefaults returns c with its law and, for an adaptive law, its bounds
+// filled in.
+func (c Concurrency) WithDefaults() Concurrency {
+	switch {
+	case c.Law == "" && c.Custom != nil:
+		c.Law = LawCustom
+	case c.Law == "":
+		c.Law = LawTarget
+	}
+	if c.Law == LawFixed && c.Custom == nil {
+		return c // Limit is the whole story, and has no default
+	}
+	if c.Min == 0 {
+		c.Min = adaptive.DefaultMinLimit
+	}
+	if c.Max == 0 {
+		c.Max = max(adaptive.DefaultMaxLimit, c.Min, c.Initial)
+	}
+	if c.Initial == 0 {
+		c.Initial = min(max(adaptive.DefaultInitialLimit, c.Min), c.Max)
+	}
+	return c
+}
+
+// Rate is a static rate limit. Give either Rate (per second) or Limit and
+// Window. Which other fields apply depends on Algorithm.
+type Rate struct {
+	// Algorithm is the rate limiting algorithm. Default AlgorithmTokenBucket.
+	Algorithm Algorithm
+	// Rate is the sustained rate in cost units per second. Not together with
+	// Limit and Window.
+	Rate float64
+	// Limit is how many cost units a key may spend per Window.
+	Limit  int
+	Window time.Duration
+	// Burst is the bucket size in cost units (token_bucket, leaky_bucket).
+	// Default: one second of Rate, at least Cost.
+	Burst int
+	// Cost is what one request spends. Default 1.
+	Cost int
+	// Warmup ramps a cold token bucket up to Rate over this long (local
+	// scope only). Default 0: none.
+	Warmup time.Duration
+	// Buckets is how many sub-windows a sliding_buckets window has. Default
+	// DefaultBuckets.
+	Buckets int
+	// MaxWait is how long a leaky_queue request may wait for its turn.
+	// Default DefaultLeakyWait.
+	MaxWait time.Duration
+	// MaxKeys bounds how many keys keep state (the least recently used is
+	// dropped beyond it), for a group with a key. Default DefaultMaxKeys.
+	MaxKeys int
+	// KeyIdleTimeout drops the state of a key unused this long, for a group
+	// with a key. Default FreshAfter, at least MinKeyIdle.
+	KeyIdleTimeout time.Duration
+	// Scope is where the quota lives. Default ScopeLocal.
+	Scope Scope
+	// Sync is how the nodes share a global quota (ScopeGlobal). Default
+	// SyncExact there.
+	Sync Sync
+	// LeasePeriod is how often a node renews its leases of a global quota
+	// (SyncLeased); LeaseExpiry how long a renewal keeps a node's lease.
+	// Defaults DefaultLeasePeriod and DefaultLeaseExpiry (at least three
+	// lease periods).
+	LeasePeriod, LeaseExpiry time.Duration
+}
+
+// Algorithm is a static rate limiting algorithm (see package limits).
+type Algorithm string
+
+// Algorithms.
+const (
+	AlgorithmFixedWindow    Algorithm = "fixed_window"
+	AlgorithmSlidingLog     Algorithm = "sliding_log"
+	AlgorithmSlidingWindow  Algorithm = "sliding_window"
+	AlgorithmSlidingBuckets Algorithm = "sliding_buckets"
+	AlgorithmTokenBucket    Algorithm = "token_bucket"
+	AlgorithmLeakyBucket    Algorithm = "leaky_bucket"
+	AlgorithmLeakyQueue     Algorithm = "leaky_queue"
+)
+
+// Scope is where a rate quota lives.
+type Scope string
+
+// Scopes.
+const (
+	ScopeLocal  Scope = "local"  // this node only
+	ScopeGlobal Scope = "global" // shared by all nodes (gate.Params.GlobalRate)
+)
+
+// Sync is how the nodes share a global quota.
+type Sync string
+
+// Syncs.
+const (
+	SyncExact  Sync = "exact"  // every decision in the shared store
+	SyncLeased Sync = "leased" // decided locally against blocks leased from it
+)
+
+// Rate defaults.
+const (
+	DefaultBuckets     = 10
+	DefaultLeakyWait   = 500 * time.Millisecond
+	DefaultMaxKeys     = 100_000
+	DefaultLeasePeriod = 100 * time.Millisecond
+	DefaultLeaseExpiry = 2 * time.Second
+	// MinKeyIdle and MaxKeyIdle bound KeyIdleTimeout's default.
+	MinKeyIdle = time.Minute
+	MaxKeyIdle = 365 * 24 * time.Hour
+	// MaxRate is the highest rate, in cost units per second, whose burst
+	// WithDefaults derives.
+	MaxRate = 1e9
+	// LeaseHeadroom is how many lease periods of its demand a node asks for
+	// at each renewal of a leased quota.
+	LeaseHeadroom = 1.5
+)
+
+// WithDefaults returns r with its defaults filled in, for a group whose key
+// is key.
+func (r Rate) WithDefaults(key KeySource) Rate {
+	if r.Algorithm == "" {
+		r.Algorithm = AlgorithmTokenBucket
+	}
+	if r.Scope == "" {
+		r.Scope = ScopeLocal
+	}
+	if r.Cost == 0 {
+		r.Cost = 1
+	}
+	if r.Scope == ScopeGlobal && r.Sync == "" {
+		r.Sync = SyncExact
+	}
+	if r.Scope == ScopeGlobal && r.Sync == SyncLeased {
+		if r.LeasePeriod == 0 {
+			r.LeasePeriod = DefaultLeasePeriod
+		}
+		if r.LeaseExpiry == 0 {
+			r.LeaseExpiry = max(DefaultLeaseExpiry, 3*r.LeasePeriod)
+		}
+	}
+	switch r.Algorithm {
+	case AlgorithmTokenBucket, AlgorithmLeakyBucket:
+		if ps := r.PerSecond(); r.Burst == 0 && ps > 0 && ps <= MaxRate {
+			r.Burst = max(r.Cost, int(math.Ceil(ps)))
+		}
+	case AlgorithmSlidingBuckets:
+		if r.Buckets == 0 {
+			r.Buckets = DefaultBuckets
+		}
+	case AlgorithmLeakyQueue:
+		if r.MaxWait == 0 {
+			r.MaxWait = DefaultLeakyWait
+		}
+	}
+	if key != KeyNone && key != "" {
+		if r.MaxKeys == 0 {
+			r.MaxKeys = DefaultMaxKeys
+		}
+		if r.KeyIdleTimeout == 0 {
+			r.KeyIdleTimeout = max(MinKeyIdle, r.FreshAfter())
+		}
+	}
+	return r
+}
+
+// PerSecond returns the sustained rate in cost units per second: Rate, or
+// Limit / Window. It is 0 when neither is set.
+func (r *Rate) PerSecond() float64 {
+	if r.Rate != 0 {
+		return r.Rate
+	}
+	if r.Limit > 0 && r.Window > 0 {
+		return float64(r.Limit) / r.Window.Seconds()
+	}
+	return 0
+}
+
+// Quota returns the limit per window of a window algorithm: Limit and
+// Window, or Rate per second when Rate is set (a whole number, for the
+// window algorithms).
+func (r *Rate) Quota() (limit int, window time.Duration) {
+	if r.Rate != 0 {
+		return int(r.Rate), time.Second
+	}
+	return r.Limit, r.Window
+}
+
+// FreshAfter is how long an unused key's state takes to become the same
+// as a new key's: after it, forgetting the key changes nothing. It is the
+// window (two for sliding_window, whose estimate reads the previous one),
+// the time to refill the bucket (burst / rate), or max_wait for
+// leaky_queue. Capped at MaxKeyIdle.
+func (r *Rate) FreshAfter() time.Duration {
+	var secs float64
+	switch r.Algorithm {
+	case AlgorithmFixedWindow, AlgorithmSlidingLog, AlgorithmSlidingBuckets, AlgorithmSlidingWindow:
+		_, w := r.Quota()
+		secs = w.Seconds()
+		if r.Algorithm == AlgorithmSlidingWindow {
+			secs *= 2
+		}
+	case AlgorithmLeakyQueue:
+		secs = r.MaxWait.Seconds()
+	default:
+		if ps := r.PerSecond(); ps > 0 {
+			secs = float64(max(r.Burst, r.Cost, 1)) / ps
+		}
+	}
+	if !(secs < MaxKeyIdle.Seconds()) {
+		return MaxKeyIdle
+	}
+	return time.Duration(math.Ceil(secs*1e3) * float64(time.Millisecond))
+}
+
+// LeaseBound returns the over-admission bound of a leased global quota, in
+// cost units: LeaseHeadroom × PerSecond × LeasePeriod, rounded up; 0
+// unless Sync is SyncLeased.
+func (r *Rate) LeaseBound() int64 {
+	if r.Sync != SyncLeased {
+		return 0
+	}
+	return int64(math.Ceil(LeaseHeadroom * r.PerSecond() * r.LeasePeriod.Seconds()))
+}
