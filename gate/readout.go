@@ -63,6 +63,8 @@ type GroupStatus struct {
 	Completed [3]uint64
 	Rejected  [adaptive.NumRejections]uint64
 	Canceled  uint64
+	// Shadow is the group's mode and what shadow mode would have refused.
+	Shadow ShadowStatus
 
 	// Floor is the lowest priority admitted now and the reason given below it.
 	Floor adaptive.Floor
@@ -117,7 +119,7 @@ func (gr *group) status() GroupStatus {
 		Limit:             gr.conc.Limit(),
 		Min:               c.Concurrency.Min,
 		Max:               c.Concurrency.Max,
-		InFlight:          gr.conc.InFlight(),
+		InFlight:          gr.inFlight(),
 		Queued:            gr.conc.Queued(),
 		QueueMax:          gr.conc.MaxQueue(),
 		QueueWait:         time.Duration(gr.waitNs.Load()),
@@ -159,6 +161,7 @@ func (gr *group) status() GroupStatus {
 	if gr.rate != nil && gr.rate.keyed != nil {
 		s.RateKeys = gr.rate.keyed.Len()
 	}
+	s.Shadow = gr.shadowStatus(c)
 	s.Global = gr.globalStatus()
 	if ch := gr.change.Load(); ch != nil {
 		s.LastChange = &LimitChange{At: ch.at, From: ch.from, To: ch.to, RateFrom: ch.rateFrom, Rate: ch.rate, Reason: ch.reason}
