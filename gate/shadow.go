@@ -31,14 +31,6 @@ func modeBits(c *spec.Group) uint32 {
 // requests admitted beyond the limit in shadow finish as they started.
 func (gr *group) setMode(c *spec.Group) { gr.mode.Store(modeBits(c)) }
 
-// How a Pass holds its group: a slot, or none (admitted in shadow beyond
-// what enforcement would have let in).
-const (
-	holdSlot    uint8 = iota // a concurrency slot
-	holdBeyond               // no slot: enforcement would have refused it
-	holdWaiting              // no slot: enforcement would have queued it
-)
-
 // shadowReject counts a would-be rejection of a request of priority p: what
 // reject counts for a real one, in the shadow counters.
 func (gr *group) shadowReject(why adaptive.Rejection, p adaptive.Priority) {
@@ -54,9 +46,9 @@ func (gr *group) shadowReject(why adaptive.Rejection, p adaptive.Priority) {
 // would-be "concurrency"; with one the request would have waited, unless
 // the shadow queue (the requests admitted so, still in flight) is already
 // at queue.max: then a would-be "queue_full". It counts the would-be
-// rejection and returns how the request holds the group and the reason
-// (RejectNone for one that would have waited).
-func (gr *group) admitBeyond(why adaptive.Rejection, p adaptive.Priority) (uint8, adaptive.Rejection) {
+// rejection and returns its reason (RejectNone for a request that would
+// have waited).
+func (gr *group) admitBeyond(why adaptive.Rejection, p adaptive.Priority) adaptive.Rejection {
 	c := gr.c
 	c.beyond.Add(1)
 	if why == adaptive.RejectNone {
@@ -68,20 +60,17 @@ func (gr *group) admitBeyond(why adaptive.Rejection, p adaptive.Priority) (uint8
 			why = adaptive.RejectQueueFull
 		default:
 			c.shadowQueued.Add(1)
-			return holdWaiting, adaptive.RejectNone
+			return adaptive.RejectNone
 		}
 	}
 	gr.shadowReject(why, p)
-	return holdBeyond, why
+	return why
 }
 
-// release gives back what a Pass held.
-func (gr *group) release(hold uint8) {
-	switch hold {
-	case holdSlot:
-		gr.conc.Release()
-		return
-	case holdWaiting:
+// leaveBeyond ends a request admitted beyond the limit, that enforcement
+// would have refused for why (RejectNone: made wait).
+func (gr *group) leaveBeyond(why adaptive.Rejection) {
+	if why == adaptive.RejectNone {
 		gr.c.waiting.Add(-1)
 	}
 	gr.c.beyond.Add(-1)
