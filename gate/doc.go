@@ -89,7 +89,9 @@
 // request is counted (reason "rate") and goes on to the stages that
 // enforce; AllowRate then allows and returns the would-be Rejection. The
 // mode is not part of what makes a reload rebuild a group, and Override can
-// change it alone: either way the law runs on with its state.
+// change it alone: either way the law runs on with its state. Rejections
+// decided outside the gate (Gate.Reject: the proxy's circuit breaker, which
+// keeps requests off an upstream that is failing) are not shadowed.
 //
 // # Hot path cost
 //

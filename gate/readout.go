@@ -19,7 +19,9 @@ type GroupStatus struct {
 	// Limit is the concurrency limit now; Min and Max its bounds (both the
 	// limit for law "fixed").
 	Limit, Min, Max int
-	InFlight        int
+	// InFlight is the requests admitted and not done, in shadow mode those
+	// admitted beyond the limit included (Shadow.Beyond).
+	InFlight int
 	// Queued is the number of waiters now; QueueMax the queue's bound.
 	Queued, QueueMax int
 	// QueueWait is the longest a request below critical may wait now (the
