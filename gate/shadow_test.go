@@ -2,6 +2,7 @@ package gate
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -364,4 +365,36 @@ mode = "` + mode + `"
 			t.Error("an override to mode \"shadw\" was accepted")
 		}
 	})
+}
+
+// TestShadowShedding: a shadowed group whose memory is beyond its target
+// admits the requests its guard would shed, counted as would-be "memory"
+// once each (not again as "concurrency", though they find the 2 slots
+// taken: a refused request takes nothing from the later stages), and the
+// floor it publishes is the one enforcement would apply.
+func TestShadowShedding(t *testing.T) {
+	clk := newFakeClock()
+	res := &fakeSampler{}
+	g, err := New(Params{Config: config(t, strings.Replace(priorityConfig, `name = "api"`, `name = "api"`+"\nmode = \"shadow\"", 1)),
+		Clock: clk, Resources: res})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.set(0.5, 0.95)
+	g.Tick(clk.Advance(250 * time.Millisecond))
+	var passes []Pass
+	for _, prio := range []string{"critical", "critical", "sheddable", "default", "default"} {
+		p := mustEnter(t, g, request("/", "X-Priority", prio))
+		if got, want := p.Shadowed(), map[bool]adaptive.Rejection{true: adaptive.RejectNone, false: adaptive.RejectMemory}[prio == "critical"]; got != want {
+			t.Errorf("%s: would-be %v, want %v", prio, got, want)
+		}
+		passes = append(passes, p)
+	}
+	st, _ := g.Group("api")
+	if st.Shadow.Rejected[adaptive.RejectMemory] != 3 || st.Shadow.WouldReject() != 3 || st.Floor.Reason != adaptive.RejectMemory || st.InFlight != 5 {
+		t.Errorf("would-be %v, floor %+v, in flight %d; want 3 memory only, floor memory, 5", st.Shadow.Rejected, st.Floor, st.InFlight)
+	}
+	for i := range passes {
+		passes[i].Done(Success)
+	}
 }
