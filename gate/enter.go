@@ -129,7 +129,7 @@ func (g *Gate) EnterClassCost(ctx context.Context, c Class, cost int64) (Pass, R
 	}
 
 	if ok, why := adaptive.UnpackFloor(gr.floor.Load()).Admit(p); !ok {
-		return Pass{}, gr.reject(why, p), false
+		return Pass{}, gr.reject(why, p, c.Key), false
 	}
 
 	if rl := gr.rate; rl != nil {
@@ -138,7 +138,7 @@ func (g *Gate) EnterClassCost(ctx context.Context, c Class, cost int64) (Pass, R
 		}
 		res := rl.lim.AllowAt(c.Key, g.at(t0), cost)
 		if !res.Allowed {
-			r := gr.reject(adaptive.RejectRate, p)
+			r := gr.reject(adaptive.RejectRate, p, c.Key)
 			r.RetryAfter, r.Rate, r.Policy = res.RetryAfter, res, rl.lim.Policy()
 			return Pass{}, r, false
 		}
@@ -147,7 +147,7 @@ func (g *Gate) EnterClassCost(ctx context.Context, c Class, cost int64) (Pass, R
 				if why == gaveUp {
 					return Pass{}, gr.abandoned(), false
 				}
-				r := gr.reject(why, p)
+				r := gr.reject(why, p, c.Key)
 				r.RetryAfter, r.Rate, r.Policy = res.Delay, res, rl.lim.Policy()
 				return Pass{}, r, false
 			}
@@ -161,7 +161,7 @@ func (g *Gate) EnterClassCost(ctx context.Context, c Class, cost int64) (Pass, R
 		ks, active = gr.keys.enter(c.Key)
 		if !gr.fair.Allow(int(ks.held.Load()), gr.conc.InFlight(), gr.conc.Limit(), active) {
 			gr.keys.leave(ks)
-			return Pass{}, gr.reject(adaptive.RejectFairShare, p), false
+			return Pass{}, gr.reject(adaptive.RejectFairShare, p, c.Key), false
 		}
 	}
 
@@ -174,7 +174,7 @@ func (g *Gate) EnterClassCost(ctx context.Context, c Class, cost int64) (Pass, R
 			if why == gaveUp {
 				return Pass{}, gr.abandoned(), false
 			}
-			return Pass{}, gr.reject(why, p), false
+			return Pass{}, gr.reject(why, p, c.Key), false
 		}
 	}
 	if ks != nil {
@@ -218,7 +218,7 @@ func (g *Gate) AllowRate(c Class, cost int64) (limits.Result, limits.Policy, Rej
 	if p != gr.prio {
 		gr.c.arrived[p].Add(1)
 	}
-	r := gr.reject(adaptive.RejectRate, p)
+	r := gr.reject(adaptive.RejectRate, p, c.Key)
 	r.RetryAfter, r.Rate, r.Policy = res.RetryAfter, res, pol
 	return res, pol, r, false
 }
