@@ -311,3 +311,13 @@ func FuzzLawUpdate(f *testing.F) {
 		}
 	})
 }
+
+// TestQuantileAtLeast: a configured quantile is read from the nearest figure
+// at or above it, never a looser one.
+func TestQuantileAtLeast(t *testing.T) {
+	for q, want := range map[float64]Quantile{0.5: P50, 0.75: P90, 0.9: P90, 0.95: P95, 0.96: P99, 0.99: P99, 0.995: P999, 0.9999: P999} {
+		if got := QuantileAtLeast(q); got != want {
+			t.Errorf("QuantileAtLeast(%v) = %v, want %v", q, got, want)
+		}
+	}
+}

@@ -126,6 +126,24 @@ const (
 	Mean
 )
 
+// QuantileAtLeast is the figure a target set on the quantile q (0.5 to
+// 0.9999, as a configuration writes it) is read from: the nearest one at or
+// above q, so the target is never looser than the operator's (p99.9 for
+// anything above 0.99, the finest the probe reports).
+func QuantileAtLeast(q float64) Quantile {
+	switch {
+	case q <= 0.5:
+		return P50
+	case q <= 0.9:
+		return P90
+	case q <= 0.95:
+		return P95
+	case q <= 0.99:
+		return P99
+	}
+	return P999
+}
+
 // String returns the quantile's short name ("p99", "p99.9", "mean").
 func (q Quantile) String() string {
 	switch q {

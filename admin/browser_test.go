@@ -80,6 +80,7 @@ match = { path_prefix = "/api/" }
 
 [[group]]
 name = "batch"
+key = "header:X-Client"
   [group.concurrency]
   law = "fixed"
   limit = 2
@@ -150,6 +151,7 @@ func startDaemon(t *testing.T) *daemon {
 		wg.Go(func() {
 			for ctx.Err() == nil {
 				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, front.URL+path, nil)
+				req.Header.Set("X-Client", fmt.Sprint("client-", i))
 				if resp, err := client.Do(req); err == nil {
 					resp.Body.Close()
 				}
@@ -378,6 +380,9 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	poll("batch's rejections", `window.sluice.selected === "batch" && window.sluice.charts["c-rejections"].points > 0`)
+	// Who is being limited: batch's clients, by key, with the reason.
+	poll("batch's most rejected keys", `/client-(8|9|10) \d+ \(\w+\)/.test(document.getElementById("who-text").textContent) &&
+	  !document.getElementById("who").classList.contains("hidden")`)
 	charts, err = chromedp.Run(bctx, chromedp.Evaluate[map[string]chartState](readCharts))
 	if err != nil {
 		t.Fatal(err)

@@ -31,9 +31,10 @@ func newGroupView(st gate.GroupStatus, c *configs.Group, keep bool) api.Group {
 			WaitBoundCritical: st.QueueWaitCritical.Seconds(),
 			Wait:              newLatencyView(st.QueueWaits),
 		},
-		Latency:    newLatencyView(st.Latency),
-		Throughput: st.Throughput,
-		Keys:       st.Keys,
+		Latency:      newLatencyView(st.Latency),
+		Throughput:   st.Throughput,
+		Keys:         st.Keys,
+		RejectedKeys: make([]api.RejectedKey, len(st.RejectedKeys)),
 		Requests: api.Requests{
 			Arrived:  st.Arrived,
 			Success:  st.Completed[gate.Success],
@@ -56,6 +57,9 @@ func newGroupView(st gate.GroupStatus, c *configs.Group, keep bool) api.Group {
 	}
 	if st.QueueLIFO {
 		v.Queue.Order = "lifo"
+	}
+	for i, k := range st.RejectedKeys {
+		v.RejectedKeys[i] = api.RejectedKey{Key: k.Key, Count: k.Count, Error: k.Error, Reason: k.Reason.String()}
 	}
 	if st.TokenRate > 0 {
 		v.Rate = &api.Rate{PerSecond: st.TokenRate, Managed: st.RateManaged, Keys: st.RateKeys, Global: newGlobalView(st)}

@@ -174,6 +174,12 @@ func (gr *group) tickTime(n int64) time.Time {
 // tickGroup runs one control interval of gr, in the order of adaptive/sim's
 // gate model: law, queue wait, floor.
 func (g *Gate) tickGroup(gr *group, now time.Time, elapsed time.Duration, res *probe.Resources) {
+	if c := gr.c; now.Sub(c.decayedAt) >= rejectedKeysDecay {
+		if !c.decayedAt.IsZero() {
+			c.rejectedKeys.Decay()
+		}
+		c.decayedAt = now
+	}
 	gr.recTicks++
 	rt := gr.tickTime(gr.recTicks)
 	lat := gr.lat.Snapshot(rt)

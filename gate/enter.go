@@ -169,7 +169,7 @@ func (g *Gate) EnterClassCost(ctx context.Context, c Class, cost int64) (Pass, R
 
 	if ok, why := adaptive.UnpackFloor(gr.floor.Load()).Admit(p); !ok {
 		if gr.mode.Load()&shadowGroup == 0 {
-			return Pass{}, gr.reject(why, p), false
+			return Pass{}, gr.reject(why, p, c.Key), false
 		}
 		return gr.shadowPass(why, p, t0), Rejection{}, true
 	}
@@ -185,7 +185,7 @@ func (g *Gate) EnterClassCost(ctx context.Context, c Class, cost int64) (Pass, R
 			case m&shadowGroup != 0:
 				return gr.shadowPass(adaptive.RejectRate, p, t0), Rejection{}, true
 			case m&shadowRate == 0:
-				r := gr.reject(adaptive.RejectRate, p)
+				r := gr.reject(adaptive.RejectRate, p, c.Key)
 				r.RetryAfter, r.Rate, r.Policy = res.RetryAfter, res, rl.lim.Policy()
 				return Pass{}, r, false
 			}
@@ -197,7 +197,7 @@ func (g *Gate) EnterClassCost(ctx context.Context, c Class, cost int64) (Pass, R
 				if why == gaveUp {
 					return Pass{}, gr.abandoned(), false
 				}
-				r := gr.reject(why, p)
+				r := gr.reject(why, p, c.Key)
 				r.RetryAfter, r.Rate, r.Policy = res.Delay, res, rl.lim.Policy()
 				return Pass{}, r, false
 			}
@@ -214,7 +214,7 @@ func (g *Gate) EnterClassCost(ctx context.Context, c Class, cost int64) (Pass, R
 			if gr.mode.Load()&shadowGroup != 0 {
 				return gr.shadowPass(adaptive.RejectFairShare, p, t0), Rejection{}, true
 			}
-			return Pass{}, gr.reject(adaptive.RejectFairShare, p), false
+			return Pass{}, gr.reject(adaptive.RejectFairShare, p, c.Key), false
 		}
 	}
 
@@ -233,7 +233,7 @@ func (g *Gate) EnterClassCost(ctx context.Context, c Class, cost int64) (Pass, R
 			if why == gaveUp {
 				return Pass{}, gr.abandoned(), false
 			}
-			return Pass{}, gr.reject(why, p), false
+			return Pass{}, gr.reject(why, p, c.Key), false
 		}
 	}
 	if ks != nil {
@@ -299,7 +299,7 @@ func (g *Gate) AllowRate(c Class, cost int64) (limits.Result, limits.Policy, Rej
 		return res, pol, Rejection{Reason: adaptive.RejectRate, Group: gr.name, RetryAfter: res.RetryAfter,
 			Rate: res, Policy: pol}, true
 	}
-	r := gr.reject(adaptive.RejectRate, p)
+	r := gr.reject(adaptive.RejectRate, p, c.Key)
 	r.RetryAfter, r.Rate, r.Policy = res.RetryAfter, res, pol
 	return res, pol, r, false
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluicehq/sluice/adaptive"
 	"github.com/sluicehq/sluice/gate/spec"
+	"github.com/sluicehq/sluice/internal/topk"
 	"github.com/sluicehq/sluice/limits"
 	"github.com/sluicehq/sluice/probe"
 )
@@ -98,6 +99,26 @@ type counters struct {
 	shadowStage     [adaptive.NumPriorities]atomic.Uint64
 	shadowQueued    atomic.Uint64
 	beyond, waiting atomic.Int64
+
+	// rejectedKeys are the keys rejected most, over about the last two
+	// minutes (decayed by the control loop every rejectedKeysDecay, at
+	// decayedAt, under Gate.mu); a group without a key adds none.
+	rejectedKeys *topk.Summary
+	decayedAt    time.Time
+}
+
+// Heavy hitters: the most rejected keys a group keeps (16: the 10 read-outs
+// show with room for the counters Space-Saving needs to find them), and how
+// often their counts halve.
+const (
+	rejectedKeysTracked = 16
+	rejectedKeysShown   = 10
+	rejectedKeysDecay   = time.Minute
+)
+
+// newCounters returns a group's counters, zero.
+func newCounters() *counters {
+	return &counters{rejectedKeys: topk.New(rejectedKeysTracked)}
 }
 
 // newGroup builds the run-time group of c, starting its law from s. A group
@@ -176,7 +197,7 @@ func (g *Gate) newGroup(c *spec.Group, s seed, groups int, from *group) (_ *grou
 		gr.conc, gr.lat, gr.qwait, gr.c = from.conc, from.lat, from.qwait, from.c
 		return gr, nil
 	}
-	gr.c = new(counters)
+	gr.c = newCounters()
 	if gr.conc, err = limits.NewConcurrency(limits.ConcurrencyParams{
 		Limit: gr.pol.law.Limit(), MaxQueue: c.Queue.Max, MaxWait: time.Duration(c.Queue.MaxWait),
 		Order: orderOf(c.Queue.Order == spec.OrderLIFO),

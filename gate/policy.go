@@ -41,7 +41,7 @@ func newPolicy(c *spec.Group, s seed, managedMax float64) (policy, error) {
 			Interval: time.Duration(c.Queue.CodelInterval),
 			Order:    queueOrder(c.Queue.Order),
 			Latency:  time.Duration(c.Targets.Latency),
-			Quantile: quantileOf(c.Targets.Quantile),
+			Quantile: adaptive.QuantileAtLeast(c.Targets.Quantile),
 		})
 		if err != nil {
 			return policy{}, err
@@ -84,7 +84,7 @@ func lawSettings(c *spec.Group, k *adaptive.LawKind, s seed, managedMax float64)
 	ls := adaptive.LawSettings{
 		Bounds:  adaptive.Bounds{Min: cc.Min, Max: cc.Max, Initial: cc.Initial},
 		Limit:   cc.Limit,
-		Latency: time.Duration(c.Targets.Latency), Quantile: quantileOf(c.Targets.Quantile),
+		Latency: time.Duration(c.Targets.Latency), Quantile: adaptive.QuantileAtLeast(c.Targets.Quantile),
 		CPU: c.Targets.CPU, Memory: c.Targets.Memory, CPUPressure: c.Targets.CPUPressure,
 		Backoff: cc.Backoff, Tolerance: cc.Tolerance,
 	}
@@ -103,23 +103,6 @@ func lawRate(l adaptive.Law) float64 {
 		return m.Rate()
 	}
 	return 0
-}
-
-// quantileOf maps a configured quantile (0.5 to 0.9999) to the figure the laws
-// read: the nearest one at or above it, so the target is never looser than the
-// operator's (p99.9 for anything above 0.99, the finest the probe reports).
-func quantileOf(q float64) adaptive.Quantile {
-	switch {
-	case q <= 0.5:
-		return adaptive.P50
-	case q <= 0.9:
-		return adaptive.P90
-	case q <= 0.95:
-		return adaptive.P95
-	case q <= 0.99:
-		return adaptive.P99
-	}
-	return adaptive.P999
 }
 
 // queueOrder maps the configured queue order.

@@ -78,11 +78,29 @@ type GroupStatus struct {
 	// per-key rate limit holds.
 	Keys, RateKeys int
 
+	// RejectedKeys are the keys rejected most (at most 10, most first), over
+	// about the last two minutes: a Space-Saving summary whose counts halve
+	// every minute. Empty for a group without a key. RejectedKeysSkipped
+	// counts rejections the summary skipped because another was being
+	// counted at that instant (it never makes a request wait).
+	RejectedKeys        []RejectedKey
+	RejectedKeysSkipped uint64
+
 	// LastChange is the law's last change of the limit or rate, nil before
 	// the first.
 	LastChange *LimitChange
 	// Override is the runtime override in force, nil when none.
 	Override *Override
+}
+
+// RejectedKey is one of a group's most rejected keys.
+type RejectedKey struct {
+	Key string
+	// Count estimates the key's rejections over about the last two minutes;
+	// it is at most Error above the true count.
+	Count, Error uint64
+	// Reason is the reason of the key's latest rejection.
+	Reason adaptive.Rejection
 }
 
 // LimitChange is one change of a group's limit or rate by its law.
@@ -164,6 +182,11 @@ func (gr *group) status() GroupStatus {
 		s.RateKeys = gr.rate.keyed.Len()
 	}
 	s.Shadow = gr.shadowStatus(c)
+	top, _, skipped := gr.c.rejectedKeys.Top(rejectedKeysShown)
+	for _, e := range top {
+		s.RejectedKeys = append(s.RejectedKeys, RejectedKey{Key: e.Key, Count: e.Count, Error: e.Error, Reason: adaptive.Rejection(e.Tag)})
+	}
+	s.RejectedKeysSkipped = skipped
 	s.Global = gr.globalStatus()
 	if ch := gr.change.Load(); ch != nil {
 		s.LastChange = &LimitChange{At: ch.at, From: ch.from, To: ch.to, RateFrom: ch.rateFrom, Rate: ch.rate, Reason: ch.reason}

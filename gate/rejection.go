@@ -63,9 +63,14 @@ func stageReason(why adaptive.Rejection) bool {
 	return false
 }
 
-// reject counts a rejection of a request of priority p and returns it.
-func (gr *group) reject(why adaptive.Rejection, p adaptive.Priority) Rejection {
+// reject counts a rejection of a request of priority p and key (the group's
+// key of the request, "" without one) and returns it. The key is counted in
+// the group's most rejected keys, which never waits (topk.Summary.Add).
+func (gr *group) reject(why adaptive.Rejection, p adaptive.Priority, key string) Rejection {
 	gr.c.rejected[why].Add(1)
+	if key != "" {
+		gr.c.rejectedKeys.Add(key, uint8(why))
+	}
 	if stageReason(why) && why != adaptive.RejectFairShare { // see adaptive.PriorityCount
 		gr.c.stage[p].Add(1)
 	}
@@ -84,7 +89,7 @@ func (g *Gate) Reject(c Class, why adaptive.Rejection, retryAfter time.Duration)
 	if p != c.g.prio {
 		c.g.c.arrived[p].Add(1)
 	}
-	r := c.g.reject(why, p)
+	r := c.g.reject(why, p, c.Key)
 	if retryAfter > 0 {
 		r.RetryAfter = retryAfter
 	}

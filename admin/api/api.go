@@ -72,6 +72,10 @@ type Group struct {
 	// Floor is the lowest priority admitted now, null when all are.
 	Floor *Floor `json:"floor"`
 	Keys  int    `json:"keys"`
+	// RejectedKeys are the group's most rejected keys over about the last
+	// two minutes, most first (at most 10; empty without a key): who is
+	// being limited, which the metrics do not say (they carry no key).
+	RejectedKeys []RejectedKey `json:"rejected_keys"`
 
 	// Decision is the law's answer at the last tick, and why.
 	Decision   Decision  `json:"decision"`
@@ -104,6 +108,18 @@ type Shadow struct {
 	// status`: "shadow mode: admitting every request; would have refused
 	// 120 concurrency" ("" for a group that enforces and never counted).
 	Line string `json:"line,omitempty"`
+}
+
+// RejectedKey is one of a group's most rejected keys.
+type RejectedKey struct {
+	Key string `json:"key"`
+	// Count estimates its rejections over about the last two minutes (the
+	// counts halve every minute); at most Error above the true count.
+	Count uint64 `json:"count"`
+	Error uint64 `json:"error"`
+	// Reason is why it was last rejected, as sluice_decisions_total names
+	// it (rate, fair_share, ...).
+	Reason string `json:"reason"`
 }
 
 // Queue is a group's queue.

@@ -147,6 +147,7 @@
     renderTabs();
     const g = state.groups.find((x) => x.name === state.selected);
     renderWhy(g);
+    renderWho(g);
     renderOverride(g);
     renderTiles(g);
     drawCharts();
@@ -234,6 +235,17 @@
     if (g.shadow && g.shadow.line) parts.push(span(" · " + g.shadow.line, "shadow"));
     w.append(...parts);
     w.dataset.reason = g.last_change ? g.last_change.reason : "";
+  }
+
+  // renderWho names the keys the group rejects most (over about the last two
+  // minutes), the answer to "who is being limited" that metrics cannot give.
+  function renderWho(g) {
+    const keys = (g && g.rejected_keys) || [];
+    if (keys.length === 0) { hide("who"); return; }
+    const w = el("who-text");
+    w.textContent = "";
+    w.append(...keys.map((k, i) => span((i ? " · " : "") + k.key + " " + num(k.count) + " (" + k.reason + ")")));
+    show("who");
   }
 
   function renderOverride(g) {

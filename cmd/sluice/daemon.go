@@ -284,6 +284,13 @@ func (d *daemon) start() {
 		d.awaitUpstream(ctx)
 	}()
 	d.startFronts(ctx)
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		t := time.NewTicker(rejectionLogEvery)
+		defer t.Stop()
+		logRejections(ctx, d.gate, t.C, d.log.Named("rejections"))
+	}()
 	if d.store != nil {
 		d.wg.Add(1)
 		go func() {

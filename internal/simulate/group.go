@@ -42,7 +42,7 @@ func ForGroup(w Workload, cfg *configs.Config, g *configs.Group, slo time.Durati
 	sc.Interval = time.Duration(cfg.Control.Interval)
 
 	t := g.Targets
-	sc.Targets = sim.Targets{Latency: time.Duration(t.Latency), Quantile: quantileOf(t.Quantile),
+	sc.Targets = sim.Targets{Latency: time.Duration(t.Latency), Quantile: adaptive.QuantileAtLeast(t.Quantile),
 		CPU: t.CPU, Memory: t.Memory, CPUPressure: t.CPUPressure}
 	if t.Latency == 0 && g.Queue.Max > 0 {
 		r.note("no latency target: the model's queue bound reads the SLO (%v) as one", sc.SLO)
@@ -163,22 +163,6 @@ func lawOf(g *configs.Group, t sim.Targets, managed float64) (adaptive.Law, erro
 		s.Rate = adaptive.ManagedRate(managed, 0)
 	}
 	return k.New(s)
-}
-
-// quantileOf maps a configured quantile to the figure the laws read, as
-// the gate does: the nearest one at or above it.
-func quantileOf(q float64) adaptive.Quantile {
-	switch {
-	case q <= 0.5:
-		return adaptive.P50
-	case q <= 0.9:
-		return adaptive.P90
-	case q <= 0.95:
-		return adaptive.P95
-	case q <= 0.99:
-		return adaptive.P99
-	}
-	return adaptive.P999
 }
 
 // priorityOf maps a configured level to the simulator's priority; an

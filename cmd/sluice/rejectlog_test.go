@@ -1,0 +1,71 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/sluicehq/sluice/configs"
+	"github.com/sluicehq/sluice/gate"
+)
+
+// TestLogRejections: one line a period for a group that rejected requests,
+// with the count since the last line and the key rejected most; nothing
+// for a period without rejections, nor for the first sight of a group.
+func TestLogRejections(t *testing.T) {
+	cfg, err := configs.Parse("t.toml", []byte(`
+[upstream]
+url = "http://127.0.0.1:9"
+[[group]]
+name = "api"
+key = "header:X-Tenant"
+  [group.rate]
+  rate = 0.001
+  burst = 1
+  [group.concurrency]
+  law = "fixed"
+  limit = 100
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := gate.New(gate.Params{Config: cfg.Gate(), Resources: gate.NoResources})
+	if err != nil {
+		t.Fatal(err)
+	}
+	send := func(tenant string, n int) {
+		for range n {
+			r, _ := http.NewRequest(http.MethodGet, "http://sluice/", nil)
+			r.Header.Set("X-Tenant", tenant)
+			if p, _, ok := g.Enter(r); ok {
+				p.Done(gate.Success)
+			}
+		}
+	}
+	var buf bytes.Buffer
+	log := hclog.New(&hclog.LoggerOptions{Output: &buf, JSONFormat: true, Level: hclog.Info})
+	rl := rejectionLog{gate: g, log: log}
+	send("greedy", 3) // 2 refused before the first period: the baseline
+	rl.period()
+	send("greedy", 6) // 6 more
+	send("calm", 2)   // 1
+	rl.period()       // one line: 7
+	rl.period()       // nothing new: no line
+
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 1 {
+		t.Fatalf("%d lines, want 1:\n%s", len(lines), buf.String())
+	}
+	var rec map[string]any
+	if err := json.Unmarshal([]byte(lines[0]), &rec); err != nil {
+		t.Fatal(err)
+	}
+	if rec["@message"] != "rejecting" || rec["group"] != "api" || rec["rejected"] != 7.0 || rec["top_key"] != "greedy" ||
+		rec["top_key_reason"] != "rate" || rec["top_key_recent"] != 8.0 {
+		t.Errorf("line %v", rec)
+	}
+}
