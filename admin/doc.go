@@ -110,7 +110,12 @@
 //	sluice_decisions_total{group,decision,outcome,reason}
 //	                                               decision admitted (outcome: success,
 //	                                               dropped, ignored), rejected (reason:
-//	                                               why), canceled (reason: client_gone)
+//	                                               why), canceled (reason: client_gone),
+//	                                               shadow_rejected (reason: what a group
+//	                                               or rate rule in shadow mode would have
+//	                                               refused), shadow_queued (would have
+//	                                               waited); shadowed requests are admitted
+//	                                               and count as admitted too
 //	sluice_concurrency_limit{group}, _min, _max    the limit and its bounds
 //	sluice_inflight_requests{group}
 //	sluice_queue_length{group}, sluice_queue_capacity{group}

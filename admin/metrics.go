@@ -23,8 +23,10 @@ var (
 	descDecisions = prometheus.NewDesc("sluice_decisions_total",
 		"Requests that left the gate, by group and decision: admitted (outcome: how they ended, success, dropped, "+
 			"ignored), rejected (reason: why, rate, concurrency, queue_timeout, queue_full, cpu, memory, priority, "+
-			"circuit_open, fair_share), canceled (reason client_gone: the client left while queued). outcome is empty "+
-			"unless admitted, reason empty when admitted.",
+			"circuit_open, fair_share), canceled (reason client_gone: the client left while queued); in shadow mode "+
+			"(mode = \"shadow\"), shadow_rejected (reason: what enforcement would have refused it for) and shadow_queued "+
+			"(enforcement would have made it wait), requests admitted all the same, which count as admitted too once done. "+
+			"outcome is empty unless admitted, reason empty when admitted or shadow_queued.",
 		[]string{"group", "decision", "outcome", "reason"}, nil)
 	descRequests = prometheus.NewDesc("sluice_requests_total",
 		"DEPRECATED, removed in the release after next: use sluice_decisions_total, whose outcome and reason "+
@@ -168,6 +170,7 @@ func (c *gateCollector) Collect(ch chan<- prometheus.Metric) {
 			counter(descDecisions, v, n, "rejected", "", why)
 			counter(descRequests, v, n, "rejected", why)
 		}
+		collectShadow(counter, &g)
 		counter(descDecisions, float64(g.Canceled), n, "canceled", "", "client_gone")
 		counter(descRequests, float64(g.Canceled), n, "canceled", "client_gone")
 

@@ -72,6 +72,14 @@ func decodePatch(cur *configs.Group, body []byte) (patch, *apiError) {
 			if err := json.Unmarshal(raw, &p.keep); err != nil {
 				bad(k, "must be true or false, got "+kindOf(raw))
 			}
+		case overridable[k]: // a field of the group itself: "mode"
+			if isNull(raw) {
+				bad(k, "must be a value, got null")
+			} else if err := decodeLeaf(&p.group, "", k, raw); err != nil {
+				bad(k, err.Error())
+			} else {
+				given[k] = true
+			}
 		case !sections[k]:
 			bad(k, notOverridable(cur, k, nil))
 		case k == "rate" && cur.Rate == nil:
@@ -143,10 +151,14 @@ func decodeOne(b []byte, v any) error {
 	return nil
 }
 
-// decodeLeaf sets field f of table sec of g from the JSON value v, and says
-// what is wrong with v if it cannot.
+// decodeLeaf sets field f of table sec of g (of g itself for sec "") from
+// the JSON value v, and says what is wrong with v if it cannot.
 func decodeLeaf(g *configs.Group, sec, f string, v json.RawMessage) error {
-	b, err := json.Marshal(map[string]map[string]json.RawMessage{sec: {f: v}})
+	var body any = map[string]map[string]json.RawMessage{sec: {f: v}}
+	if sec == "" {
+		body = map[string]json.RawMessage{f: v}
+	}
+	b, err := json.Marshal(body)
 	if err != nil {
 		return errors.New("is not valid JSON")
 	}

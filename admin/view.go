@@ -74,6 +74,7 @@ func newGroupView(st gate.GroupStatus, c *configs.Group, keep bool) api.Group {
 		v.Requests.ByReason[adaptive.Rejection(r).String()] = n
 		v.Requests.Rejected += n
 	}
+	v.Mode, v.Shadow = shadowView(&st.Shadow)
 	if st.Floor != (adaptive.Floor{}) {
 		v.Floor = &api.Floor{Priority: st.Floor.Priority.String(), Reason: st.Floor.Reason.String()}
 	}

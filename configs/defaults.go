@@ -101,6 +101,7 @@ func (g *Group) reset() {
 	*g = Group{
 		Key:         KeyNone,
 		Priority:    Priority(LevelDefault),
+		Mode:        ModeEnforce,
 		Concurrency: Concurrency{Law: LawTarget},
 		Targets:     Targets{Quantile: spec.DefaultQuantile, Memory: 0.85},
 		Queue: Queue{
@@ -114,7 +115,7 @@ func (g *Group) reset() {
 }
 
 func (r *Rate) reset() {
-	*r = Rate{Algorithm: AlgorithmTokenBucket, Cost: 1, Scope: ScopeLocal}
+	*r = Rate{Algorithm: AlgorithmTokenBucket, Cost: 1, Scope: ScopeLocal, Mode: ModeEnforce}
 }
 
 // defaultCircuit is the breaker of [upstream.circuit] before the file's

@@ -34,7 +34,24 @@ type Group struct {
 	Targets Targets `toml:"targets" json:"targets"`
 	// Queue is where requests wait for a concurrency slot.
 	Queue Queue `toml:"queue" json:"queue"`
+	// Mode is "enforce" (refuse what the limits refuse) or "shadow": every
+	// stage still decides, and what it would have refused is counted (the
+	// decision "shadow_rejected" of sluice_decisions_total, the admin API,
+	// the dashboard), but every request is admitted; the law keeps
+	// learning, so switching to "enforce" (reload or PATCH) starts from the
+	// limit it learned. Default "enforce".
+	Mode Mode `toml:"mode" json:"mode"`
 }
+
+// Mode is whether a group or a rate rule enforces its decisions:
+// "enforce" or "shadow".
+type Mode = spec.Mode
+
+// Modes.
+const (
+	ModeEnforce = spec.ModeEnforce
+	ModeShadow  = spec.ModeShadow
+)
 
 // Match selects requests. Every field that is set must accept the request;
 // an empty Match accepts every request. See [Match.Matches] for the exact
@@ -102,6 +119,11 @@ type Rate struct {
 	// fixed_window, and sliding_window up to 999999999 a window; no
 	// warm-up). Default "local".
 	Scope Scope `toml:"scope" json:"scope"`
+	// Mode is "enforce" or "shadow": a shadowed rate rule counts the
+	// requests over it as would-be rejections (reason "rate") and lets them
+	// on to the concurrency limit, which still enforces (unless the group
+	// is shadowed too). Default "enforce".
+	Mode Mode `toml:"mode" json:"mode"`
 	// Sync is how the nodes share a global quota (scope "global" only):
 	//
 	//   - "exact": every decision is a Redis script call (batched per round

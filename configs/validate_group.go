@@ -85,6 +85,7 @@ func (g *Group) check(ck *checker, p string) {
 	} else {
 		ck.unused(join(p, "default_priority"), g.DefaultPriority != "", `with a fixed priority (only with priority = "header:NAME")`)
 	}
+	oneOf(ck, join(p, "mode"), g.Mode, ModeEnforce, ModeShadow)
 	if g.Rate != nil {
 		g.Rate.check(ck, join(p, "rate"), g.Key)
 	}
@@ -192,6 +193,7 @@ func (r *Rate) check(ck *checker, p string, key KeySource) {
 		oneOf(ck, join(p, "algorithm"), string(r.Algorithm), limits.AlgorithmNames(nil)...)
 	}
 	scopeOK := oneOf(ck, join(p, "scope"), r.Scope, ScopeLocal, ScopeGlobal)
+	oneOf(ck, join(p, "mode"), r.Mode, ModeEnforce, ModeShadow)
 	costOK := ck.intRange(join(p, "cost"), r.Cost, 1, maxCost)
 	amountOK := r.checkAmount(ck, p)
 	if !algOK {

@@ -40,7 +40,7 @@ func (g *Gate) check(c Config) (*Config, error) {
 }
 
 // checkGroup checks what the gate reads of c itself: its name, key,
-// priority, and that its resource targets have a sampler to see them by.
+// priority, modes, and that its resource targets have a sampler to see them by.
 func (g *Gate) checkGroup(c *Group) error {
 	if c.Name == "" {
 		return errors.New("gate: a group has no name")
@@ -53,6 +53,14 @@ func (g *Gate) checkGroup(c *Group) error {
 	}
 	if _, ok := c.Priority.Header(); ok && c.DefaultPriority.Rank() < 0 {
 		return fmt.Errorf(`gate: group %q: default priority must be "critical", "default" or "sheddable", got %q`, c.Name, c.DefaultPriority)
+	}
+	if err := c.Mode.Check(); err != nil {
+		return fmt.Errorf("gate: group %q: %w", c.Name, err)
+	}
+	if r := c.Rate; r != nil {
+		if err := r.Mode.Check(); err != nil {
+			return fmt.Errorf("gate: group %q: rate: %w", c.Name, err)
+		}
 	}
 	switch c.Queue.Order {
 	case spec.OrderFIFO, spec.OrderLIFO, spec.OrderAdaptive:

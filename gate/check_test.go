@@ -62,10 +62,11 @@ func TestZeroGroupIsItsDefaults(t *testing.T) {
 	gc := c.Group("g")
 	want := Group{Name: "g", Key: "header:X-Tenant", Priority: "default",
 		Rate: &Rate{Algorithm: spec.AlgorithmTokenBucket, Rate: 50, Burst: 50, Cost: 1, Scope: spec.ScopeLocal,
-			MaxKeys: spec.DefaultMaxKeys, KeyIdleTimeout: spec.MinKeyIdle},
+			MaxKeys: spec.DefaultMaxKeys, KeyIdleTimeout: spec.MinKeyIdle, Mode: spec.ModeEnforce},
 		Concurrency: Concurrency{Law: spec.LawTarget, Min: adaptive.DefaultMinLimit, Max: adaptive.DefaultMaxLimit, Initial: adaptive.DefaultInitialLimit},
 		Targets:     Targets{Latency: 100 * time.Millisecond, Quantile: spec.DefaultQuantile},
 		Queue:       Queue{Order: spec.OrderFIFO},
+		Mode:        spec.ModeEnforce,
 	}
 	if gc == nil || !equalGroups(*gc, want) {
 		t.Fatalf("Config().Group = %+v (rate %+v), want %+v (rate %+v)", gc, gc.Rate, want, want.Rate)

@@ -72,12 +72,30 @@ func (g *Gate) Tick(now time.Time) {
 	}
 }
 
+// addRejections adds to s the rejections of an interval, by reason, from
+// the cumulative counts cur and prev: rate, concurrency stage, or shed.
+func addRejections(s *adaptive.Sample, cur, prev *[adaptive.NumRejections]uint64) {
+	for why := range cur {
+		n := int(cur[why] - prev[why])
+		switch r := adaptive.Rejection(why); {
+		case r == adaptive.RejectRate:
+			s.RateRejected += n
+		case stageReason(r):
+			s.Rejected += n
+		case r == adaptive.RejectPriority || r == adaptive.RejectCPU || r == adaptive.RejectMemory:
+			s.Shed += n
+		}
+	}
+}
+
 // countSnap is a copy of a group's cumulative counters.
 type countSnap struct {
 	arrived, stage [adaptive.NumPriorities]uint64
 	rejected       [adaptive.NumRejections]uint64
 	queued         uint64
 	canceled       uint64
+	shadow         [adaptive.NumRejections]uint64 // would-be rejections (shadow.go)
+	shadowStage    [adaptive.NumPriorities]uint64
 }
 
 func (gr *group) counts() (s countSnap) {
@@ -90,6 +108,7 @@ func (gr *group) counts() (s countSnap) {
 	}
 	s.queued = gr.c.queued.Load()
 	s.canceled = gr.c.canceled.Load()
+	gr.shadowCounts(&s)
 	return s
 }
 
@@ -167,7 +186,7 @@ func (g *Gate) tickGroup(gr *group, now time.Time, elapsed time.Duration, res *p
 	qwait := gr.qwait.Snapshot(rt)
 	cur := gr.counts()
 	prev := gr.prev
-	inflight, queued := gr.conc.InFlight(), gr.conc.Queued()
+	inflight, queued := gr.inFlight(), gr.conc.Queued() // in shadow, those beyond the limit too
 	gr.deriveArrivals(&cur, &prev, lat.Count, inflight+queued)
 	gr.prev = cur
 	limit := gr.conc.Limit()
@@ -198,23 +217,14 @@ func (g *Gate) tickGroup(gr *group, now time.Time, elapsed time.Duration, res *p
 	if qwait.Successes > 0 {
 		s.QueueWaitMin, s.QueueWaitMax = qwait.Min, qwait.Max
 	}
-	for why := range cur.rejected {
-		n := int(cur.rejected[why] - prev.rejected[why])
-		switch r := adaptive.Rejection(why); {
-		case r == adaptive.RejectRate:
-			s.RateRejected += n
-		case stageReason(r):
-			s.Rejected += n
-		case r == adaptive.RejectPriority || r == adaptive.RejectCPU || r == adaptive.RejectMemory:
-			s.Shed += n
-		}
-	}
+	addRejections(&s, &cur.rejected, &prev.rejected)
 	for p := range s.ByPriority {
 		s.ByPriority[p] = adaptive.PriorityCount{
 			Arrived:  int(cur.arrived[p] - prev.arrived[p]),
 			Rejected: int(cur.stage[p] - prev.stage[p]),
 		}
 	}
+	shadowSample(&s, &cur, &prev)
 
 	// The law, then the queue bound, then the floor (adaptive/sim's order).
 	rateFrom := lawRate(gr.pol.law)

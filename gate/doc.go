@@ -68,6 +68,31 @@
 //     what is in it rather than counted per request (see counters); they agree
 //     over an interval except for requests caught mid-decision by the tick.
 //
+// # Shadow mode
+//
+// A group with Mode spec.ModeShadow runs every stage above but refuses
+// nobody: the first stage that would refuse a request counts a would-be
+// rejection of its reason (GroupStatus.Shadow, Pass.Shadowed) and the
+// request is admitted at once without a slot, taking nothing from the later
+// stages (no rate units, no key's share), as a refused one would not. A
+// request that finds no free slot is a would-be "concurrency" without a
+// queue; with one it counts as would-have-waited (ShadowStatus.Queued)
+// while fewer than queue.max such requests are in flight (the shadow
+// queue), else as a would-be "queue_full"; whether a waiter would have got
+// a slot in time or timed out is not known, since it does not wait. The
+// requests admitted beyond the limit never hold a slot, so the concurrency
+// counter's limit is never overshot; they are counted apart
+// (ShadowStatus.Beyond) and included in the in-flight, latency and drops the
+// law sees, with the would-be rejections as rejections, so its limit is the
+// one it would enforce. A leaky_queue does not pace in shadow. A rate rule
+// with Mode spec.ModeShadow shadows the rate stage alone: over its limit a
+// request is counted (reason "rate") and goes on to the stages that
+// enforce; AllowRate then allows and returns the would-be Rejection. The
+// mode is not part of what makes a reload rebuild a group, and Override can
+// change it alone: either way the law runs on with its state. Rejections
+// decided outside the gate (Gate.Reject: the proxy's circuit breaker, which
+// keeps requests off an upstream that is failing) are not shadowed.
+//
 // # Hot path cost
 //
 // Enter and Done of an admitted request read the clock once each (a monotonic

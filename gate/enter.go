@@ -39,10 +39,45 @@ func (o Outcome) String() string {
 // is a no-op, but a copy of a Pass is a second claim on the same slot: pass a
 // *Pass around, not copies. The zero Pass holds nothing and Done is a no-op.
 type Pass struct {
-	g    *group
-	ks   *keyState
-	t0   int64 // slot taken, ns on the gate's clock
-	wait int64 // ns from arrival to t0: a leaky_queue's pacing and the queue
+	g  *group
+	ks *keyState
+	t0 int64 // slot taken, ns on the gate's clock
+	// wait is the ns from arrival to t0 (a leaky_queue's pacing and the
+	// queue), with wouldRate set when a shadowed rate rule would have
+	// refused the request; negative for a request a shadowed group admitted
+	// without a slot (its wait is 0): see beyondWait. Packed so that a Pass
+	// stays four words, which the hot path returns by value.
+	wait int64
+}
+
+// wouldRate marks Pass.wait: a shadowed rate rule would have refused it.
+const wouldRate int64 = 1 << 62
+
+// beyondWait is the Pass.wait of a request admitted without a slot by a
+// shadowed group: enforcement would have refused it for why, or with why
+// RejectNone made it wait.
+func beyondWait(why adaptive.Rejection) int64 { return -1 - int64(why) }
+
+// waited returns the wait p's wait holds.
+func (p *Pass) waited() time.Duration {
+	if p.wait < 0 {
+		return 0
+	}
+	return time.Duration(p.wait &^ wouldRate)
+}
+
+// Shadowed returns the reason enforcement would have refused the request
+// for, when a shadowed group or rate rule admitted it anyway; RejectNone
+// otherwise. A request enforcement would only have made wait in the queue
+// reports RejectNone (see ShadowStatus.Queued).
+func (p *Pass) Shadowed() adaptive.Rejection {
+	switch {
+	case p.wait < 0:
+		return adaptive.Rejection(-1 - p.wait)
+	case p.wait&wouldRate != 0:
+		return adaptive.RejectRate
+	}
+	return adaptive.RejectNone
 }
 
 // Group returns the name of the pass's group, "" for the zero Pass.
@@ -72,7 +107,11 @@ func (p *Pass) DoneAfter(o Outcome, latency time.Duration) {
 		return
 	}
 	p.g = nil
-	gr.conc.Release()
+	if p.wait >= 0 {
+		gr.conc.Release()
+	} else {
+		gr.leaveBeyond(adaptive.Rejection(-1 - p.wait))
+	}
 	if ks := p.ks; ks != nil {
 		ks.held.Add(-1)
 		gr.keys.leave(ks)
@@ -86,7 +125,7 @@ func (p *Pass) DoneAfter(o Outcome, latency time.Duration) {
 		gr.lat.Ignore()
 	}
 	if ob := gr.gate.observer; ob != nil {
-		ob.ObserveDone(gr.name, o, latency, time.Duration(p.wait))
+		ob.ObserveDone(gr.name, o, latency, p.waited())
 	}
 }
 
@@ -129,20 +168,31 @@ func (g *Gate) EnterClassCost(ctx context.Context, c Class, cost int64) (Pass, R
 	}
 
 	if ok, why := adaptive.UnpackFloor(gr.floor.Load()).Admit(p); !ok {
-		return Pass{}, gr.reject(why, p, c.Key), false
+		if gr.mode.Load()&shadowGroup == 0 {
+			return Pass{}, gr.reject(why, p, c.Key), false
+		}
+		return gr.shadowPass(why, p, t0), Rejection{}, true
 	}
 
+	var would int64 // wouldRate when a shadowed rate rule refused
 	if rl := gr.rate; rl != nil {
 		if cost == 0 {
 			cost = rl.cost
 		}
 		res := rl.lim.AllowAt(c.Key, g.at(t0), cost)
 		if !res.Allowed {
-			r := gr.reject(adaptive.RejectRate, p, c.Key)
-			r.RetryAfter, r.Rate, r.Policy = res.RetryAfter, res, rl.lim.Policy()
-			return Pass{}, r, false
+			switch m := gr.mode.Load(); {
+			case m&shadowGroup != 0:
+				return gr.shadowPass(adaptive.RejectRate, p, t0), Rejection{}, true
+			case m&shadowRate == 0:
+				r := gr.reject(adaptive.RejectRate, p, c.Key)
+				r.RetryAfter, r.Rate, r.Policy = res.RetryAfter, res, rl.lim.Policy()
+				return Pass{}, r, false
+			}
+			gr.shadowReject(adaptive.RejectRate, p) // on to the stages that enforce
+			would = wouldRate
 		}
-		if res.Delay > 0 && rl.paced {
+		if res.Delay > 0 && rl.paced && gr.mode.Load()&shadowRate == 0 { // shadow does not pace
 			if why := pace(ctx, res.Delay); why != adaptive.RejectNone {
 				if why == gaveUp {
 					return Pass{}, gr.abandoned(), false
@@ -161,11 +211,20 @@ func (g *Gate) EnterClassCost(ctx context.Context, c Class, cost int64) (Pass, R
 		ks, active = gr.keys.enter(c.Key)
 		if !gr.fair.Allow(int(ks.held.Load()), gr.conc.InFlight(), gr.conc.Limit(), active) {
 			gr.keys.leave(ks)
+			if gr.mode.Load()&shadowGroup != 0 {
+				return gr.shadowPass(adaptive.RejectFairShare, p, t0), Rejection{}, true
+			}
 			return Pass{}, gr.reject(adaptive.RejectFairShare, p, c.Key), false
 		}
 	}
 
 	if !gr.conc.TryAcquire() {
+		if gr.mode.Load()&shadowGroup != 0 {
+			if ks != nil {
+				gr.keys.leave(ks)
+			}
+			return gr.shadowPass(adaptive.RejectNone, p, t0), Rejection{}, true
+		}
 		var why adaptive.Rejection
 		if t0, why = g.queue(ctx, gr, p, t0); why != adaptive.RejectNone {
 			if ks != nil {
@@ -180,8 +239,20 @@ func (g *Gate) EnterClassCost(ctx context.Context, c Class, cost int64) (Pass, R
 	if ks != nil {
 		ks.held.Add(1)
 	}
-	gr.lat.ObserveInflight(gr.conc.InFlight())
-	return Pass{g: gr, ks: ks, t0: t0, wait: t0 - arrived}, Rejection{}, true
+	gr.lat.ObserveInflight(gr.conc.InFlight()) // in shadow, shadowPass adds those beyond
+	return Pass{g: gr, ks: ks, t0: t0, wait: (t0 - arrived) | would}, Rejection{}, true
+}
+
+// shadowPass admits, without a slot, a request of a shadowed group that
+// enforcement would have refused for why at a stage (RejectNone: it found
+// no free slot; see admitBeyond), at t0 (a shadowed group neither paces
+// nor queues: its wait is 0). Like a request enforcement
+// would have refused, it takes nothing from the later stages (no rate
+// units, no key's share, no slot).
+func (gr *group) shadowPass(why adaptive.Rejection, p adaptive.Priority, t0 int64) Pass {
+	why = gr.admitBeyond(why, p)
+	gr.lat.ObserveInflight(gr.inFlight())
+	return Pass{g: gr, t0: t0, wait: beyondWait(why)}
 }
 
 // AllowRate decides c against its group's rate stage alone, spending cost
@@ -195,6 +266,11 @@ func (g *Gate) EnterClassCost(ctx context.Context, c Class, cost int64) (Pass, R
 // returned in the Result, not waited. c must come from Classify or ClassOf:
 // a zero Class panics; so does a negative cost. Safe for concurrent use;
 // it does not allocate for a key the limiter holds.
+//
+// In shadow mode (the group's, or its rate rule's) a request over the
+// limit is allowed (ok = true, res.Allowed false) and the Rejection returned
+// is the one enforcement would have given (Rejected() true), counted as a
+// would-be rejection.
 func (g *Gate) AllowRate(c Class, cost int64) (limits.Result, limits.Policy, Rejection, bool) {
 	gr := c.g
 	if gr == nil {
@@ -217,6 +293,11 @@ func (g *Gate) AllowRate(c Class, cost int64) (limits.Result, limits.Policy, Rej
 	p := min(c.Priority, adaptive.Critical)
 	if p != gr.prio {
 		gr.c.arrived[p].Add(1)
+	}
+	if gr.mode.Load()&shadowRate != 0 {
+		gr.shadowReject(adaptive.RejectRate, p) // then allowed, as an allowed one
+		return res, pol, Rejection{Reason: adaptive.RejectRate, Group: gr.name, RetryAfter: res.RetryAfter,
+			Rate: res, Policy: pol}, true
 	}
 	r := gr.reject(adaptive.RejectRate, p, c.Key)
 	r.RetryAfter, r.Rate, r.Policy = res.RetryAfter, res, pol

@@ -47,6 +47,7 @@ type group struct {
 	lat     *probe.Recorder // upstream latency, outcomes, peak in flight
 	qwait   *probe.Recorder // queue waits
 	drained atomic.Bool     // the queue was empty at some moment this interval
+	mode    atomic.Uint32   // shadowGroup | shadowRate bits (see shadow.go)
 
 	c *counters // shared with the group gr replaces (see newGroup)
 
@@ -89,6 +90,15 @@ type counters struct {
 	queued   atomic.Uint64                         // requests that waited for a slot
 	canceled atomic.Uint64                         // requests whose context ended while they waited
 	done     [3]atomic.Uint64                      // completions by Outcome, added by the control loop
+
+	// Shadow mode (shadow.go): would-be rejections by reason and, of the
+	// concurrency stage's, by priority; requests that would have waited;
+	// requests in flight without a slot now, and those of them that would
+	// be waiting.
+	shadow          [adaptive.NumRejections]atomic.Uint64
+	shadowStage     [adaptive.NumPriorities]atomic.Uint64
+	shadowQueued    atomic.Uint64
+	beyond, waiting atomic.Int64
 
 	// rejectedKeys are the keys rejected most, over about the last two
 	// minutes (decayed by the control loop every rejectedKeysDecay, at
@@ -180,6 +190,7 @@ func (g *Gate) newGroup(c *spec.Group, s seed, groups int, from *group) (_ *grou
 		}
 	}
 	gr.setQueueBounds(c)
+	gr.setMode(c)
 	gr.recSub = recorderSub
 	gr.drained.Store(true)
 	if from != nil {

@@ -32,4 +32,5 @@ type (
 	Scope     = spec.Scope     // where a rate quota lives
 	Sync      = spec.Sync      // how nodes share a global quota
 	Order     = spec.Order     // a queue discipline
+	Mode      = spec.Mode      // enforce, or shadow: count what would be refused, admit it
 )

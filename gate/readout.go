@@ -19,7 +19,9 @@ type GroupStatus struct {
 	// Limit is the concurrency limit now; Min and Max its bounds (both the
 	// limit for law "fixed").
 	Limit, Min, Max int
-	InFlight        int
+	// InFlight is the requests admitted and not done, in shadow mode those
+	// admitted beyond the limit included (Shadow.Beyond).
+	InFlight int
 	// Queued is the number of waiters now; QueueMax the queue's bound.
 	Queued, QueueMax int
 	// QueueWait is the longest a request below critical may wait now (the
@@ -63,6 +65,8 @@ type GroupStatus struct {
 	Completed [3]uint64
 	Rejected  [adaptive.NumRejections]uint64
 	Canceled  uint64
+	// Shadow is the group's mode and what shadow mode would have refused.
+	Shadow ShadowStatus
 
 	// Floor is the lowest priority admitted now and the reason given below it.
 	Floor adaptive.Floor
@@ -135,7 +139,7 @@ func (gr *group) status() GroupStatus {
 		Limit:             gr.conc.Limit(),
 		Min:               c.Concurrency.Min,
 		Max:               c.Concurrency.Max,
-		InFlight:          gr.conc.InFlight(),
+		InFlight:          gr.inFlight(),
 		Queued:            gr.conc.Queued(),
 		QueueMax:          gr.conc.MaxQueue(),
 		QueueWait:         time.Duration(gr.waitNs.Load()),
@@ -177,6 +181,7 @@ func (gr *group) status() GroupStatus {
 	if gr.rate != nil && gr.rate.keyed != nil {
 		s.RateKeys = gr.rate.keyed.Len()
 	}
+	s.Shadow = gr.shadowStatus(c)
 	top, _, skipped := gr.c.rejectedKeys.Top(rejectedKeysShown)
 	for _, e := range top {
 		s.RejectedKeys = append(s.RejectedKeys, RejectedKey{Key: e.Key, Count: e.Count, Error: e.Error, Reason: adaptive.Rejection(e.Tag)})

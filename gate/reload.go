@@ -114,7 +114,8 @@ func (g *Gate) Reload(next Config, o ReloadOptions) (ReloadResult, error) {
 			}
 		case prev == gr:
 			res.Unchanged = append(res.Unchanged, c.Name)
-			gr.cfg.Store(ptr(c.Clone())) // its match may differ
+			gr.cfg.Store(ptr(c.Clone())) // its match or mode may differ
+			gr.setMode(c)
 		default:
 			res.Changed = append(res.Changed, c.Name)
 			gr.inherit(prev)
@@ -213,7 +214,8 @@ type FieldChange struct {
 	From, To string
 }
 
-// Override changes a group at runtime: its targets, concurrency bounds (min,
+// Override changes a group at runtime: its mode and its rate rule's, its
+// targets, concurrency bounds (min,
 // max, initial, limit, backoff, tolerance), rate figures (rate, limit, window,
 // burst, max_wait) and queue (max, max_wait, order, CoDel). The caller gives the
 // whole group as it should be: a Clone of Config().Group(name), changed
@@ -221,7 +223,9 @@ type FieldChange struct {
 // checks a config; changing anything else (the match, key, priority, law,
 // algorithm or scope) needs a Reload and is refused.
 //
-// The group is changed in place: the law is rebuilt from the new settings,
+// An override of the modes alone changes nothing else: the law runs on with
+// its state (the limit it learned in shadow is the one it enforces).
+// Otherwise the group is changed in place: the law is rebuilt from the new settings,
 // starting from the limit (and rate) in force, clamped to the new bounds;
 // per-key rate state is kept; the requests in flight and queued keep counting
 // against the new limits (a limit lowered below the requests in flight
@@ -246,6 +250,12 @@ func (g *Gate) Override(c Group) error {
 			c.Name, strings.Join(fixed, ", "))
 	}
 
+	if sameLimits(cur, nc) { // only the modes (or nothing): the law runs on as it is
+		gr.setMode(nc)
+		gr.cfg.Store(ptr(nc.Clone()))
+		g.storeOverride(t, gr, next, nc)
+		return nil
+	}
 	rateChanged := !reflect.DeepEqual(cur.Rate, nc.Rate)
 	s := seed{limit: gr.conc.Limit(), rate: lawRate(gr.pol.law)}
 	managedMax := manageable(nc)
@@ -266,8 +276,15 @@ func (g *Gate) Override(c Group) error {
 		_ = gr.rate.setRate(r)
 	}
 	gr.setSlots(nc, pol.qw == nil || nc.Queue.Order != cur.Queue.Order)
+	gr.setMode(nc)
 	gr.cfg.Store(ptr(nc.Clone()))
+	g.storeOverride(t, gr, next, nc)
+	return nil
+}
 
+// storeOverride records the override that made gr's config nc and swaps in
+// the table of next. Call with g.mu held.
+func (g *Gate) storeOverride(t *table, gr *group, next *Config, nc *spec.Group) {
 	var ov *Override
 	if ch := diffFields(gr.file, nc); len(ch) > 0 {
 		ov = &Override{At: g.now(), Changes: ch, group: nc.Clone()}
@@ -281,7 +298,6 @@ func (g *Gate) Override(c Group) error {
 		nt.routes[i].match = &next.Groups[i].Match
 	}
 	g.table.Store(&nt)
-	return nil
 }
 
 // field is one field an override may change.
@@ -308,6 +324,8 @@ func rateField(path string, get func(*spec.Rate) any, set func(dst, src *spec.Ra
 
 // overridable are the fields Override may change.
 var overridable = []field{
+	{"mode", func(g *spec.Group) any { return g.Mode }, func(d, s *spec.Group) { d.Mode = s.Mode }},
+	rateField("rate.mode", func(r *spec.Rate) any { return r.Mode }, func(d, s *spec.Rate) { d.Mode = s.Mode }),
 	{"targets.latency", func(g *spec.Group) any { return g.Targets.Latency }, func(d, s *spec.Group) { d.Targets.Latency = s.Targets.Latency }},
 	{"targets.quantile", func(g *spec.Group) any { return g.Targets.Quantile }, func(d, s *spec.Group) { d.Targets.Quantile = s.Targets.Quantile }},
 	{"targets.cpu", func(g *spec.Group) any { return g.Targets.CPU }, func(d, s *spec.Group) { d.Targets.CPU = s.Targets.CPU }},

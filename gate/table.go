@@ -85,12 +85,23 @@ func (g *Gate) buildTable(cfg *spec.Config, old *table, st *stateFile) (_ *table
 	return t, nil
 }
 
-// sameLimits reports whether a and b differ at most in their match: then the
-// group keeps running as it is.
+// sameLimits reports whether a and b differ at most in their match and
+// modes: then the group keeps running as it is (Reload publishes the new
+// mode), its law's state with it.
 func sameLimits(a, b *spec.Group) bool {
 	x, y := a.Clone(), b.Clone()
 	x.Match, y.Match = spec.Match{}, spec.Match{}
+	withoutModes(&x)
+	withoutModes(&y)
 	return reflect.DeepEqual(x, y)
+}
+
+// withoutModes clears the modes of g (a clone), for comparing the rest.
+func withoutModes(g *spec.Group) {
+	g.Mode = ""
+	if g.Rate != nil {
+		g.Rate.Mode = ""
+	}
 }
 
 // configHash identifies a config by its content (defaults filled in).

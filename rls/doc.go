@@ -70,9 +70,14 @@
 // whole seconds, the longest of the descriptors over their limit) and
 // Sluice-Reason, as the proxy's 429 does.
 //
-// Params.Shadow is the hook of shadow mode: a descriptor over its limit
-// whose group it names is answered OK, its figures kept and no
-// Retry-After, and counted as shadowed.
+// Shadow mode: a descriptor over the limit of a group or rate rule with
+// mode = "shadow" (or whose group Params.Shadow names) is answered OK, its
+// figures kept and no Retry-After, and counted as shadowed (and by the gate
+// as a would-be rejection, reason "rate"). Envoy's RateLimitResponse has no
+// shadow field (go-control-plane's envoy/service/ratelimit/v3 holds
+// overall_code, statuses, headers, raw_body, dynamic_metadata and quota):
+// the answer is a plain OK, and the shadowed count is in sluice's metrics
+// (sluice_front_decisions_total, decision "shadowed").
 //
 // # Errors
 //

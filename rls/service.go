@@ -27,9 +27,9 @@ type Params struct {
 	Mapping Mapping
 	// Shadow, if set, is asked for the group of each descriptor over its
 	// limit: true answers OK instead (the figures kept, counted as
-	// shadowed), for a rollout that watches before it enforces. It is the
-	// hook of sluice's shadow mode (issue 17), which the gate will decide
-	// per group and rule.
+	// shadowed). A group or rate rule with mode = "shadow" is answered so
+	// without it (the gate allows and counts the would-be rejection); the
+	// hook shadows groups from outside the config.
 	Shadow func(group string) bool
 }
 
@@ -188,13 +188,15 @@ func (s *Service) ShouldRateLimit(_ context.Context, req *rlsv3.RateLimitRequest
 		}
 		res, pol, rej, allowed := s.gate.AllowRate(class, cost(req, desc))
 		var f figures
-		if allowed {
+		if allowed && !rej.Rejected() {
 			f = render(c.h, ds.Group, res, pol, nil)
 			s.stats.ok.Add(1)
 			ds.counts.ok.Add(1)
 		} else {
 			f = render(c.h, ds.Group, res, pol, &rej)
-			if s.shadow != nil && s.shadow(ds.Group) {
+			// allowed with a rejection: the group or its rate rule is in
+			// shadow mode (the gate counted it as a would-be rejection).
+			if allowed || s.shadow != nil && s.shadow(ds.Group) {
 				f.reason, f.retryAfter = "", 0
 				s.stats.shadowed.Add(1)
 				ds.counts.shadowed.Add(1)

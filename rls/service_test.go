@@ -252,6 +252,28 @@ func TestShadowAnswersOKAndKeepsTheFigures(t *testing.T) {
 	}
 }
 
+// TestShadowModeOfTheConfig: a rate rule with mode = "shadow" is answered
+// OK past its limit as the hook's is, and the gate counts the would-be
+// rejection (and no real one).
+func TestShadowModeOfTheConfig(t *testing.T) {
+	groups := strings.Replace(edgeGroups, `window = "10s"`, `window = "10s"`+"\n  mode = \"shadow\"", 1)
+	e := newEnv(t, groups, rls.Params{Mapping: edgeMapping})
+	a := desc("remote_address", "192.0.2.1")
+	for range 5 {
+		resp := e.ask(t, request("edge", 0, a))
+		if h := headers(resp); resp.GetOverallCode() != ok || len(h["Retry-After"]) != 0 {
+			t.Fatalf("shadowed rule: %v, headers %v; want OK and no Retry-After", resp, h)
+		}
+	}
+	if st := e.svc.Stats(); st.Shadowed != 2 || st.OverLimit != 0 || st.OK != 3 {
+		t.Fatalf("stats %+v; want 3 ok, 2 shadowed", st)
+	}
+	g, _ := e.gate.Group("per-client")
+	if g.Shadow.Rejected[adaptive.RejectRate] != 2 || g.Rejected[adaptive.RejectRate] != 0 {
+		t.Fatalf("gate: %d would-be, %d real rate rejections; want 2, 0", g.Shadow.Rejected[adaptive.RejectRate], g.Rejected[adaptive.RejectRate])
+	}
+}
+
 func TestNegativeHitsSpendNothing(t *testing.T) {
 	e := newEnv(t, edgeGroups, rls.Params{Mapping: edgeMapping})
 	a := desc("remote_address", "192.0.2.1")

@@ -55,6 +55,10 @@ type Group struct {
 	Min      int `json:"min"`
 	Max      int `json:"max"`
 	InFlight int `json:"in_flight"`
+	// Mode is "enforce" or "shadow" (every request admitted, what would
+	// have been refused counted in Shadow).
+	Mode   configs.Mode `json:"mode"`
+	Shadow Shadow       `json:"shadow"`
 
 	Queue   Queue   `json:"queue"`
 	Rate    *Rate   `json:"rate"` // null: no rate limit
@@ -82,6 +86,28 @@ type Group struct {
 	Config *configs.Group `json:"config,omitempty"`
 	// Notes say what a PATCH adjusted on its own (only in its answer).
 	Notes []string `json:"notes,omitempty"`
+}
+
+// Shadow is what a group's shadow mode saw: the requests it admitted that
+// enforcement would have refused (each counted once, by the first stage
+// that would have refused it), or made wait.
+type Shadow struct {
+	// RateMode is the rate rule's mode, "" without a rate limit.
+	RateMode configs.Mode `json:"rate_mode,omitempty"`
+	// WouldReject is the would-be rejections since the group was built,
+	// ByReason the same by reason (the reasons of rejected_by_reason).
+	WouldReject uint64            `json:"would_reject"`
+	ByReason    map[string]uint64 `json:"would_reject_by_reason"`
+	// WouldQueue counts the requests enforcement would have made wait in
+	// the queue (whether they would then have got a slot cannot be known).
+	WouldQueue uint64 `json:"would_queue"`
+	// Beyond is the requests in flight now beyond the concurrency limit,
+	// holding no slot.
+	Beyond int `json:"beyond_limit"`
+	// Line says it in words, for the dashboard's why line and `sluice
+	// status`: "shadow mode: admitting every request; would have refused
+	// 120 concurrency" ("" for a group that enforces and never counted).
+	Line string `json:"line,omitempty"`
 }
 
 // RejectedKey is one of a group's most rejected keys.

@@ -175,7 +175,7 @@
 
   function renderTabs() {
     const nav = el("groups");
-    const key = state.groups.map((g) => g.name + (g.override ? "*" : "") + g.law).join("|");
+    const key = state.groups.map((g) => g.name + (g.override ? "*" : "") + g.law + g.mode).join("|");
     if (nav.dataset.key !== key) {
       nav.dataset.key = key;
       nav.textContent = "";
@@ -188,6 +188,13 @@
         law.className = "law";
         law.textContent = g.law;
         b.append(law);
+        if (g.mode === "shadow") {
+          const sh = document.createElement("span");
+          sh.className = "law";
+          sh.title = "shadow mode: admits every request, counts what it would refuse";
+          sh.textContent = "shadow";
+          b.append(sh);
+        }
         if (g.override) {
           const badge = document.createElement("span");
           badge.className = "badge";
@@ -225,6 +232,7 @@
       parts.push(span(" · now holding: " + g.decision.reason, "when"));
     }
     if (g.floor) parts.push(span(" · shedding below " + g.floor.priority + " (" + g.floor.reason + ")"));
+    if (g.shadow && g.shadow.line) parts.push(span(" · " + g.shadow.line, "shadow"));
     w.append(...parts);
     w.dataset.reason = g.last_change ? g.last_change.reason : "";
   }

@@ -67,6 +67,12 @@ func logStart(d *daemon) {
 			"limit", st.Limit, "min", st.Min, "max", st.Max, "key", g.Key, "priority", g.Priority}
 		if r := g.Rate; r != nil {
 			args = append(args, "rate", fmt.Sprintf("%s %s %g/s per %s key", r.Scope, r.Algorithm, r.PerSecond(), g.Key))
+			if r.Mode == configs.ModeShadow {
+				args = append(args, "rate_mode", r.Mode)
+			}
+		}
+		if g.Mode == configs.ModeShadow {
+			args = append(args, "mode", "shadow: admits every request, counts what it would refuse")
 		}
 		if g.Queue.Max > 0 {
 			args = append(args, "queue", fmt.Sprintf("%s, %d, max_wait %s", g.Queue.Order, g.Queue.Max, g.Queue.MaxWait))

@@ -275,9 +275,15 @@ func printStatus(w io.Writer, st *api.Status, gs []api.Group, now time.Time) {
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	cli.Fprintf(tw, "GROUP\tLAW\tLIMIT\tBOUNDS\tIN FLIGHT\tQUEUE\tRATE/S\tP50\tP99\tTARGET\tTHRU/S\tREJECTED\tLAST CHANGE\n")
-	var overridden []string
+	var overridden, shadowed []string
 	for _, g := range gs {
 		name := g.Name
+		if g.Shadow.Line != "" {
+			if g.Mode == configs.ModeShadow {
+				name += " (shadow)"
+			}
+			shadowed = append(shadowed, g.Name+": "+g.Shadow.Line)
+		}
 		if g.Override != nil {
 			name += "*"
 			var ch []string
@@ -317,6 +323,12 @@ func printStatus(w io.Writer, st *api.Status, gs []api.Group, now time.Time) {
 	if len(overridden) > 0 {
 		cli.Fprintf(w, "\n* runtime override in force:\n")
 		for _, o := range overridden {
+			cli.Fprintf(w, "  %s\n", o)
+		}
+	}
+	if len(shadowed) > 0 {
+		cli.Fprintf(w, "\nshadow mode (admitted all the same):\n")
+		for _, o := range shadowed {
 			cli.Fprintf(w, "  %s\n", o)
 		}
 	}

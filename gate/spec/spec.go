@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"fmt"
 	"maps"
 	"math"
 	"slices"
@@ -90,6 +91,33 @@ type Group struct {
 	Targets Targets
 	// Queue is where requests wait for a concurrency slot.
 	Queue Queue
+	// Mode is ModeEnforce (the default) or ModeShadow: a shadowed group
+	// runs every stage and counts what it would have refused, and why, but
+	// admits every request (see package gate, "Shadow mode").
+	Mode Mode
+}
+
+// Mode is whether a group, or its rate rule, enforces its decisions.
+type Mode string
+
+// Modes.
+const (
+	// ModeEnforce refuses what the limits refuse.
+	ModeEnforce Mode = "enforce"
+	// ModeShadow admits what the limits refuse and counts it as a would-be
+	// rejection: for trying a config on live traffic before enforcing it.
+	ModeShadow Mode = "shadow"
+)
+
+// Shadow reports whether m is ModeShadow.
+func (m Mode) Shadow() bool { return m == ModeShadow }
+
+// Check reports an error unless m is ModeEnforce or ModeShadow.
+func (m Mode) Check() error {
+	if m != ModeEnforce && m != ModeShadow {
+		return fmt.Errorf(`mode must be "enforce" or "shadow", got %q`, m)
+	}
+	return nil
 }
 
 // Clone returns a deep copy of g that shares nothing with it.
@@ -244,6 +272,9 @@ func (g Group) WithDefaults() Group {
 			g.DefaultPriority = LevelDefault
 		}
 	}
+	if g.Mode == "" {
+		g.Mode = ModeEnforce
+	}
 	g.Concurrency = g.Concurrency.WithDefaults()
 	if g.Rate != nil {
 		r := g.Rate.WithDefaults(g.Key)
@@ -330,6 +361,11 @@ type Rate struct {
 	// Defaults DefaultLeasePeriod and DefaultLeaseExpiry (at least three
 	// lease periods).
 	LeasePeriod, LeaseExpiry time.Duration
+	// Mode is ModeEnforce (the default) or ModeShadow: a shadowed rate rule
+	// counts the requests over it as would-be rejections (reason "rate")
+	// and lets them on to the next stage. A shadowed group shadows its rate
+	// too, whatever this says.
+	Mode Mode
 }
 
 // Algorithm is a static rate limiting algorithm (see package limits).
@@ -390,6 +426,9 @@ func (r Rate) WithDefaults(key KeySource) Rate {
 	}
 	if r.Scope == "" {
 		r.Scope = ScopeLocal
+	}
+	if r.Mode == "" {
+		r.Mode = ModeEnforce
 	}
 	if r.Cost == 0 {
 		r.Cost = 1
