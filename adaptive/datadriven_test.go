@@ -192,7 +192,7 @@ func (d *driver) run(cmd string) (string, error) {
 		s.QueueDrained = args.bool("drained")
 		s.Latency.P50, s.Latency.P99 = args.dur("p50"), args.dur("p99")
 		b := d.queue.Update(s)
-		return fmt.Sprintf("wait %v critical %v lifo %v standing %v", b.Wait, b.Burst, b.LIFO, b.Standing), args.err
+		return fmt.Sprintf("wait %v critical %v lifo %v standing %v", b.Wait, b.Critical, b.LIFO, b.Standing), args.err
 	case "fair":
 		d.fair = FairShare{Slack: args.float("slack")}
 		return "ok", args.err

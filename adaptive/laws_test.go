@@ -222,11 +222,11 @@ func TestRejectionNames(t *testing.T) {
 		t.Fatalf("%d names for %d rejections", len(want), NumRejections)
 	}
 	for i, w := range want {
-		if got := Rejection(i).String(); got != w {
-			t.Errorf("Rejection(%d) = %q, want %q", i, got, w)
+		if got := RejectReason(i).String(); got != w {
+			t.Errorf("RejectReason(%d) = %q, want %q", i, got, w)
 		}
 	}
-	if got := Rejection(200).String(); got != "unknown" {
+	if got := RejectReason(200).String(); got != "unknown" {
 		t.Errorf("out of range: %q", got)
 	}
 }

@@ -51,11 +51,11 @@ func ParsePriority(s string) (Priority, bool) {
 // an atomic (see Pack) and checks each request against it without locks.
 type Floor struct {
 	Priority Priority
-	Reason   Rejection
+	Reason   RejectReason
 }
 
 // Admit reports whether a request of priority p passes the floor, and if not, why.
-func (f Floor) Admit(p Priority) (bool, Rejection) {
+func (f Floor) Admit(p Priority) (bool, RejectReason) {
 	if p < f.Priority {
 		return false, f.Reason
 	}
@@ -75,5 +75,5 @@ func (f Floor) Pack() uint32 { return uint32(f.Priority)<<8 | uint32(f.Reason) }
 
 // UnpackFloor decodes a Pack result.
 func UnpackFloor(v uint32) Floor {
-	return Floor{Priority: Priority(v >> 8), Reason: Rejection(v)}
+	return Floor{Priority: Priority(v >> 8), Reason: RejectReason(v)}
 }

@@ -96,10 +96,11 @@ func (p QueueWaitParams) Validate() error {
 type QueueBound struct {
 	// Wait is the bound for waiters below Critical.
 	Wait time.Duration
-	// Burst is the bound for Critical waiters, always Interval: the queue serves
-	// them first, so they wait only for the next free slot, and they keep the
-	// burst bound even while a standing queue of lower priorities is cut short.
-	Burst    time.Duration
+	// Critical is the bound for Critical waiters, always Interval: the queue
+	// serves them first, so they wait only for the next free slot, and they
+	// keep this bound even while a standing queue of lower priorities is cut
+	// short.
+	Critical time.Duration
 	LIFO     bool
 	Standing bool // a standing queue persists
 }
@@ -107,7 +108,7 @@ type QueueBound struct {
 // For returns the wait bound of a waiter of priority p.
 func (b QueueBound) For(p Priority) time.Duration {
 	if p >= Critical {
-		return b.Burst
+		return b.Critical
 	}
 	return b.Wait
 }
@@ -183,7 +184,7 @@ func (q *QueueWait) Update(s Sample) QueueBound {
 
 // Bound returns the current bound.
 func (q *QueueWait) Bound() QueueBound {
-	b := QueueBound{Wait: q.p.Interval, Burst: q.p.Interval, Standing: q.standing}
+	b := QueueBound{Wait: q.p.Interval, Critical: q.p.Interval, Standing: q.standing}
 	if q.standing {
 		b.Wait = q.p.Target
 	}

@@ -1,12 +1,12 @@
 package adaptive
 
-// Rejection is why the gate turned a request away: the vocabulary of the
+// RejectReason is why the gate turned a request away: the vocabulary of the
 // data path (ARCHITECTURE.md), shown in the Sluice-Reason header, the metrics and the admin API.
-type Rejection uint8
+type RejectReason uint8
 
 // Rejection reasons. RejectNone is "admitted".
 const (
-	RejectNone Rejection = iota
+	RejectNone RejectReason = iota
 	// RejectRate: a token rate or window (static quota or the managed rate).
 	RejectRate
 	// RejectConcurrency: no slot free and no queue to wait in.
@@ -33,8 +33,8 @@ const (
 	numRejections
 )
 
-// NumRejections is the number of Rejection values, RejectNone included: size of
-// an array indexed by Rejection.
+// NumRejections is the number of RejectReason values, RejectNone included: size of
+// an array indexed by RejectReason.
 const NumRejections = int(numRejections)
 
 var rejectionNames = [...]string{
@@ -51,7 +51,7 @@ var rejectionNames = [...]string{
 }
 
 // String returns the reason's wire name ("queue_full"), "" for RejectNone.
-func (r Rejection) String() string {
+func (r RejectReason) String() string {
 	if int(r) < len(rejectionNames) {
 		return rejectionNames[r]
 	}

@@ -230,7 +230,7 @@ func (h *history) view(since int64, interval time.Duration) api.History {
 		}
 		for r := 1; r < adaptive.NumRejections; r++ {
 			if s := pick(gh.byReason[r]); anyPositive(s) {
-				gs.RejectedByReason[adaptive.Rejection(r).String()] = s
+				gs.RejectedByReason[adaptive.RejectReason(r).String()] = s
 			}
 		}
 		v.Groups = append(v.Groups, gs)

@@ -166,7 +166,7 @@ func (c *gateCollector) Collect(ch chan<- prometheus.Metric) {
 			counter(descRequests, v, n, "admitted", name)
 		}
 		for r := 1; r < adaptive.NumRejections; r++ {
-			v, why := float64(g.Rejected[r]), adaptive.Rejection(r).String()
+			v, why := float64(g.Rejected[r]), adaptive.RejectReason(r).String()
 			counter(descDecisions, v, n, "rejected", "", why)
 			counter(descRequests, v, n, "rejected", why)
 		}

@@ -17,7 +17,7 @@ func shadowView(s *gate.ShadowStatus) (configs.Mode, api.Shadow) {
 	v := api.Shadow{RateMode: s.RateMode, WouldQueue: s.Queued, Beyond: s.Beyond,
 		ByReason: make(map[string]uint64, adaptive.NumRejections-1)}
 	for r := 1; r < adaptive.NumRejections; r++ {
-		v.ByReason[adaptive.Rejection(r).String()] = s.Rejected[r]
+		v.ByReason[adaptive.RejectReason(r).String()] = s.Rejected[r]
 		v.WouldReject += s.Rejected[r]
 	}
 	v.Line = shadowLine(s.Mode, &v)
@@ -29,7 +29,7 @@ func shadowView(s *gate.ShadowStatus) (configs.Mode, api.Shadow) {
 // they count were admitted, and count under "admitted" too when done.
 func collectShadow(counter func(*prometheus.Desc, float64, ...string), g *gate.GroupStatus) {
 	for r := 1; r < adaptive.NumRejections; r++ {
-		counter(descDecisions, float64(g.Shadow.Rejected[r]), g.Name, "shadow_rejected", "", adaptive.Rejection(r).String())
+		counter(descDecisions, float64(g.Shadow.Rejected[r]), g.Name, "shadow_rejected", "", adaptive.RejectReason(r).String())
 	}
 	counter(descDecisions, float64(g.Shadow.Queued), g.Name, "shadow_queued", "", "")
 }
@@ -50,7 +50,7 @@ func shadowLine(mode configs.Mode, s *api.Shadow) string {
 	}
 	var parts []string
 	for r := 1; r < adaptive.NumRejections; r++ {
-		why := adaptive.Rejection(r).String()
+		why := adaptive.RejectReason(r).String()
 		if n := s.ByReason[why]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", n, why))
 		}

@@ -71,7 +71,7 @@ func newGroupView(st gate.GroupStatus, c *configs.Group, keep bool) api.Group {
 	}
 	for r := 1; r < adaptive.NumRejections; r++ {
 		n := st.Rejected[r]
-		v.Requests.ByReason[adaptive.Rejection(r).String()] = n
+		v.Requests.ByReason[adaptive.RejectReason(r).String()] = n
 		v.Requests.Rejected += n
 	}
 	v.Mode, v.Shadow = shadowView(&st.Shadow)

@@ -77,7 +77,7 @@ func (g *Gate) Tick(now time.Time) {
 func addRejections(s *adaptive.Sample, cur, prev *[adaptive.NumRejections]uint64) {
 	for why := range cur {
 		n := int(cur[why] - prev[why])
-		switch r := adaptive.Rejection(why); {
+		switch r := adaptive.RejectReason(why); {
 		case r == adaptive.RejectRate:
 			s.RateRejected += n
 		case stageReason(r):
@@ -235,11 +235,11 @@ func (g *Gate) tickGroup(gr *group, now time.Time, elapsed time.Duration, res *p
 	if d.Rate > 0 && gr.managedMax > 0 && d.Rate != rateFrom {
 		_ = gr.rate.setRate(d.Rate) // a law's rate is positive and finite
 	}
-	qb := adaptive.QueueBound{Wait: gr.maxWait, Burst: gr.maxWait, LIFO: gr.conc.Order() == limits.LIFO}
+	qb := adaptive.QueueBound{Wait: gr.maxWait, Critical: gr.maxWait, LIFO: gr.conc.Order() == limits.LIFO}
 	if gr.pol.qw != nil {
 		qb = gr.pol.qw.Update(s)
 		gr.waitNs.Store(int64(min(qb.Wait, gr.maxWait)))
-		gr.burstNs.Store(int64(min(qb.Burst, gr.maxWait)))
+		gr.criticalNs.Store(int64(min(qb.Critical, gr.maxWait)))
 		if order := orderOf(qb.LIFO); gr.conc.Order() != order {
 			_ = gr.conc.SetOrder(order)
 		}

@@ -56,7 +56,7 @@ const wouldRate int64 = 1 << 62
 // beyondWait is the Pass.wait of a request admitted without a slot by a
 // shadowed group: enforcement would have refused it for why, or with why
 // RejectNone made it wait.
-func beyondWait(why adaptive.Rejection) int64 { return -1 - int64(why) }
+func beyondWait(why adaptive.RejectReason) int64 { return -1 - int64(why) }
 
 // waited returns the wait p's wait holds.
 func (p *Pass) waited() time.Duration {
@@ -70,10 +70,10 @@ func (p *Pass) waited() time.Duration {
 // for, when a shadowed group or rate rule admitted it anyway; RejectNone
 // otherwise. A request enforcement would only have made wait in the queue
 // reports RejectNone (see ShadowStatus.Queued).
-func (p *Pass) Shadowed() adaptive.Rejection {
+func (p *Pass) Shadowed() adaptive.RejectReason {
 	switch {
 	case p.wait < 0:
-		return adaptive.Rejection(-1 - p.wait)
+		return adaptive.RejectReason(-1 - p.wait)
 	case p.wait&wouldRate != 0:
 		return adaptive.RejectRate
 	}
@@ -110,7 +110,7 @@ func (p *Pass) DoneAfter(o Outcome, latency time.Duration) {
 	if p.wait >= 0 {
 		gr.conc.Release()
 	} else {
-		gr.leaveBeyond(adaptive.Rejection(-1 - p.wait))
+		gr.leaveBeyond(adaptive.RejectReason(-1 - p.wait))
 	}
 	if ks := p.ks; ks != nil {
 		ks.held.Add(-1)
@@ -193,11 +193,11 @@ func (g *Gate) EnterClassCost(ctx context.Context, c Class, cost int64) (Pass, R
 			would = wouldRate
 		}
 		if res.Delay > 0 && rl.paced && gr.mode.Load()&shadowRate == 0 { // shadow does not pace
-			if why := pace(ctx, res.Delay); why != adaptive.RejectNone {
-				if why == gaveUp {
+			if end := pace(ctx, res.Delay); end != (waitEnd{}) {
+				if end.gone {
 					return Pass{}, gr.abandoned(), false
 				}
-				r := gr.reject(why, p, c.Key)
+				r := gr.reject(end.why, p, c.Key)
 				r.RetryAfter, r.Rate, r.Policy = res.Delay, res, rl.lim.Policy()
 				return Pass{}, r, false
 			}
@@ -225,15 +225,15 @@ func (g *Gate) EnterClassCost(ctx context.Context, c Class, cost int64) (Pass, R
 			}
 			return gr.shadowPass(adaptive.RejectNone, p, t0), Rejection{}, true
 		}
-		var why adaptive.Rejection
-		if t0, why = g.queue(ctx, gr, p, t0); why != adaptive.RejectNone {
+		var end waitEnd
+		if t0, end = g.queue(ctx, gr, p, t0); end != (waitEnd{}) {
 			if ks != nil {
 				gr.keys.leave(ks)
 			}
-			if why == gaveUp {
+			if end.gone {
 				return Pass{}, gr.abandoned(), false
 			}
-			return Pass{}, gr.reject(why, p, c.Key), false
+			return Pass{}, gr.reject(end.why, p, c.Key), false
 		}
 	}
 	if ks != nil {
@@ -249,7 +249,7 @@ func (g *Gate) EnterClassCost(ctx context.Context, c Class, cost int64) (Pass, R
 // nor queues: its wait is 0). Like a request enforcement
 // would have refused, it takes nothing from the later stages (no rate
 // units, no key's share, no slot).
-func (gr *group) shadowPass(why adaptive.Rejection, p adaptive.Priority, t0 int64) Pass {
+func (gr *group) shadowPass(why adaptive.RejectReason, p adaptive.Priority, t0 int64) Pass {
 	why = gr.admitBeyond(why, p)
 	gr.lat.ObserveInflight(gr.inFlight())
 	return Pass{g: gr, t0: t0, wait: beyondWait(why)}
@@ -304,10 +304,20 @@ func (g *Gate) AllowRate(c Class, cost int64) (limits.Result, limits.Policy, Rej
 	return res, pol, r, false
 }
 
-// gaveUp marks a wait that the request's context ended (the client went
-// away): not a rejection the gate decided, so it is counted apart (canceled)
-// and not as a rejection.
-const gaveUp adaptive.Rejection = 255
+// waitEnd is how a wait for a slot or a leaky_queue's pacing ended: its zero
+// value, with the request free to go on; a rejection the gate decided (why);
+// or the request's context ended (gone: the client went away), which is not
+// a rejection and is counted apart (canceled).
+type waitEnd struct {
+	why  adaptive.RejectReason
+	gone bool
+}
+
+// refused is the end of a wait the gate refused for why.
+func refused(why adaptive.RejectReason) waitEnd { return waitEnd{why: why} }
+
+// clientGone is the end of a wait whose context ended.
+var clientGone = waitEnd{gone: true}
 
 // abandoned counts a request whose client went away while it waited and returns
 // the Rejection its caller gets (a queue timeout: the client will not read it).
@@ -317,35 +327,35 @@ func (gr *group) abandoned() Rejection {
 }
 
 // queue waits for a slot of gr for a request of priority p that arrived at t0.
-// It returns the instant the slot was taken, or why there is none.
+// It returns the instant the slot was taken, or how the wait ended without one.
 //
 // The wait is bounded by min(QueueBound.For(p), queue.max_wait, the time left
 // to ctx's deadline), as adaptive/sim's gate model bounds it; a request whose
 // deadline leaves no time is refused at once.
-func (g *Gate) queue(ctx context.Context, gr *group, p adaptive.Priority, t0 int64) (int64, adaptive.Rejection) {
+func (g *Gate) queue(ctx context.Context, gr *group, p adaptive.Priority, t0 int64) (int64, waitEnd) {
 	if gr.conc.MaxQueue() == 0 {
-		return 0, adaptive.RejectConcurrency
+		return 0, refused(adaptive.RejectConcurrency)
 	}
 	switch ctx.Err() {
 	case nil:
 	case context.Canceled:
-		return 0, gaveUp
+		return 0, clientGone
 	default:
-		return 0, adaptive.RejectQueueTimeout
+		return 0, refused(adaptive.RejectQueueTimeout)
 	}
 	o := limits.AcquireOptions{Priority: int(p), MaxWait: gr.waitBound(p)}
 	if dl, ok := ctx.Deadline(); ok {
 		o.MaxWait = min(o.MaxWait, time.Until(dl))
 	}
 	if o.MaxWait <= 0 {
-		return 0, adaptive.RejectQueueTimeout
+		return 0, refused(adaptive.RejectQueueTimeout)
 	}
 	err := gr.conc.Acquire(ctx, o)
 	if errors.Is(err, limits.ErrLimit) {
-		return 0, adaptive.RejectConcurrency
+		return 0, refused(adaptive.RejectConcurrency)
 	}
 	if errors.Is(err, limits.ErrQueueFull) {
-		return 0, adaptive.RejectQueueFull
+		return 0, refused(adaptive.RejectQueueFull)
 	}
 	// The request was queued (or found a slot freed meanwhile).
 	t1 := g.nanos()
@@ -359,13 +369,13 @@ func (g *Gate) queue(ctx context.Context, gr *group, p adaptive.Priority, t0 int
 	}
 	switch {
 	case err == nil:
-		return t1, adaptive.RejectNone
+		return t1, waitEnd{}
 	case errors.Is(err, limits.ErrEvicted):
-		return 0, adaptive.RejectQueueFull
+		return 0, refused(adaptive.RejectQueueFull)
 	case errors.Is(err, context.Canceled):
-		return 0, gaveUp
+		return 0, clientGone
 	}
-	return 0, adaptive.RejectQueueTimeout // ErrWaitTimeout, or the deadline passed
+	return 0, refused(adaptive.RejectQueueTimeout) // ErrWaitTimeout, or the deadline passed
 }
 
 // timers are reused for leaky_queue pacing, so a paced request does not
@@ -376,21 +386,21 @@ var timers = sync.Pool{New: func() any {
 	return t
 }}
 
-// pace waits out a leaky_queue's delay d. It returns RejectRate at once when
-// ctx's deadline comes before the delay ends (the request would be late), and
-// gaveUp when ctx ends during the wait.
-func pace(ctx context.Context, d time.Duration) adaptive.Rejection {
+// pace waits out a leaky_queue's delay d. It refuses at once (RejectRate)
+// when ctx's deadline comes before the delay ends (the request would be
+// late), and ends with clientGone when ctx ends during the wait.
+func pace(ctx context.Context, d time.Duration) waitEnd {
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {
-		return adaptive.RejectRate
+		return refused(adaptive.RejectRate)
 	}
 	t := timers.Get().(*time.Timer)
 	t.Reset(d)
 	defer timers.Put(t)
 	select {
 	case <-t.C:
-		return adaptive.RejectNone
+		return waitEnd{}
 	case <-ctx.Done():
 		t.Stop()
-		return gaveUp
+		return clientGone
 	}
 }

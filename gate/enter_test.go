@@ -150,7 +150,7 @@ func TestQueueBoundIsTheSmallestOfItsLimits(t *testing.T) {
 
 	// The published bound below critical caps the wait; critical has its own.
 	gr.waitNs.Store(int64(time.Millisecond))
-	gr.burstNs.Store(int64(time.Hour))
+	gr.criticalNs.Store(int64(time.Hour))
 	if got := gr.waitBound(adaptive.Default); got != time.Millisecond {
 		t.Errorf("bound of default = %v, want 1ms", got)
 	}
@@ -170,7 +170,7 @@ func TestQueueFullEvictsOnlyLowerPriority(t *testing.T) {
 	g := newRealGate(t, queueConfig)
 	gr := g.testGroup(t, "g")
 	gr.waitNs.Store(int64(time.Hour)) // waiters stay until a slot frees
-	gr.burstNs.Store(int64(time.Hour))
+	gr.criticalNs.Store(int64(time.Hour))
 	holder := mustEnter(t, g, request("/"))
 
 	low := enterQueued(t, g, gr, 1, request("/", "X-Priority", "sheddable"))

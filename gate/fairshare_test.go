@@ -132,7 +132,7 @@ func (h *httpReq) mustEnter(t *testing.T) Pass {
 	return mustEnter(t, h.g, h.request())
 }
 
-func (h *httpReq) mustReject(t *testing.T, why adaptive.Rejection) Rejection {
+func (h *httpReq) mustReject(t *testing.T, why adaptive.RejectReason) Rejection {
 	t.Helper()
 	return mustReject(t, h.g, h.request(), why)
 }

@@ -37,17 +37,17 @@ type group struct {
 	prio       adaptive.Priority
 
 	// Admission.
-	conc    *limits.Concurrency
-	floor   atomic.Uint32 // adaptive.Floor.Pack()
-	waitNs  atomic.Int64  // queue wait bound below critical
-	burstNs atomic.Int64  // queue wait bound of critical
-	rate    *rateLimit    // nil: none
-	keys    *keyTable     // nil: no fair share (no key)
-	fair    adaptive.FairShare
-	lat     *probe.Recorder // upstream latency, outcomes, peak in flight
-	qwait   *probe.Recorder // queue waits
-	drained atomic.Bool     // the queue was empty at some moment this interval
-	mode    atomic.Uint32   // shadowGroup | shadowRate bits (see shadow.go)
+	conc       *limits.Concurrency
+	floor      atomic.Uint32 // adaptive.Floor.Pack()
+	waitNs     atomic.Int64  // queue wait bound below critical
+	criticalNs atomic.Int64  // queue wait bound of critical
+	rate       *rateLimit    // nil: none
+	keys       *keyTable     // nil: no fair share (no key)
+	fair       adaptive.FairShare
+	lat        *probe.Recorder // upstream latency, outcomes, peak in flight
+	qwait      *probe.Recorder // queue waits
+	drained    atomic.Bool     // the queue was empty at some moment this interval
+	mode       atomic.Uint32   // shadowGroup | shadowRate bits (see shadow.go)
 
 	c *counters // shared with the group gr replaces (see newGroup)
 
@@ -253,17 +253,17 @@ func (gr *group) setQueueBounds(c *spec.Group) {
 	w, b := gr.maxWait, gr.maxWait
 	if gr.pol.qw != nil {
 		qb := gr.pol.qw.Bound()
-		w, b = min(qb.Wait, w), min(qb.Burst, b)
+		w, b = min(qb.Wait, w), min(qb.Critical, b)
 	}
 	gr.waitNs.Store(int64(w))
-	gr.burstNs.Store(int64(b))
+	gr.criticalNs.Store(int64(b))
 }
 
 // waitBound is the longest a request of priority p may wait in the queue,
 // before its deadline is considered.
 func (gr *group) waitBound(p adaptive.Priority) time.Duration {
 	if p >= adaptive.Critical {
-		return time.Duration(gr.burstNs.Load())
+		return time.Duration(gr.criticalNs.Load())
 	}
 	return time.Duration(gr.waitNs.Load())
 }

@@ -64,7 +64,7 @@ func intValue(n int64) []string {
 // reasonValues holds the Sluice-Reason value of every reason.
 var reasonValues = func() (v [adaptive.NumRejections][]string) {
 	for i := range v {
-		v[i] = one(adaptive.Rejection(i).String())
+		v[i] = one(adaptive.RejectReason(i).String())
 	}
 	return v
 }()
@@ -127,10 +127,10 @@ var bodies = func() (b [adaptive.NumRejections][2]struct {
 }) {
 	for i := range b {
 		for k, lead := range [2]string{"service overloaded", "too many requests"} {
-			if adaptive.Rejection(i) == adaptive.RejectCircuitOpen && k == 0 {
+			if adaptive.RejectReason(i) == adaptive.RejectCircuitOpen && k == 0 {
 				lead = "upstream failing" // not overload: the breaker opened on its failures
 			}
-			s := lead + " (" + adaptive.Rejection(i).String() + ")\n"
+			s := lead + " (" + adaptive.RejectReason(i).String() + ")\n"
 			b[i][k].text, b[i][k].length = []byte(s), one(strconv.Itoa(len(s)))
 		}
 	}

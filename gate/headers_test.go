@@ -90,7 +90,7 @@ func TestWriteHeaders(t *testing.T) {
 		t.Errorf("RateLimit %s", got)
 	}
 	// Only "rate" carries the rate-limit fields; every reason names itself.
-	for why := adaptive.Rejection(1); int(why) < adaptive.NumRejections; why++ {
+	for why := adaptive.RejectReason(1); int(why) < adaptive.NumRejections; why++ {
 		w := httptest.NewRecorder()
 		Rejection{Reason: why, Group: "g", RetryAfter: time.Second, Policy: r.Policy}.WriteResponse(w)
 		res := w.Result()
@@ -157,7 +157,7 @@ func FuzzSFString(f *testing.F) {
 // quota, and the breaker, which is an upstream failure, not overload.
 func TestWriteResponseBodies(t *testing.T) {
 	for _, c := range []struct {
-		reason adaptive.Rejection
+		reason adaptive.RejectReason
 		status int
 		body   string
 	}{

@@ -104,7 +104,7 @@ func mustEnter(t testing.TB, g *Gate, r *http.Request) Pass {
 }
 
 // mustReject enters r and fails the test unless it is rejected for want.
-func mustReject(t testing.TB, g *Gate, r *http.Request, want adaptive.Rejection) Rejection {
+func mustReject(t testing.TB, g *Gate, r *http.Request, want adaptive.RejectReason) Rejection {
 	t.Helper()
 	p, rej, ok := g.Enter(r)
 	if ok {

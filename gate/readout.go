@@ -59,7 +59,7 @@ type GroupStatus struct {
 
 	// Cumulative counts since the group was built: requests that arrived,
 	// completions by Outcome (as of the last tick), rejections by reason
-	// (indexed by adaptive.Rejection), and requests whose client left while
+	// (indexed by adaptive.RejectReason), and requests whose client left while
 	// they waited.
 	Arrived   uint64
 	Completed [3]uint64
@@ -100,7 +100,7 @@ type RejectedKey struct {
 	// it is at most Error above the true count.
 	Count, Error uint64
 	// Reason is the reason of the key's latest rejection.
-	Reason adaptive.Rejection
+	Reason adaptive.RejectReason
 }
 
 // LimitChange is one change of a group's limit or rate by its law.
@@ -143,7 +143,7 @@ func (gr *group) status() GroupStatus {
 		Queued:            gr.conc.Queued(),
 		QueueMax:          gr.conc.MaxQueue(),
 		QueueWait:         time.Duration(gr.waitNs.Load()),
-		QueueWaitCritical: time.Duration(gr.burstNs.Load()),
+		QueueWaitCritical: time.Duration(gr.criticalNs.Load()),
 		QueueLIFO:         gr.conc.Order() == orderOf(true),
 		RateManaged:       manageable(c) > 0,
 		Floor:             adaptive.UnpackFloor(gr.floor.Load()),
@@ -184,7 +184,7 @@ func (gr *group) status() GroupStatus {
 	s.Shadow = gr.shadowStatus(c)
 	top, _, skipped := gr.c.rejectedKeys.Top(rejectedKeysShown)
 	for _, e := range top {
-		s.RejectedKeys = append(s.RejectedKeys, RejectedKey{Key: e.Key, Count: e.Count, Error: e.Error, Reason: adaptive.Rejection(e.Tag)})
+		s.RejectedKeys = append(s.RejectedKeys, RejectedKey{Key: e.Key, Count: e.Count, Error: e.Error, Reason: adaptive.RejectReason(e.Tag)})
 	}
 	s.RejectedKeysSkipped = skipped
 	s.Global = gr.globalStatus()

@@ -18,7 +18,7 @@ const overloadRetry = time.Second
 type Rejection struct {
 	// Reason is the rejection's reason: its wire name (Reason.String()) goes
 	// in the Sluice-Reason header, the metrics and the admin API.
-	Reason adaptive.Rejection
+	Reason adaptive.RejectReason
 	// Group names the group that rejected the request; it is also the name
 	// of the rate-limit policy in the RateLimit fields.
 	Group string
@@ -55,7 +55,7 @@ func (r Rejection) Status() int {
 
 // stageReason reports whether why is a concurrency-stage rejection, the kind
 // adaptive.Sample.Rejected and ByPriority count.
-func stageReason(why adaptive.Rejection) bool {
+func stageReason(why adaptive.RejectReason) bool {
 	switch why {
 	case adaptive.RejectConcurrency, adaptive.RejectQueueFull, adaptive.RejectQueueTimeout, adaptive.RejectFairShare:
 		return true
@@ -66,7 +66,7 @@ func stageReason(why adaptive.Rejection) bool {
 // reject counts a rejection of a request of priority p and key (the group's
 // key of the request, "" without one) and returns it. The key is counted in
 // the group's most rejected keys, which never waits (topk.Summary.Add).
-func (gr *group) reject(why adaptive.Rejection, p adaptive.Priority, key string) Rejection {
+func (gr *group) reject(why adaptive.RejectReason, p adaptive.Priority, key string) Rejection {
 	gr.c.rejected[why].Add(1)
 	if key != "" {
 		gr.c.rejectedKeys.Add(key, uint8(why))
@@ -81,7 +81,7 @@ func (gr *group) reject(why adaptive.Rejection, p adaptive.Priority, key string)
 // breaker: adaptive.RejectCircuitOpen) in c's group, so that every rejection
 // shows in the same read-outs, and returns it for rendering. retryAfter zero
 // means a second.
-func (g *Gate) Reject(c Class, why adaptive.Rejection, retryAfter time.Duration) Rejection {
+func (g *Gate) Reject(c Class, why adaptive.RejectReason, retryAfter time.Duration) Rejection {
 	if c.g == nil || why == adaptive.RejectNone || int(why) >= adaptive.NumRejections {
 		return Rejection{Reason: why, RetryAfter: max(retryAfter, overloadRetry)}
 	}

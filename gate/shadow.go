@@ -33,7 +33,7 @@ func (gr *group) setMode(c *spec.Group) { gr.mode.Store(modeBits(c)) }
 
 // shadowReject counts a would-be rejection of a request of priority p: what
 // reject counts for a real one, in the shadow counters.
-func (gr *group) shadowReject(why adaptive.Rejection, p adaptive.Priority) {
+func (gr *group) shadowReject(why adaptive.RejectReason, p adaptive.Priority) {
 	gr.c.shadow[why].Add(1)
 	if stageReason(why) && why != adaptive.RejectFairShare { // as reject counts stage
 		gr.c.shadowStage[p].Add(1)
@@ -48,7 +48,7 @@ func (gr *group) shadowReject(why adaptive.Rejection, p adaptive.Priority) {
 // at queue.max: then a would-be "queue_full". It counts the would-be
 // rejection and returns its reason (RejectNone for a request that would
 // have waited).
-func (gr *group) admitBeyond(why adaptive.Rejection, p adaptive.Priority) adaptive.Rejection {
+func (gr *group) admitBeyond(why adaptive.RejectReason, p adaptive.Priority) adaptive.RejectReason {
 	c := gr.c
 	c.beyond.Add(1)
 	if why == adaptive.RejectNone {
@@ -69,7 +69,7 @@ func (gr *group) admitBeyond(why adaptive.Rejection, p adaptive.Priority) adapti
 
 // leaveBeyond ends a request admitted beyond the limit, that enforcement
 // would have refused for why (RejectNone: made wait).
-func (gr *group) leaveBeyond(why adaptive.Rejection) {
+func (gr *group) leaveBeyond(why adaptive.RejectReason) {
 	if why == adaptive.RejectNone {
 		gr.c.waiting.Add(-1)
 	}
@@ -86,7 +86,7 @@ type ShadowStatus struct {
 	// rate). A shadowed group shadows its rate rule too.
 	Mode, RateMode Mode
 	// Rejected counts the would-be rejections by reason (indexed by
-	// adaptive.Rejection) since the group was built: requests admitted
+	// adaptive.RejectReason) since the group was built: requests admitted
 	// that enforcement would have refused, each counted once, at the first
 	// stage that would have refused it (in a group that enforces, a
 	// request over a shadowed rate rule may still be refused for real by

@@ -14,7 +14,7 @@ import (
 // the would-be reason of the admitted ones that a shadowed stage refused.
 type trace struct {
 	arrived, admitted int
-	rejected, would   map[adaptive.Rejection]int
+	rejected, would   map[adaptive.RejectReason]int
 	maxSlots          int // the most slots held at once
 }
 
@@ -25,7 +25,7 @@ type trace struct {
 // at every step that the group never holds more slots than its limit.
 func drive(t *testing.T, g *Gate, clk *fakeClock, path string, perSec float64, d, latency time.Duration) trace {
 	t.Helper()
-	tr := trace{rejected: map[adaptive.Rejection]int{}, would: map[adaptive.Rejection]int{}}
+	tr := trace{rejected: map[adaptive.RejectReason]int{}, would: map[adaptive.RejectReason]int{}}
 	gr := g.testGroup(t, g.Classify(request(path)).g.name)
 	type call struct {
 		end time.Time
@@ -79,7 +79,7 @@ func drive(t *testing.T, g *Gate, clk *fakeClock, path string, perSec float64, d
 	return tr
 }
 
-func sum(m map[adaptive.Rejection]int) int {
+func sum(m map[adaptive.RejectReason]int) int {
 	n := 0
 	for _, v := range m {
 		n += v
@@ -94,7 +94,7 @@ func checkCounts(t *testing.T, g *Gate, name string, tr trace) ShadowStatus {
 	t.Helper()
 	st, _ := g.Group(name)
 	for r := range adaptive.NumRejections {
-		why := adaptive.Rejection(r)
+		why := adaptive.RejectReason(r)
 		if got, want := st.Shadow.Rejected[r], uint64(tr.would[why]); got != want {
 			t.Errorf("read-out: %d would-be %v, the passes said %d", got, why, want)
 		}
@@ -121,7 +121,7 @@ func checkCounts(t *testing.T, g *Gate, name string, tr trace) ShadowStatus {
 func TestShadowGroupAdmitsAllAtThreeTimesItsLimit(t *testing.T) {
 	for _, tt := range []struct {
 		name, queue string
-		reason      adaptive.Rejection
+		reason      adaptive.RejectReason
 	}{
 		{"no queue", "max = 0", adaptive.RejectConcurrency},
 		{"queue", "max = 10", adaptive.RejectQueueFull},
@@ -385,7 +385,7 @@ func TestShadowShedding(t *testing.T) {
 	var passes []Pass
 	for _, prio := range []string{"critical", "critical", "sheddable", "default", "default"} {
 		p := mustEnter(t, g, request("/", "X-Priority", prio))
-		if got, want := p.Shadowed(), map[bool]adaptive.Rejection{true: adaptive.RejectNone, false: adaptive.RejectMemory}[prio == "critical"]; got != want {
+		if got, want := p.Shadowed(), map[bool]adaptive.RejectReason{true: adaptive.RejectNone, false: adaptive.RejectMemory}[prio == "critical"]; got != want {
 			t.Errorf("%s: would-be %v, want %v", prio, got, want)
 		}
 		passes = append(passes, p)

@@ -25,7 +25,7 @@ import (
 type Gate interface {
 	ClassOf(group, key string, p adaptive.Priority) (gate.Class, bool)
 	EnterClassCost(ctx context.Context, c gate.Class, cost int64) (gate.Pass, gate.Rejection, bool)
-	Reject(c gate.Class, why adaptive.Rejection, retryAfter time.Duration) gate.Rejection
+	Reject(c gate.Class, why adaptive.RejectReason, retryAfter time.Duration) gate.Rejection
 }
 
 // Clock tells the service the time: lease grants and expiry. gate.Clock

@@ -24,7 +24,7 @@ type GroupStats struct {
 	// Lease is the lease a permit of the group gets now.
 	Lease time.Duration
 	// Granted counts permits granted; Refused the refusals by reason
-	// (indexed by adaptive.Rejection); Canceled the requests whose caller
+	// (indexed by adaptive.RejectReason); Canceled the requests whose caller
 	// went away while they waited.
 	Granted  uint64
 	Refused  [adaptive.NumRejections]uint64

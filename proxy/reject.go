@@ -34,7 +34,7 @@ var (
 // ASCII without '%', so no percent-encoding is needed.
 var grpcMessages = func() (m [adaptive.NumRejections][]string) {
 	for r := range m {
-		m[r] = one("sluice: rejected (" + adaptive.Rejection(r).String() + ")")
+		m[r] = one("sluice: rejected (" + adaptive.RejectReason(r).String() + ")")
 	}
 	return m
 }()

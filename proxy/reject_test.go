@@ -22,7 +22,7 @@ var rateRejection = gate.Rejection{Reason: adaptive.RejectRate, Group: "api", Re
 // TestRejectionHTTPIsTheGates checks that an HTTP rejection is exactly what the
 // gate renders (Rejection.WriteResponse): the proxy adds nothing of its own.
 func TestRejectionHTTPIsTheGates(t *testing.T) {
-	for why := adaptive.Rejection(1); int(why) < adaptive.NumRejections; why++ {
+	for why := adaptive.RejectReason(1); int(why) < adaptive.NumRejections; why++ {
 		rej := rateRejection
 		rej.Reason = why
 		got, want := httptest.NewRecorder(), httptest.NewRecorder()
@@ -62,7 +62,7 @@ func equalHeaders(a, b http.Header) bool {
 // (8) for a client over its quota (rate, fair_share), UNAVAILABLE (14) for
 // overload, the gate's fields, and a pushback equal to Retry-After.
 func TestRejectionGRPC(t *testing.T) {
-	for why := adaptive.Rejection(1); int(why) < adaptive.NumRejections; why++ {
+	for why := adaptive.RejectReason(1); int(why) < adaptive.NumRejections; why++ {
 		rej := rateRejection
 		rej.Reason = why
 		rec := httptest.NewRecorder()

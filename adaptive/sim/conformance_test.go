@@ -187,7 +187,7 @@ func (run *simTrace) observe(at time.Duration, own string, action func()) {
 	var why []string
 	for r := range now {
 		for range now[r] - rej[r] {
-			why = append(why, adaptive.Rejection(r).String())
+			why = append(why, adaptive.RejectReason(r).String())
 		}
 	}
 	what := func(n string) (string, bool) {

@@ -206,7 +206,7 @@ func (r *Report) String() string {
 		var rej []string
 		for i, n := range p.Rejections {
 			if n > 0 {
-				rej = append(rej, fmt.Sprintf("%s=%d", adaptive.Rejection(i), n))
+				rej = append(rej, fmt.Sprintf("%s=%d", adaptive.RejectReason(i), n))
 			}
 		}
 		if len(rej) > 0 {
@@ -276,7 +276,7 @@ func (rc *recorder) at(now int64) *phaseAcc {
 func (rc *recorder) newRequest(now int64) { rc.at(now).newReqs++ }
 func (rc *recorder) attempt(now int64)    { rc.at(now).attempts++ }
 
-func (rc *recorder) reject(now int64, why adaptive.Rejection) {
+func (rc *recorder) reject(now int64, why adaptive.RejectReason) {
 	rc.at(now).rejections[why]++
 }
 

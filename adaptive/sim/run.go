@@ -161,7 +161,7 @@ func newEngine(sc *Scenario, law adaptive.Law) (*engine, error) {
 	e.g = gateState{limit: law.Limit(), maxQueue: max(sc.Gate.Queue, 0), fair: sc.Gate.Fair,
 		held: make([]int, len(sc.Tenants)), use: make([]int, len(sc.Tenants)),
 		breaker: breaker{on: sc.Gate.Breaker}}
-	qb := adaptive.QueueBound{Wait: sc.Gate.MaxWait, Burst: sc.Gate.MaxWait, LIFO: sc.Gate.Order == adaptive.OrderLIFO}
+	qb := adaptive.QueueBound{Wait: sc.Gate.MaxWait, Critical: sc.Gate.MaxWait, LIFO: sc.Gate.Order == adaptive.OrderLIFO}
 	if e.qw != nil {
 		qb = qw.Bound()
 	}
@@ -328,7 +328,7 @@ func (e *engine) attempt(id int32) {
 }
 
 // reject turns request id away and lets its client retry or give up.
-func (e *engine) reject(id int32, why adaptive.Rejection) {
+func (e *engine) reject(id int32, why adaptive.RejectReason) {
 	r := &e.reqs[id]
 	switch why {
 	case adaptive.RejectRate:
@@ -479,7 +479,7 @@ func (e *engine) tick() {
 // setBound publishes the queue's wait bounds, capped by Gate.MaxWait as the
 // gate caps them by queue.max_wait.
 func (e *engine) setBound(qb adaptive.QueueBound) {
-	w, b := int64(qb.Wait), int64(qb.Burst)
+	w, b := int64(qb.Wait), int64(qb.Critical)
 	if mw := int64(e.sc.Gate.MaxWait); mw > 0 {
 		w, b = min(w, mw), min(b, mw)
 	}

@@ -273,7 +273,7 @@ func rejectionsText(n [adaptive.NumRejections]int) string {
 	var parts []string
 	for i, c := range n {
 		if c > 0 {
-			parts = append(parts, fmt.Sprintf("%s %d", adaptive.Rejection(i), c))
+			parts = append(parts, fmt.Sprintf("%s %d", adaptive.RejectReason(i), c))
 		}
 	}
 	return strings.Join(parts, ", ")
