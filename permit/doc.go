@@ -55,6 +55,8 @@
 //	POST /v1/permits              {"group": "jobs", "key": "tenant-1",
 //	                               "priority": "default", "cost": 1, "wait_ms": 500}
 //	  200 {"id": "5f3a0c2e00000007", "group": "jobs", "lease_ms": 30000}
+//	      (in shadow mode, beyond what enforcing would grant, also
+//	      "shadowed": "concurrency": the reason it would have refused)
 //	  429/503 {"group": "jobs", "reason": "rate", "status": 429, "retry_after_s": 2,
 //	           "ratelimit_policy": "\"jobs\";q=100;w=1", "ratelimit": "\"jobs\";r=0;t=1"}
 //	          with the Retry-After, Sluice-Reason and RateLimit header fields

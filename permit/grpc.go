@@ -61,6 +61,7 @@ func (g *grpcService) Acquire(ctx context.Context, in *permitpb.AcquireRequest) 
 	}
 	return &permitpb.AcquireResponse{Result: &permitpb.AcquireResponse_Grant{Grant: &permitpb.Grant{
 		Id: uint64(gr.ID), Group: gr.Group, LeaseMs: uint32(min(gr.Lease.Milliseconds(), math.MaxUint32)),
+		Shadowed: shadowedName(gr.Shadowed),
 	}}}, nil
 }
 

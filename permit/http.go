@@ -84,7 +84,8 @@ func (h *handler) acquire(w http.ResponseWriter, r *http.Request, body []byte) {
 		writeJSON(w, rej.Status(), refusalOf(rej, w.Header()))
 		return
 	}
-	writeJSON(w, http.StatusOK, grantJSON{ID: g.ID.String(), Group: g.Group, LeaseMS: g.Lease.Milliseconds()})
+	writeJSON(w, http.StatusOK, grantJSON{ID: g.ID.String(), Group: g.Group, LeaseMS: g.Lease.Milliseconds(),
+		Shadowed: shadowedName(g.Shadowed)})
 }
 
 func (h *handler) release(w http.ResponseWriter, idText string, body []byte) {

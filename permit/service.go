@@ -69,6 +69,9 @@ type Grant struct {
 	ID    ID
 	Group string
 	Lease time.Duration
+	// Shadowed is, for a group in shadow mode, the reason enforcement would
+	// have refused the permit for; RejectNone when it would have granted it.
+	Shadowed adaptive.RejectReason
 }
 
 // Errors of Acquire and Release; test with errors.Is.
@@ -227,13 +230,14 @@ func (s *Service) Acquire(ctx context.Context, r Request) (Grant, gate.Rejection
 	}
 	now := s.nanos()
 	lease := time.Duration(grp.lease.Load())
+	shadowed := p.Shadowed()
 	id := s.table.fill(idx, p, grp, now, now+int64(lease))
 	grp.granted.Add(1)
 	if s.closed.Load() { // Stop ran meanwhile: it did not see this lease
 		_, _ = s.Release(id, gate.Ignored, Unmeasured)
 		return Grant{}, gate.Rejection{}, ErrClosed
 	}
-	return Grant{ID: id, Group: grp.name, Lease: lease}, gate.Rejection{}, nil
+	return Grant{ID: id, Group: grp.name, Lease: lease, Shadowed: shadowed}, gate.Rejection{}, nil
 }
 
 // Release ends the permit id with the outcome of its work and the latency

@@ -25,9 +25,18 @@ type acquireJSON struct {
 }
 
 type grantJSON struct {
-	ID      string `json:"id"`
-	Group   string `json:"group"`
-	LeaseMS int64  `json:"lease_ms"`
+	ID       string `json:"id"`
+	Group    string `json:"group"`
+	LeaseMS  int64  `json:"lease_ms"`
+	Shadowed string `json:"shadowed,omitempty"`
+}
+
+// shadowedName is a grant's shadowed field: the would-be reason, "" for none.
+func shadowedName(why adaptive.RejectReason) string {
+	if why == adaptive.RejectNone {
+		return ""
+	}
+	return why.String()
 }
 
 type releaseJSON struct {

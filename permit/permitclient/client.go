@@ -146,9 +146,10 @@ type transport interface {
 }
 
 type grant struct {
-	id    uint64
-	group string
-	lease time.Duration
+	id       uint64
+	group    string
+	lease    time.Duration
+	shadowed string
 }
 
 // New returns a Client of the service at addr: "unix:///path.sock" or
@@ -200,7 +201,7 @@ func (c *Client) Acquire(ctx context.Context, r Request) (Permit, error) {
 	if err != nil {
 		return Permit{}, err
 	}
-	return Permit{ID: g.id, Group: g.group, Lease: g.lease, Expires: sent.Add(g.lease), c: c, start: time.Now()}, nil
+	return Permit{ID: g.id, Group: g.group, Lease: g.lease, Expires: sent.Add(g.lease), Shadowed: g.shadowed, c: c, start: time.Now()}, nil
 }
 
 // Permit is a granted permit. Release it with Done once its work is over.
@@ -216,6 +217,10 @@ type Permit struct {
 	// counted from when the request was sent).
 	Lease   time.Duration
 	Expires time.Time
+	// Shadowed is, for a group in shadow mode, the reason sluice would have
+	// refused this permit for if it enforced ("concurrency", "rate", ...);
+	// "" when it would have granted it too.
+	Shadowed string
 
 	c     *Client
 	start time.Time // when the grant arrived: the work's start

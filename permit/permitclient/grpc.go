@@ -185,7 +185,7 @@ func (t *grpcTransport) acquire(ctx context.Context, r Request) (grant, error) {
 	if g == nil {
 		return grant{}, errors.New("permitclient: the service answered neither a grant nor a refusal")
 	}
-	return grant{id: g.GetId(), group: g.GetGroup(), lease: time.Duration(g.GetLeaseMs()) * time.Millisecond}, nil
+	return grant{id: g.GetId(), group: g.GetGroup(), lease: time.Duration(g.GetLeaseMs()) * time.Millisecond, shadowed: g.GetShadowed()}, nil
 }
 
 var wireOutcomes = [...]permitpb.Outcome{Success: permitpb.Outcome_SUCCESS, Dropped: permitpb.Outcome_DROPPED, Ignored: permitpb.Outcome_IGNORED}

@@ -77,6 +77,7 @@ type acquireAnswer struct {
 	ID              string `json:"id"`
 	Group           string `json:"group"`
 	LeaseMS         int64  `json:"lease_ms"`
+	Shadowed        string `json:"shadowed"`
 	Reason          string `json:"reason"`
 	Status          int    `json:"status"`
 	RetryAfter      int64  `json:"retry_after_s"`
@@ -97,7 +98,7 @@ func (t *httpTransport) acquire(ctx context.Context, r Request) (grant, error) {
 		if err != nil || len(a.ID) != 16 {
 			return grant{}, fmt.Errorf("permitclient: the grant's id %q is not 16 hexadecimal digits", a.ID)
 		}
-		return grant{id: id, group: a.Group, lease: time.Duration(a.LeaseMS) * time.Millisecond}, nil
+		return grant{id: id, group: a.Group, lease: time.Duration(a.LeaseMS) * time.Millisecond, shadowed: a.Shadowed}, nil
 	case a.Reason != "" && (code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable):
 		return grant{}, &RefusedError{Group: a.Group, Reason: a.Reason, Status: a.Status,
 			RetryAfter: time.Duration(a.RetryAfter) * time.Second, RateLimitPolicy: a.RateLimitPolicy, RateLimit: a.RateLimit}

@@ -311,7 +311,11 @@ type Grant struct {
 	Group string `protobuf:"bytes,2,opt,name=group,proto3" json:"group,omitempty"`
 	// The lease: the permit is counted as dropped and its slot freed unless it
 	// is released within this many milliseconds of the grant.
-	LeaseMs       uint32 `protobuf:"varint,3,opt,name=lease_ms,json=leaseMs,proto3" json:"lease_ms,omitempty"`
+	LeaseMs uint32 `protobuf:"varint,3,opt,name=lease_ms,json=leaseMs,proto3" json:"lease_ms,omitempty"`
+	// For a group in shadow mode: the reason enforcement would have refused
+	// this permit for (rate, fair_share, concurrency, queue_full, cpu, memory,
+	// priority); "" when it would have been granted too.
+	Shadowed      string `protobuf:"bytes,4,opt,name=shadowed,proto3" json:"shadowed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -365,6 +369,13 @@ func (x *Grant) GetLeaseMs() uint32 {
 		return x.LeaseMs
 	}
 	return 0
+}
+
+func (x *Grant) GetShadowed() string {
+	if x != nil {
+		return x.Shadowed
+	}
+	return ""
 }
 
 // Refusal carries what the proxy's 429/503 responses carry.
@@ -813,11 +824,12 @@ const file_permit_proto_rawDesc = "" +
 	"\x0fAcquireResponse\x12/\n" +
 	"\x05grant\x18\x01 \x01(\v2\x17.sluice.permit.v1.GrantH\x00R\x05grant\x125\n" +
 	"\arefusal\x18\x02 \x01(\v2\x19.sluice.permit.v1.RefusalH\x00R\arefusalB\b\n" +
-	"\x06result\"H\n" +
+	"\x06result\"d\n" +
 	"\x05Grant\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x06R\x02id\x12\x14\n" +
 	"\x05group\x18\x02 \x01(\tR\x05group\x12\x19\n" +
-	"\blease_ms\x18\x03 \x01(\rR\aleaseMs\"\xbc\x01\n" +
+	"\blease_ms\x18\x03 \x01(\rR\aleaseMs\x12\x1a\n" +
+	"\bshadowed\x18\x04 \x01(\tR\bshadowed\"\xbc\x01\n" +
 	"\aRefusal\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\x12\x16\n" +
 	"\x06status\x18\x02 \x01(\rR\x06status\x12\"\n" +
