@@ -179,13 +179,12 @@ func (e *h1Exchange) release(upErr, clErr error) (draining bool) {
 			reusable = reusable && s.err == nil
 		case s.bodyRead.Load():
 			// The client's body was read whole and its last bytes are on
-			// their way to the upstream, which answered already: this
-			// connection is not reused (the write may not have ended), the
-			// sender's write fails at once, and the client's connection
-			// carries on.
-			reusable = false
-			c.abort()
+			// their way to the upstream, which answered already: the write
+			// ends soon (bounded by the upstream timeout), and then the
+			// connection is as reusable as after any exchange. The
+			// client's connection carries on either way.
 			<-s.done
+			reusable = reusable && s.err == nil
 		default:
 			// The upstream answered before taking the whole body: this
 			// connection cannot carry another request, and the rest of the
