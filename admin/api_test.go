@@ -124,6 +124,15 @@ func TestGroups(t *testing.T) {
 	f := newFixture(t, testConfig)
 	f.serve(t, "/api/users", 20, 30*time.Millisecond, gate.Success)
 	f.serve(t, "/api/users", 2, 0, gate.Dropped)
+	// A request stays in flight across the tick: its key is in use, so the
+	// control loop's sweep of idle keys (one shard per tick, the shard of a
+	// key depending on a random seed) cannot drop it.
+	r, _ := http.NewRequest(http.MethodGet, "http://sluice/api/users", nil)
+	inFlight, rej, ok := f.gate.Enter(r)
+	if !ok {
+		t.Fatalf("rejected: %v", rej.Reason)
+	}
+	defer inFlight.Done(gate.Ignored)
 	f.tick(250 * time.Millisecond)
 
 	a := f.get(t, "/v1/groups")
