@@ -111,13 +111,17 @@ func connContext(ctx context.Context, c net.Conn) context.Context {
 }
 
 // watchedHandler is NewServer's handler: it notes each HTTP/1 request's
-// context in its connection's watch (clientWatch.served) before h serves it.
+// context in its connection's watch (clientWatch.served), and gives a request
+// over GuardTLSListener its r.TLS, before h serves it.
 type watchedHandler struct{ h http.Handler }
 
 func (h watchedHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.ProtoMajor == 1 {
-		if g, ok := r.Context().Value(guardKey{}).(*guardConn); ok {
+	if g, ok := r.Context().Value(guardKey{}).(*guardConn); ok {
+		if r.ProtoMajor == 1 {
 			g.watch.served = r.Context()
+		}
+		if g.tls != nil && r.TLS == nil {
+			r.TLS = g.tls.connectionState() // the server sees no *tls.Conn
 		}
 	}
 	h.h.ServeHTTP(w, r)

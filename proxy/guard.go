@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"crypto/tls"
 	"io"
 	"net"
 	"sync"
@@ -25,10 +26,10 @@ import (
 // beyond it is passed on for the server to answer 431.
 //
 // The guard reads the stream as net/http's server frames it: heads, then bodies
-// by Content-Length or chunks. HTTP/2 with prior knowledge, TLS (which must be
-// terminated by the server itself, above any wrapper: wrap the plain listener
-// only with Serve, never with ServeTLS) and upgraded connections pass
-// untouched. Concurrency: a guarded connection is read by one goroutine at a
+// by Content-Length or chunks. HTTP/2 with prior knowledge and upgraded
+// connections pass untouched. Serve it with Serve: TLS that the server
+// terminates itself (ServeTLS) would sit above the guard, which would see only
+// ciphertext; GuardTLSListener terminates TLS under the guard instead. Concurrency: a guarded connection is read by one goroutine at a
 // time, as net/http's server reads it.
 func GuardListener(ln net.Listener, maxHeaderBytes int) net.Listener {
 	return &guardListener{Listener: ln, limit: orInt(maxHeaderBytes, defaultMaxHeaderBytes) + 4096}
@@ -36,7 +37,8 @@ func GuardListener(ln net.Listener, maxHeaderBytes int) net.Listener {
 
 type guardListener struct {
 	net.Listener
-	limit int // the most head bytes held; net/http reads MaxHeaderBytes + 4096
+	limit int         // the most head bytes held; net/http reads MaxHeaderBytes + 4096
+	tls   *tls.Config // GuardTLSListener's: TLS is terminated under the guard
 }
 
 func (l *guardListener) Accept() (net.Conn, error) {
@@ -44,7 +46,12 @@ func (l *guardListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &guardConn{Conn: c, limit: l.limit, scan: reqScan{cl: -1}}, nil
+	g := &guardConn{Conn: c, limit: l.limit, scan: reqScan{cl: -1}}
+	if l.tls != nil {
+		tc := tls.Server(c, l.tls)
+		g.Conn, g.tls = tc, &connTLS{conn: tc}
+	}
+	return g, nil
 }
 
 // refusedHead is what the server reads in place of a refused request head: a
@@ -64,6 +71,7 @@ type guardConn struct {
 	refusedSent bool // refusedHead was read after a refused head
 
 	watch clientWatch // told of a failed read: the client is gone
+	tls   *connTLS    // the TLS under the guard (GuardTLSListener's); nil over plain text
 
 	// Whether a read or write deadline is set. net/http's server clears the
 	// read deadline several times per request, mostly when none is set (after

@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/http/httptrace"
 	"net/textproto"
 	"strconv"
@@ -715,36 +714,3 @@ func TestConnectRejected(t *testing.T) {
 	}
 }
 
-// TestTLSListener serves the proxy over TLS: HTTP/2 is negotiated, and the
-// upstream learns the original scheme from X-Forwarded-Proto.
-func TestTLSListener(t *testing.T) {
-	protos := make(chan string, 1)
-	up := startUpstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		protos <- r.Header.Get("X-Forwarded-Proto")
-	}), false)
-	px, err := New(Params{Upstream: up.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer px.Close()
-	srv, err := NewServer(ServerParams{Handler: px})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewUnstartedServer(nil)
-	ts.Config = srv
-	ts.EnableHTTP2 = true
-	ts.StartTLS()
-	defer ts.Close()
-	resp, err := ts.Client().Get(ts.URL + "/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 200 || resp.ProtoMajor != 2 {
-		t.Fatalf("status %d over HTTP/%d, want 200 over HTTP/2", resp.StatusCode, resp.ProtoMajor)
-	}
-	if p := recv(t, protos, "the upstream request"); p != "https" {
-		t.Errorf("X-Forwarded-Proto %q, want https", p)
-	}
-}

@@ -32,8 +32,12 @@ type ServerParams struct {
 	// MaxConcurrentStreams bounds the streams of one HTTP/2 connection. Default 250.
 	MaxConcurrentStreams int
 	// DisableH2C turns unencrypted HTTP/2 (prior knowledge, as gRPC clients use)
-	// off, leaving HTTP/1.1 only.
+	// off, leaving HTTP/1.1 only. Over TLS it does nothing.
 	DisableH2C bool
+	// TLS says the server is served over TLS, on GuardTLSListener (with
+	// Serve): HTTP/2 is then negotiated by ALPN and read, decrypted, as HTTP/2
+	// with prior knowledge. The certificates are GuardTLSListener's.
+	TLS bool
 	// ErrorLog receives the server's own errors (bad requests, panics); nil is
 	// net/http's default, the standard logger.
 	ErrorLog *log.Logger
@@ -70,15 +74,14 @@ func (p ServerParams) Validate() error {
 
 // NewServer returns an http.Server for p, serving HTTP/1.1 and, unless disabled,
 // h2c with prior knowledge (net/http's native support: no h2c Upgrade dance, which
-// RFC 9113 deprecates and gRPC does not use); served with TLS (ServeTLS), it
-// speaks HTTP/2 over TLS as well. The caller runs and shuts it down.
+// RFC 9113 deprecates and gRPC does not use); with p.TLS, HTTP/1.1 and HTTP/2
+// over TLS. The caller runs and shuts it down.
 //
-// Serve it on GuardListener(ln, p.MaxHeaderBytes): net/http's server alone
-// serves requests whose framing a proxy must refuse (Content-Length with
+// Serve it (Serve, not ServeTLS) on GuardListener(ln, p.MaxHeaderBytes), or with
+// p.TLS on GuardTLSListener(ln, config, p.MaxHeaderBytes): net/http's server
+// alone serves requests whose framing a proxy must refuse (Content-Length with
 // Transfer-Encoding, Transfer-Encoding in HTTP/1.0), and answers a head
-// unfinished at ReadHeaderTimeout with a misleading 400. Over TLS (ServeTLS) the
-// guard cannot sit under the server's TLS, and those requests are served as
-// net/http serves them.
+// unfinished at ReadHeaderTimeout with a misleading 400.
 //
 // On a guarded listener, the guard also tells the proxy when an HTTP/1
 // client goes away, so that a request whose context is the server's own needs
@@ -89,8 +92,9 @@ func NewServer(p ServerParams) (*http.Server, error) {
 	}
 	var protos http.Protocols
 	protos.SetHTTP1(true)
-	protos.SetHTTP2(true) // over TLS (ServeTLS), negotiated by ALPN
-	protos.SetUnencryptedHTTP2(!p.DisableH2C)
+	// Over GuardTLSListener the server sees the decrypted stream: HTTP/2
+	// negotiated by ALPN reaches it as HTTP/2 with prior knowledge.
+	protos.SetUnencryptedHTTP2(p.TLS || !p.DisableH2C)
 	return &http.Server{
 		Addr:              p.Addr,
 		Handler:           watchedHandler{p.Handler},

@@ -146,7 +146,16 @@ func (d *daemon) build() error {
 		return err
 	}
 	s := &cfg.Server
+	var tlsConfig *tls.Config
+	if s.TLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(s.TLSCert, s.TLSKey)
+		if err != nil {
+			return fmt.Errorf("server.tls_cert, server.tls_key: %w", err)
+		}
+		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
 	d.server, err = proxy.NewServer(proxy.ServerParams{
+		TLS:               tlsConfig != nil,
 		Handler:           d.proxy,
 		ReadHeaderTimeout: time.Duration(s.ReadHeaderTimeout),
 		MaxHeaderBytes:    s.MaxHeaderBytes,
@@ -160,18 +169,11 @@ func (d *daemon) build() error {
 	d.server.IdleTimeout = time.Duration(s.IdleTimeout)
 	d.server.ReadTimeout = time.Duration(s.ReadTimeout)
 	d.server.WriteTimeout = time.Duration(s.WriteTimeout)
-	if s.TLSCert != "" {
-		cert, err := tls.LoadX509KeyPair(s.TLSCert, s.TLSKey)
-		if err != nil {
-			return fmt.Errorf("server.tls_cert, server.tls_key: %w", err)
-		}
-		d.server.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	}
 
 	if d.ln, err = listen(s.Listen); err != nil {
 		return fmt.Errorf("server.listen %s: %w", s.Listen, err)
 	}
-	d.ln = serverListener(d.ln, s, log.Named("server"))
+	d.ln = serverListener(d.ln, s, tlsConfig, log.Named("server"))
 	if err := checkFronts(cfg); err != nil {
 		return err
 	}
@@ -265,13 +267,7 @@ func (d *daemon) start() {
 	d.wg.Add(3)
 	go func() {
 		defer d.wg.Done()
-		var err error
-		if d.server.TLSConfig != nil {
-			err = d.server.ServeTLS(d.ln, "", "")
-		} else {
-			err = d.server.Serve(d.ln)
-		}
-		if !errors.Is(err, http.ErrServerClosed) {
+		if err := d.server.Serve(d.ln); !errors.Is(err, http.ErrServerClosed) {
 			d.failed <- err
 		}
 	}()

@@ -24,7 +24,7 @@ func logStart(d *daemon) {
 	}
 	log.Info("starting", "version", version, "config", source, "pid", os.Getpid())
 	log.Info("listening", "addr", d.ln.Addr().String(), "network", d.ln.Addr().Network(),
-		"tls", d.server.TLSConfig != nil, "h2c", cfg.Server.H2C && d.server.TLSConfig == nil)
+		"tls", cfg.Server.TLSCert != "", "h2c", cfg.Server.H2C && cfg.Server.TLSCert == "")
 	circuit := "off"
 	if c := &cfg.Upstream.Circuit; !c.Off() {
 		circuit = fmt.Sprintf("failure_ratio=%g over %s (min %d), consecutive_failures=%d, open %s, %d probes",

@@ -191,24 +191,24 @@ func watchProxy(p *proxy.Params, log hclog.Logger) {
 }
 
 // serverListener wraps ln, the listener of [server] listen, for the proxy's
-// server: bounded to max_connections (when set), and, without TLS, guarded
-// against request framing a proxy must refuse (proxy.GuardListener; over TLS
-// the server terminates TLS itself, so the guard cannot sit under it).
+// server: bounded to max_connections (when set), and guarded against request
+// framing a proxy must refuse (proxy.GuardListener, or with tlsConfig
+// proxy.GuardTLSListener, which terminates TLS under the guard).
 // Connections refused beyond the bound are logged at warn, at most one line
 // a second.
-func serverListener(ln net.Listener, s *configs.Server, log hclog.Logger) net.Listener {
+func serverListener(ln net.Listener, s *configs.Server, tlsConfig *tls.Config, log hclog.Logger) net.Listener {
 	if s.MaxConnections > 0 {
 		var refused sometimes
-		ln = proxy.LimitListener(ln, proxy.LimitParams{Max: s.MaxConnections, TLS: s.TLSCert != "", OnRefuse: func(max int) {
+		ln = proxy.LimitListener(ln, proxy.LimitParams{Max: s.MaxConnections, TLS: tlsConfig != nil, OnRefuse: func(max int) {
 			if more, ok := refused.allow(time.Now(), time.Second); ok {
 				log.Warn("connection refused: server.max_connections reached", "max_connections", max, "more_since_last", more)
 			}
 		}})
 	}
-	if s.TLSCert == "" {
-		ln = proxy.GuardListener(ln, s.MaxHeaderBytes)
+	if tlsConfig != nil {
+		return proxy.GuardTLSListener(ln, tlsConfig, s.MaxHeaderBytes)
 	}
-	return ln
+	return proxy.GuardListener(ln, s.MaxHeaderBytes)
 }
 
 // circuitStatus reads p's circuit breaker for the admin API's /v1/status.

@@ -111,14 +111,20 @@ type Exchange struct {
 	Closed bool
 }
 
-// Send dials addr, writes the valid request and c's bytes at once, and
-// reads both answers, within 10 s.
+// Send dials addr (TCP) and sends c on the connection (SendOn).
 func Send(addr string, c Case) (Exchange, error) {
-	var ex Exchange
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
-		return ex, err
+		return Exchange{}, err
 	}
+	return SendOn(conn, c)
+}
+
+// SendOn writes the valid request and c's bytes at once on conn, a fresh
+// connection to the server under test (over TLS, say), reads both answers
+// within 10 s, and closes conn.
+func SendOn(conn net.Conn, c Case) (Exchange, error) {
+	var ex Exchange
 	defer conn.Close()
 	if err := conn.SetDeadline(time.Now().Add(10 * time.Second)); err != nil {
 		return ex, err

@@ -1,0 +1,175 @@
+package proxy
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/rawreq"
+)
+
+// testCert returns a self-signed certificate for 127.0.0.1 and a pool that
+// trusts it.
+func testCert(t *testing.T) (tls.Certificate, *x509.CertPool) {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "proxy test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, BasicConstraintsValid: true, IsCA: true}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(c)
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: k, Leaf: c}, pool
+}
+
+// serveTLS serves h as sluice run does over TLS: NewServer with TLS set, on
+// GuardTLSListener. It returns the address and a client config that trusts
+// the server's certificate.
+func serveTLS(t *testing.T, h http.Handler) (addr string, client *tls.Config) {
+	t.Helper()
+	cert, pool := testCert(t)
+	srv, err := NewServer(ServerParams{Handler: h, TLS: true, DisableH2C: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = srv.Serve(GuardTLSListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}}, 0)) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return ln.Addr().String(), &tls.Config{RootCAs: pool}
+}
+
+// TestTLSListener serves the proxy over TLS: HTTP/2 is negotiated by ALPN,
+// HTTP/1.1 too when the client offers only that, the proxy's handler sees
+// r.TLS as under ServeTLS, and the upstream learns the original scheme from
+// X-Forwarded-Proto.
+func TestTLSListener(t *testing.T) {
+	protos := make(chan string, 1)
+	up := startUpstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		protos <- r.Header.Get("X-Forwarded-Proto")
+	}), false)
+	px, err := New(Params{Upstream: up.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer px.Close()
+	seen := make(chan *tls.ConnectionState, 1)
+	addr, cc := serveTLS(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen <- r.TLS
+		px.ServeHTTP(w, r)
+	}))
+	for _, c := range []struct {
+		name  string
+		h2    bool
+		alpn  string
+		major int
+	}{{"h2", true, "h2", 2}, {"http/1.1", false, "http/1.1", 1}} {
+		t.Run(c.name, func(t *testing.T) {
+			tr := &http.Transport{TLSClientConfig: cc.Clone(), ForceAttemptHTTP2: c.h2}
+			if !c.h2 {
+				tr.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
+				tr.TLSClientConfig.NextProtos = []string{"http/1.1"}
+			}
+			defer tr.CloseIdleConnections()
+			resp, err := (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Get("https://" + addr + "/")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != 200 || resp.ProtoMajor != c.major {
+				t.Fatalf("status %d over HTTP/%d, want 200 over HTTP/%d", resp.StatusCode, resp.ProtoMajor, c.major)
+			}
+			if st := recv(t, seen, "the request at the proxy"); st == nil || !st.HandshakeComplete || st.NegotiatedProtocol != c.alpn {
+				t.Errorf("r.TLS %+v, want the handshake done with ALPN %q", st, c.alpn)
+			}
+			if p := recv(t, protos, "the upstream request"); p != "https" {
+				t.Errorf("X-Forwarded-Proto %q, want https", p)
+			}
+		})
+	}
+}
+
+// TestGuardTLSListenerRefusesFixtures is TestGuardListenerRefusesFixtures
+// over TLS: the same refused framing (testdata/requests) gets the same
+// answers, and never reaches the handler.
+func TestGuardTLSListenerRefusesFixtures(t *testing.T) {
+	cases, err := rawreq.Load("../testdata/requests")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var served atomic.Int64
+	addr, cc := serveTLS(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		served.Add(1)
+		_, _ = io.Copy(io.Discard, r.Body)
+		_, _ = io.WriteString(w, "ok "+r.URL.Path)
+	}))
+	cc.NextProtos = []string{"http/1.1"}
+	for i, c := range cases {
+		t.Run(c.Name, func(t *testing.T) {
+			conn, err := tls.Dial("tcp", addr, cc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ex, err := rawreq.SendOn(conn, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ex.FirstStatus != 200 || ex.FirstBody != "ok /first" {
+				t.Fatalf("first request: %d %q, want 200 %q", ex.FirstStatus, ex.FirstBody, "ok /first")
+			}
+			if ex.Status != c.Status {
+				t.Errorf("%s: %d, want %d", c.Why, ex.Status, c.Status)
+			}
+			if !ex.Closed {
+				t.Errorf("after the %d the connection stays open, want it closed", ex.Status)
+			}
+			if n := served.Load(); n != int64(i+1) {
+				t.Errorf("the handler has seen %d requests after %d valid ones (the refused ones must not reach it)", n, i+1)
+			}
+		})
+	}
+}
+
+// TestGuardTLSListenerCipherSuites: a TLS 1.2 client that offers only a CBC
+// suite, which HTTP/2 forbids, is refused; one that offers an AEAD suite is
+// served.
+func TestGuardTLSListenerCipherSuites(t *testing.T) {
+	addr, cc := serveTLS(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	for _, c := range []struct {
+		suite uint16
+		ok    bool
+	}{{tls.TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA, false}, {tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, true}} {
+		cfg := cc.Clone()
+		cfg.MaxVersion, cfg.CipherSuites = tls.VersionTLS12, []uint16{c.suite}
+		conn, err := tls.Dial("tcp", addr, cfg)
+		if err == nil {
+			conn.Close()
+		}
+		if (err == nil) != c.ok {
+			t.Errorf("%s: handshake error %v, want success %v", tls.CipherSuiteName(c.suite), err, c.ok)
+		}
+	}
+}
