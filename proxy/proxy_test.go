@@ -713,4 +713,3 @@ func TestConnectRejected(t *testing.T) {
 		t.Errorf("CONNECT: status %d, want 405", resp.StatusCode)
 	}
 }
-
