@@ -92,6 +92,7 @@ func NewServer(p ServerParams) (*http.Server, error) {
 	}
 	var protos http.Protocols
 	protos.SetHTTP1(true)
+	protos.SetHTTP2(true) // over a *tls.Conn, were one served
 	// Over GuardTLSListener the server sees the decrypted stream: HTTP/2
 	// negotiated by ALPN reaches it as HTTP/2 with prior knowledge.
 	protos.SetUnencryptedHTTP2(p.TLS || !p.DisableH2C)
