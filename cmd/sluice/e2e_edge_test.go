@@ -8,11 +8,12 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os/exec"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // rawConn is a client connection to the daemon that sends request bytes and
@@ -69,189 +70,77 @@ func (r *rawConn) closedByServer() bool {
 	return err == io.EOF
 }
 
-// send writes a GET for path and returns at once; the response comes on the
-// channel (a zero result with err set if it could not be read).
-func (r *rawConn) send(path string) <-chan result {
-	r.t.Helper()
-	if _, err := io.WriteString(r.c, "GET "+path+" HTTP/1.1\r\nHost: app\r\n\r\n"); err != nil {
-		r.t.Fatalf("sending %s: %v", path, err)
-	}
-	ch := make(chan result, 1)
-	go func() {
-		resp, err := http.ReadResponse(r.br, nil)
-		if err != nil {
-			ch <- result{err: err}
-			return
-		}
-		b, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		ch <- result{status: resp.StatusCode, header: resp.Header, body: string(b), err: err}
-	}()
-	return ch
-}
-
-// heldUpstream is an upstream on loopback that holds each request until the
-// test lets it go (one at a time by release, or all at once, now and after, by
-// closing open), then answers "ok" and closes its connection (Connection:
-// close). A held request keeps its upstream connection, one of the daemon's
-// file descriptors, busy; and the daemon dials a new connection for every
-// request, none being left to reuse.
-type heldUpstream struct {
-	url     string
-	entered chan struct{} // a request arrived
-	release chan struct{}
-	open    chan struct{}
-	served  atomic.Int64
-}
-
-func startHeldUpstream(t *testing.T) *heldUpstream {
+// closingUpstream is an upstream on loopback that closes its connection after
+// every response (Connection: close), so that the daemon dials a new
+// connection, a new file descriptor, for every request: none is pooled.
+func closingUpstream(t *testing.T) (url string, served *atomic.Int64) {
 	t.Helper()
-	u := &heldUpstream{entered: make(chan struct{}, 1000), release: make(chan struct{}), open: make(chan struct{})}
+	served = new(atomic.Int64)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		u.entered <- struct{}{}
-		select {
-		case <-u.release:
-		case <-u.open:
-		case <-r.Context().Done():
-			return
-		}
-		u.served.Add(1)
+		served.Add(1)
 		w.Header().Set("Connection", "close")
 		io.WriteString(w, "ok")
 	}))
-	t.Cleanup(func() {
-		select {
-		case <-u.open:
-		default:
-			close(u.open)
-		}
-		srv.Close()
-	})
-	u.url = srv.URL
-	return u
+	t.Cleanup(srv.Close)
+	return srv.URL, served
 }
 
-// logged returns a channel that gets the first record from index from on that
-// matches; it gives up silently when the test ends.
-func (l *logs) logged(t *testing.T, from int, match func(map[string]any) bool) <-chan map[string]any {
-	ch := make(chan map[string]any, 1)
-	go func() {
-		for {
-			rec, next, more, closed := l.find(from, match)
-			if rec != nil {
-				ch <- rec
-				return
-			}
-			if closed {
-				return
-			}
-			from = next
-			select {
-			case <-more:
-			case <-t.Context().Done():
-				return
-			}
-		}
-	}()
-	return ch
+// setOpenFilesLimit sets the soft RLIMIT_NOFILE of process pid and returns the
+// limits it had.
+func setOpenFilesLimit(t *testing.T, pid int, soft uint64) unix.Rlimit {
+	t.Helper()
+	var old unix.Rlimit
+	if err := unix.Prlimit(pid, unix.RLIMIT_NOFILE, nil, &old); err != nil {
+		t.Fatalf("reading RLIMIT_NOFILE of %d: %v", pid, err)
+	}
+	if err := unix.Prlimit(pid, unix.RLIMIT_NOFILE, &unix.Rlimit{Cur: soft, Max: old.Max}, nil); err != nil {
+		t.Fatalf("setting RLIMIT_NOFILE of %d: %v", pid, err)
+	}
+	return old
 }
 
 // TestE2EFileDescriptorLimitKeepsTheCircuitClosed reproduces issue 13's
-// finding 5 on the real binary, started with RLIMIT_NOFILE lowered to 64 (by
-// prlimit, soft and hard: the Go runtime cannot raise it). Client connections
-// are opened one by one, each sending a request that the upstream holds, so
-// that every descriptor the daemon uses stays in use and none is given back
-// behind the test's back; until a request finds no descriptor left to dial the
-// upstream with. From then on every request is answered 503 with Sluice-Error:
+// finding 5 on the real binary: a client connection is served, then the
+// daemon's soft RLIMIT_NOFILE is lowered (prlimit(2), from the test) to 3,
+// below every descriptor it holds but stdin, stdout and stderr, so that it can
+// open no new one: each request on that connection finds no descriptor to dial
+// the upstream with (which closes every connection after its response, so
+// none is pooled). Every such request is answered 503 with Sluice-Error:
 // local, more of them than it takes failures to open the circuit (5 in a row;
 // open for an hour, were it opened), and the circuit stays closed: once the
-// held requests are answered and their descriptors free, the healthy upstream
-// is served at once, /v1/status says the circuit never changed, and the log has
-// the local errors (rate-limited) and no change of the circuit.
+// limit is back, the healthy upstream is served at once, /v1/status says the
+// circuit never changed, and the log has the local errors (rate-limited) and
+// no change of the circuit.
 func TestE2EFileDescriptorLimitKeepsTheCircuitClosed(t *testing.T) {
-	if _, err := exec.LookPath("prlimit"); err != nil {
-		t.Skip("prlimit (util-linux) is not installed")
-	}
-	up := startHeldUpstream(t)
+	upURL, served := closingUpstream(t)
 	config := prelude + `
   [upstream.circuit]
   consecutive_failures = 5
   open_duration = "1h"
 ` + catchAll
-	const limit = 64
-	s := startSluiceVia(t, []string{"prlimit", fmt.Sprintf("--nofile=%d:%d", limit, limit), "--"}, writeConfig(t, "", up.url, config))
+	s := startSluice(t, writeConfig(t, "", upURL, config))
 	rec := s.log.wait(t, "the admin line", message("admin API, metrics and dashboard"))
 	admin := "http://" + str(rec["addr"])
-	acceptFailed := func(r map[string]any) bool {
-		m := str(r["@message"])
-		return strings.Contains(m, "Accept error") && strings.Contains(m, "too many open files")
-	}
-	isLocal := func(r result) bool {
-		return r.err == nil && r.status == http.StatusServiceUnavailable && r.header.Get("Sluice-Error") == "local" && r.header.Get("Retry-After") == "1"
-	}
 
-	// Drive the daemon to its limit: each connection takes a descriptor, and
-	// its held request one more for the upstream connection. Either a
-	// connection is accepted with the last descriptor, and its request gets
-	// 503 local; or the last one went to an upstream connection, and the next
-	// client waits in the listen backlog (the daemon logs the failed accept):
-	// then one held request is let go, its upstream connection closes, and
-	// the descriptor it frees goes to the waiting client, whose request finds
-	// none left.
-	var held []<-chan result // the responses of the held requests
-	var exhausted *rawConn
-	timeout := time.NewTimer(waitLimit)
-	defer timeout.Stop()
-	for i := 0; exhausted == nil; i++ {
-		if i == limit {
-			t.Fatalf("%d connections open and the daemon still dials the upstream: is RLIMIT_NOFILE lowered?", i)
-		}
-		_, logEnd, _, _ := s.log.find(0, func(map[string]any) bool { return false })
-		c := dialDaemon(t, s.addr)
-		resp := c.send(fmt.Sprintf("/c%d", i))
-		select {
-		case <-up.entered:
-			held = append(held, resp)
-		case r := <-resp:
-			if !isLocal(r) {
-				t.Fatalf("request %d: %d %v %q %v; want it held by the upstream, or 503 local at the limit", i, r.status, r.header, r.body, r.err)
-			}
-			exhausted = c
-		case <-s.log.logged(t, logEnd, acceptFailed):
-			up.release <- struct{}{}
-			if r := recv(t, held[0], "the response to the request let go"); r.err != nil || r.status != 200 {
-				t.Fatalf("the request let go: %d %v %q %v; want 200", r.status, r.header, r.body, r.err)
-			}
-			held = held[1:]
-			if r := recv(t, resp, "the response to the request that waited to be accepted"); !isLocal(r) {
-				t.Fatalf("the request accepted with the last descriptor: %d %v %q %v; want 503 local", r.status, r.header, r.body, r.err)
-			}
-			exhausted = c
-		case <-timeout.C:
-			t.Fatalf("request %d: neither held, nor answered, nor a failed accept logged within %v", i, waitLimit)
-		}
+	c := dialDaemon(t, s.addr)
+	if r := c.get("/before", false); r.status != 200 || r.body != "ok" {
+		t.Fatalf("before the limit: %d %v %q; want the upstream's answer", r.status, r.header, r.body)
 	}
-	for i := range 10 {
-		r := exhausted.get(fmt.Sprintf("/exhausted%d", i), false)
-		if !isLocal(r) {
+	old := setOpenFilesLimit(t, s.cmd.Process.Pid, 3)
+	for i := range 11 {
+		r := c.get(fmt.Sprintf("/exhausted%d", i), false)
+		if r.status != http.StatusServiceUnavailable || r.header.Get("Sluice-Error") != "local" || r.header.Get("Retry-After") != "1" {
 			t.Fatalf("at the limit, request %d: %d %v %q; want 503 with Sluice-Error: local", i, r.status, r.header, r.body)
 		}
 	}
 
-	// Free the descriptors: the held requests are answered, and their
-	// upstream connections close.
-	close(up.open)
-	for _, resp := range held {
-		if r := recv(t, resp, "the response to a held request"); r.err != nil || r.status != 200 {
-			t.Fatalf("a held request: %d %v %q %v; want 200", r.status, r.header, r.body, r.err)
-		}
+	setOpenFilesLimit(t, s.cmd.Process.Pid, old.Cur)
+	before := served.Load()
+	if r := c.get("/after", false); r.status != 200 || r.body != "ok" {
+		t.Fatalf("once descriptors can be opened again: %d %v %q; want the upstream's answer (the circuit must not have opened)", r.status, r.header, r.body)
 	}
-	before := up.served.Load()
-	if r := exhausted.get("/after", false); r.status != 200 || r.body != "ok" {
-		t.Fatalf("once descriptors are free: %d %v %q; want the upstream's answer (the circuit must not have opened)", r.status, r.header, r.body)
-	}
-	if up.served.Load() != before+1 {
-		t.Errorf("the upstream served %d more, want 1", up.served.Load()-before)
+	if served.Load() != before+1 {
+		t.Errorf("the upstream served %d more, want 1", served.Load()-before)
 	}
 
 	st := do(client(t), "GET", admin+"/v1/status")
