@@ -200,16 +200,8 @@ type sluice struct {
 // test ends, and its log is printed if the test failed.
 func startSluice(t *testing.T, config string, flags ...string) *sluice {
 	t.Helper()
-	return startSluiceVia(t, nil, config, flags...)
-}
-
-// startSluiceVia is startSluice with the binary run by prefix, a command and
-// its arguments that execs the rest (such as prlimit); nil runs it directly.
-func startSluiceVia(t *testing.T, prefix []string, config string, flags ...string) *sluice {
-	t.Helper()
 	args := append([]string{"run", "-config", config, "-log-json", "-log-level", "debug"}, flags...)
-	argv := append(append(append([]string(nil), prefix...), binary(t)), args...)
-	s := &sluice{cmd: exec.Command(argv[0], argv[1:]...), log: newLogs(), exited: make(chan struct{})}
+	s := &sluice{cmd: exec.Command(binary(t), args...), log: newLogs(), exited: make(chan struct{})}
 	s.cmd.Stderr = s.log
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)
