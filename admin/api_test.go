@@ -379,7 +379,7 @@ func TestReload(t *testing.T) {
 	// batch's is cleared.
 	next := parseConfig(t, strings.Replace(testConfig, "max = 0", "max = 3", 1))
 	f.setNext(next, nil)
-	a := f.do(t, req{method: http.MethodPost, path: "/v1/reload", token: testToken, contentType: "application/json"})
+	a := f.do(t, req{method: http.MethodPost, path: "/v1/reload", token: testToken}) // no body, no content type
 	if a.status != http.StatusOK {
 		t.Fatalf("reload: %d %s", a.status, a.body)
 	}

@@ -97,8 +97,9 @@
 // name or IP on loopback; off loopback also any IP literal, this machine's
 // host name, the listen host and Params.Hosts; anything else is a 403, which
 // defeats DNS rebinding. A unix socket is not checked (no browser reaches it).
-// Mutations need "Content-Type: application/json" (415) and bodies are cut at
-// Params.MaxBodyBytes (413).
+// Mutations with a body need "Content-Type: application/json" (415), and
+// bodies are cut at Params.MaxBodyBytes (413); one without a body (DELETE, a
+// plain reload) needs no content type.
 //
 // # Metrics
 //
