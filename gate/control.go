@@ -177,6 +177,7 @@ func (g *Gate) tickGroup(gr *group, now time.Time, elapsed time.Duration, res *p
 	if c := gr.c; now.Sub(c.decayedAt) >= rejectedKeysDecay {
 		if !c.decayedAt.IsZero() {
 			c.rejectedKeys.Decay()
+			c.shadowKeys.Decay()
 		}
 		c.decayedAt = now
 	}

@@ -171,7 +171,7 @@ func (g *Gate) EnterClassCost(ctx context.Context, c Class, cost int64) (Pass, R
 		if gr.mode.Load()&shadowGroup == 0 {
 			return Pass{}, gr.reject(why, p, c.Key), false
 		}
-		return gr.shadowPass(why, p, t0), Rejection{}, true
+		return gr.shadowPass(why, p, c.Key, t0), Rejection{}, true
 	}
 
 	var would int64 // wouldRate when a shadowed rate rule refused
@@ -183,13 +183,13 @@ func (g *Gate) EnterClassCost(ctx context.Context, c Class, cost int64) (Pass, R
 		if !res.Allowed {
 			switch m := gr.mode.Load(); {
 			case m&shadowGroup != 0:
-				return gr.shadowPass(adaptive.RejectRate, p, t0), Rejection{}, true
+				return gr.shadowPass(adaptive.RejectRate, p, c.Key, t0), Rejection{}, true
 			case m&shadowRate == 0:
 				r := gr.reject(adaptive.RejectRate, p, c.Key)
 				r.RetryAfter, r.Rate, r.Policy = res.RetryAfter, res, rl.lim.Policy()
 				return Pass{}, r, false
 			}
-			gr.shadowReject(adaptive.RejectRate, p) // on to the stages that enforce
+			gr.shadowReject(adaptive.RejectRate, p, c.Key) // on to the stages that enforce
 			would = wouldRate
 		}
 		if res.Delay > 0 && rl.paced && gr.mode.Load()&shadowRate == 0 { // shadow does not pace
@@ -212,7 +212,7 @@ func (g *Gate) EnterClassCost(ctx context.Context, c Class, cost int64) (Pass, R
 		if !gr.fair.Allow(int(ks.held.Load()), gr.conc.InFlight(), gr.conc.Limit(), active) {
 			gr.keys.leave(ks)
 			if gr.mode.Load()&shadowGroup != 0 {
-				return gr.shadowPass(adaptive.RejectFairShare, p, t0), Rejection{}, true
+				return gr.shadowPass(adaptive.RejectFairShare, p, c.Key, t0), Rejection{}, true
 			}
 			return Pass{}, gr.reject(adaptive.RejectFairShare, p, c.Key), false
 		}
@@ -223,7 +223,7 @@ func (g *Gate) EnterClassCost(ctx context.Context, c Class, cost int64) (Pass, R
 			if ks != nil {
 				gr.keys.leave(ks)
 			}
-			return gr.shadowPass(adaptive.RejectNone, p, t0), Rejection{}, true
+			return gr.shadowPass(adaptive.RejectNone, p, c.Key, t0), Rejection{}, true
 		}
 		var end waitEnd
 		if t0, end = g.queue(ctx, gr, p, t0); end != (waitEnd{}) {
@@ -243,14 +243,14 @@ func (g *Gate) EnterClassCost(ctx context.Context, c Class, cost int64) (Pass, R
 	return Pass{g: gr, ks: ks, t0: t0, wait: (t0 - arrived) | would}, Rejection{}, true
 }
 
-// shadowPass admits, without a slot, a request of a shadowed group that
-// enforcement would have refused for why at a stage (RejectNone: it found
-// no free slot; see admitBeyond), at t0 (a shadowed group neither paces
-// nor queues: its wait is 0). Like a request enforcement
-// would have refused, it takes nothing from the later stages (no rate
-// units, no key's share, no slot).
-func (gr *group) shadowPass(why adaptive.RejectReason, p adaptive.Priority, t0 int64) Pass {
-	why = gr.admitBeyond(why, p)
+// shadowPass admits, without a slot, a request of key in a shadowed group
+// that enforcement would have refused for why at a stage (RejectNone: it
+// found no free slot; see admitBeyond), at t0 (a shadowed group neither
+// paces nor queues: its wait is 0). Like a request enforcement would have
+// refused, it takes nothing from the later stages (no rate units, no key's
+// share, no slot).
+func (gr *group) shadowPass(why adaptive.RejectReason, p adaptive.Priority, key string, t0 int64) Pass {
+	why = gr.admitBeyond(why, p, key)
 	gr.lat.ObserveInflight(gr.inFlight())
 	return Pass{g: gr, t0: t0, wait: beyondWait(why)}
 }
@@ -295,7 +295,7 @@ func (g *Gate) AllowRate(c Class, cost int64) (limits.Result, limits.Policy, Rej
 		gr.c.arrived[p].Add(1)
 	}
 	if gr.mode.Load()&shadowRate != 0 {
-		gr.shadowReject(adaptive.RejectRate, p) // then allowed, as an allowed one
+		gr.shadowReject(adaptive.RejectRate, p, c.Key) // then allowed, as an allowed one
 		return res, pol, Rejection{Reason: adaptive.RejectRate, Group: gr.name, RetryAfter: res.RetryAfter,
 			Rate: res, Policy: pol}, true
 	}

@@ -105,6 +105,9 @@ type counters struct {
 	// decayedAt, under Gate.mu); a group without a key adds none.
 	rejectedKeys *topk.Summary
 	decayedAt    time.Time
+	// shadowKeys are the keys enforcement would have refused most, kept
+	// apart from rejectedKeys (decayed with it).
+	shadowKeys *topk.Summary
 }
 
 // Heavy hitters: the most rejected keys a group keeps (16: the 10 read-outs
@@ -118,7 +121,7 @@ const (
 
 // newCounters returns a group's counters, zero.
 func newCounters() *counters {
-	return &counters{rejectedKeys: topk.New(rejectedKeysTracked)}
+	return &counters{rejectedKeys: topk.New(rejectedKeysTracked), shadowKeys: topk.New(rejectedKeysTracked)}
 }
 
 // newGroup builds the run-time group of c, starting its law from s. A group

@@ -6,6 +6,7 @@ import (
 
 	"github.com/sluicehq/sluice/adaptive"
 	"github.com/sluicehq/sluice/gate/spec"
+	"github.com/sluicehq/sluice/internal/topk"
 	"github.com/sluicehq/sluice/probe"
 )
 
@@ -103,6 +104,17 @@ type RejectedKey struct {
 	Reason adaptive.RejectReason
 }
 
+// topKeys reads the keys a summary counted most (at most rejectedKeysShown,
+// most first), with its count of skipped additions.
+func topKeys(sum *topk.Summary) ([]RejectedKey, uint64) {
+	top, _, skipped := sum.Top(rejectedKeysShown)
+	var keys []RejectedKey
+	for _, e := range top {
+		keys = append(keys, RejectedKey{Key: e.Key, Count: e.Count, Error: e.Error, Reason: adaptive.RejectReason(e.Tag)})
+	}
+	return keys, skipped
+}
+
 // LimitChange is one change of a group's limit or rate by its law.
 type LimitChange struct {
 	At             time.Time
@@ -182,11 +194,7 @@ func (gr *group) status() GroupStatus {
 		s.RateKeys = gr.rate.keyed.Len()
 	}
 	s.Shadow = gr.shadowStatus(c)
-	top, _, skipped := gr.c.rejectedKeys.Top(rejectedKeysShown)
-	for _, e := range top {
-		s.RejectedKeys = append(s.RejectedKeys, RejectedKey{Key: e.Key, Count: e.Count, Error: e.Error, Reason: adaptive.RejectReason(e.Tag)})
-	}
-	s.RejectedKeysSkipped = skipped
+	s.RejectedKeys, s.RejectedKeysSkipped = topKeys(gr.c.rejectedKeys)
 	s.Global = gr.globalStatus()
 	if ch := gr.change.Load(); ch != nil {
 		s.LastChange = &LimitChange{At: ch.at, From: ch.from, To: ch.to, RateFrom: ch.rateFrom, Rate: ch.rate, Reason: ch.reason}

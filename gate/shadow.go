@@ -31,16 +31,20 @@ func modeBits(c *spec.Group) uint32 {
 // requests admitted beyond the limit in shadow finish as they started.
 func (gr *group) setMode(c *spec.Group) { gr.mode.Store(modeBits(c)) }
 
-// shadowReject counts a would-be rejection of a request of priority p: what
-// reject counts for a real one, in the shadow counters.
-func (gr *group) shadowReject(why adaptive.RejectReason, p adaptive.Priority) {
+// shadowReject counts a would-be rejection of a request of priority p and
+// key: what reject counts for a real one, in the shadow counters and the
+// summary of keys enforcement would have refused.
+func (gr *group) shadowReject(why adaptive.RejectReason, p adaptive.Priority, key string) {
 	gr.c.shadow[why].Add(1)
+	if key != "" {
+		gr.c.shadowKeys.Add(key, uint8(why))
+	}
 	if stageReason(why) && why != adaptive.RejectFairShare { // as reject counts stage
 		gr.c.shadowStage[p].Add(1)
 	}
 }
 
-// admitBeyond admits, without a slot, a request of priority p of a
+// admitBeyond admits, without a slot, a request of priority p and key of a
 // shadowed group that enforcement would have refused for why or, with why
 // RejectNone, one that found no free slot: without a queue that is a
 // would-be "concurrency"; with one the request would have waited, unless
@@ -48,7 +52,7 @@ func (gr *group) shadowReject(why adaptive.RejectReason, p adaptive.Priority) {
 // at queue.max: then a would-be "queue_full". It counts the would-be
 // rejection and returns its reason (RejectNone for a request that would
 // have waited).
-func (gr *group) admitBeyond(why adaptive.RejectReason, p adaptive.Priority) adaptive.RejectReason {
+func (gr *group) admitBeyond(why adaptive.RejectReason, p adaptive.Priority, key string) adaptive.RejectReason {
 	c := gr.c
 	c.beyond.Add(1)
 	if why == adaptive.RejectNone {
@@ -63,7 +67,7 @@ func (gr *group) admitBeyond(why adaptive.RejectReason, p adaptive.Priority) ada
 			return adaptive.RejectNone
 		}
 	}
-	gr.shadowReject(why, p)
+	gr.shadowReject(why, p, key)
 	return why
 }
 
@@ -99,6 +103,11 @@ type ShadowStatus struct {
 	// Beyond is the requests in flight now without a slot, Waiting those
 	// of them that enforcement would have had in the queue.
 	Beyond, Waiting int
+	// RejectedKeys are the keys enforcement would have refused most, as
+	// GroupStatus.RejectedKeys counts the keys refused for real (and apart
+	// from them); RejectedKeysSkipped is as there.
+	RejectedKeys        []RejectedKey
+	RejectedKeysSkipped uint64
 }
 
 // WouldReject returns the total of Rejected.
@@ -119,6 +128,7 @@ func (gr *group) shadowStatus(c *spec.Group) ShadowStatus {
 	for i := range s.Rejected {
 		s.Rejected[i] = gr.c.shadow[i].Load()
 	}
+	s.RejectedKeys, s.RejectedKeysSkipped = topKeys(gr.c.shadowKeys)
 	return s
 }
 

@@ -398,3 +398,66 @@ func TestShadowShedding(t *testing.T) {
 		passes[i].Done(Success)
 	}
 }
+
+// TestShadowRejectedKeys: in a group whose per-key rate rule is shadowed,
+// the keys enforcement would have refused are summed up apart from the keys
+// refused for real: a greedy tenant over its rate shows in
+// Shadow.RejectedKeys, with the would-be count and reason, and not in
+// RejectedKeys; a calm one in neither. Enforcing the same rule puts the
+// greedy tenant in RejectedKeys and leaves the shadow summary empty.
+func TestShadowRejectedKeys(t *testing.T) {
+	conf := func(mode string) string {
+		return `
+[[group]]
+name = "api"
+key = "header:X-Tenant"
+  [group.rate]
+  rate = 1
+  burst = 1
+  mode = "` + mode + `"
+  [group.concurrency]
+  law = "fixed"
+  limit = 100
+`
+	}
+	for _, mode := range []string{"shadow", "enforce"} {
+		t.Run(mode, func(t *testing.T) {
+			g, clk := newGate(t, conf(mode))
+			refused := 0 // what enforcement refuses, or would
+			for i := range 20 {
+				clk.Advance(100 * time.Millisecond) // greedy: 10/s against 1/s
+				p, _, ok := g.Enter(request("/", "X-Tenant", "greedy"))
+				switch {
+				case !ok:
+					refused++
+				case p.Shadowed() != adaptive.RejectNone:
+					refused++
+					p.Done(Success)
+				default:
+					p.Done(Success)
+				}
+				if i%10 == 0 { // calm: 0.5/s
+					if p, _, ok := g.Enter(request("/", "X-Tenant", "calm")); !ok || p.Shadowed() != adaptive.RejectNone {
+						t.Fatalf("the calm tenant was refused (mode %s)", mode)
+					} else {
+						p.Done(Success)
+					}
+				}
+			}
+			st, _ := g.Group("api")
+			// counting is the summary that must hold greedy (the real
+			// rejections' when enforcing, the would-be ones' in shadow);
+			// other must stay empty.
+			counting, other := st.RejectedKeys, st.Shadow.RejectedKeys
+			if mode == "shadow" {
+				counting, other = other, counting
+			}
+			if refused < 15 || len(counting) != 1 || counting[0].Key != "greedy" || counting[0].Count != uint64(refused) || counting[0].Reason != adaptive.RejectRate {
+				t.Errorf("%d refused; the summary that counts them: %+v; want greedy alone, counted %d, reason rate", refused, counting, refused)
+			}
+			if len(other) != 0 {
+				t.Errorf("the other summary: %+v, want it empty", other)
+			}
+		})
+	}
+}
