@@ -81,9 +81,20 @@ match = { path_prefix = "/api/" }
 [[group]]
 name = "batch"
 key = "header:X-Client"
+match = { path_prefix = "/batch/" }
   [group.concurrency]
   law = "fixed"
   limit = 2
+  [group.queue]
+  max = 0
+
+[[group]]
+name = "edge"
+key = "header:X-Client"
+mode = "shadow"
+  [group.concurrency]
+  law = "fixed"
+  limit = 1
   [group.queue]
   max = 0
 `
@@ -141,11 +152,15 @@ func startDaemon(t *testing.T) *daemon {
 	go func() { served <- srv.Serve(ln) }()
 
 	// Traffic: more api clients than the target allows, and more batch
-	// clients than its fixed limit, so both shed.
+	// clients than its fixed limit, so both shed; two edge clients for a
+	// limit of one, which edge, in shadow, would shed.
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 32}}
-	for i := range 11 {
+	for i := range 13 {
 		path := "/api/items"
-		if i >= 8 {
+		switch {
+		case i >= 11:
+			path = "/edge/x"
+		case i >= 8:
 			path = "/batch/jobs"
 		}
 		wg.Go(func() {
@@ -324,7 +339,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	b.open(t, d.admin+"/")
 	poll := func(what, expr string) { t.Helper(); b.poll(t, what, expr) }
 
-	poll("the first updates", `window.sluice && window.sluice.updates >= 2 && window.sluice.groups.length === 2`)
+	poll("the first updates", `window.sluice && window.sluice.updates >= 2 && window.sluice.groups.length === 3`)
 	poll("latency points and a resource reading", `(() => {
 	  const c = window.sluice.charts;
 	  return c["c-latency"] && c["c-latency"].points > 4 && c["c-cpu"] && c["c-cpu"].points > 2 && c["c-concurrency"].points > 4;
@@ -390,6 +405,14 @@ func TestDashboardInBrowser(t *testing.T) {
 	if c := charts["c-rejections"]; c.Points == 0 || c.Colored < c.Points {
 		t.Errorf("batch's rejections chart: %+v, want a drawn series", c)
 	}
+	// Edge, in shadow, refuses no one: who it would refuse shows apart.
+	if err := chromedp.Do(bctx, chromedp.Click(`#groups button[data-group="edge"]`)); err != nil {
+		t.Fatal(err)
+	}
+	poll("edge's would-be refused keys", `window.sluice.selected === "edge" &&
+	  /client-1[12] \d+ \(concurrency\)/.test(document.getElementById("who-shadow-text").textContent) &&
+	  !document.getElementById("who-shadow").classList.contains("hidden") &&
+	  document.getElementById("who").classList.contains("hidden")`)
 
 	// Back to api for the screenshot, once the history spans a quarter of
 	// the window, so the picture shows a trend.

@@ -7,10 +7,13 @@ import (
 )
 
 // TestGroupShowsRejectedKeys: /v1/groups/{name} names the keys the group
-// rejects most, with their counts and the reason, most first; a group
-// without a key shows none.
+// rejects most, with their counts and the reason, most first
+// (rejected_keys); with its rate rule in shadow, the keys it would have
+// refused, in shadow.would_reject_keys, and none in rejected_keys.
 func TestGroupShowsRejectedKeys(t *testing.T) {
-	f := newFixture(t, `
+	for _, mode := range []string{"enforce", "shadow"} {
+		t.Run(mode, func(t *testing.T) {
+			f := newFixture(t, `
 [upstream]
 url = "http://127.0.0.1:9"
 
@@ -20,21 +23,31 @@ key = "header:X-Tenant"
   [group.rate]
   rate = 0.001
   burst = 1
+  mode = "`+mode+`"
   [group.concurrency]
   law = "fixed"
   limit = 100
 `)
-	for tenant, n := range map[string]int{"greedy": 13, "calm": 3} {
-		for range n {
-			r, _ := http.NewRequest(http.MethodGet, "http://sluice/", nil)
-			r.Header.Set("X-Tenant", tenant)
-			if p, _, ok := f.gate.Enter(r); ok {
-				p.Done(0)
+			for tenant, n := range map[string]int{"greedy": 13, "calm": 3} {
+				for range n {
+					r, _ := http.NewRequest(http.MethodGet, "http://sluice/", nil)
+					r.Header.Set("X-Tenant", tenant)
+					if p, _, ok := f.gate.Enter(r); ok {
+						p.Done(0)
+					}
+				}
 			}
-		}
-	}
-	g := f.group(t, "api")
-	if got := fmt.Sprintf("%+v", g.RejectedKeys); got != "[{Key:greedy Count:12 Error:0 Reason:rate} {Key:calm Count:2 Error:0 Reason:rate}]" {
-		t.Errorf("rejected keys %s", got)
+			g := f.group(t, "api")
+			counting, other := g.RejectedKeys, g.Shadow.RejectedKeys
+			if mode == "shadow" {
+				counting, other = other, counting
+			}
+			if got := fmt.Sprintf("%+v", counting); got != "[{Key:greedy Count:12 Error:0 Reason:rate} {Key:calm Count:2 Error:0 Reason:rate}]" {
+				t.Errorf("%s: the keys refused (or, in shadow, that would be): %s", mode, got)
+			}
+			if other == nil || len(other) != 0 {
+				t.Errorf("%s: the other list %#v, want [] (never null)", mode, other)
+			}
+		})
 	}
 }

@@ -15,7 +15,7 @@ import (
 // shadowView is a group's mode and shadow read-out for the API.
 func shadowView(s *gate.ShadowStatus) (configs.Mode, api.Shadow) {
 	v := api.Shadow{RateMode: s.RateMode, WouldQueue: s.Queued, Beyond: s.Beyond,
-		ByReason: make(map[string]uint64, adaptive.NumRejections-1)}
+		ByReason: make(map[string]uint64, adaptive.NumRejections-1), RejectedKeys: rejectedKeysView(s.RejectedKeys)}
 	for r := 1; r < adaptive.NumRejections; r++ {
 		v.ByReason[adaptive.RejectReason(r).String()] = s.Rejected[r]
 		v.WouldReject += s.Rejected[r]

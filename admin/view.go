@@ -34,7 +34,6 @@ func newGroupView(st gate.GroupStatus, c *configs.Group, keep bool) api.Group {
 		Latency:      newLatencyView(st.Latency),
 		Throughput:   st.Throughput,
 		Keys:         st.Keys,
-		RejectedKeys: make([]api.RejectedKey, len(st.RejectedKeys)),
 		Requests: api.Requests{
 			Arrived:  st.Arrived,
 			Success:  st.Completed[gate.Success],
@@ -58,9 +57,7 @@ func newGroupView(st gate.GroupStatus, c *configs.Group, keep bool) api.Group {
 	if st.QueueLIFO {
 		v.Queue.Order = "lifo"
 	}
-	for i, k := range st.RejectedKeys {
-		v.RejectedKeys[i] = api.RejectedKey{Key: k.Key, Count: k.Count, Error: k.Error, Reason: k.Reason.String()}
-	}
+	v.RejectedKeys = rejectedKeysView(st.RejectedKeys)
 	if st.TokenRate > 0 {
 		v.Rate = &api.Rate{PerSecond: st.TokenRate, Managed: st.RateManaged, Keys: st.RateKeys, Global: newGlobalView(st)}
 	}
@@ -164,4 +161,14 @@ func positive(x float64) *float64 {
 		return nil
 	}
 	return &x
+}
+
+// rejectedKeysView is a summary of keys for the API: never null, so that
+// "none" reads as [].
+func rejectedKeysView(keys []gate.RejectedKey) []api.RejectedKey {
+	v := make([]api.RejectedKey, len(keys))
+	for i, k := range keys {
+		v[i] = api.RejectedKey{Key: k.Key, Count: k.Count, Error: k.Error, Reason: k.Reason.String()}
+	}
+	return v
 }

@@ -104,6 +104,9 @@ type Shadow struct {
 	// Beyond is the requests in flight now beyond the concurrency limit,
 	// holding no slot.
 	Beyond int `json:"beyond_limit"`
+	// RejectedKeys are the keys enforcement would have refused most, as
+	// Group.RejectedKeys lists those refused for real (apart from them).
+	RejectedKeys []RejectedKey `json:"would_reject_keys"`
 	// Line says it in words, for the dashboard's why line and `sluice
 	// status`: "shadow mode: admitting every request; would have refused
 	// 120 concurrency" ("" for a group that enforces and never counted).

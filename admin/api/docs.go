@@ -93,6 +93,7 @@ var Docs = map[string]string{
 	"Shadow.Beyond":                "Beyond is the requests in flight now beyond the concurrency limit, holding no slot.",
 	"Shadow.Line":                  "Line says it in words, for the dashboard's why line and `sluice status`: \"shadow mode: admitting every request; would have refused 120 concurrency\" (\"\" for a group that enforces and never counted).",
 	"Shadow.RateMode":              "RateMode is the rate rule's mode, \"\" without a rate limit.",
+	"Shadow.RejectedKeys":          "RejectedKeys are the keys enforcement would have refused most, as Group.RejectedKeys lists those refused for real (apart from them).",
 	"Shadow.WouldQueue":            "WouldQueue counts the requests enforcement would have made wait in the queue (whether they would then have got a slot cannot be known).",
 	"Shadow.WouldReject":           "WouldReject is the would-be rejections since the group was built, ByReason the same by reason (the reasons of rejected_by_reason).",
 	"Signal":                       "Signal is a measured figure: value null and a reason when not known.",

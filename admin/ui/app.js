@@ -238,14 +238,19 @@
   }
 
   // renderWho names the keys the group rejects most (over about the last two
-  // minutes), the answer to "who is being limited" that metrics cannot give.
+  // minutes), the answer to "who is being limited" that metrics cannot give;
+  // and, apart, those its shadow mode would have refused most.
   function renderWho(g) {
-    const keys = (g && g.rejected_keys) || [];
-    if (keys.length === 0) { hide("who"); return; }
-    const w = el("who-text");
+    renderKeys("who", (g && g.rejected_keys) || []);
+    renderKeys("who-shadow", (g && g.shadow && g.shadow.would_reject_keys) || []);
+  }
+
+  function renderKeys(id, keys) {
+    if (keys.length === 0) { hide(id); return; }
+    const w = el(id + "-text");
     w.textContent = "";
     w.append(...keys.map((k, i) => span((i ? " · " : "") + k.key + " " + num(k.count) + " (" + k.reason + ")")));
-    show("who");
+    show(id);
   }
 
   function renderOverride(g) {
