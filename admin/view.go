@@ -31,9 +31,9 @@ func newGroupView(st gate.GroupStatus, c *configs.Group, keep bool) api.Group {
 			WaitBoundCritical: st.QueueWaitCritical.Seconds(),
 			Wait:              newLatencyView(st.QueueWaits),
 		},
-		Latency:      newLatencyView(st.Latency),
-		Throughput:   st.Throughput,
-		Keys:         st.Keys,
+		Latency:    newLatencyView(st.Latency),
+		Throughput: st.Throughput,
+		Keys:       st.Keys,
 		Requests: api.Requests{
 			Arrived:  st.Arrived,
 			Success:  st.Completed[gate.Success],
