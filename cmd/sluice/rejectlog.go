@@ -10,8 +10,9 @@ import (
 )
 
 // rejectionLogEvery is how often the daemon logs, per group that rejected
-// requests since the last time, one line: how many, and the key rejected
-// most. One line a group a period at most, whatever the rate of rejections.
+// requests since the last time (or, in shadow mode, would have), one line:
+// how many, and the key rejected most. One line a group and kind a period at
+// most, whatever the rate of rejections.
 const rejectionLogEvery = 10 * time.Second
 
 // logRejections runs a rejectionLog of g at each tick until ctx ends.
@@ -28,35 +29,55 @@ func logRejections(ctx context.Context, g *gate.Gate, tick <-chan time.Time, log
 }
 
 // rejectionLog is the sampled log of rejections: metrics carry no key, so
-// this line and /v1/groups/{name} say who is being limited.
+// this line and /v1/groups/{name} say who is being limited, or, in shadow
+// mode, who would be.
 type rejectionLog struct {
 	gate *gate.Gate
 	log  hclog.Logger
-	prev map[string]uint64 // rejections per group at the last period
+	prev map[string][len(rejectionKinds)]uint64 // per group, each kind's total at the last period
 }
 
-// period logs one line for every group that rejected requests since the
-// last period: the number, and the key it rejects most (over about the last
-// two minutes, from the gate's summary of rejected keys) with its latest
-// reason. A group's first period sets its baseline.
-func (rl *rejectionLog) period() {
-	seen := make(map[string]uint64, len(rl.prev))
-	for _, st := range rl.gate.Groups() {
+// rejectionKind is what a line of the log counts: real rejections, or
+// those shadow mode would have made.
+type rejectionKind struct {
+	msg, count string // the line's message and the key of its count
+	total      func(*gate.GroupStatus) uint64
+	keys       func(*gate.GroupStatus) []gate.RejectedKey // most first
+}
+
+var rejectionKinds = [...]rejectionKind{
+	{"rejecting", "rejected", func(st *gate.GroupStatus) uint64 {
 		var n uint64
 		for _, r := range st.Rejected {
 			n += r
 		}
-		seen[st.Name] = n
+		return n
+	}, func(st *gate.GroupStatus) []gate.RejectedKey { return st.RejectedKeys }},
+	{"shadow mode would reject", "would_reject", func(st *gate.GroupStatus) uint64 { return st.Shadow.WouldReject() },
+		func(st *gate.GroupStatus) []gate.RejectedKey { return st.Shadow.RejectedKeys }},
+}
+
+// period logs, for every group and kind (rejections, would-be rejections)
+// with new ones since the last period, one line: their number, and the key
+// counted most (over about the last two minutes, from the gate's summary)
+// with its latest reason. A group's first period sets its baseline.
+func (rl *rejectionLog) period() {
+	seen := make(map[string][len(rejectionKinds)]uint64, len(rl.prev))
+	for _, st := range rl.gate.Groups() {
 		last, known := rl.prev[st.Name]
-		if !known || n <= last {
-			continue
+		var now [len(rejectionKinds)]uint64
+		for i, k := range rejectionKinds {
+			now[i] = k.total(&st)
+			if !known || now[i] <= last[i] {
+				continue
+			}
+			args := []any{"group", st.Name, k.count, now[i] - last[i]}
+			if keys := k.keys(&st); len(keys) > 0 {
+				args = append(args, "top_key", keys[0].Key, "top_key_reason", keys[0].Reason.String(), "top_key_recent", keys[0].Count)
+			}
+			rl.log.Info(k.msg, args...)
 		}
-		args := []any{"group", st.Name, "rejected", n - last}
-		if len(st.RejectedKeys) > 0 {
-			k := st.RejectedKeys[0]
-			args = append(args, "top_key", k.Key, "top_key_reason", k.Reason.String(), "top_key_recent", k.Count)
-		}
-		rl.log.Info("rejecting", args...)
+		seen[st.Name] = now
 	}
 	rl.prev = seen
 }

@@ -15,9 +15,16 @@ import (
 
 // TestLogRejections: one line a period for a group that rejected requests,
 // with the count since the last line and the key rejected most; nothing
-// for a period without rejections, nor for the first sight of a group.
+// for a period without rejections, nor for the first sight of a group. With
+// the rate rule in shadow, the same line counts the would-be rejections
+// ("shadow mode would reject"), and no "rejecting" line comes.
 func TestLogRejections(t *testing.T) {
-	cfg, err := configs.Parse("t.toml", []byte(`
+	for _, c := range []struct{ mode, msg, count string }{
+		{"enforce", "rejecting", "rejected"},
+		{"shadow", "shadow mode would reject", "would_reject"},
+	} {
+		t.Run(c.mode, func(t *testing.T) {
+			cfg, err := configs.Parse("t.toml", []byte(`
 [upstream]
 url = "http://127.0.0.1:9"
 [[group]]
@@ -26,46 +33,49 @@ key = "header:X-Tenant"
   [group.rate]
   rate = 0.001
   burst = 1
+  mode = "`+c.mode+`"
   [group.concurrency]
   law = "fixed"
   limit = 100
 `))
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := gate.New(gate.Params{Config: cfg.Gate(), Resources: gate.NoResources})
-	if err != nil {
-		t.Fatal(err)
-	}
-	send := func(tenant string, n int) {
-		for range n {
-			r, _ := http.NewRequest(http.MethodGet, "http://sluice/", nil)
-			r.Header.Set("X-Tenant", tenant)
-			if p, _, ok := g.Enter(r); ok {
-				p.Done(gate.Success)
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-	}
-	var buf bytes.Buffer
-	log := hclog.New(&hclog.LoggerOptions{Output: &buf, JSONFormat: true, Level: hclog.Info})
-	rl := rejectionLog{gate: g, log: log}
-	send("greedy", 3) // 2 refused before the first period: the baseline
-	rl.period()
-	send("greedy", 6) // 6 more
-	send("calm", 2)   // 1
-	rl.period()       // one line: 7
-	rl.period()       // nothing new: no line
+			g, err := gate.New(gate.Params{Config: cfg.Gate(), Resources: gate.NoResources})
+			if err != nil {
+				t.Fatal(err)
+			}
+			send := func(tenant string, n int) {
+				for range n {
+					r, _ := http.NewRequest(http.MethodGet, "http://sluice/", nil)
+					r.Header.Set("X-Tenant", tenant)
+					if p, _, ok := g.Enter(r); ok {
+						p.Done(gate.Success)
+					}
+				}
+			}
+			var buf bytes.Buffer
+			log := hclog.New(&hclog.LoggerOptions{Output: &buf, JSONFormat: true, Level: hclog.Info})
+			rl := rejectionLog{gate: g, log: log}
+			send("greedy", 3) // 2 refused before the first period: the baseline
+			rl.period()
+			send("greedy", 6) // 6 more
+			send("calm", 2)   // 1
+			rl.period()       // one line: 7
+			rl.period()       // nothing new: no line
 
-	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
-	if len(lines) != 1 {
-		t.Fatalf("%d lines, want 1:\n%s", len(lines), buf.String())
-	}
-	var rec map[string]any
-	if err := json.Unmarshal([]byte(lines[0]), &rec); err != nil {
-		t.Fatal(err)
-	}
-	if rec["@message"] != "rejecting" || rec["group"] != "api" || rec["rejected"] != 7.0 || rec["top_key"] != "greedy" ||
-		rec["top_key_reason"] != "rate" || rec["top_key_recent"] != 8.0 {
-		t.Errorf("line %v", rec)
+			lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+			if len(lines) != 1 {
+				t.Fatalf("%d lines, want 1:\n%s", len(lines), buf.String())
+			}
+			var rec map[string]any
+			if err := json.Unmarshal([]byte(lines[0]), &rec); err != nil {
+				t.Fatal(err)
+			}
+			if rec["@message"] != c.msg || rec["group"] != "api" || rec[c.count] != 7.0 || rec["top_key"] != "greedy" ||
+				rec["top_key_reason"] != "rate" || rec["top_key_recent"] != 8.0 {
+				t.Errorf("line %v, want %q with %s 7 and the top key greedy (8, rate)", rec, c.msg, c.count)
+			}
+		})
 	}
 }
