@@ -105,6 +105,13 @@ func ForGroup(w Workload, cfg *configs.Config, g *configs.Group, slo time.Durati
 		r.note("the load's tenants: the group has no key, so they are one client to it (no fair share)")
 	}
 
+	switch {
+	case g.Mode == configs.ModeShadow:
+		r.note("mode = \"shadow\": simulated as the group would enforce (the daemon in shadow admits everything and only counts these refusals)")
+	case g.Rate != nil && g.Rate.Mode == configs.ModeShadow:
+		r.note("rate.mode = \"shadow\": the rate is simulated as it would enforce (the daemon in shadow admits what it refuses)")
+	}
+
 	managed := 0.0
 	if rt := g.Rate; rt != nil {
 		switch {

@@ -306,6 +306,41 @@ func TestForGroup(t *testing.T) {
 	}
 }
 
+// TestForGroupShadow: a group, or its rate rule, in shadow mode is
+// simulated as it would enforce, and a note says so.
+func TestForGroupShadow(t *testing.T) {
+	cfg := loadGroups(t)
+	s, _ := lab.LoadScenario("tenants")
+	w, err := FromLab(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enforced, err := ForGroup(w, cfg, &cfg.Groups[1], 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	group, rate := cfg.Groups[1], cfg.Groups[1]
+	group.Mode = configs.ModeShadow
+	rr := *rate.Rate
+	rr.Mode = configs.ModeShadow
+	rate.Rate = &rr
+	for _, c := range []struct {
+		g    configs.Group
+		note string
+	}{{group, `mode = "shadow"`}, {rate, `rate.mode = "shadow"`}} {
+		r, err := ForGroup(w, cfg, &c.g, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !hasNote(r.Notes, c.note) || hasNote(enforced.Notes, "shadow") {
+			t.Errorf("notes %q (enforcing: %q), want one on %s", r.Notes, enforced.Notes, c.note)
+		}
+		if !reflect.DeepEqual(r.Scenario, enforced.Scenario) {
+			t.Errorf("%s: scenario %+v, want the enforcing group's %+v", c.note, r.Scenario, enforced.Scenario)
+		}
+	}
+}
+
 func TestForGroupNeedsSLO(t *testing.T) {
 	cfg := loadGroups(t)
 	w := Workload{Scenario: sim.Scenario{Duration: time.Second, Load: []sim.Segment{{X: 1}}}}
