@@ -1,54 +1,21 @@
 package proxy
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"io"
-	"math/big"
 	"net"
 	"net/http"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/rawreq"
+	"github.com/sluicehq/sluice/internal/tlstest"
 )
-
-// testCert returns a self-signed certificate for 127.0.0.1 and a pool that
-// trusts it.
-func testCert(t *testing.T) (tls.Certificate, *x509.CertPool) {
-	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "proxy test"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, BasicConstraintsValid: true, IsCA: true}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(c)
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: k, Leaf: c}, pool
-}
 
 // serveTLS serves h as sluice run does over TLS: NewServer with TLS set, on
 // GuardTLSListener. It returns the address and a client config that trusts
 // the server's certificate.
 func serveTLS(t *testing.T, h http.Handler) (addr string, client *tls.Config) {
 	t.Helper()
-	cert, pool := testCert(t)
+	cert, pool := tlstest.Cert(t)
 	srv, err := NewServer(ServerParams{Handler: h, TLS: true, DisableH2C: true})
 	if err != nil {
 		t.Fatal(err)
@@ -107,47 +74,6 @@ func TestTLSListener(t *testing.T) {
 			}
 			if p := recv(t, protos, "the upstream request"); p != "https" {
 				t.Errorf("X-Forwarded-Proto %q, want https", p)
-			}
-		})
-	}
-}
-
-// TestGuardTLSListenerRefusesFixtures is TestGuardListenerRefusesFixtures
-// over TLS: the same refused framing (testdata/requests) gets the same
-// answers, and never reaches the handler.
-func TestGuardTLSListenerRefusesFixtures(t *testing.T) {
-	cases, err := rawreq.Load("../testdata/requests")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var served atomic.Int64
-	addr, cc := serveTLS(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		served.Add(1)
-		_, _ = io.Copy(io.Discard, r.Body)
-		_, _ = io.WriteString(w, "ok "+r.URL.Path)
-	}))
-	cc.NextProtos = []string{"http/1.1"}
-	for i, c := range cases {
-		t.Run(c.Name, func(t *testing.T) {
-			conn, err := tls.Dial("tcp", addr, cc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ex, err := rawreq.SendOn(conn, c)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if ex.FirstStatus != 200 || ex.FirstBody != "ok /first" {
-				t.Fatalf("first request: %d %q, want 200 %q", ex.FirstStatus, ex.FirstBody, "ok /first")
-			}
-			if ex.Status != c.Status {
-				t.Errorf("%s: %d, want %d", c.Why, ex.Status, c.Status)
-			}
-			if !ex.Closed {
-				t.Errorf("after the %d the connection stays open, want it closed", ex.Status)
-			}
-			if n := served.Load(); n != int64(i+1) {
-				t.Errorf("the handler has seen %d requests after %d valid ones (the refused ones must not reach it)", n, i+1)
 			}
 		})
 	}

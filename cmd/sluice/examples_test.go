@@ -1,14 +1,7 @@
 package main
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -18,9 +11,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/sluicehq/sluice/configs"
+	"github.com/sluicehq/sluice/internal/tlstest"
 )
 
 // TestExamplesRun starts the real binary on every example config, as it is
@@ -153,7 +146,7 @@ func runnableExample(t *testing.T, src, upstream, root string) (*configs.Config,
 			write(r.PasswordFile, "the Redis password file", []byte("example-test-password\n"))
 		}
 		if r.CAFile != "" {
-			write(r.CAFile, "the Redis CA file", selfSignedPEM(t))
+			write(r.CAFile, "the Redis CA file", tlstest.CAPEM(t))
 		}
 	}
 	for _, m := range fileLine.FindAllStringSubmatch(body, -1) {
@@ -179,25 +172,6 @@ func opening(src string) string {
 func exists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
-}
-
-// selfSignedPEM returns a CA certificate in PEM.
-func selfSignedPEM(t *testing.T) []byte {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "example test CA"},
-		NotBefore: time.Unix(0, 0), NotAfter: time.Unix(1<<33, 0),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }
 
 // startExampleUpstream starts an upstream that answers "ok PATH", over

@@ -2,17 +2,9 @@ package main
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -23,6 +15,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/sluicehq/sluice/configs"
+	"github.com/sluicehq/sluice/internal/tlstest"
 	"github.com/sluicehq/sluice/limits/redis"
 	"github.com/sluicehq/sluice/proxy"
 )
@@ -134,7 +127,7 @@ func TestRunListenerInUse(t *testing.T) {
 func TestRunTLS(t *testing.T) {
 	up := startUpstream(t)
 	dir := t.TempDir()
-	cert, key, pool := selfSigned(t, dir)
+	cert, key, pool := tlstest.Files(t, dir)
 	path := writeConfig(t, dir, up.url, strings.Replace(prelude, "[upstream]", "tls_cert = \""+cert+"\"\ntls_key = \""+key+"\"\n[upstream]", 1)+catchAll)
 	addr, log, _, _ := runInProcess(t, "-config", path)
 	log.wait(t, "TLS on", message("listening", "tls", "true", "h2c", "false"))
@@ -153,38 +146,6 @@ func TestRunTLS(t *testing.T) {
 	if code, _, errOut := runArgs("run", "-config", bad); code != exitError || !strings.Contains(errOut, "server.tls_cert") {
 		t.Errorf("unusable certificate: code %d, stderr %s", code, errOut)
 	}
-}
-
-// selfSigned writes a certificate for 127.0.0.1 and its key into dir.
-func selfSigned(t *testing.T, dir string) (certFile, keyFile string, pool *x509.CertPool) {
-	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "sluice test"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, BasicConstraintsValid: true, IsCA: true}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kb, err := x509.MarshalECPrivateKey(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile = filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	c, _ := x509.ParseCertificate(der)
-	pool = x509.NewCertPool()
-	pool.AddCert(c)
-	return certFile, keyFile, pool
 }
 
 func TestHelpRunDocumentsExitCodes(t *testing.T) {

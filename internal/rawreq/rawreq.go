@@ -111,6 +111,24 @@ type Exchange struct {
 	Closed bool
 }
 
+// Problems says how ex falls short of what c asks, one message each: the
+// valid request answered 200 "ok /first" (what the tests' handlers answer:
+// "ok " and the path), the fixture answered c.Status, and the connection
+// closed after it. None: ex is as c asks.
+func (ex Exchange) Problems(c Case) []string {
+	if ex.FirstStatus != 200 || ex.FirstBody != "ok /first" {
+		return []string{fmt.Sprintf("first request: %d %q, want 200 %q", ex.FirstStatus, ex.FirstBody, "ok /first")}
+	}
+	var ps []string
+	if ex.Status != c.Status {
+		ps = append(ps, fmt.Sprintf("%s: %d, want %d", c.Why, ex.Status, c.Status))
+	}
+	if !ex.Closed {
+		ps = append(ps, fmt.Sprintf("after the %d the connection stays open, want it closed", ex.Status))
+	}
+	return ps
+}
+
 // Send dials addr (TCP) and sends c on the connection (SendOn).
 func Send(addr string, c Case) (Exchange, error) {
 	conn, err := net.Dial("tcp", addr)

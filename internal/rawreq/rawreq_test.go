@@ -39,3 +39,20 @@ func TestLoadRefusesMalformed(t *testing.T) {
 		}
 	}
 }
+
+func TestProblems(t *testing.T) {
+	c := Case{Name: "x", Status: 400, Why: "bad framing"}
+	ok := Exchange{FirstStatus: 200, FirstBody: "ok /first", Status: 400, Closed: true}
+	if ps := ok.Problems(c); len(ps) != 0 {
+		t.Errorf("an exchange as asked: %q", ps)
+	}
+	for _, bad := range []Exchange{
+		{FirstStatus: 502, FirstBody: "ok /first", Status: 400, Closed: true},
+		{FirstStatus: 200, FirstBody: "ok /first", Status: 200, Closed: true},
+		{FirstStatus: 200, FirstBody: "ok /first", Status: 400},
+	} {
+		if ps := bad.Problems(c); len(ps) != 1 {
+			t.Errorf("%+v: %q, want one problem", bad, ps)
+		}
+	}
+}
