@@ -81,6 +81,16 @@ type RateManager interface {
 	Rate() float64
 }
 
+// UnmovedOf returns the resource signals law judges its limit does not move
+// (law "target" judges that; any law with an Unmoved method may), which the
+// resource guard must not shed on either; 0 for a law that does not judge.
+func UnmovedOf(law Law) Unmoved {
+	if u, ok := law.(interface{ Unmoved() Unmoved }); ok {
+		return u.Unmoved()
+	}
+	return 0
+}
+
 // laws is the registry, in the order reports compare laws and errors list
 // them. Adding a law: its file defines its LawKind, and one line here.
 var laws = [...]*LawKind{

@@ -85,3 +85,21 @@ func TestRegistryKnobDefaults(t *testing.T) {
 		}
 	}
 }
+
+// judgingLaw is a law that judges the CPU signal unmoved.
+type judgingLaw struct{ Law }
+
+func (judgingLaw) Unmoved() Unmoved { return UnmovedCPU }
+
+func TestUnmovedOf(t *testing.T) {
+	aimd, err := NewAIMD(AIMDParams{Bounds: Bounds{Min: 1, Max: 10, Initial: 5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := UnmovedOf(aimd); u != 0 {
+		t.Errorf("aimd: %v, want none (it does not judge)", u)
+	}
+	if u := UnmovedOf(judgingLaw{aimd}); u != UnmovedCPU {
+		t.Errorf("a law with Unmoved: %v, want its cpu", u)
+	}
+}

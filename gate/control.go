@@ -246,7 +246,7 @@ func (g *Gate) tickGroup(gr *group, now time.Time, elapsed time.Duration, res *p
 		}
 	}
 	// The guard sheds on no signal the law found its limit does not move.
-	unmoved := lawUnmoved(gr.pol.law)
+	unmoved := adaptive.UnmovedOf(gr.pol.law)
 	floor := gr.pol.guard.Update(unmoved.Mask(s)).Max(gr.pol.shed.Update(s))
 	gr.floor.Store(floor.Pack())
 
@@ -280,15 +280,6 @@ func (g *Gate) tickGroup(gr *group, now time.Time, elapsed time.Duration, res *p
 		rl.keyed.Sweep(now)
 		gr.lastKeyed = now
 	}
-}
-
-// lawUnmoved returns the resource signals law ignores because its limit does
-// not move them (only law "target" judges that).
-func lawUnmoved(l adaptive.Law) adaptive.Unmoved {
-	if t, ok := l.(*adaptive.Target); ok {
-		return t.Unmoved()
-	}
-	return 0
 }
 
 func orderOf(lifo bool) limits.Order {

@@ -463,7 +463,7 @@ func (e *engine) tick() {
 	if e.qw != nil {
 		e.setBound(e.qw.Update(s))
 	}
-	floor := e.gd.Update(unmoved(e.law).Mask(s))
+	floor := e.gd.Update(adaptive.UnmovedOf(e.law).Mask(s))
 	if e.sh != nil {
 		floor = floor.Max(e.sh.Update(s))
 	}
@@ -486,14 +486,6 @@ func (e *engine) setBound(qb adaptive.QueueBound) {
 	e.g.wait, e.g.burst, e.g.lifo = w, b, qb.LIFO
 }
 
-// unmoved returns the resource signals law found its limit does not move
-// (adaptive.Target's), which the resource guard must not shed on either.
-func unmoved(law adaptive.Law) adaptive.Unmoved {
-	if u, ok := law.(interface{ Unmoved() adaptive.Unmoved }); ok {
-		return u.Unmoved()
-	}
-	return 0
-}
 
 // psiPeriod and psiDecay are the kernel's: PSI averages are updated every 2 s,
 // avg10 decaying by e^(−2/10) each time.
