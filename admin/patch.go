@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sluicehq/sluice/adaptive"
 	"github.com/sluicehq/sluice/configs"
 	"github.com/sluicehq/sluice/gate"
 )
@@ -119,7 +120,7 @@ func decodePatch(cur *configs.Group, body []byte) (patch, *apiError) {
 // limit matters only at a cold start, and the limit in force is clamped to
 // the new bounds anyway. It returns a note for each move.
 func fitInitial(c *configs.Concurrency, law configs.Law, given map[string]bool) []string {
-	if law == configs.LawFixed || given["concurrency.initial"] || c.Min > c.Max {
+	if k, ok := adaptive.LookupLaw(string(law)); ok && k.FixedLimit || given["concurrency.initial"] || c.Min > c.Max {
 		return nil
 	}
 	switch {

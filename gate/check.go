@@ -70,8 +70,8 @@ func (g *Gate) checkGroup(c *Group) error {
 	if c.Concurrency.Custom != nil && c.Concurrency.Law == spec.LawFixed {
 		return fmt.Errorf(`gate: group %q: a custom law cannot be named "fixed"`, c.Name)
 	}
-	if c.Concurrency.Law == spec.LawFixed && c.Concurrency.Limit < 1 {
-		return fmt.Errorf(`gate: group %q: law "fixed" needs a limit of at least 1, got %d`, c.Name, c.Concurrency.Limit)
+	if c.Concurrency.FixedLimit() && c.Concurrency.Limit < 1 {
+		return fmt.Errorf(`gate: group %q: law %q needs a limit of at least 1, got %d`, c.Name, c.Concurrency.Law, c.Concurrency.Limit)
 	}
 	if g.resources == nil {
 		for _, t := range [...]struct {

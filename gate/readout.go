@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/adaptive"
-	"github.com/sluicehq/sluice/gate/spec"
 	"github.com/sluicehq/sluice/internal/topk"
 	"github.com/sluicehq/sluice/probe"
 )
@@ -162,7 +161,7 @@ func (gr *group) status() GroupStatus {
 		Canceled:          gr.c.canceled.Load(),
 		Override:          gr.override.Load(),
 	}
-	if c.Concurrency.Law == spec.LawFixed {
+	if c.Concurrency.FixedLimit() {
 		s.Min, s.Max = c.Concurrency.Limit, c.Concurrency.Limit
 	}
 	if c.Rate != nil {

@@ -299,13 +299,8 @@ func (g Group) WithDefaults() Group {
 // WithDefaults returns c with its law and, for an adaptive law, its bounds
 // filled in.
 func (c Concurrency) WithDefaults() Concurrency {
-	switch {
-	case c.Law == "" && c.Custom != nil:
-		c.Law = LawCustom
-	case c.Law == "":
-		c.Law = LawTarget
-	}
-	if c.Law == LawFixed && c.Custom == nil {
+	c = c.withLaw()
+	if c.FixedLimit() {
 		return c // Limit is the whole story, and has no default
 	}
 	if c.Min == 0 {
@@ -318,6 +313,29 @@ func (c Concurrency) WithDefaults() Concurrency {
 		c.Initial = min(max(adaptive.DefaultInitialLimit, c.Min), c.Max)
 	}
 	return c
+}
+
+// withLaw is c with its law named: LawCustom for a custom law without a
+// name, else LawTarget when unnamed.
+func (c Concurrency) withLaw() Concurrency {
+	switch {
+	case c.Law == "" && c.Custom != nil:
+		c.Law = LawCustom
+	case c.Law == "":
+		c.Law = LawTarget
+	}
+	return c
+}
+
+// FixedLimit reports whether c's law holds Limit and reads no bounds (a
+// registered law whose adaptive.LawKind says FixedLimit: "fixed"). A custom
+// law moves its limit.
+func (c Concurrency) FixedLimit() bool {
+	if c.Custom != nil {
+		return false
+	}
+	k, ok := adaptive.LookupLaw(string(c.Law))
+	return ok && k.FixedLimit
 }
 
 // Rate is a static rate limit. Give either Rate (per second) or Limit and
