@@ -81,14 +81,26 @@ type RateManager interface {
 	Rate() float64
 }
 
-// UnmovedOf returns the resource signals law judges its limit does not move
-// (law "target" judges that; any law with an Unmoved method may), which the
-// resource guard must not shed on either; 0 for a law that does not judge.
+// UnmovedJudge is a law that judges which resource signals its limit does
+// not move (law "target"), which the resource guard must then not shed on
+// either.
+type UnmovedJudge interface {
+	Law
+	Unmoved() Unmoved
+}
+
+// UnmovedOf returns the signals law judges unmoved; 0 for a law that is no
+// UnmovedJudge.
 func UnmovedOf(law Law) Unmoved {
-	if u, ok := law.(interface{ Unmoved() Unmoved }); ok {
+	if u, ok := law.(UnmovedJudge); ok {
 		return u.Unmoved()
 	}
 	return 0
+}
+
+// JudgesUnmoved reports whether the laws k builds are UnmovedJudges.
+func (k *LawKind) JudgesUnmoved() bool {
+	return k.Type.Implements(reflect.TypeFor[UnmovedJudge]())
 }
 
 // laws is the registry, in the order reports compare laws and errors list

@@ -102,4 +102,9 @@ func TestUnmovedOf(t *testing.T) {
 	if u := UnmovedOf(judgingLaw{aimd}); u != UnmovedCPU {
 		t.Errorf("a law with Unmoved: %v, want its cpu", u)
 	}
+	for _, k := range Laws() {
+		if want := k.Name == "target"; k.JudgesUnmoved() != want {
+			t.Errorf("law %s: JudgesUnmoved %v, want %v", k.Name, k.JudgesUnmoved(), want)
+		}
+	}
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/sluicehq/sluice/adaptive"
 	"github.com/sluicehq/sluice/gate"
-	"github.com/sluicehq/sluice/gate/spec"
 )
 
 // The metrics read from the gate at scrape time. Every series is
@@ -206,7 +205,7 @@ func (c *gateCollector) Collect(ch chan<- prometheus.Metric) {
 			if t.CPUPressure > 0 {
 				gauge(descPressureTarget, t.CPUPressure, n)
 			}
-			if gc.Concurrency.Law == spec.LawTarget {
+			if k, ok := adaptive.LookupLaw(string(gc.Concurrency.Law)); ok && k.JudgesUnmoved() {
 				for i, set := range [...]bool{t.CPU > 0, t.Memory > 0, t.CPUPressure > 0} {
 					if m := adaptive.UnmovedMembers[i]; set {
 						gauge(descUnmoved, boolValue(g.Unmoved.Has(m)), n, m.String())
