@@ -486,7 +486,6 @@ func (e *engine) setBound(qb adaptive.QueueBound) {
 	e.g.wait, e.g.burst, e.g.lifo = w, b, qb.LIFO
 }
 
-
 // psiPeriod and psiDecay are the kernel's: PSI averages are updated every 2 s,
 // avg10 decaying by e^(−2/10) each time.
 const psiPeriod = int64(2 * time.Second)
