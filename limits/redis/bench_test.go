@@ -110,9 +110,38 @@ func BenchmarkDecisions(b *testing.B) {
 	b.Run("token_bucket/one_key", func(b *testing.B) {
 		benchDecisions(b, LimiterParams{Name: "tb", Algorithm: TokenBucket, Rate: 1e9, Burst: 1e6}, true, 1)
 	})
+	// The same token bucket decisions through rueidis: batched by the
+	// batcher (with 2 and 4 batches on the wire, rueidis pipelining them on
+	// its connections), and a script call per decision, auto-pipelined.
+	tb := LimiterParams{Name: "tb", Algorithm: TokenBucket, Rate: 1e6, Burst: 1000}
+	for _, workers := range []int{2, 4} {
+		b.Run("token_bucket/rueidis/workers="+strconv.Itoa(workers), func(b *testing.B) {
+			benchDecisionsWith(b, tb, true, 10_000, func(srv *server, l *Limiter) func(key string) {
+				rueidisBatches(l, newRueidis(b, srv), workers)
+				return nil
+			})
+		})
+	}
+	b.Run("token_bucket/rueidis/unbatched", func(b *testing.B) {
+		benchDecisionsWith(b, tb, false, 10_000, func(srv *server, l *Limiter) func(key string) {
+			c, lua := newRueidis(b, srv), rueidisScript(l)
+			return func(key string) {
+				if rueidisDecide(l, c, lua, key) == nil {
+					l.redisN.Add(1) // counted as Limiter.decide counts its own
+				}
+			}
+		})
+	})
 }
 
 func benchDecisions(b *testing.B, p LimiterParams, batch bool, nkeys int) {
+	benchDecisionsWith(b, p, batch, nkeys, nil)
+}
+
+// benchDecisionsWith is benchDecisions with another client: arm, if not
+// nil, is called once the limiter is built; it may replace the limiter's
+// batcher, or return the decision to time instead of Limiter.Allow.
+func benchDecisionsWith(b *testing.B, p LimiterParams, batch bool, nkeys int, arm func(*server, *Limiter) func(key string)) {
 	srv := startServer(b)
 	s, err := Open(StoreParams{Address: srv.Addr(), Heartbeat: -1})
 	if err != nil {
@@ -132,8 +161,14 @@ func benchDecisions(b *testing.B, p LimiterParams, batch bool, nkeys int) {
 	for i := range keys {
 		keys[i] = "tenant-" + strconv.Itoa(i)
 	}
+	decide := func(key string) { l.Allow(key, 1) }
+	if arm != nil {
+		if d := arm(srv, l); d != nil {
+			decide = d
+		}
+	}
 	for l.Status().RedisDecisions == 0 { // connections up before timing
-		l.Allow(keys[0], 1)
+		decide(keys[0])
 	}
 	c := srv.Client()
 	c.ConfigResetStat(bg)
@@ -143,26 +178,26 @@ func benchDecisions(b *testing.B, p LimiterParams, batch bool, nkeys int) {
 		calls = l.b.calls.Load()
 	}
 	runCallers(b, func(caller, i int) {
-		l.Allow(keys[(caller*7919+i)%len(keys)], 1)
+		decide(keys[(caller*7919+i)%len(keys)])
 	})
 	made := l.Status().RedisDecisions - before.RedisDecisions
 	b.ReportMetric(100*float64(made)/float64(b.N), "redis-%")
 	if l.b != nil {
 		b.ReportMetric(float64(made)/float64(l.b.calls.Load()-calls), "decisions/call")
 	}
-	b.ReportMetric(serverMicros(b, c)/float64(made), "redis-µs/decision")
+	b.ReportMetric(serverMicros(b, c, "evalsha", "eval")/float64(made), "redis-µs/decision")
 }
 
-// serverMicros is the time Redis spent in script calls since the last
+// serverMicros is the time Redis spent in the commands cmds since the last
 // CONFIG RESETSTAT, in µs (INFO commandstats).
-func serverMicros(b *testing.B, c *goredis.Client) float64 {
+func serverMicros(b *testing.B, c *goredis.Client, cmds ...string) float64 {
 	info, err := c.InfoMap(bg, "commandstats").Result()
 	if err != nil {
 		b.Fatal(err)
 	}
 	var total float64
-	for _, cmd := range []string{"cmdstat_evalsha", "cmdstat_eval"} {
-		for _, kv := range strings.Split(info["Commandstats"][cmd], ",") {
+	for _, cmd := range cmds {
+		for _, kv := range strings.Split(info["Commandstats"]["cmdstat_"+cmd], ",") {
 			if v, ok := strings.CutPrefix(kv, "usec="); ok {
 				f, _ := strconv.ParseFloat(v, 64)
 				total += f
@@ -174,13 +209,21 @@ func serverMicros(b *testing.B, c *goredis.Client) float64 {
 
 // BenchmarkINCR is the reference for BenchmarkDecisions, measured the same
 // way: INCR on the same keys from 64 callers, through the same client
-// set-up (the auto-pipeliner, a budgeted wait) and, for comparison, through
-// a plain go-redis client (one round trip per command, no pipelining).
+// set-up (the auto-pipeliner, a budgeted wait), through rueidis
+// (auto-pipelined, the same budget) and, for comparison, through a plain
+// go-redis client (one round trip per command, no pipelining). redis-µs/op
+// is the time Redis spent in INCR per command.
 func BenchmarkINCR(b *testing.B) {
 	srv := startServer(b)
 	keys := make([]string, 10_000)
 	for i := range keys {
 		keys[i] = "incr:{tenant-" + strconv.Itoa(i) + "}"
+	}
+	c := srv.Client()
+	run := func(b *testing.B, op func(caller, i int)) {
+		c.ConfigResetStat(bg)
+		runCallers(b, op)
+		b.ReportMetric(serverMicros(b, c, "incr")/float64(b.N), "redis-µs/op")
 	}
 	b.Run("autopipeline", func(b *testing.B) {
 		s, err := Open(StoreParams{Address: srv.Addr(), Heartbeat: -1})
@@ -191,18 +234,26 @@ func BenchmarkINCR(b *testing.B) {
 		if err := s.unbatched(); err != nil {
 			b.Fatal(err)
 		}
-		runCallers(b, func(caller, i int) {
+		run(b, func(caller, i int) {
 			budget := startBudget(s.p.Timeout)
 			cmd := goredis.NewIntCmd(context.Background(), "incr", keys[(caller*7919+i)%len(keys)])
 			_ = s.pipe.Submit(context.Background(), cmd).WaitContext(budget)
 			budget.stop()
 		})
 	})
+	b.Run("rueidis", func(b *testing.B) {
+		r := newRueidis(b, srv)
+		run(b, func(caller, i int) {
+			budget := startBudget(DefaultTimeout)
+			_ = r.Do(budget, r.B().Incr().Key(keys[(caller*7919+i)%len(keys)]).Build()).Error()
+			budget.stop()
+		})
+	})
 	b.Run("plain", func(b *testing.B) {
-		c := goredis.NewClient(&goredis.Options{Addr: srv.Addr(), PoolSize: callers})
-		defer c.Close()
-		runCallers(b, func(caller, i int) {
-			c.Incr(context.Background(), keys[(caller*7919+i)%len(keys)])
+		p := goredis.NewClient(&goredis.Options{Addr: srv.Addr(), PoolSize: callers})
+		defer p.Close()
+		run(b, func(caller, i int) {
+			p.Incr(context.Background(), keys[(caller*7919+i)%len(keys)])
 		})
 	})
 }
