@@ -70,7 +70,6 @@ func (r *request) free() {
 // batch could hash to different slots of a cluster.
 type batcher struct {
 	l     *Limiter
-	exec  execFunc
 	mu    sync.Mutex
 	queue []*request
 	wake  chan struct{}
@@ -79,15 +78,8 @@ type batcher struct {
 	calls atomic.Uint64 // script calls made (for the benchmarks' figures)
 }
 
-// execFunc makes the script call deciding reqs under q and returns its
-// reply (the replies of the requests, in order). The batcher's workers call
-// it concurrently.
-type execFunc func(q *quota, reqs []*request) (string, error)
-
-// newBatcher starts a batcher for l whose workers (workers of them) call
-// exec.
-func newBatcher(l *Limiter, exec execFunc, workers int) *batcher {
-	b := &batcher{l: l, exec: exec, wake: make(chan struct{}, workers), stop: make(chan struct{})}
+func newBatcher(l *Limiter) *batcher {
+	b := &batcher{l: l, wake: make(chan struct{}, workers), stop: make(chan struct{})}
 	b.wg.Add(workers)
 	for range workers {
 		go b.work()
@@ -164,10 +156,24 @@ func (b *batcher) work() {
 	}
 }
 
-// answer makes the script call deciding reqs and answers them.
+// answer makes the script call deciding reqs and answers them. The call is
+// bounded by the connection's I/O timeouts.
 func (b *batcher) answer(reqs []*request) {
-	q := b.l.q.Load()
-	s, err := b.exec(q, reqs)
+	l := b.l
+	q := l.q.Load()
+	ctx := context.Background()
+	cmd := q.command(reqs, "evalsha", l.scr.sha)
+	err := l.s.client.Process(ctx, cmd)
+	if isNoScript(err) {
+		// Redis lost its script cache (a restart, a failover, SCRIPT
+		// FLUSH): EVAL runs the script and caches it again.
+		cmd = q.command(reqs, "eval", l.scr.src)
+		err = l.s.client.Process(ctx, cmd)
+	}
+	var s string
+	if err == nil {
+		s, err = cmd.Text()
+	}
 	res := make([]limits.Result, len(reqs))
 	for i := 0; err == nil && i < len(res); i++ {
 		res[i], s, err = nextReply(s, q.limit)
@@ -179,25 +185,6 @@ func (b *batcher) answer(reqs []*request) {
 		r.res, r.err = res[i], err
 		r.done <- struct{}{}
 	}
-}
-
-// evalBatch is the batcher's call on the store's client: EVALSHA, and EVAL
-// when Redis has lost the script. It is bounded by the connection's I/O
-// timeouts.
-func (l *Limiter) evalBatch(q *quota, reqs []*request) (string, error) {
-	ctx := context.Background()
-	cmd := q.command(reqs, "evalsha", l.scr.sha)
-	err := l.s.client.Process(ctx, cmd)
-	if isNoScript(err) {
-		// Redis lost its script cache (a restart, a failover, SCRIPT
-		// FLUSH): EVAL runs the script and caches it again.
-		cmd = q.command(reqs, "eval", l.scr.src)
-		err = l.s.client.Process(ctx, cmd)
-	}
-	if err != nil {
-		return "", err
-	}
-	return cmd.Text()
 }
 
 // command builds the script call deciding reqs under q: verb is "evalsha"

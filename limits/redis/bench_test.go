@@ -110,38 +110,9 @@ func BenchmarkDecisions(b *testing.B) {
 	b.Run("token_bucket/one_key", func(b *testing.B) {
 		benchDecisions(b, LimiterParams{Name: "tb", Algorithm: TokenBucket, Rate: 1e9, Burst: 1e6}, true, 1)
 	})
-	// The same token bucket decisions through rueidis: batched by the
-	// batcher (with 2 and 4 batches on the wire, rueidis pipelining them on
-	// its connections), and a script call per decision, auto-pipelined.
-	tb := LimiterParams{Name: "tb", Algorithm: TokenBucket, Rate: 1e6, Burst: 1000}
-	for _, workers := range []int{2, 4} {
-		b.Run("token_bucket/rueidis/workers="+strconv.Itoa(workers), func(b *testing.B) {
-			benchDecisionsWith(b, tb, true, 10_000, func(srv *server, l *Limiter) func(key string) {
-				rueidisBatches(l, newRueidis(b, srv), workers)
-				return nil
-			})
-		})
-	}
-	b.Run("token_bucket/rueidis/unbatched", func(b *testing.B) {
-		benchDecisionsWith(b, tb, false, 10_000, func(srv *server, l *Limiter) func(key string) {
-			c, lua := newRueidis(b, srv), rueidisScript(l)
-			return func(key string) {
-				if rueidisDecide(l, c, lua, key) == nil {
-					l.redisN.Add(1) // counted as Limiter.decide counts its own
-				}
-			}
-		})
-	})
 }
 
 func benchDecisions(b *testing.B, p LimiterParams, batch bool, nkeys int) {
-	benchDecisionsWith(b, p, batch, nkeys, nil)
-}
-
-// benchDecisionsWith is benchDecisions with another client: arm, if not
-// nil, is called once the limiter is built; it may replace the limiter's
-// batcher, or return the decision to time instead of Limiter.Allow.
-func benchDecisionsWith(b *testing.B, p LimiterParams, batch bool, nkeys int, arm func(*server, *Limiter) func(key string)) {
 	srv := startServer(b)
 	s, err := Open(StoreParams{Address: srv.Addr(), Heartbeat: -1})
 	if err != nil {
@@ -161,14 +132,8 @@ func benchDecisionsWith(b *testing.B, p LimiterParams, batch bool, nkeys int, ar
 	for i := range keys {
 		keys[i] = "tenant-" + strconv.Itoa(i)
 	}
-	decide := func(key string) { l.Allow(key, 1) }
-	if arm != nil {
-		if d := arm(srv, l); d != nil {
-			decide = d
-		}
-	}
 	for l.Status().RedisDecisions == 0 { // connections up before timing
-		decide(keys[0])
+		l.Allow(keys[0], 1)
 	}
 	c := srv.Client()
 	c.ConfigResetStat(bg)
@@ -178,7 +143,7 @@ func benchDecisionsWith(b *testing.B, p LimiterParams, batch bool, nkeys int, ar
 		calls = l.b.calls.Load()
 	}
 	runCallers(b, func(caller, i int) {
-		decide(keys[(caller*7919+i)%len(keys)])
+		l.Allow(keys[(caller*7919+i)%len(keys)], 1)
 	})
 	made := l.Status().RedisDecisions - before.RedisDecisions
 	b.ReportMetric(100*float64(made)/float64(b.N), "redis-%")
@@ -209,10 +174,11 @@ func serverMicros(b *testing.B, c *goredis.Client, cmds ...string) float64 {
 
 // BenchmarkINCR is the reference for BenchmarkDecisions, measured the same
 // way: INCR on the same keys from 64 callers, through the same client
-// set-up (the auto-pipeliner, a budgeted wait), through rueidis
-// (auto-pipelined, the same budget) and, for comparison, through a plain
-// go-redis client (one round trip per command, no pipelining). redis-µs/op
-// is the time Redis spent in INCR per command.
+// set-up (the auto-pipeliner, a budgeted wait) and, for comparison, through
+// a plain go-redis client (one round trip per command, no pipelining).
+// redis-µs/op is the time Redis spent in INCR per command (beside
+// BenchmarkDecisions' redis-µs/decision: what a decision costs Redis
+// against what INCR does).
 func BenchmarkINCR(b *testing.B) {
 	srv := startServer(b)
 	keys := make([]string, 10_000)
@@ -238,14 +204,6 @@ func BenchmarkINCR(b *testing.B) {
 			budget := startBudget(s.p.Timeout)
 			cmd := goredis.NewIntCmd(context.Background(), "incr", keys[(caller*7919+i)%len(keys)])
 			_ = s.pipe.Submit(context.Background(), cmd).WaitContext(budget)
-			budget.stop()
-		})
-	})
-	b.Run("rueidis", func(b *testing.B) {
-		r := newRueidis(b, srv)
-		run(b, func(caller, i int) {
-			budget := startBudget(DefaultTimeout)
-			_ = r.Do(budget, r.B().Incr().Key(keys[(caller*7919+i)%len(keys)]).Build()).Error()
 			budget.stop()
 		})
 	})

@@ -150,7 +150,7 @@ func (s *Store) NewLimiter(p LimiterParams) (*Limiter, error) {
 		return nil, fmt.Errorf("limits/redis: the local fallback: %w", err)
 	}
 	if s.batch {
-		l.b = newBatcher(l, l.evalBatch, workers)
+		l.b = newBatcher(l)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.p.Timeout)
 	s.refresh(ctx, []*Limiter{l})
