@@ -379,6 +379,7 @@ func TestLeasedRedisDown(t *testing.T) {
 			}
 			defer l.Close()
 			n := &node{l: l, perSec: 2000}
+			watch := lateness(2)
 			n.drive("")
 			rounds := l.rounds()
 			awaitRounds(t, l, rounds, 5)
@@ -410,8 +411,8 @@ func TestLeasedRedisDown(t *testing.T) {
 			}
 			after := l.Status()
 			n.halt()
-			if worst := time.Duration(n.worst.Load()); worst > stallBound {
-				t.Errorf("the slowest decision took %v: a stall", worst)
+			if worst, late := time.Duration(n.worst.Load()), watch(); worst > stallBound+late {
+				t.Errorf("the slowest decision took %v: a stall (the process waited %v for a CPU)", worst, late)
 			}
 			if after.Mode != ModeRedis {
 				t.Errorf("back: %+v", after)

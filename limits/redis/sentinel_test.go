@@ -69,10 +69,10 @@ func TestSentinelFailover(t *testing.T) {
 	driveUntil(t, leased, 20*time.Second, "renewals on the new master", func(st Status) bool {
 		return st.Renewals > renewed.Renewals+2 && st.Held > 0
 	})
-	worst := stop()
-	t.Logf("the slowest pair of decisions took %v", worst)
-	if worst > 2*stallBound {
-		t.Errorf("slowest pair of decisions during the failover took %v", worst)
+	worst, late := stop()
+	t.Logf("the slowest pair of decisions took %v; the process waited up to %v for a CPU", worst, late)
+	if worst > 2*stallBound+late {
+		t.Errorf("slowest pair of decisions during the failover took %v (the process waited %v for a CPU)", worst, late)
 	}
 	// A replica runs no script of a client (scripts replicate as their
 	// effects): the calls it counts were made to it as the master.
