@@ -262,9 +262,15 @@ type Redis struct {
 	// MasterName is the master's name in the sentinels' configuration;
 	// required with SentinelAddresses.
 	MasterName string `toml:"master_name,omitempty" json:"master_name,omitempty"`
+	// SentinelPasswordFile holds the sentinels' own password (their
+	// requirepass, one line), which sluice sends to the sentinels only; the
+	// master's is PasswordFile. "" means the sentinels ask none. Only with
+	// SentinelAddresses.
+	SentinelPasswordFile string `toml:"sentinel_password_file,omitempty" json:"sentinel_password_file,omitempty"`
 	// Username is the ACL user; "" is the default user.
 	Username string `toml:"username" json:"username"`
-	// PasswordFile holds the password; "" means none.
+	// PasswordFile holds the password of the server, the cluster's nodes or
+	// the master (one line); "" means none.
 	PasswordFile string `toml:"password_file" json:"password_file"`
 	// DB is the database number, at least 0; a cluster has only 0.
 	// Default 0.

@@ -2,7 +2,8 @@ package configs
 
 // checkServers checks how [redis] reaches Redis: one server (address), a
 // cluster (cluster_addresses) or a master its sentinels watch
-// (sentinel_addresses with master_name), exactly one of them.
+// (sentinel_addresses with master_name, and sentinel_password_file if the
+// sentinels ask a password), exactly one of them.
 func (r *Redis) checkServers(ck *checker, p string) {
 	ways := []struct {
 		key string
@@ -39,5 +40,8 @@ func (r *Redis) checkServers(ck *checker, p string) {
 		ck.errorf(join(p, "master_name"), "required with sentinel_addresses: the master's name in the sentinels' configuration")
 	case len(r.SentinelAddresses) == 0 && r.MasterName != "":
 		ck.errorf(join(p, "master_name"), "only used with sentinel_addresses")
+	}
+	if len(r.SentinelAddresses) == 0 && r.SentinelPasswordFile != "" {
+		ck.errorf(join(p, "sentinel_password_file"), "only used with sentinel_addresses: the sentinels' own password (the master's is password_file)")
 	}
 }

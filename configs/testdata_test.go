@@ -151,7 +151,8 @@ func TestValidFiles(t *testing.T) {
 			}
 		},
 		"leased.toml": func(t *testing.T, c *Config) {
-			if r := c.Redis; !slices.Equal(r.SentinelAddresses, []string{"127.0.0.1:26379", "127.0.0.1:26380"}) || r.MasterName != "quotas" {
+			if r := c.Redis; !slices.Equal(r.SentinelAddresses, []string{"127.0.0.1:26379", "127.0.0.1:26380"}) || r.MasterName != "quotas" ||
+				r.SentinelPasswordFile != "/etc/sluice/sentinel-password" || r.PasswordFile != "" {
 				t.Errorf("redis = %+v", r)
 			}
 			b, w, s := c.Groups[0].Rate, c.Groups[1].Rate, c.Groups[2].Rate

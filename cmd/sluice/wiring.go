@@ -97,7 +97,7 @@ func storeParams(r *configs.Redis) redis.StoreParams {
 		Nodes:            r.Nodes,
 		KeyPrefix:        r.KeyPrefix,
 	}
-	p.SentinelAddresses, p.MasterName = r.SentinelAddresses, r.MasterName
+	p.SentinelAddresses, p.MasterName, p.SentinelPasswordFile = r.SentinelAddresses, r.MasterName, r.SentinelPasswordFile
 	if r.TLS {
 		p.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
 	}

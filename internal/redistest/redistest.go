@@ -48,6 +48,11 @@ type Server struct {
 	// arguments must name its certificate); it is the client side's
 	// configuration used to check that the server answers.
 	TLS *tls.Config
+	// Password, set before Start, is required of clients (requirepass) and
+	// given to the master when the server replicates one (masterauth: a
+	// master demoted by a failover replicates the promoted replica). Client
+	// uses it.
+	Password string
 
 	t     testing.TB
 	bin   string
@@ -107,6 +112,9 @@ func (s *Server) run() error {
 	args := append(append(port,
 		"--bind", "127.0.0.1", "--dir", s.dir, "--save", "", "--appendonly", "no", "--protected-mode", "no",
 	), s.extra...)
+	if s.Password != "" {
+		args = append(args, "--requirepass", s.Password, "--masterauth", s.Password)
+	}
 	var err error
 	s.proc, err = launch("redis-server on "+s.Addr(), s.bin, args, s.dir+"/redis.log", s.Ping)
 	return err
@@ -161,7 +169,7 @@ func (s *Server) Stop() { s.proc.stop() }
 // Client is a plain client for the test's own look at the server, closed
 // when the test ends.
 func (s *Server) Client() *goredis.Client {
-	c := goredis.NewClient(&goredis.Options{Addr: s.Addr(), MaxRetries: -1})
+	c := goredis.NewClient(&goredis.Options{Addr: s.Addr(), Password: s.Password, MaxRetries: -1})
 	s.t.Cleanup(func() { c.Close() })
 	return c
 }

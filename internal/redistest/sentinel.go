@@ -13,11 +13,14 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 )
 
-// StartReplica starts a redis-server replicating master, and waits until
-// its link to the master is up.
+// StartReplica starts a redis-server replicating master (with the master's
+// Password, which the replica then requires too), and waits until its link
+// to the master is up.
 func StartReplica(t testing.TB, master *Server, extra ...string) *Server {
 	t.Helper()
-	r := Start(t, append([]string{"--replicaof", "127.0.0.1", strconv.Itoa(master.Port())}, extra...)...)
+	r := New(t, append([]string{"--replicaof", "127.0.0.1", strconv.Itoa(master.Port())}, extra...)...)
+	r.Password = master.Password
+	r.Start()
 	c := r.Client()
 	WaitFor(t, 15*time.Second, "replica "+r.Addr()+" linked to its master", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -31,10 +34,11 @@ func StartReplica(t testing.TB, master *Server, extra ...string) *Server {
 // Sentinel is a redis-sentinel child process watching one master, killed
 // when the test ends.
 type Sentinel struct {
-	t    testing.TB
-	port int
-	dir  string
-	proc *process // nil until started
+	t        testing.TB
+	port     int
+	dir      string
+	password string   // its requirepass; "": none
+	proc     *process // nil until started
 }
 
 // Failover timings of the sentinels StartSentinel starts: a master is
@@ -44,10 +48,19 @@ const DownAfter = 500 * time.Millisecond
 // StartSentinel starts a redis-sentinel watching master under the name
 // name, with the quorum given (how many sentinels must agree that the
 // master is down), quick to fail over, and waits until it answers PING.
+// A master with a Password is watched with it (auth-pass).
 func StartSentinel(t testing.TB, master *Server, name string, quorum int) *Sentinel {
 	t.Helper()
+	return StartSentinelAuth(t, master, name, quorum, "")
+}
+
+// StartSentinelAuth is StartSentinel for a sentinel that requires password
+// of its clients (requirepass in its configuration; "": none), which it
+// also gives the other sentinels. Master and AwaitPeers use it.
+func StartSentinelAuth(t testing.TB, master *Server, name string, quorum int, password string) *Sentinel {
+	t.Helper()
 	bin := Need(t, "redis-sentinel")
-	s := &Sentinel{t: t, dir: t.TempDir()}
+	s := &Sentinel{t: t, dir: t.TempDir(), password: password}
 	t.Cleanup(s.Stop)
 	if _, err := onFreePort(func(port int) error { s.port = port; return s.run(bin, master, name, quorum) }); err != nil {
 		t.Fatalf("starting redis-sentinel: %v", err)
@@ -67,6 +80,12 @@ sentinel down-after-milliseconds %s %d
 sentinel failover-timeout %s 3000
 sentinel parallel-syncs %s 1
 `, s.port, s.dir, name, master.Port(), quorum, name, DownAfter.Milliseconds(), name, name)
+	if master.Password != "" {
+		body += fmt.Sprintf("sentinel auth-pass %s %s\n", name, master.Password)
+	}
+	if s.password != "" {
+		body += fmt.Sprintf("requirepass %s\n", s.password)
+	}
 	if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
 		return err
 	}
@@ -83,7 +102,7 @@ func (s *Sentinel) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.
 func (s *Sentinel) Master(ctx context.Context, name string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	c := goredis.NewSentinelClient(&goredis.Options{Addr: s.Addr(), MaxRetries: -1})
+	c := goredis.NewSentinelClient(&goredis.Options{Addr: s.Addr(), Password: s.password, MaxRetries: -1})
 	defer c.Close()
 	hp, err := c.GetMasterAddrByName(ctx, name).Result()
 	if err != nil {
@@ -97,7 +116,7 @@ func (s *Sentinel) Master(ctx context.Context, name string) (string, error) {
 // every few seconds): a master killed sooner could not reach a quorum.
 func (s *Sentinel) AwaitPeers(name string, sentinels, replicas int) {
 	s.t.Helper()
-	c := goredis.NewSentinelClient(&goredis.Options{Addr: s.Addr(), MaxRetries: -1})
+	c := goredis.NewSentinelClient(&goredis.Options{Addr: s.Addr(), Password: s.password, MaxRetries: -1})
 	defer c.Close()
 	WaitFor(s.t, 30*time.Second, "sentinel "+s.Addr()+" knows its peers", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)

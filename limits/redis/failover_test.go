@@ -11,10 +11,46 @@ import (
 )
 
 // stallBound is how far past its Timeout a decision may answer in the
-// failure tests. It is not a speed assertion (benchmarks measure speed):
-// it catches a stall, such as a decision waiting for a dial or socket
-// timeout (seconds), with room for a busy machine under -race.
+// failure tests, beyond the time the process itself was kept from running
+// meanwhile (see lateness). It is not a speed assertion (benchmarks
+// measure speed): it catches a stall, such as a decision waiting for a
+// dial or socket timeout (seconds), with room for -race.
 const stallBound = 500 * time.Millisecond
+
+// lateness runs goroutines goroutines, each woken by a 1 ms ticker, until
+// the returned stop is called; stop returns the most any of them ran after
+// its tick was due. That is how long a goroutine that was ready to run (a
+// decision whose answer or budget had come) waited for a CPU: on a busy
+// machine (other processes, a collection under -race) a decision is late
+// by that much without waiting for Redis at all, so the stall checks add
+// it to their bound instead of failing on the machine's load. Ticks cost
+// next to nothing: the watch does not load the machine it watches.
+func lateness(goroutines int) (stop func() time.Duration) {
+	halt := make(chan struct{})
+	var wg sync.WaitGroup
+	late := make([]time.Duration, goroutines)
+	for g := range late {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tick := time.NewTicker(time.Millisecond)
+			defer tick.Stop()
+			for {
+				select {
+				case <-halt:
+					return
+				case due := <-tick.C:
+					late[g] = max(late[g], time.Since(due))
+				}
+			}
+		}()
+	}
+	return func() time.Duration {
+		close(halt)
+		wg.Wait()
+		return slices.Max(late)
+	}
+}
 
 // driveUntil makes decisions for fresh keys at the real time until cond
 // holds, bounded by limit. The decisions are the events that move a
@@ -61,8 +97,8 @@ func TestRedisKilled(t *testing.T) {
 	driveUntil(t, l, 10*time.Second, "fallback mode after the kill", func(s Status) bool {
 		return s.Mode == ModeFallback && s.FallbackDecisions > killed.FallbackDecisions+1000
 	})
-	if worst := stop(); worst > timeout+stallBound {
-		t.Errorf("slowest decision while Redis died took %v, want about the budget %v", worst, timeout)
+	if worst, late := stop(); worst > timeout+stallBound+late {
+		t.Errorf("slowest decision while Redis died took %v, want about the budget %v (the process waited %v for a CPU)", worst, timeout, late)
 	}
 	down := l.Status()
 	if down.Errors == 0 || down.LastError == "" || down.NextProbe.IsZero() {
@@ -70,12 +106,15 @@ func TestRedisKilled(t *testing.T) {
 	}
 	// Further decisions stay within the budget too (no Redis call at all
 	// while backing off, one bounded probe after each pause).
+	watch := lateness(2)
+	var worst time.Duration
 	for range 2000 {
 		start := time.Now()
 		l.AllowAt("after", start, 1)
-		if d := time.Since(start); d > timeout+stallBound {
-			t.Fatalf("a decision after the kill took %v", d)
-		}
+		worst = max(worst, time.Since(start))
+	}
+	if late := watch(); worst > timeout+stallBound+late {
+		t.Errorf("a decision after the kill took %v (the process waited %v for a CPU)", worst, late)
 	}
 
 	// The share: 1/4 of the burst and rate. At a fixed instant before the
@@ -96,10 +135,12 @@ func TestRedisKilled(t *testing.T) {
 	driveUntil(t, l, 10*time.Second, "back to Redis after the restart", func(s Status) bool {
 		return s.Mode == ModeRedis && s.RedisDecisions > before.RedisDecisions
 	})
+	deadline := time.Now().Add(10 * time.Second) // a failure's bound, not a pace
 	for attempt := 0; ; attempt++ {
-		// A decision that times out on a busy machine is answered locally;
-		// judge one made by Redis: a fresh key's first request leaves 99 of
-		// the global burst (the local share would leave 24).
+		// A decision that times out on a busy machine is answered locally
+		// (however many in a row: the budget is 5 ms); judge one made by
+		// Redis: a fresh key's first request leaves 99 of the global burst
+		// (the local share would leave 24).
 		s0 := l.Status()
 		r := l.Allow("fresh"+strconv.Itoa(attempt), 1)
 		if l.Status().RedisDecisions > s0.RedisDecisions {
@@ -108,15 +149,17 @@ func TestRedisKilled(t *testing.T) {
 			}
 			break
 		}
-		if attempt == 20 {
-			t.Fatalf("no decision made by Redis in 20 tries; status %+v", l.Status())
+		if time.Now().After(deadline) {
+			t.Fatalf("no decision made by Redis in %d tries; status %+v", attempt+1, l.Status())
 		}
 	}
 }
 
 // load calls decide from callers goroutines, each with the instant of its
-// call, until the returned stop is called; stop returns the slowest call.
-func load(callers int, decide func(now time.Time)) (stop func() time.Duration) {
+// call, until the returned stop is called; stop returns the slowest call,
+// and the lateness of the process meanwhile.
+func load(callers int, decide func(now time.Time)) (stop func() (worst, late time.Duration)) {
+	watch := lateness(2)
 	var halt atomic.Bool
 	var wg sync.WaitGroup
 	slowest := make([]time.Duration, callers)
@@ -134,10 +177,10 @@ func load(callers int, decide func(now time.Time)) (stop func() time.Duration) {
 			}
 		}()
 	}
-	return func() time.Duration {
+	return func() (time.Duration, time.Duration) {
 		halt.Store(true)
 		wg.Wait()
-		return slices.Max(slowest)
+		return slices.Max(slowest), watch()
 	}
 }
 

@@ -116,6 +116,12 @@ func TestNodes(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { s.Close() })
+		// Its beats are the test's, by hand, with the hour's heartbeat of
+		// the store below: counted for 3 hours instead of 3 default
+		// heartbeats, so that no registration lapses between them however
+		// slowly the test runs (a busy machine). Only a beat reads it; the
+		// store has no heartbeat goroutine.
+		s.p.Heartbeat = time.Hour
 		return s
 	}
 	a, b, c := open(2), open(1), open(1)
@@ -152,10 +158,14 @@ func TestNodes(t *testing.T) {
 		t.Fatalf("after one left: %+v", st)
 	}
 
-	// The heartbeat goroutine registers a node, and Close removes it. The
-	// hook signals each beat (without blocking the goroutine).
+	// The heartbeat goroutine registers a node (its first beat is at
+	// once), and Close removes it. The hook signals each beat (without
+	// blocking the goroutine). The heartbeat is the others' hour: a beat
+	// also drops the nodes not seen for 3 of its own heartbeats, and one of
+	// 10 ms would drop a and b whenever this part starts 30 ms after their
+	// beats (a busy machine).
 	beats := make(chan struct{}, 1)
-	d, err := openStore(StoreParams{Address: srv.Addr(), Heartbeat: 10 * time.Millisecond, Timeout: time.Second},
+	d, err := openStore(StoreParams{Address: srv.Addr(), Heartbeat: time.Hour, Timeout: time.Second},
 		func(int, error) {
 			select {
 			case beats <- struct{}{}:

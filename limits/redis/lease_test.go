@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"fmt"
 	"math"
 	"runtime"
 	"strings"
@@ -313,13 +314,18 @@ func parseInt(s string) (int64, bool) {
 // TestLeaseHolderDies: a node killed while it holds a lease (it stops
 // renewing without giving anything back) counts against the quota until
 // its lease expires, TTL after its last renewal; then the other node's
-// renewals drop it, and the survivor gets the whole quota.
+// renewals drop it, and the survivor gets all it asks of the quota.
 func TestLeaseHolderDies(t *testing.T) {
 	srv := startServer(t)
 	c := srv.Client()
 	const rate, ttl = 2000, 500 * time.Millisecond
 	p := LimiterParams{Name: "api", Algorithm: TokenBucket, Rate: rate, Burst: rate, Lease: LeaseParams{Period: 25 * time.Millisecond, TTL: ttl}}
-	victim, survivor := &node{perSec: 4000}, &node{perSec: 2000}
+	// The survivor asks three quarters of the quota: while the dead lease
+	// counts, its fair part is 1500/5500 of the refill; alone, it can get
+	// all it asks, with room in the stock for its renewals to come late on
+	// a busy machine (with demand at the rate, every late renewal would
+	// lose decisions for good).
+	victim, survivor := &node{perSec: 4000}, &node{perSec: 1500}
 	for _, n := range []*node{victim, survivor} {
 		n.l = leasedNode(t, srv.Addr(), p)
 		n.drive("")
@@ -331,19 +337,39 @@ func TestLeaseHolderDies(t *testing.T) {
 	killed := redisTime(t, c)
 	hash := "sluice:api:lease:{}"
 	id := victim.l.s.nodeID
-	if !c.HExists(bg, hash, id).Val() {
-		t.Fatal("the killed node's lease is not in Redis")
+	record, err := c.HGet(bg, hash, id).Result()
+	if err != nil {
+		t.Fatalf("the killed node's lease is not in Redis: %v", err)
 	}
-	// The survivor's renewals drop the dead lease once it has expired.
-	for c.HExists(bg, hash, id).Val() {
+	// Its record "o d e w t g": e is its expiry, in ms of Redis's time,
+	// TTL after its last renewal (before the kill).
+	var o, d, e int64
+	if _, err := fmt.Sscanf(record, "%d %d %d", &o, &d, &e); err != nil {
+		t.Fatalf("lease record %q: %v", record, err)
+	}
+	expiry := time.UnixMilli(e)
+	if expiry.After(killed.Add(ttl)) {
+		t.Errorf("the dead lease expires %v after the kill, want at most the TTL %v", expiry.Sub(killed), ttl)
+	}
+	// The survivor's renewals drop the dead lease once it has expired: at
+	// the latest, the first renewal round that starts after the expiry.
+	// Rounds are the events counted, whatever they take on a busy machine:
+	// once Redis's time is past the expiry, the round under way may have
+	// run its script before it, the next one may not.
+	for after := 0; c.HExists(bg, hash, id).Val(); {
+		if !redisTime(t, c).Before(expiry) {
+			if after++; after > 2 {
+				t.Fatalf("the dead lease (expiry %v) is still there two renewal rounds after it expired", expiry)
+			}
+		}
 		awaitRounds(t, survivor.l, rounds, 1)
 	}
-	gone := redisTime(t, c)
-	if gone.Sub(killed) > ttl+500*time.Millisecond {
-		t.Errorf("the dead lease was dropped %v after the kill, want about the TTL %v", gone.Sub(killed), ttl)
+	if gone := redisTime(t, c); gone.Before(expiry) {
+		t.Errorf("the dead lease was dropped before its expiry %v (at %v at the latest)", expiry, gone)
 	}
-	// From then on the survivor is alone: with demand at the quota's rate
-	// it gets about all of it.
+	// From then on the survivor is alone: it gets about all it asks, far
+	// more than its fair part beside the dead lease (1500/5500 of the
+	// refill: 36 % of what it asks).
 	awaitRounds(t, survivor.l, rounds, 2)
 	survivor.openWindow()
 	from := redisTime(t, c)
@@ -379,6 +405,7 @@ func TestLeasedRedisDown(t *testing.T) {
 			}
 			defer l.Close()
 			n := &node{l: l, perSec: 2000}
+			watch := lateness(2)
 			n.drive("")
 			rounds := l.rounds()
 			awaitRounds(t, l, rounds, 5)
@@ -410,8 +437,8 @@ func TestLeasedRedisDown(t *testing.T) {
 			}
 			after := l.Status()
 			n.halt()
-			if worst := time.Duration(n.worst.Load()); worst > stallBound {
-				t.Errorf("the slowest decision took %v: a stall", worst)
+			if worst, late := time.Duration(n.worst.Load()), watch(); worst > stallBound+late {
+				t.Errorf("the slowest decision took %v: a stall (the process waited %v for a CPU)", worst, late)
 			}
 			if after.Mode != ModeRedis {
 				t.Errorf("back: %+v", after)

@@ -144,9 +144,13 @@ type StoreParams struct {
 	// MasterName is the master's name in the sentinels' configuration;
 	// required with SentinelAddresses.
 	MasterName string
-	// SentinelPassword authenticates to the sentinels ("": none);
-	// Username and Password are the master's.
+	// SentinelPassword authenticates to the sentinels (their own
+	// requirepass; "": none); Username and Password are the master's. Not
+	// together with SentinelPasswordFile.
 	SentinelPassword string
+	// SentinelPasswordFile holds SentinelPassword (one line; surrounding
+	// white space is trimmed). It is read by Open.
+	SentinelPasswordFile string
 	// Username is the ACL user; "" is the default user.
 	Username string
 	// Password authenticates; "" means none. Not together with PasswordFile.
@@ -258,8 +262,11 @@ func (p StoreParams) Validate() error {
 	if (len(p.SentinelAddresses) > 0) != (p.MasterName != "") {
 		ps.add("sentinel addresses and a master name go together")
 	}
-	if p.SentinelPassword != "" && len(p.SentinelAddresses) == 0 {
+	if (p.SentinelPassword != "" || p.SentinelPasswordFile != "") && len(p.SentinelAddresses) == 0 {
 		ps.add("a sentinel password needs sentinel addresses")
+	}
+	if p.SentinelPassword != "" && p.SentinelPasswordFile != "" {
+		ps.add("set sentinel password or sentinel password file, not both")
 	}
 	if p.Password != "" && p.PasswordFile != "" {
 		ps.add("set password or password file, not both")

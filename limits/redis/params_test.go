@@ -23,6 +23,10 @@ func TestParamsValidate(t *testing.T) {
 		{"both addresses", func(p *Params) { p.ClusterAddresses = []string{"a:1"} }, []string{"only one of"}},
 		{"sentinels", func(p *Params) { p.Address, p.SentinelAddresses = "", []string{"s:1", "x"} }, []string{"sentinel address 1 must be host:port", "a master name go together"}},
 		{"sentinel password", func(p *Params) { p.SentinelPassword = "x" }, []string{"needs sentinel addresses"}},
+		{"sentinel password file", func(p *Params) { p.SentinelPasswordFile = "/f" }, []string{"needs sentinel addresses"}},
+		{"sentinel passwords", func(p *Params) {
+			p.Address, p.SentinelAddresses, p.MasterName, p.SentinelPassword, p.SentinelPasswordFile = "", []string{"s:1"}, "m", "x", "/f"
+		}, []string{"sentinel password or sentinel password file, not both"}},
 		{"sync", func(p *Params) { p.Sync = "eventual" }, []string{`sync must be "exact" or "leased", got "eventual"`}},
 		{"lease without leased", func(p *Params) { p.Lease.Period = time.Second }, []string{"lease settings need sync \"leased\""}},
 		{"leased sliding window", func(p *Params) {

@@ -66,8 +66,9 @@ type Store struct {
 // use, instead of tearing it down and reconnecting under load.
 func ioTimeout(budget time.Duration) time.Duration { return max(100*time.Millisecond, 20*budget) }
 
-// Open returns a Store for p. It reads p.PasswordFile and p.CAFile and sets
-// up the connections, which are dialled on first use.
+// Open returns a Store for p. It reads p.PasswordFile,
+// p.SentinelPasswordFile and p.CAFile and sets up the connections, which
+// are dialled on first use.
 func Open(p StoreParams) (*Store, error) { return openStore(p, nil) }
 
 // openStore is Open with a hook the heartbeat goroutine calls after each
@@ -77,13 +78,13 @@ func openStore(p StoreParams, beaten func(n int, err error)) (*Store, error) {
 		return nil, err
 	}
 	p = p.resolved()
-	password := p.Password
-	if p.PasswordFile != "" {
-		b, err := os.ReadFile(p.PasswordFile)
-		if err != nil {
-			return nil, fmt.Errorf("limits/redis: reading the password file: %w", err)
-		}
-		password = strings.TrimSpace(string(b))
+	password, err := secret(p.Password, p.PasswordFile, "the password file")
+	if err != nil {
+		return nil, err
+	}
+	sentinelPassword, err := secret(p.SentinelPassword, p.SentinelPasswordFile, "the sentinel password file")
+	if err != nil {
+		return nil, err
 	}
 	if p.CAFile != "" {
 		b, err := os.ReadFile(p.CAFile)
@@ -111,7 +112,7 @@ func openStore(p StoreParams, beaten func(n int, err error)) (*Store, error) {
 	case len(p.SentinelAddresses) > 0:
 		// One master at a time, so the limiters batch as on one server.
 		client = goredis.NewFailoverClient(&goredis.FailoverOptions{
-			MasterName: p.MasterName, SentinelAddrs: p.SentinelAddresses, SentinelPassword: p.SentinelPassword,
+			MasterName: p.MasterName, SentinelAddrs: p.SentinelAddresses, SentinelPassword: sentinelPassword,
 			Username: p.Username, Password: password, DB: p.DB, TLSConfig: p.TLS,
 			DialTimeout: time.Second, DialerRetries: 1, ReadTimeout: io, WriteTimeout: io, MaxRetries: -1,
 		})
@@ -145,6 +146,20 @@ func openStore(p StoreParams, beaten func(n int, err error)) (*Store, error) {
 		go s.heartbeat()
 	}
 	return s, nil
+}
+
+// secret is a password given inline or, when file is set, read from file
+// (one line; surrounding white space trimmed); what names the file in
+// errors.
+func secret(inline, file, what string) (string, error) {
+	if file == "" {
+		return inline, nil
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", fmt.Errorf("limits/redis: reading %s: %w", what, err)
+	}
+	return strings.TrimSpace(string(b)), nil
 }
 
 // Close stops the heartbeat (removing this node from the count), and closes

@@ -104,6 +104,8 @@ func TestTLSAndPassword(t *testing.T) {
 		{StoreParams{Address: srv.Addr(), TLS: &tls.Config{}, CAFile: pwFile}, "no PEM certificate"},
 		{StoreParams{Address: srv.Addr(), TLS: &tls.Config{}, CAFile: filepath.Join(certs, "missing")}, "reading the CA file"},
 		{StoreParams{Address: srv.Addr(), PasswordFile: filepath.Join(certs, "missing")}, "reading the password file"},
+		{StoreParams{SentinelAddresses: []string{srv.Addr()}, MasterName: "m", SentinelPasswordFile: filepath.Join(certs, "missing")},
+			"reading the sentinel password file"},
 	} {
 		if _, err := Open(c.p); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("Open(%+v) = %v, want an error with %q", c.p, err, c.want)
