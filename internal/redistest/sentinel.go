@@ -62,6 +62,12 @@ func StartSentinelAuth(t testing.TB, master *Server, name string, quorum int, pa
 	bin := Need(t, "redis-sentinel")
 	s := &Sentinel{t: t, dir: t.TempDir(), password: password}
 	t.Cleanup(s.Stop)
+	t.Cleanup(func() { // first: the log is still there
+		if t.Failed() {
+			b, _ := os.ReadFile(s.dir + "/sentinel.log")
+			t.Logf("redis-sentinel on %s, the end of its log:\n%s", s.Addr(), lastLines(string(b), 40))
+		}
+	})
 	if _, err := onFreePort(func(port int) error { s.port = port; return s.run(bin, master, name, quorum) }); err != nil {
 		t.Fatalf("starting redis-sentinel: %v", err)
 	}

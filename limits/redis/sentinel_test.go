@@ -55,7 +55,9 @@ func TestSentinelFailover(t *testing.T) {
 	})
 	killed := time.Now()
 	master.Kill()
-	redistest.WaitFor(t, 30*time.Second, "the sentinels promote the replica", func() bool {
+	// A failover the sentinels abort (a split vote, say) is tried again after
+	// twice failover-timeout (6 s): the wait leaves room for several.
+	redistest.WaitFor(t, 60*time.Second, "the sentinels promote the replica", func() bool {
 		addr, err := first.Master(bg, "quotas")
 		return err == nil && addr == replica.Addr()
 	})
