@@ -98,6 +98,9 @@ func NewServer(p ServerParams) (*Server, error) {
 		ErrorLog:          p.ErrorLog,
 	}
 	s.grpc = grpc.NewServer(
+		// permitpb's messages encoded without protobuf's reflection: the
+		// same wire format at a fraction of the CPU.
+		grpc.ForceServerCodecV2(permitpb.Codec{}),
 		grpc.MaxRecvMsgSize(int(p.MaxBodyBytes)),
 		grpc.MaxConcurrentStreams(maxStreams),
 		// Fixed flow-control windows: they turn off grpc's bandwidth-delay

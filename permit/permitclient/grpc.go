@@ -60,6 +60,8 @@ func newGRPC(network, address string, o Options) (transport, error) {
 	opts := []grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithContextDialer(dial),
+		// permitpb's messages encoded without protobuf's reflection.
+		grpc.WithDefaultCallOptions(grpc.ForceCodecV2(permitpb.Codec{})),
 		// Pings on a connection with calls in flight, so that a dead service
 		// fails them (the service allows one every 10s at most).
 		// Fixed flow-control windows: they turn off grpc's bandwidth-delay
