@@ -23,9 +23,9 @@ type grpcService struct {
 	permitpb.UnimplementedPermitsServer
 	svc   *Service
 	drain *drain
-	// authorized checks a Session call's token (the stream's metadata)
-	// against the token in force.
-	authorized func(ctx context.Context) bool
+	// streamCheck returns the check of a Session's calls: its token (the
+	// stream's metadata) against the token in force at each call.
+	streamCheck func(ctx context.Context) func() bool
 }
 
 // outcomes maps the wire's outcomes to the gate's.
@@ -137,6 +137,7 @@ func (g *grpcService) Session(st grpc.BidiStreamingServer[permitpb.SessionReques
 
 func (g *grpcService) session(st grpc.BidiStreamingServer[permitpb.SessionRequest, permitpb.SessionResponse], mu *sync.Mutex, ended *bool) error {
 	ctx := st.Context()
+	authorized := g.streamCheck(ctx)
 	// The stream's messages are reused from one call to the next: grpc has
 	// encoded an answer when Send returns (this server has no stats
 	// handler that could read it later), and RecvMsg replaces what the
@@ -163,7 +164,7 @@ func (g *grpcService) session(st grpc.BidiStreamingServer[permitpb.SessionReques
 		}
 		answer.Reset()
 		call := in.GetCall()
-		if !g.authorized(ctx) {
+		if !authorized() {
 			call, err = nil, listen.ErrUnauthenticated
 		}
 		switch c := call.(type) {

@@ -111,7 +111,7 @@ func NewServer(p ServerParams) (*Server, error) {
 		grpc.ChainStreamInterceptor(door.Stream),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 	)
-	permitpb.RegisterPermitsServer(s.grpc, &grpcService{svc: p.Service, drain: s.drain, authorized: door.AllowsContext})
+	permitpb.RegisterPermitsServer(s.grpc, &grpcService{svc: p.Service, drain: s.drain, streamCheck: door.StreamCheck})
 	return s, nil
 }
 
