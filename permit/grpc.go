@@ -139,9 +139,9 @@ func (g *grpcService) session(st grpc.BidiStreamingServer[permitpb.SessionReques
 	ctx := st.Context()
 	authorized := g.streamCheck(ctx)
 	// The stream's messages are reused from one call to the next: grpc has
-	// encoded an answer when Send returns (this server has no stats
-	// handler that could read it later), and RecvMsg replaces what the
-	// request held.
+	// encoded an answer when Send returns (nothing reads it later: this
+	// server has no stats handler, and sluice never sets
+	// grpc.EnableTracing), and RecvMsg replaces what the request held.
 	var (
 		in      permitpb.SessionRequest
 		answer  permitpb.SessionResponse

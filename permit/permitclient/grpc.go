@@ -37,8 +37,9 @@ type session struct {
 
 	// The messages of the session's calls, reused from one call to the
 	// next: a session carries one call at a time, grpc has encoded a
-	// request when Send returns (this client has no stats handler that
-	// could read it later), and RecvMsg replaces what the answer held.
+	// request when Send returns (nothing reads it later: this client has
+	// no stats handler, and sluice never sets grpc.EnableTracing), and
+	// RecvMsg replaces what the answer held.
 	req        permitpb.SessionRequest
 	acquire    permitpb.SessionRequest_Acquire
 	acquireReq permitpb.AcquireRequest
