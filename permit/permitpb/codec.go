@@ -16,7 +16,7 @@ import (
 // Codec is grpc's "proto" codec for this package's messages: the same wire
 // format, encoded and decoded by the code that protoc-gen-go-vtproto
 // generates (permit_vtproto.pb.go) instead of protobuf's reflection (an
-// eighth of a Session round trip's CPU, both sides together, a quarter of
+// eighth of a Session round trip's CPU, both sides together; a third of
 // that this way). As protobuf does for proto3, it refuses a string field
 // that is not valid UTF-8 both ways (and a field number beyond 2^29-1),
 // and decoding replaces what the message held. It is never laxer than grpc's codec: an
