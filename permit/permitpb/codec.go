@@ -16,15 +16,15 @@ import (
 // Codec is grpc's "proto" codec for this package's messages: the same wire
 // format, encoded and decoded by the code that protoc-gen-go-vtproto
 // generates (permit_vtproto.pb.go) instead of protobuf's reflection (an
-// eighth of a Session round trip's CPU, both sides together; a third of
-// that this way). As protobuf does for proto3, it refuses a string field
-// that is not valid UTF-8 both ways (and a field number beyond 2^29-1),
-// and decoding replaces what the message held. It is never laxer than grpc's codec: an
-// encoding it accepts, proto.Unmarshal accepts and reads the same (the
-// fuzz target FuzzCodec holds it to that). A message of another package
-// goes to grpc's proto codec. The permit server and permitclient force it
-// (grpc.ForceServerCodecV2, grpc.ForceCodecV2); a client in another
-// language sees no difference. It is safe for concurrent use.
+// eighth of a Session round trip's CPU, both sides together; a third of that
+// this way). As protobuf does for proto3, it refuses a string field that is
+// not valid UTF-8 both ways (and a field number beyond 2^29-1), and decoding
+// replaces what the message held. It is never laxer than grpc's codec: an
+// encoding it accepts, proto.Unmarshal accepts and reads the same (the fuzz
+// target FuzzCodec holds it to that). A message of another package goes to
+// grpc's proto codec. The permit server and permitclient force it
+// (grpc.ForceServerCodecV2, grpc.ForceCodecV2); a client in another language
+// sees no difference. It is safe for concurrent use.
 type Codec struct{}
 
 // message is what protoc-gen-go and protoc-gen-go-vtproto generate for
