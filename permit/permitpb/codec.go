@@ -20,11 +20,12 @@ import (
 // this way). As protobuf does for proto3, it refuses a string field that is
 // not valid UTF-8 both ways (and a field number beyond 2^29-1), and decoding
 // replaces what the message held. It is never laxer than grpc's codec: an
-// encoding it accepts, proto.Unmarshal accepts and reads the same (the fuzz
-// target FuzzCodec holds it to that). A message of another package goes to
-// grpc's proto codec. The permit server and permitclient force it
-// (grpc.ForceServerCodecV2, grpc.ForceCodecV2); a client in another language
-// sees no difference. It is safe for concurrent use.
+// encoding it accepts, proto.Unmarshal accepts and reads the same, unknown
+// fields aside (the fuzz target FuzzCodec holds it to that). A message of
+// another package goes to grpc's proto codec. The permit server and
+// permitclient force it (grpc.ForceServerCodecV2, grpc.ForceCodecV2); a
+// client in another language sees no difference. It is safe for concurrent
+// use.
 type Codec struct{}
 
 // message is what protoc-gen-go and protoc-gen-go-vtproto generate for
