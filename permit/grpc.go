@@ -23,9 +23,9 @@ type grpcService struct {
 	permitpb.UnimplementedPermitsServer
 	svc   *Service
 	drain *drain
-	// authorized checks a Session call's token (the stream's metadata)
-	// against the token in force.
-	authorized func(ctx context.Context) bool
+	// streamCheck returns the check of a Session's calls: its token (the
+	// stream's metadata) against the token in force at each call.
+	streamCheck func(ctx context.Context) func() bool
 }
 
 // outcomes maps the wire's outcomes to the gate's.
@@ -42,49 +42,74 @@ var results = [...]permitpb.ReleaseResult{
 }
 
 func (g *grpcService) Acquire(ctx context.Context, in *permitpb.AcquireRequest) (*permitpb.AcquireResponse, error) {
+	out := &permitpb.AcquireResponse{}
+	if err := g.acquire(ctx, in, out, &permitpb.AcquireResponse_Grant{Grant: &permitpb.Grant{}}); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// acquire answers in into out: a grant in grant (its Grant filled), or a
+// refusal, allocated (refusals are the rare answer). A Session reuses out
+// and grant from one call to the next.
+func (g *grpcService) acquire(ctx context.Context, in *permitpb.AcquireRequest, out *permitpb.AcquireResponse, grant *permitpb.AcquireResponse_Grant) error {
 	p, err := ParsePriority(in.GetPriority())
 	if err != nil {
-		return nil, grpcError(err)
+		return grpcError(err)
 	}
 	req := Request{Group: in.GetGroup(), Key: in.GetKey(), Priority: p, Cost: in.GetCost(),
 		Wait: time.Duration(in.GetWaitMs()) * time.Millisecond}
 	gr, rej, err := g.svc.Acquire(ctx, req)
 	if err != nil {
-		return nil, grpcError(err)
+		return grpcError(err)
 	}
 	if rej.Rejected() {
 		r := refusalOf(rej, make(http.Header, 4))
-		return &permitpb.AcquireResponse{Result: &permitpb.AcquireResponse_Refusal{Refusal: &permitpb.Refusal{
+		out.Result = &permitpb.AcquireResponse_Refusal{Refusal: &permitpb.Refusal{
 			Reason: r.Reason, Status: uint32(r.Status), RetryAfterS: uint32(min(r.RetryAfter, math.MaxUint32)),
 			RatelimitPolicy: r.RateLimitPolicy, Ratelimit: r.RateLimit, Group: r.Group,
-		}}}, nil
+		}}
+		return nil
 	}
-	return &permitpb.AcquireResponse{Result: &permitpb.AcquireResponse_Grant{Grant: &permitpb.Grant{
-		Id: uint64(gr.ID), Group: gr.Group, LeaseMs: uint32(min(gr.Lease.Milliseconds(), math.MaxUint32)),
-		Shadowed: shadowedName(gr.Shadowed),
-	}}}, nil
+	m := grant.Grant
+	m.Reset()
+	m.Id, m.Group, m.LeaseMs = uint64(gr.ID), gr.Group, uint32(min(gr.Lease.Milliseconds(), math.MaxUint32))
+	m.Shadowed = shadowedName(gr.Shadowed)
+	out.Result = grant
+	return nil
 }
 
 func (g *grpcService) Release(_ context.Context, in *permitpb.ReleaseRequest) (*permitpb.ReleaseResponse, error) {
+	out := &permitpb.ReleaseResponse{}
+	if err := g.release(in, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// release answers in into out.
+func (g *grpcService) release(in *permitpb.ReleaseRequest, out *permitpb.ReleaseResponse) error {
 	o, ok := outcomes[in.GetOutcome()]
 	if !ok {
-		return nil, status.Errorf(codes.InvalidArgument, "permit: outcome %v: want SUCCESS, DROPPED or IGNORED", in.GetOutcome())
+		return status.Errorf(codes.InvalidArgument, "permit: outcome %v: want SUCCESS, DROPPED or IGNORED", in.GetOutcome())
 	}
 	lat := Unmeasured
 	if in.LatencyMs != nil {
 		var err error
 		if lat, err = LatencyOf(in.GetLatencyMs()); err != nil {
-			return nil, grpcError(err)
+			return grpcError(err)
 		}
 	}
 	res, err := g.svc.Release(ID(in.GetId()), o, lat)
 	if err != nil {
-		return nil, grpcError(err)
+		return grpcError(err)
 	}
 	if res == Unknown {
-		return nil, status.Errorf(codes.NotFound, "permit: no permit %s", ID(in.GetId()))
+		return status.Errorf(codes.NotFound, "permit: no permit %s", ID(in.GetId()))
 	}
-	return &permitpb.ReleaseResponse{Result: results[res]}, nil
+	out.Reset()
+	out.Result = results[res]
+	return nil
 }
 
 // Session serves Acquire and Release calls on one stream, one after the
@@ -112,8 +137,20 @@ func (g *grpcService) Session(st grpc.BidiStreamingServer[permitpb.SessionReques
 
 func (g *grpcService) session(st grpc.BidiStreamingServer[permitpb.SessionRequest, permitpb.SessionResponse], mu *sync.Mutex, ended *bool) error {
 	ctx := st.Context()
+	authorized := g.streamCheck(ctx)
+	// The stream's messages are reused from one call to the next: grpc has
+	// encoded an answer when Send returns (nothing reads it later: this
+	// server has no stats handler, and sluice never sets
+	// grpc.EnableTracing), and RecvMsg replaces what the request held.
+	var (
+		in      permitpb.SessionRequest
+		answer  permitpb.SessionResponse
+		acquire = &permitpb.SessionResponse_Acquire{Acquire: &permitpb.AcquireResponse{}}
+		grant   = &permitpb.AcquireResponse_Grant{Grant: &permitpb.Grant{}}
+		release = &permitpb.SessionResponse_Release{Release: &permitpb.ReleaseResponse{}}
+	)
 	for {
-		in, err := st.Recv()
+		err := st.RecvMsg(&in)
 		if err == io.EOF {
 			return nil
 		}
@@ -125,32 +162,31 @@ func (g *grpcService) session(st grpc.BidiStreamingServer[permitpb.SessionReques
 			mu.Unlock()
 			return errDraining
 		}
-		out := &permitpb.SessionResponse{}
-		if !g.authorized(ctx) {
-			in.Call = nil
-			err = listen.ErrUnauthenticated
+		answer.Reset()
+		call := in.GetCall()
+		if !authorized() {
+			call, err = nil, listen.ErrUnauthenticated
 		}
-		switch c := in.GetCall().(type) {
+		switch c := call.(type) {
 		case nil:
 			if err == nil {
 				err = status.Error(codes.InvalidArgument, "permit: a session request is an acquire or a release")
 			}
 		case *permitpb.SessionRequest_Acquire:
-			var resp *permitpb.AcquireResponse
-			if resp, err = g.Acquire(ctx, c.Acquire); err == nil {
-				out.Answer = &permitpb.SessionResponse_Acquire{Acquire: resp}
+			acquire.Acquire.Reset()
+			if err = g.acquire(ctx, c.Acquire, acquire.Acquire, grant); err == nil {
+				answer.Answer = acquire
 			}
 		case *permitpb.SessionRequest_Release:
-			var resp *permitpb.ReleaseResponse
-			if resp, err = g.Release(ctx, c.Release); err == nil {
-				out.Answer = &permitpb.SessionResponse_Release{Release: resp}
+			if err = g.release(c.Release, release.Release); err == nil {
+				answer.Answer = release
 			}
 		}
 		if err != nil {
 			s := status.Convert(err)
-			out.Answer = &permitpb.SessionResponse_Error{Error: &permitpb.Error{Code: uint32(s.Code()), Message: s.Message()}}
+			answer.Answer = &permitpb.SessionResponse_Error{Error: &permitpb.Error{Code: uint32(s.Code()), Message: s.Message()}}
 		}
-		err = st.Send(out)
+		err = st.Send(&answer)
 		mu.Unlock()
 		if err != nil {
 			return err

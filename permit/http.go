@@ -131,7 +131,11 @@ func writeError(w http.ResponseWriter, err error) {
 	}
 }
 
-var jsonType = []string{"application/json"}
+// The answers' fixed header values, shared: net/http only reads them.
+var (
+	jsonType = []string{"application/json"}
+	nosniff  = []string{"nosniff"}
+)
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	b, err := json.Marshal(v)
@@ -141,7 +145,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	b = append(b, '\n')
 	h := w.Header()
 	h["Content-Type"] = jsonType
-	h["X-Content-Type-Options"] = []string{"nosniff"}
+	h["X-Content-Type-Options"] = nosniff
 	w.WriteHeader(status)
 	_, _ = w.Write(b) // the client may be gone: nothing to do
 }

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/keepalive"
 
+	"github.com/sluicehq/sluice/internal/front"
 	"github.com/sluicehq/sluice/internal/listen"
 	"github.com/sluicehq/sluice/permit/permitpb"
 )
@@ -47,10 +47,6 @@ type ServerParams struct {
 // streams wait for one to end.
 const maxStreams = 4096
 
-// window is the HTTP/2 flow-control window of a stream and of a connection:
-// far above what a permit's messages need.
-const window = 1 << 20
-
 // ErrNoToken is returned by NewServer, Serve and SetToken for a TCP
 // listener without a token.
 var ErrNoToken = fmt.Errorf("permit: %w (permit.token_file)", listen.ErrNoToken)
@@ -60,7 +56,7 @@ var ErrNoToken = fmt.Errorf("permit: %w (permit.token_file)", listen.ErrNoToken)
 // any other to the JSON API. Build it with NewServer; it is safe for
 // concurrent use.
 type Server struct {
-	door  *listen.Door
+	door  *front.Door
 	http  *http.Server
 	grpc  *grpc.Server
 	drain *drain // tells the Session streams to end
@@ -78,12 +74,9 @@ func NewServer(p ServerParams) (*Server, error) {
 	if p.MaxBodyBytes <= 0 {
 		p.MaxBodyBytes = DefaultMaxBodyBytes
 	}
-	door, err := listen.NewDoor(p.Listen, p.SocketMode, p.Token)
-	if errors.Is(err, listen.ErrNoToken) {
-		return nil, fmt.Errorf("%w (listen %q)", ErrNoToken, p.Listen)
-	}
+	door, err := front.NewDoor("permit", ErrNoToken, p.Listen, p.SocketMode, p.Token)
 	if err != nil {
-		return nil, fmt.Errorf("permit: %w", err)
+		return nil, err
 	}
 	s := &Server{door: door, drain: newDrain()}
 	h := &handler{svc: p.Service, maxBody: p.MaxBodyBytes, authorized: func(r *http.Request) bool {
@@ -97,18 +90,14 @@ func NewServer(p ServerParams) (*Server, error) {
 		MaxHeaderBytes:    16 << 10,
 		ErrorLog:          p.ErrorLog,
 	}
-	s.grpc = grpc.NewServer(
+	s.grpc = grpc.NewServer(append(front.GRPCOptions(door),
+		// permitpb's messages encoded without protobuf's reflection: the
+		// same wire format at a fraction of the CPU.
+		grpc.ForceServerCodecV2(permitpb.Codec{}),
 		grpc.MaxRecvMsgSize(int(p.MaxBodyBytes)),
 		grpc.MaxConcurrentStreams(maxStreams),
-		// Fixed flow-control windows: they turn off grpc's bandwidth-delay
-		// probing, which pings the peer on almost every small message.
-		grpc.InitialWindowSize(window),
-		grpc.InitialConnWindowSize(window),
-		grpc.ChainUnaryInterceptor(door.Unary),
-		grpc.ChainStreamInterceptor(door.Stream),
-		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
-	)
-	permitpb.RegisterPermitsServer(s.grpc, &grpcService{svc: p.Service, drain: s.drain, authorized: door.AllowsContext})
+	)...)
+	permitpb.RegisterPermitsServer(s.grpc, &grpcService{svc: p.Service, drain: s.drain, streamCheck: door.StreamCheck})
 	return s, nil
 }
 
@@ -118,38 +107,20 @@ func (s *Server) Handler() http.Handler { return s.http.Handler }
 
 // SetToken changes the bearer token (a reload of the token file). A TCP
 // listener cannot go without one (ErrNoToken).
-func (s *Server) SetToken(tok string) error {
-	if err := s.door.SetToken(tok); err != nil {
-		return ErrNoToken
-	}
-	return nil
-}
+func (s *Server) SetToken(tok string) error { return s.door.SetToken(tok) }
 
 // Listen opens ServerParams.Listen: a TCP address or a unix socket
 // (created with SocketMode, after removing a stale socket file that
 // nothing listens on).
-func (s *Server) Listen() (net.Listener, error) {
-	ln, err := s.door.Listen()
-	if err != nil {
-		return nil, fmt.Errorf("permit: listen: %w", err)
-	}
-	return ln, nil
-}
+func (s *Server) Listen() (net.Listener, error) { return s.door.Listen() }
 
 // Serve serves on ln until Shutdown or Close, and then returns
 // http.ErrServerClosed (at once after them); or ErrNoToken (closing ln) when ln is TCP and no
 // token is set, whatever ServerParams.Listen said. It may be called once.
 func (s *Server) Serve(ln net.Listener) error {
-	addr := ln.Addr()
-	switch err := s.door.Open(ln); {
-	case errors.Is(err, listen.ErrClosed):
-		return http.ErrServerClosed
-	case errors.Is(err, listen.ErrNoToken):
-		return fmt.Errorf("%w (bound to %s)", ErrNoToken, addr)
-	case err != nil:
-		return fmt.Errorf("permit: %w", err)
+	if err := s.door.Serve(ln, http.ErrServerClosed); err != nil {
+		return err
 	}
-
 	sp := newSplit(ln)
 	var wg sync.WaitGroup
 	wg.Add(2)
@@ -173,15 +144,11 @@ func (s *Server) Addr() net.Addr { return s.door.Addr() }
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.door.Close()
 	s.drain.start()
-	done := make(chan struct{})
-	go func() { s.grpc.GracefulStop(); close(done) }()
+	stopped := make(chan error, 1)
+	go func() { stopped <- front.StopGRPC(ctx, s.grpc) }()
 	err := s.http.Shutdown(ctx)
-	select {
-	case <-done:
-	case <-ctx.Done():
-		s.grpc.Stop()
-		<-done
-		err = ctx.Err()
+	if gerr := <-stopped; gerr != nil {
+		err = gerr
 	}
 	return err
 }

@@ -6,12 +6,11 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
-	"time"
 
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/keepalive"
 
+	"github.com/sluicehq/sluice/internal/front"
 	"github.com/sluicehq/sluice/internal/listen"
 )
 
@@ -46,7 +45,7 @@ var ErrNoToken = fmt.Errorf("rls: %w (rls.token_file; Envoy sends it as initial_
 // Server serves a Service over gRPC on one listener. Build it with
 // NewServer; it is safe for concurrent use.
 type Server struct {
-	door *listen.Door
+	door *front.Door
 	grpc *grpc.Server
 }
 
@@ -59,57 +58,29 @@ func NewServer(p ServerParams) (*Server, error) {
 	if p.Listen == "" {
 		p.Listen = DefaultListen
 	}
-	door, err := listen.NewDoor(p.Listen, p.SocketMode, p.Token)
-	if errors.Is(err, listen.ErrNoToken) {
-		return nil, fmt.Errorf("%w (listen %q)", ErrNoToken, p.Listen)
-	}
+	door, err := front.NewDoor("rls", ErrNoToken, p.Listen, p.SocketMode, p.Token)
 	if err != nil {
-		return nil, fmt.Errorf("rls: %w", err)
+		return nil, err
 	}
 	s := &Server{door: door}
-	s.grpc = grpc.NewServer(
-		grpc.MaxRecvMsgSize(maxRequestBytes),
-		// A fixed flow-control window turns off grpc's bandwidth-delay
-		// probing, which pings Envoy on almost every small request.
-		grpc.InitialWindowSize(1<<20),
-		grpc.InitialConnWindowSize(1<<20),
-		grpc.ChainUnaryInterceptor(door.Unary),
-		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
-	)
+	s.grpc = grpc.NewServer(append(front.GRPCOptions(door), grpc.MaxRecvMsgSize(maxRequestBytes))...)
 	rlsv3.RegisterRateLimitServiceServer(s.grpc, p.Service)
 	return s, nil
 }
 
 // SetToken changes the bearer token (a reload of the token file).
-func (s *Server) SetToken(tok string) error {
-	if err := s.door.SetToken(tok); err != nil {
-		return ErrNoToken
-	}
-	return nil
-}
+func (s *Server) SetToken(tok string) error { return s.door.SetToken(tok) }
 
 // Listen opens ServerParams.Listen: a TCP address or a unix socket
 // (created with SocketMode, after removing a stale socket file).
-func (s *Server) Listen() (net.Listener, error) {
-	ln, err := s.door.Listen()
-	if err != nil {
-		return nil, fmt.Errorf("rls: listen: %w", err)
-	}
-	return ln, nil
-}
+func (s *Server) Listen() (net.Listener, error) { return s.door.Listen() }
 
 // Serve serves on ln until Shutdown or Close, then returns
 // grpc.ErrServerStopped (at once after them); or ErrNoToken (closing ln)
 // when ln is TCP and no token is set. It may be called once.
 func (s *Server) Serve(ln net.Listener) error {
-	addr := ln.Addr()
-	switch err := s.door.Open(ln); {
-	case errors.Is(err, listen.ErrClosed):
-		return grpc.ErrServerStopped
-	case errors.Is(err, listen.ErrNoToken):
-		return fmt.Errorf("%w (bound to %s)", ErrNoToken, addr)
-	case err != nil:
-		return fmt.Errorf("rls: %w", err)
+	if err := s.door.Serve(ln, grpc.ErrServerStopped); err != nil {
+		return err
 	}
 	if err := s.grpc.Serve(ln); err != nil && !errors.Is(err, net.ErrClosed) { // closed: by Shutdown
 		return err
@@ -124,16 +95,7 @@ func (s *Server) Addr() net.Addr { return s.door.Addr() }
 // ends, then cuts the rest.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.door.Close()
-	done := make(chan struct{})
-	go func() { s.grpc.GracefulStop(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		s.grpc.Stop()
-		<-done
-		return ctx.Err()
-	}
+	return front.StopGRPC(ctx, s.grpc)
 }
 
 // Close cuts every connection at once.

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 )
 
 // ErrNoToken is the error of a TCP listener without a token.
@@ -89,8 +90,24 @@ func (g *Guard) Stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInf
 	return h(srv, ss)
 }
 
-// AllowsContext is Allows for a gRPC call: the "authorization" metadata
-// of ctx (a stream's, for each of its messages).
-func (g *Guard) AllowsContext(ctx context.Context) bool {
-	return !g.tcp() || authorized(ctx, *g.token.Load())
+// StreamCheck returns the check of a stream's calls: Allows for the
+// "authorization" metadata of ctx, the stream's (fixed for its life),
+// against the token in force at each call. The token's digest is matched
+// again only when the token changed (SetToken), so a check costs an atomic
+// load. The check is not safe for concurrent use: one per stream.
+func (g *Guard) StreamCheck(ctx context.Context) func() bool {
+	v := metadata.ValueFromIncomingContext(ctx, "authorization")
+	var (
+		checked *Token // the token ok was found for
+		ok      bool
+	)
+	return func() bool {
+		if !g.tcp() {
+			return true
+		}
+		if t := g.token.Load(); t != checked {
+			checked, ok = t, len(v) == 1 && t.Matches(v[0])
+		}
+		return ok
+	}
 }

@@ -177,6 +177,38 @@ func TestGuard(t *testing.T) {
 	}
 }
 
+// TestStreamCheck: a stream's check follows the token in force, call by
+// call, for the token its metadata carries.
+func TestStreamCheck(t *testing.T) {
+	const tok = "s3cret-token-0123456789"
+	in := func(auth ...string) context.Context {
+		md := metadata.MD{}
+		for _, a := range auth {
+			md.Append("authorization", a)
+		}
+		return metadata.NewIncomingContext(context.Background(), md)
+	}
+	u, _ := NewGuard("unix:///run/x.sock", "")
+	if !u.StreamCheck(in())() {
+		t.Fatal("a unix socket's stream refused")
+	}
+	g, _ := NewGuard("127.0.0.1:0", tok)
+	good, none, wrong, two := g.StreamCheck(in("Bearer "+tok)), g.StreamCheck(in()), g.StreamCheck(in("Bearer nope")), g.StreamCheck(in("Bearer "+tok, "Bearer "+tok))
+	for i := range 2 { // the second time from what the first found
+		if !good() || none() || wrong() || two() {
+			t.Fatalf("round %d: good %v, none %v, wrong %v, two %v", i, good(), none(), wrong(), two())
+		}
+	}
+	g.SetToken("another-token-0123456789")
+	if good() {
+		t.Fatal("the old token still passes after SetToken")
+	}
+	g.SetToken(tok)
+	if !good() {
+		t.Fatal("the token set again does not pass")
+	}
+}
+
 func TestDoor(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "d.sock")
 	d, err := NewDoor("unix://"+path, 0o600, "")

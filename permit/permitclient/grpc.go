@@ -34,11 +34,47 @@ type grpcTransport struct {
 type session struct {
 	st     grpc.BidiStreamingClient[permitpb.SessionRequest, permitpb.SessionResponse]
 	cancel context.CancelFunc
+
+	// The messages of the session's calls, reused from one call to the
+	// next: a session carries one call at a time, grpc has encoded a
+	// request when Send returns (nothing reads it later: this client has
+	// no stats handler, and sluice never sets grpc.EnableTracing), and
+	// RecvMsg replaces what the answer held.
+	req        permitpb.SessionRequest
+	acquire    permitpb.SessionRequest_Acquire
+	acquireReq permitpb.AcquireRequest
+	release    permitpb.SessionRequest_Release
+	releaseReq permitpb.ReleaseRequest
+	latencyMs  float64
+	resp       permitpb.SessionResponse
 }
 
 func (s *session) close() {
 	_ = s.st.CloseSend()
 	s.cancel()
+}
+
+// acquireRequest returns the session's request, made an acquire of r.
+func (s *session) acquireRequest(r Request, wait time.Duration) *permitpb.SessionRequest {
+	a := &s.acquireReq
+	a.Reset()
+	a.Group, a.Key, a.Priority, a.Cost, a.WaitMs = r.Group, r.Key, r.Priority, r.Cost, uint32(wait.Milliseconds())
+	s.acquire.Acquire = a
+	s.req.Reset()
+	s.req.Call = &s.acquire
+	return &s.req
+}
+
+// releaseRequest returns the session's request, made a release.
+func (s *session) releaseRequest(id uint64, o Outcome, latency time.Duration) *permitpb.SessionRequest {
+	s.latencyMs = float64(latency) / float64(time.Millisecond)
+	r := &s.releaseReq
+	r.Reset()
+	r.Id, r.Outcome, r.LatencyMs = id, wireOutcomes[o], &s.latencyMs
+	s.release.Release = r
+	s.req.Reset()
+	s.req.Call = &s.release
+	return &s.req
 }
 
 // bearer sends the token with every call.
@@ -60,6 +96,8 @@ func newGRPC(network, address string, o Options) (transport, error) {
 	opts := []grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithContextDialer(dial),
+		// permitpb's messages encoded without protobuf's reflection.
+		grpc.WithDefaultCallOptions(grpc.ForceCodecV2(permitpb.Codec{})),
 		// Pings on a connection with calls in flight, so that a dead service
 		// fails them (the service allows one every 10s at most).
 		// Fixed flow-control windows: they turn off grpc's bandwidth-delay
@@ -113,48 +151,55 @@ func (t *grpcTransport) put(s *session) {
 	t.mu.Unlock()
 }
 
-// call sends req on a session and reads its answer. A call whose ctx ends
-// meanwhile cancels its stream (the service then stops waiting for it) and
-// returns ctx's status. A stream found broken when reused (the service
-// restarted) is replaced once.
-func (t *grpcTransport) call(ctx context.Context, req *permitpb.SessionRequest) (*permitpb.SessionResponse, error) {
+// call sends the request that build makes on a session and hands its
+// answer to read, before the session serves another call. A call whose ctx
+// ends meanwhile cancels its stream (the service then stops waiting for
+// it) and returns ctx's status. A stream found broken when reused (the
+// service restarted) is replaced once. An answer that is an error is
+// returned as its status, without read.
+func (t *grpcTransport) call(ctx context.Context, build func(*session) *permitpb.SessionRequest, read func(*permitpb.SessionResponse) error) error {
 	for attempt := 0; ; attempt++ {
 		if err := ctx.Err(); err != nil {
-			return nil, status.FromContextError(err).Err()
+			return status.FromContextError(err).Err()
 		}
 		s, reused, err := t.get()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		var stop func() bool
 		if ctx.Done() != nil {
 			stop = context.AfterFunc(ctx, s.cancel)
 		}
-		err = s.st.Send(req)
-		var resp *permitpb.SessionResponse
-		if err == nil || err == io.EOF { // io.EOF: the stream ended; Recv says why
-			resp, err = s.st.Recv()
+		err = s.st.Send(build(s))
+		if err == nil || err == io.EOF { // io.EOF: the stream ended; RecvMsg says why
+			err = s.st.RecvMsg(&s.resp)
 		}
 		if stop != nil && !stop() {
 			s.close() // ctx ended: the stream is cancelled
 			if err != nil {
-				return nil, status.FromContextError(ctx.Err()).Err()
+				return status.FromContextError(ctx.Err()).Err()
 			}
-			return resp, nil
+			return answer(&s.resp, read)
 		}
 		if err != nil {
 			s.close()
 			if reused && attempt == 0 {
 				continue
 			}
-			return nil, err
+			return err
 		}
+		err = answer(&s.resp, read)
 		t.put(s)
-		if e := resp.GetError(); e != nil {
-			return nil, status.Error(codes.Code(e.GetCode()), e.GetMessage())
-		}
-		return resp, nil
+		return err
 	}
+}
+
+// answer hands resp to read, or returns the error it carries.
+func answer(resp *permitpb.SessionResponse, read func(*permitpb.SessionResponse) error) error {
+	if e := resp.GetError(); e != nil {
+		return status.Error(codes.Code(e.GetCode()), e.GetMessage())
+	}
+	return read(resp)
 }
 
 func (t *grpcTransport) acquire(ctx context.Context, r Request) (grant, error) {
@@ -169,23 +214,26 @@ func (t *grpcTransport) acquire(ctx context.Context, r Request) (grant, error) {
 			wait = left
 		}
 	}
-	resp, err := t.call(ctx, &permitpb.SessionRequest{Call: &permitpb.SessionRequest_Acquire{Acquire: &permitpb.AcquireRequest{
-		Group: r.Group, Key: r.Key, Priority: r.Priority, Cost: r.Cost, WaitMs: uint32(wait.Milliseconds()),
-	}}})
+	var g grant
+	err := t.call(ctx, func(s *session) *permitpb.SessionRequest { return s.acquireRequest(r, wait) },
+		func(resp *permitpb.SessionResponse) error {
+			a := resp.GetAcquire()
+			if ref := a.GetRefusal(); ref != nil {
+				return &RefusedError{Group: ref.GetGroup(), Reason: ref.GetReason(), Status: int(ref.GetStatus()),
+					RetryAfter:      time.Duration(ref.GetRetryAfterS()) * time.Second,
+					RateLimitPolicy: ref.GetRatelimitPolicy(), RateLimit: ref.GetRatelimit()}
+			}
+			m := a.GetGrant()
+			if m == nil {
+				return errors.New("permitclient: the service answered neither a grant nor a refusal")
+			}
+			g = grant{id: m.GetId(), group: m.GetGroup(), lease: time.Duration(m.GetLeaseMs()) * time.Millisecond, shadowed: m.GetShadowed()}
+			return nil
+		})
 	if err != nil {
 		return grant{}, err
 	}
-	a := resp.GetAcquire()
-	if ref := a.GetRefusal(); ref != nil {
-		return grant{}, &RefusedError{Group: ref.GetGroup(), Reason: ref.GetReason(), Status: int(ref.GetStatus()),
-			RetryAfter:      time.Duration(ref.GetRetryAfterS()) * time.Second,
-			RateLimitPolicy: ref.GetRatelimitPolicy(), RateLimit: ref.GetRatelimit()}
-	}
-	g := a.GetGrant()
-	if g == nil {
-		return grant{}, errors.New("permitclient: the service answered neither a grant nor a refusal")
-	}
-	return grant{id: g.GetId(), group: g.GetGroup(), lease: time.Duration(g.GetLeaseMs()) * time.Millisecond, shadowed: g.GetShadowed()}, nil
+	return g, nil
 }
 
 var wireOutcomes = [...]permitpb.Outcome{Success: permitpb.Outcome_SUCCESS, Dropped: permitpb.Outcome_DROPPED, Ignored: permitpb.Outcome_IGNORED}
@@ -193,17 +241,19 @@ var wireOutcomes = [...]permitpb.Outcome{Success: permitpb.Outcome_SUCCESS, Drop
 // release waits for its answer for as long as the connection lives: the
 // keepalive pings (see newGRPC) tell a dead one within about 30s.
 func (t *grpcTransport) release(id uint64, o Outcome, latency time.Duration) error {
-	ms := float64(latency) / float64(time.Millisecond)
-	resp, err := t.call(context.Background(), &permitpb.SessionRequest{Call: &permitpb.SessionRequest_Release{Release: &permitpb.ReleaseRequest{
-		Id: id, Outcome: wireOutcomes[o], LatencyMs: &ms,
-	}}})
+	var expired bool
+	err := t.call(context.Background(), func(s *session) *permitpb.SessionRequest { return s.releaseRequest(id, o, latency) },
+		func(resp *permitpb.SessionResponse) error {
+			expired = resp.GetRelease().GetResult() == permitpb.ReleaseResult_EXPIRED
+			return nil
+		})
 	if status.Code(err) == codes.NotFound {
 		return fmt.Errorf("%w: %v", ErrUnknown, status.Convert(err).Message())
 	}
 	if err != nil {
 		return err
 	}
-	if resp.GetRelease().GetResult() == permitpb.ReleaseResult_EXPIRED {
+	if expired {
 		return ErrExpired
 	}
 	return nil

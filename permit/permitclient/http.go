@@ -15,7 +15,10 @@ import (
 type httpTransport struct {
 	base  string // "http://host:port"
 	token string
-	c     *http.Client
+	// tr makes the calls itself: the API never redirects and sets no
+	// cookie, so http.Client would only add a copy of every request's
+	// header.
+	tr *http.Transport
 }
 
 func newHTTP(network, address string, o Options) transport {
@@ -33,7 +36,7 @@ func newHTTP(network, address string, o Options) transport {
 	if network == "unix" {
 		host = "permit" // any name: the dialer goes to the socket
 	}
-	return &httpTransport{base: "http://" + host, token: o.Token, c: &http.Client{Transport: tr}}
+	return &httpTransport{base: "http://" + host, token: o.Token, tr: tr}
 }
 
 func (t *httpTransport) post(ctx context.Context, path string, in, out any) (int, error) {
@@ -49,7 +52,7 @@ func (t *httpTransport) post(ctx context.Context, path string, in, out any) (int
 	if t.token != "" {
 		req.Header["Authorization"] = []string{"Bearer " + t.token}
 	}
-	resp, err := t.c.Do(req)
+	resp, err := t.tr.RoundTrip(req)
 	if err != nil {
 		return 0, fmt.Errorf("permitclient: %w", err)
 	}
@@ -124,7 +127,7 @@ func (t *httpTransport) release(id uint64, o Outcome, latency time.Duration) err
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
 	var a releaseAnswer
-	path := fmt.Sprintf("/v1/permits/%016x/release", id)
+	path := releasePath(id)
 	code, err := t.post(ctx, path, releaseBody{o.String(), float64(latency) / float64(time.Millisecond)}, &a)
 	if err != nil {
 		return err
@@ -140,7 +143,19 @@ func (t *httpTransport) release(id uint64, o Outcome, latency time.Duration) err
 	return fmt.Errorf("permitclient: release: %d %s", code, a.Error)
 }
 
+// releasePath is the path of id's release: its 16 hexadecimal digits, as
+// permit.ID.String writes them.
+func releasePath(id uint64) string {
+	const prefix, suffix = "/v1/permits/", "/release"
+	b := make([]byte, 0, len(prefix)+16+len(suffix))
+	b = append(b, prefix...)
+	for i := 60; i >= 0; i -= 4 {
+		b = append(b, "0123456789abcdef"[id>>i&0xf])
+	}
+	return string(append(b, suffix...))
+}
+
 func (t *httpTransport) close() error {
-	t.c.CloseIdleConnections()
+	t.tr.CloseIdleConnections()
 	return nil
 }
