@@ -306,16 +306,18 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return s.srv.Shutdown(ctx)
 }
 
-// startHistory starts the history sampler, the Server's one goroutine.
+// startHistory takes the history's first point, then starts the sampler,
+// the Server's one goroutine, for the others. The first point is taken
+// before Serve serves: a page or a client that asks at once finds it.
 func (s *Server) startHistory() {
 	ctx, cancel := context.WithCancel(context.Background())
 	s.mu.Lock()
 	s.stopHist, s.histDone = cancel, make(chan struct{})
 	done := s.histDone
 	s.mu.Unlock()
+	s.history.sample(s.p.Now(), s.gate)
 	go func() {
 		defer close(done)
-		s.history.sample(s.p.Now(), s.gate)
 		tk := time.NewTicker(s.p.HistoryInterval)
 		defer tk.Stop()
 		for {
