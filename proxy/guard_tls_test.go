@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"crypto/tls"
+	"io"
 	"net"
 	"net/http"
 	"testing"
@@ -15,8 +16,16 @@ import (
 // the server's certificate.
 func serveTLS(t *testing.T, h http.Handler) (addr string, client *tls.Config) {
 	t.Helper()
+	return serveTLSWith(t, ServerParams{Handler: h})
+}
+
+// serveTLSWith is serveTLS with the server's params p (TLS and DisableH2C
+// set).
+func serveTLSWith(t *testing.T, p ServerParams) (addr string, client *tls.Config) {
+	t.Helper()
 	cert, pool := tlstest.Cert(t)
-	srv, err := NewServer(ServerParams{Handler: h, TLS: true, DisableH2C: true})
+	p.TLS, p.DisableH2C = true, true
+	srv, err := NewServer(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,5 +106,32 @@ func TestGuardTLSListenerCipherSuites(t *testing.T) {
 		if (err == nil) != c.ok {
 			t.Errorf("%s: handshake error %v, want success %v", tls.CipherSuiteName(c.suite), err, c.ok)
 		}
+	}
+}
+
+// TestGuardTLSListenerHandshakeTimeout: a client that connects and never
+// starts its TLS handshake is closed at ReadHeaderTimeout, as one that never
+// sends its request head is: the handshake runs under the server's deadline
+// for a head, and holds no goroutine of Accept meanwhile (a second client is
+// served while the first one waits).
+func TestGuardTLSListenerHandshakeTimeout(t *testing.T) {
+	addr, cc := serveTLSWith(t, ServerParams{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}),
+		ReadHeaderTimeout: 100 * time.Millisecond})
+	silent, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	served, err := tls.Dial("tcp", addr, cc) // while the silent one waits
+	if err != nil {
+		t.Fatalf("a second client, while the first never speaks: %v", err)
+	}
+	served.Close()
+	if err := silent.SetReadDeadline(time.Now().Add(5 * time.Second)); err != nil { // half the default ReadHeaderTimeout
+		t.Fatal(err)
+	}
+	n, err := silent.Read(make([]byte, 1))
+	if err != io.EOF {
+		t.Errorf("the silent client read %d bytes, %v; want the connection closed (EOF) at ReadHeaderTimeout", n, err)
 	}
 }
