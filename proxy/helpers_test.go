@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"testing"
 	"time"
 
@@ -128,21 +129,39 @@ func serveProxyWith(t *testing.T, p Params, sp ServerParams, prepare func(*Proxy
 	if sp.ErrorLog == nil {
 		sp.ErrorLog = log.New(io.Discard, "", 0)
 	}
-	srv, err := NewServer(sp)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	go func() { _ = srv.Serve(GuardListener(ln, sp.MaxHeaderBytes)) }()
+	if testNetHTTPServer {
+		srv, err := NewServer(sp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() { _ = srv.Serve(GuardListener(ln, sp.MaxHeaderBytes)) }()
+		t.Cleanup(func() {
+			_ = srv.Close()
+			_ = px.Close()
+		})
+		return px, "http://" + ln.Addr().String()
+	}
+	srv, err := NewH1Server(px, sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() {
 		_ = srv.Close()
 		_ = px.Close()
 	})
 	return px, "http://" + ln.Addr().String()
 }
+
+// testNetHTTPServer makes serveProxy serve with net/http's server on a
+// GuardListener instead of the own server (SLUICE_TEST_SERVER=net/http).
+var testNetHTTPServer = os.Getenv("SLUICE_TEST_SERVER") == "net/http"
+
+func init() { poisonHeads = true }
 
 // startUpstream serves h over HTTP/1.1 (and, with h2c, unencrypted HTTP/2).
 func startUpstream(t *testing.T, h http.Handler, h2c bool) *httptest.Server {

@@ -291,6 +291,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var class gate.Class
 	if p.gate != nil {
 		class = p.gate.ClassifyPath(r, match)
+		if hw, ok := w.(*h1Writer); ok {
+			class.Key = hw.c.safeKey(class.Key) // the gate may keep it beyond the request
+		}
 	}
 	if p.breaker != nil {
 		permit, ok := p.breaker.Allow(now)
