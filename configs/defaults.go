@@ -55,6 +55,7 @@ func New() *Config {
 			IdleTimeout:       Duration(2 * time.Minute),
 			MaxHeaderBytes:    1 << 20,
 			ShutdownGrace:     Duration(30 * time.Second),
+			HTTP1:             HTTP1Sluice,
 		},
 		Upstream: Upstream{
 			Protocol:              ProtocolAuto,

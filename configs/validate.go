@@ -111,6 +111,7 @@ func (s *Server) check(ck *checker, p string) {
 		}
 	}
 	ck.intRange(join(p, "max_connections"), s.MaxConnections, 0, maxConnections)
+	oneOf(ck, join(p, "http1"), s.HTTP1, HTTP1Sluice, HTTP1NetHTTP)
 }
 
 // maxConnections bounds server.max_connections: far beyond the file

@@ -277,7 +277,8 @@ func (c *h1Conn) handOff() {
 }
 
 // armIdle sets the read deadline for a connection waiting for a request:
-// IdleTimeout from now, re-armed only when it moved by more than its slack.
+// IdleTimeout from now, re-armed only when it moved by more than its slack
+// (so that a busy connection sets it about once a second, not per request).
 func (c *h1Conn) armIdle() {
 	if c.s.idleTimeout <= 0 {
 		if !c.readDL.IsZero() || c.dlSet.Swap(false) {
@@ -285,7 +286,11 @@ func (c *h1Conn) armIdle() {
 		}
 		return
 	}
-	want := c.s.clock.time().Add(c.s.idleTimeout)
+	now := c.s.clock.time() // at most a second old: a tenth of a timeout of 10 s or more
+	if c.s.idleTimeout < 10*time.Second {
+		now = time.Now()
+	}
+	want := now.Add(c.s.idleTimeout)
 	if d := want.Sub(c.readDL); !c.dlSet.Swap(false) && !c.readDL.IsZero() && d >= 0 && d < slack(c.s.idleTimeout) {
 		return
 	}
@@ -342,9 +347,13 @@ func (c *h1Conn) serveRequest() (keep bool) {
 	if keep && !c.body.done {
 		keep = c.body.discard()
 	}
+	unread := !c.body.done
 	c.endRequest()
 	if !keep {
-		if c.rw.err == nil {
+		if c.rw.err == nil && unread {
+			// The client may still be sending the body: closing on unread
+			// bytes would reset the connection, maybe before it read the
+			// answer.
 			c.lingerClose()
 		}
 		return false
