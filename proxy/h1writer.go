@@ -254,6 +254,7 @@ func (w *h1Writer) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if err := w.FlushError(); err != nil {
 		return nil, nil, err
 	}
+	c.stopWatch() // the new protocol's bytes are the taker's
 	c.hijacked = true
 	c.setReadDeadline(time.Time{})
 	var rd io.Reader = c.nc

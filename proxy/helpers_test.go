@@ -161,7 +161,10 @@ func serveProxyWith(t *testing.T, p Params, sp ServerParams, prepare func(*Proxy
 // GuardListener instead of the own server (SLUICE_TEST_SERVER=net/http).
 var testNetHTTPServer = os.Getenv("SLUICE_TEST_SERVER") == "net/http"
 
-func init() { poisonHeads = true }
+// The own server's tests overwrite every head once its request ended (a
+// string of a request kept beyond it shows), and watch every request for its
+// client going away at once.
+func init() { poisonHeads, clientWatchDelay = true, 0 }
 
 // startUpstream serves h over HTTP/1.1 (and, with h2c, unencrypted HTTP/2).
 func startUpstream(t *testing.T, h http.Handler, h2c bool) *httptest.Server {

@@ -313,7 +313,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeRejection(w, g, ct, &rej)
 			return
 		}
-		x.pass, x.start = pass, time.Now()
+		// The admission instant, without reading the clock again: the gate
+		// took next to no time but what the request waited.
+		x.pass, x.start = pass, now.Add(pass.Waited())
 	}
 	// Whatever happens below, even a panic, the outcome is reported once; a
 	// panic is reported as dropped.
