@@ -220,7 +220,11 @@ func (c *h1Conn) readHead(first bool) (herr *headError, err error) {
 					goto more
 				}
 			}
-			if n := headEnd(b, &searched); n >= 0 {
+			n := headEnd(b, &searched)
+			if n > c.s.maxHead || n < 0 && len(b) >= c.s.maxHead {
+				return errReqTooLarge, errReqTooLarge
+			}
+			if n >= 0 {
 				c.hs, c.he = c.r, c.r+n
 				c.r = c.he
 				c.idle.Store(false)
@@ -228,9 +232,6 @@ func (c *h1Conn) readHead(first bool) (herr *headError, err error) {
 					return herr, herr
 				}
 				return nil, nil
-			}
-			if len(b) >= c.s.maxHead {
-				return errReqTooLarge, errReqTooLarge
 			}
 		}
 	more:

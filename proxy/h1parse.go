@@ -16,7 +16,7 @@ import (
 //
 // Stricter than net/http:
 //   - the version is HTTP/1.0 or HTTP/1.1 exactly (net/http takes any HTTP/1.x:
-//     "HTTP/1.2" is 505 here);
+//     "HTTP/1.2" is 400 here, HTTP/2.0 and later 505);
 //   - Content-Length is 1 to 18 decimal digits (net/http takes 19, such as
 //     "0000000000000000000");
 //   - obsolete line folding is refused (net/http joins the lines; an empty
@@ -274,7 +274,9 @@ func (h *reqHead) requestLine(b []byte, line span) *headError {
 	case "HTTP/1.0":
 		h.minor = 0
 	default:
-		if len(version) == 8 && string(version[:5]) == "HTTP/" && isDigit(version[5]) && version[6] == '.' && isDigit(version[7]) {
+		// HTTP/2 and later are answered 505, as net/http's server answers
+		// them; another HTTP/1 minor is malformed here (testdata/requests).
+		if len(version) == 8 && string(version[:5]) == "HTTP/" && version[5] >= '2' && isDigit(version[5]) && version[6] == '.' && isDigit(version[7]) {
 			return errVersion
 		}
 		return errBadVersion

@@ -158,7 +158,7 @@ var parseHeads = []struct {
 	{"obs-text", "GET / HTTP/1.1\r\nHost: app\r\nX-U: caf\xc3\xa9\r\n\r\n", 0},
 
 	// The four disagreements of issue 22 between the guard and net/http.
-	{"HTTP/1.2", "POST / HTTP/1.2\r\nHost: app\r\nContent-Length: 0\r\n\r\n", 505},
+	{"HTTP/1.2", "POST / HTTP/1.2\r\nHost: app\r\nContent-Length: 0\r\n\r\n", 400},
 	{"19 digits of length", "POST / HTTP/1.1\r\nHost: app\r\nContent-Length: 0000000000000000000\r\n\r\n", 400},
 	{"empty obs-fold after the length", "POST / HTTP/1.1\r\nHost: app\r\nContent-Length: 5\r\n \r\n\r\n", 400},
 	// (the fourth, a CRLF after a POST, is the server's: TestServerFourDisagreements)

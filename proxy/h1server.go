@@ -243,9 +243,6 @@ func (s *H1Server) closeIdle() int {
 
 var aLongTimeAgo = time.Unix(1, 0)
 
-// h2Preface is what an HTTP/2 client with prior knowledge sends first.
-const h2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
-
 // handoffListener hands connections the own server does not serve to
 // net/http's server, as a listener it accepts from.
 type handoffListener struct {
