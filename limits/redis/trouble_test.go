@@ -215,7 +215,7 @@ func TestLeasedRestartEmpty(t *testing.T) {
 }
 
 // TestExactLateBounded: exact mode, one node offered eight times the quota
-// (sixteen callers) while Redis stalls for 300ms of every 400ms (SIGSTOP,
+// (sixteen callers) while Redis stalls for 250ms of every 400ms (SIGSTOP,
 // SIGCONT: beyond the longest budget, 100ms, but never long enough for the
 // link to go down; the burst, a second of the rate, keeps the refill of a
 // stall). Many decisions run out of the budget; the fallback admits of
@@ -250,7 +250,7 @@ func TestExactLateBounded(t *testing.T) {
 				stalled <- err
 				return
 			}
-			pause := time.NewTimer(300 * time.Millisecond)
+			pause := time.NewTimer(250 * time.Millisecond)
 			<-pause.C
 			if err := srv.Signal(syscall.SIGCONT); err != nil {
 				stalled <- err
