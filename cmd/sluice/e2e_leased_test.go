@@ -186,6 +186,15 @@ type bucketState struct {
 // lost). What the nodes hold is at most #O.
 func readBucket(t *testing.T, c *goredis.Client, rate, burst float64) bucketState {
 	t.Helper()
+	st, err := bucketOf(c, rate, burst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// bucketOf is readBucket's reading, for a goroutine other than the test's.
+func bucketOf(c *goredis.Client, rate, burst float64) (bucketState, error) {
 	var tm *goredis.TimeCmd
 	var get *goredis.StringCmd
 	var out *goredis.StringCmd
@@ -196,19 +205,19 @@ func readBucket(t *testing.T, c *goredis.Client, rate, burst float64) bucketStat
 		return nil
 	})
 	if err != nil && err != goredis.Nil {
-		t.Fatal(err)
+		return bucketState{}, err
 	}
 	st := bucketState{at: tm.Val(), stock: burst}
 	if v, err := get.Result(); err == nil {
 		tat, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
-			t.Fatalf("the bucket's state %q", v)
+			return st, fmt.Errorf("the bucket's state %q", v)
 		}
 		ahead := float64(tat - st.at.UnixNano())
 		st.stock = min(burst, max(0, (burst*1e9/rate-max(0, ahead))*rate/1e9))
 	}
 	st.out, _ = strconv.ParseInt(out.Val(), 10, 64)
-	return st
+	return st, nil
 }
 
 // leasedAccounts checks the units the upstream saw admitted between two

@@ -55,8 +55,8 @@ func globalNodes(t *testing.T, srv *redistest.Server, up *arrivals, rate, burst 
 }
 
 // arrivals is an upstream that records when each request arrived, by the
-// X-Node header the load puts on it: the upstream sees only the requests
-// sluice admitted.
+// X-Node header the load puts on it (or the lab generator's X-Tenant): the
+// upstream sees only the requests sluice admitted.
 type arrivals struct {
 	url string
 	mu  sync.Mutex
@@ -68,8 +68,12 @@ func startArrivals(t *testing.T) *arrivals {
 	a := &arrivals{at: map[string][]time.Time{}}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		now := time.Now()
+		who := r.Header.Get("X-Node")
+		if who == "" {
+			who = r.Header.Get("X-Tenant")
+		}
 		a.mu.Lock()
-		a.at[r.Header.Get("X-Node")] = append(a.at[r.Header.Get("X-Node")], now)
+		a.at[who] = append(a.at[who], now)
 		a.mu.Unlock()
 	}))
 	t.Cleanup(srv.Close)
