@@ -128,7 +128,6 @@ type lease struct {
 // holds and what it admits by the share add up to the share.
 type leaseFallback struct {
 	local limits.Limiter // nil unless FallbackLocal
-	share float64        // units per second
 }
 
 // rejoin caps the grants of a lease whose hash came back with a new epoch
@@ -421,9 +420,9 @@ func (ls *leaser) prepare(le *lease, now time.Time, q *quota, last bool) *renewa
 		r.requested = max(0, le.after-held)
 	}
 	r.before = held
-	refused := le.refused.Swap(0)
-	r.requested += refused + le.fbUnits.Swap(0)
-	ls.admitted.Add(uint64(r.requested - refused))
+	refused, byFallback := le.refused.Swap(0), le.fbUnits.Swap(0)
+	r.requested += refused + byFallback // the demand, however decided
+	ls.admitted.Add(uint64(r.requested - refused - byFallback))
 	ls.refused.Add(uint64(refused))
 	// The next renewal comes a period from now, or as late as this one
 	// did (a busy machine): ask for that long.
@@ -661,19 +660,19 @@ func (ls *leaser) failed(r *renewal, now time.Time) {
 		le.after = 0
 	}
 	if le.fb.Load() == nil {
-		le.fb.Store(ls.newFallback(le, now))
+		le.fb.Store(ls.newFallback(le))
 	}
 }
 
 // newFallback is le's fallback while Redis is away: with FallbackLocal, a
 // limiter of this node's fallback share (from its last renewal, or the
-// equal share) of the quota in force, emptied at now.
-func (ls *leaser) newFallback(le *lease, now time.Time) *leaseFallback {
+// equal share) of the quota in force, empty from the moment it is made.
+func (ls *leaser) newFallback(le *lease) *leaseFallback {
 	share := le.share
 	if share == 0 {
 		share = ls.equalShare()
 	}
-	fb := &leaseFallback{share: share}
+	fb := &leaseFallback{}
 	if ls.l.s.p.Fallback != FallbackLocal {
 		return fb
 	}
@@ -687,7 +686,7 @@ func (ls *leaser) newFallback(le *lease, now time.Time) *leaseFallback {
 	}
 	local, err := newTemplate(p)
 	if err != nil { // a share too small for the algorithm: refuse
-		return &leaseFallback{share: share}
+		return fb
 	}
 	// Empty from this moment (the round's start may be a while ago): what
 	// the node holds is the share's start.

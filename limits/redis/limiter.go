@@ -53,15 +53,15 @@ type Limiter struct {
 
 // Overshoot is the part of a quota that the decisions Redis did not answer
 // in time (a timeout, or too many waiting, while Redis is still taken for
-// up) may admit
-// by the local fallback, on all nodes together: each node keeps a local
-// limiter of its share of it (the quota's rate or limit, and burst, times
-// Overshoot over the node count; at least one unit), and such a decision is
-// admitted only if both the node's share of the quota and that limiter
-// admit it. So exact mode admits at most (1 + Overshoot) times the quota
-// however many decisions time out. (With FallbackOpen they are admitted,
-// counted, and unbounded; with FallbackClosed refused. While Redis is down
-// the fallback decides as it does: the node's share of the quota.)
+// up) may admit by the local fallback, on all nodes together: each node
+// keeps a local limiter of its share of it (the quota's rate or limit, and
+// burst, times Overshoot over the node count; at least one unit), and such
+// a decision is admitted only if both the node's share of the quota and
+// that limiter admit it. So exact mode admits at most (1 + Overshoot) times
+// the quota however many decisions time out (a quota split per key: its
+// keys share the one bound). With FallbackOpen they are admitted, counted,
+// and unbounded; with FallbackClosed refused. While Redis is down the
+// fallback decides as it does: the node's share of the quota.
 const Overshoot = 0.01
 
 // overshoot is a Limiter's bound on what its timed-out decisions admit.
