@@ -70,10 +70,13 @@ const (
 	// SignalNoData: the sample gave the law nothing to act on (no completions,
 	// or no figure for any of its targets); it held.
 	SignalNoData
-	// SignalOverload: Target turns away a large share of the demand, so it aims
-	// the latency quantile at its no-queue level plus tolerance (the backend's
-	// knee) rather than at the target. Observed is the quantile, Bound that
-	// aim, in seconds; Target the operator's target.
+	// SignalOverload: Target turns away a large share of the demand
+	// (Reason.Refused, over overloadShare), so it aims the latency quantile
+	// at the backend's knee, its no-queue level (Reason.NoQueue) plus
+	// tolerance, rather than at the target: beyond the knee more in flight
+	// only adds latency. Observed is the quantile, Bound the knee, in
+	// seconds; Target the operator's target, which is not what binds here
+	// (the knee is below the level the target aims at).
 	SignalOverload
 	// SignalCPUPressure: the CPU pressure (0..1) against its target.
 	SignalCPUPressure
@@ -110,6 +113,11 @@ type Reason struct {
 	// derived from it (Target cuts a little below the latency target); zero
 	// when Bound is the target itself.
 	Target float64
+	// Refused and NoQueue are what SignalOverload judged by: the share of
+	// the demand the gate turned away (0..1, a moving average over about a
+	// second) and the quantile without queueing, in seconds, that the knee
+	// (Bound) is derived from.
+	Refused, NoQueue float64
 }
 
 // String formats the reason in a few words; "" for SignalNone.
@@ -158,8 +166,12 @@ func (r Reason) String() string {
 	case SignalNoData:
 		return "no data"
 	case SignalOverload:
-		return r.Quantile.String() + " " + dur(r.Observed) + op + dur(r.Bound) +
-			": overloaded, keeping the backend's queue short (target " + dur(r.Target) + ")"
+		knee := "knee " + dur(r.Bound)
+		if r.NoQueue > 0 {
+			knee += " (no-queue " + r.Quantile.String() + " " + dur(r.NoQueue) + " + " + pct(r.Bound/r.NoQueue-1) + ")"
+		}
+		return pct(r.Refused) + " of the demand refused, so aiming at the backend's knee, not the target: " +
+			r.Quantile.String() + " " + dur(r.Observed) + op + knee + ", target " + dur(r.Target)
 	case SignalCPUPressure:
 		return "cpu pressure " + pct(r.Observed) + op + "target " + pct(r.Bound)
 	case SignalCPUUnmoved, SignalMemoryUnmoved, SignalPressureUnmoved:

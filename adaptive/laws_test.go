@@ -208,6 +208,13 @@ func TestReasonStrings(t *testing.T) {
 		{Reason{Signal: SignalQueue, Observed: 7.1, Bound: 6}, "queue 7.1 > 6"},
 		{Reason{Signal: SignalAppLimited, Observed: 12, Bound: 40}, "not in use, 12 of 40 in flight"},
 		{Reason{Signal: SignalNoQueueing, Observed: ms(10), Bound: ms(11)}, "no queueing, mean 10ms < 11ms: slow start"},
+		// Issue 24: "p99 47.2ms > 39.2ms: overloaded … (target 200ms)" called a
+		// p99 far under its target overloaded, by a threshold nobody set. It
+		// says what the law judged: the refused share, and the knee it aims at
+		// with what the knee is made of.
+		{Reason{Signal: SignalOverload, Quantile: P99, Observed: ms(47.2), Bound: ms(39.2), Target: ms(200),
+			Refused: 0.35, NoQueue: ms(39.2) / 1.1},
+			"35% of the demand refused, so aiming at the backend's knee, not the target: p99 47.2ms > knee 39.2ms (no-queue p99 35.6ms + 10%), target 200ms"},
 		{Reason{}, ""},
 	} {
 		if got := tc.r.String(); got != tc.want {

@@ -519,12 +519,19 @@ func (t *Target) proposeLatency(pr *proposal, s *Sample, x, n, mean float64) {
 		// limit may double (a slow start) up to the knee.
 		why = Reason{Signal: SignalNoQueueing, Observed: mean, Bound: t.base.v * (1 + t.p.Tolerance)}
 		pr.allowFast(max(est, 2*float64(t.limit)), why)
+	case overloaded:
+		// Both sides of the knee: what binds is the refused share and the
+		// knee, not the target, and the reason says so.
+		why = Reason{Signal: SignalOverload, Quantile: t.p.Quantile, Observed: p, Bound: aim, Target: target,
+			Refused: t.refused, NoQueue: noQueue}
+		if p < aim {
+			pr.allow(est, why)
+		} else {
+			pr.allow(float64(t.limit), why)
+		}
 	case p < aim:
 		why.Signal, why.Bound = SignalLatency, aim
 		pr.allow(est, why)
-	case overloaded:
-		why.Signal, why.Bound = SignalOverload, aim
-		pr.allow(float64(t.limit), why)
 	default:
 		pr.allow(float64(t.limit), why)
 	}

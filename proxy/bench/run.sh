@@ -19,9 +19,19 @@
 #     random per-connection delay, delay.lua, so connections do not fire in
 #     step); the added p50 is the target's p50 minus the direct p50.
 #
-# CANDIDATES="fasthttp fhclient" adds the transports weighed against sluice's own
-# client (proxy/bench/candidates, a module of its own): fasthttp on both sides, and
-# net/http's server with fasthttp's client.
+#  3. Refusing: sluice with a group whose rate refuses every request (429, the
+#     gate's work on: the client's key, its token bucket, the concurrency
+#     stage behind it) against nginx's limit_req refusing the same load (429,
+#     its refusals not logged, as sluice logs none), rounds interleaved; the
+#     median round's refusals/s and CPU time per refusal, and the share of
+#     answers that were refusals.
+#
+# PARTS="saturation half refuse" (the default) picks the parts to run.
+#
+# CANDIDATES="fasthttp fhclient gnet" adds the transports weighed against sluice's
+# own (proxy/bench/candidates, a module of its own): fasthttp on both sides, and
+# net/http's server with fasthttp's client; in the refuse part, each of them (and
+# gnet's event loop) answering every request 429 with no limiter behind.
 #
 # BASELINE=/path/to/another/checkout adds that tree's daemon and proxy package as
 # the targets "sluice-base" and "proxy-base", in the same interleaved rounds: a
@@ -50,6 +60,14 @@ NGINX_ADDR=127.0.0.1:$((PORT_BASE + 80))
 HTTPUTIL_ADDR=127.0.0.1:$((PORT_BASE + 82))
 PROXY_ADDR=127.0.0.1:$((PORT_BASE + 83))
 HAPROXY_ADDR=127.0.0.1:$((PORT_BASE + 84))
+NGINX_REFUSE_ADDR=127.0.0.1:$((PORT_BASE + 70))
+SLUICE_REFUSE_ADDR=127.0.0.1:$((PORT_BASE + 71))
+PARTS=${PARTS:-saturation half refuse}
+want() { [[ " $PARTS " == *" $1 "* ]]; }
+if want half && ! want saturation; then
+  echo "run.sh: the half part needs the saturation part (half of nginx's rate)" >&2
+  exit 2
+fi
 CANDIDATES=${CANDIDATES:-}
 BASELINE=${BASELINE:-}
 
@@ -104,6 +122,13 @@ key  = "ip"
   memory = 0.0
 EOF
 "$dir/sluice" check -q "$dir/sluice.toml"
+# The refuse part's: the same, but a rate no client stays under (one request
+# per key passes, then one every 1,000 s), so that every request is refused at
+# the rate stage, as nginx's limit_req zone "refuse" does.
+sed -e "0,/^listen = /s|^listen = .*|listen = \"$SLUICE_REFUSE_ADDR\"|" -e 's|^  rate = 1e9$|  rate  = 0.001\n  burst = 1|' \
+  "$dir/sluice.toml" >"$dir/sluice-refuse.toml"
+grep -q '^  rate  = 0.001' "$dir/sluice-refuse.toml" || { echo "run.sh: the refuse config was not written" >&2; exit 1; }
+"$dir/sluice" check -q "$dir/sluice-refuse.toml"
 
 "$dir/upstream" -listen "$UPSTREAM_ADDR" & pids+=($!)
 if [ -n "${SLUICE_CMD:-}" ]; then
@@ -112,11 +137,13 @@ else
   "$dir/sluice" run -config "$dir/sluice.toml" -log-level warn & pids+=($!)
 fi
 sluice_pid=${pids[-1]}
+"$dir/sluice" run -config "$dir/sluice-refuse.toml" -log-level warn & pids+=($!)
+sluice_refuse_pid=${pids[-1]}
 "$dir/front" -listen "$PROXY_ADDR" -upstream "http://$UPSTREAM_ADDR" & pids+=($!)
 proxy_pid=${pids[-1]}
 "$dir/front" -mode httputil -listen "$HTTPUTIL_ADDR" -upstream "http://$UPSTREAM_ADDR" & pids+=($!)
 httputil_pid=${pids[-1]}
-sed -e "s|@DIR@|$dir|g" -e "s|@LISTEN@|$NGINX_ADDR|g" -e "s|@UPSTREAM@|$UPSTREAM_ADDR|g" \
+sed -e "s|@DIR@|$dir|g" -e "s|@LISTEN@|$NGINX_ADDR|g" -e "s|@REFUSE_LISTEN@|$NGINX_REFUSE_ADDR|g" -e "s|@UPSTREAM@|$UPSTREAM_ADDR|g" \
   "$here/nginx.conf.tmpl" >"$dir/nginx.conf"
 nginx -c "$dir/nginx.conf" -p "$dir" -e "$dir/nginx-error.log"
 sed -e "s|@LISTEN@|$HAPROXY_ADDR|g" -e "s|@UPSTREAM@|$UPSTREAM_ADDR|g" \
@@ -143,6 +170,7 @@ if [ -n "$BASELINE" ]; then
   port=$((port + 2))
 fi
 for c in $CANDIDATES; do
+  [ "$c" = gnet ] && continue # it refuses only (the refuse part)
   addr[$c]=127.0.0.1:$port
   "$dir/candidates" -mode "$c" -listen "${addr[$c]}" -upstream "http://$UPSTREAM_ADDR" & pids+=($!)
   cand_pid[$c]=${pids[-1]}
@@ -159,6 +187,28 @@ for t in "${targets[@]}"; do
   curl -fsS -o /dev/null "http://$a/" || { echo "run.sh: nothing answers on $a" >&2; exit 1; }
 done
 
+# The refuse part's targets: each answers 429 to (nearly) every request.
+addr[nginx-refuse]=$NGINX_REFUSE_ADDR
+addr[sluice-refuse]=$SLUICE_REFUSE_ADDR
+refuse_targets=(nginx-refuse sluice-refuse)
+for c in $CANDIDATES; do
+  "$dir/candidates" -mode "$c" -refuse -listen "127.0.0.1:$port" -upstream "http://$UPSTREAM_ADDR" 2>/dev/null & pids+=($!)
+  cand_pid[$c-refuse]=${pids[-1]}
+  addr[$c-refuse]=127.0.0.1:$port
+  refuse_targets+=("$c-refuse")
+  port=$((port + 1))
+done
+if want refuse; then
+  for t in "${refuse_targets[@]}"; do
+    a=${addr[$t]}
+    for _ in $(seq 100); do
+      [ "$(curl -sS -o /dev/null -w '%{http_code}' "http://$a/" 2>/dev/null)" = 429 ] && break
+      sleep 0.1
+    done
+    [ "$(curl -sS -o /dev/null -w '%{http_code}' "http://$a/")" = 429 ] || { echo "run.sh: $t on $a does not refuse with 429" >&2; exit 1; }
+  done
+fi
+
 # cpu_ticks PID... prints the user+system clock ticks of the processes and of
 # their children (nginx's workers).
 cpu_ticks() {
@@ -172,7 +222,8 @@ cpu_ticks() {
 }
 pids_of() {
   case $1 in
-  nginx) cat "$dir/nginx.pid" ;;
+  nginx | nginx-refuse) cat "$dir/nginx.pid" ;;
+  sluice-refuse) echo "$sluice_refuse_pid" ;;
   haproxy) echo "$haproxy_pid" ;;
   sluice) echo "$sluice_pid" ;;
   proxy) echo "$proxy_pid" ;;
@@ -182,7 +233,8 @@ pids_of() {
   esac
 }
 
-# measure TARGET [wrk options...]: one wrk run; prints "rps p50_us p99_us cpu_us_per_req".
+# measure TARGET [wrk options...]: one wrk run; prints "rps p50_us p99_us
+# cpu_us_per_req refused_share" (the share of answers that were not 2xx or 3xx).
 measure() {
   local target=$1
   shift
@@ -202,13 +254,15 @@ measure() {
     /^ +99%/ { p99 = us($2) }
     /^Requests\/sec/ { rps = $2 }
     /requests in/ { n = $1 }
+    /Non-2xx or 3xx responses:/ { bad = $NF }
     END {
       cpu = (target == "direct" || n == 0) ? "-" : sprintf("%.1f", ticks / hz * 1e6 / n)
-      printf "%.0f %.0f %.0f %s\n", rps, p50, p99, cpu
+      printf "%.0f %.0f %.0f %s %.4f\n", rps, p50, p99, cpu, n == 0 ? 0 : bad / n
     }'
 }
 
 
+if want saturation; then
 echo "# warming up" >&2
 for t in "${targets[@]}"; do wrk -t"$THREADS" -c"$CONNS" -d2s "http://${addr[$t]}/" >/dev/null; done
 
@@ -234,7 +288,7 @@ echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"
 nginx_rps=$(median_row nginx | cut -d' ' -f1)
 haproxy_rps=$(median_row haproxy | cut -d' ' -f1)
 for t in "${targets[@]}"; do
-  read -r rps p50 p99 cpu <<<"$(median_row "$t")"
+  read -r rps p50 p99 cpu _ <<<"$(median_row "$t")"
   ratio=$(awk -v a="$rps" -v b="$nginx_rps" 'BEGIN {printf "%.2f×", a / b}')
   hratio=$(awk -v a="$rps" -v b="$haproxy_rps" 'BEGIN {printf "%.2f×", a / b}')
   cpu_col=$([ "$cpu" = "-" ] && echo "-" || echo "${cpu} µs")
@@ -243,6 +297,9 @@ done
 echo
 echo "All rounds (requests/s): $(for t in "${targets[@]}"; do printf '%s:' "$t"; for r in $(seq "$ROUNDS"); do printf ' %s' "$(cut -d' ' -f1 <<<"${res[$t,$r]}")"; done; printf '; '; done)"
 
+fi
+
+if want half; then
 half=$((nginx_rps / 2))
 delay=$(awk -v c="$HALF_CONNS" -v r="$half" 'BEGIN {d = c * 1000 / r - 0.3; if (d < 1) d = 1; printf "%d", d + 0.5}')
 declare -A half_res
@@ -265,10 +322,43 @@ echo "| target | requests/s | p50 | p99 | added p50 over direct | proxy CPU per 
 echo "| --- | ---: | ---: | ---: | ---: | ---: |"
 direct_p50=$(half_median direct | cut -d' ' -f2)
 for t in "${targets[@]}"; do
-  read -r rps p50 p99 cpu <<<"$(half_median "$t")"
+  read -r rps p50 p99 cpu _ <<<"$(half_median "$t")"
   added=$([ "$t" = direct ] && echo "-" || echo "$((p50 - direct_p50)) µs")
   cpu_col=$([ "$cpu" = "-" ] && echo "-" || echo "${cpu} µs")
   echo "| $t | $rps | ${p50} µs | ${p99} µs | $added | $cpu_col |"
 done
 echo
 echo "All rounds (p50 µs): $(for t in "${targets[@]}"; do printf '%s:' "$t"; for r in $(seq "$ROUNDS"); do printf ' %s' "$(cut -d' ' -f2 <<<"${half_res[$t,$r]}")"; done; printf '; '; done)"
+fi
+
+if want refuse; then
+  echo "# warming up the refusers" >&2
+  for t in "${refuse_targets[@]}"; do wrk -t"$THREADS" -c"$CONNS" -d2s "http://${addr[$t]}/" >/dev/null; done
+  declare -A ref_res
+  for r in $(seq "$ROUNDS"); do
+    for t in "${refuse_targets[@]}"; do
+      ref_res[$t,$r]=$(measure "$t" -t"$THREADS" -c"$CONNS" -d"$DURATION")
+      echo "# refuse round $r $t: ${ref_res[$t,$r]}" >&2
+    done
+  done
+  # The median round of a refusing target, by refusals/s.
+  refuse_median() {
+    local t=$1 r
+    for r in $(seq "$ROUNDS"); do echo "${ref_res[$t,$r]}"; done | sort -n | awk -v n="$ROUNDS" 'NR == int((n + 1) / 2)'
+  }
+  echo
+  echo "## Refusing every request: wrk -t$THREADS -c$CONNS -d$DURATION, median of $ROUNDS interleaved rounds"
+  echo
+  echo "| target | refusals/s | p50 | p99 | vs nginx limit_req | CPU per refusal | vs nginx | refused |"
+  echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+  read -r nginx_ref _ _ nginx_ref_cpu _ <<<"$(refuse_median nginx-refuse)"
+  for t in "${refuse_targets[@]}"; do
+    read -r rps p50 p99 cpu share <<<"$(refuse_median "$t")"
+    ratio=$(awk -v a="$rps" -v b="$nginx_ref" 'BEGIN {printf "%.2f×", a / b}')
+    cratio=$(awk -v a="$cpu" -v b="$nginx_ref_cpu" 'BEGIN {printf "%.2f×", a / b}')
+    pct=$(awk -v s="$share" 'BEGIN {printf "%.2f %%", 100 * s}')
+    echo "| $t | $rps | ${p50} µs | ${p99} µs | $ratio | ${cpu} µs | $cratio | $pct |"
+  done
+  echo
+  echo "All rounds (refusals/s): $(for t in "${refuse_targets[@]}"; do printf '%s:' "$t"; for r in $(seq "$ROUNDS"); do printf ' %s' "$(cut -d' ' -f1 <<<"${ref_res[$t,$r]}")"; done; printf '; '; done)"
+fi

@@ -4,7 +4,14 @@
 //
 //   - fasthttp: valyala/fasthttp's server in front and its HostClient behind;
 //   - fhclient: net/http's server in front (as sluice has it) and fasthttp's
-//     HostClient behind.
+//     HostClient behind;
+//   - gnet: panjf2000/gnet's event loop (no goroutine per connection, no
+//     read tried before the poller says a socket is ready), with -refuse only:
+//     a head is looked at up to its end and answered from prebuilt bytes.
+//
+// With -refuse, each answers every request 429 at once, as a limiter that
+// refuses everything would (the refuse part of run.sh): fasthttp's server,
+// net/http's server (fhclient) and gnet's loop, each with no limiter behind.
 //
 // (net/http's Transport, tuned, is the "httputil" front of proxy/bench/front.)
 // It lives in a module of its own so that fasthttp stays out of sluice's
@@ -35,8 +42,16 @@ func main() { os.Exit(run()) }
 func run() int {
 	listen := flag.String("listen", "127.0.0.1:9084", "address to listen on")
 	upstream := flag.String("upstream", "http://127.0.0.1:9000", "upstream URL (http://host:port)")
-	mode := flag.String("mode", "fasthttp", "candidate: fasthttp or fhclient")
+	mode := flag.String("mode", "fasthttp", "candidate: fasthttp, fhclient or gnet")
+	refuse := flag.Bool("refuse", false, "answer every request 429 instead of forwarding it")
 	flag.Parse()
+	if *mode == "gnet" {
+		if !*refuse {
+			fmt.Fprintln(os.Stderr, "candidates: gnet runs with -refuse only")
+			return 2
+		}
+		return serveGnet(*listen)
+	}
 
 	hc := &fasthttp.HostClient{
 		Addr:                          strings.TrimPrefix(*upstream, "http://"),
@@ -58,7 +73,14 @@ func run() int {
 	switch *mode {
 	case "fasthttp":
 		srv := &fasthttp.Server{
-			Handler:                       func(c *fasthttp.RequestCtx) { proxyFast(hc, c) },
+			Handler: func(c *fasthttp.RequestCtx) {
+				if *refuse {
+					c.Response.Header.Set("Retry-After", "1")
+					c.Error(refusedBody, fasthttp.StatusTooManyRequests)
+					return
+				}
+				proxyFast(hc, c)
+			},
 			NoDefaultServerHeader:         true,
 			NoDefaultDate:                 false,
 			DisableHeaderNamesNormalizing: true,
@@ -67,7 +89,14 @@ func run() int {
 		_ = srv.Serve(ln)
 	case "fhclient":
 		srv := &http.Server{
-			Handler:           http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { proxyHTTP(hc, w, r) }),
+			Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if *refuse {
+					w.Header()["Retry-After"] = []string{"1"}
+					http.Error(w, refusedBody, http.StatusTooManyRequests)
+					return
+				}
+				proxyHTTP(hc, w, r)
+			}),
 			ReadHeaderTimeout: 10 * time.Second,
 			ErrorLog:          log.New(io.Discard, "", 0),
 		}
@@ -78,6 +107,9 @@ func run() int {
 	}
 	return 0
 }
+
+// refusedBody is the text of a refusal.
+const refusedBody = "too many requests (rate)"
 
 // hopByHop lists the fields a proxy drops in both directions (RFC 9110 §7.6.1).
 var hopByHop = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
