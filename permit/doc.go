@@ -84,16 +84,29 @@
 // one after its call) and then cuts what is left when its context ends.
 // The permits granted stay with the Service and their leases run on.
 //
-// # Authentication
+// # Authentication and bounds
 //
 // On a TCP listener every call carries the bearer token (Authorization:
 // Bearer TOKEN, or gRPC metadata "authorization", checked again for every
 // call of a Session, so that a new token shuts out old sessions), compared
 // in constant time; a TCP listener without a token is refused at start
-// (ErrNoToken). A
-// unix socket takes no token: it is created with mode 0660
+// (ErrNoToken). Over gRPC the token is checked before anything is
+// allocated for a call: a new connection reaches the gRPC server only once
+// the headers of its first stream carried it (one without is answered
+// UNAUTHENTICATED, sent GOAWAY and closed), and each later stream is
+// refused as its headers arrive, before a goroutine is made for it or its
+// message read. A unix socket takes no token: it is created with mode 0660
 // (ServerParams.SocketMode), so its owner and group may connect; put it in
 // a folder that only that group can enter (e.g. /run/sluice, 0750).
+//
+// A Server holds at most 1,024 connections at once, of both protocols
+// (front.DefaultMaxConns; one more is closed at once), and a new one has
+// 10 s to send its first bytes (over gRPC on TCP: its first stream's
+// headers). Over gRPC a connection carries at most permitpb.MaxStreams
+// (1,024) calls and Sessions at once, with header fields of 16 KiB;
+// permitclient opens no more. Over HTTP/1.1 a request's header has 10 s
+// and 16 KiB, its whole read 30 s, and an idle connection is closed after
+// 2 minutes.
 //
 // # Concurrency safety
 //

@@ -1,6 +1,9 @@
 package sim
 
-import "math"
+import (
+	"math"
+	"time"
+)
 
 // The model backend: Workers workers fed from an unbounded FIFO queue. A request
 // is served for a time drawn from the service distribution, times the current
@@ -15,6 +18,9 @@ import "math"
 // clock v counts the CPU time each busy worker has had, a request ends when v
 // reaches its start plus its work, and one completion event, for the earliest
 // end, is rescheduled whenever the rate changes.
+//
+// With Scenario.Stall every worker pauses now and then: a request's service
+// ends as pause.Periodic.End says, as in the lab's backend.
 //
 // During an outage the backend fails every request: those in it at the start,
 // and each new one after failDelay.
@@ -81,7 +87,11 @@ func (e *engine) start(id int32) {
 		return
 	}
 	e.busyAdd(+1)
-	e.ev.push(e.now+int64(svc), evDone, id, r.gen)
+	end := e.now + int64(svc)
+	if st := e.sc.Stall; st.On() {
+		end = int64(st.End(time.Duration(e.now), time.Duration(svc)))
+	}
+	e.ev.push(end, evDone, id, r.gen)
 }
 
 func (e *engine) busyAdd(d int) {

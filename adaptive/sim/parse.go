@@ -45,11 +45,12 @@ func LoadScenario(path string) (Scenario, error) {
 //	slowdown at=15s x=2
 //	workers at=15s n=5                (the worker count changes)
 //	outage at=10s for=5s              (every request fails meanwhile)
+//	stall for=300ms every=3s from=3s  (every worker pauses; from defaults to every)
 //	hog at=10s threads=2 nice=5       (busy loops beside a CPU-bound backend; threads=0 stops them)
 //	load at=0s x=0.7                  (at least one; constant)
 //	load at=10s from=0.7 to=3         (ramp to the next segment)
 //	load at=20s x=1 amp=0.3 period=10s (sine)
-//	clients timeout=1s retries=3 backoff=10ms retry_after=true
+//	clients timeout=1s retries=3 backoff=10ms retry_after=true at_once=false
 //	priorities critical=0.2 sheddable=0.8 (or level numbers: 3=0.1)
 //	tenants 0.8 0.1 0.1
 //	gate queue=100 order=adaptive queue_target=5ms queue_interval=100ms fair=true rate=0 burst=0 shedder=true breaker=false
@@ -264,6 +265,25 @@ func (d *directive) apply(sc *Scenario) {
 			return true
 		})
 		sc.Outages = append(sc.Outages, o)
+	case "stall":
+		st := &sc.Stall
+		from := false
+		d.keys(func(k, v string) bool {
+			switch k {
+			case "for":
+				st.For = d.dur(k, v)
+			case "every":
+				st.Every = d.dur(k, v)
+			case "from":
+				st.From, from = d.dur(k, v), true
+			default:
+				return false
+			}
+			return true
+		})
+		if !from {
+			st.From = st.Every
+		}
 	case "hog":
 		var h Hog
 		d.keys(func(k, v string) bool {
@@ -294,6 +314,8 @@ func (d *directive) apply(sc *Scenario) {
 				c.Backoff = d.dur(k, v)
 			case "retry_after":
 				c.RetryAfter = d.bool(k, v)
+			case "at_once":
+				c.AtOnce = d.bool(k, v)
 			default:
 				return false
 			}

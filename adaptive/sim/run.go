@@ -387,7 +387,10 @@ func (e *engine) retryOrFail(id int32, rejected bool) {
 		return
 	}
 	delay := float64(c.Backoff) * (0.5 + e.rngRetry.Float64())
-	if rejected && c.RetryAfter {
+	switch {
+	case c.AtOnce:
+		delay = 0
+	case rejected && c.RetryAfter:
 		delay = float64(time.Second) * (1 + e.rngRetry.Float64())
 	}
 	nid := e.alloc()

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/adaptive"
+	"github.com/sluicehq/sluice/internal/pause"
 )
 
 // Scenario describes one simulated run: the model backend, the traffic, the
@@ -31,6 +32,10 @@ type Scenario struct {
 	WorkerChanges []WorkerChange
 	// Outages are spans in which the backend fails every request at once.
 	Outages []Outage
+	// Stall pauses every worker periodically: no request in service makes
+	// progress during a pause (it resumes where it was when the pause
+	// ends), as the lab backend's stall. Zero: never. Not with Cores.
+	Stall pause.Periodic
 	// Hogs are changes of a CPU hog beside a CPU-bound backend (Service.Cores).
 	Hogs    []Hog
 	Load    []Segment // the open-loop load profile, in order of At; required
@@ -156,6 +161,9 @@ type Clients struct {
 	// Backoff is the delay before a retry when no Retry-After is honoured,
 	// jittered ×[0.5, 1.5); default 10 ms.
 	Backoff time.Duration
+	// AtOnce makes clients retry at once, with no backoff (a retry storm's
+	// clients); Retry-After is then ignored.
+	AtOnce bool
 	// RetryAfter makes clients honour the gate's Retry-After (1 s + up to 1 s of
 	// jitter) on rejections.
 	RetryAfter bool
@@ -326,6 +334,12 @@ func (sc Scenario) Validate() error {
 		if o.At < 0 || o.For <= 0 {
 			bad("outage at %v for %v: time must be non-negative and length positive", o.At, o.For)
 		}
+	}
+	if err := sc.Stall.Validate(); err != nil {
+		bad("stall: %v", err)
+	}
+	if sc.Stall.On() && s.Cores > 0 {
+		bad("stall: not modelled with a CPU-bound service (service cores=N)")
 	}
 	for _, h := range sc.Hogs {
 		if h.At < 0 || h.Threads < 0 || h.Threads > 1024 || h.Nice < -20 || h.Nice > 19 {

@@ -26,14 +26,19 @@ func runScenarios(_ context.Context, args []string, stdout, stderr io.Writer) in
 		cli.Fprintf(stderr, "usage: sluice-lab scenarios\n")
 		return exitUsage
 	}
-	for _, name := range lab.Scenarios() {
+	names := lab.Scenarios()
+	width := 0
+	for _, name := range names {
+		width = max(width, len(name))
+	}
+	for _, name := range names {
 		s, err := lab.LoadScenario(name)
 		if err != nil {
 			cli.Fprintf(stderr, "sluice-lab: %v\n", err)
 			return exitError
 		}
 		first, _, _ := strings.Cut(s.Header, "\n")
-		cli.Fprintf(stdout, "  %-12s %s\n", name, first)
+		cli.Fprintf(stdout, "  %-*s %s\n", width, name, first)
 	}
 	return exitOK
 }

@@ -511,3 +511,87 @@ url = "http://127.0.0.1:{{port}}"
 		t.Errorf("summary:\n%s", md)
 	}
 }
+
+// TestShippedNginxConfigs: every nginx contender of the shipped scenarios
+// (the library's nginx-conn and nginx-req, the overhead scenario's plain
+// proxy) expands to a config that nginx itself accepts (nginx -t). Skipped
+// where nginx is not installed, as the lab then skips those contenders.
+func TestShippedNginxConfigs(t *testing.T) {
+	nginx, err := exec.LookPath("nginx")
+	if err != nil {
+		t.Skip("nginx is not installed: the lab skips its nginx contenders")
+	}
+	vars := map[string]string{"sluice": "/usr/bin/sluice"}
+	for _, name := range Placeholders {
+		vars[name] = "1"
+	}
+	vars["backend_addr"], vars["port"], vars["capacity"] = "127.0.0.1:1", "2", "1500"
+	checked := 0
+	for _, name := range Scenarios() {
+		s, err := LoadScenario(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, spec := range s.Contenders {
+			if spec.Kind != scenario.KindCommand || spec.Files["nginx.conf"] == "" {
+				continue
+			}
+			dir := t.TempDir()
+			vars["dir"] = dir
+			x, err := NewCommand(spec).expand(vars)
+			if err != nil {
+				t.Fatalf("%s/%s: %v", name, spec.Name, err)
+			}
+			conf := filepath.Join(dir, "nginx.conf")
+			if err := os.WriteFile(conf, []byte(x.files["nginx.conf"]), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if out, err := exec.Command(nginx, "-t", "-q", "-p", dir, "-c", conf, "-e", "stderr").CombinedOutput(); err != nil {
+				t.Errorf("%s/%s: nginx -t: %v\n%s\n%s", name, spec.Name, err, out, x.files["nginx.conf"])
+			}
+			checked++
+		}
+	}
+	if checked < 15 {
+		t.Errorf("only %d nginx contenders in the shipped scenarios", checked)
+	}
+}
+
+// TestNginxLimits runs the library's nginx contenders in front of a backend
+// of 2 workers (50 ms each, C = 40 req/s) offered 4×C: limit_conn at 2 and
+// limit_req at C (burst 2) each refuse the excess with 503 and serve
+// about C. (How fast a refusal is, is the lab's to measure, not a test's.)
+func TestNginxLimits(t *testing.T) {
+	if _, err := exec.LookPath("nginx"); err != nil {
+		t.Skip("nginx is not installed: the lab skips its nginx contenders")
+	}
+	src := `# nginx's limits refuse the excess.
+seed = 12
+vars.nginx_conn = "2"
+contender = [{ like = "nginx-conn" }, { like = "nginx-req" }]
+[backend]
+workers = 2
+service = "const:50ms"
+[load]
+path = "/work"
+timeout = "5s"
+phases = [{ rate = "4C", for = "2s" }]
+`
+	s, err := scenario.ParseWith("nginx.toml", []byte(src), Library())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Runner{Out: t.TempDir()}
+	outcomes, err := r.Run(context.Background(), []*scenario.Scenario{s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, run := range outcomes[0].Runs {
+		checkRun(t, run)
+		tot := run.Load.Totals
+		// 2 s at 40/s is 80 admissible; the rest refused, none failed.
+		if tot.Errors != 0 || tot.Rejected < tot.Offered/2 || tot.OK < 40 || tot.OK > 130 || tot.RejectsByStatus[503] != tot.Rejected {
+			t.Errorf("%s: %+v", run.Contender, tot)
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/sluicehq/sluice/adaptive"
 	"github.com/sluicehq/sluice/adaptive/sim"
 	"github.com/sluicehq/sluice/internal/lab/backend"
+	"github.com/sluicehq/sluice/internal/lab/load"
 	"github.com/sluicehq/sluice/internal/lab/scenario"
 )
 
@@ -70,6 +71,7 @@ func FromLab(s *scenario.Scenario) (Workload, error) {
 			sc.Slowdowns = append(sc.Slowdowns, sim.Slowdown{At: c.At, Factor: c.Slowdown})
 		}
 	}
+	sc.Stall = p.Stall
 	capacity := p.Capacity()
 	at := time.Duration(0)
 	for _, ph := range s.Schedule() {
@@ -84,7 +86,8 @@ func FromLab(s *scenario.Scenario) (Workload, error) {
 	sc.Duration = at
 	l := s.Load
 	sc.Clients = sim.Clients{Timeout: time.Duration(l.Timeout), Retries: l.Retry.Attempts,
-		Backoff: time.Duration(l.Retry.Backoff), RetryAfter: l.Retry.Mode == "retry-after"}
+		Backoff: time.Duration(l.Retry.Backoff), RetryAfter: l.Retry.Mode == string(load.RetryAfter),
+		AtOnce: l.Retry.Mode == string(load.Immediate)}
 	if sc.Clients.Timeout == 0 {
 		sc.Clients.Timeout = defaultTimeout
 	}
@@ -115,7 +118,10 @@ func FromLab(s *scenario.Scenario) (Workload, error) {
 	if l.Body > 0 {
 		w.note("request bodies (%d bytes)", int64(l.Body))
 	}
-	if l.Retry.Attempts > 0 {
+	switch {
+	case l.Retry.Attempts > 0 && l.Retry.Mode == string(load.Immediate):
+		w.note("retries: the lab's clients retry 429/503 only; the model's also retry timeouts (both at once)")
+	case l.Retry.Attempts > 0:
 		w.note("retry timing: the lab's clients retry 429/503 only, after an exponential backoff (or Retry-After); the model's also retry timeouts, after a flat jittered backoff (or 1-2 s)")
 	}
 	return w, nil

@@ -51,8 +51,11 @@ type Options struct {
 	// DialTimeout bounds a connection's setup. Default 5s.
 	DialTimeout time.Duration
 	// MaxConns bounds the connections the HTTP transport keeps (each
-	// carries one call at a time), and the idle streams the gRPC transport
-	// keeps on its one connection. Default 256.
+	// carries one call at a time), and the idle Session streams the gRPC
+	// transport keeps on its one connection. The gRPC transport opens at
+	// most permitpb.MaxStreams sessions (the service's bound per
+	// connection), an eighth of them kept for releases; a call beyond them
+	// waits for one, as long as its context lets it. Default 256.
 	MaxConns int
 }
 

@@ -3,8 +3,11 @@ package backend
 import (
 	"errors"
 	"flag"
+	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/sluicehq/sluice/internal/pause"
 )
 
 // changeList is the repeatable -change flag.
@@ -62,6 +65,7 @@ func RegisterFlags(fs *flag.FlagSet) func() (Params, error) {
 	fs.BoolVar(&p.DropAbandoned, "drop-abandoned", false, "take a queued request out of the queue when its client goes away")
 	fs.IntVar(&p.ResponseBytes, "response-bytes", 3, "size of a successful response body")
 	fs.Var(&changes, "change", "a scheduled change, AT:workers=N,slow=F (repeatable), e.g. 30s:slow=2")
+	fs.Var(stallFlag{&p.Stall}, "stall", "periodic stalls of every worker, for=D,every=D[,from=D], e.g. for=300ms,every=3s")
 	return func() (Params, error) {
 		p.Changes = changes
 		if errs := p.Validate(); len(errs) > 0 {
@@ -89,5 +93,27 @@ func (p Params) Args() []string {
 	for _, c := range p.Changes {
 		args = append(args, "-change="+c.String())
 	}
+	if p.Stall.On() {
+		args = append(args, "-stall="+p.Stall.String())
+	}
 	return args
+}
+
+// stallFlag is the -stall flag.
+type stallFlag struct{ p *pause.Periodic }
+
+func (f stallFlag) String() string {
+	if f.p == nil {
+		return ""
+	}
+	return f.p.String()
+}
+
+func (f stallFlag) Set(v string) error {
+	p, err := pause.Parse(v)
+	if err != nil {
+		return fmt.Errorf("backend: stall: %w", err)
+	}
+	*f.p = p
+	return nil
 }

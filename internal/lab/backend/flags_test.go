@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/pause"
 )
 
 func TestFlagsRoundTrip(t *testing.T) {
@@ -18,6 +20,7 @@ func TestFlagsRoundTrip(t *testing.T) {
 			CPU: true, DropAbandoned: true, ResponseBytes: 1024,
 			Changes: []Change{{At: 30 * time.Second, Slowdown: 2}, {At: time.Minute, Workers: 4}},
 		},
+		{Stall: pause.Periodic{For: 300 * time.Millisecond, Every: 3 * time.Second, From: time.Second}},
 	} {
 		fs := flag.NewFlagSet("backend", flag.ContinueOnError)
 		build := RegisterFlags(fs)
@@ -39,6 +42,8 @@ func TestFlagsReject(t *testing.T) {
 		{"-service=gauss:1ms"},
 		{"-change=1s:fast=2"},
 		{"-workers=-1"},
+		{"-stall=for=1s,every=1s"},
+		{"-cpu", "-stall=for=1s,every=3s"},
 	} {
 		fs := flag.NewFlagSet("backend", flag.ContinueOnError)
 		fs.SetOutput(io.Discard)

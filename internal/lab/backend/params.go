@@ -3,6 +3,8 @@ package backend
 import (
 	"fmt"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/pause"
 )
 
 // Defaults for the zero fields of Params. They suit a 2-core machine that
@@ -50,6 +52,11 @@ type Params struct {
 	// Changes alter workers or latency on a schedule, counted from the
 	// backend's start or its last reset.
 	Changes []Change `json:"changes,omitempty"`
+	// Stall pauses every worker periodically, counted like Changes: no
+	// request makes progress during a pause (one in service resumes where
+	// it was when the pause ends), as in a stop-the-world collection.
+	// Zero: never. Not with CPU.
+	Stall pause.Periodic `json:"stall,omitzero"`
 }
 
 // WithDefaults returns p with zero fields filled in.
@@ -98,6 +105,12 @@ func (p Params) Validate() []error {
 	for _, c := range p.Changes {
 		errs = append(errs, c.validate()...)
 	}
+	if err := p.Stall.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("backend: stall: %w", err))
+	}
+	if p.Stall.On() && p.CPU {
+		errs = append(errs, fmt.Errorf("backend: stall is not modelled with cpu = true"))
+	}
 	return errs
 }
 
@@ -109,9 +122,14 @@ func (p Params) Capacity() float64 {
 	return float64(p.Workers) / p.Service.MeanTime().Seconds()
 }
 
-// CapacityAt is C after the schedule's changes up to elapsed.
+// CapacityAt is C after the schedule's changes up to elapsed; once stalls
+// have begun, averaged over their period (C × the share not paused).
 func (p Params) CapacityAt(elapsed time.Duration) float64 {
 	p = p.WithDefaults()
 	s := settingsAt(settings{workers: p.Workers, slowdown: 1}, p.Changes, elapsed)
-	return float64(s.workers) / (p.Service.MeanTime().Seconds() * s.slowdown)
+	c := float64(s.workers) / (p.Service.MeanTime().Seconds() * s.slowdown)
+	if p.Stall.On() && elapsed >= p.Stall.From {
+		c *= 1 - p.Stall.Share()
+	}
+	return c
 }

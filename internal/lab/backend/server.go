@@ -50,6 +50,8 @@ type Server struct {
 	mu     sync.Mutex // guards start, timers and crash
 	start  time.Time
 	timers []*time.Timer
+	// startNs is start in Unix ns, for the stalls of the hot path.
+	startNs atomic.Int64
 
 	slowdown  atomic.Uint64 // float64 bits
 	workers   atomic.Int64
@@ -95,6 +97,7 @@ func (s *Server) Reset() {
 	s.timers = s.timers[:0]
 	now := time.Now()
 	s.start = now
+	s.startNs.Store(now.UnixNano())
 	s.apply(Change{Workers: s.p.Workers, Slowdown: 1}, now)
 	for _, c := range s.p.Changes {
 		s.timers = append(s.timers, time.AfterFunc(c.At, func() {
@@ -182,7 +185,7 @@ func (s *Server) work(w http.ResponseWriter, r *http.Request) {
 		if freeAt.After(start) {
 			start = freeAt
 		}
-		end = start.Add(s.serviceTime())
+		end = s.serviceEnd(start, s.serviceTime())
 		if d := time.Until(end); d > 0 {
 			time.Sleep(d)
 		}
@@ -286,6 +289,16 @@ func (s *Server) notify() {
 	if s.changed != nil {
 		s.changed()
 	}
+}
+
+// serviceEnd is when service of the given length that starts at start ends,
+// the schedule's stalls included.
+func (s *Server) serviceEnd(start time.Time, d time.Duration) time.Time {
+	if !s.p.Stall.On() {
+		return start.Add(d)
+	}
+	t0 := time.Unix(0, s.startNs.Load())
+	return t0.Add(s.p.Stall.End(start.Sub(t0), d))
 }
 
 func (s *Server) serviceTime() time.Duration {

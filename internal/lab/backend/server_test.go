@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/pause"
 )
 
 func start(t testing.TB, p Params) *Instance {
@@ -268,4 +270,32 @@ func processCPU(t *testing.T) time.Duration {
 		t.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// A request that finds the workers stalled is served once the stall ends:
+// the stall's 300 ms, from the schedule's start, hold up a 1 ms request sent
+// at once (how long exactly depends on the machine's load; it cannot be
+// shorter), and the service end of a request is pushed past the stall as
+// pause.Periodic.End says.
+func TestServerStalls(t *testing.T) {
+	st := pause.Periodic{For: 300 * time.Millisecond, Every: time.Hour, From: 0}
+	in := start(t, Params{Workers: 1, Service: Dist{Kind: Const, Mean: time.Millisecond}, Stall: st})
+	in.Server.Reset()
+	t0 := time.Now()
+	if code, _, err := get(in.URL + "/work"); err != nil || code != 200 {
+		t.Fatalf("%d %v", code, err)
+	}
+	if took := time.Since(t0); took < 300*time.Millisecond {
+		t.Errorf("a request sent into a 300 ms stall was served in %v", took)
+	}
+	s := in.Server
+	base := time.Unix(0, s.startNs.Load())
+	for _, tc := range []struct{ start, want time.Duration }{
+		{10 * time.Millisecond, 301 * time.Millisecond},
+		{400 * time.Millisecond, 401 * time.Millisecond},
+	} {
+		if got := s.serviceEnd(base.Add(tc.start), time.Millisecond).Sub(base); got != tc.want {
+			t.Errorf("service from %v ends at %v, want %v", tc.start, got, tc.want)
+		}
+	}
 }

@@ -3,7 +3,8 @@ package load
 import "time"
 
 // event is one thing that happened to a request: a try came back (try),
-// or the request is over (final).
+// or the request is over (final). Both carry the arrival's intended
+// offset, tenant and priority.
 type event struct {
 	final    bool
 	intended time.Duration // the arrival's intended offset
@@ -21,7 +22,7 @@ type event struct {
 // classAcc accumulates one tenant's or priority's figures.
 type classAcc struct {
 	Counts
-	lat histogram
+	lat, rejects histogram
 }
 
 type secondAcc struct {
@@ -51,7 +52,7 @@ func newCollector(p Params) *collector {
 	}
 	c.phases = make([]classAcc, len(p.Schedule))
 	for i := range c.phases {
-		c.phases[i].lat = newHistogram(3)
+		c.phases[i].lat, c.phases[i].rejects = newHistogram(3), newHistogram(3)
 	}
 	c.tenants = newClasses(p.Tenants)
 	c.priorities = newClasses(p.Priorities)
@@ -61,7 +62,7 @@ func newCollector(p Params) *collector {
 func newClasses(m Mix) []classAcc {
 	out := make([]classAcc, len(m))
 	for i := range out {
-		out[i].lat = newHistogram(3)
+		out[i].lat, out[i].rejects = newHistogram(3), newHistogram(3)
 	}
 	return out
 }
@@ -85,20 +86,21 @@ func (c *collector) add(e event) {
 		if e.kind == KindRejected {
 			c.totals.RejectedTries++
 			c.rejects.record(e.latency)
+			for _, a := range c.classesOf(e) {
+				if a != nil {
+					a.rejects.record(e.latency)
+				}
+			}
 		}
 		return
 	}
 	s := c.second(e.intended)
 	lats := []histogram{c.lat, s.lat, {}, {}, {}}
 	counts := []*Counts{&c.totals.Counts, nil, nil, nil}
-	if e.tenant >= 0 {
-		counts[1], lats[2] = &c.tenants[e.tenant].Counts, c.tenants[e.tenant].lat
-	}
-	if e.priority >= 0 {
-		counts[2], lats[3] = &c.priorities[e.priority].Counts, c.priorities[e.priority].lat
-	}
-	if i, _ := c.sched.PhaseAt(e.intended); i >= 0 {
-		counts[3], lats[4] = &c.phases[i].Counts, c.phases[i].lat
+	for i, a := range c.classesOf(e) {
+		if a != nil {
+			counts[1+i], lats[2+i] = &a.Counts, a.lat
+		}
 	}
 	good := e.kind == KindOK && e.latency <= c.slo
 	s.Offered++
@@ -149,6 +151,21 @@ func (c *collector) add(e event) {
 	}
 }
 
+// classesOf returns e's tenant, priority and phase, nil where it has none.
+func (c *collector) classesOf(e event) [3]*classAcc {
+	var out [3]*classAcc
+	if e.tenant >= 0 {
+		out[0] = &c.tenants[e.tenant]
+	}
+	if e.priority >= 0 {
+		out[1] = &c.priorities[e.priority]
+	}
+	if i, _ := c.sched.PhaseAt(e.intended); i >= 0 {
+		out[2] = &c.phases[i]
+	}
+	return out
+}
+
 // result returns the run's figures; dur is the schedule's length, which
 // fixes the number of seconds reported.
 func (c *collector) result(start time.Time, p Params) Result {
@@ -169,7 +186,8 @@ func (c *collector) result(start time.Time, p Params) Result {
 	var begin time.Duration
 	for i, ph := range p.Schedule {
 		a := c.phases[i]
-		r.Phases = append(r.Phases, PhaseResult{Label: ph.Label, Start: begin, For: ph.For, Counts: a.Counts, Latency: a.lat.summary()})
+		r.Phases = append(r.Phases, PhaseResult{Label: ph.Label, Start: begin, For: ph.For, Counts: a.Counts,
+			Latency: a.lat.summary(), RejectLatency: a.rejects.summary()})
 		begin += ph.For
 	}
 	r.Tenants = classes(p.Tenants, c.tenants)
@@ -180,7 +198,8 @@ func (c *collector) result(start time.Time, p Params) Result {
 func classes(m Mix, acc []classAcc) []Class {
 	var out []Class
 	for i, a := range acc {
-		out = append(out, Class{Name: m[i].Name, Fraction: m.Fraction(i), Counts: a.Counts, Latency: a.lat.summary()})
+		out = append(out, Class{Name: m[i].Name, Fraction: m.Fraction(i), Counts: a.Counts, Latency: a.lat.summary(),
+			RejectLatency: a.rejects.summary()})
 	}
 	return out
 }

@@ -233,7 +233,8 @@ func (g *Generator) request(ctx context.Context, a arrival) {
 		status, retryAfter, reason, kind := g.try(ctx, a)
 		now := g.p.Clock.Now()
 		g.inflight.Add(-1)
-		g.events <- event{sentAt: sent.Sub(g.start), latency: now.Sub(sent), kind: kind, tenant: -1, priority: -1}
+		g.events <- event{sentAt: sent.Sub(g.start), latency: now.Sub(sent), kind: kind,
+			intended: a.intended, tenant: a.tenant, priority: a.priority}
 		final := event{kind: kind, status: status, reason: reason, sent: true, lag: lag, latency: now.Sub(g.start.Add(a.intended))}
 		if kind != KindRejected || n > g.p.Retry.Attempts {
 			g.finish(a, final)

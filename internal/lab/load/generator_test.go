@@ -248,6 +248,7 @@ func TestRetryWait(t *testing.T) {
 		{bo, 1, "3", 0.5, 50 * time.Millisecond}, // ignores Retry-After
 		{bo, 3, "3", 0.25, 100 * time.Millisecond},
 		{Retry{Attempts: 1}, 1, "", 0.5, 5 * time.Millisecond}, // default base 10ms
+		{Retry{Attempts: 3, Mode: Immediate, Backoff: time.Second}, 2, "3", 0.5, 0},
 	} {
 		if got := tc.r.wait(tc.n, tc.header, now, tc.u); got != tc.want {
 			t.Errorf("%s wait(%d, %q, u=%v) = %v, want %v", tc.r.Mode, tc.n, tc.header, tc.u, got, tc.want)

@@ -57,6 +57,9 @@ type Class struct {
 	Fraction float64 `json:"fraction"` // of the arrivals, by the mix's weights
 	Counts
 	Latency Quantiles `json:"latency"`
+	// RejectLatency is of each 429/503 answer to the class's tries, from
+	// the try's send instant, as Totals.RejectLatency.
+	RejectLatency Quantiles `json:"reject_latency"`
 }
 
 // PhaseResult is the figures of one phase of the schedule, by the intended
@@ -67,6 +70,9 @@ type PhaseResult struct {
 	For   time.Duration `json:"for"`
 	Counts
 	Latency Quantiles `json:"latency"`
+	// RejectLatency is of each 429/503 answer to a try of the phase's
+	// arrivals, from the try's send instant, as Totals.RejectLatency.
+	RejectLatency Quantiles `json:"reject_latency"`
 }
 
 // Second is one second of the run, by the intended send instant of each

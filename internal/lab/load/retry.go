@@ -18,6 +18,9 @@ const (
 	// RetryAfter waits what the Retry-After header says (whole seconds or
 	// an HTTP date), or falls back to Backoff when it is absent.
 	RetryAfter RetryMode = "retry-after"
+	// Immediate tries again at once, ignoring Retry-After: the client (or
+	// the retrying proxy in front of it) of a retry storm.
+	Immediate RetryMode = "immediate"
 )
 
 // DefaultBackoff is a zero Retry.Backoff.
@@ -38,9 +41,9 @@ func (r Retry) Validate() []error {
 		errs = append(errs, fmt.Errorf("load: retry attempts must be in [0,100], got %d", r.Attempts))
 	}
 	switch r.Mode {
-	case "", Backoff, RetryAfter:
+	case "", Backoff, RetryAfter, Immediate:
 	default:
-		errs = append(errs, fmt.Errorf("load: retry mode must be %q or %q, got %q", Backoff, RetryAfter, r.Mode))
+		errs = append(errs, fmt.Errorf("load: retry mode must be %q, %q or %q, got %q", Backoff, RetryAfter, Immediate, r.Mode))
 	}
 	if r.Backoff < 0 || r.Backoff > time.Minute {
 		errs = append(errs, fmt.Errorf("load: retry backoff must be in [0,1m], got %v", r.Backoff))
@@ -58,7 +61,10 @@ func retryable(status int) bool {
 // with the given Retry-After header value, received at now; u in [0,1)
 // is the jitter draw.
 func (r Retry) wait(n int, retryAfter string, now time.Time, u float64) time.Duration {
-	if r.Mode == RetryAfter {
+	switch r.Mode {
+	case Immediate:
+		return 0
+	case RetryAfter:
 		if d, ok := parseRetryAfter(retryAfter, now); ok {
 			return d
 		}

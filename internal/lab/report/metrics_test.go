@@ -129,6 +129,18 @@ func TestCompute(t *testing.T) {
 	if !near(m.RejectRate, 1000.0/2500, 1e-9) || m.Amplification != 1 || m.Fairness != nil {
 		t.Errorf("reject rate %v amplification %v fairness %v", m.RejectRate, m.Amplification, m.Fairness)
 	}
+	// The worst second after the first is one of the step's (p99 900 ms);
+	// the first second served 50.
+	if m.WorstSecondP99 != 900 || m.FirstSecondGood != 50 {
+		t.Errorf("worst second's p99 %v, first second's goodput %v", m.WorstSecondP99, m.FirstSecondGood)
+	}
+	// The first second does not count: a cold start's first second alone
+	// over the target is not "a second after the first".
+	r.Load.Seconds[0].P99 = 5000
+	Compute(&r)
+	if r.Metrics.WorstSecondP99 != 900 {
+		t.Errorf("worst second's p99 %v counts the first second", r.Metrics.WorstSecondP99)
+	}
 }
 
 // TestConvergenceNeedsTheSLO: a run that settles into collapse (goodput

@@ -98,17 +98,17 @@ func Markdown(w io.Writer, header string, runs []Run) error {
 		}
 		bw.printf("\nC = %.0f req/s at the start, SLO %v, %v of load.\n\n", r.Capacity, r.SLO, r.Schedule.Duration())
 	}
-	bw.printf("| contender | offered/s | goodput/s | goodput share | p50 ms | p99 ms | p99.9 ms | rejected | reject p99 ms | errors | tries/arrival | converge s | limit osc. | peak RSS proxy | peak RSS backend | CPU µs/req proxy | fairness | crashes |\n")
-	bw.printf("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	bw.printf("| contender | offered/s | goodput/s | goodput share | good in 1st s | p50 ms | p99 ms | worst 1 s p99 ms | reject p99 ms | p99.9 ms | rejected | errors | tries/arrival | converge s | limit osc. | peak RSS proxy | peak RSS backend | CPU µs/req proxy | fairness | crashes |\n")
+	bw.printf("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, r := range runs {
 		if r.Skipped != "" {
-			bw.printf("| %s | skipped: %s |||||||||||||||||\n", r.Contender, r.Skipped)
+			bw.printf("| %s | skipped: %s |||||||||||||||||||\n", r.Contender, r.Skipped)
 			continue
 		}
 		m := r.Metrics
-		bw.printf("| %s | %.0f | %.0f | %s | %.1f | %.1f | %.1f | %s | %.1f | %s | %.2f | %s | %s | %s | %s | %s | %s | %d |\n",
-			r.Contender, m.OfferedRate, m.Goodput, pct(m.GoodputShare), m.P50, m.P99, m.P999,
-			pct(m.RejectRate), m.RejectP99, pct(m.ErrorRate), m.Amplification,
+		bw.printf("| %s | %.0f | %.0f | %s | %.0f | %.1f | %.1f | %.1f | %.1f | %.1f | %s | %s | %.2f | %s | %s | %s | %s | %s | %s | %d |\n",
+			r.Contender, m.OfferedRate, m.Goodput, pct(m.GoodputShare), m.FirstSecondGood, m.P50, m.P99,
+			m.WorstSecondP99, m.RejectP99, m.P999, pct(m.RejectRate), pct(m.ErrorRate), m.Amplification,
 			optFloat(m.ConvergenceMax, "%.0f"), optFloat(m.LimitOscillation, "%.2f"),
 			optBytes(m.PeakRSSContender), optBytes(m.PeakRSSBackend), optFloat(m.CPUPerReqProxy, "%.0f"),
 			optFloat(m.Fairness, "%.2f"), m.BackendCrashes)
@@ -123,7 +123,7 @@ func Markdown(w io.Writer, header string, runs []Run) error {
 	}
 	ran := ranRuns(runs)
 	if len(ran) > 0 && len(ran[0].Load.Phases) > 1 {
-		bw.printf("\n## By phase\n\n| contender | phase | offered/s | goodput/s | p99 ms | rejected | errors | peak RSS proxy | peak RSS backend |\n|---|---|--:|--:|--:|--:|--:|--:|--:|\n")
+		bw.printf("\n## By phase\n\n| contender | phase | offered/s | goodput/s | p99 ms | reject p99 ms | rejected | errors | peak RSS proxy | peak RSS backend |\n|---|---|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 		for _, r := range ran {
 			for i, p := range r.Load.Phases {
 				secs := p.For.Seconds()
@@ -131,8 +131,9 @@ func Markdown(w io.Writer, header string, runs []Run) error {
 				if i < len(r.Metrics.PhaseRSS) {
 					rss = r.Metrics.PhaseRSS[i]
 				}
-				bw.printf("| %s | %s | %.0f | %.0f | %.1f | %s | %s | %s | %s |\n", r.Contender, p.Label,
-					float64(p.Offered)/secs, float64(p.Good)/secs, p.Latency.P99, ratio(p.Rejected, p.Offered), ratio(p.Errors, p.Offered),
+				bw.printf("| %s | %s | %.0f | %.0f | %.1f | %s | %s | %s | %s | %s |\n", r.Contender, p.Label,
+					float64(p.Offered)/secs, float64(p.Good)/secs, p.Latency.P99, optQuantile(p.RejectLatency.Count, p.RejectLatency.P99),
+					ratio(p.Rejected, p.Offered), ratio(p.Errors, p.Offered),
 					optBytes(rss.Contender), optBytes(rss.Backend))
 			}
 		}
@@ -146,12 +147,13 @@ func Markdown(w io.Writer, header string, runs []Run) error {
 			}
 			for _, c := range classes {
 				if !header {
-					bw.printf("\n## By %s\n\n| contender | %s | share | offered/s | goodput/s | p99 ms | rejected | errors |\n|---|---|--:|--:|--:|--:|--:|--:|\n", kind, kind)
+					bw.printf("\n## By %s\n\n| contender | %s | share | offered/s | goodput/s | p99 ms | reject p99 ms | rejected | errors |\n|---|---|--:|--:|--:|--:|--:|--:|--:|\n", kind, kind)
 					header = true
 				}
 				secs := r.Schedule.Duration().Seconds()
-				bw.printf("| %s | %s | %s | %.0f | %.0f | %.1f | %s | %s |\n", r.Contender, c.Name, pct(c.Fraction),
-					float64(c.Offered)/secs, float64(c.Good)/secs, c.Latency.P99, ratio(c.Rejected, c.Offered), ratio(c.Errors, c.Offered))
+				bw.printf("| %s | %s | %s | %.0f | %.0f | %.1f | %s | %s | %s |\n", r.Contender, c.Name, pct(c.Fraction),
+					float64(c.Offered)/secs, float64(c.Good)/secs, c.Latency.P99, optQuantile(c.RejectLatency.Count, c.RejectLatency.P99),
+					ratio(c.Rejected, c.Offered), ratio(c.Errors, c.Offered))
 			}
 		}
 	}
@@ -189,6 +191,14 @@ func optFloat(v *float64, format string) string {
 		return "–"
 	}
 	return fmt.Sprintf(format, *v)
+}
+
+// optQuantile formats a latency quantile of n answers, "–" for none.
+func optQuantile(n int64, ms float64) string {
+	if n == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f", ms)
 }
 
 func optBytes(v *int64) string {

@@ -19,6 +19,7 @@ import (
 	"github.com/sluicehq/sluice/internal/lab/backend"
 	"github.com/sluicehq/sluice/internal/lab/hog"
 	"github.com/sluicehq/sluice/internal/lab/load"
+	"github.com/sluicehq/sluice/internal/pause"
 )
 
 // Scenario is one parsed scenario file.
@@ -55,6 +56,7 @@ type Backend struct {
 	DropAbandoned bool     `toml:"drop_abandoned"`
 	ResponseBytes Bytes    `toml:"response_bytes"`
 	Changes       []string `toml:"changes"` // backend.ParseChange form, e.g. "30s:slow=2"
+	Stall         string   `toml:"stall"`   // pause.Parse form, e.g. "for=300ms,every=3s"
 }
 
 // Hog is the [hog] table: a CPU hog beside the backend for the whole run,
@@ -374,6 +376,11 @@ func (s *Scenario) backendParams() (backend.Params, []error) {
 			continue
 		}
 		p.Changes = append(p.Changes, c)
+	}
+	if st, err := pause.Parse(b.Stall); err != nil {
+		errs = append(errs, fmt.Errorf("backend: stall: %w", err))
+	} else {
+		p.Stall = st
 	}
 	errs = append(errs, p.Validate()...)
 	return p.WithDefaults(), errs
