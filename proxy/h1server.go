@@ -48,8 +48,10 @@ type H1Server struct {
 	idleTimeout   time.Duration
 	maxHead       int // bytes of a head: MaxHeaderBytes and net/http's 4 KiB of slack
 
-	h2      *http.Server     // net/http's server, for h2c connections
-	handoff *handoffListener // how connections reach it
+	h2         *http.Server     // net/http's server, for h2c connections
+	handoff    *handoffListener // how connections reach it
+	h2Listener net.Listener     // handoff, guarded
+	h2Once     sync.Once        // h2 is served from the first Serve on
 
 	clock    coarseClock
 	errorLog *log.Logger // ServerParams.ErrorLog
@@ -59,7 +61,6 @@ type H1Server struct {
 	conns    map[*h1Conn]struct{}
 	closing  atomic.Bool
 	draining chan struct{} // closed when Shutdown or Close began
-	h2Served chan struct{} // closed when h2's Serve returned
 	ctx      context.Context
 	cancel   context.CancelFunc
 }
@@ -93,19 +94,22 @@ func NewH1Server(px *Proxy, p ServerParams) (*H1Server, error) {
 		lns:           make(map[net.Listener]struct{}),
 		conns:         make(map[*h1Conn]struct{}),
 		draining:      make(chan struct{}),
-		h2Served:      make(chan struct{}),
 		ctx:           ctx,
 		cancel:        cancel,
 	}
 	s.clock.start()
-	go func() {
-		defer close(s.h2Served)
-		_ = h2.Serve(GuardListener(s.handoff, p.MaxHeaderBytes))
-	}()
+	s.h2Listener = GuardListener(s.handoff, p.MaxHeaderBytes)
 	return s, nil
 }
 
-// SetIdleTimeout changes IdleTimeout (0: none) before Serve.
+// serveH2 starts net/http's server on the handed-off connections, once.
+func (s *H1Server) serveH2() {
+	s.h2Once.Do(func() {
+		go func() { _ = s.h2.Serve(s.h2Listener) }()
+	})
+}
+
+// SetIdleTimeout changes IdleTimeout (0: none); call it before Serve.
 func (s *H1Server) SetIdleTimeout(d time.Duration) {
 	s.idleTimeout = d
 	s.h2.IdleTimeout = d
@@ -123,6 +127,7 @@ func (s *H1Server) Serve(ln net.Listener) error {
 	}
 	s.lns[ln] = struct{}{}
 	s.mu.Unlock()
+	s.serveH2()
 	defer func() {
 		s.mu.Lock()
 		delete(s.lns, ln)
