@@ -188,13 +188,11 @@ func (s *H1Server) forget(c *h1Conn) {
 // h2c connections are shut down by net/http's Shutdown.
 func (s *H1Server) Shutdown(ctx context.Context) error {
 	s.beginClose()
-	errH2 := s.h2.Shutdown(ctx)
+	h2Done := make(chan error, 1)
+	go func() { h2Done <- s.h2.Shutdown(ctx) }()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
-	for {
-		if s.closeIdle() == 0 {
-			break
-		}
+	for s.closeIdle() > 0 {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -202,7 +200,7 @@ func (s *H1Server) Shutdown(ctx context.Context) error {
 		}
 	}
 	s.clock.stop()
-	return errH2
+	return <-h2Done
 }
 
 // Close closes the listeners and every connection at once.
