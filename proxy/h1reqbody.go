@@ -88,7 +88,10 @@ func (b *h1Body) sendContinue() {
 // headWritten says the response head is about to be written: no 100
 // Continue from now.
 func (b *h1Body) headWritten() {
-	if b.expect || b.canCont {
+	// canCont is written only here and by reset, on the handler's goroutine:
+	// it may be read without the lock (b.expect may not: the body's reader
+	// writes it).
+	if b.canCont {
 		b.contMu.Lock()
 		b.canCont = false
 		b.contMu.Unlock()
