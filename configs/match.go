@@ -7,9 +7,11 @@ import (
 	"github.com/sluicehq/sluice/gate/spec"
 )
 
-// spec is m as the gate's Match: the rules of matching are the gate's.
+// spec is m as the gate's Match: the rules of matching are the gate's. The
+// two types have the same fields, in the same order (a conversion that
+// does not compile says they drifted apart).
 func (m *Match) spec() spec.Match {
-	return spec.Match{Path: m.Path, PathPrefix: m.PathPrefix, Methods: m.Methods, Host: m.Host, Headers: m.Headers}
+	return spec.Match(*m)
 }
 
 // CatchAll reports whether m accepts every request (spec.Match.CatchAll).
@@ -33,9 +35,9 @@ func (m *Match) Covers(o *Match) bool {
 
 // checkNormal reports a path or path prefix that no request can match:
 // requests are matched on their normalised path (slashes merged, "." and
-// ".." segments resolved; a path with a backslash is refused), so a
-// configured path with an empty, "." or ".." segment, or a backslash, never
-// matches. Of a prefix only the whole segments are looked at: "/a/." may
+// ".." segments resolved; a path with a backslash is refused) without the
+// ";" parameters of its segments, so a configured path with an empty, "."
+// or ".." segment, a backslash or a ";" never matches. Of a prefix only the whole segments are looked at: "/a/." may
 // still match "/a/.well-known". p is the match's key path.
 func (m *Match) checkNormal(ck *checker, p string) {
 	for _, k := range [...]struct {
@@ -52,6 +54,8 @@ func (m *Match) checkNormal(ck *checker, p string) {
 		switch {
 		case strings.IndexByte(k.v, '\\') >= 0:
 			ck.errorf(join(p, k.key), "never matches: requests whose path holds a backslash are refused (400), got %q", k.v)
+		case strings.IndexByte(k.v, ';') >= 0:
+			ck.errorf(join(p, k.key), `never matches: requests are matched without the ";" parameters of their path's segments, so write %q, got %q`, spec.WithoutParams(k.v), k.v)
 		case !normalSegments(whole):
 			want := path.Clean(whole)
 			dir := strings.HasSuffix(whole, "/") || strings.HasSuffix(whole, "/.") || strings.HasSuffix(whole, "/..")
