@@ -216,7 +216,9 @@ const (
 // Concurrency is a [group.concurrency]: how many requests of the group may
 // be in the upstream at once, and the control law that moves that limit.
 type Concurrency struct {
-	// Law is the control law. Default "target".
+	// Law is the control law. Derived: "target" when the group has a target
+	// (latency, cpu, memory or cpu_pressure), else "gradient", which needs
+	// none (the same default as the library's, spec.Concurrency.Law).
 	Law Law `toml:"law" json:"law"`
 	// Limit is the limit of law "fixed", from 1 to 1e6; only with "fixed".
 	Limit int `toml:"limit,omitzero" json:"limit,omitempty"`
