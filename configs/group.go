@@ -272,7 +272,7 @@ type Targets struct {
 	// target. Default 0.
 	CPU float64 `toml:"cpu" json:"cpu"`
 	// Memory is the highest acceptable memory utilisation, a ratio in
-	// [0, 1]; 0 is off. Default 0.85.
+	// [0, 1]; 0 is off. Default 0.
 	Memory float64 `toml:"memory" json:"memory"`
 	// CPUPressure is the highest acceptable share of time in which runnable
 	// work of what the probe watches waits for a CPU (Linux PSI, cpu.pressure
