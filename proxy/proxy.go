@@ -278,6 +278,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "proxy: CONNECT is not supported", http.StatusMethodNotAllowed)
 		return
 	}
+	if class, why := requestLineFault(r); class != "" {
+		w.Header()[headerError] = []string{class}
+		http.Error(w, "proxy: "+why, http.StatusBadRequest)
+		return
+	}
 	var ct string
 	if v := r.Header["Content-Type"]; len(v) > 0 {
 		ct = v[0]
