@@ -304,6 +304,23 @@ func (r *Rate) checkSync(ck *checker, p string, alg *limits.Algorithm) {
 		ck.duration(join(p, "lease_expiry"), r.LeaseExpiry, ms, hour) && r.LeaseExpiry < 3*r.LeasePeriod {
 		ck.errorf(join(p, "lease_expiry"), "must be ≥ 3 lease_periods (%s), got %s", 3*r.LeasePeriod, r.LeaseExpiry)
 	}
+	// A renewal takes at most what the stock holds: refill beyond the
+	// stock's capacity between two renewals is lost for good.
+	period := time.Duration(r.LeasePeriod)
+	if alg.Shape == limits.ShapeRate {
+		need := r.PerSecond() * period.Seconds()
+		const lost = "the stock fills up between two renewals and the refill beyond it is lost (a leased quota admits less than its rate)"
+		switch burst := float64(r.Burst); {
+		case r.Burst > 0 && burst < need:
+			ck.errorf(join(p, "burst"), "%d is below rate × lease_period (%g): %s; set burst ≥ %d, or a shorter lease_period",
+				r.Burst, need, lost, int64(math.Ceil(need)))
+		case r.Burst == 0 && math.Ceil(r.PerSecond()) < need: // the default burst: a second of the rate
+			ck.errorf(join(p, "lease_period"), "%s is longer than the default burst lasts (a second of the rate): %s; set burst ≥ %d, or lease_period ≤ 1s",
+				r.LeasePeriod, lost, int64(math.Ceil(need)))
+		}
+	} else if _, w := r.Quota(); w > 0 && w < period {
+		ck.errorf(join(p, "lease_period"), "%s is longer than the window (%s): a lease's units lapse at the window's end, so a node renewing less often than that leaves windows unused; set lease_period ≤ the window", r.LeasePeriod, Duration(w))
+	}
 }
 
 // checkAmount checks that the rate is given exactly one way.

@@ -41,8 +41,10 @@
 // group as such. It is sharded (four shards per CPU), each shard behind its
 // own mutex; a grant reserves a slot in one shard and fills it after the
 // gate admitted (two short locks), a release locks it once, and neither
-// allocates. IDs carry the slot and a per-slot generation, so a stale ID
-// never releases a later permit; the generations start at random values.
+// allocates. An ID carries its slot and a tag drawn at random at each grant
+// (40 bits, from a ChaCha8 stream per shard seeded by crypto/rand): a stale
+// ID never releases a later permit, and another client cannot guess a live
+// one.
 //
 // # Transports
 //
@@ -65,6 +67,12 @@
 //	  410 {"result": "expired", ...}   404 {"result": "unknown", ...}
 //
 // Only "group" is required; "latency_ms" absent means the service measures.
+// A client may send a session with every call (HTTP header Sluice-Session,
+// gRPC metadata sluice-session: 16 hexadecimal digits it drew at random;
+// permitclient does): a permit granted in a session is released only in
+// it, so that another client holding the token cannot release it even
+// knowing its ID (it finds it unknown). A permit granted without one is
+// released by its ID alone.
 // Errors are {"error": MESSAGE, "field": NAME}: 400 for a field out of
 // range or an unknown one, 404 for an unknown group, 401, 413 (bodies are
 // cut at 4 KiB), 415 (Content-Type must be application/json).

@@ -20,7 +20,7 @@ func TestFrontsAllocateNothingWithoutTheToken(t *testing.T) {
 		{"permit", permitTCPConfig, "permit service (HTTP/JSON and gRPC)", permitpb.Permits_Session_FullMethodName},
 	} {
 		t.Run(f.name, func(t *testing.T) {
-			d := startFronts(t, "[server]\nlisten = \"127.0.0.1:0\"\n"+f.config, f.line)
+			d := startFronts(t, f.config, f.line) // the configs listen on port 0 themselves
 			usage := func() h2raw.Usage {
 				u := h2raw.Usage{Goroutines: int(d.metric(t, "go_goroutines")), Bytes: int64(d.metric(t, "process_resident_memory_bytes"))}
 				if raceEnabled {

@@ -180,3 +180,52 @@ func (c *Conn) Streams(n int, fields []hpack.HeaderField, timeout time.Duration)
 	}
 	return r.a, r.err
 }
+
+// Request sends a request of fields on a new stream (HEADERS with
+// END_STREAM) and returns the :status of its answer, reading frames until
+// it comes (within 30s).
+func (c *Conn) Request(fields []hpack.HeaderField) (string, error) {
+	id, err := c.Headers(true, fields)
+	if err != nil {
+		return "", err
+	}
+	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	defer c.SetReadDeadline(time.Time{})
+	for {
+		f, err := c.Fr.ReadFrame()
+		if err != nil {
+			return "", err
+		}
+		switch f := f.(type) {
+		case *http2.MetaHeadersFrame:
+			if f.StreamID == id {
+				return f.PseudoValue("status"), nil
+			}
+		case *http2.RSTStreamFrame:
+			if f.StreamID == id {
+				return "", fmt.Errorf("h2raw: stream %d reset: %v", id, f.ErrCode)
+			}
+		case *http2.GoAwayFrame:
+			return "", fmt.Errorf("h2raw: GOAWAY %v", f.ErrCode)
+		case *http2.SettingsFrame:
+			if !f.IsAck() {
+				if err := c.Fr.WriteSettingsAck(); err != nil {
+					return "", err
+				}
+			}
+		}
+	}
+}
+
+// HTTP returns the fields of an HTTP request: method, path, authority
+// "sluice", then extra name, value pairs.
+func HTTP(method, path string, extra ...string) []hpack.HeaderField {
+	f := []hpack.HeaderField{
+		{Name: ":method", Value: method}, {Name: ":scheme", Value: "http"},
+		{Name: ":path", Value: path}, {Name: ":authority", Value: "sluice"},
+	}
+	for i := 0; i+1 < len(extra); i += 2 {
+		f = append(f, hpack.HeaderField{Name: extra[i], Value: extra[i+1]})
+	}
+	return f
+}

@@ -91,18 +91,23 @@ func (s *session) releaseRequest(id uint64, o Outcome, latency time.Duration) *p
 	return &s.req
 }
 
-// bearer sends the token with every call.
-type bearer string
+// callMetadata sends the client's session, and the token if any, with
+// every call (a Session stream's, once for all its calls).
+type callMetadata struct{ token, session string }
 
-func (b bearer) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
-	return map[string]string{"authorization": "Bearer " + string(b)}, nil
+func (m callMetadata) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	md := map[string]string{permitpb.SessionKey: m.session}
+	if m.token != "" {
+		md["authorization"] = "Bearer " + m.token
+	}
+	return md, nil
 }
 
 // RequireTransportSecurity is false: the service listens without TLS, on
 // loopback or a unix socket.
-func (bearer) RequireTransportSecurity() bool { return false }
+func (callMetadata) RequireTransportSecurity() bool { return false }
 
-func newGRPC(network, address string, o Options) (transport, error) {
+func newGRPC(network, address, session string, o Options) (transport, error) {
 	dial := func(ctx context.Context, _ string) (net.Conn, error) {
 		d := net.Dialer{Timeout: o.DialTimeout}
 		return d.DialContext(ctx, network, address)
@@ -119,9 +124,7 @@ func newGRPC(network, address string, o Options) (transport, error) {
 		grpc.WithInitialWindowSize(1 << 20),
 		grpc.WithInitialConnWindowSize(1 << 20),
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 20 * time.Second, Timeout: 10 * time.Second}),
-	}
-	if o.Token != "" {
-		opts = append(opts, grpc.WithPerRPCCredentials(bearer(o.Token)))
+		grpc.WithPerRPCCredentials(callMetadata{token: o.Token, session: session}),
 	}
 	// passthrough: the dialer above reaches the address; no name resolution.
 	conn, err := grpc.NewClient("passthrough:///permit", opts...)

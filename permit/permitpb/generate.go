@@ -11,9 +11,3 @@
 package permitpb
 
 //go:generate protoc --go_out=. --go_opt=paths=source_relative --go-grpc_out=. --go-grpc_opt=paths=source_relative --go-vtproto_out=. --go-vtproto_opt=paths=source_relative,features=marshal+unmarshal+size permit.proto
-
-// MaxStreams is the most streams (calls and Sessions) the permit service
-// serves at once on one connection (HTTP/2's SETTINGS_MAX_CONCURRENT_STREAMS):
-// permitclient opens at most this many Sessions on its connection, so that
-// none of its calls waits for a stream that an idle Session holds.
-const MaxStreams = 1024
