@@ -44,8 +44,10 @@ func TrimOWS(v string) string { return strings.Trim(v, " \t") }
 
 // Normal returns a copy of m spelled as Matches expects: methods in upper
 // case, the host in lower case without a trailing dot, header names in
-// canonical form (of two spellings of one name, the canonical one's value
-// is kept) and their values without the whitespace around them.
+// canonical form and their values without the whitespace around them. Of
+// two spellings of one name, such as "X-Env" and "x-env", both are kept,
+// the second under its own spelling: Check refuses them, and such a group
+// would never match.
 func (m Match) Normal() Match {
 	m.Methods = slices.Clone(m.Methods)
 	for i, method := range m.Methods {
@@ -54,9 +56,17 @@ func (m Match) Normal() Match {
 	m.Host = strings.TrimSuffix(strings.ToLower(m.Host), ".")
 	if len(m.Headers) > 0 {
 		h := make(map[string]string, len(m.Headers))
-		for _, name := range slices.Sorted(maps.Keys(m.Headers)) {
-			key := CanonicalHeader(name)
-			if _, dup := h[key]; !dup || key == name {
+		names := slices.Sorted(maps.Keys(m.Headers))
+		for _, name := range names {
+			if CanonicalHeader(name) == name {
+				h[name] = TrimOWS(m.Headers[name])
+			}
+		}
+		for _, name := range names {
+			if key := CanonicalHeader(name); key != name {
+				if _, dup := h[key]; dup {
+					key = name // two spellings of one name: both kept, for Check to refuse
+				}
 				h[key] = TrimOWS(m.Headers[name])
 			}
 		}
