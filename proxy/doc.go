@@ -126,5 +126,9 @@
 // clients are bounded by ReadHeaderTimeout, IdleTimeout and MaxHeaderBytes there,
 // and by the Proxy's ClientTimeout, a progress deadline on body reads and
 // response writes, instead of a whole-request ReadTimeout or WriteTimeout that
-// would cut long streams.
+// would cut long streams. The deadline holds HTTP/2 streams (gRPC's included) as
+// it holds HTTP/1 connections: a stream whose client grants no flow-control
+// window, or does not send the body it announced, ends (reset, or 408) and
+// gives its concurrency slot back; one connection opens at most
+// MaxConcurrentStreams (100) streams at once.
 package proxy

@@ -57,10 +57,12 @@ type Params struct {
 	// proxy_read_timeout) — a slow stream that keeps sending lives on. gRPC calls
 	// are bounded by their own deadline instead. Default 60s.
 	UpstreamTimeout time.Duration
-	// ClientTimeout is the longest an HTTP/1 client may take to make progress:
-	// between reads of its request body and for each write of the response. It
-	// replaces http.Server's ReadTimeout and WriteTimeout, which would cut long
-	// uploads and streams. Default 60s.
+	// ClientTimeout is the longest a client may take to make progress: between
+	// reads of its request body and for each write of the response, over
+	// HTTP/1 and on each HTTP/2 stream (gRPC's included: a stream whose client
+	// sends nothing for longer, its request still open, ends; raise it for
+	// streams that idle longer). It replaces http.Server's ReadTimeout and
+	// WriteTimeout, which would cut long uploads and streams. Default 60s.
 	ClientTimeout time.Duration
 	// MaxIdleConns bounds the idle HTTP/1.1 connections kept to the upstream.
 	// Default 512.
@@ -274,6 +276,11 @@ func (x *exchange) finishAt(o gate.Outcome, end time.Time) {
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodConnect {
 		http.Error(w, "proxy: CONNECT is not supported", http.StatusMethodNotAllowed)
+		return
+	}
+	if class, why := requestLineFault(r); class != "" {
+		w.Header()[headerError] = []string{class}
+		http.Error(w, "proxy: "+why, http.StatusBadRequest)
 		return
 	}
 	var ct string
