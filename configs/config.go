@@ -99,8 +99,9 @@ type Server struct {
 	// own server on the proxy's one request parser (the framing is decided
 	// once, a refusal costs no allocation), or "net/http", Go's server behind
 	// the framing guard, as before (an escape hatch for a release). Over TLS,
-	// or with read_timeout or write_timeout set, net/http's serves whatever
-	// this says; h2c is net/http's either way. Default "sluice".
+	// with read_timeout or write_timeout set, or with upstream.protocol =
+	// "h2c", net/http's serves whatever this says; h2c clients are net/http's
+	// either way. Default "sluice".
 	HTTP1 HTTP1Server `toml:"http1" json:"http1"`
 }
 
@@ -115,11 +116,13 @@ const (
 	HTTP1NetHTTP HTTP1Server = "net/http"
 )
 
-// OwnHTTP1 reports whether s is served by sluice's own HTTP/1.1 server: asked
-// for, on plain text, without the whole-request timeouts that only net/http's
-// server has.
-func (s *Server) OwnHTTP1() bool {
-	return s.HTTP1 == HTTP1Sluice && s.TLSCert == "" && s.ReadTimeout == 0 && s.WriteTimeout == 0
+// OwnHTTP1 reports whether c's HTTP/1.1 is served by sluice's own server:
+// asked for, on plain text, without the whole-request timeouts that only
+// net/http's server has, in front of an upstream that speaks HTTP/1.1.
+func (c *Config) OwnHTTP1() bool {
+	s := &c.Server
+	return s.HTTP1 == HTTP1Sluice && s.TLSCert == "" && s.ReadTimeout == 0 && s.WriteTimeout == 0 &&
+		c.Upstream.Protocol != ProtocolH2C
 }
 
 // Upstream is the [upstream] section: the service sluice guards.

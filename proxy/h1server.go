@@ -66,8 +66,8 @@ type H1Server struct {
 }
 
 // NewH1Server returns the server of px for p (whose Handler, if set, serves
-// the h2c connections instead of px: px wrapped, say). Over TLS (p.TLS) use
-// NewServer: this server reads plain text.
+// the h2c connections instead of px: px wrapped, say). Over TLS (p.TLS), and
+// for a Proxy whose upstream speaks h2c only (ProtocolH2C), use NewServer.
 func NewH1Server(px *Proxy, p ServerParams) (*H1Server, error) {
 	if px == nil {
 		return nil, errors.New("proxy: the own server needs a Proxy")
@@ -77,6 +77,12 @@ func NewH1Server(px *Proxy, p ServerParams) (*H1Server, error) {
 	}
 	if p.TLS {
 		return nil, errors.New("proxy: the own server reads plain text; serve TLS with NewServer")
+	}
+	if px.protocol == ProtocolH2C {
+		// Its requests would go to net/http's HTTP/2 transport, which may
+		// read them after they ended; the own server's are views of its
+		// buffers (see H1Server).
+		return nil, errors.New("proxy: the own server forwards over HTTP/1.1; for an h2c-only upstream, use NewServer")
 	}
 	h2, err := NewServer(p)
 	if err != nil {

@@ -133,7 +133,7 @@ func serveProxyWith(t *testing.T, p Params, sp ServerParams, prepare func(*Proxy
 	if err != nil {
 		t.Fatal(err)
 	}
-	if testNetHTTPServer {
+	if testNetHTTPServer || p.Protocol == ProtocolH2C { // the own server does not forward to h2c only
 		srv, err := NewServer(sp)
 		if err != nil {
 			t.Fatal(err)

@@ -162,7 +162,8 @@ func (d *daemon) build() error {
 		DisableH2C:        !s.H2C,
 		ErrorLog:          log.Named("proxy").StandardLogger(&hclog.StandardLoggerOptions{ForceLevel: hclog.Warn}),
 	}
-	if s.OwnHTTP1() {
+	own := cfg.OwnHTTP1()
+	if own {
 		own, err := proxy.NewH1Server(d.proxy, srvParams)
 		if err != nil {
 			return err
@@ -184,7 +185,7 @@ func (d *daemon) build() error {
 	if d.ln, err = listen(s.Listen); err != nil {
 		return fmt.Errorf("server.listen %s: %w", s.Listen, err)
 	}
-	d.ln = serverListener(d.ln, s, tlsConfig, log.Named("server"))
+	d.ln = serverListener(d.ln, s, tlsConfig, own, log.Named("server"))
 	if err := checkFronts(cfg); err != nil {
 		return err
 	}
