@@ -23,6 +23,10 @@ type Sample struct {
 	Limit int
 	// InFlight is the number of admitted requests not yet done at Now.
 	InFlight int
+	// InFlightStart is the number in flight at the start of the interval
+	// (the previous sample's InFlight); with InFlight it tells whether
+	// completions kept up with what was in flight (Stalled). Zero: unknown.
+	InFlightStart int
 	// MaxInFlight is the peak number of admitted requests in flight during the
 	// interval. It drives the app-limited guard.
 	MaxInFlight int
@@ -223,6 +227,39 @@ func (s *Sample) interval() time.Duration {
 	}
 	return s.Interval
 }
+
+// Stalled reports that completions did not keep up with what was in
+// flight: at least min(InFlightStart, InFlight) requests were in flight
+// through the interval, yet what completed accounts, by Little's law (the
+// successes times their mean latency), for under stallShare of that. The
+// service stopped answering for much of the interval (a pause, a hang),
+// and the latency of the few that came back says nothing of those stuck:
+// a law must not read it as a service with room to spare. A drop counts as
+// in flight for the whole interval (a fast failure is an answer), so drops
+// never make an interval look stalled.
+func (s *Sample) Stalled() bool {
+	share, held := s.answered()
+	return held > 0 && share < stallShare
+}
+
+// answered returns the share of the work held in flight through the
+// interval that came back (see Stalled), and how many requests were held
+// (0: none, and the share is meaningless).
+func (s *Sample) answered() (share float64, held int) {
+	held = min(max(s.InFlightStart, 0), max(s.InFlight, 0))
+	if held == 0 {
+		return 0, 0
+	}
+	iv := s.interval().Seconds()
+	work := float64(max(0, s.Successes))*seconds(s.Latency.Mean) + float64(max(0, s.Drops))*iv
+	return work / (float64(held) * iv), held
+}
+
+// stallShare is the share of the work in flight that must come back within
+// an interval for completions to count as keeping up (Sample.Stalled): in a
+// steady state all of it does (Little's law), and a service that stops for
+// half the interval or more falls under it.
+const stallShare = 0.5
 
 // completed is the number of admitted requests that finished with a signal.
 func (s *Sample) completed() int { return max(0, s.Successes) + max(0, s.Drops) }

@@ -211,7 +211,11 @@ func TestTargetLabBackend(t *testing.T) {
 }
 
 // Issue: step 0.7 -> 1.4 -> 0.7 x C converges within 2 s (goodput >= 95 % of
-// the steady state, p99 <= SLO) with limit overshoot <= 20 %.
+// the steady state, p99 <= SLO) with limit overshoot <= 20 %: once converged,
+// the limit does not swing above where it settles by more than a fifth. (At
+// 1.4 x C the backend is overloaded and the law takes the limit down from
+// the one the 0.7 x C phase left, toward the knee: the phase's first
+// seconds are that descent, not an overshoot.)
 func TestTargetStep(t *testing.T) {
 	r := run(t, "step", "target")
 	for _, name := range []string{"high", "back"} {
@@ -227,9 +231,11 @@ func TestTargetStep(t *testing.T) {
 			t.Errorf("%s: %.2f %% late from 2s on: p99 above the SLO", name, 100*w.LateRatio)
 		}
 	}
-	if high := phase(t, r, "high"); high.Limit.Overshoot > 0.2 {
-		t.Errorf("limit overshoot %.0f %% (max %d, settled %.1f), want <= 20 %%",
-			100*high.Limit.Overshoot, high.Limit.Max, high.Limit.SteadyMean)
+	high := phase(t, r, "high")
+	w := r.Window(high.Start+2*time.Second, high.End)
+	if over := float64(w.LimitMax)/high.Limit.SteadyMean - 1; over > 0.2 {
+		t.Errorf("limit overshoot %.0f %% (max %d from 2 s on, settled %.1f), want <= 20 %%",
+			100*over, w.LimitMax, high.Limit.SteadyMean)
 	}
 }
 
