@@ -92,6 +92,15 @@ type AcquireOptions struct {
 	// (e.g. a CoDel-style bound the caller computes); negative means do not
 	// wait at all.
 	MaxWait time.Duration
+	// Positions, when positive, is how far back in the queue the caller
+	// may wait (1: served next): as many waiters as can be served within
+	// its wait. A caller that would stand further back (counting those
+	// served before it: higher priorities, and its own priority's under
+	// FIFO) is refused with ErrQueueFull at once, and a waiter pushed back
+	// further by later arrivals (a higher priority, or its own under LIFO)
+	// leaves with ErrEvicted at once, rather than waiting only to time out.
+	// Zero: no bound but MaxQueue.
+	Positions int
 }
 
 // The state word: the limit in the high 32 bits, a "waiters queued" flag in
@@ -124,7 +133,8 @@ func inflightOf(w uint64) int64 { return int64(w & inflightMask) }
 // raising the limit wakes as many waiters as it frees. A waiter leaves with
 // ErrWaitTimeout after its maximum wait, with ctx.Err() when its context
 // ends, or with ErrEvicted when a higher priority takes its place in a full
-// queue. A waiter that gives up at the very moment a slot is handed to it
+// queue or later arrivals push it back beyond the positions it may wait at
+// (AcquireOptions.Positions). A waiter that gives up at the very moment a slot is handed to it
 // passes the slot on (to the next waiter, or back): slots are never lost.
 // Waiters and their timers are pooled, so the queued path does not
 // allocate in steady state.
@@ -265,6 +275,11 @@ func (c *Concurrency) wait(ctx context.Context, o AcquireOptions) error {
 		c.mu.Unlock()
 		return ErrLimit
 	}
+	order := Order(c.order.Load())
+	if o.Positions > 0 && c.q.position(o.Priority, order) > o.Positions {
+		c.mu.Unlock()
+		return ErrQueueFull
+	}
 	if int64(c.q.n) >= maxQueue {
 		victim := c.q.lowest()
 		if victim == nil || victim.priority >= o.Priority {
@@ -274,7 +289,13 @@ func (c *Concurrency) wait(ctx context.Context, o AcquireOptions) error {
 		c.finish(victim, ErrEvicted)
 	}
 	wt := getWaiter(o.Priority)
+	wt.positions = o.Positions
 	c.q.push(wt)
+	// The waiter served last stands at position n now: push it out if that
+	// is beyond what it may wait for.
+	for last := c.q.last(order); last != nil && last != wt && last.positions > 0 && c.q.n > last.positions; last = c.q.last(order) {
+		c.finish(last, ErrEvicted)
+	}
 	c.settle()
 	c.mu.Unlock()
 
