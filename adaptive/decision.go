@@ -99,7 +99,7 @@ const (
 	// the rate stage. Observed is the throughput, Bound the rate, in req/s.
 	SignalRateOverload
 	// SignalStalled: completions did not keep up with what was in flight
-	// (Sample.Stalled: the service stopped answering), so Target holds the
+	// (the service stopped answering), so Target holds the
 	// limit, and holds it again through the interval after, whose latency
 	// is the stall's. Observed is the share of the work in flight that came
 	// back, Bound the share that keeps up (stallShare).

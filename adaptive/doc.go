@@ -74,10 +74,11 @@
 // pressure over kneePressure: its throughput grows with its share of the
 // cores).
 //
-// Stalls. While completions do not keep up with what is in flight
-// (Sample.Stalled: by Little's law the successes account for under
-// stallShare of the work held through the interval: the service stopped
-// answering), and in the interval after (whose latency is the stall's), the
+// Stalls. While completions do not keep up with what is in flight (by
+// Little's law the successes account for under stallShare of the work held
+// through the interval, where the latency last seen would have brought
+// several: the service stopped answering), and in the interval after (whose
+// latency is the stall's), the
 // law holds (SignalStalled): it must not read the few requests that came
 // back as a service with room, nor blame concurrency for a pause.
 //

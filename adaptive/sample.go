@@ -228,23 +228,12 @@ func (s *Sample) interval() time.Duration {
 	return s.Interval
 }
 
-// Stalled reports that completions did not keep up with what was in
-// flight: at least min(InFlightStart, InFlight) requests were in flight
-// through the interval, yet what completed accounts, by Little's law (the
-// successes times their mean latency), for under stallShare of that. The
-// service stopped answering for much of the interval (a pause, a hang),
-// and the latency of the few that came back says nothing of those stuck:
-// a law must not read it as a service with room to spare. A drop counts as
-// in flight for the whole interval (a fast failure is an answer), so drops
-// never make an interval look stalled.
-func (s *Sample) Stalled() bool {
-	share, held := s.answered()
-	return held > 0 && share < stallShare
-}
-
 // answered returns the share of the work held in flight through the
-// interval that came back (see Stalled), and how many requests were held
-// (0: none, and the share is meaningless).
+// interval that came back: the successes times their mean latency (Little's
+// law), with each drop counted as in flight for the whole interval (a fast
+// failure is an answer), against min(InFlightStart, InFlight) requests held
+// for the interval; and how many were held (0: none, and the share is
+// meaningless).
 func (s *Sample) answered() (share float64, held int) {
 	held = min(max(s.InFlightStart, 0), max(s.InFlight, 0))
 	if held == 0 {
@@ -255,11 +244,17 @@ func (s *Sample) answered() (share float64, held int) {
 	return work / (float64(held) * iv), held
 }
 
-// stallShare is the share of the work in flight that must come back within
-// an interval for completions to count as keeping up (Sample.Stalled): in a
-// steady state all of it does (Little's law), and a service that stops for
-// half the interval or more falls under it.
-const stallShare = 0.5
+// stallShare is the share of the work held in flight that must come back
+// within an interval for completions to count as keeping up (Target's
+// stalled): in a steady state all of it does (Little's law), and a service
+// that stops for half the interval or more falls under it. stallExpected
+// is how many completions the interval must have been expected to bring (by
+// the latency last seen) for their absence to say anything: a request
+// slower than the interval is in flight through it as a matter of course.
+const (
+	stallShare    = 0.5
+	stallExpected = 4
+)
 
 // completed is the number of admitted requests that finished with a signal.
 func (s *Sample) completed() int { return max(0, s.Successes) + max(0, s.Drops) }

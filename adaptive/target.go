@@ -118,9 +118,11 @@ type Target struct {
 	// overloaded (observeRefused).
 	refused    float64
 	overloaded bool
-	// stalled: the last sample was Stalled (its successor's latency is the
-	// stall's).
-	stalled bool
+	// stalled: completions stalled in the last interval (stalledIn; its
+	// successor's latency is the stall's); lastMean is the mean latency of
+	// the last interval that completed something and did not stall.
+	stalled  bool
+	lastMean float64
 	// xs holds the throughput of the last kneeWindow intervals (at xAt)
 	// and ls the limit each ran at, to tell a service that lost capacity
 	// (observeThroughput).
@@ -333,7 +335,10 @@ func (t *Target) Update(s Sample) Decision {
 	// read the few requests that came back as a service with room, a cut
 	// would blame concurrency for a pause.
 	after := t.stalled
-	t.stalled = s.Stalled()
+	t.stalled = t.stalledIn(&s)
+	if mean := seconds(s.Latency.Mean); mean > 0 && !t.stalled {
+		t.lastMean = mean
+	}
 	switch {
 	case t.stalled:
 		t.observeRefused(&s)
@@ -433,6 +438,25 @@ func (t *Target) Update(s Sample) Decision {
 	return decide(old, t.limit, oldRate, t.rate, why)
 }
 
+// stalledIn reports that completions did not keep up with what was in
+// flight in s: the limit bound (requests waited or were refused, so the
+// slots stayed full: at least min(InFlightStart, InFlight) requests were in
+// flight through the interval), yet what completed accounts, by Little's
+// law, for under stallShare of that, where the latency last seen would have
+// brought stallExpected completions or more. The service stopped answering for much
+// of the interval (a pause, a hang), and the latency of the few that came
+// back says nothing of those stuck.
+func (t *Target) stalledIn(s *Sample) bool {
+	share, held := s.answered()
+	if held == 0 || share >= stallShare || t.lastMean == 0 || !binds(s) {
+		return false
+	}
+	return float64(held)*s.interval().Seconds()/t.lastMean >= stallExpected
+}
+
+// binds reports that the limit bound in s: requests waited or were refused.
+func binds(s *Sample) bool { return s.Rejected > 0 || s.Queued > 0 }
+
 // kneeWindow is how many intervals the service's throughput is judged over
 // (2 s at the default interval); throughputDrop is the share of the window's
 // peak (over two intervals, which halves the noise of a count) under which
@@ -470,7 +494,7 @@ func (t *Target) observeThroughput(s *Sample, x, mean float64) float64 {
 		}
 	}
 	span := 2 * s.interval().Seconds()
-	fell := (s.Rejected > 0 || s.Queued > 0) && xm < throughputDrop*peak &&
+	fell := binds(s) && xm < throughputDrop*peak &&
 		(peak-xm)*span > 3*math.Sqrt(peak*span)
 	t.belowKnee = fell && t.limit < at
 	switch {
