@@ -96,10 +96,11 @@ type CircuitStatus struct {
 
 func (s *Server) getGroups(w http.ResponseWriter, _ *http.Request) {
 	sts := s.gate.Groups()
+	off := switchedOffIn(s.gate.Status())
 	v := api.Groups{Groups: make([]api.Group, len(sts))}
 	s.mu.Lock()
 	for i, st := range sts {
-		v.Groups[i] = newGroupView(st, s.groupConfig(st.Name), s.keep[st.Name])
+		v.Groups[i] = newGroupView(st, s.groupConfig(st.Name), s.keep[st.Name], off)
 	}
 	s.mu.Unlock()
 	writeJSON(w, http.StatusOK, v)
@@ -123,7 +124,7 @@ func (s *Server) groupView(name string) (api.Group, *apiError) {
 	s.mu.Lock()
 	keep := s.keep[name]
 	s.mu.Unlock()
-	return newGroupView(st, s.groupConfig(name), keep), nil
+	return newGroupView(st, s.groupConfig(name), keep, switchedOffIn(s.gate.Status())), nil
 }
 
 func noGroup(name string) *apiError {

@@ -35,7 +35,8 @@ func newGlobalView(st gate.GroupStatus) *api.Global {
 	if g.Sync == spec.SyncLeased {
 		v.Lease = &api.Lease{Bound: g.Bound, Outstanding: g.Outstanding, Held: g.Held, Keys: g.Leases,
 			Admitted: g.LeasedUnits, Refused: g.RefusedUnits,
-			Renewals: g.Renewals, RenewalErrors: g.RenewalErrors, LastRenewal: when(g.LastRenewal)}
+			Renewals: g.Renewals, RenewalErrors: g.RenewalErrors, LastRenewal: when(g.LastRenewal),
+			FallbackShare: g.Share, Rejoins: g.Rejoins, Rejoining: g.Rejoining}
 	}
 	return v
 }
@@ -50,7 +51,8 @@ func newRedisView(groups []gate.GroupStatus, cfg *configs.Config) *api.Redis {
 		}
 		if v == nil {
 			v = &api.Redis{Mode: g.Mode, Since: g.Since, NextProbe: when(g.NextProbe), LastError: g.LastError,
-				LastErrorAt: when(g.LastErrorAt), Fallback: g.Fallback, Nodes: api.Nodes{Share: g.Nodes}}
+				LastErrorAt: when(g.LastErrorAt), Fallback: g.Fallback, Nodes: api.Nodes{Share: g.Nodes},
+				Timeout: g.Timeout.Seconds()}
 			if g.ObservedNodes > 0 {
 				n := g.ObservedNodes
 				v.Nodes.Observed = &n
@@ -64,6 +66,12 @@ func newRedisView(groups []gate.GroupStatus, cfg *configs.Config) *api.Redis {
 		v.Decisions.Fallback += g.FallbackDecisions
 		v.Errors += g.Errors
 		v.Timeouts += g.Timeouts
+		late := api.Late{Group: st.Name, Admitted: g.LateAdmitted}
+		if g.LateBound >= 0 {
+			b := g.LateBound
+			late.Bound = &b
+		}
+		v.Late = append(v.Late, late)
 		if g.Sync == spec.SyncLeased {
 			v.Leased = append(v.Leased, api.Leased{Group: st.Name, Bound: g.Bound, Outstanding: g.Outstanding})
 		}
@@ -86,6 +94,14 @@ var (
 		nil, nil)
 	descRedisObserved = prometheus.NewDesc("sluice_redis_observed_nodes",
 		"sluice nodes seen alive through their heartbeats in Redis; absent before the first heartbeat.", nil, nil)
+	descRedisTimeout = prometheus.NewDesc("sluice_redis_timeout_seconds",
+		"How long a decision waits for Redis now: redis.timeout, or more while Redis answers slower (twice its p99, up to 100ms).", nil, nil)
+	descLateBound = prometheus.NewDesc("sluice_redis_late_bound_units_per_second",
+		"What the decisions of a global quota that Redis did not answer in time may admit by the fallback, on all nodes together: 1 % of the quota; absent with fallback open (no bound).",
+		[]string{"group"}, nil)
+	descLateAdmitted = prometheus.NewDesc("sluice_redis_late_admitted_units_total",
+		"Units this node admitted by the fallback for decisions Redis did not answer in time (within the late bound).",
+		[]string{"group"}, nil)
 
 	descLeaseBound = prometheus.NewDesc("sluice_redis_lease_bound_units",
 		"Over-admission bound of a leased global quota, per key, in cost units: 1.5 × rate × lease_period of the quota in force; absent with sync exact.",
@@ -102,10 +118,17 @@ var (
 	descLeaseRenewals = prometheus.NewDesc("sluice_redis_lease_renewals_total",
 		"Lease renewal calls of a leased global quota, by result: ok (Redis answered) or error.",
 		[]string{"group", "result"}, nil)
+	descLeaseShare = prometheus.NewDesc("sluice_redis_lease_fallback_share_units_per_second",
+		"The rate this node decides a leased global quota by while Redis is away: its max-min fair part of the quota, the units it holds counting toward it.",
+		[]string{"group"}, nil)
+	descLeaseRejoins = prometheus.NewDesc("sluice_redis_lease_rejoins_total",
+		"Redis restarts (an empty Redis, a new epoch of the lease hash) this node found for a leased global quota; it then took no more than its share until the other nodes were back.",
+		[]string{"group"}, nil)
 )
 
 var globalDescs = []*prometheus.Desc{descRedisUp, descRedisDecisions, descRedisErrors, descRedisNodes, descRedisObserved,
-	descLeaseBound, descLeaseOutstanding, descLeaseHeld, descLeaseUnits, descLeaseRenewals}
+	descRedisTimeout, descLateBound, descLateAdmitted,
+	descLeaseBound, descLeaseOutstanding, descLeaseHeld, descLeaseUnits, descLeaseRenewals, descLeaseShare, descLeaseRejoins}
 
 // collectGlobal exports the global quotas of groups.
 func collectGlobal(ch chan<- prometheus.Metric, groups []gate.GroupStatus) {
@@ -123,6 +146,7 @@ func collectGlobal(ch chan<- prometheus.Metric, groups []gate.GroupStatus) {
 			}
 			ch <- prometheus.MustNewConstMetric(descRedisUp, prometheus.GaugeValue, up)
 			ch <- prometheus.MustNewConstMetric(descRedisNodes, prometheus.GaugeValue, float64(g.Nodes))
+			ch <- prometheus.MustNewConstMetric(descRedisTimeout, prometheus.GaugeValue, g.Timeout.Seconds())
 			if g.ObservedNodes > 0 {
 				ch <- prometheus.MustNewConstMetric(descRedisObserved, prometheus.GaugeValue, float64(g.ObservedNodes))
 			}
@@ -134,6 +158,10 @@ func collectGlobal(ch chan<- prometheus.Metric, groups []gate.GroupStatus) {
 		counter(descRedisDecisions, g.FallbackDecisions, "fallback")
 		counter(descRedisErrors, g.Errors-min(g.Timeouts, g.Errors), "error") // read apart: a timeout may show first
 		counter(descRedisErrors, g.Timeouts, "timeout")
+		if g.LateBound >= 0 {
+			ch <- prometheus.MustNewConstMetric(descLateBound, prometheus.GaugeValue, g.LateBound, st.Name)
+		}
+		ch <- prometheus.MustNewConstMetric(descLateAdmitted, prometheus.CounterValue, float64(g.LateAdmitted), st.Name)
 		if g.Sync != spec.SyncLeased {
 			continue
 		}
@@ -147,6 +175,8 @@ func collectGlobal(ch chan<- prometheus.Metric, groups []gate.GroupStatus) {
 		counter(descLeaseUnits, g.RefusedUnits, "refused")
 		counter(descLeaseRenewals, g.Renewals, "ok")
 		counter(descLeaseRenewals, g.RenewalErrors, "error")
+		ch <- prometheus.MustNewConstMetric(descLeaseShare, prometheus.GaugeValue, g.Share, st.Name)
+		ch <- prometheus.MustNewConstMetric(descLeaseRejoins, prometheus.CounterValue, float64(g.Rejoins), st.Name)
 	}
 }
 

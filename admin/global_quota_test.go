@@ -28,7 +28,7 @@ match = { path_prefix = "/api/" }
   scope = "global"
   sync = "leased"
   rate = RATE
-  burst = 20
+  burst = 40
 
 [[group]]
 name = "batch"
@@ -70,12 +70,12 @@ func TestGlobalQuotaPatch(t *testing.T) {
 	a, _, _ := quotaNode(t, srv, "100")
 	b, bStore, bToml := quotaNode(t, srv, "100")
 
-	if v := quotaOf(t, a); v.Rate != 100 || v.Burst != 20 || v.Version != 0 || v.Source != "config" || v.Algorithm != "token_bucket" {
+	if v := quotaOf(t, a); v.Rate != 100 || v.Burst != 40 || v.Version != 0 || v.Source != "config" || v.Algorithm != "token_bucket" {
 		t.Fatalf("before: %+v, want the configured 100/s", v)
 	}
 	ans := a.do(t, req{method: http.MethodPatch, path: "/v1/groups/api/global", body: `{"rate": 50}`, token: testToken})
 	var v api.Quota
-	if ans.status != http.StatusOK || json.Unmarshal(ans.body, &v) != nil || v.Rate != 50 || v.Burst != 20 || v.Version != 1 || v.Source != "redis" {
+	if ans.status != http.StatusOK || json.Unmarshal(ans.body, &v) != nil || v.Rate != 50 || v.Burst != 40 || v.Version != 1 || v.Source != "redis" {
 		t.Fatalf("PATCH: %d %s, want 50/s version 1 from redis", ans.status, ans.body)
 	}
 	if g := a.group(t, "api").Rate.Global; g.QuotaVersion != 1 {

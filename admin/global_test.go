@@ -77,11 +77,12 @@ func globalFixture(t *testing.T) (*fixture, map[string]*fakeQuota) {
 	link := gate.GlobalStatus{
 		Mode: "fallback", Since: t0, NextProbe: t0.Add(2 * time.Second),
 		LastError: "dial tcp 127.0.0.1:6379: connect: connection refused", LastErrorAt: t0.Add(time.Millisecond),
-		Fallback: "local", Nodes: 3, ObservedNodes: 3,
+		Fallback: "local", Nodes: 3, ObservedNodes: 3, Timeout: 7 * time.Millisecond,
 	}
 	api, search := link, link
 	api.StoreDecisions, api.FallbackDecisions, api.Errors, api.Timeouts = 10, 5, 4, 1
-	search.StoreDecisions, search.FallbackDecisions = 1, 2
+	api.LateBound, api.LateAdmitted = 1.5, 3
+	search.StoreDecisions, search.FallbackDecisions, search.LateBound = 1, 2, -1
 	quotas := map[string]*fakeQuota{"api": {st: api}, "search": {st: search}}
 	f := newGlobalFixture(t, globalConfig, func(c *gate.Group) (gate.RateLimiter, error) { return quotas[c.Name], nil })
 	return f, quotas
@@ -102,12 +103,13 @@ func TestGlobalStatus(t *testing.T) {
 	if r == nil {
 		t.Fatalf("no redis in %s", a.body)
 	}
-	observed := 3
+	observed, lateBound := 3, 1.5
 	want := api.Redis{
 		Mode: "fallback", Since: t0, NextProbe: when(t0.Add(2 * time.Second)),
 		LastError: "dial tcp 127.0.0.1:6379: connect: connection refused", LastErrorAt: when(t0.Add(time.Millisecond)),
 		Fallback: "local", Nodes: api.Nodes{Configured: 2, Observed: &observed, Share: 3},
 		Groups: []string{"api", "search"}, Decisions: api.Decisions{Redis: 11, Fallback: 7}, Errors: 4, Timeouts: 1,
+		Timeout: 0.007, Late: []api.Late{{Group: "api", Bound: &lateBound, Admitted: 3}, {Group: "search"}},
 	}
 	if got, w := mustJSON(t, r), mustJSON(t, want); got != w {
 		t.Errorf("redis =\n%s\nwant\n%s", got, w)

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/sluicehq/sluice/internal/check"
 )
 
 // utf8BOM is the UTF-8 byte order mark, which a TOML file may start with.
@@ -285,7 +287,7 @@ func describe(v any) string {
 	case int64:
 		return "integer " + strconv.FormatInt(x, 10)
 	case float64:
-		return "float " + formatFloat(x)
+		return "float " + check.Float(x)
 	case bool:
 		return "boolean " + strconv.FormatBool(x)
 	case time.Time:
@@ -296,13 +298,6 @@ func describe(v any) string {
 		return "a table"
 	}
 	return fmt.Sprintf("%T", v)
-}
-
-func formatFloat(f float64) string {
-	if math.IsInf(f, 0) || math.IsNaN(f) {
-		return strings.TrimPrefix(strconv.FormatFloat(f, 'g', -1, 64), "+")
-	}
-	return strconv.FormatFloat(f, 'g', -1, 64)
 }
 
 // moved gives a hint for keys an operator may reasonably write that are

@@ -216,7 +216,9 @@ const (
 // Concurrency is a [group.concurrency]: how many requests of the group may
 // be in the upstream at once, and the control law that moves that limit.
 type Concurrency struct {
-	// Law is the control law. Default "target".
+	// Law is the control law. Derived: "target" when the group has a target
+	// (latency, cpu, memory or cpu_pressure), else "gradient", which needs
+	// none (the same default as the library's, spec.Concurrency.Law).
 	Law Law `toml:"law" json:"law"`
 	// Limit is the limit of law "fixed", from 1 to 1e6; only with "fixed".
 	Limit int `toml:"limit,omitzero" json:"limit,omitempty"`
@@ -270,7 +272,7 @@ type Targets struct {
 	// target. Default 0.
 	CPU float64 `toml:"cpu" json:"cpu"`
 	// Memory is the highest acceptable memory utilisation, a ratio in
-	// [0, 1]; 0 is off. Default 0.85.
+	// [0, 1]; 0 is off. Default 0.
 	Memory float64 `toml:"memory" json:"memory"`
 	// CPUPressure is the highest acceptable share of time in which runnable
 	// work of what the probe watches waits for a CPU (Linux PSI, cpu.pressure

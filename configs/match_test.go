@@ -37,6 +37,9 @@ func TestMatches(t *testing.T) {
 		{Match{Headers: map[string]string{"X-Env": "canary"}}, request{"GET", "h", "/", map[string][]string{"X-Env": {"canary", "prod"}}}, true},
 		{Match{Headers: map[string]string{"X-Env": "canary"}}, request{"GET", "h", "/", map[string][]string{"X-Env": {"prod"}}}, false},
 		{Match{Headers: map[string]string{"X-Env": "canary"}}, request{"GET", "h", "/", nil}, false},
+		// The whitespace around a value is not part of it (issue 23, item 4).
+		{Match{Headers: map[string]string{"X-Env": "canary"}}, request{"GET", "h", "/", map[string][]string{"X-Env": {" canary\t"}}}, true},
+		{Match{Headers: map[string]string{"X-Env": "canary"}}, request{"GET", "h", "/", map[string][]string{"X-Env": {"can ary"}}}, false},
 	}
 	for i, tt := range tests {
 		if got := tt.m.Matches(tt.r.method, tt.r.host, tt.r.path, tt.r.header); got != tt.want {

@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 
@@ -19,6 +20,24 @@ type Class struct {
 	g        *group
 	Key      string
 	Priority adaptive.Priority
+	twice    bool // the key's header came in more than one field
+}
+
+// ErrKeyTwice is Class.Err of a request whose key header (key =
+// "header:NAME") came in more than one field: upstreams read one or the
+// other (Go's Header.Get and most frameworks the first, others the last),
+// so whichever sluice counted, a client could spend one key's quota and be
+// served as another.
+var ErrKeyTwice = errors.New("the header that names the key is sent more than once")
+
+// Err reports whether the gate cannot classify the request unambiguously
+// (ErrKeyTwice), in which case it should not be served: the proxy and
+// Middleware answer it 400 before it enters the gate.
+func (c Class) Err() error {
+	if c.twice {
+		return ErrKeyTwice
+	}
+	return nil
 }
 
 // Group returns the name of the class's group.
@@ -34,7 +53,10 @@ func (c Class) Group() string {
 // path that NormalPath refuses is matched as net/http decoded it (r.URL.Path),
 // but should not be served: the proxy and Middleware answer it with 400. The
 // key "ip" is the client's address as the config's TrustedProxies
-// make it out (TrustedProxies.ClientAddr). Classify does not allocate for a
+// make it out (TrustedProxies.ClientAddr); a key "header:NAME" is the
+// header's value without the whitespace around it (spec.TrimOWS), empty (as
+// when the header is absent) when nothing else is left, and a request that
+// sends it twice is flagged (Class.Err). Classify does not allocate for a
 // path already normal.
 func (g *Gate) Classify(r *http.Request) Class {
 	_, match, err := NormalPath(RequestPath(r))
@@ -66,7 +88,11 @@ func (g *Gate) ClassifyPath(r *http.Request, path string) Class {
 	case keyPath:
 		c.Key = path
 	case keyHeader:
-		c.Key = headerValue(r.Header, gr.keyHeader)
+		v := r.Header[gr.keyHeader]
+		if len(v) > 0 {
+			c.Key = spec.TrimOWS(v[0])
+		}
+		c.twice = len(v) > 1
 	}
 	if len(c.Key) > MaxKeyLen {
 		c.Key = c.Key[:MaxKeyLen]

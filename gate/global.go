@@ -42,6 +42,13 @@ type GlobalStatus struct {
 	// that failed, and those of them that timed out: since the group was
 	// first built (reloads carry them over).
 	StoreDecisions, FallbackDecisions, Errors, Timeouts uint64
+	// Timeout is how long a decision waits for the store now. LateBound
+	// is what the decisions the store did not answer in time may admit,
+	// units per second on all nodes together (-1: no bound, fallback
+	// "open"); LateAdmitted the units they admitted here.
+	Timeout      time.Duration
+	LateBound    float64
+	LateAdmitted uint64
 	// Sync is how the nodes share the quota: "exact" or "leased".
 	Sync Sync
 	// QuotaVersion is the version of the quota's definition in the store in
@@ -59,6 +66,13 @@ type GlobalStatus struct {
 	LeasedUnits, RefusedUnits uint64
 	Renewals, RenewalErrors   uint64
 	LastRenewal               time.Time
+	// Share is the rate (units per second, over the leased keys) this node
+	// decides by while the store is away, the units it holds counting
+	// toward it; Rejoins counts the store's restarts found (a new epoch),
+	// and Rejoining the keys still capped to their share since.
+	Share     float64
+	Rejoins   uint64
+	Rejoining int
 }
 
 // GlobalQuota is a group's global quota whose definition lives in the

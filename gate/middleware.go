@@ -23,7 +23,9 @@ import (
 // and never reaches next; one that is not normal ("//a", "/./a", "/x/../a",
 // "/%2e/a") is matched, and served by next, as its normal form, on a shallow
 // copy of the request whose URL.Path, URL.RawPath and RequestURI say it. So
-// next serves the path the request was counted under.
+// next serves the path the request was counted under. A request whose
+// class is ambiguous (Class.Err: its group's key header sent twice) is
+// answered 400 too.
 //
 // Start g.Run beside it, or the limits never adapt.
 //
@@ -50,7 +52,12 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if forward != raw {
 		r = withPath(r, forward, match)
 	}
-	pass, rej, ok := m.g.EnterClass(r.Context(), m.g.ClassifyPath(r, match))
+	c := m.g.ClassifyPath(r, match)
+	if err := c.Err(); err != nil {
+		http.Error(w, "400 Bad Request: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	pass, rej, ok := m.g.EnterClass(r.Context(), c)
 	if !ok {
 		rej.WriteResponse(w)
 		return

@@ -41,8 +41,10 @@
 // group as such. It is sharded (four shards per CPU), each shard behind its
 // own mutex; a grant reserves a slot in one shard and fills it after the
 // gate admitted (two short locks), a release locks it once, and neither
-// allocates. IDs carry the slot and a per-slot generation, so a stale ID
-// never releases a later permit; the generations start at random values.
+// allocates. An ID carries its slot and a tag drawn at random at each grant
+// (40 bits, from a ChaCha8 stream per shard seeded by crypto/rand): a stale
+// ID never releases a later permit, and another client cannot guess a live
+// one.
 //
 // # Transports
 //
@@ -65,6 +67,12 @@
 //	  410 {"result": "expired", ...}   404 {"result": "unknown", ...}
 //
 // Only "group" is required; "latency_ms" absent means the service measures.
+// A client may send a session with every call (HTTP header Sluice-Session,
+// gRPC metadata sluice-session: 16 hexadecimal digits it drew at random;
+// permitclient does): a permit granted in a session is released only in
+// it, so that another client holding the token cannot release it even
+// knowing its ID (it finds it unknown). A permit granted without one is
+// released by its ID alone.
 // Errors are {"error": MESSAGE, "field": NAME}: 400 for a field out of
 // range or an unknown one, 404 for an unknown group, 401, 413 (bodies are
 // cut at 4 KiB), 415 (Content-Type must be application/json).
@@ -84,16 +92,29 @@
 // one after its call) and then cuts what is left when its context ends.
 // The permits granted stay with the Service and their leases run on.
 //
-// # Authentication
+// # Authentication and bounds
 //
 // On a TCP listener every call carries the bearer token (Authorization:
 // Bearer TOKEN, or gRPC metadata "authorization", checked again for every
 // call of a Session, so that a new token shuts out old sessions), compared
 // in constant time; a TCP listener without a token is refused at start
-// (ErrNoToken). A
-// unix socket takes no token: it is created with mode 0660
+// (ErrNoToken). Over gRPC the token is checked before anything is
+// allocated for a call: a new connection reaches the gRPC server only once
+// the headers of its first stream carried it (one without is answered
+// UNAUTHENTICATED, sent GOAWAY and closed), and each later stream is
+// refused as its headers arrive, before a goroutine is made for it or its
+// message read. A unix socket takes no token: it is created with mode 0660
 // (ServerParams.SocketMode), so its owner and group may connect; put it in
 // a folder that only that group can enter (e.g. /run/sluice, 0750).
+//
+// A Server holds at most 1,024 connections at once, of both protocols
+// (front.DefaultMaxConns; one more is closed at once), and a new one has
+// 10 s to send its first bytes (over gRPC on TCP: its first stream's
+// headers). Over gRPC a connection carries at most permitpb.MaxStreams
+// (1,024) calls and Sessions at once, with header fields of 16 KiB;
+// permitclient opens no more. Over HTTP/1.1 a request's header has 10 s
+// and 16 KiB, its whole read 30 s, and an idle connection is closed after
+// 2 minutes.
 //
 // # Concurrency safety
 //

@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/sluicehq/sluice/gate"
@@ -41,24 +42,40 @@ var results = [...]permitpb.ReleaseResult{
 	Expired:         permitpb.ReleaseResult_EXPIRED,
 }
 
+// sessionOf returns the Session of a call's metadata (ParseSession; two
+// values are an error too).
+func sessionOf(ctx context.Context) (Session, error) {
+	switch v := metadata.ValueFromIncomingContext(ctx, permitpb.SessionKey); len(v) {
+	case 0:
+		return 0, nil
+	case 1:
+		return ParseSession(v[0])
+	}
+	return 0, &FieldError{"session", "sent twice"}
+}
+
 func (g *grpcService) Acquire(ctx context.Context, in *permitpb.AcquireRequest) (*permitpb.AcquireResponse, error) {
+	sess, err := sessionOf(ctx)
+	if err != nil {
+		return nil, grpcError(err)
+	}
 	out := &permitpb.AcquireResponse{}
-	if err := g.acquire(ctx, in, out, &permitpb.AcquireResponse_Grant{Grant: &permitpb.Grant{}}); err != nil {
+	if err := g.acquire(ctx, sess, in, out, &permitpb.AcquireResponse_Grant{Grant: &permitpb.Grant{}}); err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-// acquire answers in into out: a grant in grant (its Grant filled), or a
-// refusal, allocated (refusals are the rare answer). A Session reuses out
-// and grant from one call to the next.
-func (g *grpcService) acquire(ctx context.Context, in *permitpb.AcquireRequest, out *permitpb.AcquireResponse, grant *permitpb.AcquireResponse_Grant) error {
+// acquire answers in, of session sess, into out: a grant in grant (its
+// Grant filled), or a refusal, allocated (refusals are the rare answer). A
+// Session reuses out and grant from one call to the next.
+func (g *grpcService) acquire(ctx context.Context, sess Session, in *permitpb.AcquireRequest, out *permitpb.AcquireResponse, grant *permitpb.AcquireResponse_Grant) error {
 	p, err := ParsePriority(in.GetPriority())
 	if err != nil {
 		return grpcError(err)
 	}
 	req := Request{Group: in.GetGroup(), Key: in.GetKey(), Priority: p, Cost: in.GetCost(),
-		Wait: time.Duration(in.GetWaitMs()) * time.Millisecond}
+		Wait: time.Duration(in.GetWaitMs()) * time.Millisecond, Session: sess}
 	gr, rej, err := g.svc.Acquire(ctx, req)
 	if err != nil {
 		return grpcError(err)
@@ -79,16 +96,20 @@ func (g *grpcService) acquire(ctx context.Context, in *permitpb.AcquireRequest, 
 	return nil
 }
 
-func (g *grpcService) Release(_ context.Context, in *permitpb.ReleaseRequest) (*permitpb.ReleaseResponse, error) {
+func (g *grpcService) Release(ctx context.Context, in *permitpb.ReleaseRequest) (*permitpb.ReleaseResponse, error) {
+	sess, err := sessionOf(ctx)
+	if err != nil {
+		return nil, grpcError(err)
+	}
 	out := &permitpb.ReleaseResponse{}
-	if err := g.release(in, out); err != nil {
+	if err := g.release(sess, in, out); err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-// release answers in into out.
-func (g *grpcService) release(in *permitpb.ReleaseRequest, out *permitpb.ReleaseResponse) error {
+// release answers in, of session sess, into out.
+func (g *grpcService) release(sess Session, in *permitpb.ReleaseRequest, out *permitpb.ReleaseResponse) error {
 	o, ok := outcomes[in.GetOutcome()]
 	if !ok {
 		return status.Errorf(codes.InvalidArgument, "permit: outcome %v: want SUCCESS, DROPPED or IGNORED", in.GetOutcome())
@@ -100,7 +121,7 @@ func (g *grpcService) release(in *permitpb.ReleaseRequest, out *permitpb.Release
 			return grpcError(err)
 		}
 	}
-	res, err := g.svc.Release(ID(in.GetId()), o, lat)
+	res, err := g.svc.ReleaseIn(sess, ID(in.GetId()), o, lat)
 	if err != nil {
 		return grpcError(err)
 	}
@@ -138,6 +159,7 @@ func (g *grpcService) Session(st grpc.BidiStreamingServer[permitpb.SessionReques
 func (g *grpcService) session(st grpc.BidiStreamingServer[permitpb.SessionRequest, permitpb.SessionResponse], mu *sync.Mutex, ended *bool) error {
 	ctx := st.Context()
 	authorized := g.streamCheck(ctx)
+	sess, sessErr := sessionOf(ctx) // the stream's, for each of its calls
 	// The stream's messages are reused from one call to the next: grpc has
 	// encoded an answer when Send returns (nothing reads it later: this
 	// server has no stats handler, and sluice never sets
@@ -164,8 +186,11 @@ func (g *grpcService) session(st grpc.BidiStreamingServer[permitpb.SessionReques
 		}
 		answer.Reset()
 		call := in.GetCall()
-		if !authorized() {
+		switch {
+		case !authorized():
 			call, err = nil, listen.ErrUnauthenticated
+		case sessErr != nil:
+			call, err = nil, grpcError(sessErr)
 		}
 		switch c := call.(type) {
 		case nil:
@@ -174,11 +199,11 @@ func (g *grpcService) session(st grpc.BidiStreamingServer[permitpb.SessionReques
 			}
 		case *permitpb.SessionRequest_Acquire:
 			acquire.Acquire.Reset()
-			if err = g.acquire(ctx, c.Acquire, acquire.Acquire, grant); err == nil {
+			if err = g.acquire(ctx, sess, c.Acquire, acquire.Acquire, grant); err == nil {
 				answer.Answer = acquire
 			}
 		case *permitpb.SessionRequest_Release:
-			if err = g.release(c.Release, release.Release); err == nil {
+			if err = g.release(sess, c.Release, release.Release); err == nil {
 				answer.Answer = release
 			}
 		}

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/sluicehq/sluice/permit/permitpb"
 )
 
 // DefaultMaxBodyBytes bounds an HTTP/JSON request body.
@@ -62,19 +64,37 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, errorJSON{Error: "permit: reading the body: " + err.Error()})
 		return
 	}
+	sess, err := sessionOfHeader(r.Header)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
 	if id == "" {
-		h.acquire(w, r, body)
+		h.acquire(w, r, sess, body)
 	} else {
-		h.release(w, id, body)
+		h.release(w, sess, id, body)
 	}
 }
 
-func (h *handler) acquire(w http.ResponseWriter, r *http.Request, body []byte) {
+// sessionOfHeader returns the Session of a request's permitpb.SessionHeader
+// (ParseSession; two values are an error too).
+func sessionOfHeader(h http.Header) (Session, error) {
+	switch v := h[permitpb.SessionHeader]; len(v) {
+	case 0:
+		return 0, nil
+	case 1:
+		return ParseSession(v[0])
+	}
+	return 0, &FieldError{"session", "sent twice"}
+}
+
+func (h *handler) acquire(w http.ResponseWriter, r *http.Request, sess Session, body []byte) {
 	req, err := parseAcquire(body)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
+	req.Session = sess
 	g, rej, err := h.svc.Acquire(r.Context(), req)
 	if err != nil {
 		writeError(w, err)
@@ -88,7 +108,7 @@ func (h *handler) acquire(w http.ResponseWriter, r *http.Request, body []byte) {
 		Shadowed: shadowedName(g.Shadowed)})
 }
 
-func (h *handler) release(w http.ResponseWriter, idText string, body []byte) {
+func (h *handler) release(w http.ResponseWriter, sess Session, idText string, body []byte) {
 	id, err := ParseID(idText)
 	if err != nil {
 		writeJSON(w, http.StatusNotFound, resultJSON{Result: Unknown.String(), Error: err.Error()})
@@ -99,7 +119,7 @@ func (h *handler) release(w http.ResponseWriter, idText string, body []byte) {
 		writeError(w, err)
 		return
 	}
-	res, err := h.svc.Release(id, o, lat)
+	res, err := h.svc.ReleaseIn(sess, id, o, lat)
 	if err != nil {
 		writeError(w, err)
 		return

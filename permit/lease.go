@@ -1,6 +1,7 @@
 package permit
 
 import (
+	crand "crypto/rand"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -9,14 +10,31 @@ import (
 	"sync"
 
 	"github.com/sluicehq/sluice/gate"
+	"github.com/sluicehq/sluice/permit/permitpb"
 )
 
-// ID names a granted permit: its slot in the lease table (the low 32 bits)
-// and the slot's generation (the high 32 bits), which changes at every
-// grant, so a stale ID never matches a later permit of the same slot. The
-// generations start at random values, so the IDs of an earlier run of the
-// service do not match either. Its text form is 16 hexadecimal digits.
+// ID names a granted permit: its slot in the lease table (the low slotBits
+// bits) and a tag drawn at random at each grant (the high 40 bits), from a
+// ChaCha8 stream per shard of the table seeded by crypto/rand: a stale ID
+// does not match a later permit of the same slot, nor an ID of an earlier
+// run of the service, and another client cannot guess a live one (one
+// guess in 2^40 per permit held, each a call). Its text form is 16
+// hexadecimal digits.
 type ID uint64
+
+// slotBits is the width of an ID's slot: room for MaxLeases slots.
+const slotBits = 24
+
+// slot returns the slot index that id names.
+func (id ID) slot() int { return int(id & (1<<slotBits - 1)) }
+
+// Session names a client of the service: a number the client draws at
+// random once (permitclient does so at New) and sends with every call (gRPC
+// metadata permitpb.SessionKey, HTTP header permitpb.SessionHeader, 16
+// hexadecimal digits). A permit granted in a session is released only in that session:
+// a release from another, or from none, finds it Unknown, whatever its ID.
+// 0 is no session: the permit is released by its ID alone.
+type Session uint64
 
 // String returns the ID as 16 lower-case hexadecimal digits.
 func (id ID) String() string {
@@ -40,6 +58,22 @@ func ParseID(s string) (ID, error) {
 	return ID(v), nil
 }
 
+// String returns the Session as 16 lower-case hexadecimal digits.
+func (s Session) String() string { return ID(s).String() }
+
+// ParseSession reads a Session in its text form: "" is no session (0);
+// anything but 16 hexadecimal digits is a FieldError of "session".
+func ParseSession(v string) (Session, error) {
+	if v == "" {
+		return 0, nil
+	}
+	id, err := ParseID(v)
+	if err != nil {
+		return 0, &FieldError{"session", fmt.Sprintf("%q: want 16 hexadecimal digits (header %s, metadata %q)", v, permitpb.SessionHeader, permitpb.SessionKey)}
+	}
+	return Session(id), nil
+}
+
 // state is where a lease slot is in its life.
 type state uint8
 
@@ -51,15 +85,16 @@ const (
 	stateExpired               // its lease expired before its release
 )
 
-// slot holds one lease. A released or expired slot keeps its generation
-// and state until it is reserved again, so that a repeated release is told
+// slot holds one lease. A released or expired slot keeps its tag, session
+// and state until it is filled again, so that a repeated release is told
 // apart from an unknown one.
 type slot struct {
 	pass    gate.Pass
 	grp     *groupEntry
 	granted int64 // ns on the service's clock
 	expires int64
-	gen     uint32
+	session Session
+	tag     uint64 // the ID's high bits, shifted down
 	state   state
 }
 
@@ -72,7 +107,8 @@ type shard struct {
 	head  int     // next free index to take
 	free  int     // entries in ring
 	live  int
-	next  int64 // earliest expiry of a live slot, math.MaxInt64 when none
+	next  int64         // earliest expiry of a live slot, math.MaxInt64 when none
+	rng   *rand.ChaCha8 // the IDs' tags
 	_     [64]byte
 }
 
@@ -108,10 +144,12 @@ func newShardedTable(capacity, n int) *table {
 		sh.ring = make([]int32, k)
 		for j := range k {
 			sh.ring[j] = int32(j)
-			sh.slots[j].gen = rand.Uint32()
 		}
 		sh.free = k
 		sh.next = math.MaxInt64
+		var seed [32]byte
+		_, _ = crand.Read(seed[:]) // never fails (crypto/rand.Read's doc)
+		sh.rng = rand.NewChaCha8(seed)
 	}
 	return t
 }
@@ -138,9 +176,7 @@ func (t *table) reserve() (idx int, ok bool) {
 			sh.head = 0
 		}
 		sh.free--
-		s := &sh.slots[local]
-		s.gen++
-		s.state = stateReserved
+		sh.slots[local].state = stateReserved
 		sh.mu.Unlock()
 		return si*t.size + int(local), true
 	}
@@ -171,15 +207,19 @@ func (t *table) unreserve(idx int) {
 	sh.mu.Unlock()
 }
 
-// fill makes the reserved slot idx a live lease holding p until expires.
-func (t *table) fill(idx int, p gate.Pass, grp *groupEntry, now, expires int64) ID {
+// fill makes the reserved slot idx a live lease of session holding p
+// until expires, under a new tag.
+func (t *table) fill(idx int, p gate.Pass, grp *groupEntry, sess Session, now, expires int64) ID {
 	sh, local := t.locate(idx)
 	sh.mu.Lock()
 	s := &sh.slots[local]
-	s.pass, s.grp, s.granted, s.expires, s.state = p, grp, now, expires, stateLive
+	s.pass, s.grp, s.session, s.granted, s.expires, s.state = p, grp, sess, now, expires, stateLive
+	for last := s.tag; s.tag == last; { // never the tag of the slot's last permit
+		s.tag = sh.rng.Uint64() >> slotBits
+	}
 	sh.live++
 	sh.next = min(sh.next, expires)
-	id := ID(uint64(s.gen)<<32 | uint64(idx))
+	id := ID(s.tag<<slotBits | uint64(idx))
 	sh.mu.Unlock()
 	return id
 }
@@ -189,7 +229,7 @@ type Result uint8
 
 const (
 	// Unknown: the ID names no permit of this service (never granted, or
-	// its slot was granted again since).
+	// its slot was granted again since), or one of another session.
 	Unknown Result = iota
 	// Released: the slot is freed and the outcome recorded.
 	Released
@@ -212,12 +252,13 @@ func (r Result) String() string {
 	return "invalid"
 }
 
-// release ends the lease id at now. For Released, and for an Expired found
-// live (the sweeper had not come by), it returns the lease's pass for the
-// caller to finish (exactly once) and fresh = true; otherwise e holds only
-// the lease's group, when the id matched one.
-func (t *table) release(id ID, now int64) (r Result, e expired, fresh bool) {
-	idx := int(uint32(id))
+// release ends the lease id at now, for session sess (checked unless
+// anySession: a permit of a session is another's Unknown). For Released,
+// and for an Expired found live (the sweeper had not come by), it returns
+// the lease's pass for the caller to finish (exactly once) and fresh =
+// true; otherwise e holds only the lease's group, when the id matched one.
+func (t *table) release(id ID, sess Session, anySession bool, now int64) (r Result, e expired, fresh bool) {
+	idx := id.slot()
 	if idx >= t.cap {
 		return Unknown, expired{}, false
 	}
@@ -225,7 +266,7 @@ func (t *table) release(id ID, now int64) (r Result, e expired, fresh bool) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	s := &sh.slots[local]
-	if s.gen != uint32(id>>32) {
+	if s.tag != uint64(id>>slotBits) || !anySession && s.session != 0 && s.session != sess {
 		return Unknown, expired{}, false
 	}
 	switch s.state {

@@ -44,8 +44,8 @@ type ServerParams struct {
 
 // maxStreams bounds the calls and Session streams open at once on one
 // connection (each Session holds two goroutines); beyond it a client's new
-// streams wait for one to end.
-const maxStreams = 4096
+// streams wait for one to end. permitclient keeps no more sessions open.
+const maxStreams = permitpb.MaxStreams
 
 // ErrNoToken is returned by NewServer, Serve and SetToken for a TCP
 // listener without a token.
@@ -90,12 +90,11 @@ func NewServer(p ServerParams) (*Server, error) {
 		MaxHeaderBytes:    16 << 10,
 		ErrorLog:          p.ErrorLog,
 	}
-	s.grpc = grpc.NewServer(append(front.GRPCOptions(door),
+	s.grpc = grpc.NewServer(append(front.GRPCOptions(door, maxStreams),
 		// permitpb's messages encoded without protobuf's reflection: the
 		// same wire format at a fraction of the CPU.
 		grpc.ForceServerCodecV2(permitpb.Codec{}),
 		grpc.MaxRecvMsgSize(int(p.MaxBodyBytes)),
-		grpc.MaxConcurrentStreams(maxStreams),
 	)...)
 	permitpb.RegisterPermitsServer(s.grpc, &grpcService{svc: p.Service, drain: s.drain, streamCheck: door.StreamCheck})
 	return s, nil
@@ -121,12 +120,12 @@ func (s *Server) Serve(ln net.Listener) error {
 	if err := s.door.Serve(ln, http.ErrServerClosed); err != nil {
 		return err
 	}
-	sp := newSplit(ln)
+	sp := s.door.Split(ln, front.SplitParams{HTTP1: true})
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { defer wg.Done(); _ = s.http.Serve(sp.h1) }()
-	go func() { defer wg.Done(); _ = s.grpc.Serve(sp.h2) }()
-	err := sp.run()
+	go func() { defer wg.Done(); _ = s.http.Serve(sp.H1()) }()
+	go func() { defer wg.Done(); _ = s.grpc.Serve(sp.H2()) }()
+	err := sp.Run()
 	wg.Wait()
 	if err != nil {
 		return fmt.Errorf("permit: accept: %w", err)

@@ -17,8 +17,8 @@ const (
 	// DefaultMaxLeases bounds the permits outstanding at once (about 64
 	// bytes each).
 	DefaultMaxLeases = 1 << 14
-	// MaxLeases is the largest MaxLeases accepted.
-	MaxLeases = 1 << 24
+	// MaxLeases is the largest MaxLeases accepted: the slots an ID names.
+	MaxLeases = 1 << slotBits
 	// DefaultSweepEvery is how often Run takes back expired leases: a
 	// silent holder's slot returns at most this long after its lease ends.
 	DefaultSweepEvery = time.Second
@@ -61,6 +61,9 @@ type Request struct {
 	// Wait bounds the wait in the group's queue (which has its own bound,
 	// as has ctx); 0 leaves the group's bound. At most MaxWait.
 	Wait time.Duration
+	// Session is the caller's session, 0 for none: the permit is then
+	// released only in it (ReleaseIn).
+	Session Session
 }
 
 // Grant is a permit granted: its ID, for Release, its group and its lease,
@@ -231,7 +234,7 @@ func (s *Service) Acquire(ctx context.Context, r Request) (Grant, gate.Rejection
 	now := s.nanos()
 	lease := time.Duration(grp.lease.Load())
 	shadowed := p.Shadowed()
-	id := s.table.fill(idx, p, grp, now, now+int64(lease))
+	id := s.table.fill(idx, p, grp, r.Session, now, now+int64(lease))
 	grp.granted.Add(1)
 	if s.closed.Load() { // Stop ran meanwhile: it did not see this lease
 		_, _ = s.Release(id, gate.Ignored, Unmeasured)
@@ -241,17 +244,28 @@ func (s *Service) Acquire(ctx context.Context, r Request) (Grant, gate.Rejection
 }
 
 // Release ends the permit id with the outcome of its work and the latency
-// the caller measured (Unmeasured: the time since the grant). A permit
-// released in time frees its slot and reports o to the gate; one whose
-// lease had expired was (or is now) counted as dropped, and a repeated
-// release frees nothing: see Result. An outcome other than gate.Success,
-// gate.Dropped and gate.Ignored is ErrInvalid.
+// the caller measured (Unmeasured: the time since the grant), whatever
+// session it was granted in (the caller is in process: the transports call
+// ReleaseIn). A permit released in time frees its slot and reports o to the
+// gate; one whose lease had expired was (or is now) counted as dropped, and
+// a repeated release frees nothing: see Result. An outcome other than
+// gate.Success, gate.Dropped and gate.Ignored is ErrInvalid.
 func (s *Service) Release(id ID, o gate.Outcome, latency time.Duration) (Result, error) {
+	return s.release(id, 0, true, o, latency)
+}
+
+// ReleaseIn is Release for a caller in session sess (0: none): a permit
+// granted in another session is Unknown to it, as is one never granted.
+func (s *Service) ReleaseIn(sess Session, id ID, o gate.Outcome, latency time.Duration) (Result, error) {
+	return s.release(id, sess, false, o, latency)
+}
+
+func (s *Service) release(id ID, sess Session, anySession bool, o gate.Outcome, latency time.Duration) (Result, error) {
 	if o > gate.Ignored {
 		return Unknown, &FieldError{"outcome", fmt.Sprintf("%d: want success, dropped or ignored", o)}
 	}
 	now := s.nanos()
-	r, e, fresh := s.table.release(id, now)
+	r, e, fresh := s.table.release(id, sess, anySession, now)
 	if !fresh {
 		if r == Expired && e.grp != nil {
 			e.grp.late.Add(1)

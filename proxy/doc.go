@@ -118,7 +118,8 @@
 // NewServer builds the http.Server in front of a Proxy (HTTP/1.1 and h2c), to be
 // served on a GuardListener, which refuses (400, and the connection closed) the
 // request framing net/http's server tolerates but nginx refuses: Content-Length
-// with Transfer-Encoding, Transfer-Encoding in HTTP/1.0. For HTTPS,
+// with Transfer-Encoding, Transfer-Encoding in HTTP/1.0; and any request it
+// cannot read as net/http's server reads it, never passing one on unread. For HTTPS,
 // GuardTLSListener terminates TLS under the same guard. Under either, a
 // LimitListener bounds the connections open at once (server.max_connections)
 // and answers one beyond the bound with 503 and Connection: close. Slow

@@ -18,19 +18,34 @@ import (
 //     see the rest as another request: request smuggling, RFC 9112 §11.2);
 //   - Transfer-Encoding in an HTTP/1.0 request (net/http ignores it).
 //
+// The guard reads the stream as net/http's server frames it (its server.go,
+// transfer.go and internal/chunked.go are the bar): heads, then bodies by
+// Content-Length or chunks. What it cannot read is never passed on unread, for
+// the server to read another way: a head it cannot read is answered 400 and
+// the connection closed (a version other than HTTP/1.1 and HTTP/1.0, which
+// net/http reads up to HTTP/1.9; a Content-Length it cannot parse, one of 19
+// digits included; obsolete line folding, refused as RFC 9112 §5.2 allows; a
+// CR that does not end a line; a line that does not start a request), and a
+// body whose chunked framing net/http's reader would refuse ends the stream
+// where it breaks: the server reads nothing after it (net/http's server, its
+// response in full duplex as the proxy's is, would go on reading requests
+// where its reader stopped). After a POST, up to 4 CR or LF bytes before the
+// next request line are skipped, as net/http skips them.
+//
 // It also holds each request head back until it is complete, so that a client
 // whose head is still unfinished at ReadHeaderTimeout is closed silently, as an
 // idle one is, instead of getting a 400 for the fragment net/http would parse.
 //
 // maxHeaderBytes is the server's MaxHeaderBytes (0: NewServer's default); a head
-// beyond it is passed on for the server to answer 431.
+// beyond it is given to the server, then bytes of a line without end until the
+// server answers 431: nothing after it is read.
 //
-// The guard reads the stream as net/http's server frames it: heads, then bodies
-// by Content-Length or chunks. HTTP/2 with prior knowledge and upgraded
-// connections pass untouched. Serve it with Serve: TLS that the server
+// HTTP/2 with prior knowledge (its preface at the connection's start) and
+// upgraded connections pass untouched. Serve it with Serve: TLS that the server
 // terminates itself (ServeTLS) would sit above the guard, which would see only
-// ciphertext; GuardTLSListener terminates TLS under the guard instead. Concurrency: a guarded connection is read by one goroutine at a
-// time, as net/http's server reads it.
+// ciphertext; GuardTLSListener terminates TLS under the guard instead.
+// Concurrency: a guarded connection is read by one goroutine at a time, as
+// net/http's server reads it.
 func GuardListener(ln net.Listener, maxHeaderBytes int) net.Listener {
 	return &guardListener{Listener: ln, limit: orInt(maxHeaderBytes, defaultMaxHeaderBytes) + 4096}
 }
@@ -59,6 +74,18 @@ func (l *guardListener) Accept() (net.Conn, error) {
 // and Connection: close. Nothing is read after it.
 const refusedHead = "refused-framing\r\n\r\n"
 
+// filler follows a head beyond the guard's limit (scanTooLarge): bytes of a
+// line that does not end, read until the server's own limit makes it answer
+// 431 (it counts from where its reader was when the head began: at most a
+// buffer, 4 KiB, and a little, before the head's first byte). Nothing of the
+// connection is read after it.
+var filler = func() (b [8 << 10]byte) {
+	for i := range b {
+		b[i] = 'x'
+	}
+	return b
+}()
+
 // guardConn is a connection read through a reqScan.
 type guardConn struct {
 	net.Conn
@@ -69,6 +96,7 @@ type guardConn struct {
 	buf   *[]byte // the pooled buffer held began in, if any
 
 	refusedSent bool // refusedHead was read after a refused head
+	fill        int  // scanTooLarge: filler bytes still to be read
 
 	watch clientWatch // told of a failed read: the client is gone
 	tls   *connTLS    // the TLS under the guard (GuardTLSListener's); nil over plain text
@@ -143,6 +171,19 @@ func (g *guardConn) Read(p []byte) (int, error) {
 				continue
 			}
 			return g.read(p)
+		case scanEnd:
+			return 0, io.EOF
+		case scanTooLarge:
+			if len(g.held) > 0 {
+				g.out, g.held = g.held, nil
+				continue
+			}
+			if g.fill > 0 {
+				n := copy(p[:min(len(p), g.fill)], filler[:])
+				g.fill -= n
+				return n, nil
+			}
+			return 0, io.EOF
 		}
 		if len(g.held) == 0 {
 			// Most heads arrive whole: they are scanned where the server
@@ -164,7 +205,9 @@ func (g *guardConn) Read(p []byte) (int, error) {
 			continue
 		}
 		if len(g.held) >= g.limit {
-			g.scan.state = scanPass // too large: the server answers 431
+			// Too large: the server is given the head and then filler, no
+			// line end in it, until it answers 431.
+			g.scan.state, g.fill = scanTooLarge, len(filler)
 			continue
 		}
 		if cap(g.held)-len(g.held) < 1<<10 {
@@ -243,16 +286,27 @@ const (
 	scanHead      scanState = iota // in a request head (or before one)
 	scanBody                       // in a body of known length: left bytes to go
 	scanChunkLine                  // in a chunk-size line
-	scanChunkData                  // in chunk data: left bytes, then CRLF
+	scanChunkData                  // in chunk data: left bytes to go
+	scanChunkEnd                   // in the CRLF after chunk data
 	scanTrailer                    // in the trailer section of a chunked body
-	scanPass                       // no longer scanning: bytes pass as they are
-	scanRefused                    // a head was refused: nothing more is read
+	scanPass                       // HTTP/2's preface, or upgraded: bytes pass as they are
+	scanRefused                    // a head was refused: refusedHead, then nothing
+	scanEnd                        // the framing broke or the server refuses the head: nothing more
+	scanTooLarge                   // a head beyond the limit: it, then filler until the server answers 431
 )
 
-// reqScan follows the framing of a stream of HTTP/1 requests.
+// reqScan follows the framing of a stream of HTTP/1 requests, as net/http's
+// server reads it (server.go's readRequest, transfer.go, internal/chunked.go),
+// and stops it at anything it cannot follow: a head it cannot read is refused,
+// a body whose framing breaks ends the stream where it breaks. It never lets
+// bytes through unread (scanPass) but HTTP/2's preface at the connection's
+// start, which the server serves as HTTP/2, and an upgraded connection.
 type reqScan struct {
 	state scanState
-	left  int64 // scanBody, scanChunkData: bytes to go (chunk data: with its CRLF)
+	left  int64 // scanBody, scanChunkData: bytes to go; scanChunkEnd: 2 or 1
+	begun bool  // the connection's first bytes were looked at for HTTP/2's preface
+	skip  int8  // CR or LF bytes the server may still skip before the next request line
+	post  bool  // the message being read is a POST's (the server then skips up to 4 CR or LF)
 
 	// Within a head (scanHead): the offset of its first line not yet parsed,
 	// relative to the head's first byte, and what the parsed lines said.
@@ -260,24 +314,49 @@ type reqScan struct {
 	searched int // how far the line at lineAt was searched for its end
 	started  bool
 	http10   bool
+	bad      bool  // a line the scan cannot read: the head is refused
 	cl       int64 // Content-Length, -1 if none
 	te       int   // Transfer-Encoding fields seen
 	chunked  bool  // the one Transfer-Encoding is "chunked"
-	badCL    bool
-	lastName int8 // what the previous field line was, for continuation lines
 
-	// Within a chunk line or the trailer: the line's length so far, the chunk
-	// size parsed so far, whether digits ended.
-	lineLen   int
-	size      int64
-	digits    int
-	sizeEnded bool
+	// Within a chunk line or the trailer: where in its line the scan is, the
+	// line's length so far, the chunk size and its digits, the trailer's
+	// length, and net/http's count of chunk overhead beyond what it allows.
+	line    lineState
+	lineLen int
+	size    int64
+	digits  int
+	trailer int
+	excess  int64
 }
+
+// lineState is where a reqScan is within a chunk-size or trailer line.
+type lineState uint8
+
+const (
+	lineStart lineState = iota // a chunk line's size digits, or a trailer line's first byte
+	lineExt                    // a chunk extension, after ';'
+	lineOWS                    // white space after a chunk size
+	lineName                   // a trailer field's name
+	lineValue                  // a trailer field's value
+	lineCR                     // a CR: the line's LF must follow
+	lineLast                   // the trailer's empty line, after its CR
+)
+
+// h2Preface is what an HTTP/2 client with prior knowledge sends first.
+const h2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+
+// maxTrailer bounds a request's trailer section: net/http's server reads it
+// only if its end is in its reader's 4 KiB buffer. (Chunk lines are held to
+// maxChunkLine and maxChunkExcess, net/http's bounds too.)
+const maxTrailer = 4 << 10
 
 // feed scans b[from:] (b[:from] were scanned by earlier calls and hold the
 // start of the current head, which begins at b[0] when from > 0) and returns
 // how many bytes of b are ready to be read: everything up to the start of a head
-// that is not complete yet, or of a head that is refused (scanRefused).
+// that is not complete yet, or of a head that is refused (scanRefused), or up
+// to where the stream ends (scanEnd: a head the server is to answer with an
+// error, or a body's framing broken).
 func (s *reqScan) feed(b []byte, from int) (ready int) {
 	i := from
 	headStart := 0
@@ -288,13 +367,34 @@ func (s *reqScan) feed(b []byte, from int) (ready int) {
 		switch s.state {
 		case scanHead:
 			if headStart < 0 {
-				headStart = i
-				if c := b[i]; !isTokenByte(c) && c != '\r' && c != '\n' {
-					// Not a request line's start: a TLS record, say. The
-					// scan ends before it waits for a line.
+				if c := b[i]; s.skip > 0 && (c == '\r' || c == '\n') {
+					// After a POST net/http's server discards up to 4
+					// CR or LF bytes before the request line (server.go,
+					// readRequest): so does the scan.
+					s.skip--
+					i++
+					continue
+				}
+				s.skip, headStart = 0, i
+			}
+			if !s.begun {
+				// HTTP/2 with prior knowledge, as net/http's server
+				// tells it: the preface at the connection's start.
+				p := b[headStart:]
+				if n := min(len(p), len(h2Preface)); string(p[:n]) == h2Preface[:n] {
+					if n < len(h2Preface) {
+						return headStart // wait for the rest
+					}
 					s.state = scanPass
 					return len(b)
 				}
+				s.begun = true
+			}
+			if !isTokenByte(b[headStart]) {
+				// Not a request line's start: a TLS record, an empty line,
+				// garbage. The scan refuses before it waits for a line.
+				s.state = scanRefused
+				return headStart
 			}
 			end, done := s.headLines(b[headStart:])
 			if !done || s.state == scanRefused {
@@ -305,16 +405,29 @@ func (s *reqScan) feed(b []byte, from int) (ready int) {
 			n := min(int64(len(b)-i), s.left)
 			i += int(n)
 			if s.left -= n; s.left == 0 {
-				s.state = scanHead
+				s.endBody()
 			}
 		case scanChunkData:
 			n := min(int64(len(b)-i), s.left)
 			i += int(n)
 			if s.left -= n; s.left == 0 {
-				s.state, s.lineLen, s.size, s.digits, s.sizeEnded = scanChunkLine, 0, 0, 0, false
+				s.state, s.left = scanChunkEnd, 2
 			}
-		case scanChunkLine, scanTrailer:
+		case scanChunkEnd:
+			if b[i] != "\r\n"[2-s.left] {
+				s.state = scanEnd // net/http: "malformed chunked encoding"
+				return i
+			}
+			i++
+			if s.left--; s.left == 0 {
+				s.startChunkLine()
+			}
+		case scanChunkLine:
 			i = s.chunkLine(b, i)
+		case scanTrailer:
+			i = s.trailerLine(b, i)
+		case scanEnd:
+			return i
 		default: // scanPass
 			return len(b)
 		}
@@ -322,13 +435,14 @@ func (s *reqScan) feed(b []byte, from int) (ready int) {
 	if headStart >= 0 {
 		return headStart
 	}
-	return len(b)
+	return i
 }
 
 // headLines parses the complete lines of head (which starts at the head's first
 // byte) not parsed yet, keeping what they say; done reports that the empty line
-// that ends the head was reached, end the offset just past it. At the end of a
-// head it sets the state for its body, or scanRefused, or scanPass.
+// that ends the head was reached, end the offset just past it, or that the head
+// is refused (scanRefused). At the end of a head it sets the state for its body,
+// or scanRefused, or scanEnd.
 func (s *reqScan) headLines(head []byte) (end int, done bool) {
 	for {
 		from := max(s.lineAt, s.searched)
@@ -342,159 +456,253 @@ func (s *reqScan) headLines(head []byte) (end int, done bool) {
 		if n := len(line); n > 0 && line[n-1] == '\r' {
 			line = line[:n-1]
 		}
+		if bytes.IndexByte(line, '\r') >= 0 {
+			s.bad = true // a CR that does not end the line
+		}
 		if !s.started {
 			s.started = true
 			if !s.requestLine(line) {
-				s.state = scanPass // HTTP/2, TLS or garbage: not ours to read
-				return s.lineAt, true
+				s.bad = true
 			}
-			continue
-		}
-		if len(line) == 0 {
+		} else if len(line) == 0 {
 			end = s.lineAt
 			s.endHead()
 			return end, true
+		} else {
+			s.fieldLine(line)
 		}
-		s.fieldLine(line)
+		if s.bad {
+			s.resetHead()
+			s.state = scanRefused
+			return 0, true
+		}
 	}
 }
 
-// requestLine reads the request line; false means the stream is not HTTP/1 as
-// the scan knows it (HTTP/2's preface, a TLS record, an empty line, garbage).
+// requestLine reads the request line as net/http's server splits it (method,
+// target and version at the first two spaces); false means the scan cannot
+// read it: an empty line, a method that is not a token, a version other than
+// HTTP/1.1 and HTTP/1.0 (net/http serves HTTP/1.2 to 1.9 as HTTP/1.x, and
+// answers others 505; HTTP/2's preface was looked for before).
 func (s *reqScan) requestLine(line []byte) bool {
-	if len(line) == 0 {
+	method, rest, ok := bytes.Cut(line, []byte(" "))
+	if !ok || len(method) == 0 {
 		return false
 	}
-	sp := bytes.LastIndexByte(line, ' ')
-	if sp < 0 {
+	for _, c := range method {
+		if !isTokenByte(c) {
+			return false
+		}
+	}
+	_, proto, ok := bytes.Cut(rest, []byte(" "))
+	if !ok {
 		return false
 	}
-	switch string(line[sp+1:]) {
+	switch string(proto) {
 	case "HTTP/1.1":
 	case "HTTP/1.0":
 		s.http10 = true
 	default:
-		return false // HTTP/2.0 (the h2c preface), 0.9, garbage: net/http answers
+		return false
 	}
+	s.post = string(method) == "POST"
 	return true
 }
-
-// Which framing field a field line was, for continuation lines.
-const (
-	fieldOther int8 = iota
-	fieldCL
-	fieldTE
-)
 
 // fieldLine reads one field line of a head.
 func (s *reqScan) fieldLine(line []byte) {
 	if line[0] == ' ' || line[0] == '\t' {
-		// A continuation (obsolete folding): it would extend a framing field.
-		if s.lastName != fieldOther {
-			s.badCL = true
-		}
+		// A continuation (obsolete folding, RFC 9112 §5.2): net/http joins
+		// it to the field before, which may be a framing field. Refused, as
+		// the RFC allows.
+		s.bad = true
 		return
 	}
 	colon := bytes.IndexByte(line, ':')
 	if colon < 0 {
-		s.lastName = fieldOther
-		return
+		return // net/http refuses it: "malformed MIME header line"
 	}
 	name, value := line[:colon], trimOWS(line[colon+1:])
 	switch {
 	case asciiEqualFold(name, "content-length"):
-		s.lastName = fieldCL
 		n, ok := parseContentLength(value)
 		if !ok || (s.cl >= 0 && n != s.cl) {
-			s.badCL = true
+			s.bad = true // net/http reads up to 19 digits, the scan 18
 		}
 		s.cl = n
 	case asciiEqualFold(name, "transfer-encoding"):
-		s.lastName = fieldTE
 		s.te++
 		s.chunked = asciiEqualFold(value, "chunked")
-	default:
-		s.lastName = fieldOther
 	}
 }
 
 // endHead decides what follows a head, and resets the head state.
 func (s *reqScan) endHead() {
 	switch {
-	case s.te > 0 && (s.cl >= 0 || s.badCL || s.http10):
+	case s.te > 0 && (s.cl >= 0 || s.http10):
 		s.state = scanRefused
-	case s.badCL || s.te > 1 || (s.te == 1 && !s.chunked):
-		s.state = scanPass // net/http answers 400 or 501 and closes
+	case s.te > 1 || (s.te == 1 && !s.chunked):
+		s.state = scanEnd // net/http answers 501 and reads nothing more
 	case s.te == 1:
-		s.state, s.lineLen, s.size, s.digits, s.sizeEnded = scanChunkLine, 0, 0, 0, false
+		s.excess = 0
+		s.startChunkLine()
 	case s.cl > 0:
 		s.state, s.left = scanBody, s.cl
 	default:
-		s.state = scanHead
+		s.endBody()
 	}
-	s.lineAt, s.searched, s.started, s.http10, s.cl, s.te, s.chunked, s.badCL, s.lastName = 0, 0, false, false, -1, 0, false, false, fieldOther
+	s.resetHead()
 }
 
-// maxScanLine bounds a chunk line or trailer line the scan follows; net/http's
-// own bound is 4 KiB for a chunk line.
-const maxScanLine = 64 << 10
+// resetHead clears what a head's lines said.
+func (s *reqScan) resetHead() {
+	s.lineAt, s.searched, s.started, s.http10, s.bad, s.cl, s.te, s.chunked = 0, 0, false, false, false, -1, 0, false
+}
 
-// chunkLine scans a chunk-size line or a trailer line from b[i], returning
-// where it stopped. A line that breaks the framing makes the scan stop
-// (scanPass): net/http's chunked reader refuses it and closes the connection.
+// endBody ends a message: the next head follows, after up to 4 CR or LF bytes
+// if the message was a POST.
+func (s *reqScan) endBody() {
+	s.state, s.skip = scanHead, 0
+	if s.post {
+		s.skip = 4
+	}
+}
+
+// startChunkLine begins a chunk-size line.
+func (s *reqScan) startChunkLine() {
+	s.state, s.line, s.lineLen, s.size, s.digits = scanChunkLine, lineStart, 0, 0, 0
+}
+
+// chunkLine scans a chunk-size line from b[i], returning where it stopped. The
+// line is held to net/http's chunked reader: 1 to 15 hex digits (net/http
+// takes 16, which overflow an int64), then a chunk extension after ';' or
+// white space, and CRLF; at most maxChunkLine bytes; within the overhead it
+// allows. Anything else ends the stream before the byte that breaks it
+// (scanEnd): net/http refuses the body, and its server may go on reading
+// requests where its reader stopped.
 func (s *reqScan) chunkLine(b []byte, i int) int {
 	for ; i < len(b); i++ {
 		c := b[i]
-		s.lineLen++
-		if s.lineLen > maxScanLine {
-			s.state = scanPass
-			return len(b)
-		}
-		if c == '\n' {
-			i++
-			s.endLine()
+		if s.lineLen++; s.lineLen > maxChunkLine {
+			s.state = scanEnd
 			return i
 		}
-		if s.state != scanChunkLine || s.sizeEnded {
-			continue
-		}
-		switch {
-		case '0' <= c && c <= '9':
-			s.size = s.size<<4 | int64(c-'0')
-		case 'a' <= c && c <= 'f':
-			s.size = s.size<<4 | int64(c-'a'+10)
-		case 'A' <= c && c <= 'F':
-			s.size = s.size<<4 | int64(c-'A'+10)
-		default:
-			s.sizeEnded = true
-			continue
-		}
-		if s.digits++; s.digits > 15 {
-			s.state = scanPass
-			return len(b)
+		switch s.line {
+		case lineStart:
+			switch {
+			case '0' <= c && c <= '9':
+				s.size = s.size<<4 | int64(c-'0')
+			case 'a' <= c && c <= 'f':
+				s.size = s.size<<4 | int64(c-'a'+10)
+			case 'A' <= c && c <= 'F':
+				s.size = s.size<<4 | int64(c-'A'+10)
+			case s.digits == 0:
+				s.state = scanEnd
+				return i
+			case c == ';':
+				s.line = lineExt
+				continue
+			case c == ' ' || c == '\t':
+				s.line = lineOWS
+				continue
+			case c == '\r':
+				s.line = lineCR
+				continue
+			default:
+				s.state = scanEnd
+				return i
+			}
+			if s.digits++; s.digits > 15 {
+				s.state = scanEnd
+				return i
+			}
+		case lineExt:
+			switch c {
+			case '\r':
+				s.line = lineCR
+			case '\n':
+				s.state = scanEnd // a bare LF
+				return i
+			}
+		case lineOWS:
+			switch c {
+			case ' ', '\t':
+			case '\r':
+				s.line = lineCR
+			default: // net/http: "invalid byte in chunk length"
+				s.state = scanEnd
+				return i
+			}
+		default: // lineCR
+			if c != '\n' {
+				s.state = scanEnd
+				return i
+			}
+			s.excess += int64(s.lineLen) - chunkOverhead - 2*s.size
+			s.excess = max(s.excess, 0)
+			switch {
+			case s.excess > maxChunkExcess:
+				s.state = scanEnd
+				return i
+			case s.size == 0:
+				s.state, s.line, s.trailer = scanTrailer, lineStart, 0
+			default:
+				s.state, s.left = scanChunkData, s.size
+			}
+			return i + 1
 		}
 	}
 	return i
 }
 
-// endLine ends a chunk-size or trailer line.
-func (s *reqScan) endLine() {
-	n := s.lineLen
-	s.lineLen = 0
-	if s.state == scanTrailer {
-		if n <= 2 { // "\r\n" or "\n": the end of the body
-			s.state = scanHead
+// trailerLine scans the trailer section from b[i], returning where it stopped.
+// Its lines are held to what net/http's reader takes (a field name of token
+// bytes, a colon, a value of visible bytes, space and tab) and to CRLF, and the
+// section to maxTrailer bytes; anything else ends the stream (scanEnd).
+func (s *reqScan) trailerLine(b []byte, i int) int {
+	for ; i < len(b); i++ {
+		c := b[i]
+		if s.trailer++; s.trailer > maxTrailer {
+			s.state = scanEnd
+			return i
 		}
-		return
+		ok := false
+		switch s.line {
+		case lineStart:
+			switch {
+			case c == '\r':
+				s.line, ok = lineLast, true
+			case isTokenByte(c):
+				s.line, ok = lineName, true
+			}
+		case lineName:
+			switch {
+			case c == ':':
+				s.line, ok = lineValue, true
+			case isTokenByte(c):
+				ok = true
+			}
+		case lineValue:
+			switch {
+			case c == '\r':
+				s.line, ok = lineCR, true
+			case c == '\t' || (c >= ' ' && c != 0x7f):
+				ok = true
+			}
+		case lineCR:
+			s.line, ok = lineStart, c == '\n'
+		default: // lineLast
+			if c == '\n' {
+				s.endBody()
+				return i + 1
+			}
+		}
+		if !ok {
+			s.state = scanEnd
+			return i
+		}
 	}
-	switch {
-	case s.digits == 0:
-		s.state = scanPass
-	case s.size == 0:
-		s.state = scanTrailer
-	default:
-		s.state, s.left = scanChunkData, s.size+2
-	}
+	return i
 }
 
 // asciiEqualFold reports whether b equals the lower-case ASCII s, case aside.

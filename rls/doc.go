@@ -86,13 +86,23 @@
 // MaxEntries, an entry without a key) is answered with INVALID_ARGUMENT;
 // one that gRPC cannot decode is refused by gRPC before the service.
 //
-// # Authentication
+// # Authentication and bounds
 //
 // On a TCP listener every call must carry gRPC metadata
 // "authorization: Bearer TOKEN" (in Envoy: the rate_limit_service's
 // grpc_service.initial_metadata); a TCP listener without a token is
-// refused at start. A unix socket (an Envoy pipe address) takes no token:
-// it is created with mode 0660 (ServerParams.SocketMode).
+// refused at start. The token is checked before anything is allocated for
+// a call: a new connection reaches the gRPC server only once the headers
+// of its first stream carried it (one without is answered UNAUTHENTICATED,
+// sent GOAWAY and closed), and each later stream is refused as its headers
+// arrive, before a goroutine is made for it or its message read. A unix
+// socket (an Envoy pipe address) takes no token: it is created with mode
+// 0660 (ServerParams.SocketMode).
+//
+// A Server holds at most 1,024 connections at once (front.DefaultMaxConns;
+// one more is closed at once), 100 calls at once on each (Envoy opens
+// another connection for more), header fields of 16 KiB and requests of
+// 256 KiB; a new connection has 10 s to send its first stream's headers.
 //
 // Service and Server are safe for concurrent use.
 package rls

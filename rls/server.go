@@ -19,6 +19,11 @@ import (
 // address), which needs no token.
 const DefaultListen = "unix:///run/sluice/rls.sock"
 
+// maxStreams bounds the calls open at once on one connection (RFC 9113's
+// recommended minimum, nginx's 128 aside): Envoy opens another connection
+// for more.
+const maxStreams = 100
+
 // maxRequestBytes bounds a request: far beyond MaxDescriptors descriptors
 // of MaxEntries entries of ordinary keys and values.
 const maxRequestBytes = 256 << 10
@@ -63,7 +68,7 @@ func NewServer(p ServerParams) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{door: door}
-	s.grpc = grpc.NewServer(append(front.GRPCOptions(door), grpc.MaxRecvMsgSize(maxRequestBytes))...)
+	s.grpc = grpc.NewServer(append(front.GRPCOptions(door, maxStreams), grpc.MaxRecvMsgSize(maxRequestBytes))...)
 	rlsv3.RegisterRateLimitServiceServer(s.grpc, p.Service)
 	return s, nil
 }
@@ -82,8 +87,13 @@ func (s *Server) Serve(ln net.Listener) error {
 	if err := s.door.Serve(ln, grpc.ErrServerStopped); err != nil {
 		return err
 	}
-	if err := s.grpc.Serve(ln); err != nil && !errors.Is(err, net.ErrClosed) { // closed: by Shutdown
-		return err
+	sp := s.door.Split(ln, front.SplitParams{})
+	done := make(chan struct{})
+	go func() { defer close(done); _ = s.grpc.Serve(sp.H2()) }() // ends when Run closes H2, or at Stop
+	err := sp.Run()
+	<-done
+	if err != nil {
+		return fmt.Errorf("rls: accept: %w", err)
 	}
 	return grpc.ErrServerStopped
 }

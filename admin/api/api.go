@@ -277,6 +277,14 @@ type Lease struct {
 	Renewals      uint64     `json:"renewals"`
 	RenewalErrors uint64     `json:"renewal_errors"`
 	LastRenewal   *time.Time `json:"last_renewal"`
+	// FallbackShare is the rate, cost units per second, this node decides
+	// by while Redis is away (its max-min fair part of the quota; the
+	// units it holds count toward it). Rejoins counts the Redis restarts
+	// found (an empty Redis: a new epoch), Rejoining the keys still capped
+	// to their share until the other nodes are back.
+	FallbackShare float64 `json:"fallback_share"`
+	Rejoins       uint64  `json:"rejoins"`
+	Rejoining     int     `json:"rejoining"`
 }
 
 // Decisions splits decisions by who made them.

@@ -180,6 +180,12 @@ type Redis struct {
 	Decisions Decisions `json:"decisions"`
 	Errors    uint64    `json:"errors"`
 	Timeouts  uint64    `json:"timeouts"`
+	// Timeout is how long a decision waits for Redis now, in seconds:
+	// redis.timeout, or more while Redis answers slower (up to 100ms).
+	Timeout float64 `json:"timeout_seconds"`
+	// Late are, per group, the bound on what the decisions Redis did not
+	// answer in time may admit, and what they admitted here.
+	Late []Late `json:"late"`
 	// Leased are the groups whose global quota is leased (sync "leased"),
 	// with their over-admission bound and the units leased out; null when
 	// none is.
@@ -192,6 +198,17 @@ type Leased struct {
 	Group       string `json:"group"`
 	Bound       int64  `json:"bound"`
 	Outstanding int64  `json:"outstanding"`
+}
+
+// Late is a global quota's bound on its late decisions: those Redis did not
+// answer within the timeout, decided by the fallback. Bound is what they
+// may admit in units per second on all nodes together, 1 % of the quota
+// (null with fallback "open": no bound; 0 with "closed": they are
+// refused); Admitted the units they admitted on this node.
+type Late struct {
+	Group    string   `json:"group"`
+	Bound    *float64 `json:"bound_per_second"`
+	Admitted uint64   `json:"admitted"`
 }
 
 // Nodes is how many nodes share the global quotas.

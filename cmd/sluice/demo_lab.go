@@ -133,10 +133,15 @@ func demoScenario(d time.Duration) (*scenario.Scenario, error) {
 	return s, nil
 }
 
-// adminPort is the port of admin.listen's default, where the docs say the
-// dashboard is, when it is free; else a free loopback port.
+// demoAdminListen is where the demo's dashboard listens when that is free:
+// admin.listen's default, where the docs say the dashboard is. Tests set
+// "127.0.0.1:0", so that they never take a port a user's sluice may want.
+var demoAdminListen = configs.DefaultAdminListen
+
+// adminPort is the port of demoAdminListen when it is free; else a free
+// loopback port.
 func adminPort() (string, error) {
-	for _, addr := range []string{configs.DefaultAdminListen, "127.0.0.1:0"} {
+	for _, addr := range []string{demoAdminListen, "127.0.0.1:0"} {
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			continue

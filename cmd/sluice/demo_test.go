@@ -19,9 +19,10 @@ import (
 // whose cells are figures, and the lab's reports when -out asks for them.
 func TestDemoQuick(t *testing.T) {
 	bin := binary(t)
-	old := demoBinary
+	old, oldAdmin := demoBinary, demoAdminListen
 	demoBinary = func() (string, error) { return bin, nil }
-	t.Cleanup(func() { demoBinary = old })
+	demoAdminListen = "127.0.0.1:0"
+	t.Cleanup(func() { demoBinary, demoAdminListen = old, oldAdmin })
 
 	out := t.TempDir()
 	code, stdout, stderr := runArgs("demo", "-quick", "-out", out)

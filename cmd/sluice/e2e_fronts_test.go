@@ -103,6 +103,8 @@ func permitClientMain() int {
 const permitConfig = `
 [upstream]
 url = "UPSTREAM"
+[server]
+listen = "127.0.0.1:0"
 [admin]
 listen = "127.0.0.1:0"
 [[group]]
@@ -379,6 +381,8 @@ func TestPermitRefusalAndKilledClient(t *testing.T) {
 const rlsConfig = `
 [upstream]
 url = "UPSTREAM"
+[server]
+listen = "127.0.0.1:0"
 [admin]
 listen = "127.0.0.1:0"
 [[group]]

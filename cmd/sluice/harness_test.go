@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -16,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/configs"
 )
 
 // The end-to-end tests start the real sluice binary as a process, with a
@@ -200,6 +203,7 @@ type sluice struct {
 // test ends, and its log is printed if the test failed.
 func startSluice(t *testing.T, config string, flags ...string) *sluice {
 	t.Helper()
+	checkFreePorts(t, config)
 	args := append([]string{"run", "-config", config, "-log-json", "-log-level", "debug"}, flags...)
 	s := &sluice{cmd: exec.Command(binary(t), args...), log: newLogs(), exited: make(chan struct{})}
 	s.cmd.Stderr = s.log
@@ -233,6 +237,34 @@ func startSluice(t *testing.T, config string, flags ...string) *sluice {
 	rec := s.log.wait(t, `the "listening" line`, message("listening"))
 	s.addr = str(rec["addr"])
 	return s
+}
+
+// checkFreePorts fails the test when the config would have sluice listen
+// on a fixed TCP port (a default included): such a test fails wherever
+// that port is taken, by a sluice the README's next step left running for
+// one. Every listener of a test is port 0 (read back from the log) or a
+// unix socket in the test's folder.
+func checkFreePorts(t *testing.T, path string) {
+	t.Helper()
+	c, err := configs.Load(path)
+	if err != nil {
+		return // the daemon says what is wrong with it
+	}
+	listens := map[string]string{"server.listen": c.Server.Listen, "admin.listen": c.Admin.Listen}
+	if c.Permit != nil {
+		listens["permit.listen"] = c.Permit.Listen
+	}
+	if c.RLS != nil {
+		listens["rls.listen"] = c.RLS.Listen
+	}
+	for key, addr := range listens {
+		if addr == "" || strings.HasPrefix(addr, "unix://") {
+			continue
+		}
+		if _, port, err := net.SplitHostPort(addr); err == nil && port != "0" {
+			t.Fatalf("%s: %s = %q, a fixed port: a test listens on port 0 (\"127.0.0.1:0\") or a unix socket in its folder", path, key, addr)
+		}
+	}
 }
 
 func (s *sluice) url(path string) string { return "http://" + s.addr + path }

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -43,5 +45,52 @@ func TestREADMELayout(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(root, m[1])); err != nil {
 			t.Errorf("link %q: %v", m[1], err)
 		}
+	}
+}
+
+// TestCIRunRunsEveryPart runs .ci/run, the README's test command, with a
+// go on PATH whose vet fails: the tests and the deploy module's tests still
+// run, the summary names the part that failed, and the exit code is 1. The
+// README's first lines give .ci/run as the test command.
+func TestCIRunRunsEveryPart(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := strings.Cut(string(readme), "\nThen,")
+	if !regexp.MustCompile("(?m)^\\.ci/run ").MatchString(first) {
+		t.Errorf("the README's first lines do not give .ci/run as the test command:\n%s", first)
+	}
+	bin := t.TempDir()
+	calls := filepath.Join(t.TempDir(), "calls")
+	fake := "#!/bin/sh\necho \"$*\" >> " + calls + "\n[ \"$1\" = vet ] && exit 1\nexit 0\n"
+	if err := os.WriteFile(filepath.Join(bin, "go"), []byte(fake), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range []string{"redis-server", "redis-sentinel", "chromium", "systemd-analyze"} {
+		if err := os.WriteFile(filepath.Join(bin, tool), []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err) // present: nothing to install
+		}
+	}
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	cmd := exec.Command(bash, "../../.ci/run")
+	cmd.Env = append(os.Environ(), "PATH="+bin+":/usr/bin:/bin")
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf(".ci/run with a failing vet: %v, want exit code 1\n%s", err, out)
+	}
+	if !regexp.MustCompile(`(?m)^== FAILED:\n   go vet \./\.\.\.$`).Match(out) {
+		t.Errorf(".ci/run's summary does not name the failed vet:\n%s", out)
+	}
+	got, err := os.ReadFile(calls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "version\nvet ./...\ntest -race ./...\ntest -C deploy ./...\n"; string(got) != want {
+		t.Errorf(".ci/run ran go with\n%s\nwant\n%s", got, want)
 	}
 }

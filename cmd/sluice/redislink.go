@@ -48,8 +48,9 @@ func (r *redisLog) Printf(_ context.Context, format string, v ...any) {
 
 // watchRedis logs the changes of the link to Redis that the global quotas
 // share: when it goes down (decisions fall back) and when it is back. The
-// store only reports its state (Status); it is read every period until ctx
-// ends.
+// store only reports its state (Status): it is read at each change the
+// store signals (Store.Changed), so the line comes at the moment the
+// decisions change, and every period as well, until ctx ends.
 func watchRedis(ctx context.Context, s *redis.Store, period time.Duration, log hclog.Logger) {
 	t := time.NewTicker(period)
 	defer t.Stop()
@@ -58,6 +59,7 @@ func watchRedis(ctx context.Context, s *redis.Store, period time.Duration, log h
 		select {
 		case <-ctx.Done():
 			return
+		case <-s.Changed():
 		case <-t.C:
 		}
 		st := s.Status()

@@ -67,6 +67,9 @@ func logStart(d *daemon) {
 			"limit", st.Limit, "min", st.Min, "max", st.Max, "key", g.Key, "priority", g.Priority}
 		if r := g.Rate; r != nil {
 			args = append(args, "rate", fmt.Sprintf("%s %s %g/s per %s key", r.Scope, r.Algorithm, r.PerSecond(), g.Key))
+			if r.Scope == configs.ScopeGlobal {
+				args = append(args, "sync", describeSync(r))
+			}
 			if r.Mode == configs.ModeShadow {
 				args = append(args, "rate_mode", r.Mode)
 			}
@@ -130,6 +133,17 @@ func logSources(log hclog.Logger, cfg *configs.Config, src probe.Sources) {
 			log.Warn("target "+t.name+" switched off: its signal has no source", "groups", strings.Join(groups, ","), "why", strings.TrimPrefix(sig.Text, "none: "))
 		}
 	}
+}
+
+// describeSync tells how the nodes share a global quota: exact, or leased
+// with the lease's period, expiry and over-admission bound, which the
+// operator otherwise finds only in /v1/status.
+func describeSync(r *configs.Rate) string {
+	if r.Sync != configs.SyncLeased {
+		return "exact: every decision in redis"
+	}
+	return fmt.Sprintf("leased: lease_period %s, lease_expiry %s, over-admission bound %d units (1.5 × rate × lease_period)",
+		r.LeasePeriod, r.LeaseExpiry, r.LeaseBound())
 }
 
 // describeMatch renders a group's match for the log: "*" for every request.

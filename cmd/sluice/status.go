@@ -56,31 +56,45 @@ error; 2 the command line is wrong.
 	Run: runStatus,
 }
 
-func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// statusArgs are the flags of sluice status.
+type statusArgs struct {
+	admin, tokenFile string
+	timeout          time.Duration
+	json             bool
+}
+
+// statusFlags is the flag set of sluice status, parsing into a.
+func statusFlags(a *statusArgs) *flag.FlagSet {
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	adminURL := fs.String("admin", "http://"+configs.DefaultAdminListen, "")
-	tokenFile := fs.String("token-file", "", "")
-	timeout := fs.Duration("timeout", 3*time.Second, "")
-	asJSON := fs.Bool("json", false, "")
-	if err := fs.Parse(args); err != nil || fs.NArg() != 0 || *timeout <= 0 {
+	fs.StringVar(&a.admin, "admin", "http://"+configs.DefaultAdminListen, "")
+	fs.StringVar(&a.tokenFile, "token-file", "", "")
+	fs.DurationVar(&a.timeout, "timeout", 3*time.Second, "")
+	fs.BoolVar(&a.json, "json", false, "")
+	return fs
+}
+
+func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var a statusArgs
+	fs := statusFlags(&a)
+	if err := fs.Parse(args); err != nil || fs.NArg() != 0 || a.timeout <= 0 {
 		switch {
 		case err != nil && !errors.Is(err, flag.ErrHelp):
 			cli.Fprintf(stderr, "sluice status: %v\n", err)
 		case err == nil && fs.NArg() != 0:
 			cli.Fprintf(stderr, "sluice status: unexpected argument %q\n", fs.Arg(0))
 		case err == nil:
-			cli.Fprintf(stderr, "sluice status: -timeout must be positive, got %v\n", *timeout)
+			cli.Fprintf(stderr, "sluice status: -timeout must be positive, got %v\n", a.timeout)
 		}
 		cli.Fprintf(stderr, "usage: sluice status [-admin URL] [-token-file FILE] [-timeout D] [-json]\n")
 		return exitUsage
 	}
-	c, err := newAdminClient(*adminURL, *tokenFile, *timeout)
+	c, err := newAdminClient(a.admin, a.tokenFile, a.timeout)
 	if err != nil {
 		cli.Fprintf(stderr, "sluice status: %v\n", err)
 		return exitUsage
 	}
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	ctx, cancel := context.WithTimeout(ctx, a.timeout)
 	defer cancel()
 	var status, groups json.RawMessage
 	if err := c.get(ctx, "/v1/status", &status); err != nil {
@@ -91,7 +105,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		cli.Fprintf(stderr, "sluice status: %v\n", err)
 		return exitError
 	}
-	if *asJSON {
+	if a.json {
 		out, err := json.MarshalIndent(struct {
 			Status json.RawMessage `json:"status"`
 			Groups json.RawMessage `json:"groups"`

@@ -92,10 +92,12 @@ func (l Limiter) GlobalStatus() gate.GlobalStatus {
 		LastError: s.LastError, LastErrorAt: s.LastErrorAt,
 		Fallback: string(s.Fallback), Nodes: s.Nodes, ObservedNodes: s.ObservedNodes,
 		StoreDecisions: s.RedisDecisions, FallbackDecisions: s.FallbackDecisions, Errors: s.Errors, Timeouts: s.Timeouts,
+		Timeout: s.Timeout, LateBound: s.LateBound, LateAdmitted: s.LateAdmitted,
 		Sync: spec.Sync(s.Sync), QuotaVersion: s.QuotaVersion, QuotaError: s.QuotaError,
 		Leases: s.Leases, Held: s.Held, Outstanding: s.Outstanding, Bound: s.Bound,
 		LeasedUnits: s.LeasedUnits, RefusedUnits: s.RefusedUnits,
 		Renewals: s.Renewals, RenewalErrors: s.RenewalErrors, LastRenewal: s.LastRenewal,
+		Share: s.Share, Rejoins: s.Rejoins, Rejoining: s.Rejoining,
 	}
 }
 

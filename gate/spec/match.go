@@ -23,14 +23,22 @@ type Match struct {
 	// example.com itself).
 	Host string
 	// Headers accepts requests whose header NAME has exactly the value
-	// given, for every entry.
+	// given, for every entry (the whitespace around either aside).
 	Headers map[string]string
 }
 
+// TrimOWS returns v without the optional whitespace (SP and HTAB) around
+// it, which is not part of a field's value (RFC 9110 §5.5): an upstream
+// reads "K ", "\tK" and "K" alike, and so do groups' keys and matches. It
+// does not allocate.
+func TrimOWS(v string) string { return strings.Trim(v, " \t") }
+
 // Normal returns a copy of m spelled as Matches expects: methods in upper
 // case, the host in lower case without a trailing dot, header names in
-// canonical form (of two spellings of one name, the canonical one's value
-// is kept).
+// canonical form and their values without the whitespace around them. Of
+// two spellings of one name, such as "X-Env" and "x-env", both are kept,
+// the second under its own spelling: Check refuses them, and such a group
+// would never match.
 func (m Match) Normal() Match {
 	m.Methods = slices.Clone(m.Methods)
 	for i, method := range m.Methods {
@@ -39,10 +47,18 @@ func (m Match) Normal() Match {
 	m.Host = strings.TrimSuffix(strings.ToLower(m.Host), ".")
 	if len(m.Headers) > 0 {
 		h := make(map[string]string, len(m.Headers))
-		for _, name := range slices.Sorted(maps.Keys(m.Headers)) {
-			key := CanonicalHeader(name)
-			if _, dup := h[key]; !dup || key == name {
-				h[key] = m.Headers[name]
+		names := slices.Sorted(maps.Keys(m.Headers))
+		for _, name := range names {
+			if CanonicalHeader(name) == name {
+				h[name] = TrimOWS(m.Headers[name])
+			}
+		}
+		for _, name := range names {
+			if key := CanonicalHeader(name); key != name {
+				if _, dup := h[key]; dup {
+					key = name // two spellings of one name: both kept, for Check to refuse
+				}
+				h[key] = TrimOWS(m.Headers[name])
 			}
 		}
 		m.Headers = h
@@ -69,7 +85,8 @@ func (m *Match) CatchAll() bool {
 //   - Methods: the method is one of them.
 //   - Host: the host, without port and trailing dot, equals it ignoring
 //     ASCII case; "*.example.com" accepts hosts ending in ".example.com".
-//   - Headers: for each entry, the first value of that header equals it.
+//   - Headers: for each entry, the first value of that header, without the
+//     whitespace around it (TrimOWS), equals it.
 //
 // m is expected to be Normal (methods upper case, header
 // names canonical). Matches does not allocate.
@@ -87,7 +104,7 @@ func (m *Match) Matches(method, host, path string, header map[string][]string) b
 		return false
 	}
 	for name, want := range m.Headers {
-		if v := header[name]; len(v) == 0 || v[0] != want {
+		if v := header[name]; len(v) == 0 || TrimOWS(v[0]) != want {
 			return false
 		}
 	}

@@ -1,7 +1,9 @@
 // Package front holds what the servers of sluice's front-ends beside the
 // proxy (permit, rls) share: their door (a listen.Door whose errors name the
-// front-end), the options of their gRPC servers, and the graceful stop of
-// those. It imports internal/listen and grpc, nothing of the front-ends,
+// front-end), the Split that serves its listener (a bound on connections,
+// the protocol told by the first bytes, a gRPC connection authenticated
+// before a gRPC server sees it), the options of their gRPC servers, and the
+// graceful stop of those. It imports internal/listen and grpc, nothing of the front-ends,
 // which import it and never each other.
 //
 // Everything here is safe for concurrent use.
@@ -82,16 +84,21 @@ func (d *Door) Serve(ln net.Listener, closed error) error {
 const window = 1 << 20
 
 // GRPCOptions are the options every front-end's gRPC server starts with:
-// the door's token check on unary and streaming calls; fixed flow-control
-// windows, which turn off grpc's bandwidth-delay probing (it pings the peer
-// on almost every small message); and pings allowed every 10s at most, with
-// or without calls in flight.
-func GRPCOptions(d *Door) []grpc.ServerOption {
+// the door's token check of each stream before it is made a goroutine or
+// its message read (Guard.Tap, on TCP); at most maxStreams streams open at
+// once on a connection (a client's next stream waits for one to end) and
+// header fields of at most MaxHeaderBytes; fixed flow-control windows,
+// which turn off grpc's bandwidth-delay probing (it pings the peer on
+// almost every small message); and pings allowed every 10s at most, with
+// or without calls in flight. Serve the server on a Split's H2, which
+// bounds the connections and authenticates each before the server sees it.
+func GRPCOptions(d *Door, maxStreams uint32) []grpc.ServerOption {
 	return []grpc.ServerOption{
+		grpc.InTapHandle(d.Tap),
+		grpc.MaxConcurrentStreams(maxStreams),
+		grpc.MaxHeaderListSize(MaxHeaderBytes),
 		grpc.InitialWindowSize(window),
 		grpc.InitialConnWindowSize(window),
-		grpc.ChainUnaryInterceptor(d.Unary),
-		grpc.ChainStreamInterceptor(d.Stream),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 	}
 }

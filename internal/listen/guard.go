@@ -7,8 +7,8 @@ import (
 	"net"
 	"sync/atomic"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/tap"
 )
 
 // ErrNoToken is the error of a TCP listener without a token.
@@ -21,7 +21,6 @@ var ErrNoToken = errors.New("a TCP listener needs a bearer token; or listen on a
 type Guard struct {
 	token atomic.Pointer[Token]
 	reach atomic.Uint32 // Reach of the listener, as configured, then as bound
-	unary grpc.UnaryServerInterceptor
 }
 
 // NewGuard returns the Guard of a server that will listen on addr with
@@ -38,7 +37,6 @@ func NewGuard(addr, tok string) (*Guard, error) {
 	t := NewToken(tok)
 	g.token.Store(&t)
 	g.reach.Store(uint32(r))
-	g.unary = UnaryAuth(func() Token { return *g.token.Load() })
 	return g, nil
 }
 
@@ -72,22 +70,23 @@ func (g *Guard) Allows(authorization string) bool {
 	return !g.tcp() || g.token.Load().Matches(authorization)
 }
 
-// Unary is the gRPC interceptor of the guard: UnaryAuth on TCP, nothing on
-// a unix socket.
-func (g *Guard) Unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-	if !g.tcp() {
-		return h(ctx, req)
-	}
-	return g.unary(ctx, req, info, h)
-}
+// NeedsToken reports whether calls must carry the token: the listener is
+// TCP.
+func (g *Guard) NeedsToken() bool { return g.tcp() }
 
-// Stream is Unary for streaming calls: the token is checked once, when the
-// stream opens.
-func (g *Guard) Stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
-	if g.tcp() && !authorized(ss.Context(), *g.token.Load()) {
-		return ErrUnauthenticated
+// Tap is the guard's check of a gRPC stream, for grpc.InTapHandle: on TCP
+// a stream whose "authorization" header is not exactly one "Bearer TOKEN"
+// with the token in force is refused, ErrUnauthenticated, before the gRPC
+// server makes it a goroutine or reads its message. It is quick (a SHA-256
+// of the header's token), as it must be: grpc calls it under its
+// transport's lock.
+func (g *Guard) Tap(ctx context.Context, info *tap.Info) (context.Context, error) {
+	if g.tcp() {
+		if v := info.Header["authorization"]; len(v) != 1 || !g.token.Load().Matches(v[0]) {
+			return nil, ErrUnauthenticated
+		}
 	}
-	return h(srv, ss)
+	return ctx, nil
 }
 
 // StreamCheck returns the check of a stream's calls: Allows for the

@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/tap"
 )
 
 func TestOf(t *testing.T) {
@@ -131,23 +131,32 @@ func TestToken(t *testing.T) {
 	}
 }
 
-func TestUnaryAuth(t *testing.T) {
-	tok := NewToken("s3cret-token-0123456789")
-	auth := UnaryAuth(func() Token { return tok })
-	h := func(context.Context, any) (any, error) { return "ok", nil }
-	call := func(md metadata.MD) error {
-		ctx := metadata.NewIncomingContext(context.Background(), md)
-		_, err := auth(ctx, nil, &grpc.UnaryServerInfo{}, h)
+// TestTap: on TCP a stream passes the tap only with exactly one
+// "authorization" header with the token in force; on a unix socket every
+// stream passes.
+func TestTap(t *testing.T) {
+	const tok = "s3cret-token-0123456789"
+	g, _ := NewGuard("127.0.0.1:0", tok)
+	tap := func(g *Guard, md metadata.MD) error {
+		_, err := g.Tap(context.Background(), &tap.Info{FullMethodName: "/x.Y/Z", Header: md})
 		return err
 	}
-	if err := call(metadata.Pairs("authorization", "Bearer s3cret-token-0123456789")); err != nil {
+	if err := tap(g, metadata.Pairs("authorization", "Bearer "+tok)); err != nil {
 		t.Fatalf("right token: %v", err)
 	}
 	for _, md := range []metadata.MD{nil, metadata.Pairs("authorization", "Bearer nope"),
-		metadata.Pairs("authorization", "Bearer s3cret-token-0123456789", "authorization", "Bearer s3cret-token-0123456789")} {
-		if err := call(md); status.Code(err) != codes.Unauthenticated {
+		metadata.Pairs("authorization", "Bearer "+tok, "authorization", "Bearer "+tok)} {
+		if err := tap(g, md); status.Code(err) != codes.Unauthenticated {
 			t.Errorf("metadata %v: %v, want Unauthenticated", md, err)
 		}
+	}
+	g.SetToken("another-token-0123456789")
+	if err := tap(g, metadata.Pairs("authorization", "Bearer "+tok)); status.Code(err) != codes.Unauthenticated {
+		t.Errorf("the old token after SetToken: %v", err)
+	}
+	u, _ := NewGuard("unix:///run/x.sock", "")
+	if err := tap(u, nil); err != nil || u.NeedsToken() || !g.NeedsToken() {
+		t.Fatalf("a unix socket's tap: %v (needs a token: unix %v, tcp %v)", err, u.NeedsToken(), g.NeedsToken())
 	}
 }
 

@@ -1,14 +1,11 @@
 package listen
 
 import (
-	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"strings"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 )
 
@@ -48,21 +45,3 @@ func (t Token) Matches(authorization string) bool {
 
 // ErrUnauthenticated is the status of a gRPC call without the right token.
 var ErrUnauthenticated = status.Error(codes.Unauthenticated, "missing or wrong bearer token (metadata \"authorization: Bearer TOKEN\")")
-
-// UnaryAuth returns a gRPC interceptor that refuses, with
-// ErrUnauthenticated, every call whose "authorization" metadata does not
-// match the token current returns (read per call, so the token can change
-// while the server runs).
-func UnaryAuth(current func() Token) grpc.UnaryServerInterceptor {
-	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-		if !authorized(ctx, current()) {
-			return nil, ErrUnauthenticated
-		}
-		return h(ctx, req)
-	}
-}
-
-func authorized(ctx context.Context, t Token) bool {
-	v := metadata.ValueFromIncomingContext(ctx, "authorization")
-	return len(v) == 1 && t.Matches(v[0])
-}

@@ -160,6 +160,11 @@ func (s *Server) Resume() {
 	}
 }
 
+// Signal sends sig to the server's process: for a goroutine of the test
+// that stalls it in turns (SIGSTOP, SIGCONT), where Pause and Resume,
+// which fail the test, may not be called.
+func (s *Server) Signal(sig os.Signal) error { return s.proc.cmd.Process.Signal(sig) }
+
 // Port is the server's port.
 func (s *Server) Port() int { return s.port }
 

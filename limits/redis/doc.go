@@ -85,12 +85,14 @@
 // period). A renewal reports the node's demand (the units it admitted and
 // refused per second), gives back what it holds beyond about 1.5 periods of
 // that demand, and asks to be topped up to it. Redis grants what the stock
-// has, or, while the nodes together want more than the quota's rate, the
-// node's fair part: its fraction of the demand of the refill since its
-// last renewal (for a window, of the window's limit), so a busy node gets
-// more of the quota than an idle one, and shares follow demand within a
-// few renewals (TestLeasedShares: 60/30/10 % of the demand gives 60/30/10 %
-// of the admitted units). A node's units are valid until its lease
+// has, or, while the nodes together want more than the quota's rate, shares
+// the rate max-min fair: a node whose demand is under the fair level gets
+// its demand, the others split what is left equally (each its fraction
+// level/rate of the refill since its last renewal; for a window, of the
+// window's limit), as the gate does for tenants inside one node
+// (TestLeasedShares: 60/30/10 % of the demand gives 35/35/30 % of the
+// admitted units; TestLeasedUneven: 5,000/500/500 a second against 2,000
+// gives the quiet nodes their 500). A node's units are valid until its lease
 // expires as the node sees it, TTL (default 2 s) after its last renewal
 // was sent (for a fixed window, no later than the window's end), which is
 // before Redis expires the lease. A stopping node (Limiter.Close,
@@ -156,10 +158,12 @@
 //
 // # Failure
 //
-// A decision waits at most the store's Timeout (5 ms by default). A
-// decision that fails or times out is answered by the Fallback: local (this
-// node's share of the quota, the quota divided by the node count), open, or
-// closed. When three decisions (or renewals) in a row have failed and none
+// A decision waits for Redis at most its budget: the store's Timeout (5 ms
+// by default), adapted to Redis's latency (below). A decision that fails,
+// or that Redis is skipped for while it is down, is answered by the
+// Fallback: local (this node's share of the quota, the quota divided by
+// the node count), open, or closed; one that times out, within a bound
+// (below). When three decisions (or renewals) in a row have failed and none
 // has succeeded for ten times the Timeout (Redis is dead, or cannot keep up
 // at all; a slow Redis that still answers some decisions in time is not),
 // the store stops calling Redis for a backoff that starts at BackoffMin and
@@ -169,11 +173,44 @@
 // A decision that timed out may still be applied by Redis later: during a
 // slow spell the quota is charged both in Redis and locally, never less.
 //
-// In leased mode, Redis down (dead, or hung with its connections open)
-// does not touch the decisions on a lease: a node goes on deciding from what
-// it holds, at local cost, until its lease lapses; then it decides as exact
-// mode does while Redis is down, by the fallback. Its renewals, in the
-// background, bring it back to leases by themselves once Redis answers.
+// Exact mode under load: the Timeout is the least a decision waits; the
+// budget adapts to twice the 99th percentile of Redis's answers over the
+// last second (doubling while more than 1 % come late), up to 100 ms, so
+// a busy host's Redis is waited for instead of missed. A decision that
+// still runs out of it while Redis is taken for up (a slow spell, not an
+// outage) is decided by the Fallback within a local bound: with
+// FallbackLocal, the node's share of the quota and a local limiter of
+// Overshoot (1 %) of the quota over the node count must both admit it, so
+// the nodes together admit at most 1 % over the quota however many
+// decisions time out (TestExactLateBounded; Status.LateBound states it);
+// with FallbackClosed it is refused; with FallbackOpen admitted, counted
+// and unbounded.
+//
+// In leased mode, a renewal that fails (its budget is half a period, far
+// longer than a decision's) takes the store to ModeFallback at once, and
+// from that round on (within one period of the outage) each lease decides
+// by the fallback: first the units the node still holds (Redis counted
+// them), then, with FallbackLocal, a local limiter of the node's fallback
+// share that starts empty, so that what it held counts toward the share.
+// The share is answered by every renewal: the max-min fair split of the
+// quota's rate over the nodes' demands (the nodes without a lease on the
+// key keep their equal share, and the spare is split evenly), so the shares
+// of all nodes add up to the rate and through an outage the nodes together
+// admit at most the rate plus the units they held when it began, the bound
+// (TestLeasedOutage: killed and hung, at least 90 % of min(offered, quota)
+// throughout). Status, the decision counts (fallback) and Store.Changed
+// tell it at that moment. The renewals, in the background, bring the node
+// back to leases by themselves once Redis answers.
+//
+// A Redis that comes back empty is not a fresh quota. Each lease hash holds
+// an epoch (the Redis time of its creation), answered by every renewal. The
+// first node of an earlier epoch to renew on a hash that is gone empties
+// the fresh stock (what the nodes admitted by their shares meanwhile is not
+// in it), and every node that finds a new epoch takes from Redis no more
+// than the share it decided by, until as many leases are back as there
+// were or until the others must have probed Redis again (1.2 × BackoffMax
+// and two periods); so across a restart the nodes admit at most the quota
+// plus the units held when Redis went away (TestLeasedRestartEmpty).
 //
 // # Node count
 //

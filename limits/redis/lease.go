@@ -33,6 +33,9 @@ const (
 	// renewChunk is how many keys one renewal call renews on a single
 	// server (on a cluster, one: keys of other slots cannot be mixed).
 	renewChunk = 32
+	// shareScale is the unit of the fallback share in a renewal's answer:
+	// thousandths of a unit per second.
+	shareScale = 1000
 )
 
 // leaser is a Limiter's leased mode: the leases this node holds, by key,
@@ -69,6 +72,7 @@ type leaser struct {
 	giveBack, stopped atomic.Bool
 
 	renewals, renewErrs atomic.Uint64
+	rejoins             atomic.Uint64
 	admitted, refused   atomic.Uint64 // units, counted at the renewals
 	lastRenewal         atomic.Int64  // Unix ns
 
@@ -87,12 +91,21 @@ type lease struct {
 	spare atomic.Bool  // the stock had room at the last renewal
 	next  atomic.Int64 // Unix ns of the next renewal, for RetryAfter
 	out   atomic.Int64 // #O at the last renewal: the outstanding units
+	// shareNow is share for Status, in thousandths; rejoining tells
+	// whether a rejoin is under way.
+	shareNow  atomic.Int64
+	rejoining atomic.Bool
+
+	// fb is, while this node cannot renew (Redis down), the fallback that
+	// decides once the units held are used up; nil while renewals succeed.
+	fb atomic.Pointer[leaseFallback]
 
 	// Written by the decisions: apart from the fields above, so that
 	// reading those does not move the cache line the decisions write.
 	_       [64]byte
 	a       limits.Allowance
 	refused atomic.Int64 // units refused since the last renewal
+	fbUnits atomic.Int64 // units decided by fb since the last renewal
 
 	// The renewer's own.
 	after int64     // units held right after the last grant was added
@@ -100,6 +113,35 @@ type lease struct {
 	want  int64     // units asked for at the last renewal
 	since time.Time // the last renewal (the demand's clock)
 	quiet int       // quiet renewals in a row
+	// share is this node's fallback share of the key, units per second,
+	// from the last renewal (0: none yet, the equal share); epoch and
+	// nodes are the lease hash's epoch and lease count at that renewal.
+	share        float64
+	epoch, nodes int64
+	rejoin       rejoin
+}
+
+// leaseFallback is how a lease decides while its node cannot renew it: its
+// units held first (Redis counted them: they are part of the node's share),
+// then the store's Fallback policy; for FallbackLocal, local, a limiter of
+// this node's fallback share that starts empty, so that what the node
+// holds and what it admits by the share add up to the share.
+type leaseFallback struct {
+	local limits.Limiter // nil unless FallbackLocal
+}
+
+// rejoin caps the grants of a lease whose hash came back with a new epoch
+// (Redis restarted empty, or lost the hash): until the nodes that held
+// leases before are back (nodes), or until, no later than end, the others
+// must have probed Redis again, this node takes from Redis no more than the
+// share it decided by while Redis was away, since those still away go on
+// deciding by theirs. The renewer's own; zero: not rejoining.
+type rejoin struct {
+	end   time.Time // when it ends at the latest
+	nodes int64     // the leases of the earlier epoch
+	share float64   // the cap, units per second
+	since time.Time // its start
+	taken int64     // units granted since
 }
 
 func newLeaser(l *Limiter) *leaser {
@@ -135,7 +177,8 @@ func (ls *leaser) allow(r *limits.Result, key string, now time.Time, n int64) bo
 		return false
 	}
 	t := now.UnixNano()
-	if t >= le.until.Load() {
+	fb := le.fb.Load()
+	if t >= le.until.Load() && fb == nil {
 		return false
 	}
 	q := ls.l.q.Load()
@@ -144,7 +187,15 @@ func (ls *leaser) allow(r *limits.Result, key string, now time.Time, n int64) bo
 		r.Allowed, r.Limit, r.Remaining, r.RetryAfter, r.ResetAfter, r.Delay = false, q.limit, 0, limits.InfDuration, 0, 0
 		return true
 	}
-	left, taken, open := le.a.Take(n)
+	var left int64
+	taken, open := false, false
+	if t < le.until.Load() {
+		left, taken, open = le.a.Take(n)
+	}
+	if fb != nil && !taken {
+		ls.fallback(r, le, fb, q, now, n)
+		return true
+	}
 	if !open {
 		return false
 	}
@@ -164,6 +215,22 @@ func (ls *leaser) allow(r *limits.Result, key string, now time.Time, n int64) bo
 		r.ResetAfter = time.Duration(float64(q.limit-r.Remaining) * q.nsPerUnit)
 	}
 	return true
+}
+
+// fallback decides on n units for le by fb, its units held being used up
+// (or lapsed): a fallback decision.
+func (ls *leaser) fallback(r *limits.Result, le *lease, fb *leaseFallback, q *quota, now time.Time, n int64) {
+	ls.l.fallbackN.Add(1)
+	le.fbUnits.Add(n)
+	switch {
+	case fb.local != nil:
+		*r = fb.local.AllowAt(now, n)
+		r.Limit = q.limit
+	case ls.l.s.p.Fallback == FallbackOpen:
+		*r = limits.Result{Allowed: true, Limit: q.limit, Remaining: q.limit}
+	default:
+		*r = limits.Result{Allowed: n == 0, Limit: q.limit, RetryAfter: time.Duration(max(le.next.Load()-now.UnixNano(), int64(time.Millisecond)))}
+	}
 }
 
 // ask asks for an early renewal of le, if the stock had room for one.
@@ -255,7 +322,7 @@ type renewal struct {
 	leave             bool
 	requested         int64 // units admitted and refused since the last renewal
 	// Answered (see parseRenewals).
-	grant, heldR, out, dem, avail, life int64
+	grant, heldR, out, dem, avail, life, nodes, epoch, share int64
 }
 
 // round renews every lease (with last, gives them all back), promotes the
@@ -281,7 +348,10 @@ func (ls *leaser) round(now time.Time, last bool) {
 		if err == nil {
 			ls.l.s.link.succeeded(t, probe)
 		} else {
-			ls.l.s.link.failed(t, probe, err)
+			// A renewal has a far longer budget than a decision: one that
+			// fails says Redis does not answer, and the node decides by
+			// its fallback at once.
+			ls.l.s.link.failedHard(t, probe, err)
 		}
 	}
 	next := leases
@@ -350,9 +420,9 @@ func (ls *leaser) prepare(le *lease, now time.Time, q *quota, last bool) *renewa
 		r.requested = max(0, le.after-held)
 	}
 	r.before = held
-	refused := le.refused.Swap(0)
-	r.requested += refused
-	ls.admitted.Add(uint64(r.requested - refused))
+	refused, byFallback := le.refused.Swap(0), le.fbUnits.Swap(0)
+	r.requested += refused + byFallback // the demand, however decided
+	ls.admitted.Add(uint64(r.requested - refused - byFallback))
 	ls.refused.Add(uint64(refused))
 	// The next renewal comes a period from now, or as late as this one
 	// did (a busy machine): ask for that long.
@@ -369,6 +439,11 @@ func (ls *leaser) prepare(le *lease, now time.Time, q *quota, last bool) *renewa
 	}
 	le.since = now
 	le.want = int64(math.Ceil(le.dem * cover * headroom))
+	if rj := &le.rejoin; !rj.end.IsZero() {
+		// Rejoining: held and granted since its start within the share.
+		budget := int64(rj.share*(now.Sub(rj.since)+ls.p.Period).Seconds()) - rj.taken
+		le.want = min(le.want, held+max(0, budget))
+	}
 	r.leave = last || le.quiet >= quietRounds
 	if r.leave {
 		r.ret = le.a.Close()
@@ -379,10 +454,38 @@ func (ls *leaser) prepare(le *lease, now time.Time, q *quota, last bool) *renewa
 	return r
 }
 
-// call sends the renewals of rs, in chunks, in one round trip.
+// call sends the renewals of rs and waits for the answers at most the
+// renewal budget. go-redis bounds a socket read by its read timeout, not by
+// the context: against a hung Redis the call itself would hold the renewer
+// for the I/O timeout, while the node must decide by its fallback at once.
+// The call works on copies of rs, whose answers are taken only when in
+// time; one abandoned may still be applied by Redis, its grant then lost
+// (counted in Redis until the lease expires).
 func (ls *leaser) call(q *quota, rs []*renewal) error {
 	ctx, cancel := context.WithTimeout(context.Background(), ls.budget)
 	defer cancel()
+	cp := make([]*renewal, len(rs))
+	for i, r := range rs {
+		c := *r
+		cp[i] = &c
+	}
+	done := make(chan error, 1)
+	go func() { done <- ls.send(ctx, q, cp) }()
+	select {
+	case err := <-done:
+		if err == nil {
+			for i, r := range rs {
+				*r = *cp[i]
+			}
+		}
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// send sends the renewals of rs, in chunks, in one round trip.
+func (ls *leaser) send(ctx context.Context, q *quota, rs []*renewal) error {
 	s := ls.l.s
 	scr := s.renew[ls.l.p.Algorithm]
 	ttl := ls.p.TTL.Milliseconds()
@@ -392,18 +495,18 @@ func (ls *leaser) call(q *quota, rs []*renewal) error {
 		extra = []any{now.Unix(), int64(now.Nanosecond())}
 	}
 	build := func(verb, script string, part []*renewal) *goredis.Cmd {
-		args := make([]any, 0, 3+2*len(part)+5+5*len(part)+len(extra))
+		args := make([]any, 0, 3+2*len(part)+6+6*len(part)+len(extra))
 		args = append(args, verb, script, 2*len(part))
 		for _, r := range part {
 			args = append(args, r.le.keys[0], r.le.keys[1])
 		}
-		args = append(args, s.nodeID, ttl, ls.p.Period.Milliseconds(), q.a1, q.a2)
+		args = append(args, s.nodeID, ttl, ls.p.Period.Milliseconds(), q.a1, q.a2, s.divisor.Load())
 		for _, r := range part {
 			leave := "0"
 			if r.leave {
 				leave = "1"
 			}
-			args = append(args, r.held, r.ret, int64(math.Ceil(r.le.dem)), r.le.want, leave)
+			args = append(args, r.held, r.ret, int64(math.Ceil(r.le.dem)), r.le.want, leave, r.le.epoch)
 		}
 		args = append(args, extra...)
 		return goredis.NewCmd(ctx, args...)
@@ -442,11 +545,11 @@ func (ls *leaser) call(q *quota, rs []*renewal) error {
 	return nil
 }
 
-// parseRenewals reads a renewal call's replies into part: six integers per
-// key, "grant held outstanding demand avail life".
+// parseRenewals reads a renewal call's replies into part: nine integers
+// per key, "grant held outstanding demand avail life nodes epoch share".
 func parseRenewals(s string, part []*renewal) error {
 	for i, r := range part {
-		var f [6]int64
+		var f [9]int64
 		for j := range f {
 			v, rest, ok := leadingInt(s)
 			if !ok {
@@ -464,7 +567,9 @@ func parseRenewals(s string, part []*renewal) error {
 			}
 		}
 		r.grant, r.heldR, r.out, r.dem, r.avail, r.life = f[0], f[1], f[2], f[3], f[4], f[5]
-		if r.grant < 0 || r.heldR < 0 || r.heldR > r.held || r.out < 0 || r.avail < 0 || r.life < -1 {
+		r.nodes, r.epoch, r.share = f[6], f[7], f[8]
+		if r.grant < 0 || r.heldR < 0 || r.heldR > r.held || r.out < 0 || r.avail < 0 || r.life < -1 ||
+			r.nodes < 0 || r.epoch < 0 || r.share < 0 {
 			return errReply
 		}
 	}
@@ -481,6 +586,8 @@ func (ls *leaser) settle(r *renewal, now time.Time, q *quota) {
 	if r.leave {
 		return
 	}
+	le.fb.Store(nil)
+	ls.rejoin(le, r, now)
 	le.after = le.a.Add(r.grant)
 	life := ls.p.TTL
 	if r.life >= 0 {
@@ -492,14 +599,55 @@ func (ls *leaser) settle(r *renewal, now time.Time, q *quota) {
 	le.low.Store(le.want / 3)
 	// Early renewals help a node whose demand rose while the quota has
 	// room; while the nodes together want more than its rate they would
-	// only take more than this node's share, so there are none.
-	le.spare.Store(r.avail >= le.want && float64(r.dem) <= q.perSecond())
+	// only take more than this node's share, so there are none, but for a
+	// node under the fair level (its share covers its demand): it takes
+	// only its demand, and an early renewal keeps it from running dry when
+	// a renewal comes late.
+	under := float64(r.share)/shareScale >= le.dem
+	le.spare.Store(r.avail >= le.want && (under || float64(r.dem) <= q.perSecond()))
 	le.next.Store(now.Add(ls.p.Period).UnixNano())
 }
 
-// failed handles a renewal that Redis did not answer: the units taken back
-// to give back are held again, and a lease whose units have lapsed holds
-// nothing any more.
+// rejoin follows the epoch of le's lease hash: a new one, while le held a
+// lease of an earlier one, starts a rejoin (see rejoin); the rejoin ends
+// once as many leases are back as there were, or at its end.
+func (ls *leaser) rejoin(le *lease, r *renewal, now time.Time) {
+	rj := &le.rejoin
+	if le.epoch != 0 && r.epoch != le.epoch {
+		share := le.share
+		if share == 0 {
+			share = ls.equalShare()
+		}
+		backoff := time.Duration(1.2 * float64(ls.l.s.p.BackoffMax))
+		*rj = rejoin{end: now.Add(backoff + 2*ls.p.Period), nodes: le.nodes, share: share, since: now}
+		ls.rejoins.Add(1)
+	}
+	if !rj.end.IsZero() {
+		rj.taken += r.grant
+		if r.nodes >= rj.nodes || !now.Before(rj.end) {
+			*rj = rejoin{}
+		}
+	}
+	le.epoch = r.epoch
+	if rj.end.IsZero() {
+		// Kept from before a restart until the rejoin ends.
+		le.nodes, le.share = r.nodes, float64(r.share)/shareScale
+		le.shareNow.Store(r.share)
+	}
+	le.rejoining.Store(!rj.end.IsZero())
+}
+
+// equalShare is the equal part of the quota's rate, per second, that the
+// local fallback decides by.
+func (ls *leaser) equalShare() float64 {
+	return ls.l.q.Load().perSecond() / float64(max(1, ls.l.s.divisor.Load()))
+}
+
+// failed handles a renewal that Redis did not answer (or that was not sent,
+// Redis being down): the units taken back to give back are held again, a
+// lease whose units have lapsed holds nothing any more, and the lease
+// decides by the fallback once the units it holds are used up (at once:
+// within the round that found Redis down).
 func (ls *leaser) failed(r *renewal, now time.Time) {
 	le := r.le
 	if r.leave {
@@ -511,6 +659,40 @@ func (ls *leaser) failed(r *renewal, now time.Time) {
 		le.a.Close()
 		le.after = 0
 	}
+	if le.fb.Load() == nil {
+		le.fb.Store(ls.newFallback(le))
+	}
+}
+
+// newFallback is le's fallback while Redis is away: with FallbackLocal, a
+// limiter of this node's fallback share (from its last renewal, or the
+// equal share) of the quota in force, empty from the moment it is made.
+func (ls *leaser) newFallback(le *lease) *leaseFallback {
+	share := le.share
+	if share == 0 {
+		share = ls.equalShare()
+	}
+	fb := &leaseFallback{}
+	if ls.l.s.p.Fallback != FallbackLocal {
+		return fb
+	}
+	q := ls.l.q.Load()
+	p := q.p
+	frac := share / q.perSecond()
+	if p.Window > 0 {
+		p.Limit = max(1, int64(float64(p.Limit)*frac))
+	} else {
+		p.Rate, p.Burst = max(share, 1e-9), max(1, int64(math.Ceil(float64(p.Burst)*frac)))
+	}
+	local, err := newTemplate(p)
+	if err != nil { // a share too small for the algorithm: refuse
+		return fb
+	}
+	// Empty from this moment (the round's start may be a while ago): what
+	// the node holds is the share's start.
+	local.AllowAt(time.Now(), local.Policy().Quota)
+	fb.local = local
+	return fb
 }
 
 // close stops the renewals; with giveBack, the units held are given back
@@ -535,7 +717,16 @@ func (ls *leaser) status(st *Status) {
 		h, _ := le.a.Held()
 		st.Held += h
 		st.Outstanding += le.out.Load()
+		share := float64(le.shareNow.Load()) / shareScale
+		if share == 0 {
+			share = ls.equalShare()
+		}
+		st.Share += share
+		if le.rejoining.Load() {
+			st.Rejoining++
+		}
 	}
+	st.Rejoins = ls.rejoins.Load()
 	st.Bound = int64(math.Ceil(headroom * ls.l.q.Load().perSecond() * ls.p.Period.Seconds()))
 	st.LeasedUnits, st.RefusedUnits = ls.admitted.Load(), ls.refused.Load()
 	st.Renewals, st.RenewalErrors = ls.renewals.Load(), ls.renewErrs.Load()

@@ -206,10 +206,39 @@ func (n *node) halt() {
 // openWindow restarts the window counts.
 func (n *node) openWindow() { n.windowO.Store(0); n.windowA.Store(0) }
 
+// maxMinFair is the max-min fair split of capacity c among the demands ds:
+// each gets min(d, L), the level L such that the parts add up to c (or
+// each its demand, when they add up to less).
+func maxMinFair(ds []float64, c float64) []float64 {
+	out := make([]float64, len(ds))
+	left := map[int]bool{}
+	for i := range ds {
+		left[i] = true
+	}
+	for len(left) > 0 {
+		cut := c / float64(len(left))
+		done := false
+		for i := range left {
+			if ds[i] <= cut {
+				out[i], c, done = ds[i], c-ds[i], true
+				delete(left, i)
+			}
+		}
+		if !done {
+			for i := range left {
+				out[i] = cut
+			}
+			break
+		}
+	}
+	return out
+}
+
 // TestLeasedShares: three nodes share a quota of 3,000/s with 9,000/s
-// offered 60/30/10: after a few renewals each node's share of the admitted
-// units follows its share of the demand, the nodes together admit about the
-// quota and never more than Burst + Rate·t (from a state where nothing was
+// offered 60/30/10: after a few renewals the nodes' shares of the admitted
+// units are the max-min fair split of the quota over their demands
+// (5,400/2,700/900: 35/35/30 %), the nodes together admit about the quota
+// and never more than Burst + Rate·t (from a state where nothing was
 // leased), and Redis serves a few renewal calls a period, not one per
 // decision.
 func TestLeasedShares(t *testing.T) {
@@ -250,12 +279,18 @@ func TestLeasedShares(t *testing.T) {
 	if want := 0.85 * rate * window; float64(admitted) < want || float64(admitted) > burst+rate*window {
 		t.Errorf("admitted %d in %.2fs, want about the quota %.0f", admitted, window, rate*window)
 	}
+	var demands []float64
+	for _, n := range nodes {
+		demands = append(demands, float64(n.windowO.Load()))
+	}
+	fair := maxMinFair(demands, float64(admitted))
 	for i, n := range nodes {
 		demand := float64(n.windowO.Load()) / float64(offered)
 		share := float64(n.windowA.Load()) / float64(admitted)
-		t.Logf("node %d: %.1f%% of the demand, %.1f%% of the admitted", i, 100*demand, 100*share)
-		if math.Abs(share-demand) > 0.07 {
-			t.Errorf("node %d: share %.3f of the admitted, want its share of the demand %.3f", i, share, demand)
+		want := fair[i] / float64(admitted)
+		t.Logf("node %d: %.1f%% of the demand, %.1f%% of the admitted, max-min fair %.1f%%", i, 100*demand, 100*share, 100*want)
+		if math.Abs(share-want) > 0.07 {
+			t.Errorf("node %d: share %.3f of the admitted, want its max-min fair share %.3f", i, share, want)
 		}
 	}
 	// Each node renews once a period, and at most four times when asked

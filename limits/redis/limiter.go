@@ -40,11 +40,34 @@ type Limiter struct {
 
 	local    *limits.Keyed
 	template limits.Limiter // local's template: its amounts are this node's share
-	b        *batcher       // nil: a script call per decision
-	lease    *leaser        // nil: exact
+	// over bounds what the decisions that Redis did not answer in time
+	// admit (see overshoot); nil: nothing.
+	over  atomic.Pointer[overshoot]
+	b     *batcher // nil: a script call per decision
+	lease *leaser  // nil: exact
 
 	redisN, fallbackN, errN, timeoutN atomic.Uint64
+	overN                             atomic.Uint64 // units admitted by over
 	closed                            atomic.Bool
+}
+
+// Overshoot is the part of a quota that the decisions Redis did not answer
+// in time (a timeout, or too many waiting, while Redis is still taken for
+// up) may admit by the local fallback, on all nodes together: each node
+// keeps a local limiter of its share of it (the quota's rate or limit, and
+// burst, times Overshoot over the node count; at least one unit), and such
+// a decision is admitted only if both the node's share of the quota and
+// that limiter admit it. So exact mode admits at most (1 + Overshoot) times
+// the quota however many decisions time out (a quota split per key: its
+// keys share the one bound). With FallbackOpen they are admitted, counted,
+// and unbounded; with FallbackClosed refused. While Redis is down the
+// fallback decides as it does: the node's share of the quota.
+const Overshoot = 0.01
+
+// overshoot is a Limiter's bound on what its timed-out decisions admit.
+type overshoot struct {
+	lim limits.Limiter // Overshoot of the quota's amounts over the nodes
+	per float64        // its rate, units per second
 }
 
 // quota is a Limiter's amounts: the configured ones or a definition set in
@@ -167,6 +190,7 @@ func (s *Store) NewLimiter(p LimiterParams) (*Limiter, error) {
 // keeps the previous share. The store calls it with its mutex held.
 func (l *Limiter) share(nodes int) {
 	q, n := l.q.Load().p, int64(nodes)
+	l.over.Store(newOvershoot(l.q.Load(), nodes))
 	if t, ok := l.template.(limits.BurstSetter); ok {
 		_ = t.SetBurst(max(1, q.Burst/n))
 	}
@@ -180,6 +204,26 @@ func (l *Limiter) share(nodes int) {
 		}
 		_ = t.SetLimit(max(1, q.Limit/n))
 	}
+}
+
+// newOvershoot is one node's overshoot limiter of q among nodes, or nil if
+// the algorithm cannot be made that small.
+func newOvershoot(q *quota, nodes int) *overshoot {
+	p, f := q.p, Overshoot/float64(max(1, nodes))
+	if p.Window > 0 {
+		p.Limit = max(1, int64(float64(p.Limit)*f))
+	} else {
+		p.Rate, p.Burst = p.Rate*f, max(1, int64(float64(p.Burst)*f))
+	}
+	lim, err := newTemplate(p)
+	if err != nil {
+		return nil
+	}
+	per := p.Rate
+	if p.Window > 0 {
+		per = float64(p.Limit) / p.Window.Seconds()
+	}
+	return &overshoot{lim: lim, per: per}
 }
 
 // Allow is AllowAt(key, time.Now(), n).
@@ -214,6 +258,10 @@ func (l *Limiter) AllowAt(key string, now time.Time, n int64) (r limits.Result) 
 				l.timeoutN.Add(1)
 			}
 			l.s.link.failed(t, probe, err)
+			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, errQueueFull) {
+				l.fallbackN.Add(1)
+				return l.late(q, key, now, n)
+			}
 		}
 	}
 	l.fallbackN.Add(1)
@@ -233,10 +281,46 @@ func (l *Limiter) AllowAt(key string, now time.Time, n int64) (r limits.Result) 
 	return l.local.AllowAt(key, now, n)
 }
 
-// decide asks Redis, within the store's Timeout: through the batcher, or
-// (on a cluster, and with the tests' clock) with a script call of its own.
+// late decides on a decision that Redis did not answer in time (while it
+// is still taken for up; an error, a refused connection, says Redis is
+// gone and goes to the fallback as while it is down): by the fallback,
+// within the overshoot bound.
+func (l *Limiter) late(q *quota, key string, now time.Time, n int64) limits.Result {
+	switch l.s.p.Fallback {
+	case FallbackOpen:
+		l.overN.Add(uint64(n))
+		return limits.Result{Allowed: true, Limit: q.limit, Remaining: q.limit}
+	case FallbackClosed:
+		return limits.Result{Allowed: n == 0, Limit: q.limit, RetryAfter: l.s.dl.budget()}
+	}
+	r := l.local.AllowAt(key, now, n)
+	if !r.Allowed || n == 0 {
+		return r
+	}
+	if o := l.over.Load(); o != nil && o.lim.AllowAt(now, n).Allowed {
+		l.overN.Add(uint64(n))
+		return r
+	}
+	r.Allowed, r.RetryAfter = false, l.s.dl.budget()
+	return r
+}
+
+// decide asks Redis, within the store's budget (see deadline), and
+// records how long the answer took, or that it did not come in time.
 func (l *Limiter) decide(q *quota, key string, now time.Time, n int64) (limits.Result, error) {
-	budget := startBudget(l.s.p.Timeout)
+	start := time.Now()
+	r, err := l.ask(q, key, now, n)
+	if timedOut := errors.Is(err, context.DeadlineExceeded); err == nil || timedOut {
+		end := time.Now()
+		l.s.dl.observe(end.UnixNano(), end.Sub(start), timedOut)
+	}
+	return r, err
+}
+
+// ask asks Redis within the budget: through the batcher, or (on a cluster,
+// and with the tests' clock) with a script call of its own.
+func (l *Limiter) ask(q *quota, key string, now time.Time, n int64) (limits.Result, error) {
+	budget := startBudget(l.s.dl.budget())
 	defer budget.stop()
 	if l.b != nil {
 		return l.b.ask(newRequest(l.prefix+key+"}", n), budget)
@@ -279,6 +363,15 @@ func (l *Limiter) Status() Status {
 	st.FallbackDecisions = l.fallbackN.Load()
 	st.Errors = l.errN.Load()
 	st.Timeouts = l.timeoutN.Load()
+	st.Timeout, st.LateAdmitted = l.s.dl.budget(), l.overN.Load()
+	switch {
+	case l.s.p.Fallback == FallbackOpen:
+		st.LateBound = -1
+	case l.s.p.Fallback == FallbackLocal:
+		if o := l.over.Load(); o != nil {
+			st.LateBound = o.per * float64(st.Nodes)
+		}
+	}
 	st.QuotaVersion = l.q.Load().version
 	if e := l.defErr.Load(); e != nil {
 		st.QuotaError = *e

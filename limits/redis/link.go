@@ -35,6 +35,9 @@ type link struct {
 
 	min, max, quiet time.Duration
 
+	// changed receives (without blocking) at each change of mode.
+	changed chan struct{}
+
 	mu        sync.Mutex
 	backoff   time.Duration // the current pause while down
 	since     int64         // the last change of mode
@@ -43,7 +46,15 @@ type link struct {
 }
 
 func newLink(min, max, quiet time.Duration, now int64) *link {
-	return &link{min: min, max: max, quiet: quiet, since: now}
+	return &link{min: min, max: max, quiet: quiet, since: now, changed: make(chan struct{}, 1)}
+}
+
+// notify signals a change of mode.
+func (k *link) notify() {
+	select {
+	case k.changed <- struct{}{}:
+	default:
+	}
 }
 
 // route tells whether a decision at now goes to Redis, and whether it is the
@@ -68,6 +79,7 @@ func (k *link) succeeded(now int64, probe bool) {
 		k.lastOK.Store(now)
 		k.probing.Store(false)
 		k.mu.Unlock()
+		k.notify()
 		return
 	}
 	if k.fails.Load() != 0 {
@@ -81,7 +93,13 @@ func (k *link) succeeded(now int64, probe bool) {
 }
 
 // failed records a decision that Redis did not make in time.
-func (k *link) failed(now int64, probe bool, err error) {
+func (k *link) failed(now int64, probe bool, err error) { k.fail(now, probe, false, err) }
+
+// failedHard records a call that Redis did not answer within a budget far
+// longer than a decision's (a lease renewal): the link goes down at once.
+func (k *link) failedHard(now int64, probe bool, err error) { k.fail(now, probe, true, err) }
+
+func (k *link) fail(now int64, probe, hard bool, err error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.lastErr, k.lastErrAt = err.Error(), now
@@ -92,10 +110,11 @@ func (k *link) failed(now int64, probe bool, err error) {
 		k.probing.Store(false)
 	case k.down.Load():
 		// a decision that left while the link was still up
-	case k.fails.Add(1) >= failThreshold && now-k.lastOK.Load() >= int64(k.quiet):
+	case hard || k.fails.Add(1) >= failThreshold && now-k.lastOK.Load() >= int64(k.quiet):
 		k.backoff, k.since = k.min, now
 		k.retryAt.Store(now + jitter(k.backoff))
 		k.down.Store(true)
+		k.notify()
 	}
 }
 

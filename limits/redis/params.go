@@ -166,9 +166,13 @@ type StoreParams struct {
 	// CAFile is a PEM bundle trusted instead of TLS.RootCAs (by default the
 	// system roots); needs TLS. It is read by Open.
 	CAFile string
-	// Timeout bounds one decision, from the call to the answer, including a
-	// reload of the script after a Redis restart. A decision that takes
-	// longer is answered by the fallback. From 1 ms to 1 s; default 5 ms.
+	// Timeout is the least time one decision waits for Redis, from the call
+	// to the answer, including a reload of the script after a Redis
+	// restart: the wait adapts to twice the 99th percentile of Redis's
+	// answers over the last second (doubling while more than 1 % of them
+	// come late), up to 100 ms (or Timeout, if more). A decision that takes
+	// longer is answered by the fallback, within Overshoot of the quota.
+	// From 1 ms to 1 s; default 5 ms.
 	Timeout time.Duration
 	// Fallback is the policy while Redis cannot answer. Default
 	// FallbackLocal.
@@ -388,6 +392,9 @@ func (p LimiterParams) Validate() error {
 				p.Algorithm, strings.Join(limits.AlgorithmNames(func(a *limits.Algorithm) bool { return a.Global == limits.GlobalLeased }), ", "), SyncExact)
 		}
 		ps.lease(p.Lease)
+		if known {
+			ps.leaseStock(p, alg)
+		}
 	default:
 		ps.add("sync must be %q or %q, got %q", SyncExact, SyncLeased, p.Sync)
 	}
@@ -404,6 +411,21 @@ func (ps *problems) lease(p LeaseParams) {
 	}
 	if p.MaxKeys < 0 || p.MaxKeys > 1024 {
 		ps.add("lease max keys must be from 1 to 1024 (or 0 for %d), got %d", DefaultLeaseMaxKeys, p.MaxKeys)
+	}
+}
+
+// leaseStock checks that a leased quota's stock outlasts a lease period: a
+// renewal takes at most what the stock holds, so refill beyond a bucket's
+// burst between two renewals, and the windows a period spans whole, would
+// be lost (the configuration's check refuses the same).
+func (ps *problems) leaseStock(p LimiterParams, alg *limits.Algorithm) {
+	period := p.Lease.resolved().Period
+	if alg.Shape == limits.ShapeRate {
+		if need := p.Rate * period.Seconds(); p.Burst > 0 && float64(p.Burst) < need {
+			ps.add("%s burst %d is below rate × lease period (%g): refill beyond the burst between two renewals is lost", p.Algorithm, p.Burst, need)
+		}
+	} else if p.Window > 0 && p.Window < period {
+		ps.add("%s window %v is shorter than the lease period %v: a lease's units lapse at the window's end", p.Algorithm, p.Window, period)
 	}
 }
 

@@ -32,6 +32,12 @@ func TestParamsValidate(t *testing.T) {
 		{"leased sliding window", func(p *Params) {
 			p.Algorithm, p.Rate, p.Burst, p.Limit, p.Window, p.Sync = SlidingWindow, 0, 0, 10, time.Second, SyncLeased
 		}, []string{`"sliding_window" cannot be leased`, `use sync "exact"`}},
+		{"leased burst under a period", func(p *Params) {
+			p.Sync, p.Rate, p.Burst, p.Lease = SyncLeased, 2000, 100, LeaseParams{Period: 100 * time.Millisecond}
+		}, []string{"token_bucket burst 100 is below rate × lease period (200)"}},
+		{"leased window under a period", func(p *Params) {
+			p.Algorithm, p.Rate, p.Burst, p.Limit, p.Window, p.Sync = FixedWindow, 0, 0, 10, 50*time.Millisecond, SyncLeased
+		}, []string{"fixed_window window 50ms is shorter than the lease period 100ms"}},
 		{"lease params", func(p *Params) {
 			p.Sync, p.Lease = SyncLeased, LeaseParams{Period: time.Millisecond, TTL: time.Millisecond, MaxKeys: 5000}
 		},

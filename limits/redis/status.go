@@ -54,6 +54,16 @@ type Status struct {
 	// Redis calls that ran out of the Timeout. Decisions made against a
 	// lease are counted in units, below.
 	RedisDecisions, FallbackDecisions, Errors, Timeouts uint64
+	// Timeout is how long a decision waits for Redis now: the store's
+	// Timeout, or more while Redis answers slower (up to 100 ms; see
+	// StoreParams.Timeout). LateBound is what the decisions Redis did not
+	// answer in time may admit, in units per second on all nodes together
+	// (Overshoot of the quota's rate, or of a window's limit per window;
+	// -1: no bound, FallbackOpen); LateAdmitted the units they admitted
+	// here.
+	Timeout      time.Duration
+	LateBound    float64
+	LateAdmitted uint64
 
 	// Sync is the limiter's mode ("" in a Store's status).
 	Sync Sync
@@ -82,4 +92,14 @@ type Status struct {
 	LeasedUnits, RefusedUnits uint64
 	Renewals, RenewalErrors   uint64
 	LastRenewal               time.Time
+	// Share is the rate, units per second summed over the leased keys,
+	// that this node decides by while Redis is away: its max-min fair
+	// part of the quota among the nodes, from its last renewals (the
+	// units it holds count toward it). Rejoins counts the lease hashes
+	// found with a new epoch (Redis restarted empty), and Rejoining the
+	// keys whose grants are capped to their share until the other nodes
+	// are back.
+	Share     float64
+	Rejoins   uint64
+	Rejoining int
 }

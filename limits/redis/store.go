@@ -35,6 +35,7 @@ type Store struct {
 	client goredis.UniversalClient
 	pipe   *goredis.AutoPipeliner // nil while batch
 	link   *link
+	dl     *deadline             // the decisions' budget
 	clock  map[Algorithm]*script // the limiter scripts (tests use another clock)
 	renew  map[Algorithm]*script // the renewal scripts of leased mode, likewise
 	// argvTime passes each decision's now to the scripts; only the tests'
@@ -64,7 +65,10 @@ type Store struct {
 // the decision budget on purpose: a caller stops waiting after its budget,
 // but a reply that arrives a little later still keeps its connection in
 // use, instead of tearing it down and reconnecting under load.
-func ioTimeout(budget time.Duration) time.Duration { return max(100*time.Millisecond, 20*budget) }
+// It is at least twice the highest budget the adaptation reaches.
+func ioTimeout(budget time.Duration) time.Duration {
+	return max(100*time.Millisecond, 20*budget, 2*max(budget, adaptCeil))
+}
 
 // Open returns a Store for p. It reads p.PasswordFile,
 // p.SentinelPasswordFile and p.CAFile and sets up the connections, which
@@ -128,6 +132,7 @@ func openStore(p StoreParams, beaten func(n int, err error)) (*Store, error) {
 	s := &Store{
 		p: p, client: client, clock: scripts, renew: renewals, batch: len(p.ClusterAddresses) == 0,
 		link:     newLink(p.BackoffMin, p.BackoffMax, 10*p.Timeout, time.Now().UnixNano()),
+		dl:       newDeadline(p.Timeout, time.Now().UnixNano()),
 		nodeID:   fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(id[:])),
 		nodesKey: p.KeyPrefix + "nodes",
 		limiters: make(map[*Limiter]struct{}),
@@ -229,6 +234,12 @@ func (s *Store) Status() Status {
 	}
 	return st
 }
+
+// Changed receives (it is never closed) when the store's Mode has changed,
+// at the moment it changes: a caller that logs the changes reads Status on
+// each. One value is kept while nobody reads, so a reader may see a change
+// that is already undone, and must compare with the mode it saw before.
+func (s *Store) Changed() <-chan struct{} { return s.link.changed }
 
 // heartbeat registers this node and refreshes the quotas' definitions every
 // p.Heartbeat until Close, then deregisters the node.

@@ -24,6 +24,8 @@ package permitclient
 
 import (
 	"context"
+	crand "crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -51,8 +53,11 @@ type Options struct {
 	// DialTimeout bounds a connection's setup. Default 5s.
 	DialTimeout time.Duration
 	// MaxConns bounds the connections the HTTP transport keeps (each
-	// carries one call at a time), and the idle streams the gRPC transport
-	// keeps on its one connection. Default 256.
+	// carries one call at a time), and the idle Session streams the gRPC
+	// transport keeps on its one connection. The gRPC transport opens at
+	// most permitpb.MaxStreams sessions (the service's bound per
+	// connection), an eighth of them kept for releases; a call beyond them
+	// waits for one, as long as its context lets it. Default 256.
 	MaxConns int
 }
 
@@ -171,14 +176,15 @@ func New(addr string, o Options) (*Client, error) {
 		return nil, fmt.Errorf("permitclient: address %q: want \"host:port\" or \"unix:///path.sock\": %w", addr, err)
 	}
 	var (
-		t   transport
-		err error
+		t    transport
+		err  error
+		sess = newSession()
 	)
 	switch o.Transport {
 	case GRPC:
-		t, err = newGRPC(network, address, o)
+		t, err = newGRPC(network, address, sess, o)
 	case HTTP:
-		t = newHTTP(network, address, o)
+		t = newHTTP(network, address, sess, o)
 	default:
 		err = fmt.Errorf("permitclient: unknown transport %d", o.Transport)
 	}
@@ -186,6 +192,18 @@ func New(addr string, o Options) (*Client, error) {
 		return nil, err
 	}
 	return &Client{t: t}, nil
+}
+
+// newSession draws the client's session (16 hexadecimal digits, sent with
+// every call as permitpb.SessionHeader or permitpb.SessionKey): the
+// service releases the client's permits only for it, so that another
+// client holding the token cannot release them, even knowing their IDs.
+func newSession() string {
+	var b [8]byte
+	for b == [8]byte{} { // 0 is no session
+		_, _ = crand.Read(b[:]) // never fails (crypto/rand.Read's doc)
+	}
+	return hex.EncodeToString(b[:])
 }
 
 // Close closes the client's connections. Permits not yet released stay

@@ -20,16 +20,30 @@ import (
 
 // grpcTransport makes its calls on Session streams, one call at a time per
 // stream, from a pool of idle ones: a call costs two messages on an open
-// stream rather than a call's setup.
+// stream rather than a call's setup. It opens at most maxSessions sessions,
+// the service's streams per connection, so that no call waits for a stream
+// that an idle session holds; acquires, which may wait in the group's queue,
+// hold at most maxAcquiring of them, so that a release, which may be what
+// ends their wait, always finds one. A call beyond those waits for a
+// session as long as its context lets it.
 type grpcTransport struct {
 	conn    *grpc.ClientConn
 	c       permitpb.PermitsClient
 	maxIdle int
 
-	mu     sync.Mutex
-	idle   []*session
-	closed bool
+	mu        sync.Mutex
+	idle      []*session
+	open      int           // sessions open, idle or in a call
+	acquiring int           // sessions in an acquire
+	freed     chan struct{} // closed when a session is put back or closed; nil when nobody waits
+	closed    bool
 }
+
+// The bounds of a grpcTransport's sessions.
+const (
+	maxSessions  = permitpb.MaxStreams
+	maxAcquiring = maxSessions - maxSessions/8
+)
 
 type session struct {
 	st     grpc.BidiStreamingClient[permitpb.SessionRequest, permitpb.SessionResponse]
@@ -77,18 +91,23 @@ func (s *session) releaseRequest(id uint64, o Outcome, latency time.Duration) *p
 	return &s.req
 }
 
-// bearer sends the token with every call.
-type bearer string
+// callMetadata sends the client's session, and the token if any, with
+// every call (a Session stream's, once for all its calls).
+type callMetadata struct{ token, session string }
 
-func (b bearer) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
-	return map[string]string{"authorization": "Bearer " + string(b)}, nil
+func (m callMetadata) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	md := map[string]string{permitpb.SessionKey: m.session}
+	if m.token != "" {
+		md["authorization"] = "Bearer " + m.token
+	}
+	return md, nil
 }
 
 // RequireTransportSecurity is false: the service listens without TLS, on
 // loopback or a unix socket.
-func (bearer) RequireTransportSecurity() bool { return false }
+func (callMetadata) RequireTransportSecurity() bool { return false }
 
-func newGRPC(network, address string, o Options) (transport, error) {
+func newGRPC(network, address, session string, o Options) (transport, error) {
 	dial := func(ctx context.Context, _ string) (net.Conn, error) {
 		d := net.Dialer{Timeout: o.DialTimeout}
 		return d.DialContext(ctx, network, address)
@@ -105,9 +124,7 @@ func newGRPC(network, address string, o Options) (transport, error) {
 		grpc.WithInitialWindowSize(1 << 20),
 		grpc.WithInitialConnWindowSize(1 << 20),
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 20 * time.Second, Timeout: 10 * time.Second}),
-	}
-	if o.Token != "" {
-		opts = append(opts, grpc.WithPerRPCCredentials(bearer(o.Token)))
+		grpc.WithPerRPCCredentials(callMetadata{token: o.Token, session: session}),
 	}
 	// passthrough: the dialer above reaches the address; no name resolution.
 	conn, err := grpc.NewClient("passthrough:///permit", opts...)
@@ -117,38 +134,97 @@ func newGRPC(network, address string, o Options) (transport, error) {
 	return &grpcTransport{conn: conn, c: permitpb.NewPermitsClient(conn), maxIdle: o.MaxConns}, nil
 }
 
-// get returns an idle session, or opens one (reused = false).
-func (t *grpcTransport) get() (s *session, reused bool, err error) {
+// get returns a session for an acquire or a release: an idle one, or a new
+// one (reused = false), within the bounds of grpcTransport; or waits for
+// one until ctx ends.
+func (t *grpcTransport) get(ctx context.Context, acquire bool) (s *session, reused bool, err error) {
 	t.mu.Lock()
-	if t.closed {
+	for {
+		if t.closed {
+			t.mu.Unlock()
+			return nil, false, status.Error(codes.Canceled, "permitclient: client closed")
+		}
+		if !acquire || t.acquiring < maxAcquiring {
+			if n := len(t.idle); n > 0 {
+				s = t.idle[n-1]
+				t.idle = t.idle[:n-1]
+				t.take(acquire)
+				t.mu.Unlock()
+				return s, true, nil
+			}
+			if t.open < maxSessions {
+				break
+			}
+		}
+		if t.freed == nil {
+			t.freed = make(chan struct{})
+		}
+		freed := t.freed
 		t.mu.Unlock()
-		return nil, false, status.Error(codes.Canceled, "permitclient: client closed")
+		select {
+		case <-freed:
+		case <-ctx.Done():
+			return nil, false, status.FromContextError(ctx.Err()).Err()
+		}
+		t.mu.Lock()
 	}
-	if n := len(t.idle); n > 0 {
-		s = t.idle[n-1]
-		t.idle = t.idle[:n-1]
-		t.mu.Unlock()
-		return s, true, nil
-	}
+	t.open++
+	t.take(acquire)
 	t.mu.Unlock()
-	ctx, cancel := context.WithCancel(context.Background())
-	st, err := t.c.Session(ctx)
+	sctx, cancel := context.WithCancel(context.Background())
+	st, err := t.c.Session(sctx)
 	if err != nil {
 		cancel()
+		t.drop(nil, acquire)
 		return nil, false, err
 	}
 	return &session{st: st, cancel: cancel}, false, nil
 }
 
-func (t *grpcTransport) put(s *session) {
+// take counts a session taken for an acquire; t.mu is held.
+func (t *grpcTransport) take(acquire bool) {
+	if acquire {
+		t.acquiring++
+	}
+}
+
+// put gives back a session after a call that went well: it is kept idle
+// unless maxIdle are.
+func (t *grpcTransport) put(s *session, acquire bool) {
 	t.mu.Lock()
 	if t.closed || len(t.idle) >= t.maxIdle {
 		t.mu.Unlock()
-		s.close()
+		t.drop(s, acquire)
 		return
 	}
+	if acquire {
+		t.acquiring--
+	}
 	t.idle = append(t.idle, s)
+	t.wake()
 	t.mu.Unlock()
+}
+
+// drop closes s (nil: a session that failed to open) and counts it closed.
+func (t *grpcTransport) drop(s *session, acquire bool) {
+	if s != nil {
+		s.close()
+	}
+	t.mu.Lock()
+	t.open--
+	if acquire {
+		t.acquiring--
+	}
+	t.wake()
+	t.mu.Unlock()
+}
+
+// wake tells the calls waiting for a session to look again; t.mu is held.
+func (t *grpcTransport) wake() {
+	if t.freed != nil {
+		close(t.freed)
+		t.freed = nil
+	}
 }
 
 // call sends the request that build makes on a session and hands its
@@ -157,12 +233,12 @@ func (t *grpcTransport) put(s *session) {
 // it) and returns ctx's status. A stream found broken when reused (the
 // service restarted) is replaced once. An answer that is an error is
 // returned as its status, without read.
-func (t *grpcTransport) call(ctx context.Context, build func(*session) *permitpb.SessionRequest, read func(*permitpb.SessionResponse) error) error {
+func (t *grpcTransport) call(ctx context.Context, acquire bool, build func(*session) *permitpb.SessionRequest, read func(*permitpb.SessionResponse) error) error {
 	for attempt := 0; ; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return status.FromContextError(err).Err()
 		}
-		s, reused, err := t.get()
+		s, reused, err := t.get(ctx, acquire)
 		if err != nil {
 			return err
 		}
@@ -175,21 +251,21 @@ func (t *grpcTransport) call(ctx context.Context, build func(*session) *permitpb
 			err = s.st.RecvMsg(&s.resp)
 		}
 		if stop != nil && !stop() {
-			s.close() // ctx ended: the stream is cancelled
+			t.drop(s, acquire) // ctx ended: the stream is cancelled
 			if err != nil {
 				return status.FromContextError(ctx.Err()).Err()
 			}
 			return answer(&s.resp, read)
 		}
 		if err != nil {
-			s.close()
+			t.drop(s, acquire)
 			if reused && attempt == 0 {
 				continue
 			}
 			return err
 		}
 		err = answer(&s.resp, read)
-		t.put(s)
+		t.put(s, acquire)
 		return err
 	}
 }
@@ -215,7 +291,7 @@ func (t *grpcTransport) acquire(ctx context.Context, r Request) (grant, error) {
 		}
 	}
 	var g grant
-	err := t.call(ctx, func(s *session) *permitpb.SessionRequest { return s.acquireRequest(r, wait) },
+	err := t.call(ctx, true, func(s *session) *permitpb.SessionRequest { return s.acquireRequest(r, wait) },
 		func(resp *permitpb.SessionResponse) error {
 			a := resp.GetAcquire()
 			if ref := a.GetRefusal(); ref != nil {
@@ -242,7 +318,7 @@ var wireOutcomes = [...]permitpb.Outcome{Success: permitpb.Outcome_SUCCESS, Drop
 // keepalive pings (see newGRPC) tell a dead one within about 30s.
 func (t *grpcTransport) release(id uint64, o Outcome, latency time.Duration) error {
 	var expired bool
-	err := t.call(context.Background(), func(s *session) *permitpb.SessionRequest { return s.releaseRequest(id, o, latency) },
+	err := t.call(context.Background(), false, func(s *session) *permitpb.SessionRequest { return s.releaseRequest(id, o, latency) },
 		func(resp *permitpb.SessionResponse) error {
 			expired = resp.GetRelease().GetResult() == permitpb.ReleaseResult_EXPIRED
 			return nil
@@ -264,6 +340,8 @@ func (t *grpcTransport) close() error {
 	t.closed = true
 	idle := t.idle
 	t.idle = nil
+	t.open -= len(idle)
+	t.wake()
 	t.mu.Unlock()
 	for _, s := range idle {
 		s.close()

@@ -10,18 +10,21 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/sluicehq/sluice/permit/permitpb"
 )
 
 type httpTransport struct {
-	base  string // "http://host:port"
-	token string
+	base    string // "http://host:port"
+	token   string
+	session []string // the SessionHeader's value, shared by the requests
 	// tr makes the calls itself: the API never redirects and sets no
 	// cookie, so http.Client would only add a copy of every request's
 	// header.
 	tr *http.Transport
 }
 
-func newHTTP(network, address string, o Options) transport {
+func newHTTP(network, address, session string, o Options) transport {
 	d := net.Dialer{Timeout: o.DialTimeout}
 	tr := &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
@@ -36,7 +39,7 @@ func newHTTP(network, address string, o Options) transport {
 	if network == "unix" {
 		host = "permit" // any name: the dialer goes to the socket
 	}
-	return &httpTransport{base: "http://" + host, token: o.Token, tr: tr}
+	return &httpTransport{base: "http://" + host, token: o.Token, session: []string{session}, tr: tr}
 }
 
 func (t *httpTransport) post(ctx context.Context, path string, in, out any) (int, error) {
@@ -49,6 +52,7 @@ func (t *httpTransport) post(ctx context.Context, path string, in, out any) (int
 		return 0, err
 	}
 	req.Header["Content-Type"] = []string{"application/json"}
+	req.Header[permitpb.SessionHeader] = t.session
 	if t.token != "" {
 		req.Header["Authorization"] = []string{"Bearer " + t.token}
 	}

@@ -9,17 +9,29 @@
 -- window tag when its units were granted (w), its last renewal (t, ms) and
 -- the units granted to it in that window (g); and their sums #O (the
 -- outstanding units: the over-admission bound) and #D, the live leases #N,
--- and #next, the earliest expiry recorded (no lease expires before it).
--- When #next has passed, the renewal scans the hash, drops the expired
--- leases (their units are not given back: a dead node may have used them)
--- and counts the sums again. The hash lives 3 ttl from its last scan or
+-- #next, the earliest expiry recorded (no lease expires before it), and #E,
+-- the hash's epoch: the Redis time in ms at which it was created. A Redis
+-- that restarted empty (or lost the hash) has a new epoch, which tells the
+-- nodes that held leases before to rejoin in step (see lease.go). When
+-- #next has passed, the renewal scans the hash, drops the expired leases
+-- (their units are not given back: a dead node may have used them) and
+-- counts the sums again. The hash lives 3 ttl from its last scan or
 -- creation, so a quota every node has left costs nothing.
 --
 -- A renewal gives back what the node returns, then grants it
 --   min(want - held, avail)
--- where avail is the stock; or, while the nodes together want more than
--- the quota's rate (#D above it), at most its fair part, stock_fair of its
--- fraction d / #D of the demand: the shares then follow the demand.
+-- where avail is the stock. While the nodes together want more than the
+-- quota's rate (#D above it), the rate is shared max-min fair: the level L
+-- is such that the demands, each cut at L, add up to the rate; a node whose
+-- demand is under L is granted as above (it gets its demand), and the
+-- others at most their fair part, stock_fair of the fraction L / rate.
+--
+-- Each renewal also answers the node's fallback share, the rate it may
+-- decide on by itself while it cannot reach Redis: the max-min fair split,
+-- by the same rule, of the part of the rate that falls to the nodes holding
+-- leases (#N of the nodes, the larger of #N and ARGV[6]: a node without a
+-- lease on the key falls back to the equal share), with what they leave
+-- split evenly among them; so the shares of all nodes add up to the rate.
 --
 -- One call renews the leases of one node on several keys.
 -- KEYS[2i-1] the state key of key i; KEYS[2i] its lease hash
@@ -27,16 +39,24 @@
 -- ARGV[2]    ttl: how long a renewal keeps the lease, in ms
 -- ARGV[3]    the renewal period, in ms
 -- ARGV[4..5] the quota's amounts (see the stock)
--- ARGV[5i+1..5i+5] for key i: held (units the node still holds), ret (units
+-- ARGV[6]    the node count the equal fallback share divides by
+-- ARGV[6i+1..6i+6] for key i: held (units the node still holds), ret (units
 --            it gives back, no longer held), d (its demand, units per
---            second), want (the units it asks to hold) and leave ("1": the
---            lease ends after the return)
--- Returns, per key, "grant held outstanding demand avail life" separated by
--- spaces: the units granted, the held units Redis counts (fewer than the
--- node sent when its lease had lapsed: it must drop the others), #O and #D
--- after the renewal, the stock left, and how long the node may use its
--- units in ns (-1: until its lease expires).
+--            second), want (the units it asks to hold), leave ("1": the
+--            lease ends after the return) and the epoch of the node's
+--            last renewal (0: none). A node of an earlier epoch that finds
+--            no hash (Redis restarted empty) empties the stock before it is
+--            granted anything: the units the nodes admitted by their
+--            fallback shares meanwhile are not in it, and Redis's fresh
+--            burst would add to them.
+-- Returns, per key, "grant held outstanding demand avail life nodes epoch
+-- share" separated by spaces: the units granted, the held units Redis
+-- counts (fewer than the node sent when its lease had lapsed: it must drop
+-- the others), #O and #D after the renewal, the stock left, how long the
+-- node may use its units in ns (-1: until its lease expires), #N, #E, and
+-- the node's fallback share in thousandths of a unit per second.
 local id, ttl, period = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]) / 1000
+local nodes = tonumber(ARGV[6])
 local now_ms = sec * 1000 + math.floor(nsec / 1e6)
 
 -- lease_parse reads a node's record "o d e w t g".
@@ -48,15 +68,42 @@ end
 
 local function int(x) return string.format('%d', x) end
 
+-- level is the max-min fair level of the demands ds for a capacity c: the
+-- demands cut at it add up to c (math.huge when they are all under it).
+local function level(ds, c)
+  table.sort(ds)
+  for k = 1, #ds do
+    local cut = c / (#ds - k + 1)
+    if ds[k] > cut then return cut end
+    c = c - ds[k]
+  end
+  return math.huge
+end
+
+-- demands returns the demands recorded in the hash, this node's being dem.
+local function demands(hkey, dem)
+  local ds, all = {dem}, redis.call('HGETALL', hkey)
+  for j = 1, #all, 2 do
+    local name = all[j]
+    if string.sub(name, 1, 1) ~= '#' and name ~= id then
+      local _, d = lease_parse(all[j + 1])
+      ds[#ds + 1] = d
+    end
+  end
+  return ds
+end
+
 local out = {}
 for i = 1, #KEYS / 2 do
   local skey, hkey = KEYS[2 * i - 1], KEYS[2 * i]
-  local a = 5 * i
+  local a = 6 * i
   local held, ret, dem, want = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4])
-  local leave = ARGV[a + 5] == '1'
-  local f = redis.call('HMGET', hkey, id, '#O', '#D', '#N', '#next')
+  local leave, before = ARGV[a + 5] == '1', tonumber(ARGV[a + 6])
+  local f = redis.call('HMGET', hkey, id, '#O', '#D', '#N', '#next', '#E')
   local mine = f[1]
   local O, D, N, nxt = tonumber(f[2]) or 0, tonumber(f[3]) or 0, tonumber(f[4]) or 0, tonumber(f[5])
+  local epoch, reseed = tonumber(f[6]), false
+  if not epoch then epoch, reseed = now_ms, before ~= 0 end
   local renew_life = N == 0 -- a new hash, or (below) a scanned one
   if nxt and now_ms >= nxt then
     renew_life = true
@@ -91,7 +138,8 @@ for i = 1, #KEYS / 2 do
   end
   if not valid then held, ret = 0, 0 end
   local s = stock_open(skey)
-  local grant = 0
+  if reseed then s = stock_take(s, stock_avail(s)) end
+  local grant, share = 0, 0
   local record = {} -- this node's record, written with the sums
   if ret > 0 then s = stock_give(s, ret) end
   if leave then
@@ -100,10 +148,23 @@ for i = 1, #KEYS / 2 do
     D, N = D + dem, N + 1
     local avail = stock_avail(s)
     grant = math.min(want - held, avail)
-    if D > stock_rate and D > 0 then
-      grant = math.min(grant, math.ceil(stock_fair(dem / D, dt, period, avail, granted)))
+    local ds -- the demands, read once if needed
+    if D > stock_rate then
+      ds = demands(hkey, dem)
+      local L = level(ds, stock_rate)
+      if dem >= L then
+        grant = math.min(grant, math.ceil(stock_fair(L / stock_rate, dt, period, avail, granted)))
+      end
     end
     grant = math.max(0, grant)
+    -- The fallback share: of the rate, the part of the N nodes with a
+    -- lease, max-min fair, what they leave split evenly.
+    local c = stock_rate * N / math.max(N, nodes)
+    if D <= c then
+      share = dem + (c - D) / N
+    else
+      share = math.min(dem, level(ds or demands(hkey, dem), c))
+    end
     if grant > 0 then s = stock_take(s, grant) end
     O = O + held + grant
     local e = now_ms + ttl
@@ -111,14 +172,14 @@ for i = 1, #KEYS / 2 do
     record = {id, string.format('%d %d %d %d %d %d', held + grant, dem, e, stock_tag, now_ms, granted + grant)}
   end
   if N > 0 then
-    redis.call('HSET', hkey, '#O', int(O), '#D', int(D), '#N', int(N), '#next', int(nxt or now_ms), unpack(record))
+    redis.call('HSET', hkey, '#O', int(O), '#D', int(D), '#N', int(N), '#next', int(nxt or now_ms), '#E', int(epoch), unpack(record))
     if renew_life then redis.call('PEXPIRE', hkey, px(3 * ttl * 1e6)) end
   else
     redis.call('DEL', hkey)
   end
-  if ret > 0 or grant > 0 then stock_save(skey, s) end
+  if ret > 0 or grant > 0 or reseed then stock_save(skey, s) end
   local life = -1
   if stock_life then life = stock_life end
-  out[i] = string.format('%d %d %d %d %d %d', grant, held, O, D, stock_avail(s), life)
+  out[i] = string.format('%d %d %d %d %d %d %d %d %d', grant, held, O, D, stock_avail(s), life, N, epoch, math.floor(share * 1000))
 end
 return table.concat(out, ' ')

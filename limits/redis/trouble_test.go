@@ -1,0 +1,303 @@
+package redis
+
+import (
+	"math"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Leased quotas through Redis trouble: uneven demand, Redis killed or hung,
+// Redis restarted empty.
+
+// troubleNode is a node of the quota p on srv, one of nodes, whose store
+// probes a dead Redis at least every 400ms.
+func troubleNode(t *testing.T, addr string, nodes int, p LimiterParams) *Limiter {
+	t.Helper()
+	p.Sync = SyncLeased
+	l, err := New(Params{StoreParams: StoreParams{Address: addr, Heartbeat: -1, Timeout: 50 * time.Millisecond, Nodes: nodes,
+		BackoffMin: 20 * time.Millisecond, BackoffMax: 400 * time.Millisecond}, LimiterParams: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// troubleNodes starts len(perSec) nodes of p, each driven at its rate on
+// key "", and waits for rounds renewals of the last one.
+func troubleNodes(t *testing.T, addr string, p LimiterParams, perSec []float64, rounds int) ([]*node, <-chan struct{}) {
+	t.Helper()
+	var nodes []*node
+	for _, r := range perSec {
+		n := &node{perSec: r, l: troubleNode(t, addr, len(perSec), p)}
+		n.drive("")
+		t.Cleanup(func() {
+			select {
+			case <-n.stop:
+			default:
+				n.halt()
+			}
+		})
+		nodes = append(nodes, n)
+	}
+	last := nodes[len(nodes)-1].l
+	ch := last.rounds()
+	awaitRounds(t, last, ch, rounds)
+	return nodes, ch
+}
+
+func windowSums(nodes []*node) (offered, admitted int64) {
+	for _, n := range nodes {
+		offered += n.windowO.Load()
+		admitted += n.windowA.Load()
+	}
+	return offered, admitted
+}
+
+// TestLeasedUneven: offered 5,000/500/500 a second against a quota of
+// 2,000/s, the quiet nodes get their demand (at least 95 % of what they
+// offer: the max-min fair split, 500/500/1,000), and the busy one the rest;
+// with shares that followed demand they got 17 %.
+func TestLeasedUneven(t *testing.T) {
+	srv := startServer(t)
+	const rate = 2000
+	p := LimiterParams{Name: "api", Algorithm: TokenBucket, Rate: rate, Burst: rate / 2, Lease: LeaseParams{Period: 50 * time.Millisecond, TTL: time.Second}}
+	nodes, rounds := troubleNodes(t, srv.Addr(), p, []float64{5000, 500, 500}, 10)
+	for _, n := range nodes {
+		n.openWindow()
+	}
+	start := time.Now()
+	awaitRounds(t, nodes[2].l, rounds, 30)
+	took := time.Since(start)
+	_, admitted := windowSums(nodes)
+	for i, n := range nodes {
+		o, a := n.windowO.Load(), n.windowA.Load()
+		t.Logf("node %d: offered %d, admitted %d (%.1f %%) in %v", i, o, a, 100*float64(a)/float64(o), took.Round(time.Millisecond))
+		if i > 0 && float64(a) < 0.95*float64(o) {
+			t.Errorf("quiet node %d admitted %d of the %d it offered, want at least 95 %%", i, a, o)
+		}
+	}
+	if q := rate * took.Seconds(); float64(admitted) < 0.85*q {
+		t.Errorf("admitted %d in %v, want about the quota %.0f", admitted, took, q)
+	}
+	for i, n := range nodes {
+		if st := n.l.Status(); i > 0 && (st.Share < 0.9*500 || st.Share > 1.1*500) {
+			t.Errorf("quiet node %d: fallback share %.0f/s, want its demand, 500/s", i, st.Share)
+		}
+	}
+}
+
+// TestLeasedOutage: Redis killed, then Redis hung (SIGSTOP), under three
+// nodes that want 1.5 times the quota. The round that cannot renew puts the
+// node in fallback at once (Status says so in the same moment the decisions
+// change: within one period of the outage); from then on each node decides
+// by its fallback share, the units it still holds counting toward it, so
+// that the nodes together admit at least 90 % of the quota (no gap while
+// leases lapse) and at most the quota plus what they held.
+func TestLeasedOutage(t *testing.T) {
+	for _, how := range []string{"killed", "hung"} {
+		t.Run(how, func(t *testing.T) {
+			srv := startServer(t)
+			c := srv.Client()
+			const rate, period = 2000, 50 * time.Millisecond
+			p := LimiterParams{Name: "api", Algorithm: TokenBucket, Rate: rate, Burst: rate, Lease: LeaseParams{Period: period, TTL: 2 * time.Second}}
+			nodes, _ := troubleNodes(t, srv.Addr(), p, []float64{1000, 1000, 1000}, 20)
+			held, _ := strconv.ParseInt(c.HGet(bg, "sluice:api:lease:{}", "#O").Val(), 10, 64)
+			errs := make([]uint64, len(nodes))
+			for i, n := range nodes {
+				errs[i] = n.l.Status().RenewalErrors
+			}
+			if how == "killed" {
+				srv.Kill()
+			} else {
+				srv.Pause()
+				t.Cleanup(srv.Resume)
+			}
+			down := time.Now()
+			// Each node's first round after the outage fails, and that
+			// round leaves the node in fallback mode.
+			for i, n := range nodes {
+				ch := n.l.rounds()
+				for n.l.Status().RenewalErrors == errs[i] {
+					awaitRounds(t, n.l, ch, 1)
+				}
+				if st := n.l.Status(); st.Mode != ModeFallback {
+					t.Fatalf("a renewal failed, and the status says %+v", st)
+				}
+			}
+			switched := time.Since(down)
+			for _, n := range nodes {
+				n.openWindow()
+			}
+			from := time.Now()
+			fb := nodes[0].l.Status().FallbackDecisions
+			// A second, the sleep being the window measured: the leases'
+			// TTL is longer, so without the fallback share the nodes would
+			// refuse (their units spent) until it. (Rounds are no clock
+			// here: a probe of a hung Redis waits for its dial.)
+			window := time.NewTimer(time.Second)
+			<-window.C
+			took := time.Since(from)
+			offered, admitted := windowSums(nodes)
+			quota := rate * took.Seconds()
+			t.Logf("in fallback %v after the outage; then offered %d, admitted %d in %v (quota %.0f, %.1f %%; held at the outage %d)",
+				switched.Round(time.Millisecond), offered, admitted, took.Round(time.Millisecond), quota, 100*float64(admitted)/quota, held)
+			if want := 0.9 * min(float64(offered), quota); float64(admitted) < want {
+				t.Errorf("admitted %d while Redis was %s, want at least 90 %% of min(offered, quota) = %.0f", admitted, how, want)
+			}
+			// The shares add up to the rate; the units held at the outage
+			// and the shares' refill in the time a round takes to start
+			// the next come on top.
+			if bound := quota + float64(held) + rate*(period.Seconds()); float64(admitted) > bound {
+				t.Errorf("admitted %d while Redis was %s, beyond the quota plus the units held (%.0f)", admitted, how, bound)
+			}
+			if st := nodes[0].l.Status(); st.FallbackDecisions == fb || st.Mode != ModeFallback {
+				t.Errorf("status during the outage %+v: want fallback decisions", st)
+			}
+			for i, n := range nodes {
+				share := n.l.Status().Share
+				t.Logf("node %d: fallback share %.0f/s, admitted %d", i, share, n.windowA.Load())
+				if math.Abs(share-rate/3) > 0.1*rate/3 {
+					t.Errorf("node %d: fallback share %.0f/s, want a third of the rate", i, share)
+				}
+			}
+		})
+	}
+}
+
+// TestLeasedRestartEmpty: Redis killed under three busy nodes and started
+// again without its data. The nodes find a new epoch in the lease hash: the
+// first back empties the fresh stock, and each takes no more than its
+// fallback share until the others are back, so the nodes admit across the
+// restart no more than the quota plus the units held when Redis died (the
+// stated bound); a node that came back first used to take the whole quota
+// while the others still decided by their shares.
+func TestLeasedRestartEmpty(t *testing.T) {
+	srv := startServer(t)
+	c := srv.Client()
+	const rate, period = 2000, 50 * time.Millisecond
+	p := LimiterParams{Name: "api", Algorithm: TokenBucket, Rate: rate, Burst: rate, Lease: LeaseParams{Period: period, TTL: 2 * time.Second}}
+	nodes, _ := troubleNodes(t, srv.Addr(), p, []float64{1500, 1500, 1500}, 20)
+	held, _ := strconv.ParseInt(c.HGet(bg, "sluice:api:lease:{}", "#O").Val(), 10, 64)
+	bound := nodes[0].l.Status().Bound
+	for _, n := range nodes {
+		n.openWindow()
+	}
+	from := time.Now()
+	srv.Kill()
+	for _, n := range nodes {
+		ch := n.l.rounds()
+		for n.l.Status().Mode != ModeFallback {
+			awaitRounds(t, n.l, ch, 1)
+		}
+	}
+	srv.Restart()
+	// Every node renews on the new epoch, and its rejoin ends; then a few
+	// more rounds.
+	for _, n := range nodes {
+		ch := n.l.rounds()
+		for st := n.l.Status(); st.Rejoins == 0 || st.Rejoining > 0 || st.Mode != ModeRedis; st = n.l.Status() {
+			awaitRounds(t, n.l, ch, 1)
+		}
+		awaitRounds(t, n.l, ch, 5)
+	}
+	took := time.Since(from)
+	_, admitted := windowSums(nodes)
+	over := float64(admitted) - rate*took.Seconds()
+	t.Logf("admitted %d in %v across the restart: %+.0f over the quota; units held when Redis died %d, the stated bound %d",
+		admitted, took.Round(time.Millisecond), over, held, bound)
+	// A round's lateness lets each share refill a period more.
+	if over > float64(held)+rate*period.Seconds() {
+		t.Errorf("over-admission %.0f across the restart, beyond the units held when Redis died (%d)", over, held)
+	}
+}
+
+// TestExactLateBounded: exact mode, one node offered eight times the quota
+// (sixteen callers) while Redis stalls for 250ms of every 400ms (SIGSTOP,
+// SIGCONT: beyond the longest budget, 100ms, but never long enough for the
+// link to go down; the burst, a second of the rate, keeps the refill of a
+// stall). Many decisions run out of the budget; the fallback admits of
+// them only what the overshoot limiter allows (Overshoot of the quota), so
+// the node admits at most the quota plus that: the timed-out decisions used
+// to be admitted by the node's whole share.
+func TestExactLateBounded(t *testing.T) {
+	srv := startServer(t)
+	c := srv.Client()
+	const rate, burst = 500.0, 500
+	// A budget of 100ms: the link goes down only after 1 s without an
+	// answer, never here.
+	l, err := New(Params{StoreParams: StoreParams{Address: srv.Addr(), Heartbeat: -1, Timeout: 100 * time.Millisecond},
+		LimiterParams: LimiterParams{Name: "api", Algorithm: TokenBucket, Rate: rate, Burst: burst}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	start, wall := redisTime(t, c), time.Now()
+	stop, stalled := make(chan struct{}), make(chan error, 1)
+	go func() { // the stalls
+		defer close(stalled)
+		tick := time.NewTicker(400 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			if err := srv.Signal(syscall.SIGSTOP); err != nil {
+				stalled <- err
+				return
+			}
+			pause := time.NewTimer(250 * time.Millisecond)
+			<-pause.C
+			if err := srv.Signal(syscall.SIGCONT); err != nil {
+				stalled <- err
+				return
+			}
+		}
+	}()
+	var drivers []*node
+	for range 16 {
+		n := &node{l: l, perSec: rate / 2}
+		n.drive("")
+		drivers = append(drivers, n)
+	}
+	run := time.NewTimer(3 * time.Second) // the run measured
+	<-run.C
+	for _, n := range drivers {
+		n.halt()
+	}
+	close(stop)
+	if err := <-stalled; err != nil {
+		t.Fatal(err)
+	}
+	srv.Signal(syscall.SIGCONT)
+	end := redisTime(t, c)
+	var offered, admitted int64
+	for _, n := range drivers {
+		offered += n.offered.Load()
+		admitted += n.admitted.Load()
+	}
+	st := l.Status()
+	quota := burst + rate*end.Sub(start).Seconds()
+	late := Overshoot * quota
+	t.Logf("offered %d, admitted %d in %v; the quota %.0f, the overshoot bound %.1f (%.0f/s stated); %d timeouts, %d late units admitted; budget %v, mode %v",
+		offered, admitted, end.Sub(start).Round(time.Millisecond), quota, late, st.LateBound, st.Timeouts, st.LateAdmitted, st.Timeout, st.Mode)
+	if st.Timeouts < 50 || st.Mode != ModeRedis || st.Since.After(wall) {
+		t.Fatalf("%d timeouts, mode %v since %v: the stalls did not make decisions late with the link up, the test cannot judge", st.Timeouts, st.Mode, st.Since)
+	}
+	if float64(offered) < 2*quota {
+		t.Fatalf("offered %d for a quota of %.0f: the test cannot judge", offered, quota)
+	}
+	if float64(admitted) > quota+late+1 {
+		t.Errorf("admitted %d, beyond the quota %.0f plus the overshoot bound %.1f", admitted, quota, late)
+	}
+	if float64(st.LateAdmitted) > late+1 {
+		t.Errorf("%d units admitted late, beyond the overshoot bound %.1f", st.LateAdmitted, late)
+	}
+	if st.LateBound != Overshoot*rate {
+		t.Errorf("late bound %v/s, want %v of the rate", st.LateBound, Overshoot)
+	}
+}
