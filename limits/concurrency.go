@@ -99,7 +99,10 @@ type AcquireOptions struct {
 	// FIFO) is refused with ErrQueueFull at once, and a waiter pushed back
 	// further by later arrivals (a higher priority, or its own under LIFO)
 	// leaves with ErrEvicted at once, rather than waiting only to time out.
-	// Zero: no bound but MaxQueue.
+	// Waiters of the caller's priority that already stand beyond it leave
+	// at once too (the bound is worked out for the queue as it is now: when
+	// the interval between slots has grown, they will not be served within
+	// their wait either). Zero: no bound but MaxQueue.
 	Positions int
 }
 
@@ -276,13 +279,16 @@ func (c *Concurrency) wait(ctx context.Context, o AcquireOptions) error {
 		return ErrLimit
 	}
 	order := Order(c.order.Load())
+	c.pushOut(order, o, nil)
 	if o.Positions > 0 && c.q.position(o.Priority, order) > o.Positions {
+		c.settle()
 		c.mu.Unlock()
 		return ErrQueueFull
 	}
 	if int64(c.q.n) >= maxQueue {
 		victim := c.q.lowest()
 		if victim == nil || victim.priority >= o.Priority {
+			c.settle()
 			c.mu.Unlock()
 			return ErrQueueFull
 		}
@@ -291,11 +297,7 @@ func (c *Concurrency) wait(ctx context.Context, o AcquireOptions) error {
 	wt := getWaiter(o.Priority)
 	wt.positions = o.Positions
 	c.q.push(wt)
-	// The waiter served last stands at position n now: push it out if that
-	// is beyond what it may wait for.
-	for last := c.q.last(order); last != nil && last != wt && last.positions > 0 && c.q.n > last.positions; last = c.q.last(order) {
-		c.finish(last, ErrEvicted)
-	}
+	c.pushOut(order, o, wt)
 	c.settle()
 	c.mu.Unlock()
 
@@ -332,6 +334,29 @@ func (c *Concurrency) wait(ctx context.Context, o AcquireOptions) error {
 	}
 	putWaiter(wt)
 	return err
+}
+
+// pushOut evicts (ErrEvicted), from the end of the queue served last, the
+// waiters that stand further back than they may wait for: beyond their own
+// Positions, or, for those of o's priority, beyond o's (a bound the caller
+// worked out for the queue as it is now: those waiters will not be served
+// within it either); but not except, the caller's own waiter. Call with mu
+// held.
+func (c *Concurrency) pushOut(order Order, o AcquireOptions, except *waiter) {
+	for {
+		last := c.q.last(order)
+		if last == nil || last == except {
+			return
+		}
+		bound := last.positions
+		if o.Positions > 0 && last.priority == o.Priority && (bound == 0 || o.Positions < bound) {
+			bound = o.Positions
+		}
+		if bound == 0 || c.q.n <= bound {
+			return
+		}
+		c.finish(last, ErrEvicted)
+	}
 }
 
 // SetLimit changes the number of slots. Raising it wakes waiters into the

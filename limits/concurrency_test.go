@@ -179,6 +179,18 @@ func TestConcurrencyPositions(t *testing.T) {
 		if err := c.Acquire(context.Background(), two); !errors.Is(err, ErrQueueFull) {
 			t.Fatalf("a third waiter with two positions: %v, want ErrQueueFull", err)
 		}
+		// One that may stand only first (the interval between slots has
+		// grown): b, second, is pushed out, and the caller refused.
+		if err := c.Acquire(context.Background(), AcquireOptions{Positions: 1}); !errors.Is(err, ErrQueueFull) {
+			t.Fatalf("a waiter with one position behind one: %v, want ErrQueueFull", err)
+		}
+		if err := <-b; !errors.Is(err, ErrEvicted) {
+			t.Fatalf("the waiter beyond the new bound: %v, want ErrEvicted", err)
+		}
+		if c.Queued() != 1 {
+			t.Fatalf("%d queued after a push-out and a refusal, want 1", c.Queued())
+		}
+		b = acquireAsync(t, c, context.Background(), two, 2)
 		// A higher priority goes in front: b, now third, is pushed out; a,
 		// second, stays.
 		high := make(chan error, 1)
