@@ -146,14 +146,17 @@ func (b QueueBound) Arrival(p Priority, busy time.Duration) (wait time.Duration,
 
 // Positions is how far back in the queue (1: served next) a request may
 // wait and still expect a slot within wait: slots free about one per gap
-// (the group's recent service interval), and none has freed for idle (since
-// the last slot handed to a waiter, or since the queue formed), which is a
-// lower bound on the gap now: a stalled service refuses its arrivals as the
-// silence grows. It returns 0 when there is nothing to go by (no gap known,
+// (the group's recent service interval), unless none has freed for idle
+// (since the last slot handed to a waiter, or since the queue formed) and
+// that silence is longer than stallGaps gaps: it is then the gap now, and a
+// stalled service refuses its arrivals as the silence grows. It returns 0 when there is nothing to go by (no gap known,
 // no silence), and −1 when not even the next slot is expected within wait:
 // the request is refused at once rather than left to wait for its refusal.
 func Positions(wait, gap, idle time.Duration) int {
-	g := max(gap, idle)
+	g := gap
+	if idle > stallGaps*gap {
+		g = idle
+	}
 	switch {
 	case g <= 0:
 		return 0
@@ -251,3 +254,11 @@ func (q *QueueWait) Bound() QueueBound {
 	b.LIFO = q.p.Order == OrderLIFO || (q.p.Order == OrderAdaptive && q.standing)
 	return b
 }
+
+// stallGaps is how many intervals between completions the queue must go
+// without handing a slot out for the silence to count (Positions): slots
+// free at random moments, and a silence of a few gaps is chance (one of
+// four gaps or more, for completions like a Poisson stream's, about once
+// in fifty), while a service that stopped goes silent for as long as it
+// stops.
+const stallGaps = 4

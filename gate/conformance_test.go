@@ -175,6 +175,7 @@ func (run *gateTrace) arrive(s *conformance.Step) {
 	select {
 	case got := <-res:
 		run.decided(s.At, r, got, false)
+		run.collect(s.At, before-run.queued()) // waiters it pushed out
 		return
 	case <-r.ctx.waiting:
 	case <-time.After(10 * time.Second): // a failure's bound, not a pace

@@ -221,6 +221,8 @@ func (e *engine) enqueue(id int32) {
 		return
 	}
 	g.lifo = lifo
+	e.pushOut(r.prio, pos, -1)
+	r = &e.reqs[id] // the pushed out may have grown the request slice
 	if pos > 0 && e.position(r.prio) > pos {
 		e.reject(id, adaptive.RejectQueueFull)
 		return
@@ -254,7 +256,7 @@ func (e *engine) enqueue(id int32) {
 	e.use(r.tenant, +1)
 	e.iv.queued++
 	e.ev.push(e.now+wait, evQueueTimeout, id, r.gen)
-	e.pushOut(id)
+	e.pushOut(r.prio, pos, id)
 }
 
 // waitPlan is how request r, finding no free slot now, may wait, as the
@@ -290,10 +292,12 @@ func (e *engine) position(p adaptive.Priority) int32 {
 	return n + 1
 }
 
-// pushOut refuses (RejectQueueFull) the waiter served last while the queue
-// holds more than it may wait behind (its positions), as the gate's limiter
-// pushes it out, except the newcomer id itself.
-func (e *engine) pushOut(id int32) {
+// pushOut refuses (RejectQueueFull), from the end of the queue served last,
+// the waiters that stand further back than they may wait for, as the gate's
+// limiter pushes them out: beyond their own positions, or, for those of
+// priority p, beyond pos (a newcomer's bound for the queue as it is now);
+// but not except (−1: none), the newcomer itself.
+func (e *engine) pushOut(p adaptive.Priority, pos, except int32) {
 	g := &e.g
 	for g.waiting > 0 {
 		low := 0
@@ -302,7 +306,11 @@ func (e *engine) pushOut(id int32) {
 		}
 		last := e.peekLive(low, !g.lifo)
 		lr := &e.reqs[last]
-		if last == id || lr.pos <= 0 || int32(g.waiting) <= lr.pos {
+		bound := lr.pos
+		if pos > 0 && lr.prio == p && (bound <= 0 || pos < bound) {
+			bound = pos
+		}
+		if last == except || bound <= 0 || int32(g.waiting) <= bound {
 			return
 		}
 		e.popLive(low, !g.lifo)

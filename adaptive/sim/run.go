@@ -344,7 +344,7 @@ func (e *engine) reject(id int32, why adaptive.RejectReason) {
 		e.iv.byPrio[r.prio].Rejected++
 	}
 	e.iv.rejects++
-	e.rec.reject(e.now, why)
+	e.rec.reject(e.now, r.arrive, why)
 	e.retryOrFail(id, true)
 	e.freeReq(id)
 }
