@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"strings"
@@ -167,6 +168,19 @@ func (r *labRun) slowest() (answer, lag time.Duration) {
 	return time.Duration(worst * float64(time.Millisecond)), time.Duration(late * float64(time.Millisecond))
 }
 
+// pipeline is the p50 and p99 of the admitted requests' latency: how far
+// an arrival at the upstream trails its decision, which the counts by
+// arrival time are off by at a window's ends.
+func (r *labRun) pipeline() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p50, p99 := 0.0, 0.0
+	for _, res := range r.results {
+		p50, p99 = max(p50, res.Totals.Latency.P50), max(p99, res.Totals.Latency.P99)
+	}
+	return fmt.Sprintf("admitted latency p50 %.0fms, p99 %.0fms", p50, p99)
+}
+
 // dip is the longest stretch in [from, to) after the start over which
 // every 100ms window admitted fewer than floor requests (a window
 // starting every 10ms): how long the nodes together admitted less than
@@ -176,8 +190,8 @@ func (r *labRun) dip(from, to time.Duration, floor float64) (longest, at time.Du
 	const step, width = 10 * time.Millisecond, 100 * time.Millisecond
 	run := time.Duration(0)
 	lo, hi := 0, 0
-	for at := from; at+width <= to; at += step {
-		a, b := r.start.Add(at), r.start.Add(at+width)
+	for w := from; w+width <= to; w += step {
+		a, b := r.start.Add(w), r.start.Add(w+width)
 		for lo < len(all) && all[lo].Before(a) {
 			lo++
 		}
@@ -187,7 +201,7 @@ func (r *labRun) dip(from, to time.Duration, floor float64) (longest, at time.Du
 		if float64(hi-lo) < floor {
 			run += step
 			if run > longest {
-				longest, at = run, at+step-run
+				longest, at = run, w+step-run
 			}
 		} else {
 			run = 0
@@ -257,8 +271,8 @@ func labOutage(t *testing.T, how string) {
 	dip, at := r.dip(3*time.Second, 18*time.Second, floor)
 	_, during := r.between(4*time.Second, 14*time.Second)
 	slowest, lag := r.slowest()
-	t.Logf("%s: admitted %d in the 10 s without Redis (%.1f/s, %.1f %% of the quota); the longest stretch under 90 %% of the quota per 100ms: %v from %v (Redis away from 4s to 14s); slowest answer %v (the generator sent up to %v late)",
-		how, during, float64(during)/10, 100*float64(during)/(labRate*10), dip, at, slowest, lag)
+	t.Logf("%s: admitted %d in the 10 s without Redis (%.1f/s, %.1f %% of the quota); the longest stretch under 90 %% of the quota per 100ms: %v from %v (Redis away from 4s to 14s); slowest answer %v (the generator sent up to %v late); %s",
+		how, during, float64(during)/10, 100*float64(during)/(labRate*10), dip, at, slowest, lag, r.pipeline())
 	if dip > 100*time.Millisecond {
 		t.Errorf("%s: admitted under 90 %% of the quota for %v, longer than a lease period", how, dip)
 	}
@@ -292,8 +306,8 @@ func labRestart(t *testing.T) {
 	mu.Lock()
 	over := float64(admitted) - labRate*8 - before.stock
 	mu.Unlock()
-	t.Logf("restarted empty: admitted %d in the 8 s from the kill: %+.0f over the quota and the stock before (%.0f); the stated bound %d",
-		admitted, over, before.stock, bound)
+	t.Logf("restarted empty: admitted %d in the 8 s from the kill: %+.0f over the quota and the stock before (%.0f); the stated bound %d; %s",
+		admitted, over, before.stock, bound, r.pipeline())
 	if over > float64(bound) {
 		t.Errorf("restarted empty: over-admission %.0f across the restart, beyond the stated bound %d", over, bound)
 	}
