@@ -327,7 +327,7 @@ type renewal struct {
 	// the fallback admitted since the last answered renewal.
 	before, held, ret, debit int64
 	leave                    bool
-	requested         int64 // units admitted and refused since the last renewal
+	requested                int64 // units admitted and refused since the last renewal
 	// Answered (see parseRenewals).
 	grant, heldR, out, dem, avail, life, nodes, epoch, share, under int64
 }
@@ -661,7 +661,7 @@ func (ls *leaser) failed(r *renewal, now time.Time) {
 	}
 	le.a.Add(r.ret)
 	le.fbAdmitted.Add(r.debit) // reported by the next renewal answered
-	le.after = r.before // the units used up to the call are counted
+	le.after = r.before        // the units used up to the call are counted
 	if now.UnixNano() >= le.until.Load() {
 		le.a.Close()
 		le.after = 0
