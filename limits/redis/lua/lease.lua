@@ -26,7 +26,9 @@
 -- quota's rate (#D above it), the rate is shared max-min fair: the level L
 -- is such that the demands, each cut at L, add up to the rate; a node whose
 -- demand is under L is granted as above (it gets its demand), and the
--- others at most their fair part, stock_fair of the fraction L / rate.
+-- others at most their fair part, stock_fair of the fraction L / rate, and
+-- no more than leaves a period of the others' demand under L in the stock
+-- (their renewals may come just after theirs).
 --
 -- Each renewal also answers the node's fallback share, the rate it may
 -- decide on by itself while it cannot reach Redis: the max-min fair split,
@@ -177,7 +179,13 @@ for i = 1, #KEYS / 2 do
       ds = demands(hkey, dem)
       local L = level(ds, stock_rate)
       if dem >= L then
-        grant = math.min(grant, math.ceil(stock_fair(L / stock_rate, dt, period, avail, granted)))
+        -- A node at the level leaves in the stock a period of the demand
+        -- of those under it, whose renewals may come next.
+        local reserve = 0
+        for k = 1, #ds do
+          if ds[k] < L then reserve = reserve + ds[k] * period end
+        end
+        grant = math.min(grant, math.ceil(stock_fair(L / stock_rate, dt, period, avail, granted)), math.floor(avail - reserve))
         under = 0
       end
     end
