@@ -127,8 +127,10 @@ type lease struct {
 // leaseFallback is how a lease decides while its node cannot renew it: its
 // units held first (Redis counted them: they are part of the node's share),
 // then the store's Fallback policy; for FallbackLocal, local, a limiter of
-// this node's fallback share that starts empty, so that what the node
-// holds and what it admits by the share add up to the share.
+// this node's fallback share that starts with what a lease of the share
+// would hold (1.5 periods of it) less the units held, so that what the
+// node holds and what it admits by the share add up to the share, and the
+// nodes together start the outage with about the bound.
 type leaseFallback struct {
 	local limits.Limiter // nil unless FallbackLocal
 }
@@ -691,13 +693,17 @@ func (ls *leaser) newFallback(le *lease) *leaseFallback {
 	} else {
 		p.Rate, p.Burst = max(share, 1e-9), max(1, int64(math.Ceil(float64(p.Burst)*frac)))
 	}
+	held, _ := le.a.Held()
+	start := max(0, int64(math.Ceil(headroom*share*ls.p.Period.Seconds()))-held)
 	local, err := newTemplate(p)
 	if err != nil { // a share too small for the algorithm: refuse
 		return fb
 	}
-	// Empty from this moment (the round's start may be a while ago): what
-	// the node holds is the share's start.
-	local.AllowAt(time.Now(), local.Policy().Quota)
+	// From this moment (the round's start may be a while ago), it holds
+	// start units.
+	if take := local.Policy().Quota - start; take > 0 {
+		local.AllowAt(time.Now(), take)
+	}
 	fb.local = local
 	return fb
 }

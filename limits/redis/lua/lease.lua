@@ -93,14 +93,23 @@ local function level(ds, c)
 end
 
 -- demands returns the demands recorded in the hash, this node's being dem.
+-- Another node's counts as at least its recorded fallback share: a node
+-- whose demand dipped keeps its part until its own renewal gives it up, so
+-- the recorded shares, capped by each other (see below), settle at the
+-- fair split instead of chasing the demands' noise.
 local function demands(hkey, dem)
-  local ds, all = {dem}, redis.call('HGETALL', hkey)
+  local ds, all, recorded, shares = {dem}, redis.call('HGETALL', hkey), {}, {}
   for j = 1, #all, 2 do
     local name = all[j]
-    if string.sub(name, 1, 1) ~= '#' and name ~= id then
+    if string.sub(name, 1, 3) == '#s:' then
+      shares[string.sub(name, 4)] = (tonumber(all[j + 1]) or 0) / 1000
+    elseif string.sub(name, 1, 1) ~= '#' and name ~= id then
       local _, d = lease_parse(all[j + 1])
-      ds[#ds + 1] = d
+      recorded[name] = d
     end
+  end
+  for name, d in pairs(recorded) do
+    ds[#ds + 1] = math.max(d, shares[name] or 0)
   end
   return ds
 end
