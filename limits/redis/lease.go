@@ -329,7 +329,11 @@ type renewal struct {
 	// the fallback admitted since the last answered renewal.
 	before, held, ret, debit int64
 	leave                    bool
-	requested                int64 // units admitted and refused since the last renewal
+	// The lease's demand, want and epoch as sent: copies, since a call
+	// abandoned at its budget may still read them while the next round
+	// prepares the lease again.
+	sentDem, sentWant, sentEpoch int64
+	requested                    int64 // units admitted and refused since the last renewal
 	// Answered (see parseRenewals).
 	grant, heldR, out, dem, avail, life, nodes, epoch, share, under int64
 }
@@ -453,6 +457,7 @@ func (ls *leaser) prepare(le *lease, now time.Time, q *quota, last bool) *renewa
 		budget := int64(rj.share*(now.Sub(rj.since)+ls.p.Period).Seconds()) - rj.taken
 		le.want = min(le.want, held+max(0, budget))
 	}
+	r.sentDem, r.sentWant, r.sentEpoch = int64(math.Ceil(le.dem)), le.want, le.epoch
 	r.leave = last || le.quiet >= quietRounds
 	if r.leave {
 		r.ret = le.a.Close()
@@ -515,7 +520,7 @@ func (ls *leaser) send(ctx context.Context, q *quota, rs []*renewal) error {
 			if r.leave {
 				leave = "1"
 			}
-			args = append(args, r.held, r.ret, int64(math.Ceil(r.le.dem)), r.le.want, leave, r.le.epoch, r.debit)
+			args = append(args, r.held, r.ret, r.sentDem, r.sentWant, leave, r.sentEpoch, r.debit)
 		}
 		args = append(args, extra...)
 		return goredis.NewCmd(ctx, args...)
