@@ -52,6 +52,7 @@ func New() *Config {
 			IdleTimeout:       Duration(2 * time.Minute),
 			MaxHeaderBytes:    1 << 20,
 			ShutdownGrace:     Duration(30 * time.Second),
+			HTTP1:             HTTP1Sluice,
 		},
 		Upstream: Upstream{
 			Protocol:              ProtocolAuto,

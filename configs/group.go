@@ -71,8 +71,18 @@ type Match struct {
 	// example.com itself).
 	Host string `toml:"host,omitempty" json:"host,omitempty"`
 	// Headers accepts requests whose header NAME has exactly the value
-	// given, for every entry. Names are canonicalised ("x-env" is "X-Env").
+	// given, for every entry. Names are canonicalised ("x-env" is "X-Env");
+	// the whitespace around a value is not part of it.
 	Headers map[string]string `toml:"headers,omitempty" json:"headers,omitempty"`
+	// CaseInsensitive compares path and path_prefix with the request's path
+	// ignoring ASCII case ("/login" accepts "/LOGIN"), for an upstream that
+	// routes so. Default false.
+	CaseInsensitive bool `toml:"case_insensitive,omitempty" json:"case_insensitive,omitempty"`
+	// TrailingSlash accepts a path that differs from path by a trailing "/"
+	// only ("/login" accepts "/login/" and the reverse), and the path that a
+	// path_prefix ending in "/" names without it ("/api/" accepts "/api"),
+	// for an upstream that routes both to one handler. Default false.
+	TrailingSlash bool `toml:"trailing_slash,omitempty" json:"trailing_slash,omitempty"`
 }
 
 // Rate is a [group.rate]: a static rate limit. Give either Rate (per second)

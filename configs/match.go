@@ -2,9 +2,11 @@ package configs
 
 import "github.com/sluicehq/sluice/gate/spec"
 
-// spec is m as the gate's Match: the rules of matching are the gate's.
+// spec is m as the gate's Match: the rules of matching are the gate's. The
+// two types have the same fields, in the same order (a conversion that
+// does not compile says they drifted apart).
 func (m *Match) spec() spec.Match {
-	return spec.Match{Path: m.Path, PathPrefix: m.PathPrefix, Methods: m.Methods, Host: m.Host, Headers: m.Headers}
+	return spec.Match(*m)
 }
 
 // CatchAll reports whether m accepts every request (spec.Match.CatchAll).

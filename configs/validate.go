@@ -75,6 +75,7 @@ func (s *Server) check(ck *checker, p string) {
 	ck.duration(join(p, "shutdown_grace"), s.ShutdownGrace, 0, hour)
 	// trusted_proxies: the gate's (checkGroups)
 	ck.intRange(join(p, "max_connections"), s.MaxConnections, 0, maxConnections)
+	oneOf(ck, join(p, "http1"), s.HTTP1, HTTP1Sluice, HTTP1NetHTTP)
 }
 
 // maxConnections bounds server.max_connections: far beyond the file

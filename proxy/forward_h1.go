@@ -52,6 +52,7 @@ func (p *Proxy) forwardH1(w http.ResponseWriter, r *http.Request, x *exchange, g
 	e.upgrade = upgradeOffer(r)
 	e.mode = bodyModeOf(r, e.upgrade)
 	e.cs = newClientSide(w, r, p.clientTimeout)
+	defer e.cs.h2.stop()
 	if !e.roundTrip(x) {
 		return false
 	}

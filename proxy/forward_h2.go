@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/sluicehq/sluice/gate"
 )
 
 // newH2Transport returns the Transport for h2c to the upstream: net/http's own
@@ -39,9 +41,13 @@ func newH2Transport(up upstream, dial, idle time.Duration) *http.Transport {
 //
 // A gRPC call is bounded by its own deadline (grpc-timeout, which the upstream
 // enforces); any other request must see the response head within the upstream
-// timeout. Body reads are not timed: HTTP/2 pings detect a dead upstream.
+// timeout. Reads of the upstream's body are not timed: HTTP/2 pings detect a
+// dead upstream. The client's side is held to the client timeout, as any
+// HTTP/2 stream is (see clientSide).
 func (p *Proxy) forwardH2(w http.ResponseWriter, r *http.Request, x *exchange, g grpcKind, ct, match string) (abort bool) {
 	ctx := r.Context()
+	cs := newClientSide(w, r, p.clientTimeout) // r.Body is now timed
+	defer cs.h2.stop()
 	out := new(http.Request)
 	*out = *r
 	path, raw := match, ""
@@ -79,6 +85,13 @@ func (p *Proxy) forwardH2(w http.ResponseWriter, r *http.Request, x *exchange, g
 		timer.Stop()
 	}
 	if err != nil {
+		if berr := cs.h2.clientBodyErr(); berr != nil {
+			// The upstream exchange ended for want of the client's body
+			// (stalled, reset): nothing to learn about the upstream.
+			x.finish(gate.Ignored)
+			clientBodyFailed(w, r, berr)
+			return false
+		}
 		if cancel != nil && context.Cause(out.Context()) == errUpstreamTimeout {
 			err = errUpstreamTimeout
 		}
@@ -98,7 +111,6 @@ func (p *Proxy) forwardH2(w http.ResponseWriter, r *http.Request, x *exchange, g
 	}
 	leaveUntyped(h)
 	w.WriteHeader(resp.StatusCode)
-	cs := newClientSide(w, r, p.clientTimeout)
 	var clErr error
 	if _, trailersOnly := resp.Header[headerGRPCStatus]; !trailersOnly {
 		// The head goes out now: a stream's first message may be long in
@@ -125,7 +137,11 @@ func (p *Proxy) forwardH2(w http.ResponseWriter, r *http.Request, x *exchange, g
 			break
 		}
 		if err != nil {
-			upErr = err
+			if cs.h2.clientBodyErr() != nil {
+				clErr = err // the upstream's stream ended for want of the client's body
+			} else {
+				upErr = err
+			}
 			break
 		}
 	}

@@ -136,3 +136,36 @@ func leaveUntyped(h http.Header) {
 		h["Content-Type"] = nil
 	}
 }
+
+// requestLineFault says what is wrong with r's method or request-target for a
+// request line ("" for class if nothing): a method that is not a token, a
+// target with a space or a control byte, "*" with another method than
+// OPTIONS (RFC 9112 §3.2.4), and over HTTP/2 a :path that is not an absolute
+// path. net/http's HTTP/1 server refuses most of these itself (it splits the
+// request line at spaces and refuses control bytes); HTTP/2's :method and
+// :path reach the handler as the client sent them, and would reach the
+// upstream's request line raw ("POST\t /d1 HTTP/1.1"). class is the
+// Sluice-Error value: "method" or "path".
+func requestLineFault(r *http.Request) (class, why string) {
+	for i := 0; i < len(r.Method); i++ {
+		if !isTokenByte(r.Method[i]) {
+			return "method", "the method is not a token"
+		}
+	}
+	u := r.RequestURI
+	if u == "*" {
+		if r.Method != http.MethodOptions {
+			return "path", `the request-target "*" is for OPTIONS only`
+		}
+		return "", ""
+	}
+	if r.ProtoMajor >= 2 && (u == "" || u[0] != '/') {
+		return "path", "the :path is not an absolute path"
+	}
+	for i := 0; i < len(u); i++ {
+		if c := u[i]; c <= ' ' || c == 0x7f {
+			return "path", "the request-target holds a space or a control byte"
+		}
+	}
+	return "", ""
+}

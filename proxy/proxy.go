@@ -57,10 +57,12 @@ type Params struct {
 	// proxy_read_timeout) — a slow stream that keeps sending lives on. gRPC calls
 	// are bounded by their own deadline instead. Default 60s.
 	UpstreamTimeout time.Duration
-	// ClientTimeout is the longest an HTTP/1 client may take to make progress:
-	// between reads of its request body and for each write of the response. It
-	// replaces http.Server's ReadTimeout and WriteTimeout, which would cut long
-	// uploads and streams. Default 60s.
+	// ClientTimeout is the longest a client may take to make progress: between
+	// reads of its request body and for each write of the response, over
+	// HTTP/1 and on each HTTP/2 stream (gRPC's included: a stream whose client
+	// sends nothing for longer, its request still open, ends; raise it for
+	// streams that idle longer). It replaces http.Server's ReadTimeout and
+	// WriteTimeout, which would cut long uploads and streams. Default 60s.
 	ClientTimeout time.Duration
 	// MaxIdleConns bounds the idle HTTP/1.1 connections kept to the upstream.
 	// Default 512.
@@ -276,6 +278,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "proxy: CONNECT is not supported", http.StatusMethodNotAllowed)
 		return
 	}
+	if class, why := requestLineFault(r); class != "" {
+		w.Header()[headerError] = []string{class}
+		http.Error(w, "proxy: "+why, http.StatusBadRequest)
+		return
+	}
 	var ct string
 	if v := r.Header["Content-Type"]; len(v) > 0 {
 		ct = v[0]
@@ -291,6 +298,13 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var class gate.Class
 	if p.gate != nil {
 		class = p.gate.ClassifyPath(r, match)
+		if hw, ok := w.(*h1Writer); ok {
+			class.Key = hw.c.safeKey(class.Key) // the gate may keep it beyond the request
+		}
+		if err := class.Err(); err != nil { // its key header sent twice
+			refuse(w, keyValue, err)
+			return
+		}
 	}
 	if p.breaker != nil {
 		permit, ok := p.breaker.Allow(now)
@@ -310,7 +324,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeRejection(w, g, ct, &rej)
 			return
 		}
-		x.pass, x.start = pass, time.Now()
+		// The admission instant, without reading the clock again: the gate
+		// took next to no time but what the request waited.
+		x.pass, x.start = pass, now.Add(pass.Waited())
 	}
 	// Whatever happens below, even a panic, the outcome is reported once; a
 	// panic is reported as dropped.
@@ -352,19 +368,25 @@ func (p *Proxy) trustedProxies() *gate.TrustedProxies {
 	return p.trusted
 }
 
-// refusePath answers a request whose path gate.NormalPath refuses (".." above
-// the root, an encoded slash or a backslash, "/..;/", a NUL): 400, with
-// Sluice-Error: path, and the request reaches neither the gate nor the
-// upstream, which might read the path another way than the groups matched it.
-func refusePath(w http.ResponseWriter, err error) {
+// refusePath and refuse answer a request that the gate cannot place: 400 with
+// Sluice-Error reason ("path": gate.NormalPath refuses its path, ".." above
+// the root, an encoded slash or a backslash, "/..;/", a control character,
+// a raw "#" or space; "key": its group's key header came twice), and the
+// request reaches neither the gate nor the upstream, which might read it
+// another way than the groups matched it.
+func refusePath(w http.ResponseWriter, err error) { refuse(w, pathValue, err) }
+
+func refuse(w http.ResponseWriter, reason []string, err error) {
 	text := "400 Bad Request (" + err.Error() + ")\n"
 	h := w.Header()
 	h["Content-Type"] = textPlain
 	h["X-Content-Type-Options"] = noSniff
-	h[headerError] = pathValue
+	h[headerError] = reason
 	h["Content-Length"] = one(strconv.Itoa(len(text)))
 	w.WriteHeader(http.StatusBadRequest)
 	_, _ = io.WriteString(w, text)
 }
 
-var pathValue = one("path")
+// The Sluice-Error values of refuse: the path, or the key header sent
+// twice (gate.ErrKeyTwice).
+var pathValue, keyValue = one("path"), one("key")

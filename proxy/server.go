@@ -12,8 +12,9 @@ import (
 // its default.
 //
 // Slow clients are bounded without cutting long streams: ReadHeaderTimeout bounds
-// the request head, IdleTimeout a keep-alive connection between requests,
-// MaxHeaderBytes the head's size; the body and the response are bounded by the
+// the request head, IdleTimeout a keep-alive connection between requests (an
+// HTTP/2 connection without an open stream), MaxHeaderBytes the head's size;
+// the body and the response, over HTTP/1 and HTTP/2 alike, are bounded by the
 // Proxy's ClientTimeout, a progress deadline renewed on every read and write.
 // http.Server's ReadTimeout and WriteTimeout stay off: they bound a whole request
 // and would kill uploads, downloads, server-sent events and gRPC streams that run
@@ -29,7 +30,12 @@ type ServerParams struct {
 	IdleTimeout time.Duration
 	// MaxHeaderBytes bounds a request head. Default 64 KiB.
 	MaxHeaderBytes int
-	// MaxConcurrentStreams bounds the streams of one HTTP/2 connection. Default 250.
+	// MaxConcurrentStreams bounds the streams open at once on one HTTP/2
+	// connection; the client is told in its SETTINGS, and a stream beyond it
+	// is reset (REFUSED_STREAM). Default 100: RFC 9113 §6.5.2's recommended
+	// floor, and HAProxy's default (nginx's is 128, net/http's 250). Each
+	// stream may hold a concurrency slot, for as long as its client makes
+	// progress within the Proxy's ClientTimeout.
 	MaxConcurrentStreams int
 	// DisableH2C turns unencrypted HTTP/2 (prior knowledge, as gRPC clients use)
 	// off, leaving HTTP/1.1 only. Over TLS it does nothing.
@@ -48,7 +54,7 @@ const (
 	defaultReadHeaderTimeout = 10 * time.Second
 	defaultIdleTimeout       = 120 * time.Second
 	defaultMaxHeaderBytes    = 64 << 10
-	defaultMaxStreams        = 250
+	defaultMaxStreams        = 100
 )
 
 // Validate reports every problem with p, joined; nil if p is usable.

@@ -308,8 +308,9 @@ func (m *Match) check(ck *check.Checker, p string) {
 // checkNormal reports a path (or, with prefix, a path prefix) v that no
 // request can match: requests are matched on their normalised path
 // (slashes merged, "." and ".." segments resolved; a path with a backslash
-// is refused), so a configured path with an empty, "." or ".." segment, or
-// a backslash, never matches. Of a prefix only the whole segments are
+// is refused) without the ";" parameters of its segments, so a configured
+// path with an empty, "." or ".." segment, a backslash or a ";" never
+// matches. Of a prefix only the whole segments are
 // looked at: "/a/." may still match "/a/.well-known".
 func checkNormal(ck *check.Checker, at, v string, prefix bool) {
 	whole := v
@@ -319,6 +320,8 @@ func checkNormal(ck *check.Checker, at, v string, prefix bool) {
 	switch {
 	case strings.IndexByte(v, '\\') >= 0:
 		ck.Errorf(at, "never matches: requests whose path holds a backslash are refused (400), got %q", v)
+	case strings.IndexByte(v, ';') >= 0:
+		ck.Errorf(at, `never matches: requests are matched without the ";" parameters of their path's segments, so write %q, got %q`, WithoutParams(v), v)
 	case !normalSegments(whole):
 		want := path.Clean(whole)
 		dir := strings.HasSuffix(whole, "/") || strings.HasSuffix(whole, "/.") || strings.HasSuffix(whole, "/..")
