@@ -601,9 +601,14 @@ func (ls *leaser) settle(r *renewal, now time.Time, q *quota) {
 	if r.leave {
 		return
 	}
-	le.fb.Store(nil)
 	ls.rejoin(le, r, now)
 	le.after = le.a.Add(r.grant)
+	// Back on Redis once the lease holds units: a stock that the debit of
+	// the fallback's admissions emptied grants nothing at first, and the
+	// node goes on by its share meanwhile (debited in turn).
+	if le.after > 0 {
+		le.fb.Store(nil)
+	}
 	life := ls.p.TTL
 	if r.life >= 0 {
 		life = min(life, time.Duration(r.life))
