@@ -11,6 +11,11 @@ import (
 )
 
 func (s *Server) getStatus(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, s.statusView())
+}
+
+// statusView is the answer of GET /v1/status.
+func (s *Server) statusView() api.Status {
 	st := s.gate.Status()
 	cfg := s.gate.Config()
 	now := s.p.Now()
@@ -70,7 +75,7 @@ func (s *Server) getStatus(w http.ResponseWriter, _ *http.Request) {
 			v.Fronts = append(v.Fronts, api.Front(f))
 		}
 	}
-	writeJSON(w, http.StatusOK, v)
+	return v
 }
 
 // FrontStatus is a front-end beside the proxy, on the same gate, as
@@ -95,14 +100,20 @@ type CircuitStatus struct {
 }
 
 func (s *Server) getGroups(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, s.groupsView())
+}
+
+// groupsView is the answer of GET /v1/groups.
+func (s *Server) groupsView() api.Groups {
 	sts := s.gate.Groups()
+	off := switchedOffIn(s.gate.Status())
 	v := api.Groups{Groups: make([]api.Group, len(sts))}
 	s.mu.Lock()
 	for i, st := range sts {
-		v.Groups[i] = newGroupView(st, s.groupConfig(st.Name), s.keep[st.Name])
+		v.Groups[i] = newGroupView(st, s.groupConfig(st.Name), s.keep[st.Name], off)
 	}
 	s.mu.Unlock()
-	writeJSON(w, http.StatusOK, v)
+	return v
 }
 
 func (s *Server) getGroup(w http.ResponseWriter, r *http.Request) {
@@ -123,7 +134,7 @@ func (s *Server) groupView(name string) (api.Group, *apiError) {
 	s.mu.Lock()
 	keep := s.keep[name]
 	s.mu.Unlock()
-	return newGroupView(st, s.groupConfig(name), keep), nil
+	return newGroupView(st, s.groupConfig(name), keep, switchedOffIn(s.gate.Status())), nil
 }
 
 func noGroup(name string) *apiError {

@@ -461,6 +461,9 @@ func TestDashboardAsksForTheToken(t *testing.T) {
 	hs := httptest.NewServer(srv.Handler()) // loopback; the Host is an IP literal
 	defer hs.Close()
 	b.open(t, hs.URL+"/")
+	// A page that may not read the API comes without its first state: it
+	// holds no data.
+	b.poll(t, "the page alone", `window.sluice && window.sluice.first === "poll" && document.getElementById("first-state") === null`)
 	b.poll(t, "the token form", `window.sluice && window.sluice.errors > 0 && !document.getElementById("token").classList.contains("hidden")`)
 	if err := chromedp.Do(b.ctx,
 		chromedp.SendKeys(`#token-input`, testToken),
@@ -474,5 +477,70 @@ func TestDashboardAsksForTheToken(t *testing.T) {
 		if !strings.Contains(e, "401") {
 			t.Errorf("console: %s", e)
 		}
+	}
+}
+
+// noSources reports CPU, memory and CPU pressure without a source, with the
+// probe's own words for why: the longest notes the page has to show.
+type noSources struct{}
+
+func (noSources) Sample(now time.Time) probe.Resources {
+	const cpu = "none: sluice's cgroup is the root cgroup /sys/fs/cgroup/cpu, the whole host: CPU utilisation has no allotment to be measured " +
+		"against (cpu_pressure needs none): name the guarded service with probe.pid_file or probe.cgroup, or measure the whole host with probe.source = \"host\""
+	const mem = "none: no memory limit on sluice's cgroup /sys/fs/cgroup/memory/system.slice/sluice.service or above: name the guarded service " +
+		"with probe.pid_file or probe.cgroup, or measure the whole host with probe.source = \"host\""
+	return probe.Resources{Time: now, CPU: probe.Signal{Reason: cpu}, CPUSource: cpu, Memory: probe.Signal{Reason: mem}, MemorySource: mem,
+		CPUPressure: probe.Signal{Reason: "none: no cgroup v2"}, CPUPressureSource: "none: no cgroup v2"}
+}
+
+// TestDashboardFirstStateAndNotes: the page renders the state it came with
+// as it loads (not "connecting" until its first poll, which a screenshot
+// at load would show), and the long notes of signals without a source are
+// read whole: the CPU card's line and the charts' notes fit their boxes.
+func TestDashboardFirstStateAndNotes(t *testing.T) {
+	b := newBrowser(t)
+	cfg := parseConfig(t, testConfig)
+	g, err := gate.New(gate.Params{Config: cfg.Gate(), Resources: noSources{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Tick(time.Now()) // the first sample: the sources are known to be none
+	srv, err := New(Params{Gate: g, Config: cfg, Listen: "127.0.0.1:0", Version: "v0.0.0-first"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	defer hs.Close()
+	b.open(t, hs.URL+"/") // returns once the page has loaded
+	at, err := chromedp.Run(b.ctx, chromedp.Evaluate[[3]string](`[window.sluice.first, String(window.sluice.updates),
+	  document.getElementById("live-text").textContent]`))
+	if err != nil || at[0] != "page" || at[1] != "1" || at[2] == "connecting" {
+		t.Fatalf("at load: first state from %q, %s updates, live %q (%v); want the page's own state rendered", at[0], at[1], at[2], err)
+	}
+	b.poll(t, "the groups and the version", `window.sluice.groups.join() === "api,batch" &&
+	  document.getElementById("version").textContent === "v0.0.0-first"`)
+
+	fits, err := chromedp.Run(b.ctx, chromedp.Evaluate[map[string]string](`(() => {
+	  const out = {};
+	  for (const id of ["t-cpu-s", "t-mem-s", "resources-note"]) {
+	    const e = document.getElementById(id);
+	    out[id] = e.scrollWidth <= e.clientWidth + 1 && e.textContent.length > 0 ? "" : "cut: " + e.scrollWidth + " > " + e.clientWidth + " " + JSON.stringify(e.textContent);
+	  }
+	  for (const id of ["c-cpu", "c-memory"]) {
+	    const n = window.sluice.charts[id] && window.sluice.charts[id].note;
+	    out[id] = n && n.lines.length > 1 && n.widest <= n.room && n.height <= n.plot ? "" : "cut: " + JSON.stringify(n);
+	  }
+	  return out;
+	})()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, why := range fits {
+		if why != "" {
+			t.Errorf("%s: %s", id, why)
+		}
+	}
+	for _, e := range b.consoleErrors() {
+		t.Errorf("console: %s", e)
 	}
 }

@@ -36,6 +36,7 @@ key = "header:X-Tenant"
   max = 100
   [group.targets]
   latency = "200ms"
+  memory = 0.85
 
 [[group]]
 name = "batch"
@@ -73,6 +74,7 @@ type fakeSampler struct {
 	mu          sync.Mutex
 	cpu, memory float64
 	known       bool
+	noMemory    bool // memory has no source (no limit to measure against)
 }
 
 func (s *fakeSampler) set(cpu, memory float64) {
@@ -93,6 +95,10 @@ func (s *fakeSampler) Sample(now time.Time) probe.Resources {
 		r.CPU = probe.Signal{Value: s.cpu, Known: true}
 		r.Memory = probe.Signal{Value: s.memory, Known: true}
 		r.CPUPressure = probe.Signal{Value: 0.07, Known: true}
+	}
+	if s.noMemory {
+		r.MemoryFrom, r.MemorySource = "", "none: no memory limit on sluice's cgroup or above"
+		r.Memory = probe.Signal{Reason: "no memory limit"}
 	}
 	return r
 }

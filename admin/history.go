@@ -104,7 +104,8 @@ func newGroupHistory(n int) *groupHistory {
 // sample adds a point at now from g's read-outs.
 func (h *history) sample(now time.Time, g Gate) {
 	sts := g.Groups()
-	res := g.Status().Resources
+	gs := g.Status()
+	res, off := gs.Resources, switchedOffIn(gs)
 	cfg := g.Config()
 
 	h.mu.Lock()
@@ -145,8 +146,8 @@ func (h *history) sample(now time.Time, g Gate) {
 		if gc := cfg.Group(st.Name); gc != nil {
 			gh.quantile = gc.Targets.Quantile
 			c[colLatencyTarget][i] = orNaN(time.Duration(gc.Targets.Latency).Seconds())
-			c[colCPUTarget][i] = orNaN(gc.Targets.CPU)
-			c[colMemoryTarget][i] = orNaN(gc.Targets.Memory)
+			c[colCPUTarget][i] = orNaN(off.apply(gc.Targets.CPU, off.cpu))
+			c[colMemoryTarget][i] = orNaN(off.apply(gc.Targets.Memory, off.memory))
 		}
 		gh.rates(i, st, dt)
 	}

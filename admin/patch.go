@@ -326,7 +326,7 @@ func (s *Server) patchGroup(w http.ResponseWriter, r *http.Request) {
 	} else {
 		delete(s.keep, name)
 	}
-	v := newGroupView(st, s.groupConfig(name), s.keep[name])
+	v := newGroupView(st, s.groupConfig(name), s.keep[name], switchedOffIn(s.gate.Status()))
 	v.Notes = p.notes
 	writeJSON(w, http.StatusOK, v)
 }

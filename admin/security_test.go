@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -331,5 +332,18 @@ func TestReadTokenFile(t *testing.T) {
 	}
 	if _, err := ReadTokenFile(filepath.Join(dir, "missing")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("missing file: %v", err)
+	}
+	// Issue 23, item 9: a token others may read, or others or the group
+	// may change, is refused; the group may read it.
+	for mode, ok := range map[os.FileMode]bool{0o600: true, 0o400: true, 0o640: true, 0o440: true,
+		0o644: false, 0o604: false, 0o660: false, 0o666: false, 0o602: false} {
+		p := write(fmt.Sprintf("mode%o", mode), testToken)
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+		_, err := ReadTokenFile(p)
+		if ok != (err == nil) || !ok && !strings.Contains(err.Error(), "chmod 600") {
+			t.Errorf("mode %04o: %v, want accepted: %v", mode, err, ok)
+		}
 	}
 }

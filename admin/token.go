@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"strings"
@@ -12,11 +13,29 @@ import (
 // MinTokenLen is the shortest token ReadTokenFile accepts, in bytes.
 const MinTokenLen = 16
 
-// ReadTokenFile reads the bearer token from path (admin.token_file): the
-// file's content without surrounding white space, at least MinTokenLen bytes
-// and printable ASCII, so that it fits an Authorization header as written.
+// ReadTokenFile reads the bearer token from path (admin.token_file, and
+// the front-ends' permit.token_file and rls.token_file): the file's content
+// without surrounding white space, at least MinTokenLen bytes and printable
+// ASCII, so that it fits an Authorization header as written. A file that
+// every user may read, or that users other than its owner may change, is
+// refused (as ssh refuses such a key): any local user could read the token,
+// or put their own in its place. Its group may read it (0640), so that a
+// group of clients can share it.
 func ReadTokenFile(path string) (string, error) {
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("admin: token file: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat() // the file opened: not one put in its place since
+	if err != nil {
+		return "", fmt.Errorf("admin: token file: %w", err)
+	}
+	if m := fi.Mode().Perm(); m&0o026 != 0 {
+		return "", fmt.Errorf("admin: token file %s: mode %04o lets other users read or change the token: chmod 600 %s "+
+			"(640 to share it with a group); in Kubernetes, the secret volume's defaultMode: 0400 (or 0440)", path, m, path)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, 64<<10))
 	if err != nil {
 		return "", fmt.Errorf("admin: token file: %w", err)
 	}

@@ -14,8 +14,9 @@ import (
 // types (seconds, ratios 0–1, null for what is not known).
 
 // newGroupView renders st; c is the group's config in force (nil if the
-// group was just removed) and keep whether its override survives reloads.
-func newGroupView(st gate.GroupStatus, c *configs.Group, keep bool) api.Group {
+// group was just removed), keep whether its override survives reloads and
+// off the targets switched off for want of a signal.
+func newGroupView(st gate.GroupStatus, c *configs.Group, keep bool, off switchedOff) api.Group {
 	v := api.Group{
 		Name:     st.Name,
 		Law:      configs.Law(st.Law),
@@ -64,7 +65,8 @@ func newGroupView(st gate.GroupStatus, c *configs.Group, keep bool) api.Group {
 	if c != nil {
 		t := c.Targets
 		v.Targets = api.Targets{Latency: positive(time.Duration(t.Latency).Seconds()), Quantile: t.Quantile,
-			CPU: positive(t.CPU), Memory: positive(t.Memory), CPUPressure: positive(t.CPUPressure)}
+			CPU: positive(off.apply(t.CPU, off.cpu)), Memory: positive(off.apply(t.Memory, off.memory)),
+			CPUPressure: positive(off.apply(t.CPUPressure, off.pressure))}
 	}
 	for r := 1; r < adaptive.NumRejections; r++ {
 		n := st.Rejected[r]
@@ -153,6 +155,33 @@ func when(t time.Time) *time.Time {
 		return nil
 	}
 	return &t
+}
+
+// switchedOff says which resource targets are off for want of a signal: a
+// CPU, memory or CPU pressure target whose signal has no source
+// (probe.Source.Usable: no memory limit to measure against, no CPU
+// allotment, ...) can be neither met nor missed, the gate leaves it idle,
+// and the daemon logs at start that it is switched off; the read-outs show
+// it as off, not as a line on a chart of nothing. The group's config (the
+// file's values) still shows it.
+type switchedOff struct{ cpu, memory, pressure bool }
+
+// switchedOffIn reads them from the gate's status: nothing is off before the
+// first resource sample, which finds the sources.
+func switchedOffIn(st gate.Status) switchedOff {
+	if st.Ticks == 0 {
+		return switchedOff{}
+	}
+	src := st.Resources.Sources()
+	return switchedOff{cpu: !src.CPU.Usable(), memory: !src.Memory.Usable(), pressure: !src.CPUPressure.Usable()}
+}
+
+// apply is target x, or 0 (off) when off says so.
+func (switchedOff) apply(x float64, off bool) float64 {
+	if off {
+		return 0
+	}
+	return x
 }
 
 // positive is x, or nil when x is not positive (a target that is off).

@@ -95,6 +95,34 @@ type Server struct {
 	// descriptor limit (ulimit -n), which each connection to a client and to
 	// the upstream takes one of. Default 0.
 	MaxConnections int `toml:"max_connections" json:"max_connections"`
+	// HTTP1 is what serves HTTP/1.1 on a plain-text listener: "sluice", its
+	// own server on the proxy's one request parser (the framing is decided
+	// once, a refusal costs no allocation), or "net/http", Go's server behind
+	// the framing guard, as before (an escape hatch for a release). Over TLS,
+	// with read_timeout or write_timeout set, or with upstream.protocol =
+	// "h2c", net/http's serves whatever this says; h2c clients are net/http's
+	// either way. Default "sluice".
+	HTTP1 HTTP1Server `toml:"http1" json:"http1"`
+}
+
+// HTTP1Server names what serves HTTP/1.1 (Server.HTTP1).
+type HTTP1Server string
+
+// What may serve HTTP/1.1.
+const (
+	// HTTP1Sluice is sluice's own server (proxy.H1Server).
+	HTTP1Sluice HTTP1Server = "sluice"
+	// HTTP1NetHTTP is net/http's server behind the framing guard.
+	HTTP1NetHTTP HTTP1Server = "net/http"
+)
+
+// OwnHTTP1 reports whether c's HTTP/1.1 is served by sluice's own server:
+// asked for, on plain text, without the whole-request timeouts that only
+// net/http's server has, in front of an upstream that speaks HTTP/1.1.
+func (c *Config) OwnHTTP1() bool {
+	s := &c.Server
+	return s.HTTP1 == HTTP1Sluice && s.TLSCert == "" && s.ReadTimeout == 0 && s.WriteTimeout == 0 &&
+		c.Upstream.Protocol != ProtocolH2C
 }
 
 // Upstream is the [upstream] section: the service sluice guards.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"reflect"
 	"slices"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/sluicehq/sluice/internal/check"
 )
 
 // utf8BOM is the UTF-8 byte order mark, which a TOML file may start with.
@@ -91,6 +94,7 @@ func (d *decoder) table(path string, m map[string]any, rv reflect.Value) {
 		i, ok := fields[key]
 		if !ok {
 			d.ck.errorf(p, "unknown key%s", suggest(rv.Type(), key, fields))
+			d.standIn(path, key, m, rv, fields)
 			continue
 		}
 		d.value(p, m[key], rv.Field(i))
@@ -285,7 +289,7 @@ func describe(v any) string {
 	case int64:
 		return "integer " + strconv.FormatInt(x, 10)
 	case float64:
-		return "float " + formatFloat(x)
+		return "float " + check.Float(x)
 	case bool:
 		return "boolean " + strconv.FormatBool(x)
 	case time.Time:
@@ -296,13 +300,6 @@ func describe(v any) string {
 		return "a table"
 	}
 	return fmt.Sprintf("%T", v)
-}
-
-func formatFloat(f float64) string {
-	if math.IsInf(f, 0) || math.IsNaN(f) {
-		return strings.TrimPrefix(strconv.FormatFloat(f, 'g', -1, 64), "+")
-	}
-	return strconv.FormatFloat(f, 'g', -1, 64)
 }
 
 // moved gives a hint for keys an operator may reasonably write that are
@@ -322,15 +319,75 @@ var moved = map[reflect.Type]map[string]string{
 	reflect.TypeFor[Group](): {
 		"limit":   `; a fixed concurrency limit is [group.concurrency] law = "fixed" and limit`,
 		"circuit": `; the circuit breaker is the upstream's: [upstream.circuit]`,
+		"max_concurrency": `; the most requests in the upstream at once is [group.concurrency] max, ` +
+			`the bound of an adaptive law (or limit, with law = "fixed")`,
+		"concurrency_limit": `; the concurrency limit is [group.concurrency] limit, with law = "fixed" ` +
+			`(an adaptive law moves it between min and max)`,
+	},
+	reflect.TypeFor[Concurrency](): {
+		"max_concurrency": `; the largest limit of an adaptive law is max (with law = "fixed", limit)`,
 	},
 }
 
-// suggest returns a hint for an unknown key: a known spelling, or the
-// nearest known key.
+// standIn decodes the value of the unknown key in table m (of struct rv,
+// at path) as the key it most likely means, when that key is a table or an
+// array of tables the file does not also spell right: its problems are then
+// reported too, at the file's lines, under the right key. Else a typo such
+// as [[groups]] would hide every problem of every group until it is fixed.
+func (d *decoder) standIn(path, key string, m map[string]any, rv reflect.Value, fields map[string]int) {
+	best := nearest(key, fields)
+	if best == "" || m[best] != nil || d.ck.src == nil {
+		return
+	}
+	f := rv.Field(fields[best])
+	t, v := f.Type(), m[key]
+	_, shaped := v.(map[string]any)
+	switch t.Kind() {
+	case reflect.Slice:
+		t = t.Elem()
+		_, shaped = v.([]map[string]any) // an array of tables
+	case reflect.Pointer:
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct || t == durationType || !shaped {
+		return // a plain value, or not the shape of the key meant: nothing to read as it
+	}
+	d.ck.src.alias(join(path, key), join(path, best))
+	d.value(join(path, best), m[key], f)
+}
+
+// alias gives the keys under path to (to, to.x, to[i]...) the lines of
+// those under from, for a stand-in decoded at to (decoder.standIn).
+func (s *source) alias(from, to string) {
+	for k, pos := range s.lines {
+		if rest, ok := strings.CutPrefix(k, from); ok && (rest == "" || rest[0] == '.' || rest[0] == '[') {
+			if _, taken := s.lines[to+rest]; !taken {
+				s.lines[to+rest] = pos
+			}
+		}
+	}
+}
+
+// suggest returns a hint for an unknown key: a known spelling (moved: the
+// key, or one within two edits of it), or the nearest known key.
 func suggest(t reflect.Type, key string, fields map[string]int) string {
 	if h, ok := moved[t][key]; ok {
 		return h
 	}
+	for _, k := range slices.Sorted(maps.Keys(moved[t])) {
+		if len(k) > 6 && EditDistance(key, k) <= 2 {
+			return moved[t][k]
+		}
+	}
+	if best := nearest(key, fields); best != "" {
+		return fmt.Sprintf(" (did you mean %q?)", best)
+	}
+	return ""
+}
+
+// nearest returns the known key nearest an unknown one, within two edits
+// and half its length; "" for none.
+func nearest(key string, fields map[string]int) string {
 	best, bestDist := "", 3
 	for name := range fields {
 		if dist := EditDistance(key, name); dist < bestDist || dist == bestDist && name < best {
@@ -340,7 +397,7 @@ func suggest(t reflect.Type, key string, fields map[string]int) string {
 	if best == "" || bestDist > len(key)/2 {
 		return ""
 	}
-	return fmt.Sprintf(" (did you mean %q?)", best)
+	return best
 }
 
 // EditDistance is the Levenshtein distance between a and b, in bytes: the

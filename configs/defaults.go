@@ -1,12 +1,9 @@
 package configs
 
 import (
-	"maps"
-	"slices"
 	"strings"
 	"time"
 
-	"github.com/sluicehq/sluice/adaptive"
 	"github.com/sluicehq/sluice/gate/spec"
 )
 
@@ -55,6 +52,7 @@ func New() *Config {
 			IdleTimeout:       Duration(2 * time.Minute),
 			MaxHeaderBytes:    1 << 20,
 			ShutdownGrace:     Duration(30 * time.Second),
+			HTTP1:             HTTP1Sluice,
 		},
 		Upstream: Upstream{
 			Protocol:              ProtocolAuto,
@@ -72,8 +70,8 @@ func New() *Config {
 }
 
 // NewGroup returns a group with every static default, matching every
-// request: law "target" with the default memory target (no latency, CPU or
-// CPU pressure target), no rate limit, a FIFO queue of 100 with CoDel.
+// request: no target (so SetDefaults derives law "gradient", which needs
+// none), no rate limit, a FIFO queue of 100 with CoDel.
 func NewGroup(name string) Group {
 	var g Group
 	g.reset()
@@ -99,11 +97,10 @@ func NewRedis() *Redis {
 
 func (g *Group) reset() {
 	*g = Group{
-		Key:         KeyNone,
-		Priority:    Priority(LevelDefault),
-		Mode:        ModeEnforce,
-		Concurrency: Concurrency{Law: LawTarget},
-		Targets:     Targets{Quantile: spec.DefaultQuantile, Memory: 0.85},
+		Key:      KeyNone,
+		Priority: Priority(LevelDefault),
+		Mode:     ModeEnforce,
+		Targets:  Targets{Quantile: spec.DefaultQuantile},
 		Queue: Queue{
 			Order:         OrderFIFO,
 			Max:           100,
@@ -209,70 +206,29 @@ func (c *Config) SetDefaults() {
 // to canonical form, the host to lower case without a trailing dot.
 // Empty enum fields get their static default. It is idempotent.
 func (g *Group) SetDefaults() {
-	m := &g.Match
-	for i, method := range m.Methods {
-		m.Methods[i] = strings.ToUpper(method)
-	}
-	m.Host = strings.TrimSuffix(strings.ToLower(m.Host), ".")
-	// An empty table of headers is none, as the effective config writes it
-	// (an empty list of methods is an error Validate reports).
-	if len(m.Headers) == 0 {
-		m.Headers = nil
-	}
-	if len(m.Headers) > 0 {
-		// Two spellings of one name keep both, for Validate to report.
-		h := make(map[string]string, len(m.Headers))
-		names := slices.Sorted(maps.Keys(m.Headers))
-		for _, name := range names {
-			if canonicalHeader(name) == name {
-				h[name] = m.Headers[name]
-			}
-		}
-		for _, name := range names {
-			if key := canonicalHeader(name); key != name {
-				if _, dup := h[key]; dup {
-					key = name
-				}
-				h[key] = m.Headers[name]
-			}
-		}
-		m.Headers = h
+	// Spelled as the gate matches (spec.Match.Normal: of two spellings of
+	// one header both are kept, for Validate to report). An empty table of
+	// headers is none, as the effective config writes it (an empty list of
+	// methods is an error Validate reports).
+	n := g.Match.spec().Normal()
+	g.Match.Methods, g.Match.Host, g.Match.Headers = n.Methods, n.Host, n.Headers
+	if len(g.Match.Headers) == 0 {
+		g.Match.Headers = nil
 	}
 
-	// The key and priority default as the gate's do (spec.Group.WithDefaults);
-	// the other fields keep an explicit zero for Validate to judge.
+	// The key, priority and concurrency default as the gate's do
+	// (spec.Group.WithDefaults: the law from the targets, the bounds and
+	// knobs from the law); the other fields keep an explicit zero for
+	// Validate to judge.
 	s := g.Spec()
 	d := s.WithDefaults()
 	g.Key, g.Priority, g.DefaultPriority = d.Key, d.Priority, d.DefaultPriority
-
-	g.Concurrency.setDefaults()
+	g.Concurrency = concurrencyOf(d.Concurrency)
 	if g.Rate != nil {
 		g.Rate.setDefaults(g.Key)
 	}
 	if g.Queue.Order == "" {
 		g.Queue.Order = OrderFIFO
-	}
-}
-
-func (c *Concurrency) setDefaults() {
-	*c = concurrencyOf(c.spec().WithDefaults())
-	// The law's own knobs get its defaults (adaptive.LawKind.Knobs), shown
-	// in the effective config.
-	k, ok := adaptive.LookupLaw(string(c.Law))
-	if !ok || k.FixedLimit {
-		return
-	}
-	for _, kn := range k.Knobs {
-		switch kn.Name {
-		case "backoff":
-			if c.Backoff == 0 {
-				c.Backoff = kn.Default
-			}
-		case "tolerance":
-			if c.Tolerance == 0 {
-				c.Tolerance = kn.Default
-			}
-		}
 	}
 }
 

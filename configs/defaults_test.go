@@ -161,11 +161,12 @@ func TestLevels(t *testing.T) {
 	}
 }
 
-// A group's static default targets: memory 85 % at p99 (no latency, CPU or
-// CPU pressure target), whether built in Go or decoded from a group that
-// names none; an explicit cpu_pressure is read.
+// A group's static default targets: none but the quantile (p99), whether
+// built in Go or decoded from a group that names none, as in the library
+// (spec.Targets): its law is then "gradient", which needs none, and
+// "target" once a target is set.
 func TestDefaultTargets(t *testing.T) {
-	want := Targets{Quantile: 0.99, Memory: 0.85}
+	want := Targets{Quantile: 0.99}
 	if got := NewGroup("g").Targets; got != want {
 		t.Errorf("NewGroup targets %+v, want %+v", got, want)
 	}
@@ -177,7 +178,10 @@ func TestDefaultTargets(t *testing.T) {
 	if got := c.Group("a").Targets; got != want {
 		t.Errorf("decoded targets %+v, want %+v", got, want)
 	}
-	if got := c.Group("b").Targets; got.CPUPressure != 0.4 || got.CPU != 0 || got.Memory != 0.85 {
+	if got := c.Group("b").Targets; got.CPUPressure != 0.4 || got.CPU != 0 || got.Memory != 0 {
 		t.Errorf("targets with cpu_pressure %+v", got)
+	}
+	if a, b := c.Group("a").Concurrency.Law, c.Group("b").Concurrency.Law; a != LawGradient || b != LawTarget {
+		t.Errorf("laws %q without a target and %q with one, want gradient and target", a, b)
 	}
 }

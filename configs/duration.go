@@ -2,8 +2,9 @@ package configs
 
 import (
 	"fmt"
-	"strings"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/check"
 )
 
 // Duration is a time.Duration written in TOML and JSON as a Go duration
@@ -16,16 +17,7 @@ type Duration time.Duration
 
 // String formats d without the zero tails time.Duration.String adds, so one
 // minute is "1m" rather than "1m0s". The result parses back to d.
-func (d Duration) String() string {
-	s := time.Duration(d).String()
-	if strings.HasSuffix(s, "m0s") {
-		s = s[:len(s)-2]
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = s[:len(s)-2]
-	}
-	return s
-}
+func (d Duration) String() string { return check.Dur(time.Duration(d)) }
 
 // MarshalText implements encoding.TextMarshaler.
 func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }

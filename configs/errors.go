@@ -4,8 +4,9 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
+
+	"github.com/sluicehq/sluice/internal/check"
 )
 
 // Error is one problem in a configuration. Its text is
@@ -157,6 +158,7 @@ func (s *source) markBad(path string) {
 type checker struct {
 	src  *source
 	errs Errors
+	sh   *check.Checker // see shared
 }
 
 // errorf records a problem at path, unless path already failed to decode
@@ -182,18 +184,10 @@ func (c *checker) incompletef(path, format string, args ...any) {
 }
 
 // join builds the key path of key inside the table at parent.
-func join(parent, key string) string {
-	k := quoteKey(key)
-	if parent == "" {
-		return k
-	}
-	return parent + "." + k
-}
+func join(parent, key string) string { return check.Join(parent, key) }
 
 // index builds the key path of element i of the array at parent.
-func index(parent string, i int) string {
-	return parent + "[" + strconv.Itoa(i) + "]"
-}
+func index(parent string, i int) string { return check.Index(parent, i) }
 
 // parentPath strips the last key or index from path.
 func parentPath(path string) string {
@@ -218,18 +212,4 @@ func parentPath(path string) string {
 		return path[:i]
 	}
 	return ""
-}
-
-// quoteKey writes a key as TOML would: bare if it can be, else quoted.
-func quoteKey(k string) string {
-	if k == "" {
-		return `""`
-	}
-	for i := 0; i < len(k); i++ {
-		c := k[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
-			return strconv.Quote(k)
-		}
-	}
-	return k
 }

@@ -56,9 +56,8 @@ func (g *Group) Spec() spec.Group {
 func GroupOf(s spec.Group) Group {
 	s = s.Clone()
 	g := Group{
-		Name: s.Name,
-		Match: Match{Path: s.Match.Path, PathPrefix: s.Match.PathPrefix, Methods: s.Match.Methods,
-			Host: s.Match.Host, Headers: s.Match.Headers},
+		Name:            s.Name,
+		Match:           Match(s.Match),
 		Key:             s.Key,
 		Priority:        s.Priority,
 		DefaultPriority: s.DefaultPriority,

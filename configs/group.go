@@ -71,8 +71,18 @@ type Match struct {
 	// example.com itself).
 	Host string `toml:"host,omitempty" json:"host,omitempty"`
 	// Headers accepts requests whose header NAME has exactly the value
-	// given, for every entry. Names are canonicalised ("x-env" is "X-Env").
+	// given, for every entry. Names are canonicalised ("x-env" is "X-Env");
+	// the whitespace around a value is not part of it.
 	Headers map[string]string `toml:"headers,omitempty" json:"headers,omitempty"`
+	// CaseInsensitive compares path and path_prefix with the request's path
+	// ignoring ASCII case ("/login" accepts "/LOGIN"), for an upstream that
+	// routes so. Default false.
+	CaseInsensitive bool `toml:"case_insensitive,omitempty" json:"case_insensitive,omitempty"`
+	// TrailingSlash accepts a path that differs from path by a trailing "/"
+	// only ("/login" accepts "/login/" and the reverse), and the path that a
+	// path_prefix ending in "/" names without it ("/api/" accepts "/api"),
+	// for an upstream that routes both to one handler. Default false.
+	TrailingSlash bool `toml:"trailing_slash,omitempty" json:"trailing_slash,omitempty"`
 }
 
 // Rate is a [group.rate]: a static rate limit. Give either Rate (per second)
@@ -216,7 +226,9 @@ const (
 // Concurrency is a [group.concurrency]: how many requests of the group may
 // be in the upstream at once, and the control law that moves that limit.
 type Concurrency struct {
-	// Law is the control law. Default "target".
+	// Law is the control law. Derived: "target" when the group has a target
+	// (latency, cpu, memory or cpu_pressure), else "gradient", which needs
+	// none (the same default as the library's, spec.Concurrency.Law).
 	Law Law `toml:"law" json:"law"`
 	// Limit is the limit of law "fixed", from 1 to 1e6; only with "fixed".
 	Limit int `toml:"limit,omitzero" json:"limit,omitempty"`
@@ -270,7 +282,7 @@ type Targets struct {
 	// target. Default 0.
 	CPU float64 `toml:"cpu" json:"cpu"`
 	// Memory is the highest acceptable memory utilisation, a ratio in
-	// [0, 1]; 0 is off. Default 0.85.
+	// [0, 1]; 0 is off. Default 0.
 	Memory float64 `toml:"memory" json:"memory"`
 	// CPUPressure is the highest acceptable share of time in which runnable
 	// work of what the probe watches waits for a CPU (Linux PSI, cpu.pressure

@@ -41,11 +41,25 @@ func Load(path string) (*Config, error) {
 // every problem of all three is returned together: a syntax error, which
 // stops the TOML parser, is the only one reported alone.
 func Parse(name string, data []byte) (*Config, error) {
+	c, decoded, checked := parse(name, data)
+	errs := append(decoded, checked...)
+	errs.sort()
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return c, nil
+}
+
+// parse is Parse in parts: the config as decoded (its values that failed to
+// decode left at their defaults) with SetDefaults applied, nil if the file
+// could not be decoded at all; the problems of decoding; and those that
+// validation found.
+func parse(name string, data []byte) (c *Config, decoded, checked Errors) {
 	if len(data) > maxFileSize {
-		return nil, Errors{{File: name, Msg: fmt.Sprintf("file is larger than %d bytes", maxFileSize)}}
+		return nil, Errors{{File: name, Msg: fmt.Sprintf("file is larger than %d bytes", maxFileSize)}}, nil
 	}
 	if e := badText(name, data); e != nil {
-		return nil, Errors{e}
+		return nil, Errors{e}, nil
 	}
 	var raw map[string]any
 	md, err := toml.Decode(string(data), &raw)
@@ -55,20 +69,17 @@ func Parse(name string, data []byte) (*Config, error) {
 		if errors.As(err, &pe) {
 			e.Line, e.Msg = syntaxLine(data, pe.Position), "invalid TOML: "+pe.Message
 		}
-		return nil, Errors{e}
+		return nil, Errors{e}, nil
 	}
 	src := &source{file: name, lines: keyLines(string(data), md.Keys()), bad: map[string]bool{}, badBelow: map[string]bool{}}
 	ck := &checker{src: src}
-	c := New()
+	c = New()
 	(&decoder{ck: ck}).table("", raw, reflect.ValueOf(c).Elem())
+	decoded, ck.errs = ck.errs, nil
 	c.SetDefaults()
 	c.src = src
 	c.check(ck)
-	ck.errs.sort()
-	if len(ck.errs) > 0 {
-		return nil, ck.errs
-	}
-	return c, nil
+	return c, decoded, ck.errs
 }
 
 var parsedDefault = sync.OnceValues(func() (*Config, error) {

@@ -1,15 +1,12 @@
 package configs
 
-import (
-	"path"
-	"strings"
+import "github.com/sluicehq/sluice/gate/spec"
 
-	"github.com/sluicehq/sluice/gate/spec"
-)
-
-// spec is m as the gate's Match: the rules of matching are the gate's.
+// spec is m as the gate's Match: the rules of matching are the gate's. The
+// two types have the same fields, in the same order (a conversion that
+// does not compile says they drifted apart).
 func (m *Match) spec() spec.Match {
-	return spec.Match{Path: m.Path, PathPrefix: m.PathPrefix, Methods: m.Methods, Host: m.Host, Headers: m.Headers}
+	return spec.Match(*m)
 }
 
 // CatchAll reports whether m accepts every request (spec.Match.CatchAll).
@@ -29,50 +26,4 @@ func (m *Match) Matches(method, host, path string, header map[string][]string) b
 func (m *Match) Covers(o *Match) bool {
 	s, so := m.spec(), o.spec()
 	return s.Covers(&so)
-}
-
-// checkNormal reports a path or path prefix that no request can match:
-// requests are matched on their normalised path (slashes merged, "." and
-// ".." segments resolved; a path with a backslash is refused), so a
-// configured path with an empty, "." or ".." segment, or a backslash, never
-// matches. Of a prefix only the whole segments are looked at: "/a/." may
-// still match "/a/.well-known". p is the match's key path.
-func (m *Match) checkNormal(ck *checker, p string) {
-	for _, k := range [...]struct {
-		key, v string
-		prefix bool
-	}{{"path", m.Path, false}, {"path_prefix", m.PathPrefix, true}} {
-		if !strings.HasPrefix(k.v, "/") {
-			continue // reported by check
-		}
-		whole := k.v
-		if k.prefix {
-			whole = k.v[:strings.LastIndexByte(k.v, '/')+1]
-		}
-		switch {
-		case strings.IndexByte(k.v, '\\') >= 0:
-			ck.errorf(join(p, k.key), "never matches: requests whose path holds a backslash are refused (400), got %q", k.v)
-		case !normalSegments(whole):
-			want := path.Clean(whole)
-			dir := strings.HasSuffix(whole, "/") || strings.HasSuffix(whole, "/.") || strings.HasSuffix(whole, "/..")
-			if dir && want != "/" { // "/a/." is "/a/", as a request path normalises
-				want += "/"
-			}
-			want += k.v[len(whole):]
-			ck.errorf(join(p, k.key), `never matches: requests are matched on their normalised path (slashes merged, "." and ".." resolved), so write %q, got %q`, want, k.v)
-		}
-	}
-}
-
-// normalSegments reports whether the absolute path s has no empty, "." or
-// ".." segment (a trailing slash aside).
-func normalSegments(s string) bool {
-	for rest := s[1:]; rest != ""; {
-		var seg string
-		seg, rest, _ = strings.Cut(rest, "/")
-		if seg == "" || seg == "." || seg == ".." {
-			return false
-		}
-	}
-	return true
 }

@@ -3,6 +3,7 @@ package configs
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -149,3 +150,45 @@ func TestCoversImpliesMatches(t *testing.T) {
 }
 
 func show(m Match) string { return fmt.Sprintf("%+v", m) }
+
+// TestMatchOptionsReachTheGate: case_insensitive and trailing_slash are
+// read from the file into the gate's Match, and back.
+func TestMatchOptionsReachTheGate(t *testing.T) {
+	cfg, err := Parse("t.toml", []byte(`
+[upstream]
+url = "http://127.0.0.1:9"
+[[group]]
+name = "login"
+match = { path = "/login", case_insensitive = true, trailing_slash = true }
+[[group]]
+name = "rest"
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := cfg.Gate().Groups[0].Match
+	if !m.CaseInsensitive || !m.TrailingSlash || !m.Matches("GET", "h", "/LOGIN/", nil) {
+		t.Fatalf("the gate's match %+v", m)
+	}
+	if back := GroupOf(cfg.Gate().Groups[0]).Match; !back.CaseInsensitive || !back.TrailingSlash {
+		t.Fatalf("GroupOf's match %+v", back)
+	}
+}
+
+// TestConfiguredParamsNeverMatch: a configured path with ";" parameters
+// is refused, since requests are matched without theirs.
+func TestConfiguredParamsNeverMatch(t *testing.T) {
+	_, err := Parse("t.toml", []byte(`
+[upstream]
+url = "http://127.0.0.1:9"
+[[group]]
+name = "login"
+match = { path = "/login;jsessionid" }
+[[group]]
+name = "rest"
+`))
+	want := `t.toml:6: group[0].match.path: never matches: requests are matched without the ";" parameters of their path's segments, so write "/login", got "/login;jsessionid"`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Parse: %v\nwant %s", err, want)
+	}
+}

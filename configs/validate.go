@@ -1,9 +1,7 @@
 package configs
 
 import (
-	"fmt"
 	"net"
-	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -12,24 +10,10 @@ import (
 	"github.com/sluicehq/sluice/gate/spec"
 )
 
-// Bounds of values that no deployment needs to exceed; past them a value
-// is a typo (a missing unit, an extra zero) more often than a choice.
-const (
-	maxRate  = spec.MaxRate
-	minRate  = 1e-6
-	maxLimit = 1_000_000
-	maxQueue = 1_000_000
-	maxCost  = 1_000_000
-	maxKeys  = 100_000_000
-	// maxGroups bounds the groups of one config; each request is matched
-	// against them in turn, and shadowing is checked between every pair.
-	maxGroups = 1000
-
-	// maxGlobalRefill bounds burst/rate of a global quota (scope "global"):
-	// that of limits/redis. (A global window's limit is the registry's,
-	// limits.Algorithm.GlobalMaxLimit.)
-	maxGlobalRefill = 720 * time.Hour
-)
+// maxLimit bounds counts that no deployment needs to exceed (the gate's
+// bound of a concurrency limit): past it a value is a typo more often than
+// a choice.
+const maxLimit = spec.MaxLimit
 
 const (
 	ms   = Duration(time.Millisecond)
@@ -72,9 +56,6 @@ func (c *Config) check(ck *checker) {
 			c.RLS.check(ck, "rls", groups)
 		}
 	}
-	for i := range c.Groups {
-		c.Groups[i].Match.checkNormal(ck, join(index("group", i), "match"))
-	}
 }
 
 func (s *Server) check(ck *checker, p string) {
@@ -92,25 +73,9 @@ func (s *Server) check(ck *checker, p string) {
 	ck.optionalDuration(join(p, "idle_timeout"), s.IdleTimeout, ms, day)
 	ck.intRange(join(p, "max_header_bytes"), s.MaxHeaderBytes, 4<<10, 64<<20)
 	ck.duration(join(p, "shutdown_grace"), s.ShutdownGrace, 0, hour)
-	trusted, unix := map[netip.Prefix]string{}, false
-	for i, e := range s.TrustedProxies {
-		path := index(join(p, "trusted_proxies"), i)
-		pfx, isUnix, err := spec.ParseTrustedProxy(e)
-		first, dup := trusted[pfx]
-		switch {
-		case err != nil:
-			ck.errorf(path, "%v", err)
-		case isUnix && unix, !isUnix && dup && first == e:
-			ck.errorf(path, "%q is already listed", e)
-		case !isUnix && dup:
-			ck.errorf(path, "%q is already listed, as %q", e, first)
-		case isUnix:
-			unix = true
-		default:
-			trusted[pfx] = e
-		}
-	}
+	// trusted_proxies: the gate's (checkGroups)
 	ck.intRange(join(p, "max_connections"), s.MaxConnections, 0, maxConnections)
+	oneOf(ck, join(p, "http1"), s.HTTP1, HTTP1Sluice, HTTP1NetHTTP)
 }
 
 // maxConnections bounds server.max_connections: far beyond the file
@@ -171,12 +136,10 @@ func (a *Admin) check(ck *checker, p string) {
 	}
 }
 
+// check checks state_max_age; interval and save_interval are the gate's
+// (checkGroups).
 func (ct *Control) check(ck *checker, p string) {
-	ok := ck.duration(join(p, "interval"), ct.Interval, 10*ms, min1)
-	saveOK := ck.duration(join(p, "save_interval"), ct.SaveInterval, 10*ms, day)
-	if saveOK && ok && ct.SaveInterval < ct.Interval {
-		ck.errorf(join(p, "save_interval"), "must be ≥ interval (%s), got %s", ct.Interval, ct.SaveInterval)
-	}
+	saveOK := ct.SaveInterval >= Duration(spec.MinInterval) && ct.SaveInterval <= Duration(spec.MaxSaveInterval)
 	if ck.duration(join(p, "state_max_age"), ct.StateMaxAge, 10*ms, 365*day) && saveOK && ct.StateMaxAge < ct.SaveInterval {
 		ck.errorf(join(p, "state_max_age"), "must be ≥ save_interval (%s): a file saved that often is never older while sluice runs, got %s",
 			ct.SaveInterval, ct.StateMaxAge)
@@ -292,13 +255,4 @@ func isLocal(addr string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
-}
-
-// describeGroup names group i for messages about another group.
-func describeGroup(ck *checker, gs []Group, i int) string {
-	s := fmt.Sprintf("group[%d] %q", i, gs[i].Name)
-	if n := ck.src.line(index("group", i)); n > 0 {
-		s += fmt.Sprintf(" (line %d)", n)
-	}
-	return s
 }

@@ -462,6 +462,7 @@ func TestSystemdUnit(t *testing.T) {
 		"Restart":                  {"on-failure"},
 		"DynamicUser":              {"yes"},
 		"StateDirectory":           {"sluice"},
+		"RuntimeDirectory":         {"sluice"},
 		"ProtectSystem":            {"strict"},
 		"NoNewPrivileges":          {"yes"},
 		"CapabilityBoundingSet":    {""},

@@ -13,78 +13,39 @@ import (
 // config does not have.
 var ErrNoGroup = errors.New("gate: no such group")
 
-// check returns c with its defaults filled in, or the first problem that
-// keeps the gate from running it. The values themselves (bounds, rates,
-// waits) are checked by the laws and limiters built from them.
+// check returns c with its defaults filled in, or every problem that keeps
+// the gate from running it (spec.Config.Check, the validation sluice check
+// runs too, and a resource target without a sampler), as spec.Problems for
+// the caller to prefix.
 func (g *Gate) check(c Config) (*Config, error) {
 	c = c.WithDefaults()
-	if len(c.Groups) == 0 {
-		return nil, errors.New("gate: the config has no group")
-	}
-	seen := make(map[string]bool, len(c.Groups))
+	ps := c.Check()
 	for i := range c.Groups {
-		gc := &c.Groups[i]
-		if err := g.checkGroup(gc); err != nil {
-			return nil, err
-		}
-		if seen[gc.Name] {
-			return nil, fmt.Errorf("gate: two groups are called %q", gc.Name)
-		}
-		seen[gc.Name] = true
+		ps = append(ps, g.checkResources(i, &c.Groups[i])...)
 	}
-	if last := &c.Groups[len(c.Groups)-1]; !last.Match.CatchAll() {
-		return nil, fmt.Errorf("gate: the last group, %q, must accept every request (an empty Match, or the path prefix \"/\"): "+
-			"it takes the requests no other group does", last.Name)
+	if len(ps) > 0 {
+		return nil, ps
 	}
 	return &c, nil
 }
 
-// checkGroup checks what the gate reads of c itself: its name, key,
-// priority, modes, and that its resource targets have a sampler to see them by.
-func (g *Gate) checkGroup(c *Group) error {
-	if c.Name == "" {
-		return errors.New("gate: a group has no name")
+// checkResources checks that the resource targets of c, group i, have a
+// sampler to see them by.
+func (g *Gate) checkResources(i int, c *Group) spec.Problems {
+	if g.resources != nil {
+		return nil
 	}
-	if err := c.Key.Check(); err != nil {
-		return fmt.Errorf("gate: group %q: key: %w", c.Name, err)
-	}
-	if err := c.Priority.Check(); err != nil {
-		return fmt.Errorf("gate: group %q: priority: %w", c.Name, err)
-	}
-	if _, ok := c.Priority.Header(); ok && c.DefaultPriority.Rank() < 0 {
-		return fmt.Errorf(`gate: group %q: default priority must be "critical", "default" or "sheddable", got %q`, c.Name, c.DefaultPriority)
-	}
-	if err := c.Mode.Check(); err != nil {
-		return fmt.Errorf("gate: group %q: %w", c.Name, err)
-	}
-	if r := c.Rate; r != nil {
-		if err := r.Mode.Check(); err != nil {
-			return fmt.Errorf("gate: group %q: rate: %w", c.Name, err)
+	var ps spec.Problems
+	for _, t := range [...]struct {
+		name string
+		v    float64
+	}{{"cpu", c.Targets.CPU}, {"memory", c.Targets.Memory}, {"cpu_pressure", c.Targets.CPUPressure}} {
+		if t.v != 0 {
+			ps = append(ps, spec.Problem{Group: i, Name: c.Name, Path: "targets." + t.name, Other: -1,
+				Msg: fmt.Sprintf("%v needs a resource sampler to see it: set Params.Resources (a *probe.Sampler, or NoResources to leave the target idle)", t.v)})
 		}
 	}
-	switch c.Queue.Order {
-	case spec.OrderFIFO, spec.OrderLIFO, spec.OrderAdaptive:
-	default:
-		return fmt.Errorf(`gate: group %q: queue order must be "fifo", "lifo" or "adaptive", got %q`, c.Name, c.Queue.Order)
-	}
-	if c.Concurrency.Custom != nil && c.Concurrency.Law == spec.LawFixed {
-		return fmt.Errorf(`gate: group %q: a custom law cannot be named "fixed"`, c.Name)
-	}
-	if c.Concurrency.FixedLimit() && c.Concurrency.Limit < 1 {
-		return fmt.Errorf(`gate: group %q: law %q needs a limit of at least 1, got %d`, c.Name, c.Concurrency.Law, c.Concurrency.Limit)
-	}
-	if g.resources == nil {
-		for _, t := range [...]struct {
-			name string
-			v    float64
-		}{{"cpu", c.Targets.CPU}, {"memory", c.Targets.Memory}, {"cpu_pressure", c.Targets.CPUPressure}} {
-			if t.v != 0 {
-				return fmt.Errorf("gate: group %q: targets.%s %v needs a resource sampler to see it: "+
-					"set Params.Resources (a *probe.Sampler, or NoResources to leave the target idle)", c.Name, t.name, t.v)
-			}
-		}
-	}
-	return nil
+	return ps
 }
 
 // buildable reports why c's law, policy, queue or local rate limit cannot
@@ -113,21 +74,22 @@ func buildable(c *Group) error {
 
 // replaceGroup returns a copy of cfg in which the group named c.Name is c,
 // its defaults filled in, once check and buildable accept it; cfg itself is
-// not changed. It returns ErrNoGroup (wrapped) when cfg has no such group.
+// not changed. It returns ErrNoGroup (wrapped) when cfg has no such group;
+// its other errors name the group, for the caller to prefix.
 func (g *Gate) replaceGroup(cfg *Config, c Group) (*Config, error) {
 	i := slices.IndexFunc(cfg.Groups, func(x Group) bool { return x.Name == c.Name })
 	if i < 0 {
 		return nil, fmt.Errorf("%w: %q", ErrNoGroup, c.Name)
 	}
-	c = c.WithDefaults()
-	if err := g.checkGroup(&c); err != nil {
-		return nil, err
-	}
-	if err := buildable(&c); err != nil {
-		return nil, fmt.Errorf("gate: group %q: %w", c.Name, err)
-	}
 	n := *cfg
 	n.Groups = slices.Clone(cfg.Groups)
 	n.Groups[i] = c
-	return &n, nil
+	checked, err := g.check(n)
+	if err != nil {
+		return nil, err
+	}
+	if err := buildable(&checked.Groups[i]); err != nil {
+		return nil, fmt.Errorf("group %q: %w", c.Name, err)
+	}
+	return checked, nil
 }

@@ -71,8 +71,11 @@ func (g *Gate) Classify(r *http.Request) Class {
 
 // ClassifyPath is Classify with r's path given: path is the decoded path to
 // match (NormalPath's match), which a caller that normalised r's path
-// already has. It does not allocate.
+// already has. Groups (and the key "path") see it without the ";"
+// parameters of its segments: "/login;jsessionid=x" is "/login". It does
+// not allocate, but for a path with a ";".
 func (g *Gate) ClassifyPath(r *http.Request, path string) Class {
+	path = spec.WithoutParams(path)
 	t := g.table.Load()
 	gr := t.routes[len(t.routes)-1].g // the catch-all, SetDefaults' guarantee
 	for i := range t.routes {

@@ -71,7 +71,7 @@ func ExampleNew_resourceTarget() {
 		Targets: gate.Targets{CPU: 0.8},
 	}}}})
 	fmt.Println(err)
-	// Output: gate: group "api": targets.cpu 0.8 needs a resource sampler to see it: set Params.Resources (a *probe.Sampler, or NoResources to leave the target idle)
+	// Output: gate: group "api": targets.cpu: 0.8 needs a resource sampler to see it: set Params.Resources (a *probe.Sampler, or NoResources to leave the target idle)
 }
 
 // halveOnDrop is a control law of one's own: it halves the limit when an

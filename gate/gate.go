@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -161,7 +162,7 @@ func New(p Params) (*Gate, error) {
 	}
 	cfg, err := g.check(p.Config)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("gate: %w", err)
 	}
 	if g.clock != nil {
 		g.base = g.clock.Now()

@@ -96,6 +96,42 @@ func (r Rejection) WriteHeaders(h http.Header) int64 {
 	return secs
 }
 
+// AppendFields appends the fields WriteHeaders sets, in their HTTP/1.1 wire
+// form ("Retry-After: 2\r\nSluice-Reason: rate\r\n", and the RateLimit
+// fields for "rate"), to b, for a server that writes its responses itself. It
+// returns the Retry-After in seconds, as WriteHeaders does. It does not
+// allocate when b has room.
+func (r Rejection) AppendFields(b []byte) ([]byte, int64) {
+	secs := retryAfterSeconds(r.RetryAfter, rand.Uint64())
+	b = append(b, HeaderRetryAfter+": "...)
+	b = strconv.AppendInt(b, secs, 10)
+	b = append(b, "\r\n"...)
+	if int(r.Reason) < len(reasonValues) {
+		b = append(b, HeaderReason+": "...)
+		b = append(b, reasonValues[r.Reason][0]...)
+		b = append(b, "\r\n"...)
+	}
+	if r.Reason == adaptive.RejectRate && r.Policy.Quota > 0 {
+		b = append(b, "RateLimit-Policy: "...)
+		b = appendPolicy(b, r.Group, r.Policy)
+		b = append(b, "\r\nRateLimit: "...)
+		b = appendRemaining(b, r.Group, r.Rate)
+		b = append(b, "\r\n"...)
+	}
+	return b, secs
+}
+
+// Body returns the one-line text WriteResponse answers with ("too many
+// requests (rate)\n"); shared by every rejection of its reason: never modify
+// it.
+func (r Rejection) Body() []byte {
+	reason := r.Reason
+	if int(reason) >= len(bodies) {
+		reason = adaptive.RejectNone
+	}
+	return bodies[reason][b2i(r.OverQuota())].text
+}
+
 // WriteResponse answers the rejected request: WriteHeaders, then the status
 // (Status: 429 or 503) and a one-line plain-text body naming the reason.
 func (r Rejection) WriteResponse(w http.ResponseWriter) {
@@ -148,24 +184,35 @@ func b2i(b bool) int {
 // field (RFC 9651) list of one item, the policy name as an sf-string, with
 // integer parameters.
 func setRateLimitFields(h http.Header, name string, p limits.Policy, res limits.Result) {
-	q, w := wholeSecondPolicy(p)
 	var buf [192]byte
-	b := appendSFString(buf[:0], name)
-	nameLen := len(b)
-	b = append(b, ";q="...)
-	b = strconv.AppendInt(b, q, 10)
-	b = append(b, ";w="...)
-	b = strconv.AppendInt(b, w, 10)
+	b := appendPolicy(buf[:0], name, p)
 	policyEnd := len(b)
-	b = append(b, buf[:nameLen]...)
-	b = append(b, ";r="...)
-	b = strconv.AppendInt(b, max(res.Remaining, 0), 10)
-	b = append(b, ";t="...)
-	b = strconv.AppendInt(b, ceilSeconds(res.ResetAfter), 10)
+	b = appendRemaining(b, name, res)
 	s := string(b)
 	v := []string{s[:policyEnd], s[policyEnd:]}
 	h[HeaderRateLimitPolicy] = v[0:1:1]
 	h[HeaderRateLimit] = v[1:2:2]
+}
+
+// appendPolicy appends the RateLimit-Policy value of p under name:
+// "name";q=Q;w=W.
+func appendPolicy(b []byte, name string, p limits.Policy) []byte {
+	q, w := wholeSecondPolicy(p)
+	b = appendSFString(b, name)
+	b = append(b, ";q="...)
+	b = strconv.AppendInt(b, q, 10)
+	b = append(b, ";w="...)
+	return strconv.AppendInt(b, w, 10)
+}
+
+// appendRemaining appends the RateLimit value of res under name:
+// "name";r=R;t=T.
+func appendRemaining(b []byte, name string, res limits.Result) []byte {
+	b = appendSFString(b, name)
+	b = append(b, ";r="...)
+	b = strconv.AppendInt(b, max(res.Remaining, 0), 10)
+	b = append(b, ";t="...)
+	return strconv.AppendInt(b, ceilSeconds(res.ResetAfter), 10)
 }
 
 // wholeSecondPolicy expresses p as q units per w whole seconds, with the

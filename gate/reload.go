@@ -88,7 +88,7 @@ func (g *Gate) Reload(next Config, o ReloadOptions) (ReloadResult, error) {
 			next, err := g.replaceGroup(cfg, c)
 			if err != nil {
 				res.DroppedOverrides = append(res.DroppedOverrides,
-					fmt.Errorf("gate: override of group %q dropped: %w", r.g.name, err))
+					fmt.Errorf("gate: override dropped: %w", err)) // err names the group
 				continue
 			}
 			cfg = next
@@ -242,7 +242,7 @@ func (g *Gate) Override(c Group) error {
 	}
 	next, err := g.replaceGroup(t.cfg, c)
 	if err != nil {
-		return fmt.Errorf("gate: override of group %q: %w", c.Name, err)
+		return fmt.Errorf("gate: override: %w", err) // err names the group
 	}
 	cur, nc := gr.cfg.Load(), next.Group(c.Name)
 	if fixed := structural(cur, nc); len(fixed) > 0 {

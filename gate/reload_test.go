@@ -144,7 +144,7 @@ func TestReload(t *testing.T) {
 	bad := config(t, reloadAfter)
 	bad.Groups[0].Concurrency.Min = 500
 	if _, err := g.Reload(bad, ReloadOptions{}); err == nil || !strings.Contains(err.Error(), `group "keep"`) ||
-		!strings.Contains(err.Error(), "min limit 500") {
+		!strings.Contains(err.Error(), "concurrency.min: must be ≤ max (100), got 500") {
 		t.Fatalf("Reload of a bad config: %v, want it refused naming the group and its min limit", err)
 	}
 	if c := g.Classify(request("/kept/x")); c.Group() != "keep" || g.testGroup(t, "keep") != keep {
@@ -216,7 +216,7 @@ func TestOverride(t *testing.T) {
 	}
 	bad = g.Config().Group("api").Clone()
 	bad.Concurrency.Min = 50
-	if err := g.Override(bad); err == nil || !strings.Contains(err.Error(), "min limit 50") {
+	if err := g.Override(bad); err == nil || err.Error() != `gate: override: group "api": concurrency.min: must be ≤ max (5), got 50` {
 		t.Errorf("override with min > max: %v, want the law's refusal naming the min limit", err)
 	}
 	bad.Name = "nope"

@@ -56,10 +56,19 @@ type RestoreInfo struct {
 // checkStateFolder reports whether the state file at path can be written,
 // by creating and removing a file beside it: a folder that is missing or
 // read-only is found at startup, not at the first save or at shutdown.
+// Its error names the file, its folder and what to do, not the probe.
 func checkStateFolder(path string) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".check-*")
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".check-*")
 	if err != nil {
-		return fmt.Errorf("gate: state file %s cannot be written: %w", path, err)
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // without the probe's name
+		}
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("gate: state file %s: its folder %s does not exist: create it, writable by this process (mkdir -p %s), or keep the state file in a folder that exists", path, dir, dir)
+		}
+		return fmt.Errorf("gate: state file %s: its folder %s is not writable by this process (%w): make it so, or keep the state file in another folder", path, dir, err)
 	}
 	name := f.Name()
 	f.Close()

@@ -158,10 +158,14 @@ func TestStateFolderCheckedAtStart(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "a-file")
 	writeFile(t, file, "x")
-	for _, path := range []string{filepath.Join(dir, "missing", "state.json"), filepath.Join(file, "state.json")} {
+	for path, want := range map[string]string{
+		filepath.Join(dir, "missing", "state.json"): "gate: state file " + filepath.Join(dir, "missing", "state.json") + ": its folder " +
+			filepath.Join(dir, "missing") + " does not exist: create it, writable by this process (mkdir -p " + filepath.Join(dir, "missing") + ")",
+		filepath.Join(file, "state.json"): "gate: state file " + filepath.Join(file, "state.json") + ": its folder " + file + " is not writable by this process (not a directory)",
+	} {
 		_, err := New(Params{Config: config(t, stateConfig(path)), StateFile: path, Resources: NoResources})
-		if err == nil || !strings.Contains(err.Error(), "state file "+path+" cannot be written") {
-			t.Errorf("New with state file %s: %v, want it refused", path, err)
+		if err == nil || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), ".check-") {
+			t.Errorf("New with state file %s: %v, want it refused with %q, and no probe file named", path, err, want)
 		}
 	}
 	good := t.TempDir()

@@ -21,10 +21,14 @@
 // finishes the pass exactly once: gate.Pass.DoneAfter with the outcome
 // (success, dropped, ignored) and the latency the caller measured, or the
 // time since the grant when it measured none. A permit not released before
-// its lease expires is counted as dropped (the overload signal: its holder
-// crashed, hung or timed out) and its slot freed, by Sweep (Run calls it
-// every second) or by its late release, whichever comes first; so a client
-// that dies holding permits holds no slot for longer than its leases. A
+// its lease expires is counted as expired and its slot freed, by Sweep (Run
+// calls it every second) or by its late release, whichever comes first; so
+// a client that dies holding permits holds no slot for longer than its
+// leases. The gate is told it was ignored: an expiry says its holder
+// crashed, hung or lost its way, not that the service is overloaded, so it
+// is no drop to the group's law (a worker that dies holding a few permits
+// must not collapse the limit); a worker whose work failed for overload
+// releases it as dropped. A
 // release after expiry, or a second release, frees nothing a second time;
 // its answer says which it was (Result).
 //

@@ -22,7 +22,7 @@ const (
 )
 
 // Leases sets how long a permit may be held before it is counted as
-// dropped and its slot freed.
+// expired and its slot freed.
 type Leases struct {
 	// Default is the lease of every group not in Groups. Zero: DefaultLease.
 	Default time.Duration
@@ -84,7 +84,7 @@ type groupEntry struct {
 	refused  [adaptive.NumRejections]atomic.Uint64
 	canceled atomic.Uint64    // the caller went away while it waited
 	released [3]atomic.Uint64 // by gate.Outcome
-	expired  atomic.Uint64    // leases that expired unreleased (counted as dropped)
+	expired  atomic.Uint64    // leases that expired unreleased (ignored by the law)
 	late     atomic.Uint64    // releases that came after their lease expired
 }
 

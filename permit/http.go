@@ -128,7 +128,7 @@ func (h *handler) release(w http.ResponseWriter, sess Session, idText string, bo
 	case Released, AlreadyReleased:
 		writeJSON(w, http.StatusOK, resultJSON{Result: res.String()})
 	case Expired:
-		writeJSON(w, http.StatusGone, resultJSON{Result: res.String(), Error: "permit: the lease had expired: the permit was counted as dropped"})
+		writeJSON(w, http.StatusGone, resultJSON{Result: res.String(), Error: "permit: the lease had expired: its slot was freed then, and the permit counted as expired"})
 	default:
 		writeJSON(w, http.StatusNotFound, resultJSON{Result: res.String(), Error: "permit: no permit " + idText})
 	}

@@ -236,8 +236,8 @@ const (
 	// AlreadyReleased: the permit was released before; nothing is freed
 	// again.
 	AlreadyReleased
-	// Expired: the lease had expired, so the permit was counted as dropped
-	// and its slot freed at expiry (or now, if the sweeper had not come by
+	// Expired: the lease had expired, so the permit was counted as expired
+	// (ignored by the group's law) and its slot freed at expiry (or now, if the sweeper had not come by
 	// yet); nothing is freed again.
 	Expired
 )

@@ -89,9 +89,51 @@ func TestKilledProcessSlotsReturnAtLeaseExpiry(t *testing.T) {
 			if n := e.svc.Sweep(e.clock.Advance(time.Millisecond)); n != 4 || e.inFlight(t, "jobs") != 0 {
 				t.Fatalf("Sweep at the leases' end took %d, in flight %d; want 4, 0", n, e.inFlight(t, "jobs"))
 			}
-			if n := e.obs.count(gate.Dropped); n != 4 {
-				t.Fatalf("the gate saw %d drops, want 4", n)
+			if n := e.obs.count(gate.Ignored); n != 4 || e.obs.count(gate.Dropped) != 0 {
+				t.Fatalf("the gate saw %d ignored, %d drops; want 4 ignored: an expiry is no drop of the service", n, e.obs.count(gate.Dropped))
 			}
 		})
+	}
+}
+
+// TestKilledHolderDoesNotCollapseTheLimit (issue 24, item 4): three leases
+// that expire after their holder, a process, is killed with SIGKILL are no
+// drops of the service's: the group's law (aimd, which backs off on any
+// drop) keeps its limit of 64. They were reported as dropped, and took a
+// group's limit from 64 to 2.
+func TestKilledHolderDoesNotCollapseTheLimit(t *testing.T) {
+	bin := buildExample(t)
+	e := newEnv(t, `
+[[group]]
+name = "jobs"
+  [group.concurrency]
+  law = "aimd"
+  initial = 64
+  min = 1
+  max = 100
+`, permit.Params{Leases: permit.Leases{Default: 20 * time.Second}})
+	s := serve(t, e.svc, "unix")
+	cmd := exec.Command(bin, "-addr", s.addr, "-group", "jobs", "-hold", "3")
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || strings.TrimSpace(line) != "holding 3 permits" {
+		cmd.Process.Kill()
+		t.Fatalf("example -hold: %q %v", line, err)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	if n := e.svc.Sweep(e.clock.Advance(20 * time.Second)); n != 3 {
+		t.Fatalf("Sweep at the leases' end took %d, want 3", n)
+	}
+	for range 4 {
+		e.gate.Tick(e.gclk.Advance(time.Second))
+	}
+	st, _ := e.gate.Group("jobs")
+	if st.Limit < 64 {
+		t.Fatalf("limit %d after three expired leases of a killed holder, want at least 64 (%v)", st.Limit, st.Decision.Reason)
 	}
 }

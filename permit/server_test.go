@@ -195,8 +195,8 @@ func TestVanishedClientsSlotsReturnAtLeaseExpiry(t *testing.T) {
 		if n := e.svc.Sweep(e.clock.Advance(10 * time.Second)); n != 3 {
 			t.Fatalf("Sweep at the leases' end took %d, want 3", n)
 		}
-		if n := e.inFlight(t, "jobs"); n != 0 || e.obs.count(gate.Dropped) != 3 {
-			t.Fatalf("in flight %d, dropped %d after the expiry", n, e.obs.count(gate.Dropped))
+		if n := e.inFlight(t, "jobs"); n != 0 || e.obs.count(gate.Ignored) != 3 || e.obs.count(gate.Dropped) != 0 {
+			t.Fatalf("in flight %d, ignored %d, dropped %d after the expiry; want 0, 3, 0", n, e.obs.count(gate.Ignored), e.obs.count(gate.Dropped))
 		}
 		p, err := other.Acquire(context.Background(), permitclient.Request{Group: "jobs"})
 		if err != nil {

@@ -247,7 +247,7 @@ func (s *Service) Acquire(ctx context.Context, r Request) (Grant, gate.Rejection
 // the caller measured (Unmeasured: the time since the grant), whatever
 // session it was granted in (the caller is in process: the transports call
 // ReleaseIn). A permit released in time frees its slot and reports o to the
-// gate; one whose lease had expired was (or is now) counted as dropped, and
+// gate; one whose lease had expired was (or is now) counted as expired, and
 // a repeated release frees nothing: see Result. An outcome other than
 // gate.Success, gate.Dropped and gate.Ignored is ErrInvalid.
 func (s *Service) Release(id ID, o gate.Outcome, latency time.Duration) (Result, error) {
@@ -280,15 +280,23 @@ func (s *Service) release(id ID, sess Session, anySession bool, o gate.Outcome, 
 		e.pass.DoneAfter(o, latency)
 		e.grp.released[o].Add(1)
 	case Expired:
-		e.pass.DoneAfter(gate.Dropped, time.Duration(now-e.granted))
+		e.pass.DoneAfter(expiredOutcome, time.Duration(now-e.granted))
 		e.grp.expired.Add(1)
 		e.grp.late.Add(1)
 	}
 	return r, nil
 }
 
-// Sweep takes back every lease expired at now: each is counted as dropped
-// and its slot freed. It returns how many. Run calls it every SweepEvery;
+// expiredOutcome is what the gate is told of a lease that expired before
+// its release: ignored, no signal to the group's law. A lease expires
+// because its holder crashed, hung or lost its way to the service: that
+// says nothing of the service's load (three leases of a killed worker read
+// as 100% drops took a group's limit from 64 to 2); the service counts
+// them itself (Stats.Expired, sluice_permit_releases_total{result="expired"}).
+const expiredOutcome = gate.Ignored
+
+// Sweep takes back every lease expired at now: each is counted as expired
+// (and to the gate as ignored, expiredOutcome) and its slot freed. It returns how many. Run calls it every SweepEvery;
 // tests call it with the instants they choose.
 func (s *Service) Sweep(now time.Time) int {
 	s.sweepMu.Lock()
@@ -297,7 +305,7 @@ func (s *Service) Sweep(now time.Time) int {
 	s.sweep = s.table.sweep(ns, s.sweep[:0])
 	for i := range s.sweep {
 		e := &s.sweep[i]
-		e.pass.DoneAfter(gate.Dropped, time.Duration(ns-e.granted))
+		e.pass.DoneAfter(expiredOutcome, time.Duration(ns-e.granted))
 		e.grp.expired.Add(1)
 		*e = expired{}
 	}

@@ -66,7 +66,7 @@ func TestConcurrencyRefusalCarriesTheReason(t *testing.T) {
 	}
 }
 
-func TestLeaseExpiryFreesTheSlotAsDropped(t *testing.T) {
+func TestLeaseExpiryFreesTheSlot(t *testing.T) {
 	e := newEnv(t, jobs(2), permit.Params{Leases: permit.Leases{Groups: map[string]time.Duration{"jobs": 5 * time.Second}}})
 	a := e.grant(t, permit.Request{Group: "jobs"})
 	e.clock.Advance(2 * time.Second)
@@ -79,15 +79,16 @@ func TestLeaseExpiryFreesTheSlotAsDropped(t *testing.T) {
 	if n := e.svc.Sweep(e.clock.Advance(2999 * time.Millisecond)); n != 0 {
 		t.Fatalf("Sweep at 4.999s took %d leases, want 0", n)
 	}
-	// At 5s the first lease ends: its slot returns, counted as dropped.
+	// At 5s the first lease ends: its slot returns, counted as expired and
+	// to the gate as ignored (no drop of the service's).
 	if n := e.svc.Sweep(e.clock.Advance(time.Millisecond)); n != 1 {
 		t.Fatalf("Sweep at 5s took %d leases, want 1", n)
 	}
 	if n := e.inFlight(t, "jobs"); n != 1 {
 		t.Fatalf("in flight %d, want 1 (b)", n)
 	}
-	if n := e.obs.count(gate.Dropped); n != 1 {
-		t.Fatalf("the gate saw %d drops, want 1", n)
+	if n := e.obs.count(gate.Ignored); n != 1 || e.obs.count(gate.Dropped) != 0 {
+		t.Fatalf("the gate saw %d ignored, %d drops; want 1 ignored", n, e.obs.count(gate.Dropped))
 	}
 	// The slot is free for another permit, and a's late release frees
 	// nothing: not the new permit's slot, not b's.
@@ -107,7 +108,7 @@ func TestLeaseExpiryFreesTheSlotAsDropped(t *testing.T) {
 	if st.Expired != 1 || st.Late != 1 || st.Released[gate.Success] != 2 || st.Granted != 3 {
 		t.Fatalf("stats %+v", st)
 	}
-	if n := e.obs.count(gate.Dropped) + e.obs.count(gate.Success); n != 3 {
+	if n := e.obs.count(gate.Ignored) + e.obs.count(gate.Success); n != 3 {
 		t.Fatalf("the gate saw %d finished passes, want 3: each exactly once", n)
 	}
 }
@@ -119,8 +120,8 @@ func TestReleaseAfterExpiryBeforeTheSweep(t *testing.T) {
 	if r, err := e.svc.Release(g.ID, gate.Success, time.Millisecond); err != nil || r != permit.Expired {
 		t.Fatalf("Release at expiry: %v %v, want expired", r, err)
 	}
-	if n := e.obs.count(gate.Dropped); n != 1 || e.obs.count(gate.Success) != 0 {
-		t.Fatalf("the gate saw %v, want one drop: an expired lease is dropped whatever its holder says", e.obs.done)
+	if n := e.obs.count(gate.Ignored); n != 1 || e.obs.count(gate.Success) != 0 {
+		t.Fatalf("the gate saw %v, want one ignored: an expired lease is expired whatever its holder says", e.obs.done)
 	}
 	if n := e.svc.Sweep(e.clock.Advance(time.Hour)); n != 0 {
 		t.Fatalf("Sweep took %d leases after the release, want 0", n)

@@ -31,7 +31,7 @@ type GroupStats struct {
 	Canceled uint64
 	// Released counts releases in time, by outcome (indexed by
 	// gate.Outcome); Expired the leases that expired unreleased (each
-	// counted as dropped by the gate); Late the releases that came after
+	// reported to the gate as ignored: no signal to the law); Late the releases that came after
 	// their lease had expired (they freed nothing).
 	Released [3]uint64
 	Expired  uint64

@@ -178,6 +178,16 @@ func BenchmarkServeHTTPSharedContext(b *testing.B) {
 // harness for comparison.
 func BenchmarkEndToEnd(b *testing.B) {
 	up := cannedUpstream(b, cannedOK)
+	defer noPoison()()
+	for _, own := range []struct{ name, gate string }{{"own", ""}, {"own+gate", roomyGroup}, {"own+gate+trusted", trustedIPGroup}} {
+		b.Run(own.name, func(b *testing.B) {
+			params := Params{Upstream: up}
+			if own.gate != "" {
+				params.Gate = testGate(b, own.gate)
+			}
+			benchOwn(b, params, 128)
+		})
+	}
 	for _, bc := range []struct {
 		name  string
 		h     func() http.Handler
@@ -215,42 +225,140 @@ func BenchmarkEndToEnd(b *testing.B) {
 			}
 			go srv.Serve(ln)
 			defer srv.Close()
-			conn, err := net.Dial("tcp", ln.Addr().String())
+			benchRoundTrips(b, ln.Addr().String(), 128)
+		})
+	}
+}
+
+// trustedIPGroup is run.sh's group: the client's address as the key (its
+// peer trusted, so that X-Forwarded-For is looked at), a rate and a
+// concurrency limit that never refuse.
+const trustedIPGroup = `
+[server]
+trusted_proxies = ["127.0.0.1"]
+[[group]]
+name = "all"
+key = "ip"
+  [group.rate]
+  rate = 1e9
+  [group.concurrency]
+  law = "fixed"
+  limit = 100000
+`
+
+// refuseIPGroup is trustedIPGroup with a rate no client stays under: every
+// request is refused at the rate stage (run.sh's refuse part).
+const refuseIPGroup = `
+[server]
+trusted_proxies = ["127.0.0.1"]
+[[group]]
+name = "all"
+key = "ip"
+  [group.rate]
+  rate = 0.001
+  burst = 1
+  [group.concurrency]
+  law = "fixed"
+  limit = 100000
+`
+
+// noPoison turns the tests' overwriting of ended heads off, for a benchmark;
+// the returned function turns it back on.
+func noPoison() func() {
+	poisonHeads = false
+	return func() { poisonHeads = true }
+}
+
+// benchOwn serves a Proxy for params behind the own server and measures
+// round trips whose responses have bodyLen bytes.
+func benchOwn(b *testing.B, params Params, bodyLen int) {
+	p, err := New(params)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	srv, err := NewH1Server(p, ServerParams{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	go srv.Serve(ln)
+	defer srv.Close()
+	benchRoundTrips(b, ln.Addr().String(), bodyLen)
+}
+
+// benchRoundTrips measures round trips of one request on one keep-alive
+// connection to addr, with a raw client that allocates nothing: allocs/op is
+// everything the server's process allocates per request. Each response has
+// bodyLen bytes of body.
+func benchRoundTrips(b *testing.B, addr string, bodyLen int) {
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close()
+	req := []byte("GET /api/items?id=7 HTTP/1.1\r\nHost: example.com\r\nUser-Agent: bench\r\nAccept: */*\r\n\r\n")
+	buf := make([]byte, 4096)
+	roundTrip := func() {
+		if _, err := conn.Write(req); err != nil {
+			b.Fatal(err)
+		}
+		n, body := 0, -1
+		for {
+			m, err := conn.Read(buf[n:])
 			if err != nil {
 				b.Fatal(err)
 			}
-			defer conn.Close()
-			req := []byte("GET /api/items?id=7 HTTP/1.1\r\nHost: example.com\r\nUser-Agent: bench\r\nAccept: */*\r\n\r\n")
-			buf := make([]byte, 4096)
-			roundTrip := func() {
-				if _, err := conn.Write(req); err != nil {
-					b.Fatal(err)
-				}
-				n, body := 0, -1
-				for {
-					m, err := conn.Read(buf[n:])
-					if err != nil {
-						b.Fatal(err)
-					}
-					n += m
-					if body < 0 {
-						if i := bytes.Index(buf[:n], []byte("\r\n\r\n")); i >= 0 {
-							body = i + 4
-						}
-					}
-					if body >= 0 && n-body >= 128 {
-						return
-					}
+			n += m
+			if body < 0 {
+				if i := bytes.Index(buf[:n], []byte("\r\n\r\n")); i >= 0 {
+					body = i + 4
 				}
 			}
-			roundTrip()
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				roundTrip()
+			if body >= 0 && n-body >= bodyLen {
+				return
 			}
-		})
+		}
 	}
+	roundTrip()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		roundTrip()
+	}
+}
+
+// BenchmarkRefusal measures a refusal at the rate stage (refuseIPGroup)
+// through the own server and through net/http's on a GuardListener: the
+// own server's target is no allocation per refusal.
+func BenchmarkRefusal(b *testing.B) {
+	up := cannedUpstream(b, cannedOK)
+	defer noPoison()()
+	const bodyLen = len("too many requests (rate)\n")
+	b.Run("own", func(b *testing.B) {
+		benchOwn(b, Params{Upstream: up, Gate: testGate(b, refuseIPGroup)}, bodyLen)
+	})
+	b.Run("net/http", func(b *testing.B) {
+		p, err := New(Params{Upstream: up, Gate: testGate(b, refuseIPGroup)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer p.Close()
+		srv, err := NewServer(ServerParams{Handler: p})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			b.Fatal(err)
+		}
+		go srv.Serve(GuardListener(ln, 0))
+		defer srv.Close()
+		benchRoundTrips(b, ln.Addr().String(), bodyLen)
+	})
 }
 
 // tunedReverseProxy is the baseline of proxy/bench/front: httputil.ReverseProxy

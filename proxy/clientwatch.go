@@ -128,12 +128,19 @@ func (h watchedHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // clientWatchOf returns the watch of r's connection if r's context is the one
-// its server made (see clientWatch); else nil.
+// its server made (see clientWatch; the own server's connections have one
+// too, h1Conn.watch); else nil.
 func clientWatchOf(r *http.Request) *clientWatch {
 	if r.ProtoMajor != 1 {
 		return nil
 	}
 	ctx := r.Context()
+	if c, ok := ctx.Value(h1ConnKey{}).(*h1Conn); ok {
+		if c.watch.served != ctx {
+			return nil
+		}
+		return &c.watch
+	}
 	g, ok := ctx.Value(guardKey{}).(*guardConn)
 	if !ok || g.watch.served != ctx {
 		return nil

@@ -16,7 +16,8 @@ import (
 )
 
 // The differential test runs every script of diffScripts through sluice (the
-// proxy behind its server, on a GuardListener) and through net/http
+// proxy behind its own server, and behind net/http's on a GuardListener) and
+// through net/http
 // (httputil.ReverseProxy and http.Transport behind an http.Server), each
 // against the same scripted upstream, and compares what the client and the
 // upstream saw:
@@ -503,6 +504,29 @@ func compareDiff(t *testing.T, s diffScript, ref, got diffResult) {
 
 func TestDifferentialAgainstNetHTTP(t *testing.T) {
 	runDifferential(t, sluiceTarget)
+}
+
+// TestDifferentialNetHTTPServer runs the scripts through the proxy behind
+// net/http's server on a GuardListener (server.http1 = "net/http", the
+// escape hatch), whichever server the other tests use.
+func TestDifferentialNetHTTPServer(t *testing.T) {
+	runDifferential(t, diffTarget{"sluice on net/http's server", func(t *testing.T, upstream string) string {
+		px, err := New(Params{Upstream: upstream, DisableBreaker: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv, err := NewServer(ServerParams{Handler: px, ErrorLog: log.New(io.Discard, "", 0)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() { _ = srv.Serve(GuardListener(ln, 0)) }()
+		t.Cleanup(func() { _ = srv.Close(); _ = px.Close() })
+		return "http://" + ln.Addr().String()
+	}})
 }
 
 // runDifferential plays every script through candidate and net/http and

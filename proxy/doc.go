@@ -115,13 +115,22 @@
 //
 // # Servers and slow clients
 //
-// NewServer builds the http.Server in front of a Proxy (HTTP/1.1 and h2c), to be
-// served on a GuardListener, which refuses (400, and the connection closed) the
-// request framing net/http's server tolerates but nginx refuses: Content-Length
-// with Transfer-Encoding, Transfer-Encoding in HTTP/1.0; and any request it
-// cannot read as net/http's server reads it, never passing one on unread. For HTTPS,
-// GuardTLSListener terminates TLS under the same guard. Under either, a
-// LimitListener bounds the connections open at once (server.max_connections)
+// H1Server, sluice's own HTTP/1.1 server, serves a Proxy on plain text (the
+// daemon's default, server.http1 = "sluice"): it reads each request head with
+// the proxy's one request parser (h1parse.go: net/http's server's rules, made
+// stricter where a proxy must not be lax, RFC 9112 §6 and §11), serves it on
+// the connection's goroutine with its fields read in place, writes a gate's
+// refusal from prebuilt bytes, and hands a connection that opens with HTTP/2's
+// preface to net/http's server (h2c).
+//
+// NewServer builds net/http's http.Server in front of a Proxy (HTTP/1.1 and
+// h2c; over TLS, HTTP/2 too), to be served on a GuardListener, which reads each
+// head with the same parser and refuses (400, and the connection closed) what
+// it refuses, among it the framing net/http's server tolerates but nginx
+// refuses (Content-Length with Transfer-Encoding, Transfer-Encoding in
+// HTTP/1.0), never passing a request on unread: the two servers decide a
+// request's framing alike. For HTTPS, GuardTLSListener terminates TLS under
+// the same guard. Under either server, a LimitListener bounds the connections open at once (server.max_connections)
 // and answers one beyond the bound with 503 and Connection: close. Slow
 // clients are bounded by ReadHeaderTimeout, IdleTimeout and MaxHeaderBytes there,
 // and by the Proxy's ClientTimeout, a progress deadline on body reads and

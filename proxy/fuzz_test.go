@@ -487,7 +487,7 @@ func (c *chunkedConn) Read(p []byte) (int, error) {
 // read does), the connection's reads cut as sizes says; a head is held to 512
 // bytes, so that one too large is within the fuzzer's reach.
 func readGuarded(data, sizes []byte) []byte {
-	g := &guardConn{Conn: &chunkedConn{data: data, sizes: sizes}, limit: 1 << 9, scan: reqScan{cl: -1}}
+	g := &guardConn{Conn: &chunkedConn{data: data, sizes: sizes}, limit: 1 << 9, scan: reqScan{}}
 	var out []byte
 	buf := make([]byte, 4096)
 	for i := 0; ; i++ {

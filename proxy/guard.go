@@ -1,10 +1,10 @@
 package proxy
 
 import (
-	"bytes"
 	"crypto/tls"
 	"io"
 	"net"
+	"net/http"
 	"sync"
 	"time"
 )
@@ -61,7 +61,7 @@ func (l *guardListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &guardConn{Conn: c, limit: l.limit, scan: reqScan{cl: -1}}
+	g := &guardConn{Conn: c, limit: l.limit, scan: reqScan{}}
 	if l.tls != nil {
 		tc := tls.Server(c, l.tls)
 		g.Conn, g.tls = tc, &connTLS{conn: tc}
@@ -308,16 +308,10 @@ type reqScan struct {
 	skip  int8  // CR or LF bytes the server may still skip before the next request line
 	post  bool  // the message being read is a POST's (the server then skips up to 4 CR or LF)
 
-	// Within a head (scanHead): the offset of its first line not yet parsed,
-	// relative to the head's first byte, and what the parsed lines said.
-	lineAt   int
-	searched int // how far the line at lineAt was searched for its end
-	started  bool
-	http10   bool
-	bad      bool  // a line the scan cannot read: the head is refused
-	cl       int64 // Content-Length, -1 if none
-	te       int   // Transfer-Encoding fields seen
-	chunked  bool  // the one Transfer-Encoding is "chunked"
+	// Within a head (scanHead): where the search for its end resumes, and
+	// the head once parsed.
+	searched int
+	head     reqHead
 
 	// Within a chunk line or the trailer: where in its line the scan is, the
 	// line's length so far, the chunk size and its digits, the trailer's
@@ -438,125 +432,41 @@ func (s *reqScan) feed(b []byte, from int) (ready int) {
 	return i
 }
 
-// headLines parses the complete lines of head (which starts at the head's first
-// byte) not parsed yet, keeping what they say; done reports that the empty line
-// that ends the head was reached, end the offset just past it, or that the head
-// is refused (scanRefused). At the end of a head it sets the state for its body,
-// or scanRefused, or scanEnd.
+// headLines waits for the whole head that starts head, then reads it with the
+// proxy's one request parser (reqHead.parse, h1parse.go, the own server's),
+// so that the guard and the own server decide a request's framing alike: a
+// head the parser refuses is refused (scanRefused: the server answers 400),
+// but for a transfer coding it cannot frame or an HTTP/2-or-later version,
+// which net/http's server answers itself (501, 505) before it reads anything
+// more (scanEnd). done reports that the head was whole, end the offset just
+// past it. Otherwise it sets the state for the head's body.
 func (s *reqScan) headLines(head []byte) (end int, done bool) {
-	for {
-		from := max(s.lineAt, s.searched)
-		nl := bytes.IndexByte(head[from:], '\n')
-		if nl < 0 {
-			s.searched = len(head) // a line arriving byte by byte is searched once
-			return 0, false
-		}
-		line := head[s.lineAt : from+nl]
-		s.lineAt = from + nl + 1
-		if n := len(line); n > 0 && line[n-1] == '\r' {
-			line = line[:n-1]
-		}
-		if bytes.IndexByte(line, '\r') >= 0 {
-			s.bad = true // a CR that does not end the line
-		}
-		if !s.started {
-			s.started = true
-			if !s.requestLine(line) {
-				s.bad = true
-			}
-		} else if len(line) == 0 {
-			end = s.lineAt
-			s.endHead()
+	end = headEnd(head, &s.searched)
+	if end < 0 {
+		return 0, false
+	}
+	s.searched = 0
+	if err := s.head.parse(head[:end]); err != nil {
+		switch err.status {
+		case http.StatusNotImplemented, http.StatusHTTPVersionNotSupported:
+			s.state = scanEnd
 			return end, true
-		} else {
-			s.fieldLine(line)
 		}
-		if s.bad {
-			s.resetHead()
-			s.state = scanRefused
-			return 0, true
-		}
-	}
-}
-
-// requestLine reads the request line as net/http's server splits it (method,
-// target and version at the first two spaces); false means the scan cannot
-// read it: an empty line, a method that is not a token, a version other than
-// HTTP/1.1 and HTTP/1.0 (net/http serves HTTP/1.2 to 1.9 as HTTP/1.x, and
-// answers others 505; HTTP/2's preface was looked for before).
-func (s *reqScan) requestLine(line []byte) bool {
-	method, rest, ok := bytes.Cut(line, []byte(" "))
-	if !ok || len(method) == 0 {
-		return false
-	}
-	for _, c := range method {
-		if !isTokenByte(c) {
-			return false
-		}
-	}
-	_, proto, ok := bytes.Cut(rest, []byte(" "))
-	if !ok {
-		return false
-	}
-	switch string(proto) {
-	case "HTTP/1.1":
-	case "HTTP/1.0":
-		s.http10 = true
-	default:
-		return false
-	}
-	s.post = string(method) == "POST"
-	return true
-}
-
-// fieldLine reads one field line of a head.
-func (s *reqScan) fieldLine(line []byte) {
-	if line[0] == ' ' || line[0] == '\t' {
-		// A continuation (obsolete folding, RFC 9112 §5.2): net/http joins
-		// it to the field before, which may be a framing field. Refused, as
-		// the RFC allows.
-		s.bad = true
-		return
-	}
-	colon := bytes.IndexByte(line, ':')
-	if colon < 0 {
-		return // net/http refuses it: "malformed MIME header line"
-	}
-	name, value := line[:colon], trimOWS(line[colon+1:])
-	switch {
-	case asciiEqualFold(name, "content-length"):
-		n, ok := parseContentLength(value)
-		if !ok || (s.cl >= 0 && n != s.cl) {
-			s.bad = true // net/http reads up to 19 digits, the scan 18
-		}
-		s.cl = n
-	case asciiEqualFold(name, "transfer-encoding"):
-		s.te++
-		s.chunked = asciiEqualFold(value, "chunked")
-	}
-}
-
-// endHead decides what follows a head, and resets the head state.
-func (s *reqScan) endHead() {
-	switch {
-	case s.te > 0 && (s.cl >= 0 || s.http10):
 		s.state = scanRefused
-	case s.te > 1 || (s.te == 1 && !s.chunked):
-		s.state = scanEnd // net/http answers 501 and reads nothing more
-	case s.te == 1:
+		return 0, true
+	}
+	h := &s.head
+	s.post = string(h.method.of(head)) == http.MethodPost
+	switch {
+	case h.chunked:
 		s.excess = 0
 		s.startChunkLine()
-	case s.cl > 0:
-		s.state, s.left = scanBody, s.cl
+	case h.length > 0:
+		s.state, s.left = scanBody, h.length
 	default:
 		s.endBody()
 	}
-	s.resetHead()
-}
-
-// resetHead clears what a head's lines said.
-func (s *reqScan) resetHead() {
-	s.lineAt, s.searched, s.started, s.http10, s.bad, s.cl, s.te, s.chunked = 0, 0, false, false, false, -1, 0, false
+	return end, true
 }
 
 // endBody ends a message: the next head follows, after up to 4 CR or LF bytes

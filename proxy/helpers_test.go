@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"testing"
 	"time"
 
@@ -128,21 +129,42 @@ func serveProxyWith(t *testing.T, p Params, sp ServerParams, prepare func(*Proxy
 	if sp.ErrorLog == nil {
 		sp.ErrorLog = log.New(io.Discard, "", 0)
 	}
-	srv, err := NewServer(sp)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	go func() { _ = srv.Serve(GuardListener(ln, sp.MaxHeaderBytes)) }()
+	if testNetHTTPServer || p.Protocol == ProtocolH2C { // the own server does not forward to h2c only
+		srv, err := NewServer(sp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() { _ = srv.Serve(GuardListener(ln, sp.MaxHeaderBytes)) }()
+		t.Cleanup(func() {
+			_ = srv.Close()
+			_ = px.Close()
+		})
+		return px, "http://" + ln.Addr().String()
+	}
+	srv, err := NewH1Server(px, sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() {
 		_ = srv.Close()
 		_ = px.Close()
 	})
 	return px, "http://" + ln.Addr().String()
 }
+
+// testNetHTTPServer makes serveProxy serve with net/http's server on a
+// GuardListener instead of the own server (SLUICE_TEST_SERVER=net/http).
+var testNetHTTPServer = os.Getenv("SLUICE_TEST_SERVER") == "net/http"
+
+// The own server's tests overwrite every head once its request ended (a
+// string of a request kept beyond it shows), and watch every request for its
+// client going away at once.
+func init() { poisonHeads, clientWatchDelay = true, 0 }
 
 // startUpstream serves h over HTTP/1.1 (and, with h2c, unencrypted HTTP/2).
 func startUpstream(t *testing.T, h http.Handler, h2c bool) *httptest.Server {

@@ -310,6 +310,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var class gate.Class
 	if p.gate != nil {
 		class = p.gate.ClassifyPath(r, match)
+		if hw, ok := w.(*h1Writer); ok {
+			class.Key = hw.c.safeKey(class.Key) // the gate may keep it beyond the request
+		}
 	}
 	if p.breaker != nil {
 		permit, ok := p.breaker.Allow(now)
@@ -329,7 +332,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeRejection(w, g, ct, &rej)
 			return
 		}
-		x.pass, x.start = pass, time.Now()
+		// The admission instant, without reading the clock again: the gate
+		// took next to no time but what the request waited.
+		x.pass, x.start = pass, now.Add(pass.Waited())
 	}
 	// Whatever happens below, even a panic, the outcome is reported once; a
 	// panic is reported as dropped.

@@ -61,6 +61,10 @@ var pushbackValues = func() (v [61][]string) {
 // ct is the request's Content-Type, echoed to grpc-web clients.
 func writeRejection(w http.ResponseWriter, g grpcKind, ct string, rej *gate.Rejection) {
 	if g == grpcNone {
+		if hw, ok := w.(*h1Writer); ok {
+			hw.refuse(rej) // the own server's: prebuilt bytes, no allocation
+			return
+		}
 		rej.WriteResponse(w)
 		return
 	}

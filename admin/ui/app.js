@@ -3,8 +3,9 @@
 // beyond this admin listener.
 //
 // State the browser test reads: window.sluice (updates, groups, selected
-// group, per-chart point counts, the CPU card and the decision it shows) and data-* attributes on <html> and on each
-// chart's canvas.
+// group, per-chart point counts and notes, the CPU card and the decision it
+// shows, whether the first state came with the page) and data-* attributes
+// on <html> and on each chart's canvas.
 "use strict";
 
 (function () {
@@ -33,7 +34,7 @@
     updates: 0,
     hover: null,         // {t} while the pointer is over a chart
   };
-  const exposed = { updates: 0, groups: [], selected: "", firstTime: 0, lastTime: 0, charts: {}, errors: 0 };
+  const exposed = { updates: 0, groups: [], selected: "", firstTime: 0, lastTime: 0, charts: {}, errors: 0, first: "poll" };
   window.sluice = exposed;
 
   // ---- fetching -------------------------------------------------------------
@@ -63,22 +64,44 @@
         api("/v1/history?since=" + since),
         wantStatus ? api("/v1/status") : Promise.resolve(null),
       ]);
-      state.polls++;
-      state.groups = groups.groups || [];
-      if (status) { state.status = status; state.statusAt = Date.now(); }
-      merge(state.store, hist);
-      hide("token");
-      render();
-      state.updates++;
-      exposed.updates = state.updates;
-      document.documentElement.dataset.updates = String(state.updates);
-      setLive(true, "live · " + clock(Date.now()));
+      update(groups, hist, status);
     } catch (e) {
       exposed.errors++;
       if (e.status === 401) show("token");
       setLive(false, e.message || String(e));
     } finally {
       setTimeout(poll, POLL_MS);
+    }
+  }
+
+  // update takes one poll's answers (status may be null) and renders them.
+  function update(groups, hist, status) {
+    state.polls++;
+    state.groups = groups.groups || [];
+    if (status) { state.status = status; state.statusAt = Date.now(); }
+    merge(state.store, hist);
+    hide("token");
+    render();
+    state.updates++;
+    exposed.updates = state.updates;
+    document.documentElement.dataset.updates = String(state.updates);
+    setLive(true, "live · " + clock(Date.now()));
+  }
+
+  // firstState renders the state the page came with (the server puts the
+  // answers of /v1/groups, /v1/status and /v1/history into it when the
+  // request may read them), so the page shows the groups as it loads, not
+  // "connecting" until its first poll. It reports whether there was one.
+  function firstState() {
+    const block = el("first-state");
+    if (!block) return false;
+    try {
+      const f = JSON.parse(block.textContent);
+      update(f.groups, f.history, f.status);
+      exposed.first = "page";
+      return true;
+    } catch (e) {
+      return false; // the first poll brings it
     }
   }
 
@@ -313,8 +336,11 @@
     if (!sig || !sig.known) {
       v.textContent = "unknown";
       v.className = "v";
-      text(id + "-s", sig ? sig.reason : "");
-      sub.title = sig ? sig.reason : "";
+      // A signal without a source says why in the note below the page (its
+      // reason is a paragraph); the card says so in a word or two.
+      const why = sig ? sig.reason : "";
+      text(id + "-s", why.startsWith("none: ") || why.startsWith("none ") ? "no source: see the note below" : why);
+      sub.title = why;
       return;
     }
     v.textContent = pct(sig.value);
@@ -453,11 +479,17 @@
     for (const s of order) points += drawSeries(ctx, s, times, x, y, opt, pad.t + ph);
 
     const empty = points === 0;
+    let note = null;
     if (empty) {
       ctx.fillStyle = pal.muted;
       ctx.textAlign = "center";
       ctx.textBaseline = "middle";
-      ctx.fillText(opt.empty || "no data yet", pad.l + pw / 2, pad.t + ph / 2);
+      // Wrapped to the plot's width, centred: a long reason ("cpu unknown:
+      // none: sluice's cgroup is ...") is read whole, not cut at both ends.
+      const room = pw - 16, lh = 16;
+      const lines = wrapText(ctx, opt.empty || "no data yet", room);
+      lines.forEach((l, k) => ctx.fillText(l, pad.l + pw / 2, pad.t + ph / 2 + (k - (lines.length - 1) / 2) * lh));
+      note = { lines, room, widest: Math.max(...lines.map((l) => ctx.measureText(l).width)), height: lines.length * lh, plot: ph };
     }
 
     // Hover: a vertical rule at the hovered instant.
@@ -477,7 +509,27 @@
     cv.dataset.series = String(series.length);
     const first = series[0] && series[0].values;
     cv.dataset.last = first && first.length && first[first.length - 1] != null ? String(first[first.length - 1]) : "";
-    exposed.charts[id] = { points, series: series.map((s) => s.label), empty };
+    exposed.charts[id] = { points, series: series.map((s) => s.label), empty, note };
+  }
+
+  // wrapText breaks s into lines no wider than width on ctx, at spaces (a
+  // word wider than width is cut into pieces that fit).
+  function wrapText(ctx, s, width) {
+    const lines = [];
+    let line = "";
+    for (let word of s.split(" ")) {
+      while (ctx.measureText(word).width > width && word.length > 1) {
+        let n = word.length - 1;
+        while (n > 1 && ctx.measureText(word.slice(0, n)).width > width) n--;
+        if (line) { lines.push(line); line = ""; }
+        lines.push(word.slice(0, n));
+        word = word.slice(n);
+      }
+      const next = line ? line + " " + word : word;
+      if (line && ctx.measureText(next).width > width) { lines.push(line); line = word; } else line = next;
+    }
+    if (line) lines.push(line);
+    return lines;
   }
 
   // drawSeries draws one series and returns how many points it drew.
@@ -642,7 +694,8 @@
       sessionStorage.setItem("sluice-token", state.token);
     });
     window.addEventListener("resize", () => drawCharts());
-    poll();
+    if (firstState()) setTimeout(poll, POLL_MS);
+    else poll();
   }
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", wire);

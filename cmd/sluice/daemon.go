@@ -42,7 +42,7 @@ type daemon struct {
 	store   *redis.Store // nil without [redis]
 	gate    *gate.Gate
 	proxy   *proxy.Proxy
-	server  *http.Server
+	server  proxyServer
 	ln      net.Listener
 
 	admin   *admin.Server // nil when admin.listen is ""
@@ -154,26 +154,38 @@ func (d *daemon) build() error {
 		}
 		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
-	d.server, err = proxy.NewServer(proxy.ServerParams{
+	srvParams := proxy.ServerParams{
 		TLS:               tlsConfig != nil,
 		Handler:           d.proxy,
 		ReadHeaderTimeout: time.Duration(s.ReadHeaderTimeout),
 		MaxHeaderBytes:    s.MaxHeaderBytes,
 		DisableH2C:        !s.H2C,
 		ErrorLog:          log.Named("proxy").StandardLogger(&hclog.StandardLoggerOptions{ForceLevel: hclog.Warn}),
-	})
-	if err != nil {
-		return err
 	}
-	// configs' zero is "none" for these; net/http's zero is "none" too.
-	d.server.IdleTimeout = time.Duration(s.IdleTimeout)
-	d.server.ReadTimeout = time.Duration(s.ReadTimeout)
-	d.server.WriteTimeout = time.Duration(s.WriteTimeout)
+	own := cfg.OwnHTTP1()
+	if own {
+		own, err := proxy.NewH1Server(d.proxy, srvParams)
+		if err != nil {
+			return err
+		}
+		own.SetIdleTimeout(time.Duration(s.IdleTimeout))
+		d.server = own
+	} else {
+		hs, err := proxy.NewServer(srvParams)
+		if err != nil {
+			return err
+		}
+		// configs' zero is "none" for these; net/http's zero is "none" too.
+		hs.IdleTimeout = time.Duration(s.IdleTimeout)
+		hs.ReadTimeout = time.Duration(s.ReadTimeout)
+		hs.WriteTimeout = time.Duration(s.WriteTimeout)
+		d.server = hs
+	}
 
 	if d.ln, err = listen(s.Listen); err != nil {
 		return fmt.Errorf("server.listen %s: %w", s.Listen, err)
 	}
-	d.ln = serverListener(d.ln, s, tlsConfig, log.Named("server"))
+	d.ln = serverListener(d.ln, s, tlsConfig, own, log.Named("server"))
 	if err := checkFronts(cfg); err != nil {
 		return err
 	}
@@ -228,6 +240,14 @@ func (d *daemon) buildAdmin(metrics *admin.Metrics) error {
 		return fmt.Errorf("admin.listen %s: %w", a.Listen, err)
 	}
 	return nil
+}
+
+// proxyServer is what serves the proxy's listener: sluice's own HTTP/1.1
+// server (proxy.H1Server) or net/http's (server.http1).
+type proxyServer interface {
+	Serve(net.Listener) error
+	Shutdown(context.Context) error
+	Close() error
 }
 
 // close releases what newDaemon opened, for a daemon that never started.

@@ -126,6 +126,9 @@ match = { path_prefix = "/api" }
 		t.Fatalf("limit after SIGHUP %v, want the file's 9 (the override cleared)", l)
 	}
 	scrapeUntil(t, c, admin, `sluice_config_reloads_total{result="failure"} 1`, `sluice_config_reloads_total{result="success"} 1`)
+	if n := strings.Count(s.log.String(), `"@message":"config reloaded"`); n != 1 {
+		t.Errorf("one reload logged %d times:\n%s", n, s.log)
+	}
 }
 
 // scrapeUntil scrapes admin's /metrics until every wanted line is there, for

@@ -16,18 +16,23 @@ import (
 	"github.com/sluicehq/sluice/internal/tlstest"
 )
 
-// TestExamplesRun starts the real binary on every example config, as it is
-// but for what a test must change: every listen address becomes a free port
-// on loopback, the upstream a real one, Redis a closed port (so the quotas'
-// fallback decides), and every absolute file path (token, password, CA,
-// state file) moves under a temporary root, where the test makes the files
-// that the example's first lines say it needs. Each must then answer
-// /readyz, forward a request, and drain and exit 0 on SIGTERM, writing its
-// state file if it has one.
+// TestExamplesRun starts the real binary on every example config as it is
+// on a fresh machine, but for what a test must change: every TCP listen
+// address becomes a free port on loopback, the upstream a real one, Redis a
+// closed port (so the quotas' fallback decides), and every absolute path
+// (token, password, CA, state file, unix socket) moves under an empty root,
+// which stands for the machine's file system. An example either starts so,
+// or stops with an error that names a file or folder its first lines say
+// it needs, and what to do, without naming a temporary file; the test then
+// makes that one thing, as the first lines say, and starts it again, until
+// it starts. Then it must answer /readyz, forward a request, and drain and
+// exit 0 on SIGTERM, writing its state file if it has one.
 func TestExamplesRun(t *testing.T) {
 	files, _ := filepath.Glob("../../configs/examples/*.toml")
-	if len(files) < 4 {
-		t.Fatalf("examples: %v, want sidecar, tenants, grpc and host at least", files)
+	more, _ := filepath.Glob("../../configs/examples/*/*.toml")
+	files = append(files, more...)
+	if len(files) < 5 {
+		t.Fatalf("examples: %v, want sidecar, tenants, grpc, host and envoy's at least", files)
 	}
 	// How to reach each example's service: the path of a request it serves
 	// and whether its upstream and clients speak HTTP/2 without TLS.
@@ -35,15 +40,16 @@ func TestExamplesRun(t *testing.T) {
 		path string
 		h2c  bool
 	}{
-		"grpc.toml":    {"/orders.v1.OrderService/Get", true},
-		"sidecar.toml": {"/orders", false},
-		"tenants.toml": {"/api/v1/orders", false},
-		"host.toml":    {"/", false},
+		"grpc.toml":         {"/orders.v1.OrderService/Get", true},
+		"sidecar.toml":      {"/orders", false},
+		"tenants.toml":      {"/api/v1/orders", false},
+		"host.toml":         {"/", false},
+		"envoy/sluice.toml": {"/", false},
 	}
 	for _, file := range files {
-		name := filepath.Base(file)
+		name, _ := filepath.Rel("../../configs/examples", file)
 		t.Run(name, func(t *testing.T) {
-			req, ok := requests[name]
+			req, ok := requests[filepath.ToSlash(name)]
 			if !ok {
 				t.Fatalf("no request for %s: add one to the table", name)
 			}
@@ -52,11 +58,25 @@ func TestExamplesRun(t *testing.T) {
 				t.Fatal(err)
 			}
 			up := startExampleUpstream(t, req.h2c)
-			root := t.TempDir()
-			cfg, body := runnableExample(t, string(src), up.URL, root)
+			root, err := os.MkdirTemp("", "sl") // short: a unix socket's path is at most 107 bytes
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.RemoveAll(root) })
+			cfg, body := exampleUnderRoot(t, string(src), up.URL, root)
 			path := writeConfig(t, "", "", body)
 
-			s := startSluice(t, path)
+			var s *sluice
+			for made := 0; ; made++ {
+				s = launchSluice(t, path)
+				if s.listened(t) {
+					break
+				}
+				if made == 5 {
+					t.Fatalf("still not started after making %d things:\n%s", made, s.log)
+				}
+				makeWhatItNeeds(t, cfg, root, opening(string(src)), s.log.String())
+			}
 			admin := str(s.log.wait(t, "the admin API's line", message("admin API, metrics and dashboard"))["addr"])
 			// Ready once the upstream has answered.
 			s.log.wait(t, "the upstream's first answer", message("upstream reachable"))
@@ -88,16 +108,17 @@ func TestExamplesRun(t *testing.T) {
 // Lines of an example that a test rewrites: addresses sluice listens on,
 // the upstream, Redis, and absolute file paths.
 var (
-	listenLine   = regexp.MustCompile(`(?m)^(\s*listen\s*=\s*)"[^"]*"`)
+	listenLine   = regexp.MustCompile(`(?m)^(\s*listen\s*=\s*)"([^"]*)"`)
 	upstreamLine = regexp.MustCompile(`(?m)^(\s*url\s*=\s*)"[^"]*"`)
 	redisLine    = regexp.MustCompile(`(?m)^(\s*address\s*=\s*)"[^"]*"`)
 	fileLine     = regexp.MustCompile(`(?m)^(\s*\w*(?:_file|tls_cert|tls_key)\s*=\s*")(/[^"]*")`)
 )
 
-// runnableExample rewrites the example src as TestExamplesRun says, makes
-// the files it needs under root, and checks that the example's opening
-// comment names each of them. It returns the rewritten config and text.
-func runnableExample(t *testing.T, src, upstream, root string) (*configs.Config, string) {
+// exampleUnderRoot rewrites the example src as TestExamplesRun says and
+// returns the rewritten config and text. Every path the config then holds
+// is under root, a default one included, or the test stops: it must not
+// touch the machine's own folders.
+func exampleUnderRoot(t *testing.T, src, upstream, root string) (*configs.Config, string) {
 	t.Helper()
 	closed, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -106,7 +127,13 @@ func runnableExample(t *testing.T, src, upstream, root string) (*configs.Config,
 	redisAddr := closed.Addr().String()
 	closed.Close()
 
-	body := listenLine.ReplaceAllString(src, `${1}"127.0.0.1:0"`)
+	body := listenLine.ReplaceAllStringFunc(src, func(line string) string {
+		m := listenLine.FindStringSubmatch(line)
+		if sock, ok := strings.CutPrefix(m[2], "unix://"); ok {
+			return m[1] + `"unix://` + filepath.ToSlash(root) + sock + `"`
+		}
+		return m[1] + `"127.0.0.1:0"`
+	})
 	body = upstreamLine.ReplaceAllString(body, `${1}"`+upstream+`"`)
 	body = redisLine.ReplaceAllString(body, `${1}"`+redisAddr+`"`)
 	body = fileLine.ReplaceAllString(body, `${1}`+filepath.ToSlash(root)+`${2}`)
@@ -114,47 +141,111 @@ func runnableExample(t *testing.T, src, upstream, root string) (*configs.Config,
 	if err != nil {
 		t.Fatalf("the rewritten example does not load: %v\n%s", err, body)
 	}
+	// A listen address the example leaves to its default is a fixed port.
+	for _, d := range []struct{ table, def, got string }{
+		{"server", configs.New().Server.Listen, cfg.Server.Listen},
+		{"admin", configs.DefaultAdminListen, cfg.Admin.Listen},
+	} {
+		if d.got == d.def && !strings.Contains(src, "\n["+d.table+"]") {
+			body += "\n[" + d.table + "]\nlisten = \"127.0.0.1:0\" # the example takes the default, " + d.def + "\n"
+		}
+	}
+	if cfg, err = configs.Parse("rewritten", []byte(body)); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range socketFolders(cfg) {
+		sock, ok := strings.CutPrefix(s.listen, "unix://")
+		if ok && !strings.HasPrefix(sock, root) {
+			t.Fatalf("%s %s is a default outside the test's root: write it into the example, or teach this test", s.key, s.listen)
+		}
+		if ok {
+			named(t, opening(src), strings.TrimPrefix(filepath.Dir(sock), root), s.key+" "+s.listen)
+		}
+	}
+	return cfg, body
+}
 
-	header := opening(src)
-	needs := func(path, what string) {
-		t.Helper()
-		if orig := strings.TrimPrefix(path, root); !strings.Contains(header, orig) {
-			t.Errorf("the example needs %s %s, and its first lines do not say so:\n%s", what, orig, header)
+// makeWhatItNeeds reads why sluice did not start from its log: the error
+// must name a file or folder under root that the example's opening comment
+// names, and say what to do, without naming a temporary file. It makes
+// that file (with what its key holds) or folder.
+func makeWhatItNeeds(t *testing.T, cfg *configs.Config, root, header, log string) {
+	t.Helper()
+	line := ""
+	for l := range strings.Lines(log) {
+		if strings.Contains(l, `"not started`) {
+			line = l
 		}
 	}
-	write := func(path, what string, data []byte) {
-		t.Helper()
-		needs(path, what)
-		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
+	if line == "" {
+		t.Fatalf("sluice exited without saying why:\n%s", log)
 	}
+	if strings.Contains(line, ".check-") {
+		t.Errorf("the error names a temporary file: %s", line)
+	}
+	if !regexp.MustCompile(`\b(create|make|write|mkdir)\b`).MatchString(line) {
+		t.Errorf("the error does not say what to do: %s", line)
+	}
+	files := map[string][]byte{}
 	if f := cfg.Admin.TokenFile; f != "" {
-		write(f, "the token file", []byte("example-test-token\n"))
+		files[f] = []byte("example-test-token\n")
 	}
-	if f := cfg.Control.StateFile; f != "" {
-		needs(filepath.Dir(f), "the state file's directory")
-		if err := os.MkdirAll(filepath.Dir(f), 0o700); err != nil {
-			t.Fatal(err)
+	for _, f := range []string{frontTokenFile(cfg.Permit), frontTokenFile(cfg.RLS)} {
+		if f != "" {
+			files[f] = []byte("example-test-front-token-0123456789abcdef\n")
 		}
 	}
 	if r := cfg.Redis; r != nil {
 		if r.PasswordFile != "" {
-			write(r.PasswordFile, "the Redis password file", []byte("example-test-password\n"))
+			files[r.PasswordFile] = []byte("example-test-password\n")
 		}
 		if r.CAFile != "" {
-			write(r.CAFile, "the Redis CA file", tlstest.CAPEM(t))
+			files[r.CAFile] = tlstest.CAPEM(t)
 		}
 	}
-	for _, m := range fileLine.FindAllStringSubmatch(body, -1) {
-		if p := strings.Trim(m[2], `"`); !exists(p) && p != cfg.Control.StateFile {
-			t.Fatalf("the example needs %s, which this test does not know how to make", p)
+	for path, data := range files {
+		if strings.Contains(line, path) {
+			named(t, header, strings.TrimPrefix(path, root), line)
+			if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return
 		}
 	}
-	return cfg, body
+	if f := cfg.Control.StateFile; f != "" && strings.Contains(line, filepath.Dir(f)) {
+		named(t, header, strings.TrimPrefix(filepath.Dir(f), root), line)
+		if err := os.MkdirAll(filepath.Dir(f), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	t.Fatalf("the error names nothing this test knows how to make: %s", line)
+}
+
+// named fails the test unless the example's opening comment names path.
+func named(t *testing.T, header, path, line string) {
+	t.Helper()
+	if !strings.Contains(header, path) {
+		t.Errorf("sluice needs %s (%s), and the example's first lines do not say so:\n%s", path, strings.TrimSpace(line), header)
+	}
+}
+
+// frontTokenFile is the token file of a front-end's section ("" for none).
+func frontTokenFile[T interface{ *configs.Permit | *configs.RLS }](sec T) string {
+	switch s := any(sec).(type) {
+	case *configs.Permit:
+		if s != nil {
+			return s.TokenFile
+		}
+	case *configs.RLS:
+		if s != nil {
+			return s.TokenFile
+		}
+	}
+	return ""
 }
 
 // opening returns the comment lines an example starts with.
@@ -167,11 +258,6 @@ func opening(src string) string {
 		b.WriteString(line)
 	}
 	return b.String()
-}
-
-func exists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
 }
 
 // startExampleUpstream starts an upstream that answers "ok PATH", over

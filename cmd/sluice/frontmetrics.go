@@ -22,7 +22,7 @@ var (
 		"Decisions of the front-ends beside the proxy, by front (permit, rls), group and decision: permit granted, refused (the reason is in sluice's rejection metrics) or canceled (the caller went away while queued); rls ok, over_limit, or shadowed (over the limit, answered OK).",
 		[]string{"front", "group", "decision"}, nil)
 	permitReleasesDesc = prometheus.NewDesc("sluice_permit_releases_total",
-		"Permits ended, by group and result: released in time with an outcome (success, dropped, ignored), expired (the lease ran out unreleased: counted as dropped), late (released after it expired: freed nothing).",
+		"Permits ended, by group and result: released in time with an outcome (success, dropped, ignored), expired (the lease ran out unreleased: its holder died or hung; no drop to the law), late (released after it expired: freed nothing).",
 		[]string{"group", "result"}, nil)
 	permitHeldDesc = prometheus.NewDesc("sluice_permit_held",
 		"Permits held now, over every group.", nil, nil)

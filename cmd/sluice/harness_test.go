@@ -203,6 +203,16 @@ type sluice struct {
 // test ends, and its log is printed if the test failed.
 func startSluice(t *testing.T, config string, flags ...string) *sluice {
 	t.Helper()
+	s := launchSluice(t, config, flags...)
+	rec := s.log.wait(t, `the "listening" line`, message("listening"))
+	s.addr = str(rec["addr"])
+	return s
+}
+
+// launchSluice is startSluice without the wait: the process may yet listen
+// or exit.
+func launchSluice(t *testing.T, config string, flags ...string) *sluice {
+	t.Helper()
 	checkFreePorts(t, config)
 	args := append([]string{"run", "-config", config, "-log-json", "-log-level", "debug"}, flags...)
 	s := &sluice{cmd: exec.Command(binary(t), args...), log: newLogs(), exited: make(chan struct{})}
@@ -234,9 +244,31 @@ func startSluice(t *testing.T, config string, flags ...string) *sluice {
 			t.Logf("sluice %s stderr:\n%s", strings.Join(args, " "), s.log)
 		}
 	})
-	rec := s.log.wait(t, `the "listening" line`, message("listening"))
-	s.addr = str(rec["addr"])
 	return s
+}
+
+// listened waits until s listens (true, with s.addr set) or exits (false).
+func (s *sluice) listened(t *testing.T) bool {
+	t.Helper()
+	deadline := time.NewTimer(waitLimit)
+	defer deadline.Stop()
+	for from := 0; ; {
+		rec, next, more, closed := s.log.find(from, message("listening"))
+		switch {
+		case rec != nil:
+			s.addr = str(rec["addr"])
+			return true
+		case closed:
+			<-s.exited
+			return false
+		}
+		from = next
+		select {
+		case <-more:
+		case <-deadline.C:
+			t.Fatalf("sluice neither listened nor exited within %v", waitLimit)
+		}
+	}
 }
 
 // checkFreePorts fails the test when the config would have sluice listen

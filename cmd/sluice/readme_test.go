@@ -8,6 +8,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/sluicehq/sluice/adaptive"
+	"github.com/sluicehq/sluice/configs"
 )
 
 // TestREADMELayout checks that every path the README's layout table names,
@@ -92,5 +95,48 @@ func TestCIRunRunsEveryPart(t *testing.T) {
 	}
 	if want := "version\nvet ./...\ntest -race ./...\ntest -C deploy ./...\n"; string(got) != want {
 		t.Errorf(".ci/run ran go with\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestREADMEConfigs: every TOML snippet of the README loads, with an
+// upstream added when it has none, as sluice check would load it: a
+// snippet that a newcomer copies works as it is.
+func TestREADMEConfigs(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := regexp.MustCompile("(?s)```toml\n(.*?)```").FindAllStringSubmatch(string(readme), -1)
+	if len(blocks) < 2 {
+		t.Fatalf("%d TOML snippets in the README, want the shadow and the permit ones at least", len(blocks))
+	}
+	for _, b := range blocks {
+		body := b[1]
+		if !strings.Contains(body, "[upstream]") {
+			body = "[upstream]\nurl = \"http://127.0.0.1:9000\"\n" + body
+		}
+		if _, err := configs.Parse("README", []byte(body)); err != nil {
+			t.Errorf("a README snippet does not load: %v\n%s", err, b[1])
+		}
+	}
+}
+
+// TestREADMEAnswerHeaders: the README's table of the answers sluice writes
+// names every reason the gate refuses with, in its Sluice-Reason rows.
+func TestREADMEAnswerHeaders(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows strings.Builder
+	for line := range strings.Lines(string(readme)) {
+		if strings.HasPrefix(line, "|") && strings.Contains(line, "`Sluice-Reason`") {
+			rows.WriteString(line)
+		}
+	}
+	for r := adaptive.RejectReason(1); int(r) < adaptive.NumRejections; r++ {
+		if !strings.Contains(rows.String(), "`"+r.String()+"`") {
+			t.Errorf("the README's Sluice-Reason rows do not name %q:\n%s", r, rows.String())
+		}
 	}
 }

@@ -134,6 +134,18 @@ func runRun(ctx context.Context, args []string, _, stderr io.Writer) int {
 		log.Error("not started: the config does not load", "file", f.config)
 		return exitError
 	}
+	if err := checkNeededFiles(cfg); err != nil {
+		log.Error("not started", "error", err)
+		return exitError
+	}
+	made, err := makeSocketFolders(cfg)
+	for _, dir := range made {
+		log.Info("made the folder of a unix socket", "path", dir)
+	}
+	if err != nil {
+		log.Error("not started", "error", err)
+		return exitError
+	}
 	d, err := newDaemon(f.config, cfg, log)
 	if err != nil {
 		log.Error("not started", "error", err)

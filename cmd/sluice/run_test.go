@@ -5,6 +5,8 @@ import (
 	"crypto/tls"
 	"net"
 	"net/http"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -303,8 +305,8 @@ func TestReady(t *testing.T) {
 	}
 }
 
-// TestRunRedisFileProblem: a [redis] whose password file cannot be read
-// stops the start with an error that names the section and the file.
+// TestRunRedisFileProblem: a [redis] whose password file is missing stops
+// the start with an error that names the key, the file and what it holds.
 func TestRunRedisFileProblem(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "redis-password")
 	path := writeConfig(t, "", "http://127.0.0.1:9", prelude+`
@@ -319,8 +321,7 @@ match = { path_prefix = "/shared" }
   scope = "global"
 `+catchAll)
 	code, _, errOut := runArgs("run", "-config", path)
-	if code != exitError || !strings.Contains(errOut, "redis: ") || !strings.Contains(errOut, "password file") ||
-		!strings.Contains(errOut, missing) {
+	if code != exitError || !strings.Contains(errOut, "redis.password_file "+missing+" does not exist: write into it Redis's password") {
 		t.Fatalf("code %d, stderr:\n%s", code, errOut)
 	}
 }
@@ -364,7 +365,43 @@ func TestRunStateFolderMissing(t *testing.T) {
 	config := strings.Replace(prelude, "[control]", "[control]\nstate_file = \""+state+"\"", 1) + catchAll
 	path := writeConfig(t, "", "http://127.0.0.1:9", config)
 	code, _, errOut := runArgs("run", "-config", path)
-	if code != exitError || !strings.Contains(errOut, "not started: error=\"gate: state file "+state+" cannot be written") {
+	if code != exitError || !strings.Contains(errOut, "not started: error=\"gate: state file "+state+": its folder "+filepath.Dir(state)+" does not exist: create it") {
 		t.Fatalf("code %d, stderr:\n%s", code, errOut)
+	}
+}
+
+// TestRunMakesSocketFolders: the missing folder of a unix socket sluice
+// listens on is made, searchable by those the socket's mode lets connect,
+// and the socket answers; a folder that cannot be made stops the start
+// with the key, the folder and what to do.
+func TestRunMakesSocketFolders(t *testing.T) {
+	dir, err := os.MkdirTemp("", "sl") // short: a unix socket's path is at most 107 bytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "run", "sluice", "admin.sock")
+	path := writeConfig(t, "", "http://127.0.0.1:9", strings.Replace(prelude, "[admin]\nlisten = \"127.0.0.1:0\"",
+		"[admin]\nlisten = \"unix://"+sock+"\"", 1)+catchAll)
+	s := startSluice(t, path)
+	s.log.wait(t, "the folder's line", message("made the folder of a unix socket", "path", filepath.Dir(sock)))
+	fi, err := os.Stat(filepath.Dir(sock))
+	if err != nil || fi.Mode().Perm() != 0o750 {
+		t.Fatalf("the socket's folder: %v %v, want mode 0750 (for a socket of mode 0660)", fi.Mode(), err)
+	}
+	if out, err := exec.Command(binary(t), "status", "-admin", "unix://"+sock).CombinedOutput(); err != nil {
+		t.Fatalf("sluice status over the socket: %v\n%s", err, out)
+	}
+
+	file := filepath.Join(dir, "a-file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bad := writeConfig(t, "", "http://127.0.0.1:9", strings.Replace(prelude, "[admin]\nlisten = \"127.0.0.1:0\"",
+		"[admin]\nlisten = \"unix://"+file+"/sub/admin.sock\"", 1)+catchAll)
+	code, _, errOut := runArgs("run", "-config", bad)
+	want := "admin.listen unix://" + file + "/sub/admin.sock: the socket's folder " + file + "/sub does not exist and cannot be made (not a directory): make it"
+	if code != exitError || !strings.Contains(errOut, want) {
+		t.Fatalf("code %d, stderr:\n%s\nwant %q", code, errOut, want)
 	}
 }

@@ -12,7 +12,7 @@ Runs the groups of a config in sluice's deterministic simulator against a
 described service and load, and prints what each would do, before it is
 deployed: per phase of the load the goodput (successes within the SLO per
 second), the p50 and p99 latency end to end, the share rejected and why, and
-the concurrency limit; then the same over time; and a chart of it as a PNG.
+the concurrency limit; then the same over time; and, with -png, a chart of it.
 Nothing is sent anywhere: minutes of load take a fraction of a second. The laws,
 queue and shedding are the daemon's own code, in virtual time.
 
@@ -65,7 +65,7 @@ or described by flags, which also override a scenario's service and clients:
 
 The output:
   -every D          one row of the time table per D (default: a round step, at most 25 rows)
-  -png FILE         the chart (default sluice-simulate.png; -png "" for none)
+  -png FILE         also draw the chart into FILE, a PNG (default: none)
 
 A binary built with -tags nodemo (see "sluice help demo") leaves the
 simulator out with the lab; its "sluice simulate" says so and exits 1.

@@ -75,6 +75,9 @@ func printWorkload(w io.Writer, wl *simulate.Workload, config string) {
 func printSimulated(w io.Writer, res *simulated, wl *simulate.Workload, every time.Duration) {
 	r, sc := res.report, &res.run.Scenario
 	cli.Fprintf(w, "\ngroup %q: %s; SLO %v\n", res.group.Name, policyText(res.group, sc), sc.SLO)
+	if why := targetBelowService(res.group, &sc.Service); why != "" {
+		cli.Fprintf(w, "  warning: %s\n", why)
+	}
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "phase\tfrom\toffered/s\tgoodput/s\tof C\tp50\tp99\trejected\tdropped\tlimit\tsteady limit\t\n")

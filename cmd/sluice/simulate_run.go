@@ -85,7 +85,7 @@ func parseSimulateFlags(args []string) (*simulateFlags, error) {
 	fs.StringVar(&f.tenants, "tenants", "", "")
 	fs.Uint64Var(&f.seed, "seed", 1, "")
 	fs.DurationVar(&f.every, "every", 0, "")
-	fs.StringVar(&f.png, "png", "sluice-simulate.png", "")
+	fs.StringVar(&f.png, "png", "", "")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}

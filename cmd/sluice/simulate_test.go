@@ -143,11 +143,14 @@ func TestSimulateShippedScenario(t *testing.T) {
 }
 
 // TestSimulateFlags describes the service and the load by flags and
-// simulates both groups of a config, each with its own law.
+// simulates both groups of a config, each with its own law; without -png
+// it writes nothing into the working folder.
 func TestSimulateFlags(t *testing.T) {
 	config := writeConfig(t, "", "", twoGroups)
+	cwd := t.TempDir()
+	t.Chdir(cwd)
 	code, out, errOut := runArgs("simulate", "-config", config, "-capacity", "800", "-latency", "50ms",
-		"-load", "1x for 10s, 3x for 20s", "-change", "20s:workers=20", "-retries", "2", "-png", "")
+		"-load", "1x for 10s, 3x for 20s", "-change", "20s:workers=20", "-retries", "2")
 	if code != exitOK || errOut != "" {
 		t.Fatalf("code %d, stderr %q", code, errOut)
 	}
@@ -165,8 +168,8 @@ func TestSimulateFlags(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
-	if strings.Contains(out, "chart:") {
-		t.Errorf("-png \"\" drew a chart:\n%s", out)
+	if left, _ := os.ReadDir(cwd); strings.Contains(out, "chart:") || len(left) > 0 {
+		t.Errorf("no -png drew a chart: %v\n%s", left, out)
 	}
 	// Each group runs its own law: the fixed one never moves its limit.
 	if rows := tableRows(t, out[strings.Index(out, `group "batch"`):], "phase"); len(rows) != 2 || rows[1][9] != "30..30" {

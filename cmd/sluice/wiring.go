@@ -191,12 +191,13 @@ func watchProxy(p *proxy.Params, log hclog.Logger) {
 }
 
 // serverListener wraps ln, the listener of [server] listen, for the proxy's
-// server: bounded to max_connections (when set), and guarded against request
-// framing a proxy must refuse (proxy.GuardListener, or with tlsConfig
-// proxy.GuardTLSListener, which terminates TLS under the guard).
+// server: bounded to max_connections (when set), and, for net/http's server,
+// guarded against request framing a proxy must refuse (proxy.GuardListener,
+// or with tlsConfig proxy.GuardTLSListener, which terminates TLS under the
+// guard); sluice's own server (own) reads the framing itself.
 // Connections refused beyond the bound are logged at warn, at most one line
 // a second.
-func serverListener(ln net.Listener, s *configs.Server, tlsConfig *tls.Config, log hclog.Logger) net.Listener {
+func serverListener(ln net.Listener, s *configs.Server, tlsConfig *tls.Config, own bool, log hclog.Logger) net.Listener {
 	if s.MaxConnections > 0 {
 		var refused sometimes
 		ln = proxy.LimitListener(ln, proxy.LimitParams{Max: s.MaxConnections, TLS: tlsConfig != nil, OnRefuse: func(max int) {
@@ -205,8 +206,11 @@ func serverListener(ln net.Listener, s *configs.Server, tlsConfig *tls.Config, l
 			}
 		}})
 	}
-	if tlsConfig != nil {
+	switch {
+	case tlsConfig != nil:
 		return proxy.GuardTLSListener(ln, tlsConfig, s.MaxHeaderBytes)
+	case own:
+		return ln // the own server reads framing with the parser that decides it
 	}
 	return proxy.GuardListener(ln, s.MaxHeaderBytes)
 }

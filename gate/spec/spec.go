@@ -135,7 +135,10 @@ func (g *Group) Clone() Group {
 // Concurrency is how many requests of a group may be in the upstream at
 // once, and the control law that moves that limit.
 type Concurrency struct {
-	// Law is the control law. Default LawTarget.
+	// Law is the control law. Default LawTarget when the group has a
+	// target (Targets), else LawGradient, which needs none: it backs off
+	// when the latency of the last intervals rises above that of the long
+	// run.
 	Law Law
 	// Limit is the limit of law "fixed" (required there); unused otherwise.
 	Limit int
@@ -201,6 +204,12 @@ type Targets struct {
 	// CPUPressure is the highest acceptable share of time in which runnable
 	// work waits for a CPU (Linux PSI "some", avg10), a ratio in [0, 1].
 	CPUPressure float64
+}
+
+// Any reports whether t sets a target: latency, CPU, memory or CPU
+// pressure.
+func (t *Targets) Any() bool {
+	return t.Latency != 0 || t.NeedsResources()
 }
 
 // NeedsResources reports whether t has a target that only a resource
@@ -275,6 +284,7 @@ func (g Group) WithDefaults() Group {
 	if g.Mode == "" {
 		g.Mode = ModeEnforce
 	}
+	g.Concurrency.Law = g.Concurrency.law(&g.Targets)
 	g.Concurrency = g.Concurrency.WithDefaults()
 	if g.Rate != nil {
 		r := g.Rate.WithDefaults(g.Key)
@@ -297,11 +307,18 @@ func (g Group) WithDefaults() Group {
 }
 
 // WithDefaults returns c with its law and, for an adaptive law, its bounds
-// filled in.
+// and the law's own knobs (adaptive.LawKind.Knobs) filled in.
 func (c Concurrency) WithDefaults() Concurrency {
 	c = c.withLaw()
 	if c.FixedLimit() {
 		return c // Limit is the whole story, and has no default
+	}
+	if k, ok := adaptive.LookupLaw(string(c.Law)); ok && c.Custom == nil {
+		for _, kn := range k.Knobs {
+			if v := c.knob(kn.Name); v != nil && *v == 0 {
+				*v = kn.Default
+			}
+		}
 	}
 	if c.Min == 0 {
 		c.Min = adaptive.DefaultMinLimit
@@ -315,16 +332,40 @@ func (c Concurrency) WithDefaults() Concurrency {
 	return c
 }
 
-// withLaw is c with its law named: LawCustom for a custom law without a
-// name, else LawTarget when unnamed.
+// knob is the field of the law's knob called name (adaptive.Knob.Name), nil
+// for a name Concurrency has no field for.
+func (c *Concurrency) knob(name string) *float64 {
+	switch name {
+	case "backoff":
+		return &c.Backoff
+	case "tolerance":
+		return &c.Tolerance
+	}
+	return nil
+}
+
+// withLaw is c with its law named (see Concurrency.Law): alone, it cannot
+// tell whether its group has a target, and names LawTarget.
 func (c Concurrency) withLaw() Concurrency {
-	switch {
-	case c.Law == "" && c.Custom != nil:
-		c.Law = LawCustom
-	case c.Law == "":
-		c.Law = LawTarget
+	if c.Law == "" {
+		c.Law = c.law(nil)
 	}
 	return c
+}
+
+// law is c's law, or its default for a group with targets t (nil: unknown,
+// taken as having one): LawCustom for a custom law, LawTarget for a group
+// with a target, else LawGradient, which needs none.
+func (c *Concurrency) law(t *Targets) Law {
+	switch {
+	case c.Law != "":
+		return c.Law
+	case c.Custom != nil:
+		return LawCustom
+	case t == nil || t.Any():
+		return LawTarget
+	}
+	return LawGradient
 }
 
 // FixedLimit reports whether c's law holds Limit and reads no bounds (a

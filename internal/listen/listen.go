@@ -1,12 +1,16 @@
 package listen
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 )
 
 // DefaultSocketMode is the file mode of a unix socket when none is given:
@@ -91,15 +95,63 @@ func Listen(addr string, mode fs.FileMode) (net.Listener, error) {
 	if err := removeStale(path); err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("unix", path)
+	return listenUnix(path, mode.Perm())
+}
+
+// maxSocketPath is the longest path a unix socket may have (sun_path's 108
+// bytes less the terminating NUL).
+const maxSocketPath = 107
+
+// listenUnix binds a unix socket at path that has mode from its first
+// instant: it binds it in a private folder (0700, beside path, so on the
+// same file system), sets the mode there, where nobody else can put a
+// symlink in its place, and renames it to path, which rename(2) does at
+// once. The process's umask never shows (a socket is bound with 0777 less
+// the umask), and no chmod follows a name someone else could change.
+// Closing the listener removes path.
+func listenUnix(path string, mode fs.FileMode) (net.Listener, error) {
+	var r [4]byte
+	_, _ = rand.Read(r[:]) // never fails (crypto/rand.Read's doc)
+	dir := filepath.Join(filepath.Dir(path), ".s"+hex.EncodeToString(r[:]))
+	tmp := filepath.Join(dir, "s")
+	if len(tmp) > maxSocketPath {
+		return nil, fmt.Errorf("listen unix %s: the path is too long to bind it safely (at most %d bytes for its folder, %d given)",
+			path, maxSocketPath-len("/.s00000000/s"), len(filepath.Dir(path)))
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return nil, err
+	}
+	defer os.Remove(dir)
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: tmp, Net: "unix"})
 	if err != nil {
 		return nil, err
 	}
-	if err := os.Chmod(path, mode.Perm()); err != nil {
+	ln.SetUnlinkOnClose(false) // its name moves: unixListener removes path
+	if err := os.Chmod(tmp, mode); err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
 		ln.Close()
+		os.Remove(tmp)
 		return nil, err
 	}
-	return ln, nil
+	return &unixListener{UnixListener: ln, addr: &net.UnixAddr{Name: path, Net: "unix"}}, nil
+}
+
+// unixListener is a unix socket listener bound under another name than
+// its socket's: it reports addr and removes it on Close.
+type unixListener struct {
+	*net.UnixListener
+	addr *net.UnixAddr
+	once sync.Once
+}
+
+func (l *unixListener) Addr() net.Addr { return l.addr }
+
+func (l *unixListener) Close() error {
+	err := l.UnixListener.Close()
+	l.once.Do(func() { os.Remove(l.addr.Name) })
+	return err
 }
 
 // removeStale removes the socket file at path when nothing listens on it

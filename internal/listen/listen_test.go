@@ -3,11 +3,15 @@ package listen
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -256,5 +260,66 @@ func TestDoor(t *testing.T) {
 	}
 	if _, err := NewDoor("127.0.0.1:0", 0, ""); !errors.Is(err, ErrNoToken) {
 		t.Fatalf("NewDoor on TCP without a token: %v", err)
+	}
+}
+
+// TestSocketHasItsModeFromTheStart (issue 23, item 9): the socket's name
+// never names a socket of another mode, whatever the umask: it appears by
+// a rename (IN_MOVED_TO), never by a bind at that name (IN_CREATE) followed
+// by a chmod (IN_ATTRIB), which left the umask's mode showing in between
+// and followed a symlink put in the socket's place.
+func TestSocketHasItsModeFromTheStart(t *testing.T) {
+	dir := t.TempDir()
+	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	if err != nil {
+		t.Skipf("inotify: %v", err)
+	}
+	defer unix.Close(fd)
+	if _, err := unix.InotifyAddWatch(fd, dir, unix.IN_CREATE|unix.IN_ATTRIB|unix.IN_MOVED_TO); err != nil {
+		t.Fatal(err)
+	}
+	old := unix.Umask(0)
+	ln, err := Listen("unix://"+filepath.Join(dir, "p.sock"), 0o600)
+	unix.Umask(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var events []string
+	buf := make([]byte, 64<<10)
+	n, _ := unix.Read(fd, buf) // the events are queued by the syscalls themselves
+	for off := 0; off+unix.SizeofInotifyEvent <= n; {
+		ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
+		name := strings.TrimRight(string(buf[off+unix.SizeofInotifyEvent:off+unix.SizeofInotifyEvent+int(ev.Len)]), "\x00")
+		off += unix.SizeofInotifyEvent + int(ev.Len)
+		if name != "p.sock" {
+			continue
+		}
+		switch {
+		case ev.Mask&unix.IN_CREATE != 0:
+			events = append(events, "create")
+		case ev.Mask&unix.IN_ATTRIB != 0:
+			events = append(events, "chmod")
+		case ev.Mask&unix.IN_MOVED_TO != 0:
+			events = append(events, "moved in")
+		}
+	}
+	if strings.Join(events, ",") != "moved in" {
+		t.Fatalf("events on the socket's name: %v, want it moved in once, with its mode", events)
+	}
+	fi, err := os.Stat(filepath.Join(dir, "p.sock"))
+	if err != nil || fi.Mode().Perm() != 0o600 || fi.Mode()&fs.ModeSocket == 0 {
+		t.Fatalf("socket %v, %v; want a socket of mode 0600", fi.Mode(), err)
+	}
+	if a := ln.Addr().String(); a != filepath.Join(dir, "p.sock") {
+		t.Fatalf("Addr %s", a)
+	}
+	c, err := net.Dial("unix", filepath.Join(dir, "p.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	ln.Close()
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Fatalf("left behind after Close: %v", ents)
 	}
 }

@@ -321,6 +321,11 @@ type renewal struct {
 	before, held, ret int64
 	leave             bool
 	requested         int64 // units admitted and refused since the last renewal
+	// What it tells of le, copied at prepare (the demand in units/s rounded
+	// up, the units asked for, the epoch known): a call abandoned at its
+	// budget may still be building its commands while the next round's
+	// prepare changes le.
+	dem0, want0, epoch0 int64
 	// Answered (see parseRenewals).
 	grant, heldR, out, dem, avail, life, nodes, epoch, share int64
 }
@@ -451,6 +456,7 @@ func (ls *leaser) prepare(le *lease, now time.Time, q *quota, last bool) *renewa
 		r.ret = le.a.Withdraw(held - le.want)
 	}
 	r.held, _ = le.a.Held()
+	r.dem0, r.want0, r.epoch0 = int64(math.Ceil(le.dem)), le.want, le.epoch
 	return r
 }
 
@@ -506,7 +512,7 @@ func (ls *leaser) send(ctx context.Context, q *quota, rs []*renewal) error {
 			if r.leave {
 				leave = "1"
 			}
-			args = append(args, r.held, r.ret, int64(math.Ceil(r.le.dem)), r.le.want, leave, r.le.epoch)
+			args = append(args, r.held, r.ret, r.dem0, r.want0, leave, r.epoch0)
 		}
 		args = append(args, extra...)
 		return goredis.NewCmd(ctx, args...)

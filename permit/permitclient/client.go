@@ -15,8 +15,8 @@
 //	p.Done(permitclient.OutcomeOf(err))
 //
 // A permit must be released before its lease (Permit.Lease, from the
-// grant) ends; otherwise the service counts it as dropped and frees its
-// slot, and Done returns ErrExpired. The client speaks gRPC (the default)
+// grant) ends; otherwise the service counts it as expired (not as the
+// work's drop) and frees its slot, and Done returns ErrExpired. The client speaks gRPC (the default)
 // (its Session streams, one call at a time on each, from a pool) or
 // HTTP/JSON, over a unix socket or TCP (which needs the token). A Client is
 // safe for concurrent use; share one per process.
@@ -130,8 +130,8 @@ func (e *RefusedError) Error() string {
 // Errors of Permit.Done.
 var (
 	// ErrExpired: the permit's lease had expired before Done; sluice
-	// counted it as dropped then.
-	ErrExpired = errors.New("permitclient: the permit's lease had expired: sluice counted it as dropped")
+	// counted it as expired and freed its slot then.
+	ErrExpired = errors.New("permitclient: the permit's lease had expired: sluice counted it as expired and freed its slot")
 	// ErrUnknown: the service knows no such permit (a zero Permit, or the
 	// service restarted).
 	ErrUnknown = errors.New("permitclient: the service knows no such permit")
@@ -246,7 +246,7 @@ type Permit struct {
 
 // Done releases the permit with the work's outcome and its latency since
 // the grant arrived. It returns ErrExpired when the lease had expired
-// (sluice counted the permit as dropped), nil for a permit already
+// (sluice counted the permit as expired), nil for a permit already
 // released.
 func (p Permit) Done(o Outcome) error { return p.DoneAfter(o, time.Since(p.start)) }
 

@@ -89,7 +89,7 @@ const (
 	ReleaseResult_RELEASED ReleaseResult = 1
 	// A second release of the same permit: nothing freed again.
 	ReleaseResult_ALREADY_RELEASED ReleaseResult = 2
-	// The lease had expired: the permit was counted as dropped and its slot
+	// The lease had expired: the permit was counted as expired and its slot
 	// freed then; this release frees nothing.
 	ReleaseResult_EXPIRED ReleaseResult = 3
 )
@@ -309,7 +309,7 @@ type Grant struct {
 	// The permit's id, for Release.
 	Id    uint64 `protobuf:"fixed64,1,opt,name=id,proto3" json:"id,omitempty"`
 	Group string `protobuf:"bytes,2,opt,name=group,proto3" json:"group,omitempty"`
-	// The lease: the permit is counted as dropped and its slot freed unless it
+	// The lease: the permit is counted as expired and its slot freed unless it
 	// is released within this many milliseconds of the grant.
 	LeaseMs uint32 `protobuf:"varint,3,opt,name=lease_ms,json=leaseMs,proto3" json:"lease_ms,omitempty"`
 	// For a group in shadow mode: the reason enforcement would have refused

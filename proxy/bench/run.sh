@@ -4,8 +4,10 @@
 # triggers), through HAProxy (Debian's haproxy, nbthread 2, haproxy.cfg.tmpl),
 # through the real daemon (`sluice run`, every request admitted by
 # the gate: a per-client token bucket and a concurrency limit that never
-# trigger), through sluice's proxy package alone (no gate), and through a tuned
-# httputil.ReverseProxy, all on this machine, measured with wrk.
+# trigger) on its own HTTP/1.1 server (sluice) and on net/http's
+# (sluice-nethttp: server.http1 = "net/http"), through sluice's proxy package
+# alone (no gate) on net/http's server (proxy) and on its own (proxy-own), and
+# through a tuned httputil.ReverseProxy, all on this machine, measured with wrk.
 #
 #   proxy/bench/run.sh                 # 3 interleaved rounds of wrk -t2 -c64 -d10s
 #   ROUNDS=5 DURATION=10s proxy/bench/run.sh
@@ -62,6 +64,9 @@ PROXY_ADDR=127.0.0.1:$((PORT_BASE + 83))
 HAPROXY_ADDR=127.0.0.1:$((PORT_BASE + 84))
 NGINX_REFUSE_ADDR=127.0.0.1:$((PORT_BASE + 70))
 SLUICE_REFUSE_ADDR=127.0.0.1:$((PORT_BASE + 71))
+NETHTTP_ADDR=127.0.0.1:$((PORT_BASE + 72))
+NETHTTP_REFUSE_ADDR=127.0.0.1:$((PORT_BASE + 73))
+PROXY_OWN_ADDR=127.0.0.1:$((PORT_BASE + 74))
 PARTS=${PARTS:-saturation half refuse}
 want() { [[ " $PARTS " == *" $1 "* ]]; }
 if want half && ! want saturation; then
@@ -129,6 +134,14 @@ sed -e "0,/^listen = /s|^listen = .*|listen = \"$SLUICE_REFUSE_ADDR\"|" -e 's|^ 
   "$dir/sluice.toml" >"$dir/sluice-refuse.toml"
 grep -q '^  rate  = 0.001' "$dir/sluice-refuse.toml" || { echo "run.sh: the refuse config was not written" >&2; exit 1; }
 "$dir/sluice" check -q "$dir/sluice-refuse.toml"
+# The same two on net/http's server (server.http1 = "net/http", the escape
+# hatch and what served HTTP/1.1 before the own server).
+for c in sluice sluice-refuse; do
+  a=$NETHTTP_ADDR
+  [ "$c" = sluice-refuse ] && a=$NETHTTP_REFUSE_ADDR
+  sed -e "0,/^listen = /s|^listen = .*|listen = \"$a\"\nhttp1 = \"net/http\"|" "$dir/$c.toml" >"$dir/${c/sluice/sluice-nethttp}.toml"
+  "$dir/sluice" check -q "$dir/${c/sluice/sluice-nethttp}.toml"
+done
 
 "$dir/upstream" -listen "$UPSTREAM_ADDR" & pids+=($!)
 if [ -n "${SLUICE_CMD:-}" ]; then
@@ -141,6 +154,12 @@ sluice_pid=${pids[-1]}
 sluice_refuse_pid=${pids[-1]}
 "$dir/front" -listen "$PROXY_ADDR" -upstream "http://$UPSTREAM_ADDR" & pids+=($!)
 proxy_pid=${pids[-1]}
+"$dir/front" -mode own -listen "$PROXY_OWN_ADDR" -upstream "http://$UPSTREAM_ADDR" & pids+=($!)
+proxy_own_pid=${pids[-1]}
+"$dir/sluice" run -config "$dir/sluice-nethttp.toml" -log-level warn & pids+=($!)
+nethttp_pid=${pids[-1]}
+"$dir/sluice" run -config "$dir/sluice-nethttp-refuse.toml" -log-level warn & pids+=($!)
+nethttp_refuse_pid=${pids[-1]}
 "$dir/front" -mode httputil -listen "$HTTPUTIL_ADDR" -upstream "http://$UPSTREAM_ADDR" & pids+=($!)
 httputil_pid=${pids[-1]}
 sed -e "s|@DIR@|$dir|g" -e "s|@LISTEN@|$NGINX_ADDR|g" -e "s|@REFUSE_LISTEN@|$NGINX_REFUSE_ADDR|g" -e "s|@UPSTREAM@|$UPSTREAM_ADDR|g" \
@@ -151,9 +170,10 @@ sed -e "s|@LISTEN@|$HAPROXY_ADDR|g" -e "s|@UPSTREAM@|$UPSTREAM_ADDR|g" \
 haproxy -q -db -f "$dir/haproxy.cfg" & pids+=($!)
 haproxy_pid=${pids[-1]}
 
-declare -A addr=([direct]=$UPSTREAM_ADDR [nginx]=$NGINX_ADDR [haproxy]=$HAPROXY_ADDR [sluice]=$SLUICE_ADDR [proxy]=$PROXY_ADDR [httputil]=$HTTPUTIL_ADDR)
+declare -A addr=([direct]=$UPSTREAM_ADDR [nginx]=$NGINX_ADDR [haproxy]=$HAPROXY_ADDR [sluice]=$SLUICE_ADDR
+  [sluice-nethttp]=$NETHTTP_ADDR [proxy]=$PROXY_ADDR [proxy-own]=$PROXY_OWN_ADDR [httputil]=$HTTPUTIL_ADDR)
 declare -A cand_pid
-targets=(direct nginx haproxy sluice proxy httputil)
+targets=(direct nginx haproxy sluice sluice-nethttp proxy proxy-own httputil)
 port=$((PORT_BASE + 85))
 if [ -n "$BASELINE" ]; then
   addr[sluice-base]=127.0.0.1:$port
@@ -190,7 +210,8 @@ done
 # The refuse part's targets: each answers 429 to (nearly) every request.
 addr[nginx-refuse]=$NGINX_REFUSE_ADDR
 addr[sluice-refuse]=$SLUICE_REFUSE_ADDR
-refuse_targets=(nginx-refuse sluice-refuse)
+addr[sluice-nethttp-refuse]=$NETHTTP_REFUSE_ADDR
+refuse_targets=(nginx-refuse sluice-refuse sluice-nethttp-refuse)
 for c in $CANDIDATES; do
   "$dir/candidates" -mode "$c" -refuse -listen "127.0.0.1:$port" -upstream "http://$UPSTREAM_ADDR" 2>/dev/null & pids+=($!)
   cand_pid[$c-refuse]=${pids[-1]}
@@ -224,6 +245,9 @@ pids_of() {
   case $1 in
   nginx | nginx-refuse) cat "$dir/nginx.pid" ;;
   sluice-refuse) echo "$sluice_refuse_pid" ;;
+  sluice-nethttp) echo "$nethttp_pid" ;;
+  sluice-nethttp-refuse) echo "$nethttp_refuse_pid" ;;
+  proxy-own) echo "$proxy_own_pid" ;;
   haproxy) echo "$haproxy_pid" ;;
   sluice) echo "$sluice_pid" ;;
   proxy) echo "$proxy_pid" ;;

@@ -1,5 +1,7 @@
 // Command front runs a proxy for the benchmark in proxy/bench/run.sh: sluice's
-// proxy (the default), or a tuned net/http/httputil.ReverseProxy for comparison.
+// proxy behind net/http's server (the default, "sluice"), sluice's proxy behind
+// its own HTTP/1.1 server ("own"), or a tuned net/http/httputil.ReverseProxy for
+// comparison.
 // It admits everything: the benchmark measures the forwarding path.
 package main
 
@@ -29,12 +31,14 @@ func main() { os.Exit(run()) }
 func run() int {
 	listen := flag.String("listen", "127.0.0.1:9081", "address to listen on")
 	upstream := flag.String("upstream", "http://127.0.0.1:9000", "upstream URL")
-	mode := flag.String("mode", "sluice", "proxy to run: sluice or httputil")
+	mode := flag.String("mode", "sluice", "proxy to run: sluice, own or httputil")
 	pprofAddr := flag.String("pprof", "", "serve net/http/pprof on this address (empty: off)")
 	flag.Parse()
 
 	var h http.Handler
 	switch *mode {
+	case "own":
+		return serveOwn(*listen, *upstream)
 	case "sluice":
 		p, err := proxy.New(proxy.Params{Upstream: *upstream})
 		if err != nil {
@@ -75,6 +79,37 @@ func run() int {
 	}
 	if *mode == "sluice" {
 		ln = proxy.GuardListener(ln, 0)
+	}
+	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		fmt.Fprintln(os.Stderr, "front:", err)
+		return 1
+	}
+	return 0
+}
+
+// serveOwn serves sluice's proxy behind its own server on listen.
+func serveOwn(listen, upstream string) int {
+	p, err := proxy.New(proxy.Params{Upstream: upstream})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "front:", err)
+		return 2
+	}
+	defer p.Close()
+	srv, err := proxy.NewH1Server(p, proxy.ServerParams{ErrorLog: log.New(io.Discard, "", 0)})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "front:", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		_ = srv.Shutdown(context.Background())
+	}()
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "front:", err)
+		return 1
 	}
 	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 		fmt.Fprintln(os.Stderr, "front:", err)

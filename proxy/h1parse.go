@@ -1,0 +1,419 @@
+package proxy
+
+import (
+	"bytes"
+	"net/http"
+
+	"golang.org/x/net/http/httpguts"
+)
+
+// This file is sluice's HTTP/1 request parser: the one place where a request
+// head is read and its framing decided. The proxy's own server (Server) serves
+// from it; the rules are net/http's server's (its readRequest, textproto's
+// ReadMIMEHeader, transfer.go), made stricter wherever net/http is lax in a way a
+// proxy must not be (RFC 9112 §6 and §11): a head this parser refuses is
+// answered with an error and the connection closed, never passed on.
+//
+// Stricter than net/http:
+//   - the version is HTTP/1.0 or HTTP/1.1 exactly (net/http takes any HTTP/1.x:
+//     "HTTP/1.2" is 400 here, HTTP/2.0 and later 505);
+//   - Content-Length is 1 to 18 decimal digits (net/http takes 19, such as
+//     "0000000000000000000");
+//   - obsolete line folding is refused (net/http joins the lines; an empty
+//     continuation line after Content-Length changes nothing for it but is read
+//     otherwise by others);
+//   - Transfer-Encoding with Content-Length, or in HTTP/1.0, is refused
+//     (net/http drops the length, or the encoding);
+//   - the request-target is origin-form, "*" for OPTIONS, absolute-form with
+//     the http or https scheme and no user info, or authority-form for CONNECT
+//     (net/http takes any scheme and user info).
+//
+// As net/http: up to four CR or LF bytes before a request that follows a POST
+// are skipped (the "old buggy clients" of RFC 9112 §2.2); a head's lines may
+// end in a bare LF (RFC 9112 §2.2 lets a recipient take it); field names are
+// tokens with no whitespace before the colon; values hold no control byte but
+// HTAB; HTTP/1.1 needs exactly one valid Host; one Transfer-Encoding, and it
+// is "chunked" (anything else is 501); repeated identical Content-Lengths are
+// one; an Expect other than 100-continue on HTTP/1.1 is 417.
+
+// span is the part [off, end) of a head.
+type span struct{ off, end int32 }
+
+func (s span) of(b []byte) []byte { return b[s.off:s.end] }
+func (s span) empty() bool        { return s.off == s.end }
+
+// reqField is one field line of a head: its name and its value, with the
+// value's surrounding whitespace trimmed.
+type reqField struct{ name, value span }
+
+// targetForm is the form of a request-target (RFC 9112 §3.2).
+type targetForm uint8
+
+const (
+	formOrigin    targetForm = iota // "/path?query"
+	formAbsolute                    // "http://host/path?query"
+	formAsterisk                    // "*", OPTIONS only
+	formAuthority                   // "host:port", CONNECT only
+)
+
+// reqHead is a request head as the parser read it: offsets into the head's
+// bytes, which the caller keeps.
+type reqHead struct {
+	method, target span
+	minor          uint8 // HTTP/1.minor: 0 or 1
+	form           targetForm
+	// For absolute-form: the authority and the path with its query ("" is
+	// "/"). For the other forms, uri is the target.
+	authority, uri span
+
+	fields  []reqField // every field line, Host included, in order
+	host    span       // the request's host: the Host field's value, or the authority of absolute-form
+	hasHost bool       // a Host field was sent
+
+	length         int64 // Content-Length; -1 when none
+	chunked        bool  // Transfer-Encoding: chunked
+	closeConn      bool  // the client wants the connection closed after this exchange
+	keepAlive10    bool  // HTTP/1.0 with Connection: keep-alive
+	expectContinue bool  // Expect: 100-continue on HTTP/1.1
+	upgrade        bool  // Connection names "upgrade"
+}
+
+// hasBody reports whether a body follows the head.
+func (h *reqHead) hasBody() bool { return h.chunked || h.length > 0 }
+
+// headError is why a head is refused: the status to answer with and a short
+// text for the body.
+type headError struct {
+	status int
+	why    string
+}
+
+func (e *headError) Error() string { return e.why }
+
+var (
+	errMalformed     = &headError{http.StatusBadRequest, "malformed request"}
+	errBadMethod     = &headError{http.StatusBadRequest, "invalid method"}
+	errBadTarget     = &headError{http.StatusBadRequest, "invalid request-target"}
+	errBadVersion    = &headError{http.StatusBadRequest, "malformed HTTP version"}
+	errVersion       = &headError{http.StatusHTTPVersionNotSupported, "unsupported HTTP version"}
+	errFieldLine     = &headError{http.StatusBadRequest, "malformed header line"}
+	errFolding       = &headError{http.StatusBadRequest, "obsolete line folding"}
+	errFieldValue    = &headError{http.StatusBadRequest, "invalid header value"}
+	errNoHost        = &headError{http.StatusBadRequest, "missing required Host header"}
+	errHosts         = &headError{http.StatusBadRequest, "too many Host headers"}
+	errBadHost       = &headError{http.StatusBadRequest, "malformed Host header"}
+	errBadLength     = &headError{http.StatusBadRequest, "invalid Content-Length"}
+	errLengths       = &headError{http.StatusBadRequest, "conflicting Content-Length headers"}
+	errTEAndLength   = &headError{http.StatusBadRequest, "both Transfer-Encoding and Content-Length"}
+	errTE10          = &headError{http.StatusBadRequest, "Transfer-Encoding in an HTTP/1.0 request"}
+	errTEs           = &headError{http.StatusBadRequest, "too many Transfer-Encoding headers"}
+	errTE            = &headError{http.StatusNotImplemented, "unsupported Transfer-Encoding"}
+	errExpect        = &headError{http.StatusExpectationFailed, "unsupported Expect"}
+	errReqTooLarge   = &headError{http.StatusRequestHeaderFieldsTooLarge, "request header too large"}
+	errTooManyFields = &headError{http.StatusRequestHeaderFieldsTooLarge, "too many header fields"}
+)
+
+// maxReqFields bounds the field lines of a head (net/http's textproto bounds
+// them by memory; MaxHeaderBytes bounds the bytes).
+const maxReqFields = 1000
+
+// leadingEmpty returns how many CR or LF bytes begin b, at most four: what
+// net/http skips before a request that follows a POST.
+func leadingEmpty(b []byte) int {
+	n := 0
+	for n < len(b) && n < 4 && (b[n] == '\r' || b[n] == '\n') {
+		n++
+	}
+	return n
+}
+
+// headEnd returns the length of the head that begins b, through the empty line
+// that ends it, or -1 when b does not hold all of it yet. *from is where the
+// search resumes (0 at first); it is moved on for the next call.
+func headEnd(b []byte, from *int) int {
+	i := *from
+	for {
+		nl := bytes.IndexByte(b[i:], '\n')
+		if nl < 0 {
+			*from = len(b)
+			return -1
+		}
+		i += nl
+		switch {
+		case i+1 < len(b) && b[i+1] == '\n':
+			return i + 2
+		case i+2 < len(b) && b[i+1] == '\r' && b[i+2] == '\n':
+			return i + 3
+		case i+1 == len(b) || (i+2 == len(b) && b[i+1] == '\r'):
+			*from = i // undecided: look at this line end again
+			return -1
+		}
+		i++
+	}
+}
+
+// parse reads the head b (a whole head, as headEnd found it) into h, reusing
+// h's memory. A head it refuses gets a *headError.
+func (h *reqHead) parse(b []byte) *headError {
+	fields := h.fields[:0]
+	*h = reqHead{fields: fields, length: -1}
+	line, rest := nextLine(b, 0)
+	if err := h.requestLine(b, line); err != nil {
+		return err
+	}
+	var te, cl int
+	for {
+		line, rest = nextLine(b, rest)
+		if line.empty() {
+			break
+		}
+		if len(h.fields) == maxReqFields {
+			return errTooManyFields
+		}
+		f, err := fieldLine(b, line)
+		if err != nil {
+			return err
+		}
+		h.fields = append(h.fields, f)
+		name, value := f.name.of(b), f.value.of(b)
+		switch {
+		case asciiEqualFold(name, "host"):
+			if h.hasHost {
+				return errHosts
+			}
+			h.hasHost, h.host = true, f.value
+			if !validHost(value) {
+				return errBadHost
+			}
+		case asciiEqualFold(name, "content-length"):
+			n, ok := parseContentLength(value)
+			if !ok {
+				return errBadLength
+			}
+			if cl > 0 && n != h.length {
+				return errLengths
+			}
+			cl++
+			h.length = n
+		case asciiEqualFold(name, "transfer-encoding"):
+			te++
+			h.chunked = asciiEqualFold(value, "chunked")
+		case asciiEqualFold(name, "connection"):
+			h.connection(value)
+		case asciiEqualFold(name, "expect"):
+			if h.minor == 0 || !asciiEqualFold(value, "100-continue") || h.expectContinue {
+				return errExpect
+			}
+			h.expectContinue = true
+		}
+	}
+	if h.minor == 1 && !h.hasHost && string(h.method.of(b)) != "CONNECT" {
+		return errNoHost
+	}
+	switch h.form {
+	case formAbsolute:
+		h.host = h.authority // RFC 9112 §3.2.2: it wins over Host, as in net/http
+	case formAuthority:
+		h.host = h.target
+	}
+	if te > 0 {
+		switch {
+		case cl > 0:
+			return errTEAndLength
+		case h.minor == 0:
+			return errTE10
+		case te > 1:
+			return errTEs
+		case !h.chunked:
+			return errTE
+		}
+		h.length = -1
+	}
+	if h.minor == 0 && !h.keepAlive10 {
+		h.closeConn = true
+	}
+	return nil
+}
+
+// nextLine returns the line of b that starts at from, without its line ending
+// (CRLF or LF), and where the next one starts. b ends in a line ending.
+func nextLine(b []byte, from int) (line span, next int) {
+	nl := bytes.IndexByte(b[from:], '\n')
+	end := from + nl
+	next = end + 1
+	if end > from && b[end-1] == '\r' {
+		end--
+	}
+	return span{int32(from), int32(end)}, next
+}
+
+// requestLine reads "method SP request-target SP HTTP/1.x".
+func (h *reqHead) requestLine(b []byte, line span) *headError {
+	l := line.of(b)
+	sp1 := bytes.IndexByte(l, ' ')
+	if sp1 < 0 {
+		return errMalformed
+	}
+	sp2 := bytes.IndexByte(l[sp1+1:], ' ')
+	if sp2 < 0 {
+		return errMalformed
+	}
+	sp2 += sp1 + 1
+	method, target, version := l[:sp1], l[sp1+1:sp2], l[sp2+1:]
+	if len(method) == 0 {
+		return errBadMethod
+	}
+	for _, c := range method {
+		if !tokenTable[c] {
+			return errBadMethod
+		}
+	}
+	switch string(version) {
+	case "HTTP/1.1":
+		h.minor = 1
+	case "HTTP/1.0":
+		h.minor = 0
+	default:
+		// HTTP/2 and later are answered 505, as net/http's server answers
+		// them; another HTTP/1 minor is malformed here (testdata/requests).
+		if len(version) == 8 && string(version[:5]) == "HTTP/" && version[5] >= '2' && isDigit(version[5]) && version[6] == '.' && isDigit(version[7]) {
+			return errVersion
+		}
+		return errBadVersion
+	}
+	off := line.off
+	h.method = span{off, off + int32(sp1)}
+	h.target = span{off + int32(sp1) + 1, off + int32(sp2)}
+	h.uri = h.target
+	if len(target) == 0 {
+		return errBadTarget
+	}
+	for _, c := range target {
+		if c <= ' ' || c == 0x7f { // no control byte, as net/url refuses them
+			return errBadTarget
+		}
+	}
+	isConnect := string(method) == "CONNECT"
+	switch {
+	case target[0] == '/':
+		h.form = formOrigin
+	case string(target) == "*":
+		if string(method) != "OPTIONS" {
+			return errBadTarget
+		}
+		h.form = formAsterisk
+	case isConnect:
+		if !validHost(target) {
+			return errBadTarget
+		}
+		h.form = formAuthority
+	default:
+		return h.absoluteTarget(target)
+	}
+	return nil
+}
+
+// absoluteTarget reads an absolute-form request-target: "http://" or
+// "https://" (in any case), an authority without user info, then the path and
+// query, if any.
+func (h *reqHead) absoluteTarget(target []byte) *headError {
+	var n int
+	switch {
+	case len(target) >= 7 && asciiEqualFold(target[:7], "http://"):
+		n = 7
+	case len(target) >= 8 && asciiEqualFold(target[:8], "https://"):
+		n = 8
+	default:
+		return errBadTarget
+	}
+	rest := target[n:]
+	end := len(rest)
+	if i := bytes.IndexAny(rest, "/?"); i >= 0 {
+		end = i
+	}
+	authority := rest[:end]
+	if len(authority) == 0 || !validHost(authority) || bytes.IndexByte(authority, '@') >= 0 {
+		return errBadTarget
+	}
+	t := h.target.off
+	h.form = formAbsolute
+	h.authority = span{t + int32(n), t + int32(n+end)}
+	h.uri = span{t + int32(n+end), h.target.end}
+	return nil
+}
+
+// fieldLine reads "name: value" (RFC 9112 §5): a token, a colon, the value
+// with its surrounding whitespace trimmed.
+func fieldLine(b []byte, line span) (reqField, *headError) {
+	l := line.of(b)
+	if l[0] == ' ' || l[0] == '\t' {
+		return reqField{}, errFolding
+	}
+	colon := bytes.IndexByte(l, ':')
+	if colon <= 0 {
+		return reqField{}, errFieldLine
+	}
+	for _, c := range l[:colon] {
+		if !tokenTable[c] {
+			return reqField{}, errFieldLine
+		}
+	}
+	v := l[colon+1:]
+	for _, c := range v {
+		if c < ' ' && c != '\t' || c == 0x7f {
+			return reqField{}, errFieldValue
+		}
+	}
+	start, end := colon+1, len(l)
+	for start < end && (l[start] == ' ' || l[start] == '\t') {
+		start++
+	}
+	for end > start && (l[end-1] == ' ' || l[end-1] == '\t') {
+		end--
+	}
+	off := line.off
+	return reqField{name: span{off, off + int32(colon)}, value: span{off + int32(start), off + int32(end)}}, nil
+}
+
+// connection reads a Connection value: close, keep-alive (for HTTP/1.0) and
+// upgrade, as net/http's shouldClose reads them.
+func (h *reqHead) connection(value []byte) {
+	for len(value) > 0 {
+		var tok []byte
+		if i := bytes.IndexByte(value, ','); i >= 0 {
+			tok, value = value[:i], value[i+1:]
+		} else {
+			tok, value = value, nil
+		}
+		tok = trimOWS(tok)
+		switch {
+		case asciiEqualFold(tok, "close"):
+			h.closeConn = true
+		case asciiEqualFold(tok, "keep-alive"):
+			h.keepAlive10 = h.minor == 0
+		case asciiEqualFold(tok, "upgrade"):
+			h.upgrade = true
+		}
+	}
+}
+
+// validHost reports whether b is a Host value net/http takes: no byte
+// outside those a host and port are spelled with.
+func validHost(b []byte) bool {
+	for _, c := range b {
+		if !hostTable[c] {
+			return false
+		}
+	}
+	return true
+}
+
+// hostTable holds the bytes of httpguts.ValidHostHeader, net/http's rule.
+var hostTable = func() (t [256]bool) {
+	for c := 0; c < 0x80; c++ {
+		t[c] = httpguts.ValidHostHeader(string(rune(c)))
+	}
+	return t
+}()
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }

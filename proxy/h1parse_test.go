@@ -1,0 +1,262 @@
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"net/http"
+	"net/textproto"
+	"slices"
+	"strings"
+	"testing"
+
+	"golang.org/x/net/http/httpguts"
+)
+
+// netHTTPReads reads b as net/http's server reads a request head (its
+// readRequest and the checks of conn.readRequest and serverHandler), and
+// returns the request, or nil when net/http refuses it.
+func netHTTPReads(b []byte) *http.Request {
+	r, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(b)))
+	if err != nil || r.ProtoMajor != 1 {
+		return nil
+	}
+	// ReadRequest takes Host out of the map, where the server looks for it.
+	tp := textproto.NewReader(bufio.NewReader(bytes.NewReader(b)))
+	_, _ = tp.ReadLine()
+	mh, err := tp.ReadMIMEHeader()
+	if err != nil {
+		return nil
+	}
+	hosts, haveHost := mh["Host"]
+	if r.ProtoAtLeast(1, 1) && (!haveHost || len(hosts) == 0) && r.Method != "CONNECT" {
+		return nil
+	}
+	if len(hosts) == 1 && !httpguts.ValidHostHeader(hosts[0]) {
+		return nil
+	}
+	for k, vv := range r.Header {
+		if !httpguts.ValidHeaderFieldName(k) {
+			return nil
+		}
+		for _, v := range vv {
+			if !httpguts.ValidHeaderFieldValue(v) {
+				return nil
+			}
+		}
+	}
+	expect := r.Header.Get("Expect")
+	if expect != "" && !(r.ProtoAtLeast(1, 1) && strings.EqualFold(expect, "100-continue")) {
+		return nil // 417
+	}
+	return r
+}
+
+// checkAgainstNetHTTP parses b (a whole head) with the proxy's parser and, when
+// it takes it, holds what it read to net/http's reading: net/http must take the
+// head too, and both must read the same request. It returns what went wrong.
+func checkAgainstNetHTTP(b []byte) []string {
+	var h reqHead
+	if h.parse(b) != nil {
+		return nil // refusing more than net/http is allowed
+	}
+	r := netHTTPReads(b)
+	if r == nil {
+		return []string{"the parser takes a head net/http refuses"}
+	}
+	var bad []string
+	differ := func(what string, ours, theirs any) {
+		bad = append(bad, fmt.Sprintf("%s: the parser read %#v, net/http %#v", what, ours, theirs))
+	}
+	if m := string(h.method.of(b)); m != r.Method {
+		differ("method", m, r.Method)
+	}
+	if u := string(h.target.of(b)); u != r.RequestURI {
+		differ("request-target", u, r.RequestURI)
+	}
+	if int(h.minor) != r.ProtoMinor {
+		differ("version", h.minor, r.ProtoMinor)
+	}
+	if host := string(h.host.of(b)); host != r.Host {
+		differ("host", host, r.Host)
+	}
+	fields := http.Header{}
+	for _, f := range h.fields {
+		k := textproto.CanonicalMIMEHeaderKey(string(f.name.of(b)))
+		fields[k] = append(fields[k], string(f.value.of(b)))
+	}
+	theirs := r.Header.Clone()
+	if hv, ok := fields["Host"]; ok && r.URL.Host == "" {
+		theirs["Host"] = hv // net/http moves Host out of the map only in its server
+	}
+	if v, ok := fields["Host"]; ok {
+		theirs["Host"] = v
+	}
+	if _, ok := fields["Cache-Control"]; !ok && len(theirs["Cache-Control"]) == 1 && theirs["Cache-Control"][0] == "no-cache" && len(fields["Pragma"]) > 0 {
+		delete(theirs, "Cache-Control") // net/http adds it for "Pragma: no-cache"
+	}
+	// Framing fields are compared as framing, below: net/http takes them out
+	// of the map, or folds repeated lengths into one.
+	for _, k := range []string{"Transfer-Encoding", "Content-Length"} {
+		delete(fields, k)
+		delete(theirs, k)
+	}
+	for k, vv := range theirs {
+		for i := range vv {
+			vv[i] = textproto.TrimString(vv[i])
+		}
+		if !slices.Equal(vv, fields[k]) {
+			differ("field "+k, fields[k], vv)
+		}
+	}
+	for k := range fields {
+		if _, ok := theirs[k]; !ok {
+			differ("field "+k, fields[k], nil)
+		}
+	}
+	chunked := len(r.TransferEncoding) == 1 && r.TransferEncoding[0] == "chunked"
+	if h.chunked != chunked {
+		differ("chunked", h.chunked, chunked)
+	}
+	wantLength := r.ContentLength
+	if wantLength == 0 && !h.hasBody() {
+		wantLength = max(h.length, 0)
+	}
+	if got := h.length; !h.chunked && max(got, 0) != wantLength {
+		differ("length", got, r.ContentLength)
+	}
+	if h.closeConn != r.Close {
+		differ("close", h.closeConn, r.Close)
+	}
+	if h.expectContinue != (r.Header.Get("Expect") != "") {
+		differ("expect", h.expectContinue, r.Header.Get("Expect"))
+	}
+	return bad
+}
+
+// parseHeads are heads for the parser's tests and the fuzzer's seeds.
+var parseHeads = []struct {
+	name   string
+	head   string
+	status int // 0: taken
+}{
+	{"get", "GET /a?b HTTP/1.1\r\nHost: app\r\nAccept: */*\r\n\r\n", 0},
+	{"bare LF", "GET / HTTP/1.1\nHost: app\nX-A: 1\n\n", 0},
+	{"HTTP/1.0 without Host", "GET / HTTP/1.0\r\n\r\n", 0},
+	{"HTTP/1.0 keep-alive", "GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", 0},
+	{"post", "POST /p HTTP/1.1\r\nHost: app\r\nContent-Length: 4\r\n\r\n", 0},
+	{"post chunked", "POST /p HTTP/1.1\r\nHost: app\r\nTransfer-Encoding: Chunked\r\n\r\n", 0},
+	{"repeated lengths", "POST /p HTTP/1.1\r\nHost: app\r\nContent-Length: 4\r\nContent-Length: 4\r\n\r\n", 0},
+	{"leading zeros", "POST /p HTTP/1.1\r\nHost: app\r\nContent-Length: 004\r\n\r\n", 0},
+	{"absolute form", "GET http://app//a/./b?q HTTP/1.1\r\nHost: other\r\n\r\n", 0},
+	{"options *", "OPTIONS * HTTP/1.1\r\nHost: app\r\n\r\n", 0},
+	{"connect", "CONNECT app:443 HTTP/1.1\r\n\r\n", 0},
+	{"expect", "PUT /u HTTP/1.1\r\nHost: app\r\nExpect: 100-Continue\r\nContent-Length: 3\r\n\r\n", 0},
+	{"close", "GET / HTTP/1.1\r\nHost: app\r\nConnection: keep-alive, Close\r\n\r\n", 0},
+	{"upgrade", "GET /ws HTTP/1.1\r\nHost: app\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n", 0},
+	{"empty value", "GET / HTTP/1.1\r\nHost: app\r\nX-E:\r\nX-F: \t \r\n\r\n", 0},
+	{"obs-text", "GET / HTTP/1.1\r\nHost: app\r\nX-U: caf\xc3\xa9\r\n\r\n", 0},
+
+	// The four disagreements of issue 22 between the guard and net/http.
+	{"HTTP/1.2", "POST / HTTP/1.2\r\nHost: app\r\nContent-Length: 0\r\n\r\n", 400},
+	{"19 digits of length", "POST / HTTP/1.1\r\nHost: app\r\nContent-Length: 0000000000000000000\r\n\r\n", 400},
+	{"empty obs-fold after the length", "POST / HTTP/1.1\r\nHost: app\r\nContent-Length: 5\r\n \r\n\r\n", 400},
+	// (the fourth, a CRLF after a POST, is the server's: TestServerFourDisagreements)
+
+	{"length and chunks", "POST / HTTP/1.1\r\nHost: app\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n", 400},
+	{"HTTP/1.0 chunked", "POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", 400},
+	{"two encodings", "POST / HTTP/1.1\r\nHost: app\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n", 400},
+	{"gzip", "POST / HTTP/1.1\r\nHost: app\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 501},
+	{"length list", "POST / HTTP/1.1\r\nHost: app\r\nContent-Length: 4, 4\r\n\r\n", 400},
+	{"lengths differ", "POST / HTTP/1.1\r\nHost: app\r\nContent-Length: 4\r\nContent-Length: 5\r\n\r\n", 400},
+	{"empty length", "POST / HTTP/1.1\r\nHost: app\r\nContent-Length:\r\n\r\n", 400},
+	{"signed length", "POST / HTTP/1.1\r\nHost: app\r\nContent-Length: +4\r\n\r\n", 400},
+	{"space before colon", "GET / HTTP/1.1\r\nHost: app\r\nX-A : 1\r\n\r\n", 400},
+	{"no colon", "GET / HTTP/1.1\r\nHost: app\r\nX-A\r\n\r\n", 400},
+	{"folded", "GET / HTTP/1.1\r\nHost: app\r\nX-A: 1\r\n 2\r\n\r\n", 400},
+	{"folded first", "GET / HTTP/1.1\r\n Host: app\r\n\r\n", 400},
+	{"no Host", "GET / HTTP/1.1\r\n\r\n", 400},
+	{"two Hosts", "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400},
+	{"bad Host", "GET / HTTP/1.1\r\nHost: a b\r\n\r\n", 400},
+	{"absolute without Host", "GET http://app/ HTTP/1.1\r\n\r\n", 400},
+	{"absolute with user", "GET http://u@app/ HTTP/1.1\r\nHost: app\r\n\r\n", 400},
+	{"other scheme", "GET ftp://app/ HTTP/1.1\r\nHost: app\r\n\r\n", 400},
+	{"get *", "GET * HTTP/1.1\r\nHost: app\r\n\r\n", 400},
+	{"control in value", "GET / HTTP/1.1\r\nHost: app\r\nX-A: a\x01b\r\n\r\n", 400},
+	{"CR in value", "GET / HTTP/1.1\r\nHost: app\r\nX-A: a\rb\r\n\r\n", 400},
+	{"control in target", "GET /a\x7f HTTP/1.1\r\nHost: app\r\n\r\n", 400},
+	{"bad method", "G(T / HTTP/1.1\r\nHost: app\r\n\r\n", 400},
+	{"one space", "GET /HTTP/1.1\r\nHost: app\r\n\r\n", 400},
+	{"three parts", "GET / x HTTP/1.1\r\nHost: app\r\n\r\n", 400},
+	{"HTTP/2.0", "GET / HTTP/2.0\r\nHost: app\r\n\r\n", 505},
+	{"h2 preface", "PRI * HTTP/2.0\r\n\r\n", 505},
+	{"lower-case version", "GET / http/1.1\r\nHost: app\r\n\r\n", 400},
+	{"expect other", "GET / HTTP/1.1\r\nHost: app\r\nExpect: 200-ok\r\n\r\n", 417},
+	{"expect on 1.0", "GET / HTTP/1.0\r\nExpect: 100-continue\r\n\r\n", 417},
+	{"empty line first", "\r\nGET / HTTP/1.1\r\nHost: app\r\n\r\n", 400},
+}
+
+func TestParseRequestHead(t *testing.T) {
+	for _, c := range parseHeads {
+		t.Run(c.name, func(t *testing.T) {
+			b := []byte(c.head)
+			from := 0
+			n := headEnd(b, &from)
+			if n != len(b) {
+				t.Fatalf("headEnd = %d, want %d", n, len(b))
+			}
+			var h reqHead
+			err := h.parse(b)
+			switch {
+			case c.status == 0 && err != nil:
+				t.Fatalf("refused (%d %s), want it taken", err.status, err.why)
+			case c.status != 0 && err == nil:
+				t.Fatalf("taken, want %d", c.status)
+			case err != nil && err.status != c.status:
+				t.Fatalf("refused with %d (%s), want %d", err.status, err.why, c.status)
+			}
+			for _, p := range checkAgainstNetHTTP(b) {
+				t.Error(p)
+			}
+		})
+	}
+}
+
+// TestHeadEnd feeds heads byte by byte: the end is found once, where it is.
+func TestHeadEnd(t *testing.T) {
+	for _, c := range parseHeads {
+		b := []byte(c.head)
+		from, found := 0, -1
+		for i := 1; i <= len(b); i++ {
+			if n := headEnd(b[:i], &from); n >= 0 {
+				found = n
+				if i != len(b) {
+					t.Errorf("%s: end found at %d of %d bytes", c.name, n, i)
+				}
+				break
+			}
+		}
+		if found != len(b) {
+			t.Errorf("%s: end %d, want %d", c.name, found, len(b))
+		}
+	}
+}
+
+// FuzzParseRequest holds the parser to net/http's: every head it takes, net/http
+// takes and reads the same way (method, target, version, host, fields,
+// framing, close); a head they read differently is refused.
+func FuzzParseRequest(f *testing.F) {
+	for _, c := range parseHeads {
+		f.Add([]byte(c.head))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		from := 0
+		n := headEnd(b, &from)
+		if n < 0 {
+			return
+		}
+		for _, p := range checkAgainstNetHTTP(b[:n]) {
+			t.Errorf("%q: %s", b[:n], p)
+		}
+	})
+}
