@@ -7,7 +7,6 @@ import (
 	"log"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"runtime"
 	"strconv"
 	"strings"
@@ -54,7 +53,7 @@ func (l *panicLog) take() []string {
 // concurrency slot comes back (the group's in-flight count returns to 0).
 func FuzzH2Frames(f *testing.F) {
 	big := strings.Repeat("b", 64<<10)
-	up := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	up := startUpstream(f, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		if strings.HasPrefix(r.Header.Get("Content-Type"), "application/grpc") {
 			w.Header().Set("Content-Type", "application/grpc")
@@ -68,14 +67,7 @@ func FuzzH2Frames(f *testing.F) {
 			return
 		}
 		_, _ = io.WriteString(w, "ok")
-	}))
-	var protos http.Protocols
-	protos.SetHTTP1(true)
-	protos.SetUnencryptedHTTP2(true)
-	up.Config.Protocols = &protos
-	up.Config.ErrorLog = log.New(io.Discard, "", 0)
-	up.Start()
-	f.Cleanup(up.Close)
+	}), true)
 	g := testGate(f, roomyGroup)
 	px, err := New(Params{Upstream: up.URL, Gate: g, ClientTimeout: 200 * time.Millisecond, UpstreamTimeout: 2 * time.Second})
 	if err != nil {
