@@ -254,8 +254,9 @@ func (d *driver) newLaw(a *kv) (string, error) {
 
 // sample feeds the law one sample (repeat=N times) and prints each decision.
 // Unset fields: MaxInFlight and InFlight default to the current limit (in use),
-// Successes to 250, latency figures to lat= when given; cpu=, mem= and
-// pressure= set the resources (unknown when absent).
+// InFlightStart (instart=) to 0 (unknown), Successes to 250, latency figures
+// to lat= when given; cpu=, mem= and pressure= set the resources (unknown when
+// absent).
 func (d *driver) sample(a *kv) (string, error) {
 	n := max(1, a.int("repeat"))
 	var b strings.Builder
@@ -271,6 +272,7 @@ func (d *driver) sample(a *kv) (string, error) {
 		if _, ok := a.m["inflight"]; ok {
 			s.InFlight = a.int("inflight")
 		}
+		s.InFlightStart = a.int("instart")
 		s.Successes = 250
 		if _, ok := a.m["ok"]; ok {
 			s.Successes = a.int("ok")

@@ -98,6 +98,18 @@ const (
 	// token rate to what the service completes, so the excess is refused at
 	// the rate stage. Observed is the throughput, Bound the rate, in req/s.
 	SignalRateOverload
+	// SignalStalled: completions did not keep up with what was in flight
+	// (the service stopped answering), so Target holds the
+	// limit, and holds it again through the interval after, whose latency
+	// is the stall's. Observed is the share of the work in flight that came
+	// back, Bound the share that keeps up (stallShare).
+	SignalStalled
+	// SignalKneeCost: a cut toward the knee cost completions (more than
+	// kneeLoss of the throughput over the two intervals after it), so the
+	// knee is not below the old limit: Target restored it and cuts toward
+	// the knee no lower until the overload ends. Observed is the
+	// throughput after the cut, Bound before it, in req/s.
+	SignalKneeCost
 )
 
 // Reason explains a Decision with the signal that drove it, the value observed
@@ -187,6 +199,14 @@ func (r Reason) String() string {
 		return "overloaded, rate toward what the service completes, " + num(r.Observed) + "/s of " + num(r.Bound) + "/s"
 	case SignalRateIdle:
 		return "rate not in use, " + num(r.Observed) + "/s of " + num(r.Bound) + "/s: given back"
+	case SignalKneeCost:
+		return "a cut toward the knee cost completions, " + num(r.Observed) + "/s from " + num(r.Bound) +
+			"/s: limit restored, the knee is not below it"
+	case SignalStalled:
+		if r.Bound == 0 { // the interval after a stall
+			return "completions resumed after a stall: its latency is the stall's, not the limit's"
+		}
+		return "completions stalled: " + pct(r.Observed) + " of the work in flight came back (" + pct(r.Bound) + " keeps up)"
 	case SignalDropsUnmoved:
 		return "drops " + pct(r.Observed) + " did not fall from " + pct(r.Bound) +
 			" when concurrency was cut: not caused by load"

@@ -59,7 +59,28 @@
 // Overload. While the gate turns away more than overloadShare of the demand,
 // the law aims at the knee (the no-queue quantile plus Tolerance) instead of
 // the target (SignalOverload): beyond the knee a queue adds only latency,
-// and the waiting happens in the gate's queue, which sheds it.
+// and the waiting happens in the gate's queue, which sheds it. The target is
+// then a ceiling, not the set point: where the backend queues beyond doubt
+// (the mean at least kneeQueueing times the baseline), the knee is also the
+// cut threshold, and such a cut goes no lower than the in-flight count at
+// which the mean would be kneeQueueing times the baseline. Each cut toward
+// the knee is on trial for kneeJudge intervals and undone if it cost more
+// than kneeLoss of the throughput (a service whose completions grow with
+// concurrency past its latency knee); cuts toward the knee then stop at that
+// limit (SignalKneeCost) until the overload ends. They are not made while
+// the baseline is in doubt (the service lost capacity under a binding
+// limit: it may have slowed, which leaves the baseline stale and a knee
+// estimated from it too low) or while the service waits for CPU (its
+// pressure over kneePressure: its throughput grows with its share of the
+// cores).
+//
+// Stalls. While completions do not keep up with what is in flight (by
+// Little's law the successes account for under stallShare of the work held
+// through the interval, where the latency last seen would have brought
+// several: the service stopped answering), and in the interval after (whose
+// latency is the stall's), the
+// law holds (SignalStalled): it must not read the few requests that came
+// back as a service with room, nor blame concurrency for a pause.
 //
 // Resources. CPU and CPU pressure are cut proportionally above their
 // targets and aimed at target × (1 − Headroom/5); memory, which must never

@@ -215,6 +215,9 @@ func TestReasonStrings(t *testing.T) {
 		{Reason{Signal: SignalOverload, Quantile: P99, Observed: ms(47.2), Bound: ms(39.2), Target: ms(200),
 			Refused: 0.35, NoQueue: ms(39.2) / 1.1},
 			"35% of the demand refused, so aiming at the backend's knee, not the target: p99 47.2ms > knee 39.2ms (no-queue p99 35.6ms + 10%), target 200ms"},
+		{Reason{Signal: SignalStalled, Observed: 0.039, Bound: 0.5}, "completions stalled: 3.9% of the work in flight came back (50% keeps up)"},
+		{Reason{Signal: SignalStalled}, "completions resumed after a stall: its latency is the stall's, not the limit's"},
+		{Reason{Signal: SignalKneeCost, Observed: 1350, Bound: 1500}, "a cut toward the knee cost completions, 1350/s from 1500/s: limit restored, the knee is not below it"},
 		{Reason{}, ""},
 	} {
 		if got := tc.r.String(); got != tc.want {

@@ -103,6 +103,20 @@ type QueueBound struct {
 	Critical time.Duration
 	LIFO     bool
 	Standing bool // a standing queue persists
+
+	// StandingWait is the bound for waiters below Critical while a
+	// standing queue persists (Target, capped by the latency budget as Wait
+	// is); Wait is StandingWait while Standing.
+	StandingWait time.Duration
+	// Busy is how long the queue must have stayed non-empty for an arrival
+	// to find it standing (Interval), whatever the last interval's sample
+	// said: CoDel's judgement made per request, which sees a standing queue
+	// within Busy of its start instead of at the next control tick. Zero:
+	// only Standing counts (no CoDel).
+	Busy time.Duration
+	// Adaptive makes the queue serve newest first while it stands
+	// (OrderAdaptive), by Standing or by Busy.
+	Adaptive bool
 }
 
 // For returns the wait bound of a waiter of priority p.
@@ -111,6 +125,45 @@ func (b QueueBound) For(p Priority) time.Duration {
 		return b.Critical
 	}
 	return b.Wait
+}
+
+// Arrival returns, for a request of priority p that finds no free slot and
+// a queue that has been non-empty for busy (0: empty), the longest it may
+// wait and whether the queue now serves newest first: a queue non-empty for
+// Busy is standing, so waiters below Critical may wait only StandingWait
+// and an adaptive queue turns LIFO, at once rather than at the next tick.
+func (b QueueBound) Arrival(p Priority, busy time.Duration) (wait time.Duration, lifo bool) {
+	standing := b.Busy > 0 && busy >= b.Busy
+	lifo = b.LIFO || (b.Adaptive && standing)
+	switch {
+	case p >= Critical:
+		return b.Critical, lifo
+	case standing:
+		return min(b.Wait, b.StandingWait), lifo
+	}
+	return b.Wait, lifo
+}
+
+// Positions is how far back in the queue (1: served next) a request may
+// wait and still expect a slot within wait: slots free about one per gap
+// (the group's recent service interval), unless none has freed for idle
+// (since the last slot handed to a waiter, or since the queue formed) and
+// that silence is longer than stallGaps gaps: it is then the gap now, and a
+// stalled service refuses its arrivals as the silence grows. It returns 0 when there is nothing to go by (no gap known,
+// no silence), and −1 when not even the next slot is expected within wait:
+// the request is refused at once rather than left to wait for its refusal.
+func Positions(wait, gap, idle time.Duration) int {
+	g := gap
+	if idle > stallGaps*gap {
+		g = idle
+	}
+	switch {
+	case g <= 0:
+		return 0
+	case wait < g:
+		return -1
+	}
+	return int(min(wait/g, 1<<30))
 }
 
 // QueueWait bounds queue waits in the style of CoDel (Nichols & Jacobson, 2012)
@@ -135,9 +188,14 @@ func (b QueueBound) For(p Priority) time.Duration {
 // leaves over the upstream latency, so a waiter is not kept only to be served
 // late (it is better refused at once, with Retry-After).
 //
-// The gate feeds it the control interval's sample; feeding it more often (e.g.
-// every Interval) with the same fields makes it react faster. Not safe for
-// concurrent use; publish the QueueBound it returns.
+// Between samples the gate judges each arrival itself with the published
+// bound (QueueBound.Arrival): a queue that has stayed non-empty for Interval
+// is standing for that request at once. And it refuses at arrival a request
+// that would not be served within its bound (Positions): the position it
+// would take in the queue times the group's recent service interval.
+//
+// The gate feeds it the control interval's sample. Not safe for concurrent
+// use; publish the QueueBound it returns.
 type QueueWait struct {
 	p        QueueWaitParams
 	drained  time.Time // last time the queue was seen draining
@@ -184,13 +242,23 @@ func (q *QueueWait) Update(s Sample) QueueBound {
 
 // Bound returns the current bound.
 func (q *QueueWait) Bound() QueueBound {
-	b := QueueBound{Wait: q.p.Interval, Critical: q.p.Interval, Standing: q.standing}
+	b := QueueBound{Wait: q.p.Interval, Critical: q.p.Interval, Standing: q.standing,
+		StandingWait: q.p.Target, Busy: q.p.Interval, Adaptive: q.p.Order == OrderAdaptive}
 	if q.standing {
 		b.Wait = q.p.Target
 	}
 	if q.budget > 0 {
 		b.Wait = min(b.Wait, q.budget)
+		b.StandingWait = min(b.StandingWait, q.budget)
 	}
 	b.LIFO = q.p.Order == OrderLIFO || (q.p.Order == OrderAdaptive && q.standing)
 	return b
 }
+
+// stallGaps is how many intervals between completions the queue must go
+// without handing a slot out for the silence to count (Positions): slots
+// free at random moments, and a silence of a few gaps is chance (one of
+// four gaps or more, for completions like a Poisson stream's, about once
+// in fifty), while a service that stopped goes silent for as long as it
+// stops.
+const stallGaps = 4

@@ -14,7 +14,11 @@ const (
 	// RejectQueueTimeout: waited for a slot longer than the queue's wait bound or
 	// the request's deadline.
 	RejectQueueTimeout
-	// RejectQueueFull: the queue was full, or a higher priority evicted the waiter.
+	// RejectQueueFull: the queue was full: it held its maximum of waiters,
+	// or as many as will be served within the wait bound (the request was
+	// refused on arrival, or pushed out at once by a later arrival served
+	// before it: a higher priority, or a newer waiter under LIFO); or a
+	// higher priority evicted the waiter.
 	RejectQueueFull
 	// RejectCPU: CPU beyond its target (ResourceGuard).
 	RejectCPU

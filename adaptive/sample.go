@@ -23,6 +23,10 @@ type Sample struct {
 	Limit int
 	// InFlight is the number of admitted requests not yet done at Now.
 	InFlight int
+	// InFlightStart is the number in flight at the start of the interval
+	// (the previous sample's InFlight); with InFlight it tells whether
+	// completions kept up with what was in flight (Stalled). Zero: unknown.
+	InFlightStart int
 	// MaxInFlight is the peak number of admitted requests in flight during the
 	// interval. It drives the app-limited guard.
 	MaxInFlight int
@@ -223,6 +227,34 @@ func (s *Sample) interval() time.Duration {
 	}
 	return s.Interval
 }
+
+// answered returns the share of the work held in flight through the
+// interval that came back: the successes times their mean latency (Little's
+// law), with each drop counted as in flight for the whole interval (a fast
+// failure is an answer), against min(InFlightStart, InFlight) requests held
+// for the interval; and how many were held (0: none, and the share is
+// meaningless).
+func (s *Sample) answered() (share float64, held int) {
+	held = min(max(s.InFlightStart, 0), max(s.InFlight, 0))
+	if held == 0 {
+		return 0, 0
+	}
+	iv := s.interval().Seconds()
+	work := float64(max(0, s.Successes))*seconds(s.Latency.Mean) + float64(max(0, s.Drops))*iv
+	return work / (float64(held) * iv), held
+}
+
+// stallShare is the share of the work held in flight that must come back
+// within an interval for completions to count as keeping up (Target's
+// stalled): in a steady state all of it does (Little's law), and a service
+// that stops for half the interval or more falls under it. stallExpected
+// is how many completions the interval must have been expected to bring (by
+// the latency last seen) for their absence to say anything: a request
+// slower than the interval is in flight through it as a matter of course.
+const (
+	stallShare    = 0.5
+	stallExpected = 4
+)
 
 // completed is the number of admitted requests that finished with a signal.
 func (s *Sample) completed() int { return max(0, s.Successes) + max(0, s.Drops) }

@@ -118,8 +118,40 @@ type Target struct {
 	// overloaded (observeRefused).
 	refused    float64
 	overloaded bool
-	mem        memModel
-	res        [numResources]resourceState
+	// stalled: completions stalled in the last interval (stalledIn; its
+	// successor's latency is the stall's); lastMean is the mean latency of
+	// the last interval that completed something and did not stall.
+	stalled  bool
+	lastMean float64
+	// xs holds the throughput of the last kneeWindow intervals (at xAt)
+	// and ls the limit each ran at, to tell a service that lost capacity
+	// (observeThroughput).
+	xs  [kneeWindow]float64
+	ls  [kneeWindow]int
+	xAt int
+	// lastX is the previous interval's throughput: the window holds the
+	// mean of two intervals'.
+	lastX float64
+	// baseDoubt: the service lost capacity (completions fell under a
+	// binding limit that did not fall: it slowed, or lost workers), and no
+	// interval's mean has come within kneeFresh of the baseline since. The
+	// baseline may be stale (a service that slowed never comes near it
+	// again, and a knee estimated from it is too low), so the law does not
+	// cut toward the knee meanwhile. belowKnee: the last interval's
+	// throughput fell with the limit.
+	baseDoubt, belowKnee bool
+	// A cut toward the knee is tried, then judged (judgeKnee): kneeFrom is
+	// the limit before it (0: none on trial), kneeX the throughput it was
+	// decided at, kneeWait the intervals left before it is judged; and
+	// kneeFloor the lowest limit a cut toward the knee may reach, set by a
+	// cut that cost completions (0: none).
+	kneeFrom, kneeWait, kneeFloor int
+	kneeX                         float64
+	// calm counts the intervals since the law last judged the backend
+	// overloaded; a knee's floor outlives dips shorter than kneeWindow.
+	calm int
+	mem  memModel
+	res  [numResources]resourceState
 	// pressureCut is when CPU pressure last drove a cut.
 	pressureCut time.Time
 }
@@ -238,6 +270,7 @@ type proposal struct {
 	wantWhy  Reason
 	latency  bool // the binding cut came from latency
 	drops    bool // the binding cut came from drops
+	knee     bool // latency's violation was of the knee only, not of the target
 	// over marks the resources that are over their targets this interval,
 	// and u holds every resource's reading.
 	over [numResources]bool
@@ -297,6 +330,24 @@ func (pr *proposal) allowFast(est float64, why Reason) {
 // Update applies one interval's sample.
 func (t *Target) Update(s Sample) Decision {
 	old, oldRate := t.limit, t.rate
+	// While completions stop, and through the interval after (the latency
+	// of what was stuck is the stall's), the limit holds: a raise would
+	// read the few requests that came back as a service with room, a cut
+	// would blame concurrency for a pause.
+	after := t.stalled
+	t.stalled = t.stalledIn(&s)
+	if mean := seconds(s.Latency.Mean); mean > 0 && !t.stalled {
+		t.lastMean = mean
+	}
+	switch {
+	case t.stalled:
+		t.observeRefused(&s)
+		share, _ := s.answered()
+		return decide(old, old, oldRate, oldRate, Reason{Signal: SignalStalled, Observed: share, Bound: stallShare})
+	case after && s.completed() > 0:
+		t.observeRefused(&s)
+		return decide(old, old, oldRate, oldRate, Reason{Signal: SignalStalled})
+	}
 	x := s.throughput()
 	mean := seconds(s.Latency.Mean)
 	drops := s.dropRatio()
@@ -305,6 +356,12 @@ func (t *Target) Update(s Sample) Decision {
 	t.observeRefused(&s)
 	n := x * mean // mean in flight, by Little's law
 
+	xm := t.observeThroughput(&s, x, mean)
+	if why, ok := t.judgeKnee(&s, xm); ok {
+		t.cut = cutEpisode{}
+		t.limit = min(max(old, t.kneeFloor), t.p.Max)
+		return decide(old, t.limit, oldRate, t.rate, why)
+	}
 	if why, ok := t.judgeCuts(&s, n, x, mean, drops); ok {
 		next := max(old, t.cut.limit)
 		t.cut = cutEpisode{}
@@ -339,6 +396,9 @@ func (t *Target) Update(s Sample) Decision {
 		next = min(old, round(cut))
 		if next < old {
 			t.noteCut(&pr, &s, n, x, mean, drops, old)
+			if pr.knee && pr.latency {
+				t.kneeFrom, t.kneeX, t.kneeWait = old, t.recentX(), kneeJudge
+			}
 		}
 	case math.IsInf(pr.want, 1):
 		why = Reason{Signal: SignalNoData} // and the episode of cuts waits
@@ -377,6 +437,162 @@ func (t *Target) Update(s Sample) Decision {
 	}
 	return decide(old, t.limit, oldRate, t.rate, why)
 }
+
+// stalledIn reports that completions did not keep up with what was in
+// flight in s: the limit bound (requests waited or were refused, so the
+// slots stayed full: at least min(InFlightStart, InFlight) requests were in
+// flight through the interval), yet what completed accounts, by Little's
+// law, for under stallShare of that, where the latency last seen would have
+// brought stallExpected completions or more. The service stopped answering for much
+// of the interval (a pause, a hang), and the latency of the few that came
+// back says nothing of those stuck.
+func (t *Target) stalledIn(s *Sample) bool {
+	share, held := s.answered()
+	if held == 0 || share >= stallShare || t.lastMean == 0 || !binds(s) {
+		return false
+	}
+	return float64(held)*s.interval().Seconds()/t.lastMean >= stallExpected
+}
+
+// binds reports that the limit bound in s: requests waited or were refused.
+func binds(s *Sample) bool { return s.Rejected > 0 || s.Queued > 0 }
+
+// kneeWindow is how many intervals the service's throughput is judged over
+// (2 s at the default interval); throughputDrop is the share of the window's
+// peak (over two intervals, which halves the noise of a count) under which
+// the throughput counts as fallen, when the fall is also beyond three
+// standard deviations of a count; and kneeFresh how far above the baseline
+// an interval's mean may be and still confirm it (at the knee the mean is
+// the service's own plus a little queueing, and the baseline, a lowest
+// mean, reads low).
+const (
+	kneeWindow     = 8
+	throughputDrop = 0.8
+	kneeFresh      = 1.5
+)
+
+// observeThroughput adds an interval's throughput (averaged with the last
+// one's) and limit to the window and judges it against the window's peak:
+// fallen while the limit bound (requests waited or were refused) and was no
+// lower than at the peak, the service lost capacity (it slowed, or lost
+// workers) and the baseline is in doubt until an interval's mean comes
+// within kneeFresh of it; fallen with the limit, the limit is below the knee
+// (t.belowKnee). An interval that completed nothing tells nothing.
+func (t *Target) observeThroughput(s *Sample, x, mean float64) float64 {
+	if s.completed() == 0 {
+		return 0
+	}
+	xm := x
+	if t.lastX > 0 {
+		xm = (x + t.lastX) / 2
+	}
+	t.lastX = x
+	peak, at := 0.0, 0
+	for i, v := range t.xs {
+		if v > peak {
+			peak, at = v, t.ls[i]
+		}
+	}
+	span := 2 * s.interval().Seconds()
+	fell := binds(s) && xm < throughputDrop*peak &&
+		(peak-xm)*span > 3*math.Sqrt(peak*span)
+	t.belowKnee = fell && t.limit < at
+	switch {
+	case mean > 0 && mean <= kneeFresh*t.base.v:
+		t.baseDoubt = false
+	case fell && t.limit >= at:
+		t.baseDoubt = true
+		t.xs, t.ls = [kneeWindow]float64{}, [kneeWindow]int{}
+		t.kneeFloor = 0 // the knee moved
+	}
+	if t.calm++; t.overloaded {
+		t.calm = 0
+	} else if t.calm >= kneeWindow {
+		t.kneeFloor = 0 // the overload has ended
+	}
+	t.xs[t.xAt%kneeWindow], t.ls[t.xAt%kneeWindow] = xm, t.limit
+	t.xAt++
+	return xm
+}
+
+// recentX is the throughput over the last four intervals that completed
+// something (the window's last two entries, of two intervals each).
+func (t *Target) recentX() float64 {
+	if t.xAt < 2 {
+		return t.xs[0]
+	}
+	return (t.xs[(t.xAt-1)%kneeWindow] + t.xs[(t.xAt-2)%kneeWindow]) / 2
+}
+
+// kneeJudge is how many intervals after a cut toward the knee it is judged:
+// one for what the old limit admitted to drain, four of throughput at the
+// new limit (the noise of four intervals' count is half of one's).
+const kneeJudge = 5
+
+// kneeLoss is the share of its throughput a cut toward the knee may cost
+// (over two intervals) and be kept: completions that fall with a cut say
+// the limit was at the knee, or below it (a service whose throughput grows
+// with its share of the cores, beside a neighbour, has its knee higher than
+// its latency shows).
+const kneeLoss = 0.03
+
+// judgeKnee judges a cut toward the knee kneeJudge intervals after it: if
+// the throughput over the last four intervals fell by more than kneeLoss
+// from the four before the cut, the cut
+// is undone and no cut toward the knee goes below the old limit again
+// (kneeFloor) until the overload has ended for kneeWindow intervals or the
+// service loses capacity. It
+// reports the reason and true when it undoes the cut.
+func (t *Target) judgeKnee(s *Sample, xm float64) (Reason, bool) {
+	if t.kneeFrom == 0 || xm == 0 {
+		return Reason{}, false
+	}
+	if t.kneeWait--; t.kneeWait > 0 {
+		return Reason{}, false
+	}
+	from, was := t.kneeFrom, t.kneeX
+	t.kneeFrom = 0
+	if xm = t.recentX(); xm >= (1-kneeLoss)*was || !t.overloaded || from <= t.limit {
+		return Reason{}, false
+	}
+	t.kneeFloor = from
+	return Reason{Signal: SignalKneeCost, Observed: xm, Bound: was}, true
+}
+
+// kneeCuts reports whether the law may cut toward the knee: it judges the
+// backend overloaded; the mean shows a queue at least as long as the
+// service itself (kneeQueueing times the baseline: no noise of the baseline
+// or the quantile explains that, while nearer the knee a cut may remove no
+// queue, only throughput); the baseline the knee is estimated from is not
+// in doubt; and the throughput has not fallen with the limit (completions
+// that fall with it say the limit is at or below the knee, whatever the
+// estimate); no cut toward it is on trial (judgeKnee), the limit is above
+// the knee's floor, and the service does not wait for CPU (cpuBound).
+func (t *Target) kneeCuts(s *Sample, mean float64) bool {
+	return t.overloaded && !t.baseDoubt && !t.belowKnee && t.kneeFrom == 0 &&
+		t.limit > t.kneeFloor && mean > kneeQueueing*t.base.v && !cpuBound(s)
+}
+
+// kneePressure is the CPU pressure above which the guarded service counts
+// as waiting for CPU (cpuBound).
+const kneePressure = 0.1
+
+// cpuBound reports that the guarded service's runnable threads wait for a
+// CPU (its pressure is known and over kneePressure): its throughput then
+// grows with its share of the cores, which its number of runnable threads
+// sets beside whatever else runs, so the knee of a pool of workers (past it
+// more in flight only queues) does not hold, and the law does not cut
+// toward it.
+func cpuBound(s *Sample) bool {
+	p, ok := s.cpuPressure()
+	return ok && p > kneePressure
+}
+
+// kneeQueueing is how many times the baseline the mean latency must be for
+// the law to cut toward the knee, and the mean a cut toward it aims no
+// lower than. Nearer the knee the law holds (or, below the knee's
+// estimate, grows).
+const kneeQueueing = 2
 
 // noteCut records a cut from old in the episode of cuts, starting one if none
 // is running: what latency and drops were, and for each resource over its
@@ -504,12 +720,33 @@ func (t *Target) proposeLatency(pr *proposal, s *Sample, x, n, mean float64) {
 	if aim > high {
 		high, sig = aim*(1+h/3), SignalQueueing
 	}
-	overloaded := false
+	overloaded, kneeCut := false, false
 	if knee := noQueue * (1 + t.p.Tolerance); knee < aim && t.overloaded {
+		// The knee is the aim, the target only a ceiling: past the knee
+		// more in flight adds latency and no throughput. Where the backend
+		// queues beyond doubt (kneeCuts), the knee is also the cut
+		// threshold, with the dead band Headroom/3 above it.
 		aim, overloaded = knee, true
+		if kneeCut = t.kneeCuts(s, mean); kneeCut {
+			high = min(high, knee*(1+h/3))
+		}
 	}
 	est := n + x*(aim-p)
+	if kneeCut && p > high && p <= target*(1-h/3) {
+		pr.knee = true
+		// A cut toward the knee goes no lower than the in-flight count at
+		// which the mean would be kneeQueueing times the baseline (Little's
+		// law): what is left there is a queue no longer than the service
+		// itself, which a baseline or a knee estimated wrong may hide; nor
+		// below the limit a cut toward the knee was found to cost
+		// completions at.
+		est = max(est, x*kneeQueueing*t.base.v, float64(t.kneeFloor))
+	}
 	why := Reason{Signal: sig, Quantile: t.p.Quantile, Observed: p, Bound: high, Target: target}
+	if overloaded {
+		why = Reason{Signal: SignalOverload, Quantile: t.p.Quantile, Observed: p, Bound: aim, Target: target,
+			Refused: t.refused, NoQueue: noQueue}
+	}
 	switch {
 	case p > high:
 		pr.violate(est, x, why)
@@ -520,10 +757,8 @@ func (t *Target) proposeLatency(pr *proposal, s *Sample, x, n, mean float64) {
 		why = Reason{Signal: SignalNoQueueing, Observed: mean, Bound: t.base.v * (1 + t.p.Tolerance)}
 		pr.allowFast(max(est, 2*float64(t.limit)), why)
 	case overloaded:
-		// Both sides of the knee: what binds is the refused share and the
-		// knee, not the target, and the reason says so.
-		why = Reason{Signal: SignalOverload, Quantile: t.p.Quantile, Observed: p, Bound: aim, Target: target,
-			Refused: t.refused, NoQueue: noQueue}
+		// Around the knee: what binds is the refused share and the knee,
+		// not the target, and the reason says so.
 		if p < aim {
 			pr.allow(est, why)
 		} else {

@@ -277,8 +277,12 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.addr.Store(&a)
 	s.startHistory()
 	defer s.stopHistory()
-	return s.srv.Serve(ln)
+	return s.srv.Serve(listen.Limit(ln, MaxConns))
 }
+
+// MaxConns bounds the connections the admin API serves at once: far beyond
+// a few scrapers, dashboards and operators; one more is closed at once.
+const MaxConns = 256
 
 // Addr returns the address of the listener that Listen opened or Serve was
 // given, nil before: with port 0 in Params.Listen, the port the system chose.

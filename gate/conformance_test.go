@@ -84,6 +84,7 @@ type traceReq struct {
 	held   bool          // it holds a slot
 	queued bool          // it waits in the queue
 	ends   time.Duration // with queued: the instant its wait bound ends; 0: none
+	wait   time.Duration // the wait bound it arrived with
 }
 
 type traceResult struct {
@@ -167,17 +168,21 @@ func (run *gateTrace) arrive(s *conformance.Step) {
 	r := &traceReq{name: s.Request, group: c.g, seq: len(run.reqs), ctx: newTraceCtx()}
 	run.reqs[r.name] = r
 	before := run.queued()
+	// The wait it gets if it must queue, as the gate reads its bound on
+	// arrival (the clock stands still meanwhile).
+	r.wait, _, _ = r.group.waitPlan(p, run.g.nanos())
 	res := enterAsync(func() (Pass, Rejection, bool) { return run.g.EnterClassCost(r.ctx, c, s.Cost) })
 	select {
 	case got := <-res:
 		run.decided(s.At, r, got, false)
+		run.collect(s.At, before-run.queued()) // waiters it pushed out
 		return
 	case <-r.ctx.waiting:
 	case <-time.After(10 * time.Second): // a failure's bound, not a pace
 		t.Fatalf("line %d: %s neither decided nor queued within 10s", s.Line, r.name)
 	}
 	r.queued = true
-	if b := r.group.waitBound(p); b > 0 {
+	if b := r.wait; b > 0 {
 		r.ends = s.At + b
 	} else if b = r.group.conc.MaxWait(); b > 0 {
 		r.ends = s.At + b

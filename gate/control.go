@@ -196,6 +196,7 @@ func (g *Gate) tickGroup(gr *group, now time.Time, elapsed time.Duration, res *p
 		Interval:      elapsed,
 		Limit:         limit,
 		InFlight:      inflight,
+		InFlightStart: gr.lastInflight,
 		MaxInFlight:   max(lat.MaxInflight, gr.lastInflight, inflight),
 		Successes:     int(lat.Successes),
 		Drops:         int(lat.Drops),
@@ -236,14 +237,28 @@ func (g *Gate) tickGroup(gr *group, now time.Time, elapsed time.Duration, res *p
 	if d.Rate > 0 && gr.managedMax > 0 && d.Rate != rateFrom {
 		_ = gr.rate.setRate(d.Rate) // a law's rate is positive and finite
 	}
-	qb := adaptive.QueueBound{Wait: gr.maxWait, Critical: gr.maxWait, LIFO: gr.conc.Order() == limits.LIFO}
+	qb := *gr.bound.Load()
 	if gr.pol.qw != nil {
 		qb = gr.pol.qw.Update(s)
-		gr.waitNs.Store(int64(min(qb.Wait, gr.maxWait)))
-		gr.criticalNs.Store(int64(min(qb.Critical, gr.maxWait)))
-		if order := orderOf(qb.LIFO); gr.conc.Order() != order {
-			_ = gr.conc.SetOrder(order)
+		gr.publishBound(qb)
+		var busy time.Duration
+		if since := gr.busySince.Load(); since != 0 {
+			busy = now.Sub(g.at(since))
 		}
+		if _, lifo := qb.Arrival(adaptive.Sheddable, busy); gr.conc.Order() != orderOf(lifo) {
+			_ = gr.conc.SetOrder(orderOf(lifo))
+		}
+	}
+	// The interval between completions, which with a waiter's position
+	// tells its wait (adaptive.Positions): unknown while nothing is in
+	// flight, at least the interval while nothing completed.
+	switch done := lat.Successes + lat.Drops; {
+	case done > 0:
+		gr.gapNs.Store(int64(elapsed) / int64(done))
+	case inflight > 0:
+		gr.gapNs.Store(int64(elapsed))
+	default:
+		gr.gapNs.Store(0)
 	}
 	// The guard sheds on no signal the law found its limit does not move.
 	unmoved := adaptive.UnmovedOf(gr.pol.law)

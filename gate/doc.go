@@ -30,10 +30,21 @@
 //     the key already holds its share of the slots (limit / active keys) →
 //     "fair_share", so a greedy key gives way before a polite one;
 //  5. a concurrency slot (limits.Concurrency, lock-free); else the bounded
-//     wait queue, highest priority first, for at most
-//     min(QueueBound.For(priority), Queue.MaxWait, time left to the request's
-//     deadline) → "queue_full", "queue_timeout", or "concurrency" without a
-//     queue.
+//     wait queue, highest priority first, for at most the published
+//     QueueBound as read on arrival (QueueBound.Arrival: a queue that has
+//     stayed non-empty for codel_interval is standing, so a waiter below
+//     critical gets codel_target and an adaptive queue serves newest first)
+//     capped by Queue.MaxWait and the time left to the request's deadline
+//     → "queue_timeout", or "concurrency" without a queue. A request that
+//     would not be served within that bound is refused at once rather than
+//     left to wait for its refusal → "queue_full": its position in the
+//     queue (behind higher priorities and, FIFO, its own) times the
+//     interval between completions of the last control interval, or the
+//     time the queue has gone without handing a slot out (a stall), is
+//     longer (adaptive.Positions); and so is a waiter that later arrivals
+//     push back beyond that (a critical arrival's push-out of a sheddable
+//     waiter, the oldest waiter under LIFO), and the newest lowest waiter
+//     of a full queue a higher priority evicts.
 //
 // An admitted request gets a Pass; its Done(outcome) releases the slot exactly
 // once and feeds the group's probe.Recorder with the upstream latency, measured

@@ -329,9 +329,15 @@ func (gr *group) abandoned() Rejection {
 // queue waits for a slot of gr for a request of priority p that arrived at t0.
 // It returns the instant the slot was taken, or how the wait ended without one.
 //
-// The wait is bounded by min(QueueBound.For(p), queue.max_wait, the time left
-// to ctx's deadline), as adaptive/sim's gate model bounds it; a request whose
-// deadline leaves no time is refused at once.
+// The wait is bounded by min(the published bound as waitPlan reads it for
+// p, queue.max_wait, the time left to ctx's deadline), as adaptive/sim's
+// gate model bounds it; a request whose deadline leaves no time is refused
+// at once (queue_timeout), and so is one that would not be served within its
+// bound (queue_full: its position in the queue times the interval between
+// completions, or the time the queue has gone without handing a slot out, is
+// longer). A waiter pushed back beyond what it may wait for by later
+// arrivals is refused at once too (queue_full), as one evicted from a full
+// queue.
 func (g *Gate) queue(ctx context.Context, gr *group, p adaptive.Priority, t0 int64) (int64, waitEnd) {
 	if gr.conc.MaxQueue() == 0 {
 		return 0, refused(adaptive.RejectConcurrency)
@@ -343,18 +349,27 @@ func (g *Gate) queue(ctx context.Context, gr *group, p adaptive.Priority, t0 int
 	default:
 		return 0, refused(adaptive.RejectQueueTimeout)
 	}
-	o := limits.AcquireOptions{Priority: int(p), MaxWait: gr.waitBound(p)}
+	wait, lifo, idle := gr.waitPlan(p, t0)
 	if dl, ok := ctx.Deadline(); ok {
-		o.MaxWait = min(o.MaxWait, time.Until(dl))
+		wait = min(wait, time.Until(dl))
 	}
-	if o.MaxWait <= 0 {
+	if wait <= 0 {
 		return 0, refused(adaptive.RejectQueueTimeout)
 	}
-	err := gr.conc.Acquire(ctx, o)
-	if errors.Is(err, limits.ErrLimit) {
-		return 0, refused(adaptive.RejectConcurrency)
+	pos := adaptive.Positions(wait, time.Duration(gr.gapNs.Load()), idle)
+	if pos < 0 {
+		return 0, refused(adaptive.RejectQueueFull)
 	}
-	if errors.Is(err, limits.ErrQueueFull) {
+	if gr.conc.Order() != orderOf(lifo) {
+		_ = gr.conc.SetOrder(orderOf(lifo))
+	}
+	gr.busySince.CompareAndSwap(0, t0)
+	err := gr.conc.Acquire(ctx, limits.AcquireOptions{Priority: int(p), MaxWait: wait, Positions: pos})
+	if errors.Is(err, limits.ErrLimit) || errors.Is(err, limits.ErrQueueFull) {
+		gr.leftQueue()
+		if errors.Is(err, limits.ErrLimit) {
+			return 0, refused(adaptive.RejectConcurrency)
+		}
 		return 0, refused(adaptive.RejectQueueFull)
 	}
 	// The request was queued (or found a slot freed meanwhile).
@@ -364,9 +379,10 @@ func (g *Gate) queue(ctx context.Context, gr *group, p adaptive.Priority, t0 int
 	if ob := g.observer; ob != nil {
 		ob.ObserveQueueWait(gr.name, time.Duration(t1-t0))
 	}
-	if gr.conc.Queued() == 0 {
-		gr.drained.Store(true)
+	if err == nil {
+		gr.lastGrant.Store(t1)
 	}
+	gr.leftQueue()
 	switch {
 	case err == nil:
 		return t1, waitEnd{}
@@ -376,6 +392,15 @@ func (g *Gate) queue(ctx context.Context, gr *group, p adaptive.Priority, t0 int
 		return 0, clientGone
 	}
 	return 0, refused(adaptive.RejectQueueTimeout) // ErrWaitTimeout, or the deadline passed
+}
+
+// leftQueue notes that a request left gr's queue (or never joined it):
+// an empty queue has drained, and stands no more.
+func (gr *group) leftQueue() {
+	if gr.conc.Queued() == 0 {
+		gr.drained.Store(true)
+		gr.busySince.Store(0)
+	}
 }
 
 // timers are reused for leaky_queue pacing, so a paced request does not

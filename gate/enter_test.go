@@ -149,12 +149,11 @@ func TestQueueBoundIsTheSmallestOfItsLimits(t *testing.T) {
 	}
 
 	// The published bound below critical caps the wait; critical has its own.
-	gr.waitNs.Store(int64(time.Millisecond))
-	gr.criticalNs.Store(int64(time.Hour))
-	if got := gr.waitBound(adaptive.Default); got != time.Millisecond {
+	gr.bound.Store(&adaptive.QueueBound{Wait: time.Millisecond, Critical: time.Hour})
+	if got, _, _ := gr.waitPlan(adaptive.Default, 0); got != time.Millisecond {
 		t.Errorf("bound of default = %v, want 1ms", got)
 	}
-	if got := gr.waitBound(adaptive.Critical); got != time.Hour {
+	if got, _, _ := gr.waitPlan(adaptive.Critical, 0); got != time.Hour {
 		t.Errorf("bound of critical = %v, want 1h", got)
 	}
 	_, rej, ok = g.Enter(request("/"))
@@ -169,8 +168,7 @@ func TestQueueBoundIsTheSmallestOfItsLimits(t *testing.T) {
 func TestQueueFullEvictsOnlyLowerPriority(t *testing.T) {
 	g := newRealGate(t, queueConfig)
 	gr := g.testGroup(t, "g")
-	gr.waitNs.Store(int64(time.Hour)) // waiters stay until a slot frees
-	gr.criticalNs.Store(int64(time.Hour))
+	gr.bound.Store(&adaptive.QueueBound{Wait: time.Hour, Critical: time.Hour}) // waiters stay until a slot frees
 	holder := mustEnter(t, g, request("/"))
 
 	low := enterQueued(t, g, gr, 1, request("/", "X-Priority", "sheddable"))
@@ -200,7 +198,7 @@ func TestQueueFullEvictsOnlyLowerPriority(t *testing.T) {
 func TestQueuedRequestWhoseClientLeavesIsCanceled(t *testing.T) {
 	g := newRealGate(t, queueConfig)
 	gr := g.testGroup(t, "g")
-	gr.waitNs.Store(int64(time.Hour))
+	gr.bound.Store(&adaptive.QueueBound{Wait: time.Hour, Critical: time.Hour})
 	holder := mustEnter(t, g, request("/"))
 	defer holder.Done(Success)
 	ctx, cancel := context.WithCancel(context.Background())

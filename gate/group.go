@@ -37,17 +37,24 @@ type group struct {
 	prio       adaptive.Priority
 
 	// Admission.
-	conc       *limits.Concurrency
-	floor      atomic.Uint32 // adaptive.Floor.Pack()
-	waitNs     atomic.Int64  // queue wait bound below critical
-	criticalNs atomic.Int64  // queue wait bound of critical
-	rate       *rateLimit    // nil: none
-	keys       *keyTable     // nil: no fair share (no key)
-	fair       adaptive.FairShare
-	lat        *probe.Recorder // upstream latency, outcomes, peak in flight
-	qwait      *probe.Recorder // queue waits
-	drained    atomic.Bool     // the queue was empty at some moment this interval
-	mode       atomic.Uint32   // shadowGroup | shadowRate bits (see shadow.go)
+	conc  *limits.Concurrency
+	floor atomic.Uint32 // adaptive.Floor.Pack()
+	// bound is how a request that finds no free slot may wait (see
+	// waitPlan), published by the control loop, capped by queue.max_wait;
+	// gapNs the interval between completions over the last control
+	// interval (0: unknown). busySince is when the queue last became
+	// non-empty (0: it is empty) and lastGrant when a waiter last got a
+	// slot, on the gate's clock (ns): a queue non-empty for long is
+	// standing, and no slot handed out for long is a stall.
+	bound                       atomic.Pointer[adaptive.QueueBound]
+	gapNs, busySince, lastGrant atomic.Int64
+	rate                        *rateLimit // nil: none
+	keys                        *keyTable  // nil: no fair share (no key)
+	fair                        adaptive.FairShare
+	lat                         *probe.Recorder // upstream latency, outcomes, peak in flight
+	qwait                       *probe.Recorder // queue waits
+	drained                     atomic.Bool     // the queue was empty at some moment this interval
+	mode                        atomic.Uint32   // shadowGroup | shadowRate bits (see shadow.go)
 
 	c *counters // shared with the group gr replaces (see newGroup)
 
@@ -249,26 +256,40 @@ func (gr *group) setSlots(c *spec.Group, order bool) {
 	gr.setQueueBounds(c)
 }
 
-// setQueueBounds publishes the static queue bounds of c: max_wait for every
-// priority, until QueueWait (CoDel) says otherwise.
+// setQueueBounds publishes the queue bound of c: max_wait for every
+// priority, in the configured order, until QueueWait (CoDel) says otherwise.
 func (gr *group) setQueueBounds(c *spec.Group) {
 	gr.maxWait = time.Duration(c.Queue.MaxWait)
-	w, b := gr.maxWait, gr.maxWait
+	qb := adaptive.QueueBound{Wait: gr.maxWait, Critical: gr.maxWait, LIFO: c.Queue.Order == spec.OrderLIFO}
 	if gr.pol.qw != nil {
-		qb := gr.pol.qw.Bound()
-		w, b = min(qb.Wait, w), min(qb.Critical, b)
+		qb = gr.pol.qw.Bound()
 	}
-	gr.waitNs.Store(int64(w))
-	gr.criticalNs.Store(int64(b))
+	gr.publishBound(qb)
 }
 
-// waitBound is the longest a request of priority p may wait in the queue,
-// before its deadline is considered.
-func (gr *group) waitBound(p adaptive.Priority) time.Duration {
-	if p >= adaptive.Critical {
-		return time.Duration(gr.criticalNs.Load())
+// publishBound publishes qb, capped by queue.max_wait.
+func (gr *group) publishBound(qb adaptive.QueueBound) {
+	qb.Wait, qb.Critical = min(qb.Wait, gr.maxWait), min(qb.Critical, gr.maxWait)
+	qb.StandingWait = min(qb.StandingWait, gr.maxWait)
+	gr.bound.Store(&qb)
+}
+
+// waitPlan is how a request of priority p that finds no free slot at now
+// (ns on the gate's clock) may wait, before its deadline is considered: the
+// published bound read for the queue as it is (QueueBound.Arrival: a queue
+// non-empty for long is standing) and whether the queue now serves newest
+// first; and how long the queue has gone without handing a slot out (since
+// the last grant, or since it formed; 0 when it is empty), which with the
+// interval between completions tells how far back in it the request may
+// stand (adaptive.Positions).
+func (gr *group) waitPlan(p adaptive.Priority, now int64) (wait time.Duration, lifo bool, idle time.Duration) {
+	var busy time.Duration
+	if since := gr.busySince.Load(); since != 0 {
+		busy = time.Duration(now - since)
+		idle = time.Duration(now - max(since, gr.lastGrant.Load()))
 	}
-	return time.Duration(gr.waitNs.Load())
+	wait, lifo = gr.bound.Load().Arrival(p, busy)
+	return wait, lifo, idle
 }
 
 // recorderSub is the recorders' sub-window: one tick (see tickTime).

@@ -64,35 +64,10 @@ func TestHeaderKeyTrimmed(t *testing.T) {
 // answered 400.
 func TestHeaderKeyOnTheWire(t *testing.T) {
 	g, _ := newGate(t, keyConfig)
-	srv := &http.Server{Handler: Middleware(g, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})),
-		Protocols: new(http.Protocols)}
-	srv.Protocols.SetHTTP1(true)
-	srv.Protocols.SetUnencryptedHTTP2(true)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(ln)
-	defer srv.Close()
-	addr := ln.Addr().String()
-
+	addr := serveWire(t, g)
 	h1 := func(fields string) int {
 		t.Helper()
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		c.SetDeadline(time.Now().Add(30 * time.Second))
-		if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: sluice\r\n"+fields+"Connection: close\r\n\r\n"); err != nil {
-			t.Fatal(err)
-		}
-		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode
+		return h1Status(t, addr, "GET / HTTP/1.1\r\nHost: sluice\r\n"+fields+"Connection: close\r\n\r\n")
 	}
 	h2, err := h2raw.Dial("tcp", addr)
 	if err != nil {
@@ -137,4 +112,43 @@ func TestHeaderKeyOnTheWire(t *testing.T) {
 	if st := h2req("x-api-key", "N", "x-api-key", "O"); st != "400" {
 		t.Errorf("HTTP/2 two x-api-key fields: %s, want 400", st)
 	}
+}
+
+// serveWire serves Middleware(g) on net/http's server over loopback, in
+// HTTP/1.1 and h2c with prior knowledge, until the test ends, and returns
+// its address.
+func serveWire(t *testing.T, g *Gate) string {
+	t.Helper()
+	srv := &http.Server{Handler: Middleware(g, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})),
+		Protocols: new(http.Protocols)}
+	srv.Protocols.SetHTTP1(true)
+	srv.Protocols.SetUnencryptedHTTP2(true)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return ln.Addr().String()
+}
+
+// h1Status sends the raw bytes of one HTTP/1.1 request to addr on a
+// connection of its own and returns the answer's status.
+func h1Status(t *testing.T, addr, raw string) int {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(30 * time.Second))
+	if _, err := io.WriteString(c, raw); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
 }

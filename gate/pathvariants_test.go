@@ -1,10 +1,6 @@
 package gate
 
 import (
-	"bufio"
-	"io"
-	"net"
-	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,17 +33,7 @@ name = "rest"
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: Middleware(g, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})),
-		Protocols: new(http.Protocols)}
-	srv.Protocols.SetHTTP1(true)
-	srv.Protocols.SetUnencryptedHTTP2(true)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(ln)
-	defer srv.Close()
-	addr := ln.Addr().String()
+	addr := serveWire(t, g)
 	h2, err := h2raw.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -67,19 +53,7 @@ name = "rest"
 			n, _ := strconv.Atoi(st)
 			return n
 		}
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		c.SetDeadline(time.Now().Add(30 * time.Second))
-		io.WriteString(c, "GET "+target+" HTTP/1.1\r\nHost: sluice\r\nConnection: close\r\n\r\n")
-		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode
+		return h1Status(t, addr, "GET "+target+" HTTP/1.1\r\nHost: sluice\r\nConnection: close\r\n\r\n")
 	}
 	count := obs.count
 	for _, c := range []struct {

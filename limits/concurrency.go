@@ -92,6 +92,18 @@ type AcquireOptions struct {
 	// (e.g. a CoDel-style bound the caller computes); negative means do not
 	// wait at all.
 	MaxWait time.Duration
+	// Positions, when positive, is how far back in the queue the caller
+	// may wait (1: served next): as many waiters as can be served within
+	// its wait. A caller that would stand further back (counting those
+	// served before it: higher priorities, and its own priority's under
+	// FIFO) is refused with ErrQueueFull at once, and a waiter pushed back
+	// further by later arrivals (a higher priority, or its own under LIFO)
+	// leaves with ErrEvicted at once, rather than waiting only to time out.
+	// Waiters of the caller's priority that already stand beyond it leave
+	// at once too (the bound is worked out for the queue as it is now: when
+	// the interval between slots has grown, they will not be served within
+	// their wait either). Zero: no bound but MaxQueue.
+	Positions int
 }
 
 // The state word: the limit in the high 32 bits, a "waiters queued" flag in
@@ -124,7 +136,8 @@ func inflightOf(w uint64) int64 { return int64(w & inflightMask) }
 // raising the limit wakes as many waiters as it frees. A waiter leaves with
 // ErrWaitTimeout after its maximum wait, with ctx.Err() when its context
 // ends, or with ErrEvicted when a higher priority takes its place in a full
-// queue. A waiter that gives up at the very moment a slot is handed to it
+// queue or later arrivals push it back beyond the positions it may wait at
+// (AcquireOptions.Positions). A waiter that gives up at the very moment a slot is handed to it
 // passes the slot on (to the next waiter, or back): slots are never lost.
 // Waiters and their timers are pooled, so the queued path does not
 // allocate in steady state.
@@ -265,16 +278,26 @@ func (c *Concurrency) wait(ctx context.Context, o AcquireOptions) error {
 		c.mu.Unlock()
 		return ErrLimit
 	}
+	order := Order(c.order.Load())
+	c.pushOut(order, o, nil)
+	if o.Positions > 0 && c.q.position(o.Priority, order) > o.Positions {
+		c.settle()
+		c.mu.Unlock()
+		return ErrQueueFull
+	}
 	if int64(c.q.n) >= maxQueue {
 		victim := c.q.lowest()
 		if victim == nil || victim.priority >= o.Priority {
+			c.settle()
 			c.mu.Unlock()
 			return ErrQueueFull
 		}
 		c.finish(victim, ErrEvicted)
 	}
 	wt := getWaiter(o.Priority)
+	wt.positions = o.Positions
 	c.q.push(wt)
+	c.pushOut(order, o, wt)
 	c.settle()
 	c.mu.Unlock()
 
@@ -311,6 +334,29 @@ func (c *Concurrency) wait(ctx context.Context, o AcquireOptions) error {
 	}
 	putWaiter(wt)
 	return err
+}
+
+// pushOut evicts (ErrEvicted), from the end of the queue served last, the
+// waiters that stand further back than they may wait for: beyond their own
+// Positions, or, for those of o's priority, beyond o's (a bound the caller
+// worked out for the queue as it is now: those waiters will not be served
+// within it either); but not except, the caller's own waiter. Call with mu
+// held.
+func (c *Concurrency) pushOut(order Order, o AcquireOptions, except *waiter) {
+	for {
+		last := c.q.last(order)
+		if last == nil || last == except {
+			return
+		}
+		bound := last.positions
+		if o.Positions > 0 && last.priority == o.Priority && (bound == 0 || o.Positions < bound) {
+			bound = o.Positions
+		}
+		if bound == 0 || c.q.n <= bound {
+			return
+		}
+		c.finish(last, ErrEvicted)
+	}
 }
 
 // SetLimit changes the number of slots. Raising it wakes waiters into the

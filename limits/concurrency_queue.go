@@ -14,6 +14,7 @@ type waiter struct {
 	prev, next *waiter
 	lvl        *level
 	priority   int
+	positions  int   // AcquireOptions.Positions; 0: any
 	done       bool  // woken: granted (err nil) or evicted
 	err        error // nil or ErrEvicted
 }
@@ -26,7 +27,7 @@ var waiters = sync.Pool{New: func() any {
 
 func getWaiter(priority int) *waiter {
 	wt := waiters.Get().(*waiter)
-	wt.priority, wt.done, wt.err = priority, false, nil
+	wt.priority, wt.positions, wt.done, wt.err = priority, 0, false, nil
 	return wt
 }
 
@@ -96,6 +97,34 @@ func (q *queue) best(o Order) *waiter {
 				return l.tail
 			}
 			return l.head
+		}
+	}
+	return nil
+}
+
+// position is where a new waiter of priority p would stand (1: served
+// next): behind every waiter of a higher priority, and under FIFO behind
+// those of its own.
+func (q *queue) position(p int, o Order) int {
+	ahead := 0
+	for _, l := range q.levels {
+		if l.priority < p || (l.priority == p && o == LIFO) {
+			break
+		}
+		ahead += l.n
+	}
+	return ahead + 1
+}
+
+// last is the waiter served last: the lowest priority's newest under FIFO,
+// its oldest under LIFO; nil for an empty queue.
+func (q *queue) last(o Order) *waiter {
+	for i := len(q.levels) - 1; i >= 0; i-- {
+		if l := q.levels[i]; l.n > 0 {
+			if o == LIFO {
+				return l.head
+			}
+			return l.tail
 		}
 	}
 	return nil

@@ -165,6 +165,75 @@ func TestConcurrencyPriorityAndEviction(t *testing.T) {
 	}
 }
 
+// Positions bounds how far back a caller may wait: one that would stand
+// further back is refused at once, and one pushed back further by a later
+// arrival (a higher priority; its own priority's under LIFO) is pushed out
+// at once, with ErrEvicted, rather than left to time out.
+func TestConcurrencyPositions(t *testing.T) {
+	t.Run("fifo", func(t *testing.T) {
+		c := newConc(t, ConcurrencyParams{Limit: 1, MaxQueue: 10})
+		c.TryAcquire()
+		two := AcquireOptions{Positions: 2}
+		a := acquireAsync(t, c, context.Background(), two, 1)
+		b := acquireAsync(t, c, context.Background(), two, 2)
+		if err := c.Acquire(context.Background(), two); !errors.Is(err, ErrQueueFull) {
+			t.Fatalf("a third waiter with two positions: %v, want ErrQueueFull", err)
+		}
+		// One that may stand only first (the interval between slots has
+		// grown): b, second, is pushed out, and the caller refused.
+		if err := c.Acquire(context.Background(), AcquireOptions{Positions: 1}); !errors.Is(err, ErrQueueFull) {
+			t.Fatalf("a waiter with one position behind one: %v, want ErrQueueFull", err)
+		}
+		if err := <-b; !errors.Is(err, ErrEvicted) {
+			t.Fatalf("the waiter beyond the new bound: %v, want ErrEvicted", err)
+		}
+		if c.Queued() != 1 {
+			t.Fatalf("%d queued after a push-out and a refusal, want 1", c.Queued())
+		}
+		b = acquireAsync(t, c, context.Background(), two, 2)
+		// A higher priority goes in front: b, now third, is pushed out; a,
+		// second, stays.
+		high := make(chan error, 1)
+		go func() { high <- c.Acquire(context.Background(), AcquireOptions{Priority: 5, Positions: 1}) }()
+		if err := <-b; !errors.Is(err, ErrEvicted) {
+			t.Fatalf("the waiter pushed to third: %v, want ErrEvicted", err)
+		}
+		waitFor(t, "high queued", func() bool { return c.Queued() == 2 })
+		for _, ch := range []chan error{high, a} {
+			c.Release()
+			if err := <-ch; err != nil {
+				t.Fatal(err)
+			}
+		}
+		c.Release()
+	})
+	t.Run("lifo", func(t *testing.T) {
+		c := newConc(t, ConcurrencyParams{Limit: 1, MaxQueue: 10, Order: LIFO})
+		c.TryAcquire()
+		two := AcquireOptions{Positions: 2}
+		a := acquireAsync(t, c, context.Background(), two, 1)
+		b := acquireAsync(t, c, context.Background(), two, 2)
+		// The newest is served first: a third is admitted, and a, the oldest,
+		// now third, is pushed out.
+		third := make(chan error, 1)
+		go func() { third <- c.Acquire(context.Background(), two) }()
+		if err := <-a; !errors.Is(err, ErrEvicted) {
+			t.Fatalf("the oldest, pushed to third: %v, want ErrEvicted", err)
+		}
+		waitFor(t, "third queued", func() bool { return c.Queued() == 2 })
+		for _, ch := range []chan error{third, b} {
+			c.Release()
+			if err := <-ch; err != nil {
+				t.Fatal(err)
+			}
+		}
+		c.Release()
+		if c.InFlight() != 0 || c.Queued() != 0 {
+			t.Fatalf("in flight %d, queued %d", c.InFlight(), c.Queued())
+		}
+	})
+}
+
 func TestConcurrencyWaitTimeoutAndContext(t *testing.T) {
 	c := newConc(t, ConcurrencyParams{Limit: 1, MaxQueue: 5})
 	c.TryAcquire()

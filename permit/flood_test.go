@@ -1,7 +1,6 @@
 package permit_test
 
 import (
-	"runtime"
 	"testing"
 
 	"github.com/sluicehq/sluice/internal/h2raw"
@@ -18,16 +17,7 @@ func TestUnauthenticatedFloodAllocatesNothing(t *testing.T) {
 		t.Run(method, func(t *testing.T) {
 			e := newEnv(t, jobs(4), permit.Params{})
 			s := serve(t, e.svc, "tcp")
-			h2raw.Flood(t, "tcp", s.addr, method, testToken, inProcess)
+			h2raw.Flood(t, "tcp", s.addr, method, testToken, h2raw.InProcess)
 		})
 	}
-}
-
-// inProcess is the test process's usage: goroutines, live heap and stacks
-// after a collection (the raw client's are counted too).
-func inProcess() h2raw.Usage {
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return h2raw.Usage{Goroutines: runtime.NumGoroutine(), Bytes: int64(m.HeapAlloc + m.StackInuse)}
 }

@@ -62,6 +62,13 @@ func TestPathBypassesAreCounted(t *testing.T) {
 		{"/limited/./a/b/..?x", "GET /limited/a/?x HTTP/1.1"},
 		{"http://app//limited/./a?q", "GET /limited/a?q HTTP/1.1"},
 		{"/limited/a%20b", "GET /limited/a%20b HTTP/1.1"},
+		// Issue 23, item 6: parameters are set aside for matching and
+		// forwarded; what no client sends is refused.
+		{"/limited;x/a", "GET /limited;x/a HTTP/1.1"},
+		{"/limited%3Bjsessionid=1/a", "GET /limited%3Bjsessionid=1/a HTTP/1.1"},
+		{"/limited/a#x", ""},
+		{"/limited/a%20", ""},
+		{"/limited/%0a", ""},
 	} {
 		t.Run(tc.target, func(t *testing.T) {
 			g := testGate(t, pathGroups)
@@ -92,6 +99,45 @@ func TestPathBypassesAreCounted(t *testing.T) {
 				t.Errorf("limited counted %d, rest %d; want the request in limited", l, r)
 			}
 		})
+	}
+}
+
+// TestKeyHeaderTwiceIsRefused: a request that sends its group's key header
+// twice is answered 400 with Sluice-Error: key and reaches neither the gate
+// nor the upstream: upstreams read one field or the other (issue 23, item
+// 4); the key's value is read without the whitespace around it.
+func TestKeyHeaderTwiceIsRefused(t *testing.T) {
+	g := testGate(t, `
+[[group]]
+name = "api"
+key = "header:x-api-key"
+  [group.rate]
+  algorithm = "fixed_window"
+  limit = 1
+  window = "1h"
+`)
+	up, base, _ := rawProxy(t, Params{Gate: g}, ServerParams{})
+	c := dialRaw(t, base)
+	c.send(t, "GET /a HTTP/1.1\r\nHost: app\r\nX-Api-Key: victim\r\nX-Api-Key: mine\r\n\r\n")
+	resp, body, _ := c.readResponse(t, "GET")
+	if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("Sluice-Error") != "key" {
+		t.Fatalf("two X-Api-Key fields: %d %v %q, want 400 with Sluice-Error: key", resp.StatusCode, resp.Header, body)
+	}
+	up.noConn(t)
+	if n := completed(t, g, "api"); n != 0 {
+		t.Fatalf("%d requests counted", n)
+	}
+	c = dialRaw(t, base)
+	c.send(t, "GET /a HTTP/1.1\r\nHost: app\r\nX-Api-Key: K\r\n\r\n")
+	conn := up.accept(t)
+	conn.readRequest(t)
+	conn.write(t, freshResponse)
+	if resp, _, _ := c.readResponse(t, "GET"); resp.StatusCode != 200 {
+		t.Fatalf("the first K: %d", resp.StatusCode)
+	}
+	c.send(t, "GET /a HTTP/1.1\r\nHost: app\r\nX-Api-Key: \t K \r\n\r\n")
+	if resp, _, _ := c.readResponse(t, "GET"); resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("K with whitespace around it: %d, want 429 (the key K, which has had its request)", resp.StatusCode)
 	}
 }
 

@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"net/http"
+	"net/netip"
 
 	"golang.org/x/net/http/httpguts"
 )
@@ -25,8 +26,9 @@ import (
 //   - Transfer-Encoding with Content-Length, or in HTTP/1.0, is refused
 //     (net/http drops the length, or the encoding);
 //   - the request-target is origin-form, "*" for OPTIONS, absolute-form with
-//     the http or https scheme and no user info, or authority-form for CONNECT
-//     (net/http takes any scheme and user info).
+//     the http or https scheme and no user info, or authority-form for CONNECT,
+//     its authority a plain host and port (net/http takes any scheme, user
+//     info, percent-encodings).
 //
 // As net/http: up to four CR or LF bytes before a request that follows a POST
 // are skipped (the "old buggy clients" of RFC 9112 §2.2); a head's lines may
@@ -303,7 +305,7 @@ func (h *reqHead) requestLine(b []byte, line span) *headError {
 		}
 		h.form = formAsterisk
 	case isConnect:
-		if !validHost(target) {
+		if !validAuthority(target) {
 			return errBadTarget
 		}
 		h.form = formAuthority
@@ -332,7 +334,7 @@ func (h *reqHead) absoluteTarget(target []byte) *headError {
 		end = i
 	}
 	authority := rest[:end]
-	if len(authority) == 0 || !validHost(authority) || bytes.IndexByte(authority, '@') >= 0 {
+	if !validAuthority(authority) {
 		return errBadTarget
 	}
 	t := h.target.off
@@ -403,6 +405,48 @@ func validHost(b []byte) bool {
 	for _, c := range b {
 		if !hostTable[c] {
 			return false
+		}
+	}
+	return true
+}
+
+// validAuthority reports whether b is an authority of a request-target the
+// parser takes: a host of letters, digits, '.', '-' and '_' (or a bracketed
+// IPv6 address), and an optional ":port" of digits. No user info, no percent-encoding, nothing net/url could refuse or
+// read another way.
+func validAuthority(b []byte) bool {
+	host, port := b, []byte(nil)
+	if len(b) > 0 && b[0] == '[' {
+		end := bytes.IndexByte(b, ']')
+		if end < 2 {
+			return false
+		}
+		if a, err := netip.ParseAddr(string(b[1:end])); err != nil || !a.Is6() || a.Zone() != "" {
+			return false
+		}
+		host, port = nil, b[end+1:]
+		if len(port) > 0 && port[0] != ':' {
+			return false
+		}
+	} else if i := bytes.IndexByte(b, ':'); i >= 0 {
+		host, port = b[:i], b[i:]
+	}
+	if host != nil && len(host) == 0 {
+		return false
+	}
+	for _, c := range host {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || isDigit(c) || c == '.' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	if len(port) > 0 {
+		if len(port) == 1 {
+			return false // ":" and no port
+		}
+		for _, c := range port[1:] {
+			if !isDigit(c) {
+				return false
+			}
 		}
 	}
 	return true

@@ -182,6 +182,10 @@ var parseHeads = []struct {
 	{"absolute with user", "GET http://u@app/ HTTP/1.1\r\nHost: app\r\n\r\n", 400},
 	{"other scheme", "GET ftp://app/ HTTP/1.1\r\nHost: app\r\n\r\n", 400},
 	{"get *", "GET * HTTP/1.1\r\nHost: app\r\n\r\n", 400},
+	{"connect with an escape", "CONNECT %0 HTTP/1.0\n\n", 400}, // found by FuzzParseRequest
+	{"absolute with an escape", "GET http://%0/ HTTP/1.1\r\nHost: app\r\n\r\n", 400},
+	{"connect to a port that is no number", "CONNECT :A HTTP/1.0\n\n", 400}, // found by FuzzParseRequest
+	{"connect to IPv6", "CONNECT [::1]:443 HTTP/1.1\r\n\r\n", 0},
 	{"control in value", "GET / HTTP/1.1\r\nHost: app\r\nX-A: a\x01b\r\n\r\n", 400},
 	{"CR in value", "GET / HTTP/1.1\r\nHost: app\r\nX-A: a\rb\r\n\r\n", 400},
 	{"control in target", "GET /a\x7f HTTP/1.1\r\nHost: app\r\n\r\n", 400},

@@ -313,6 +313,10 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if hw, ok := w.(*h1Writer); ok {
 			class.Key = hw.c.safeKey(class.Key) // the gate may keep it beyond the request
 		}
+		if err := class.Err(); err != nil { // its key header sent twice
+			refuse(w, keyValue, err)
+			return
+		}
 	}
 	if p.breaker != nil {
 		permit, ok := p.breaker.Allow(now)
@@ -376,19 +380,25 @@ func (p *Proxy) trustedProxies() *gate.TrustedProxies {
 	return p.trusted
 }
 
-// refusePath answers a request whose path gate.NormalPath refuses (".." above
-// the root, an encoded slash or a backslash, "/..;/", a NUL): 400, with
-// Sluice-Error: path, and the request reaches neither the gate nor the
-// upstream, which might read the path another way than the groups matched it.
-func refusePath(w http.ResponseWriter, err error) {
+// refusePath and refuse answer a request that the gate cannot place: 400 with
+// Sluice-Error reason ("path": gate.NormalPath refuses its path, ".." above
+// the root, an encoded slash or a backslash, "/..;/", a control character,
+// a raw "#" or space; "key": its group's key header came twice), and the
+// request reaches neither the gate nor the upstream, which might read it
+// another way than the groups matched it.
+func refusePath(w http.ResponseWriter, err error) { refuse(w, pathValue, err) }
+
+func refuse(w http.ResponseWriter, reason []string, err error) {
 	text := "400 Bad Request (" + err.Error() + ")\n"
 	h := w.Header()
 	h["Content-Type"] = textPlain
 	h["X-Content-Type-Options"] = noSniff
-	h[headerError] = pathValue
+	h[headerError] = reason
 	h["Content-Length"] = one(strconv.Itoa(len(text)))
 	w.WriteHeader(http.StatusBadRequest)
 	_, _ = io.WriteString(w, text)
 }
 
-var pathValue = one("path")
+// The Sluice-Error values of refuse: the path, or the key header sent
+// twice (gate.ErrKeyTwice).
+var pathValue, keyValue = one("path"), one("key")

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -198,7 +199,7 @@ func (run *simTrace) observe(at time.Duration, own string, action func()) {
 		case a == "gone" && b == "admit":
 			return "", false // finished
 		case a == "gone":
-			if len(why) != 1 {
+			if len(why) == 0 || slices.ContainsFunc(why, func(r string) bool { return r != why[0] }) {
 				run.t.Fatalf("at %v: %s rejected in an action with rejections %v: cannot tell its reason", at, n, why)
 			}
 			return fmt.Sprintf("reject %s %s", n, why[0]), true

@@ -34,6 +34,15 @@ func (d *deque) pushBack(r ref) {
 	d.n++
 }
 
+func (d *deque) pushFront(r ref) {
+	if d.n == len(d.buf) {
+		d.grow()
+	}
+	d.head = (d.head - 1 + len(d.buf)) % len(d.buf)
+	d.buf[d.head] = r
+	d.n++
+}
+
 func (d *deque) popFront() ref {
 	r := d.buf[d.head]
 	d.head = (d.head + 1) % len(d.buf)

@@ -52,9 +52,16 @@ type gateState struct {
 	levels   [adaptive.NumPriorities]deque
 	live     [adaptive.NumPriorities]int
 	lifo     bool
-	wait     int64 // bound for new waiters below Critical, ns
-	burst    int64 // bound for new Critical waiters, ns
-	floor    adaptive.Floor
+	// bound is the published queue bound, capped by Gate.MaxWait; gap the
+	// interval between completions over the last control interval (0:
+	// unknown); busy whether the queue is non-empty, since when, and when a
+	// waiter last got a slot (the gate's waitPlan).
+	bound     adaptive.QueueBound
+	gap       int64
+	busy      bool
+	busySince int64
+	lastGrant int64
+	floor     adaptive.Floor
 
 	fair   bool
 	share  adaptive.FairShare
@@ -193,12 +200,31 @@ func (e *engine) enter(id int32) {
 	e.enqueue(id)
 }
 
-// enqueue puts request id in the wait queue (or refuses it).
+// enqueue puts request id in the wait queue (or refuses it), in the order
+// the gate checks: no queue; no time to wait; not even the front expected
+// within the wait, or standing further back than that; a full queue (a
+// lower priority's newest waiter evicted, else the newcomer refused).
 func (e *engine) enqueue(id int32) {
 	r := &e.reqs[id]
 	g := &e.g
 	if g.maxQueue <= 0 {
 		e.reject(id, adaptive.RejectConcurrency)
+		return
+	}
+	wait, pos, lifo := e.waitPlan(r)
+	switch {
+	case wait <= 0:
+		e.reject(id, adaptive.RejectQueueTimeout)
+		return
+	case pos < 0:
+		e.reject(id, adaptive.RejectQueueFull)
+		return
+	}
+	g.lifo = lifo
+	e.pushOut(r.prio, pos, -1)
+	r = &e.reqs[id] // the pushed out may have grown the request slice
+	if pos > 0 && e.position(r.prio) > pos {
+		e.reject(id, adaptive.RejectQueueFull)
 		return
 	}
 	if g.waiting >= g.maxQueue {
@@ -218,23 +244,101 @@ func (e *engine) enqueue(id int32) {
 		e.reject(victim, adaptive.RejectQueueFull)
 		r = &e.reqs[id] // reject may have grown the request slice
 	}
-	wait := g.wait
-	if r.prio >= adaptive.Critical {
-		wait = g.burst
-	}
-	wait = min(wait, r.deadline-e.now)
-	if wait <= 0 {
-		e.reject(id, adaptive.RejectQueueTimeout)
-		return
-	}
 	r.state = stWaiting
+	r.pos = pos
 	r.enq = e.now
 	g.levels[r.prio].pushBack(ref{id, r.gen})
 	g.live[r.prio]++
+	if g.waiting == 0 {
+		g.busy, g.busySince = true, e.now
+	}
 	g.waiting++
 	e.use(r.tenant, +1)
 	e.iv.queued++
 	e.ev.push(e.now+wait, evQueueTimeout, id, r.gen)
+	e.pushOut(r.prio, pos, id)
+}
+
+// waitPlan is how request r, finding no free slot now, may wait, as the
+// gate's waitPlan and queue read the published bound: the wait (capped by
+// its deadline), how far back in the queue it may stand (0: any; −1: not
+// even at the front, refuse it), and whether the queue now serves newest
+// first.
+func (e *engine) waitPlan(r *request) (wait int64, pos int32, lifo bool) {
+	g := &e.g
+	var busy, idle int64
+	if g.busy {
+		busy, idle = e.now-g.busySince, e.now-max(g.busySince, g.lastGrant)
+	}
+	w, lifo := g.bound.Arrival(r.prio, time.Duration(busy))
+	wait = min(int64(w), r.deadline-e.now)
+	if wait <= 0 {
+		return wait, 0, lifo
+	}
+	return wait, int32(adaptive.Positions(time.Duration(wait), time.Duration(g.gap), time.Duration(idle))), lifo
+}
+
+// position is where a new waiter of priority p stands (1: served next):
+// behind every higher priority, and under FIFO behind its own.
+func (e *engine) position(p adaptive.Priority) int32 {
+	g := &e.g
+	n := int32(0)
+	for l := adaptive.NumPriorities - 1; l > int(p); l-- {
+		n += int32(g.live[l])
+	}
+	if !g.lifo {
+		n += int32(g.live[p])
+	}
+	return n + 1
+}
+
+// pushOut refuses (RejectQueueFull), from the end of the queue served last,
+// the waiters that stand further back than they may wait for, as the gate's
+// limiter pushes them out: beyond their own positions, or, for those of
+// priority p, beyond pos (a newcomer's bound for the queue as it is now);
+// but not except (−1: none), the newcomer itself.
+func (e *engine) pushOut(p adaptive.Priority, pos, except int32) {
+	g := &e.g
+	for g.waiting > 0 {
+		low := 0
+		for g.live[low] == 0 {
+			low++
+		}
+		last := e.peekLive(low, !g.lifo)
+		lr := &e.reqs[last]
+		bound := lr.pos
+		if pos > 0 && lr.prio == p && (bound <= 0 || pos < bound) {
+			bound = pos
+		}
+		if last == except || bound <= 0 || int32(g.waiting) <= bound {
+			return
+		}
+		e.popLive(low, !g.lifo)
+		e.leaveQueue(last)
+		e.reject(last, adaptive.RejectQueueFull)
+	}
+}
+
+// peekLive returns, without removing it, the newest (back) or oldest live
+// waiter of level l; it drops dead entries on the way.
+func (e *engine) peekLive(l int, back bool) int32 {
+	q := &e.g.levels[l]
+	for {
+		var x ref
+		if back {
+			x = q.popBack()
+		} else {
+			x = q.popFront()
+		}
+		if r := &e.reqs[x.id]; r.gen == x.gen && r.state == stWaiting {
+			if back {
+				q.pushBack(x)
+			} else {
+				q.pushFront(x)
+			}
+			return x.id
+		}
+	}
 }
 
 // popLive removes and returns the newest (back) or oldest live waiter of level l.
@@ -261,6 +365,7 @@ func (e *engine) leaveQueue(id int32) {
 	g.waiting--
 	if g.waiting == 0 {
 		e.iv.drained = true
+		g.busy = false
 	}
 	e.use(r.tenant, -1)
 	r.state = stPending
@@ -297,6 +402,7 @@ func (e *engine) dispatch() {
 		}
 		id := e.popLive(l, g.lifo)
 		e.leaveQueue(id)
+		g.lastGrant = e.now
 		e.admit(id)
 	}
 }

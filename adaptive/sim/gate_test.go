@@ -115,7 +115,7 @@ func TestGatePriorityAndEviction(t *testing.T) {
 
 func TestGateWaitBoundAndLimitChanges(t *testing.T) {
 	h := newGateHarness(t, 2, 10, adaptive.OrderFIFO)
-	h.e.g.wait, h.e.g.burst = int64(5*time.Millisecond), int64(100*time.Millisecond)
+	h.e.g.bound = adaptive.QueueBound{Wait: 5 * time.Millisecond, Critical: 100 * time.Millisecond}
 	a := h.arrive(0, adaptive.Default, 0)
 	h.arrive(0, adaptive.Default, 0)
 	w := h.arrive(time.Millisecond, adaptive.Default, 0)

@@ -36,6 +36,9 @@ type PhaseReport struct {
 	DropRate   float64 // dropped attempts / completed (succeeded or dropped) attempts
 
 	P50, P99, P999 time.Duration
+	// RejectP99 is the p99 of how long a rejected attempt waited in the
+	// gate for its refusal (0 for one refused on arrival).
+	RejectP99 time.Duration
 
 	Rejections [adaptive.NumRejections]int
 
@@ -232,7 +235,7 @@ type phaseAcc struct {
 	start, end                                time.Duration
 	newReqs, attempts, successes, good, drops int
 	rejections                                [adaptive.NumRejections]int
-	e2e                                       *hist.Histogram
+	e2e, rejWait                              *hist.Histogram
 	prio                                      [adaptive.NumPriorities]Outcome
 	tenants                                   []Outcome
 	peakMem, peakCPU                          float64
@@ -246,7 +249,7 @@ func (rc *recorder) init(e *engine) {
 			end = ph[i+1].At
 		}
 		rc.phases = append(rc.phases, phaseAcc{name: p.Name, start: p.At, end: end, e2e: new(hist.Histogram),
-			tenants: make([]Outcome, len(e.sc.Tenants))})
+			rejWait: new(hist.Histogram), tenants: make([]Outcome, len(e.sc.Tenants))})
 	}
 	rc.series = make([]Point, 0, int(e.sc.Duration/e.sc.Interval)+1)
 	rc.sent = make([][2]int, int(e.sc.Duration/e.sc.Interval)+1)
@@ -276,8 +279,10 @@ func (rc *recorder) at(now int64) *phaseAcc {
 func (rc *recorder) newRequest(now int64) { rc.at(now).newReqs++ }
 func (rc *recorder) attempt(now int64)    { rc.at(now).attempts++ }
 
-func (rc *recorder) reject(now int64, why adaptive.RejectReason) {
-	rc.at(now).rejections[why]++
+func (rc *recorder) reject(now, arrive int64, why adaptive.RejectReason) {
+	p := rc.at(now)
+	p.rejections[why]++
+	p.rejWait.Add(time.Duration(now - arrive))
 }
 
 func (rc *recorder) success(now int64, r *request, e2e int64, good bool) {
@@ -357,6 +362,7 @@ func (a *phaseAcc) summarise(r *Report) PhaseReport {
 		P50:        a.e2e.Quantile(0.5),
 		P99:        a.e2e.Quantile(0.99),
 		P999:       a.e2e.Quantile(0.999),
+		RejectP99:  a.rejWait.Quantile(0.99),
 		Rejections: a.rejections,
 		PeakMemory: a.peakMem,
 		PeakCPU:    a.peakCPU,

@@ -40,11 +40,12 @@ type request struct {
 	admit    int64
 	enq      int64
 	deadline int64
+	pos      int32 // waiting: how far back in the queue it may stand (0: any)
 }
 
 // interval accumulates what the gate and probe see in one control interval.
 type interval struct {
-	maxInflight                          int
+	maxInflight, startInflight           int
 	successes, drops                     int
 	rejected, rateRejected, shed, queued int
 	waitMin, waitMax                     int64
@@ -343,7 +344,7 @@ func (e *engine) reject(id int32, why adaptive.RejectReason) {
 		e.iv.byPrio[r.prio].Rejected++
 	}
 	e.iv.rejects++
-	e.rec.reject(e.now, why)
+	e.rec.reject(e.now, r.arrive, why)
 	e.retryOrFail(id, true)
 	e.freeReq(id)
 }
@@ -427,6 +428,7 @@ func (e *engine) tick() {
 		Interval:      e.sc.Interval,
 		Limit:         e.g.limit,
 		InFlight:      e.g.inflight,
+		InFlightStart: iv.startInflight,
 		MaxInFlight:   iv.maxInflight,
 		Successes:     iv.successes,
 		Drops:         iv.drops,
@@ -465,6 +467,19 @@ func (e *engine) tick() {
 	}
 	if e.qw != nil {
 		e.setBound(e.qw.Update(s))
+		var busy int64
+		if e.g.busy {
+			busy = e.now - e.g.busySince
+		}
+		_, e.g.lifo = e.g.bound.Arrival(adaptive.Sheddable, time.Duration(busy))
+	}
+	switch done := iv.successes + iv.drops; {
+	case done > 0:
+		e.g.gap = int64(e.sc.Interval) / int64(done)
+	case e.g.inflight > 0:
+		e.g.gap = int64(e.sc.Interval)
+	default:
+		e.g.gap = 0
 	}
 	floor := e.gd.Update(adaptive.UnmovedOf(e.law).Mask(s))
 	if e.sh != nil {
@@ -476,17 +491,16 @@ func (e *engine) tick() {
 
 	lat := iv.lat
 	lat.Reset()
-	*iv = interval{lat: lat, maxInflight: e.g.inflight, drained: e.g.waiting == 0}
+	*iv = interval{lat: lat, maxInflight: e.g.inflight, startInflight: e.g.inflight, drained: e.g.waiting == 0}
 }
 
-// setBound publishes the queue's wait bounds, capped by Gate.MaxWait as the
-// gate caps them by queue.max_wait.
+// setBound publishes the queue's bound, capped by Gate.MaxWait as the gate
+// caps it by queue.max_wait.
 func (e *engine) setBound(qb adaptive.QueueBound) {
-	w, b := int64(qb.Wait), int64(qb.Critical)
-	if mw := int64(e.sc.Gate.MaxWait); mw > 0 {
-		w, b = min(w, mw), min(b, mw)
+	if mw := e.sc.Gate.MaxWait; mw > 0 {
+		qb.Wait, qb.Critical, qb.StandingWait = min(qb.Wait, mw), min(qb.Critical, mw), min(qb.StandingWait, mw)
 	}
-	e.g.wait, e.g.burst, e.g.lifo = w, b, qb.LIFO
+	e.g.bound, e.g.lifo = qb, qb.LIFO
 }
 
 // psiPeriod and psiDecay are the kernel's: PSI averages are updated every 2 s,

@@ -153,7 +153,7 @@ func exampleUnderRoot(t *testing.T, src, upstream, root string) (*configs.Config
 	if cfg, err = configs.Parse("rewritten", []byte(body)); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range socketFolders(cfg) {
+	for _, s := range listenAddrs(cfg) {
 		sock, ok := strings.CutPrefix(s.listen, "unix://")
 		if ok && !strings.HasPrefix(sock, root) {
 			t.Fatalf("%s %s is a default outside the test's root: write it into the example, or teach this test", s.key, s.listen)

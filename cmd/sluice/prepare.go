@@ -12,21 +12,22 @@ import (
 	ilisten "github.com/sluicehq/sluice/internal/listen"
 )
 
-// socketFolder is the folder of a unix socket the daemon listens on.
-type socketFolder struct {
+// listenAddr is an address the daemon listens on, and the mode a unix
+// socket there is made with.
+type listenAddr struct {
 	key, listen string      // the config key and its value
 	mode        fs.FileMode // the socket's mode
 }
 
-// socketFolders lists the unix sockets cfg listens on, with their modes.
-func socketFolders(cfg *configs.Config) []socketFolder {
-	list := []socketFolder{{"server.listen", cfg.Server.Listen, ilisten.DefaultSocketMode},
+// listenAddrs lists the addresses cfg listens on.
+func listenAddrs(cfg *configs.Config) []listenAddr {
+	list := []listenAddr{{"server.listen", cfg.Server.Listen, ilisten.DefaultSocketMode},
 		{"admin.listen", cfg.Admin.Listen, ilisten.DefaultSocketMode}}
 	if p := cfg.Permit; p != nil {
-		list = append(list, socketFolder{"permit.listen", p.Listen, socketMode(p.SocketMode)})
+		list = append(list, listenAddr{"permit.listen", p.Listen, socketMode(p.SocketMode)})
 	}
 	if r := cfg.RLS; r != nil {
-		list = append(list, socketFolder{"rls.listen", r.Listen, socketMode(r.SocketMode)})
+		list = append(list, listenAddr{"rls.listen", r.Listen, socketMode(r.SocketMode)})
 	}
 	return list
 }
@@ -45,7 +46,7 @@ func socketMode(mode int) fs.FileMode {
 // socket's mode lets connect (0o660 gives 0o750). It returns the folders it
 // made; its error names the key, the folder and what to do.
 func makeSocketFolders(cfg *configs.Config) (made []string, err error) {
-	for _, s := range socketFolders(cfg) {
+	for _, s := range listenAddrs(cfg) {
 		path, ok := strings.CutPrefix(s.listen, "unix://")
 		if !ok {
 			continue

@@ -3,8 +3,8 @@
 // front-end), the Split that serves its listener (a bound on connections,
 // the protocol told by the first bytes, a gRPC connection authenticated
 // before a gRPC server sees it), the options of their gRPC servers, and the
-// graceful stop of those. It imports internal/listen and grpc, nothing of the front-ends,
-// which import it and never each other.
+// graceful stop of those. It imports internal/listen and grpc, nothing of
+// the front-ends, which import it and never each other.
 //
 // Everything here is safe for concurrent use.
 package front

@@ -5,8 +5,9 @@ import (
 	"io"
 	"net"
 	"sync"
-	"sync/atomic"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/listen"
 )
 
 // firstTimeout bounds how long a new connection may take to send its first
@@ -25,8 +26,8 @@ const h2Preface = "PRI "
 // SplitParams configures a Split.
 type SplitParams struct {
 	// MaxConns bounds the connections open at once, those still being
-	// read included; a connection beyond it is closed at once. Default
-	// DefaultMaxConns.
+	// read included (listen.Limit): a connection beyond it is closed at
+	// once. Default DefaultMaxConns.
 	MaxConns int
 	// HTTP1 serves HTTP/1.1 connections on H1; without it they are closed.
 	HTTP1 bool
@@ -43,10 +44,8 @@ type SplitParams struct {
 // goroutine and a few KiB, and a connection without it is answered
 // UNAUTHENTICATED and closed. Build it with Door.Split.
 type Split struct {
-	ln     net.Listener
+	ln     *listen.Limited
 	door   *Door
-	max    int64
-	open   atomic.Int64   // connections accepted and not yet closed
 	h1, h2 *connListener  // h1 is nil without SplitParams.HTTP1
 	wg     sync.WaitGroup // the goroutines reading first bytes
 }
@@ -56,7 +55,7 @@ func (d *Door) Split(ln net.Listener, p SplitParams) *Split {
 	if p.MaxConns <= 0 {
 		p.MaxConns = DefaultMaxConns
 	}
-	s := &Split{ln: ln, door: d, max: int64(p.MaxConns), h2: newConnListener(ln.Addr())}
+	s := &Split{ln: listen.Limit(ln, p.MaxConns), door: d, h2: newConnListener(ln.Addr())}
 	if p.HTTP1 {
 		s.h1 = newConnListener(ln.Addr())
 	}
@@ -100,13 +99,8 @@ func (s *Split) Run() error {
 			return err
 		}
 		backoff = 0
-		if s.open.Add(1) > s.max {
-			s.open.Add(-1)
-			c.Close()
-			continue
-		}
 		s.wg.Add(1)
-		go s.route(&countedConn{Conn: c, open: &s.open})
+		go s.route(c)
 	}
 }
 
@@ -137,28 +131,6 @@ func (s *Split) route(c net.Conn) {
 	if to == nil || !to.deliver(&prefixConn{Conn: c, prefix: read}) {
 		c.Close()
 	}
-}
-
-// countedConn is a connection counted in open until it is closed.
-type countedConn struct {
-	net.Conn
-	open   *atomic.Int64
-	closed atomic.Bool
-}
-
-func (c *countedConn) Close() error {
-	if c.closed.CompareAndSwap(false, true) {
-		c.open.Add(-1)
-	}
-	return c.Conn.Close()
-}
-
-// CloseWrite half-closes the connection if it can.
-func (c *countedConn) CloseWrite() error {
-	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
-		return cw.CloseWrite()
-	}
-	return nil
 }
 
 // prefixConn is a connection whose first bytes were read already: Read

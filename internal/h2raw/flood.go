@@ -1,6 +1,7 @@
 package h2raw
 
 import (
+	"runtime"
 	"testing"
 	"time"
 )
@@ -12,6 +13,16 @@ import (
 type Usage struct {
 	Goroutines int
 	Bytes      int64
+}
+
+// InProcess is the usage of this process, for a server in it: its
+// goroutines, and its live heap and stacks after a collection (the raw
+// client's are counted too).
+func InProcess() Usage {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return Usage{Goroutines: runtime.NumGoroutine(), Bytes: int64(m.HeapAlloc + m.StackInuse)}
 }
 
 // Flood checks that a gRPC server on a TCP listener that needs token

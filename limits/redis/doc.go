@@ -194,11 +194,14 @@
 // share that starts empty, so that what it held counts toward the share.
 // The share is answered by every renewal: the max-min fair split of the
 // quota's rate over the nodes' demands (the nodes without a lease on the
-// key keep their equal share, and the spare is split evenly), so the shares
-// of all nodes add up to the rate and through an outage the nodes together
-// admit at most the rate plus the units they held when it began, the bound
-// (TestLeasedOutage: killed and hung, at least 90 % of min(offered, quota)
-// throughout). Status, the decision counts (fallback) and Store.Changed
+// key keep their equal share, and the spare is split evenly), capped so
+// that the shares recorded in Redis never add up to more than the rate
+// (the demands each renewal sees are those of the others' last renewals),
+// so through an outage the nodes together admit at most the rate plus the
+// units they held when it began, the bound (TestLeasedOutage: killed and
+// hung, at least 90 % of min(offered, quota) throughout). The units a node
+// admitted by its share are debited from the stock by its next answered
+// renewal, so a slow spell that put it in fallback is not paid twice. Status, the decision counts (fallback) and Store.Changed
 // tell it at that moment. The renewals, in the background, bring the node
 // back to leases by themselves once Redis answers.
 //

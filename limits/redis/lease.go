@@ -106,6 +106,9 @@ type lease struct {
 	a       limits.Allowance
 	refused atomic.Int64 // units refused since the last renewal
 	fbUnits atomic.Int64 // units decided by fb since the last renewal
+	// fbAdmitted is the units fb admitted and no renewal has reported
+	// yet: the next one answered debits them from the stock.
+	fbAdmitted atomic.Int64
 
 	// The renewer's own.
 	after int64     // units held right after the last grant was added
@@ -124,8 +127,10 @@ type lease struct {
 // leaseFallback is how a lease decides while its node cannot renew it: its
 // units held first (Redis counted them: they are part of the node's share),
 // then the store's Fallback policy; for FallbackLocal, local, a limiter of
-// this node's fallback share that starts empty, so that what the node
-// holds and what it admits by the share add up to the share.
+// this node's fallback share that starts with what a lease of the share
+// would hold (1.5 periods of it) less the units held, so that what the
+// node holds and what it admits by the share add up to the share, and the
+// nodes together start the outage with about the bound.
 type leaseFallback struct {
 	local limits.Limiter // nil unless FallbackLocal
 }
@@ -231,6 +236,9 @@ func (ls *leaser) fallback(r *limits.Result, le *lease, fb *leaseFallback, q *qu
 	default:
 		*r = limits.Result{Allowed: n == 0, Limit: q.limit, RetryAfter: time.Duration(max(le.next.Load()-now.UnixNano(), int64(time.Millisecond)))}
 	}
+	if r.Allowed {
+		le.fbAdmitted.Add(n)
+	}
 }
 
 // ask asks for an early renewal of le, if the stock had room for one.
@@ -317,17 +325,17 @@ func (ls *leaser) nextRound(now time.Time) time.Duration {
 type renewal struct {
 	le *lease
 	// Sent: the units held before (before) and after (held) taking back
-	// ret, the units given back; leave ends the lease.
-	before, held, ret int64
-	leave             bool
-	requested         int64 // units admitted and refused since the last renewal
-	// What it tells of le, copied at prepare (the demand in units/s rounded
-	// up, the units asked for, the epoch known): a call abandoned at its
-	// budget may still be building its commands while the next round's
-	// prepare changes le.
-	dem0, want0, epoch0 int64
+	// ret, the units given back; leave ends the lease; debit, the units
+	// the fallback admitted since the last answered renewal.
+	before, held, ret, debit int64
+	leave                    bool
+	// The lease's demand, want and epoch as sent: copies, since a call
+	// abandoned at its budget may still read them while the next round
+	// prepares the lease again.
+	sentDem, sentWant, sentEpoch int64
+	requested                    int64 // units admitted and refused since the last renewal
 	// Answered (see parseRenewals).
-	grant, heldR, out, dem, avail, life, nodes, epoch, share int64
+	grant, heldR, out, dem, avail, life, nodes, epoch, share, under int64
 }
 
 // round renews every lease (with last, gives them all back), promotes the
@@ -424,7 +432,7 @@ func (ls *leaser) prepare(le *lease, now time.Time, q *quota, last bool) *renewa
 	if open {
 		r.requested = max(0, le.after-held)
 	}
-	r.before = held
+	r.before, r.debit = held, le.fbAdmitted.Swap(0)
 	refused, byFallback := le.refused.Swap(0), le.fbUnits.Swap(0)
 	r.requested += refused + byFallback // the demand, however decided
 	ls.admitted.Add(uint64(r.requested - refused - byFallback))
@@ -449,6 +457,7 @@ func (ls *leaser) prepare(le *lease, now time.Time, q *quota, last bool) *renewa
 		budget := int64(rj.share*(now.Sub(rj.since)+ls.p.Period).Seconds()) - rj.taken
 		le.want = min(le.want, held+max(0, budget))
 	}
+	r.sentDem, r.sentWant, r.sentEpoch = int64(math.Ceil(le.dem)), le.want, le.epoch
 	r.leave = last || le.quiet >= quietRounds
 	if r.leave {
 		r.ret = le.a.Close()
@@ -456,7 +465,6 @@ func (ls *leaser) prepare(le *lease, now time.Time, q *quota, last bool) *renewa
 		r.ret = le.a.Withdraw(held - le.want)
 	}
 	r.held, _ = le.a.Held()
-	r.dem0, r.want0, r.epoch0 = int64(math.Ceil(le.dem)), le.want, le.epoch
 	return r
 }
 
@@ -501,7 +509,7 @@ func (ls *leaser) send(ctx context.Context, q *quota, rs []*renewal) error {
 		extra = []any{now.Unix(), int64(now.Nanosecond())}
 	}
 	build := func(verb, script string, part []*renewal) *goredis.Cmd {
-		args := make([]any, 0, 3+2*len(part)+6+6*len(part)+len(extra))
+		args := make([]any, 0, 3+2*len(part)+6+7*len(part)+len(extra))
 		args = append(args, verb, script, 2*len(part))
 		for _, r := range part {
 			args = append(args, r.le.keys[0], r.le.keys[1])
@@ -512,7 +520,7 @@ func (ls *leaser) send(ctx context.Context, q *quota, rs []*renewal) error {
 			if r.leave {
 				leave = "1"
 			}
-			args = append(args, r.held, r.ret, r.dem0, r.want0, leave, r.epoch0)
+			args = append(args, r.held, r.ret, r.sentDem, r.sentWant, leave, r.sentEpoch, r.debit)
 		}
 		args = append(args, extra...)
 		return goredis.NewCmd(ctx, args...)
@@ -551,11 +559,12 @@ func (ls *leaser) send(ctx context.Context, q *quota, rs []*renewal) error {
 	return nil
 }
 
-// parseRenewals reads a renewal call's replies into part: nine integers
-// per key, "grant held outstanding demand avail life nodes epoch share".
+// parseRenewals reads a renewal call's replies into part: ten integers
+// per key, "grant held outstanding demand avail life nodes epoch share
+// under".
 func parseRenewals(s string, part []*renewal) error {
 	for i, r := range part {
-		var f [9]int64
+		var f [10]int64
 		for j := range f {
 			v, rest, ok := leadingInt(s)
 			if !ok {
@@ -573,9 +582,9 @@ func parseRenewals(s string, part []*renewal) error {
 			}
 		}
 		r.grant, r.heldR, r.out, r.dem, r.avail, r.life = f[0], f[1], f[2], f[3], f[4], f[5]
-		r.nodes, r.epoch, r.share = f[6], f[7], f[8]
+		r.nodes, r.epoch, r.share, r.under = f[6], f[7], f[8], f[9]
 		if r.grant < 0 || r.heldR < 0 || r.heldR > r.held || r.out < 0 || r.avail < 0 || r.life < -1 ||
-			r.nodes < 0 || r.epoch < 0 || r.share < 0 {
+			r.nodes < 0 || r.epoch < 0 || r.share < 0 || r.under < 0 || r.under > 1 {
 			return errReply
 		}
 	}
@@ -592,9 +601,14 @@ func (ls *leaser) settle(r *renewal, now time.Time, q *quota) {
 	if r.leave {
 		return
 	}
-	le.fb.Store(nil)
 	ls.rejoin(le, r, now)
 	le.after = le.a.Add(r.grant)
+	// Back on Redis once the lease holds units: a stock that the debit of
+	// the fallback's admissions emptied grants nothing at first, and the
+	// node goes on by its share meanwhile (debited in turn).
+	if le.after > 0 {
+		le.fb.Store(nil)
+	}
 	life := ls.p.TTL
 	if r.life >= 0 {
 		life = min(life, time.Duration(r.life))
@@ -606,11 +620,9 @@ func (ls *leaser) settle(r *renewal, now time.Time, q *quota) {
 	// Early renewals help a node whose demand rose while the quota has
 	// room; while the nodes together want more than its rate they would
 	// only take more than this node's share, so there are none, but for a
-	// node under the fair level (its share covers its demand): it takes
-	// only its demand, and an early renewal keeps it from running dry when
-	// a renewal comes late.
-	under := float64(r.share)/shareScale >= le.dem
-	le.spare.Store(r.avail >= le.want && (under || float64(r.dem) <= q.perSecond()))
+	// node under the fair level: it takes only its demand, and an early
+	// renewal keeps it from running dry when a renewal comes late.
+	le.spare.Store(r.avail >= le.want && (r.under == 1 || float64(r.dem) <= q.perSecond()))
 	le.next.Store(now.Add(ls.p.Period).UnixNano())
 }
 
@@ -660,7 +672,8 @@ func (ls *leaser) failed(r *renewal, now time.Time) {
 		return // given up: Redis expires the lease by itself
 	}
 	le.a.Add(r.ret)
-	le.after = r.before // the units used up to the call are counted
+	le.fbAdmitted.Add(r.debit) // reported by the next renewal answered
+	le.after = r.before        // the units used up to the call are counted
 	if now.UnixNano() >= le.until.Load() {
 		le.a.Close()
 		le.after = 0
@@ -690,13 +703,17 @@ func (ls *leaser) newFallback(le *lease) *leaseFallback {
 	} else {
 		p.Rate, p.Burst = max(share, 1e-9), max(1, int64(math.Ceil(float64(p.Burst)*frac)))
 	}
+	held, _ := le.a.Held()
+	start := max(0, int64(math.Ceil(headroom*share*ls.p.Period.Seconds()))-held)
 	local, err := newTemplate(p)
 	if err != nil { // a share too small for the algorithm: refuse
 		return fb
 	}
-	// Empty from this moment (the round's start may be a while ago): what
-	// the node holds is the share's start.
-	local.AllowAt(time.Now(), local.Policy().Quota)
+	// From this moment (the round's start may be a while ago), it holds
+	// start units.
+	if take := local.Policy().Quota - start; take > 0 {
+		local.AllowAt(time.Now(), take)
+	}
 	fb.local = local
 	return fb
 }

@@ -162,6 +162,11 @@ type node struct {
 	stop              chan struct{}
 	done              sync.WaitGroup
 	worst             atomic.Int64 // the slowest decision, ns
+	// open drops the decisions a late tick missed instead of making them
+	// at once: an open-loop load that a stalled driver does not turn into
+	// a burst (which a lease holding a period and a half of the demand
+	// would refuse, for the driver's stall, not the quota's).
+	open bool
 }
 
 // drive offers perSec decisions a second on key, paced by a 2 ms ticker
@@ -181,6 +186,9 @@ func (n *node) drive(key string) {
 			case <-tick.C:
 			}
 			due := int64(time.Since(start).Seconds() * n.perSec)
+			if tick := int64(math.Ceil(n.perSec * 0.004)); n.open && due-sent > tick {
+				sent = due - tick // missed while the driver did not run
+			}
 			for ; sent < due; sent++ {
 				t := time.Now()
 				ok := n.l.AllowAt(key, t, 1).Allowed

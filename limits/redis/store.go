@@ -70,6 +70,13 @@ func ioTimeout(budget time.Duration) time.Duration {
 	return max(100*time.Millisecond, 20*budget, 2*max(budget, adaptCeil))
 }
 
+// quietFor is how long nothing must succeed, after failThreshold failed
+// decisions in a row, for the link to go down: ten Timeouts, and at least
+// half a second, so that a slow spell of a busy host (whose Redis still
+// answers, late: those decisions are bounded by Overshoot) is not taken
+// for an outage, whose fallback decides by the node's whole share.
+func quietFor(timeout time.Duration) time.Duration { return max(10*timeout, 500*time.Millisecond) }
+
 // Open returns a Store for p. It reads p.PasswordFile,
 // p.SentinelPasswordFile and p.CAFile and sets up the connections, which
 // are dialled on first use.
@@ -131,7 +138,7 @@ func openStore(p StoreParams, beaten func(n int, err error)) (*Store, error) {
 	host, _ := os.Hostname()
 	s := &Store{
 		p: p, client: client, clock: scripts, renew: renewals, batch: len(p.ClusterAddresses) == 0,
-		link:     newLink(p.BackoffMin, p.BackoffMax, 10*p.Timeout, time.Now().UnixNano()),
+		link:     newLink(p.BackoffMin, p.BackoffMax, quietFor(p.Timeout), time.Now().UnixNano()),
 		dl:       newDeadline(p.Timeout, time.Now().UnixNano()),
 		nodeID:   fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(id[:])),
 		nodesKey: p.KeyPrefix + "nodes",

@@ -9,8 +9,10 @@
 -- window tag when its units were granted (w), its last renewal (t, ms) and
 -- the units granted to it in that window (g); and their sums #O (the
 -- outstanding units: the over-admission bound) and #D, the live leases #N,
--- #next, the earliest expiry recorded (no lease expires before it), and #E,
--- the hash's epoch: the Redis time in ms at which it was created. A Redis
+-- #next, the earliest expiry recorded (no lease expires before it), #E,
+-- the hash's epoch (the Redis time in ms at which it was created), and per
+-- node its fallback share (#s:<node>, thousandths of a unit per second)
+-- with their sum #S. A Redis
 -- that restarted empty (or lost the hash) has a new epoch, which tells the
 -- nodes that held leases before to rejoin in step (see lease.go). When
 -- #next has passed, the renewal scans the hash, drops the expired leases
@@ -24,14 +26,23 @@
 -- quota's rate (#D above it), the rate is shared max-min fair: the level L
 -- is such that the demands, each cut at L, add up to the rate; a node whose
 -- demand is under L is granted as above (it gets its demand), and the
--- others at most their fair part, stock_fair of the fraction L / rate.
+-- others at most their fair part, stock_fair of the fraction L / rate, and
+-- no more than leaves a period of the others' demand under L in the stock
+-- (their renewals may come just after theirs).
 --
 -- Each renewal also answers the node's fallback share, the rate it may
 -- decide on by itself while it cannot reach Redis: the max-min fair split,
 -- by the same rule, of the part of the rate that falls to the nodes holding
 -- leases (#N of the nodes, the larger of #N and ARGV[6]: a node without a
 -- lease on the key falls back to the equal share), with what they leave
--- split evenly among them; so the shares of all nodes add up to the rate.
+-- split evenly among them, and never more than the others' recorded shares
+-- leave of that part: the shares recorded (#S) never add up to more than
+-- it, whatever the demands each renewal saw.
+--
+-- A node that decided by its fallback share while Redis was away reports
+-- the units it admitted so (debit): they are taken from the stock (as far
+-- as it holds them) before anything is granted, since the stock refilled
+-- meanwhile as if nobody had admitted them.
 --
 -- One call renews the leases of one node on several keys.
 -- KEYS[2i-1] the state key of key i; KEYS[2i] its lease hash
@@ -40,21 +51,22 @@
 -- ARGV[3]    the renewal period, in ms
 -- ARGV[4..5] the quota's amounts (see the stock)
 -- ARGV[6]    the node count the equal fallback share divides by
--- ARGV[6i+1..6i+6] for key i: held (units the node still holds), ret (units
+-- ARGV[7i..7i+6] for key i: held (units the node still holds), ret (units
 --            it gives back, no longer held), d (its demand, units per
 --            second), want (the units it asks to hold), leave ("1": the
---            lease ends after the return) and the epoch of the node's
---            last renewal (0: none). A node of an earlier epoch that finds
+--            lease ends after the return), the epoch of the node's last
+--            renewal (0: none) and debit. A node of an earlier epoch that finds
 --            no hash (Redis restarted empty) empties the stock before it is
 --            granted anything: the units the nodes admitted by their
 --            fallback shares meanwhile are not in it, and Redis's fresh
 --            burst would add to them.
 -- Returns, per key, "grant held outstanding demand avail life nodes epoch
--- share" separated by spaces: the units granted, the held units Redis
--- counts (fewer than the node sent when its lease had lapsed: it must drop
--- the others), #O and #D after the renewal, the stock left, how long the
--- node may use its units in ns (-1: until its lease expires), #N, #E, and
--- the node's fallback share in thousandths of a unit per second.
+-- share under" separated by spaces: the units granted, the held units
+-- Redis counts (fewer than the node sent when its lease had lapsed: it must
+-- drop the others), #O and #D after the renewal, the stock left, how long
+-- the node may use its units in ns (-1: until its lease expires), #N, #E,
+-- the node's fallback share in thousandths of a unit per second, and 1 if
+-- its demand is under the fair level (it is granted its demand), else 0.
 local id, ttl, period = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]) / 1000
 local nodes = tonumber(ARGV[6])
 local now_ms = sec * 1000 + math.floor(nsec / 1e6)
@@ -81,14 +93,23 @@ local function level(ds, c)
 end
 
 -- demands returns the demands recorded in the hash, this node's being dem.
+-- Another node's counts as at least its recorded fallback share: a node
+-- whose demand dipped keeps its part until its own renewal gives it up, so
+-- the recorded shares, capped by each other (see below), settle at the
+-- fair split instead of chasing the demands' noise.
 local function demands(hkey, dem)
-  local ds, all = {dem}, redis.call('HGETALL', hkey)
+  local ds, all, recorded, shares = {dem}, redis.call('HGETALL', hkey), {}, {}
   for j = 1, #all, 2 do
     local name = all[j]
-    if string.sub(name, 1, 1) ~= '#' and name ~= id then
+    if string.sub(name, 1, 3) == '#s:' then
+      shares[string.sub(name, 4)] = (tonumber(all[j + 1]) or 0) / 1000
+    elseif string.sub(name, 1, 1) ~= '#' and name ~= id then
       local _, d = lease_parse(all[j + 1])
-      ds[#ds + 1] = d
+      recorded[name] = d
     end
+  end
+  for name, d in pairs(recorded) do
+    ds[#ds + 1] = math.max(d, shares[name] or 0)
   end
   return ds
 end
@@ -96,32 +117,41 @@ end
 local out = {}
 for i = 1, #KEYS / 2 do
   local skey, hkey = KEYS[2 * i - 1], KEYS[2 * i]
-  local a = 6 * i
+  local a = 7 * i - 1
   local held, ret, dem, want = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4])
-  local leave, before = ARGV[a + 5] == '1', tonumber(ARGV[a + 6])
-  local f = redis.call('HMGET', hkey, id, '#O', '#D', '#N', '#next', '#E')
+  local leave, before, debit = ARGV[a + 5] == '1', tonumber(ARGV[a + 6]), tonumber(ARGV[a + 7])
+  local sharekey = '#s:' .. id
+  local f = redis.call('HMGET', hkey, id, '#O', '#D', '#N', '#next', '#E', '#S', sharekey)
   local mine = f[1]
   local O, D, N, nxt = tonumber(f[2]) or 0, tonumber(f[3]) or 0, tonumber(f[4]) or 0, tonumber(f[5])
+  local S, myshare = tonumber(f[7]) or 0, tonumber(f[8]) or 0
   local epoch, reseed = tonumber(f[6]), false
   if not epoch then epoch, reseed = now_ms, before ~= 0 end
   local renew_life = N == 0 -- a new hash, or (below) a scanned one
   if nxt and now_ms >= nxt then
     renew_life = true
-    O, D, N, nxt, mine = 0, 0, 0, nil, nil
-    local all = redis.call('HGETALL', hkey)
+    O, D, N, S, nxt, mine = 0, 0, 0, 0, nil, nil
+    local all, shares, live = redis.call('HGETALL', hkey), {}, {}
     for j = 1, #all, 2 do
       local name = all[j]
-      if string.sub(name, 1, 1) ~= '#' then
+      if string.sub(name, 1, 3) == '#s:' then
+        shares[string.sub(name, 4)] = tonumber(all[j + 1]) or 0
+      elseif string.sub(name, 1, 1) ~= '#' then
         local o, d, e = lease_parse(all[j + 1])
         if e <= now_ms then
           redis.call('HDEL', hkey, name)
         else
           O, D, N = O + o, D + d, N + 1
+          live[name] = true
           if not nxt or e < nxt then nxt = e end
           if name == id then mine = all[j + 1] end
         end
       end
     end
+    for name, sh in pairs(shares) do
+      if live[name] then S = S + sh else redis.call('HDEL', hkey, '#s:' .. name) end
+    end
+    if not live[id] then myshare = 0 end
   end
   -- This node's record is replaced; its units count only if its lease is
   -- live and of the stock's current window.
@@ -139,11 +169,16 @@ for i = 1, #KEYS / 2 do
   if not valid then held, ret = 0, 0 end
   local s = stock_open(skey)
   if reseed then s = stock_take(s, stock_avail(s)) end
-  local grant, share = 0, 0
+  local grant, share, under = 0, 0, 1
   local record = {} -- this node's record, written with the sums
   if ret > 0 then s = stock_give(s, ret) end
+  if debit > 0 then
+    debit = math.min(debit, stock_avail(s))
+    if debit > 0 then s = stock_take(s, debit) end
+  end
+  S = S - myshare
   if leave then
-    redis.call('HDEL', hkey, id)
+    redis.call('HDEL', hkey, id, sharekey)
   else
     D, N = D + dem, N + 1
     local avail = stock_avail(s)
@@ -153,7 +188,14 @@ for i = 1, #KEYS / 2 do
       ds = demands(hkey, dem)
       local L = level(ds, stock_rate)
       if dem >= L then
-        grant = math.min(grant, math.ceil(stock_fair(L / stock_rate, dt, period, avail, granted)))
+        -- A node at the level leaves in the stock a period of the demand
+        -- of those under it, whose renewals may come next.
+        local reserve = 0
+        for k = 1, #ds do
+          if ds[k] < L then reserve = reserve + ds[k] * period end
+        end
+        grant = math.min(grant, math.ceil(stock_fair(L / stock_rate, dt, period, avail, granted)), math.floor(avail - reserve))
+        under = 0
       end
     end
     grant = math.max(0, grant)
@@ -165,21 +207,23 @@ for i = 1, #KEYS / 2 do
     else
       share = math.min(dem, level(ds or demands(hkey, dem), c))
     end
+    share = math.max(0, math.min(math.floor(share * 1000), math.floor(c * 1000) - S))
+    S = S + share
     if grant > 0 then s = stock_take(s, grant) end
     O = O + held + grant
     local e = now_ms + ttl
     if not nxt or e < nxt then nxt = e end
-    record = {id, string.format('%d %d %d %d %d %d', held + grant, dem, e, stock_tag, now_ms, granted + grant)}
+    record = {id, string.format('%d %d %d %d %d %d', held + grant, dem, e, stock_tag, now_ms, granted + grant), sharekey, int(share)}
   end
   if N > 0 then
-    redis.call('HSET', hkey, '#O', int(O), '#D', int(D), '#N', int(N), '#next', int(nxt or now_ms), '#E', int(epoch), unpack(record))
+    redis.call('HSET', hkey, '#O', int(O), '#D', int(D), '#N', int(N), '#next', int(nxt or now_ms), '#E', int(epoch), '#S', int(S), unpack(record))
     if renew_life then redis.call('PEXPIRE', hkey, px(3 * ttl * 1e6)) end
   else
     redis.call('DEL', hkey)
   end
-  if ret > 0 or grant > 0 or reseed then stock_save(skey, s) end
+  if ret > 0 or grant > 0 or reseed or debit > 0 then stock_save(skey, s) end
   local life = -1
   if stock_life then life = stock_life end
-  out[i] = string.format('%d %d %d %d %d %d %d %d %d', grant, held, O, D, stock_avail(s), life, N, epoch, math.floor(share * 1000))
+  out[i] = string.format('%d %d %d %d %d %d %d %d %d %d', grant, held, O, D, stock_avail(s), life, N, epoch, share, under)
 end
 return table.concat(out, ' ')
