@@ -38,6 +38,14 @@ type clientSide struct {
 	h2      *streamStall  // an HTTP/2 stream's progress deadline; nil over HTTP/1
 	dirty   bool          // written since the last flush
 	written int64         // bytes written so far
+
+	// up is the upstream connection whose response is written; once its
+	// exchange is finishing (the HTTP/2 client went away after the request
+	// left, see upConn.clientGone), what the client can no longer take is
+	// dropped, up to maxDrain bytes, and gone is set.
+	up      *upConn
+	gone    bool
+	dropped int64
 }
 
 // unblockedWrite is how much of a response the kernel and the server's buffer take
@@ -73,11 +81,14 @@ func newClientSide(w http.ResponseWriter, r *http.Request, timeout time.Duration
 func (cs *clientSide) write(b []byte) error {
 	cs.written += int64(len(b))
 	cs.dirty = true
+	if cs.gone {
+		return cs.drop(len(b), nil)
+	}
 	if cs.h2 != nil {
 		cs.h2.arm(&cs.h2.write)
 		_, err := cs.w.Write(b)
 		cs.h2.disarm(&cs.h2.write)
-		return err
+		return cs.drop(len(b), err)
 	}
 	if cs.timeout > 0 && cs.written > unblockedWrite {
 		_ = cs.ctl.SetWriteDeadline(time.Now().Add(cs.timeout))
@@ -92,16 +103,37 @@ func (cs *clientSide) flush() error {
 		return nil
 	}
 	cs.dirty = false
+	if cs.gone {
+		return nil
+	}
 	if cs.h2 != nil {
 		cs.h2.arm(&cs.h2.write)
 		err := cs.ctl.FlushError()
 		cs.h2.disarm(&cs.h2.write)
-		return err
+		return cs.drop(0, err)
 	}
 	if cs.timeout > 0 && cs.written > unblockedWrite {
 		_ = cs.ctl.SetWriteDeadline(time.Now().Add(cs.timeout))
 	}
 	return cs.ctl.FlushError()
+}
+
+// drop takes err, the outcome of writing n bytes to an HTTP/2 client: a
+// failure of a client that went away while the upstream exchange is
+// finishing drops the rest of the response instead (gone), up to maxDrain
+// bytes; beyond them the failure is returned, and the exchange is cut.
+func (cs *clientSide) drop(n int, err error) error {
+	switch {
+	case err == nil && !cs.gone:
+		return nil
+	case !cs.gone && (cs.up == nil || !cs.up.finish()):
+		return err
+	}
+	cs.gone = true
+	if cs.dropped += int64(n); cs.dropped > maxDrain {
+		return errDrainLimit
+	}
+	return nil
 }
 
 // readDeadline arms (or, with on == false, clears) the deadline for the next read

@@ -46,18 +46,25 @@
 // "." and ".." segments are resolved (RFC 3986 §5.2.4; "/a/." is "/a/"). So
 // "//limited/a", "/./limited/a", "/x/../limited/a" and "/%2e/limited/a" are all
 // counted in the group of /limited/ and forwarded as "GET /limited/a". The
-// query is forwarded as it came. What upstreams read in different ways is
-// answered 400 with Sluice-Error: path, and reaches neither the gate nor the
-// upstream: ".." above the root (nginx answers 400 too), an encoded slash
-// "%2F", any backslash, raw or "%5C", a "." or ".." segment with ";"
-// parameters ("/..;/", which Tomcat reads as "/../"), a NUL "%00", a malformed
-// escape. nginx, for comparison, matches its locations on the decoded,
-// merged, dot-resolved path too, "%2F" decoded into a separator, but proxy_pass
-// without a URI forwards the raw request line, which the upstream may read
-// another way than the location did; Apache answers "%2F" with 404 by default
-// (AllowEncodedSlashes Off). Path parameters (";x" in other segments) are
-// kept: an upstream that strips them (Tomcat: "/limited;x/a" is
-// "/limited/a") is matched by a prefix without the trailing slash.
+// query is forwarded as it came. What upstreams read in different ways, or
+// no client sends, is answered 400 with Sluice-Error: path, and reaches
+// neither the gate nor the upstream: ".." above the root (nginx answers 400
+// too), an encoded slash "%2F", any backslash, raw or "%5C", a "." or ".."
+// segment with ";" parameters raw or encoded ("/..;/", which Tomcat reads as
+// "/../"), a malformed escape or one of a control character ("%00", "%0A"),
+// a raw "#", space or control character (an HTTP/2 :path can hold one), and
+// a segment that begins or ends with an encoded space ("/login%20", which
+// some upstreams trim). nginx, for comparison, matches its locations on the
+// decoded, merged, dot-resolved path too, "%2F" decoded into a separator,
+// but proxy_pass without a URI forwards the raw request line, which the
+// upstream may read another way than the location did; Apache answers
+// "%2F" with 404 by default (AllowEncodedSlashes Off). Path parameters
+// (";x" in other segments, raw or "%3B") are forwarded as they came and set
+// aside for matching, as Tomcat and Spring route them: "/limited;x/a" is
+// counted in the group of /limited/. A group may also match its path
+// ignoring case or a trailing slash (match.case_insensitive,
+// match.trailing_slash), for an upstream that routes so. A request that
+// sends its group's key header twice is answered 400 with Sluice-Error: key.
 //
 // # Forwarding
 //

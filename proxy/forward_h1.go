@@ -63,9 +63,13 @@ func (p *Proxy) forwardH1(w http.ResponseWriter, r *http.Request, x *exchange, g
 		e.refuseSwitch(x)
 		return false
 	}
+	e.cs.up = e.c
 	upErr, clErr := e.relayResponse()
 	draining := e.release(upErr, clErr)
 	o, abort := p.responseOutcome(r.Context(), x, e.h.status, g, w.Header(), upErr, clErr)
+	if e.cs.gone {
+		o = gate.Ignored // the client went away: its response was dropped
+	}
 	x.finishAt(o, e.releasedAt)
 	if draining {
 		e.finishDrain()
@@ -91,7 +95,22 @@ func (e *h1Exchange) roundTrip(x *exchange) bool {
 			return false
 		}
 		e.c = c
-		e.watch = watchClient(r, c)
+		gone := ctx.Err() != nil
+		if !gone {
+			e.watch = watchClient(r, c)
+			if gone = !c.claim(r.ProtoMajor == 2); gone {
+				e.watch.stop()
+			}
+		}
+		if gone {
+			// The client went away before the request left (while the
+			// connection was dialled, say): the connection is as it was,
+			// and goes back to the pool. (A watch that fired before the
+			// claim only marked the connection: see clientGone.)
+			p.pool.put(c, time.Now())
+			p.fail(ctx, e.w, x, e.g, e.ct, context.Canceled, false)
+			return false
+		}
 		e.sender, err = p.sendRequest(c, r, x.path, &e.cs, e.upgrade, e.mode)
 		if err == nil {
 			e.h, err = p.readHead(c, e.w, r.Method, x.start)
@@ -197,9 +216,10 @@ func (e *h1Exchange) release(upErr, clErr error) (draining bool) {
 			c.abort()
 		}
 	}
-	if !e.watch.stop() {
+	if !e.watch.stop() && !c.finishing() {
 		reusable = false // the client went away and the connection was aborted
 	}
+	c.finished()
 	e.releasedAt = time.Now()
 	if reusable {
 		e.p.pool.put(c, e.releasedAt)

@@ -71,6 +71,7 @@ func (p *Proxy) forwardH2(w http.ResponseWriter, r *http.Request, x *exchange, g
 	if r.ContentLength == 0 {
 		out.Body = nil
 	}
+	out.Trailer, out.Body = trailersOut(r, out.Body)
 	var timer *time.Timer
 	var cancel context.CancelCauseFunc
 	if g == grpcNone {

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"io"
 	"net/http"
 	"strings"
 )
@@ -104,16 +105,56 @@ func responseSkipped(k string) bool {
 }
 
 // trailerForbidden reports whether the canonical field k must not be forwarded as
-// a trailer (RFC 9110 §6.5.1: framing, routing and the like).
+// a trailer (RFC 9110 §6.5.1: framing, routing and the like), nor the
+// forwarding fields, underscore spellings included, which the proxy writes in
+// a request's head alone (see forwardedOf): from a client's trailers, an
+// upstream that merges trailers into the head would take them for the
+// proxy's.
 func trailerForbidden(k string) bool {
 	switch k {
 	case "Connection", "Keep-Alive", "Proxy-Connection", "Te", "Trailer",
 		"Transfer-Encoding", "Upgrade", "Content-Length", "Content-Type",
 		"Content-Encoding", "Content-Range", "Host", "Authorization",
-		"Set-Cookie", "Cache-Control", "Expect", "Max-Forwards", "Pragma", "Range":
+		"Set-Cookie", "Cache-Control", "Expect", "Max-Forwards", "Pragma", "Range",
+		"X-Forwarded-For", "X-Forwarded-Proto", "X-Forwarded-Host", "Forwarded", "X-Real-Ip":
 		return true
 	}
-	return false
+	return strings.IndexByte(k, '_') >= 0 && forwardingAlias(k)
+}
+
+// trailersOut returns the trailers an h2c request forwards for r, whose
+// trailers (r.Trailer) are filled in when its body ends: their names less
+// those trailerForbidden names, and body, r's body, which fills their values
+// in from r.Trailer as it ends. (net/http's Transport declares the names when
+// it sends the head, and reads the values when the body ends.)
+func trailersOut(r *http.Request, body io.ReadCloser) (http.Header, io.ReadCloser) {
+	if len(r.Trailer) == 0 || body == nil {
+		return nil, body
+	}
+	out := make(http.Header, len(r.Trailer))
+	for k := range r.Trailer {
+		if !trailerForbidden(k) {
+			out[k] = nil
+		}
+	}
+	return out, trailedBody{body, r.Trailer, out}
+}
+
+// trailedBody is a request body that copies its request's trailers, those
+// out names, into out when it ends.
+type trailedBody struct {
+	io.ReadCloser
+	in, out http.Header
+}
+
+func (b trailedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF {
+		for k := range b.out {
+			b.out[k] = b.in[k]
+		}
+	}
+	return n, err
 }
 
 // isIdempotent reports whether a request may be sent again after a reused

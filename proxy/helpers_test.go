@@ -167,7 +167,7 @@ var testNetHTTPServer = os.Getenv("SLUICE_TEST_SERVER") == "net/http"
 func init() { poisonHeads, clientWatchDelay = true, 0 }
 
 // startUpstream serves h over HTTP/1.1 (and, with h2c, unencrypted HTTP/2).
-func startUpstream(t *testing.T, h http.Handler, h2c bool) *httptest.Server {
+func startUpstream(t testing.TB, h http.Handler, h2c bool) *httptest.Server {
 	t.Helper()
 	s := httptest.NewUnstartedServer(h)
 	if h2c {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -20,10 +21,18 @@ type upConn struct {
 	nc      net.Conn
 	br      *bufio.Reader
 	bw      *bufio.Writer
-	idleAt  time.Time // when it was put back in the pool
-	abortFn func()    // c.abort, bound once so that aborting costs no closure per request
-	probe   idleProbe // looks for bytes or a close while the connection is idle
-	sc      headScratch
+	idleAt  time.Time     // when it was put back in the pool
+	abortFn func()        // c.clientGone, bound once so that aborting costs no closure per request
+	state   atomic.Uint32 // the exchange's: upUnsent, ..., upFinishing
+	// finishBy is when an exchange whose client went away must end (unix
+	// ns; 0: none): the deadlines armRead and armWrite set do not go beyond.
+	// finishMu orders finish (the client watch's goroutine, or the handler)
+	// and finished (the handler), so that no deadline of a finished exchange
+	// is set on the connection once it serves another.
+	finishBy atomic.Int64
+	finishMu sync.Mutex
+	probe    idleProbe // looks for bytes or a close while the connection is idle
+	sc       headScratch
 
 	// The deadlines last set, so that re-arming them for every request of a busy
 	// connection can be skipped (see armRead).
@@ -42,6 +51,9 @@ func slack(timeout time.Duration) time.Duration { return min(timeout/deadlineSla
 
 // armRead makes the read deadline at most slack(timeout) earlier than want.
 func (c *upConn) armRead(want time.Time, timeout time.Duration) {
+	if by := c.finishBy.Load(); by != 0 && want.UnixNano() > by {
+		want = time.Unix(0, by)
+	}
 	if d := want.Sub(c.readDL); d >= 0 && d < slack(timeout) {
 		return
 	}
@@ -58,6 +70,9 @@ func (c *upConn) armWrite(want time.Time, timeout time.Duration) {
 		}
 		return
 	}
+	if by := c.finishBy.Load(); by != 0 && want.UnixNano() > by {
+		want = time.Unix(0, by)
+	}
 	if d := want.Sub(c.writeDL); !c.writeDL.IsZero() && d >= 0 && d < slack(timeout) {
 		return
 	}
@@ -65,9 +80,75 @@ func (c *upConn) armWrite(want time.Time, timeout time.Duration) {
 	_ = c.nc.SetWriteDeadline(want)
 }
 
-// abort closes the connection under whatever is reading or writing it. Used when
-// the client goes away.
+// abort closes the connection under whatever is reading or writing it.
 func (c *upConn) abort() { _ = c.nc.Close() }
+
+// Where an exchange on an upConn is, for a client that goes away.
+const (
+	upUnsent    uint32 = iota // handed out; its request has not left
+	upSent                    // the request is on its way (claimed): a client gone closes the connection
+	upSentH2                  // the same for an HTTP/2 client: a client gone leaves the exchange a while to end
+	upCanceled                // the client went away before the request left
+	upFinishing               // an HTTP/2 client went away after it left: the exchange ends within drainTimeout
+)
+
+// clientGone is run when the exchange's client goes away. A connection whose
+// request never left is left as it is, fit for another exchange (claim then
+// fails). One whose request left for an HTTP/2 client (a stream reset) gets
+// drainTimeout for the response to end, read and dropped (at most maxDrain
+// bytes, see clientSide), and then serves another exchange: a stream reset
+// costs no upstream connection, where closing one for each would have a
+// rapid reset (CVE-2023-44487) churn through them. Any other is closed under
+// the exchange, so that the upstream can stop working on it.
+func (c *upConn) clientGone() {
+	if !c.state.CompareAndSwap(upUnsent, upCanceled) && !c.finish() {
+		c.abort()
+	}
+}
+
+// finish lets an exchange whose HTTP/2 client went away after its request
+// left end within drainTimeout (see clientGone), and reports whether it does
+// so; false for one whose client is not HTTP/2's. The response's writer calls
+// it too when a write fails, as its client's going may be seen there first.
+func (c *upConn) finish() bool {
+	c.finishMu.Lock()
+	defer c.finishMu.Unlock()
+	if c.state.CompareAndSwap(upSentH2, upFinishing) {
+		until := time.Now().Add(drainTimeout)
+		c.finishBy.Store(until.UnixNano())
+		_ = c.nc.SetDeadline(until)
+		return true
+	}
+	return c.state.Load() == upFinishing
+}
+
+// claim marks the request as leaving (for an HTTP/2 client: h2); false
+// means the client went away first.
+func (c *upConn) claim(h2 bool) bool {
+	to := upSent
+	if h2 {
+		to = upSentH2
+	}
+	return c.state.CompareAndSwap(upUnsent, to)
+}
+
+// finishing reports whether the exchange's HTTP/2 client went away after its
+// request left (see clientGone): what is left of the response is dropped.
+func (c *upConn) finishing() bool { return c.state.Load() == upFinishing }
+
+// finished makes a connection whose exchange ended after its client went
+// away fit for the next: its deadlines, set by clientGone, are cleared.
+func (c *upConn) finished() {
+	if c.state.Load() != upFinishing {
+		return // the common case: no lock
+	}
+	c.finishMu.Lock()
+	defer c.finishMu.Unlock()
+	if c.finishBy.Swap(0) != 0 {
+		c.readDL, c.writeDL = time.Time{}, time.Time{}
+		_ = c.nc.SetDeadline(time.Time{})
+	}
+}
 
 // connPool keeps idle HTTP/1.1 connections to one upstream, most recently used
 // first (warm connections; the coldest age out at the bottom).
@@ -102,15 +183,58 @@ func newConnPool(network, addr string, dialTimeout time.Duration, maxIdle int, i
 // which arrived while it sat idle (answering no request: a second response, a
 // body after a bodyless one), is closed, as net/http's Transport closes a
 // connection on an "unsolicited response received on idle HTTP channel".
+//
+// A done ctx gets its error: no connection is taken or dialled for a client
+// that is gone.
 func (p *connPool) get(ctx context.Context, now time.Time, fresh bool) (c *upConn, reused bool, err error) {
-	for !fresh {
+	if err := ctx.Err(); err != nil {
+		return nil, false, err
+	}
+	if !fresh {
+		if c := p.takeIdle(now); c != nil {
+			return c, true, nil
+		}
+	}
+	if slots := dialSlotsOf(ctx); slots != nil {
+		// One client connection dials a few upstream connections at a time
+		// (see resets.go); the wait may end with one returned to the pool.
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			return nil, false, ctx.Err()
+		}
+		defer func() { <-slots }()
+		if !fresh {
+			if c := p.takeIdle(now); c != nil {
+				return c, true, nil
+			}
+		}
+	}
+	// The dial is not cut when ctx ends: a connection dialled for a client
+	// that went away meanwhile goes to the pool (see claim) instead of being
+	// closed half-open, and the next request takes it. (The dial timeout
+	// bounds it.)
+	nc, err := p.dialer.DialContext(context.WithoutCancel(ctx), p.network, p.addr)
+	if err != nil {
+		return nil, false, err
+	}
+	c = &upConn{nc: nc, br: bufio.NewReaderSize(nc, upReadBuf), bw: bufio.NewWriterSize(nc, upWriteBuf)}
+	c.abortFn = c.clientGone
+	c.probe.init(nc)
+	return c, false, nil
+}
+
+// takeIdle returns the most recently used idle connection still fit for an
+// exchange at now, or nil; the unfit ones it meets are closed.
+func (p *connPool) takeIdle(now time.Time) *upConn {
+	for {
 		p.mu.Lock()
 		n := len(p.idle)
 		if n == 0 {
 			p.mu.Unlock()
-			break
+			return nil
 		}
-		c = p.idle[n-1]
+		c := p.idle[n-1]
 		p.idle[n-1] = nil
 		p.idle = p.idle[:n-1]
 		p.mu.Unlock()
@@ -124,16 +248,9 @@ func (p *connPool) get(ctx context.Context, now time.Time, fresh bool) (c *upCon
 			c.abort()
 			continue
 		}
-		return c, true, nil
+		c.state.Store(upUnsent)
+		return c
 	}
-	nc, err := p.dialer.DialContext(ctx, p.network, p.addr)
-	if err != nil {
-		return nil, false, err
-	}
-	c = &upConn{nc: nc, br: bufio.NewReaderSize(nc, upReadBuf), bw: bufio.NewWriterSize(nc, upWriteBuf)}
-	c.abortFn = c.abort
-	c.probe.init(nc)
-	return c, false, nil
 }
 
 // put returns a connection whose exchange ended cleanly, at now. It also closes the

@@ -274,6 +274,18 @@ func (x *exchange) finishAt(o gate.Outcome, end time.Time) {
 
 // ServeHTTP forwards r to the upstream, or rejects it.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.ProtoMajor == 2 {
+		hc, ok := p.openStream(w, r) // see resets.go
+		if !ok {
+			return
+		}
+		if hc != nil {
+			defer hc.closeStream(p, r, time.Now())
+		}
+	}
+	if r.Context().Err() != nil {
+		return // the client is gone already (a stream reset at once): nothing to forward
+	}
 	if r.Method == http.MethodConnect {
 		http.Error(w, "proxy: CONNECT is not supported", http.StatusMethodNotAllowed)
 		return

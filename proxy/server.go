@@ -105,7 +105,7 @@ func NewServer(p ServerParams) (*http.Server, error) {
 	return &http.Server{
 		Addr:              p.Addr,
 		Handler:           watchedHandler{p.Handler},
-		ConnContext:       connContext,
+		ConnContext:       serverConnContext,
 		Protocols:         &protos,
 		ReadHeaderTimeout: orDuration(p.ReadHeaderTimeout, defaultReadHeaderTimeout),
 		IdleTimeout:       orDuration(p.IdleTimeout, defaultIdleTimeout),

@@ -15,12 +15,19 @@ type Stats struct {
 	Retries         uint64 // requests sent again after a reused connection failed first
 	Upgrades        uint64 // connections upgraded (WebSocket) and spliced
 	IdleConns       int    // idle HTTP/1.1 connections to the upstream now
+
+	// HTTP/2 rapid reset (CVE-2023-44487, see resets.go), over NewServer's
+	// server: the streams their client ended within a second of opening
+	// them, those refused on a connection that resets most of its streams,
+	// and the connections closed for it.
+	ResetStreams, ResetRefused, ResetConnections uint64
 }
 
 // counters are the atomic counters behind Stats; they are touched only off the
 // success path.
 type counters struct {
 	circuitRejected, connect, timeout, reset, protocol, local, retries, upgrades atomic.Uint64
+	resetStreams, resetRefused, resetConns                                       atomic.Uint64
 }
 
 // Stats returns a snapshot of the proxy's counters. Safe for concurrent use.
@@ -36,5 +43,9 @@ func (p *Proxy) Stats() Stats {
 		Retries:         c.retries.Load(),
 		Upgrades:        c.upgrades.Load(),
 		IdleConns:       p.pool.idleCount(),
+
+		ResetStreams:     c.resetStreams.Load(),
+		ResetRefused:     c.resetRefused.Load(),
+		ResetConnections: c.resetConns.Load(),
 	}
 }

@@ -7,8 +7,9 @@ import (
 )
 
 // upstreamCollector exports what the proxy counts on its own, beside what
-// the gate sees: the circuit breaker's state and the upstream failures the
-// proxy answered. It reads the proxy at scrape time.
+// the gate sees: the circuit breaker's state, the upstream failures the
+// proxy answered, and the HTTP/2 streams its clients reset. It reads the
+// proxy at scrape time.
 type upstreamCollector struct{ p *proxy.Proxy }
 
 var (
@@ -26,11 +27,14 @@ var (
 		"Connections upgraded (WebSocket) and spliced to the upstream.", nil, nil)
 	upstreamIdleDesc = prometheus.NewDesc("sluice_upstream_idle_connections",
 		"Idle HTTP/1.1 connections to the upstream.", nil, nil)
+	h2ResetsDesc = prometheus.NewDesc("sluice_h2_resets_total",
+		"HTTP/2 streams their client reset (rapid reset, CVE-2023-44487): what=early, ended within a second of opening; what=refused, answered 503 on a connection that resets most of its streams; what=connection, connections closed for it.",
+		[]string{"what"}, nil)
 )
 
 func (upstreamCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{upstreamCircuitDesc, upstreamErrorsDesc,
-		upstreamCircuitRejectedDesc, upstreamRetriesDesc, upstreamUpgradesDesc, upstreamIdleDesc} {
+		upstreamCircuitRejectedDesc, upstreamRetriesDesc, upstreamUpgradesDesc, upstreamIdleDesc, h2ResetsDesc} {
 		ch <- d
 	}
 }
@@ -57,4 +61,7 @@ func (c upstreamCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(upstreamRetriesDesc, prometheus.CounterValue, float64(st.Retries))
 	ch <- prometheus.MustNewConstMetric(upstreamUpgradesDesc, prometheus.CounterValue, float64(st.Upgrades))
 	ch <- prometheus.MustNewConstMetric(upstreamIdleDesc, prometheus.GaugeValue, float64(st.IdleConns))
+	ch <- prometheus.MustNewConstMetric(h2ResetsDesc, prometheus.CounterValue, float64(st.ResetStreams), "early")
+	ch <- prometheus.MustNewConstMetric(h2ResetsDesc, prometheus.CounterValue, float64(st.ResetRefused), "refused")
+	ch <- prometheus.MustNewConstMetric(h2ResetsDesc, prometheus.CounterValue, float64(st.ResetConnections), "connection")
 }
