@@ -64,7 +64,8 @@ func quotaOf(t *testing.T, f *fixture) api.Quota {
 // Redis and applies on every node (here at its next refresh); it wins over
 // every node's TOML at a reload and at a restart, until a DELETE, after
 // which each node applies its own TOML again. Bad bodies are 4xx with a
-// JSON error and change nothing.
+// JSON error and change nothing, amounts the leased quota cannot take
+// included.
 func TestGlobalQuotaPatch(t *testing.T) {
 	srv := redistest.Start(t)
 	a, _, _ := quotaNode(t, srv, "100")
@@ -115,6 +116,10 @@ func TestGlobalQuotaPatch(t *testing.T) {
 		{"/v1/groups/api/global", `{}`, http.StatusBadRequest, "nothing to change"},
 		{"/v1/groups/api/global", `{"rate": -1}`, http.StatusUnprocessableEntity, "rate"},
 		{"/v1/groups/api/global", `{"limit": 5}`, http.StatusUnprocessableEntity, "limit"},
+		// The group is leased (lease period 100ms): a burst below a
+		// period's refill, as sluice check refuses it.
+		{"/v1/groups/api/global", `{"burst": 4}`, http.StatusUnprocessableEntity, "burst 4 is below rate × lease period (5)"},
+		{"/v1/groups/api/global", `{"rate": 1000}`, http.StatusUnprocessableEntity, "set burst ≥ 100"},
 		{"/v1/groups/batch/global", `{"rate": 5}`, http.StatusConflict, "no global quota"},
 		{"/v1/groups/nope/global", `{"rate": 5}`, http.StatusNotFound, "no group"},
 	} {

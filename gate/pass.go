@@ -8,3 +8,14 @@ import "time"
 // admission instant from it (before + Waited) without reading the clock
 // again.
 func (p *Pass) Waited() time.Duration { return p.waited() }
+
+// Admitted returns the instant the request was admitted (its wait, if any,
+// over), on the gate's clock (Params.Clock; the real one by default): a
+// caller that times what follows on the same clock needs no reading of its
+// own at admission. The zero time for the zero Pass.
+func (p *Pass) Admitted() time.Time {
+	if p.g == nil {
+		return time.Time{}
+	}
+	return p.g.gate.at(p.t0)
+}

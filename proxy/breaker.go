@@ -278,6 +278,25 @@ func (b *Breaker) Allow(now time.Time) (Permit, bool) {
 	return Permit{gen: gen, probe: true}, true
 }
 
+// allow is Allow at the current instant, which it reads only when the
+// circuit is not closed: a closed one lets every request through whatever
+// the time.
+func (b *Breaker) allow() (Permit, bool) {
+	if gen, s := unpack(b.word.Load()); s == BreakerClosed {
+		return Permit{gen: gen}, true
+	}
+	return b.Allow(time.Now())
+}
+
+// ignore records p's request as never sent (gate.Ignored: refused by
+// admission, say), reading the clock only for a probe's: the ignored
+// outcome of any other request needs no instant.
+func (b *Breaker) ignore(p Permit) {
+	if p.probe {
+		b.Record(p, gate.Ignored, time.Now())
+	}
+}
+
 // change moves the circuit from one state to another at t (since origin), as
 // generation gen, and returns the change to report once b.mu is released;
 // b.mu is held.

@@ -111,6 +111,7 @@ func (e *h1Exchange) roundTrip(x *exchange) bool {
 			p.fail(ctx, e.w, x, e.g, e.ct, context.Canceled, false)
 			return false
 		}
+		c.armRead(x.start.Add(p.upstreamTimeout), p.upstreamTimeout) // before sendRequest waits for the response
 		e.sender, err = p.sendRequest(c, r, x.path, &e.cs, e.upgrade, e.mode)
 		if err == nil {
 			e.h, err = p.readHead(c, e.w, r.Method, x.start)

@@ -167,7 +167,7 @@ func (p *Proxy) sendRequest(c *upConn, r *http.Request, path string, cs *clientS
 		}()
 		return s, nil
 	}
-	if err := c.bw.Flush(); err != nil {
+	if err := c.flushAwait(); err != nil {
 		return nil, &writeFailedError{err}
 	}
 	return nil, nil
@@ -234,7 +234,11 @@ func (p *Proxy) sendBody(c *upConn, r *http.Request, cs *clientSide, s *bodySend
 		c.bw.WriteString("\r\n")
 	}
 	c.armWrite(time.Now().Add(p.upstreamTimeout), p.upstreamTimeout)
-	err = c.bw.Flush()
+	if s == nil {
+		err = c.flushAwait() // inline: the response is all that comes next
+	} else {
+		err = c.bw.Flush()
+	}
 	c.armWrite(time.Time{}, 0) // later requests' heads are written without one
 	return err, false
 }

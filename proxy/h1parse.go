@@ -298,6 +298,9 @@ func (h *reqHead) requestLine(b []byte, line span) *headError {
 	isConnect := string(method) == "CONNECT"
 	switch {
 	case target[0] == '/':
+		if !validEscapes(target) {
+			return errBadTarget
+		}
 		h.form = formOrigin
 	case string(target) == "*":
 		if string(method) != "OPTIONS" {
@@ -334,7 +337,7 @@ func (h *reqHead) absoluteTarget(target []byte) *headError {
 		end = i
 	}
 	authority := rest[:end]
-	if !validAuthority(authority) {
+	if !validAuthority(authority) || !validEscapes(rest[end:]) {
 		return errBadTarget
 	}
 	t := h.target.off
@@ -452,6 +455,24 @@ func validAuthority(b []byte) bool {
 	return true
 }
 
+// validEscapes reports whether every '%' in the path of a request-target
+// (the part before any '?') begins a percent-encoded octet, '%' and two hex
+// digits, as net/url requires of a request's path (its query is not read).
+func validEscapes(target []byte) bool {
+	if i := bytes.IndexByte(target, '?'); i >= 0 {
+		target = target[:i]
+	}
+	for i := 0; i < len(target); i++ {
+		if target[i] == '%' {
+			if i+2 >= len(target) || !isHex(target[i+1]) || !isHex(target[i+2]) {
+				return false
+			}
+			i += 2
+		}
+	}
+	return true
+}
+
 // hostTable holds the bytes of httpguts.ValidHostHeader, net/http's rule.
 var hostTable = func() (t [256]bool) {
 	for c := 0; c < 0x80; c++ {
@@ -461,3 +482,5 @@ var hostTable = func() (t [256]bool) {
 }()
 
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+func isHex(c byte) bool { return isDigit(c) || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' }

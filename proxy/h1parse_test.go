@@ -184,6 +184,12 @@ var parseHeads = []struct {
 	{"get *", "GET * HTTP/1.1\r\nHost: app\r\n\r\n", 400},
 	{"connect with an escape", "CONNECT %0 HTTP/1.0\n\n", 400}, // found by FuzzParseRequest
 	{"absolute with an escape", "GET http://%0/ HTTP/1.1\r\nHost: app\r\n\r\n", 400},
+	{"path with a cut escape", "0 /0% HTTP/1.0\n0000:\n\n", 400}, // found by FuzzParseRequest
+	{"path with a bad escape", "GET /a%zzb HTTP/1.1\r\nHost: app\r\n\r\n", 400},
+	{"path with an escape cut by the query", "GET /a%4?b HTTP/1.1\r\nHost: app\r\n\r\n", 400},
+	{"absolute path with a bad escape", "GET http://app/a%g0 HTTP/1.1\r\nHost: app\r\n\r\n", 400},
+	{"query with a bad escape", "GET /a?%zz&b=% HTTP/1.1\r\nHost: app\r\n\r\n", 0},
+	{"path with escapes", "GET /a%20b%2Fc%c3%A9 HTTP/1.1\r\nHost: app\r\n\r\n", 0},
 	{"connect to a port that is no number", "CONNECT :A HTTP/1.0\n\n", 400}, // found by FuzzParseRequest
 	{"connect to IPv6", "CONNECT [::1]:443 HTTP/1.1\r\n\r\n", 0},
 	{"control in value", "GET / HTTP/1.1\r\nHost: app\r\nX-A: a\x01b\r\n\r\n", 400},

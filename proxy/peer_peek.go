@@ -4,6 +4,7 @@ package proxy
 
 import (
 	"net"
+	"os"
 	"syscall"
 )
 
@@ -45,4 +46,74 @@ func (p *idleProbe) quiet() bool {
 		return false
 	}
 	return p.open
+}
+
+// upWriter is what an upstream connection's buffered writer writes to. Its
+// one write while armed (the last of a request after which the proxy only
+// reads: see upConn.flushAwait) goes out from inside a raw read of the
+// connection, which then waits for the response's first bytes before it
+// returns, so that the read that follows finds them. A read begun after the
+// write would first find nothing (EAGAIN: a system call for nothing) and
+// then wait. The write must come after the read began: Go's poller forgets,
+// when a read begins, a readiness it saw before; the response cannot come
+// before the request, so none is lost. A write the socket does not take
+// whole, or one that fails with "would block", is finished as any other
+// write, and the read that follows waits as usual; a wait that fails (the
+// read deadline, the connection closed) shows in that read.
+//
+// Concurrency: used by one goroutine at a time, the one that writes the
+// request; nothing else writes an upstream connection while a request whose
+// body is sent (or has none) waits for its response.
+type upWriter struct {
+	nc    net.Conn
+	rc    syscall.RawConn // nil: no file descriptor, writes are plain
+	fn    func(fd uintptr) bool
+	armed bool
+
+	p     []byte // the write in flight, while fn runs
+	n     int    // how much of it went
+	err   error  // the failed write's error, if one failed
+	tried bool   // fn wrote (or tried to)
+}
+
+// init makes w write nc, raw through probe's raw connection.
+func (w *upWriter) init(nc net.Conn, probe *idleProbe) {
+	w.nc, w.rc = nc, probe.rc
+	w.fn = func(fd uintptr) bool {
+		if w.tried {
+			return true // readable, or the wait was cut short: the read that follows says
+		}
+		w.tried = true
+		n, err := syscall.Write(int(fd), w.p)
+		if n > 0 {
+			w.n = n
+		}
+		if err != nil {
+			if err != syscall.EAGAIN && err != syscall.EWOULDBLOCK {
+				w.err = err
+			}
+			return true
+		}
+		return w.n < len(w.p) // taken whole: wait for the response
+	}
+}
+
+func (w *upWriter) Write(p []byte) (int, error) {
+	if !w.armed || w.rc == nil {
+		return w.nc.Write(p)
+	}
+	w.armed = false
+	w.p, w.n, w.err, w.tried = p, 0, nil, false
+	_ = w.rc.Read(w.fn) // a failed wait shows in the read that follows
+	w.p = nil
+	switch {
+	case w.err != nil:
+		return w.n, &net.OpError{Op: "write", Net: w.nc.LocalAddr().Network(), Source: w.nc.LocalAddr(), Addr: w.nc.RemoteAddr(), Err: os.NewSyscallError("write", w.err)}
+	case !w.tried:
+		return w.nc.Write(p) // the read could not begin (closed, deadline): as a plain write
+	case w.n < len(p):
+		n, err := w.nc.Write(p[w.n:])
+		return w.n + n, err
+	}
+	return len(p), nil
 }

@@ -32,6 +32,7 @@ type upConn struct {
 	finishBy atomic.Int64
 	finishMu sync.Mutex
 	probe    idleProbe // looks for bytes or a close while the connection is idle
+	out      upWriter  // what bw writes to (see flushAwait)
 	sc       headScratch
 
 	// The deadlines last set, so that re-arming them for every request of a busy
@@ -78,6 +79,17 @@ func (c *upConn) armWrite(want time.Time, timeout time.Duration) {
 	}
 	c.writeDL = want
 	_ = c.nc.SetWriteDeadline(want)
+}
+
+// flushAwait sends what bw holds, the end of a request after which only its
+// response is read, and waits for the response's first bytes (see upWriter):
+// the read deadline must be armed first. Its error is the write's; a wait
+// that failed shows in the read that follows.
+func (c *upConn) flushAwait() error {
+	c.out.armed = true
+	err := c.bw.Flush()
+	c.out.armed = false
+	return err
 }
 
 // abort closes the connection under whatever is reading or writing it.
@@ -218,9 +230,11 @@ func (p *connPool) get(ctx context.Context, now time.Time, fresh bool) (c *upCon
 	if err != nil {
 		return nil, false, err
 	}
-	c = &upConn{nc: nc, br: bufio.NewReaderSize(nc, upReadBuf), bw: bufio.NewWriterSize(nc, upWriteBuf)}
+	c = &upConn{nc: nc, br: bufio.NewReaderSize(nc, upReadBuf)}
 	c.abortFn = c.clientGone
 	c.probe.init(nc)
+	c.out.init(nc, &c.probe)
+	c.bw = bufio.NewWriterSize(&c.out, upWriteBuf)
 	return c, false, nil
 }
 

@@ -34,8 +34,10 @@ type Params struct {
 	Upstream string
 	// Gate admits each request (gate.Gate.Classify, then EnterClass) and
 	// learns every admitted request's outcome and upstream latency
-	// (Pass.DoneAfter); its rejections are rendered as it says
-	// (Rejection.WriteResponse), or as gRPC statuses. nil admits everything.
+	// (Pass.DoneAfter, timed from Pass.Admitted to the proxy's own reading
+	// at the end: the gate must run on the real clock, its default); its
+	// rejections are rendered as it says (Rejection.WriteResponse), or as
+	// gRPC statuses. nil admits everything.
 	Gate *gate.Gate
 	// Protocol selects the upstream protocol; default ProtocolAuto.
 	Protocol Protocol
@@ -305,8 +307,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		refusePath(w, err)
 		return
 	}
-	now := time.Now()
-	x := exchange{p: p, start: now, path: path}
+	x := exchange{p: p, path: path}
 	var class gate.Class
 	if p.gate != nil {
 		class = p.gate.ClassifyPath(r, match)
@@ -318,11 +319,14 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	// The clock is read once on the way in: by the gate when there is one
+	// (its admission instant, Pass.Admitted), else here; the breaker reads
+	// it only when its circuit is not closed.
 	if p.breaker != nil {
-		permit, ok := p.breaker.Allow(now)
+		permit, ok := p.breaker.allow()
 		if !ok {
 			p.stats.circuitRejected.Add(1)
-			p.rejectCircuitOpen(w, g, ct, class, p.breaker.RetryAfter(now))
+			p.rejectCircuitOpen(w, g, ct, class, p.breaker.RetryAfter(time.Now()))
 			return
 		}
 		x.permit = permit
@@ -331,14 +335,14 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		pass, rej, ok := p.gate.EnterClass(r.Context(), class)
 		if !ok {
 			if p.breaker != nil {
-				p.breaker.Record(x.permit, gate.Ignored, now)
+				p.breaker.ignore(x.permit)
 			}
 			writeRejection(w, g, ct, &rej)
 			return
 		}
-		// The admission instant, without reading the clock again: the gate
-		// took next to no time but what the request waited.
-		x.pass, x.start = pass, now.Add(pass.Waited())
+		x.pass, x.start = pass, pass.Admitted()
+	} else {
+		x.start = time.Now()
 	}
 	// Whatever happens below, even a panic, the outcome is reported once; a
 	// panic is reported as dropped.

@@ -17,7 +17,10 @@ type process struct {
 // launch starts bin with args, its output appended to logPath, and waits
 // until ping succeeds (polling the real condition, bounded by 15 s; between
 // tries it gives the process a moment, unless the process has exited).
-// what names the program in errors.
+// what names the program in errors. The process is killed (SIGKILL) when
+// the test binary dies, as when `go test -timeout` ends it without running
+// the tests' cleanups (on Linux: see dieWithParent): no server outlives its
+// test (one left running held the bench lock's descriptor for good).
 func launch(what, bin string, args []string, logPath string, ping func() error) (*process, error) {
 	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -25,6 +28,7 @@ func launch(what, bin string, args []string, logPath string, ping func() error) 
 	}
 	p := &process{cmd: exec.Command(bin, args...), exited: make(chan struct{})}
 	p.cmd.Stdout, p.cmd.Stderr = log, log
+	dieWithParent(p.cmd)
 	if err := p.cmd.Start(); err != nil {
 		log.Close()
 		return nil, err

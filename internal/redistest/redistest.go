@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -42,7 +43,8 @@ func Need(t testing.TB, name string) string {
 }
 
 // Server is a redis-server child process. Build it with New (then set TLS
-// if needed, and Start) or Start. Its methods are for the test's goroutine.
+// if needed, and Start) or Start. Its methods are for the test's goroutine,
+// but for Signal and TryRestart, which its other goroutines may call.
 type Server struct {
 	// TLS, set before Start, makes the port speak TLS only (the server's
 	// arguments must name its certificate); it is the client side's
@@ -59,7 +61,12 @@ type Server struct {
 	dir   string
 	port  int
 	extra []string
+
+	// mu guards proc and ended: a test's goroutine may restart or signal
+	// the server while the test's cleanup stops it.
+	mu    sync.Mutex
 	proc  *process // nil until started
+	ended bool     // the test's cleanup has stopped it: no restart
 }
 
 // Start starts a redis-server with the extra arguments and waits until it
@@ -80,7 +87,7 @@ func New(t testing.TB, extra ...string) *Server {
 func (s *Server) Start() *Server {
 	t := s.t
 	t.Helper()
-	t.Cleanup(s.Stop)
+	t.Cleanup(s.end)
 	if _, err := onFreePort(func(port int) error { s.port = port; return s.run() }); err != nil {
 		t.Fatalf("starting redis-server: %v", err)
 	}
@@ -103,8 +110,16 @@ func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.It
 // Dir is the server's working directory (its log is redis.log there).
 func (s *Server) Dir() string { return s.dir }
 
-// run starts the process on s.port and waits until it answers PING.
+// run starts the process on s.port, in place of one that ran before (killed
+// first), and waits until it answers PING. Once the test's cleanup has
+// stopped the server, it starts nothing.
 func (s *Server) run() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended {
+		return fmt.Errorf("redis-server on %s: the test is over", s.Addr())
+	}
+	s.proc.stop()
 	port := []string{"--port", strconv.Itoa(s.port)}
 	if s.TLS != nil {
 		port = []string{"--port", "0", "--tls-port", strconv.Itoa(s.port)}
@@ -120,13 +135,20 @@ func (s *Server) run() error {
 	return err
 }
 
-// Restart starts the server again on the same port (its data is gone).
+// Restart starts the server again on the same port (its data is gone),
+// killing it first if it still runs.
 func (s *Server) Restart() {
 	s.t.Helper()
-	if err := s.run(); err != nil {
+	if err := s.TryRestart(); err != nil {
 		s.t.Fatalf("restarting redis-server: %v", err)
 	}
 }
+
+// TryRestart is Restart for a goroutine of the test, which may not call
+// Restart (it fails the test): it returns what went wrong. After the
+// test's end it starts nothing, so that a restart scheduled by the test
+// that comes late cannot leave a server running.
+func (s *Server) TryRestart() error { return s.run() }
 
 // Kill ends the server abruptly (SIGKILL) and waits until its port refuses
 // connections.
@@ -147,7 +169,7 @@ func (s *Server) Kill() {
 // paused server too.
 func (s *Server) Pause() {
 	s.t.Helper()
-	if err := s.proc.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+	if err := s.Signal(syscall.SIGSTOP); err != nil {
 		s.t.Fatalf("pausing redis-server: %v", err)
 	}
 }
@@ -155,7 +177,7 @@ func (s *Server) Pause() {
 // Resume lets a paused server go on (SIGCONT).
 func (s *Server) Resume() {
 	s.t.Helper()
-	if err := s.proc.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+	if err := s.Signal(syscall.SIGCONT); err != nil {
 		s.t.Fatalf("resuming redis-server: %v", err)
 	}
 }
@@ -163,13 +185,32 @@ func (s *Server) Resume() {
 // Signal sends sig to the server's process: for a goroutine of the test
 // that stalls it in turns (SIGSTOP, SIGCONT), where Pause and Resume,
 // which fail the test, may not be called.
-func (s *Server) Signal(sig os.Signal) error { return s.proc.cmd.Process.Signal(sig) }
+func (s *Server) Signal(sig os.Signal) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc == nil {
+		return fmt.Errorf("redis-server on %s is not running", s.Addr())
+	}
+	return s.proc.cmd.Process.Signal(sig)
+}
 
 // Port is the server's port.
 func (s *Server) Port() int { return s.port }
 
 // Stop kills the process, if it runs, and waits for it to exit.
-func (s *Server) Stop() { s.proc.stop() }
+func (s *Server) Stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.proc.stop()
+}
+
+// end is the test's cleanup: Stop, and no restart from then on.
+func (s *Server) end() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ended = true
+	s.proc.stop()
+}
 
 // Client is a plain client for the test's own look at the server, closed
 // when the test ends.

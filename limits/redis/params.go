@@ -422,7 +422,8 @@ func (ps *problems) leaseStock(p LimiterParams, alg *limits.Algorithm) {
 	period := p.Lease.resolved().Period
 	if alg.Shape == limits.ShapeRate {
 		if need := p.Rate * period.Seconds(); p.Burst > 0 && float64(p.Burst) < need {
-			ps.add("%s burst %d is below rate × lease period (%g): refill beyond the burst between two renewals is lost", p.Algorithm, p.Burst, need)
+			ps.add("%s burst %d is below rate × lease period (%g): refill beyond the burst between two renewals is lost; set burst ≥ %d, or a shorter lease period",
+				p.Algorithm, p.Burst, need, int64(math.Ceil(need)))
 		}
 	} else if p.Window > 0 && p.Window < period {
 		ps.add("%s window %v is shorter than the lease period %v: a lease's units lapse at the window's end", p.Algorithm, p.Window, period)

@@ -161,8 +161,7 @@ func (s *Store) apply(l *Limiter, q Quota, ok bool, err error) {
 	case q.Version == cur.version:
 		next = cur
 	default:
-		p := l.p
-		p.Rate, p.Burst, p.Limit, p.Window = q.Rate, q.Burst, q.Limit, q.Window
+		p := l.withAmounts(q)
 		var nq *quota
 		verr := p.Validate()
 		if verr == nil {
@@ -189,6 +188,14 @@ func (s *Store) apply(l *Limiter, q Quota, ok bool, err error) {
 	s.mu.Unlock()
 }
 
+// withAmounts is l's params with q's amounts: its sync and lease kept, which
+// bound the amounts a leased quota can take.
+func (l *Limiter) withAmounts(q Quota) LimiterParams {
+	p := l.p
+	p.Rate, p.Burst, p.Limit, p.Window = q.Rate, q.Burst, q.Limit, q.Window
+	return p
+}
+
 // Quota returns the quota in force on l: its configured amounts (Version
 // 0) or those of the definition in Redis it applies.
 func (l *Limiter) Quota() Quota {
@@ -200,9 +207,14 @@ func (l *Limiter) Quota() Quota {
 // (Store.SetQuota; the algorithm stays l's) and applies it on l at once;
 // every other node applies it at its next refresh (a heartbeat). It returns
 // the quota then in force on l. Amounts that l's algorithm does not take, or
-// out of range, are refused before anything is written.
+// out of range, or that l's sync cannot take (a leased bucket's burst below
+// rate × lease period, which every leased node would refuse to apply), are
+// refused before anything is written.
 func (l *Limiter) Define(ctx context.Context, q Quota) (Quota, error) {
 	q.Algorithm = l.p.Algorithm
+	if err := l.withAmounts(q).Validate(); err != nil {
+		return l.Quota(), fmt.Errorf("%w: %w", ErrInvalidQuota, err)
+	}
 	if _, err := l.s.SetQuota(ctx, l.p.Name, q); err != nil {
 		return l.Quota(), err
 	}

@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -149,5 +150,30 @@ func TestQuotaHeartbeatRefresh(t *testing.T) {
 			}
 		}
 		awaitRounds(t, l, rounds, 1)
+	}
+}
+
+// TestQuotaDefineLeasedThin: Define on a leased limiter refuses amounts its
+// lease cannot take, a bucket's burst below rate × lease period (which
+// every leased node would refuse to apply), with ErrInvalidQuota and
+// nothing written; the configuration's check refuses the same.
+func TestQuotaDefineLeasedThin(t *testing.T) {
+	srv := startServer(t)
+	l := leasedNode(t, srv.Addr(), LimiterParams{Name: "api", Algorithm: TokenBucket, Rate: 100, Burst: 40,
+		Lease: LeaseParams{Period: 100 * time.Millisecond}})
+	for _, q := range []Quota{{Rate: 100, Burst: 5}, {Rate: 1000, Burst: 40}} {
+		now, err := l.Define(bg, q)
+		if !errors.Is(err, ErrInvalidQuota) || !strings.Contains(err.Error(), "below rate × lease period") {
+			t.Errorf("Define %+v: %v, want ErrInvalidQuota for the burst", q, err)
+		}
+		if now.Rate != 100 || now.Burst != 40 || now.Version != 0 {
+			t.Errorf("Define %+v: in force %+v, want the configured quota", q, now)
+		}
+	}
+	if n := srv.Client().Exists(bg, l.s.defKey("api")).Val(); n != 0 {
+		t.Errorf("a refused definition was written: %v", srv.Client().HGetAll(bg, l.s.defKey("api")).Val())
+	}
+	if now, err := l.Define(bg, Quota{Rate: 200, Burst: 40}); err != nil || now.Rate != 200 || now.Version != 1 {
+		t.Errorf("Define 200/s burst 40 (a period is 20): %+v, %v", now, err)
 	}
 }

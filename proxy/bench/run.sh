@@ -36,8 +36,14 @@
 # gnet's event loop) answering every request 429 with no limiter behind.
 #
 # BASELINE=/path/to/another/checkout adds that tree's daemon and proxy package as
-# the targets "sluice-base" and "proxy-base", in the same interleaved rounds: a
-# change measured side by side with what it changes.
+# the targets "sluice-base" and "proxy-base" (and "sluice-base-refuse" in the
+# refuse part), in the same interleaved rounds: a change measured side by side
+# with what it changes.
+#
+# TARGETS="direct nginx sluice" runs only these of the saturation and half
+# parts' own targets (the baseline's and the candidates' come on top; nginx is
+# needed by the half part, haproxy only for its column); REFUSE_TARGETS the
+# same for the refuse part (nginx-refuse sluice-refuse sluice-nethttp-refuse).
 #
 # The "sluice" target is `sluice run -config $dir/sluice.toml` built from this
 # tree (the config is written below). To benchmark another build or config, set
@@ -174,6 +180,7 @@ declare -A addr=([direct]=$UPSTREAM_ADDR [nginx]=$NGINX_ADDR [haproxy]=$HAPROXY_
   [sluice-nethttp]=$NETHTTP_ADDR [proxy]=$PROXY_ADDR [proxy-own]=$PROXY_OWN_ADDR [httputil]=$HTTPUTIL_ADDR)
 declare -A cand_pid
 targets=(direct nginx haproxy sluice sluice-nethttp proxy proxy-own httputil)
+[ -n "${TARGETS:-}" ] && read -ra targets <<<"$TARGETS"
 port=$((PORT_BASE + 85))
 if [ -n "$BASELINE" ]; then
   addr[sluice-base]=127.0.0.1:$port
@@ -187,7 +194,13 @@ if [ -n "$BASELINE" ]; then
   "$dir/front-base" -listen "${addr[proxy-base]}" -upstream "http://$UPSTREAM_ADDR" & pids+=($!)
   cand_pid[proxy-base]=${pids[-1]}
   targets+=(sluice-base proxy-base)
-  port=$((port + 2))
+  addr[sluice-base-refuse]=127.0.0.1:$((port + 2))
+  sed -e "0,/^listen = /s|^listen = .*|listen = \"${addr[sluice-base-refuse]}\"|" "$dir/sluice-refuse.toml" |
+    if "$dir/sluice-base" check -q "$dir/sluice-refuse.toml" 2>/dev/null; then cat; else grep -v '^trusted_proxies = '; fi >"$dir/sluice-base-refuse.toml"
+  "$dir/sluice-base" check -q "$dir/sluice-base-refuse.toml"
+  "$dir/sluice-base" run -config "$dir/sluice-base-refuse.toml" -log-level warn & pids+=($!)
+  cand_pid[sluice-base-refuse]=${pids[-1]}
+  port=$((port + 3))
 fi
 for c in $CANDIDATES; do
   [ "$c" = gnet ] && continue # it refuses only (the refuse part)
@@ -212,6 +225,8 @@ addr[nginx-refuse]=$NGINX_REFUSE_ADDR
 addr[sluice-refuse]=$SLUICE_REFUSE_ADDR
 addr[sluice-nethttp-refuse]=$NETHTTP_REFUSE_ADDR
 refuse_targets=(nginx-refuse sluice-refuse sluice-nethttp-refuse)
+[ -n "${REFUSE_TARGETS:-}" ] && read -ra refuse_targets <<<"$REFUSE_TARGETS"
+[ -n "$BASELINE" ] && refuse_targets+=(sluice-base-refuse)
 for c in $CANDIDATES; do
   "$dir/candidates" -mode "$c" -refuse -listen "127.0.0.1:$port" -upstream "http://$UPSTREAM_ADDR" 2>/dev/null & pids+=($!)
   cand_pid[$c-refuse]=${pids[-1]}
@@ -310,11 +325,11 @@ echo
 echo "| target | requests/s | p50 | p99 | vs nginx | vs haproxy | proxy CPU per request |"
 echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"
 nginx_rps=$(median_row nginx | cut -d' ' -f1)
-haproxy_rps=$(median_row haproxy | cut -d' ' -f1)
+haproxy_rps=$([[ " ${targets[*]} " == *" haproxy "* ]] && median_row haproxy | cut -d' ' -f1 || echo 0)
 for t in "${targets[@]}"; do
   read -r rps p50 p99 cpu _ <<<"$(median_row "$t")"
   ratio=$(awk -v a="$rps" -v b="$nginx_rps" 'BEGIN {printf "%.2f×", a / b}')
-  hratio=$(awk -v a="$rps" -v b="$haproxy_rps" 'BEGIN {printf "%.2f×", a / b}')
+  hratio=$(awk -v a="$rps" -v b="$haproxy_rps" 'BEGIN {if (b == 0) print "-"; else printf "%.2f×", a / b}')
   cpu_col=$([ "$cpu" = "-" ] && echo "-" || echo "${cpu} µs")
   echo "| $t | $rps | ${p50} µs | ${p99} µs | $ratio | $hratio | $cpu_col |"
 done
