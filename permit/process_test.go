@@ -55,6 +55,42 @@ func TestPoolProcessFollowsTheLimit(t *testing.T) {
 	}
 }
 
+// TestPoolThrottlesItself (issue 26): sixteen workers on a group of two
+// slots without a queue, refused workers coming back every 5 ms at most
+// (-max-backoff): with the throttle, the pool asks sluice several times
+// less often for the same 40 jobs than without it, and drops the rest of
+// its asks locally.
+func TestPoolThrottlesItself(t *testing.T) {
+	bin := buildExample(t)
+	asks := map[string]int{}
+	for _, throttle := range []string{"true", "false"} {
+		e := newEnv(t, jobs(2), permit.Params{})
+		s := serve(t, e.svc, "unix")
+		out, err := exec.Command(bin, "-addr", s.addr, "-group", "jobs", "-workers", "16", "-jobs", "40", "-work", "5ms",
+			"-max-backoff", "5ms", "-throttle="+throttle).CombinedOutput()
+		if err != nil {
+			t.Fatalf("example -throttle=%s: %v\n%s", throttle, err, out)
+		}
+		m := regexp.MustCompile(`jobs done: 40 of 40 .*\nasks sent to sluice: (\d+), dropped locally: (\d+)`).FindSubmatch(out)
+		if m == nil {
+			t.Fatalf("example -throttle=%s: %s", throttle, out)
+		}
+		sent, _ := strconv.Atoi(string(m[1]))
+		dropped, _ := strconv.Atoi(string(m[2]))
+		if granted := e.obs.count(gate.Success); granted != 40 {
+			t.Fatalf("-throttle=%s: the gate saw %d successes, want 40", throttle, granted)
+		}
+		if (throttle == "true") != (dropped > 0) {
+			t.Errorf("-throttle=%s: %d asks dropped locally", throttle, dropped)
+		}
+		asks[throttle] = sent
+		t.Logf("-throttle=%s: %d asks sent, %d dropped locally", throttle, sent, dropped)
+	}
+	if asks["true"]*2 > asks["false"] {
+		t.Errorf("the pool asked sluice %d times with its throttle and %d without: want at most half", asks["true"], asks["false"])
+	}
+}
+
 // TestKilledProcessSlotsReturnAtLeaseExpiry kills, with SIGKILL, a client
 // process that holds permits: its slots return when its leases expire.
 func TestKilledProcessSlotsReturnAtLeaseExpiry(t *testing.T) {

@@ -86,7 +86,7 @@ func (r *Runner) Run(ctx context.Context, scenarios []*scenario.Scenario) ([]Out
 			if ctx.Err() != nil {
 				break
 			}
-			run, err := r.runOne(ctx, s, contenderFor(spec), dir, pr)
+			run, err := r.runOne(ctx, s, spec, dir, pr)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("lab: %s/%s: %w", s.Name, spec.Name, err))
 			}
@@ -160,7 +160,8 @@ func contenderFor(spec scenario.Contender) Contender {
 
 // runOne runs one contender through one scenario. The returned Run is
 // always filled in as far as it got; the error says what failed.
-func (r *Runner) runOne(ctx context.Context, s *scenario.Scenario, c Contender, dir string, pr *progress) (report.Run, error) {
+func (r *Runner) runOne(ctx context.Context, s *scenario.Scenario, spec scenario.Contender, dir string, pr *progress) (report.Run, error) {
+	c := contenderFor(spec)
 	bp, err := s.BackendParams()
 	if err != nil {
 		return report.Run{}, err
@@ -217,9 +218,12 @@ func (r *Runner) runOne(ctx context.Context, s *scenario.Scenario, c Contender, 
 		}
 	}()
 
-	lp, err := s.LoadParams(running.URL())
+	lp, err := s.LoadParamsFor(spec, running.URL())
 	if err != nil {
 		return fail(err)
+	}
+	if spec.Retry != nil {
+		run.Notes = append(run.Notes, fmt.Sprintf("this contender's clients retry in mode %q, up to %d times (not the scenario's load.retry)", lp.Retry.Mode, lp.Retry.Attempts))
 	}
 	run.Timeout = cmp.Or(lp.Timeout, load.DefaultTimeout)
 	gen, err := load.New(lp)

@@ -7,9 +7,16 @@
 //
 //	example -addr unix:///run/sluice/permit.sock -group jobs -workers 64 -jobs 2000 -work 20ms
 //
-// prints, at the end, the jobs done, the most that ran at once, and the
-// refusals by reason (a refused worker waits the Retry-After it was given,
-// at most -max-backoff, and asks again).
+// prints, at the end, the jobs done, the most that ran at once, the asks
+// sent to sluice and those dropped locally, and the refusals by reason (a
+// refused worker waits the Retry-After it was given, at most -max-backoff,
+// and asks again).
+//
+// The workers throttle themselves (package client, -throttle, on by
+// default): while sluice refuses more than half of their asks, a share of
+// them is dropped in the pool without asking (the drop probability of
+// Google's SRE book, K = 2), and the worker waits a jittered backoff (at
+// most -max-backoff) before it tries again.
 //
 // With -hold N it takes N permits, prints "holding N permits" and waits to
 // be killed without releasing them: a client that vanishes, whose slots
@@ -22,6 +29,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
+	"math/rand/v2"
 	"os"
 	"os/signal"
 	"sort"
@@ -31,6 +40,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sluicehq/sluice/client"
 	"github.com/sluicehq/sluice/permit/permitclient"
 )
 
@@ -45,6 +55,7 @@ type config struct {
 	group, key, priority       string
 	workers, jobs, hold        int
 	work, wait, maxBackoff     time.Duration
+	throttle                   bool
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -63,6 +74,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&c.wait, "wait", time.Second, "the longest a worker waits in the group's queue per request")
 	fs.DurationVar(&c.maxBackoff, "max-backoff", 2*time.Second, "the longest a refused worker waits before asking again")
 	fs.IntVar(&c.hold, "hold", 0, "take this many permits, never release them and wait to be killed")
+	fs.BoolVar(&c.throttle, "throttle", true, "drop asks locally while sluice refuses most of them (adaptive throttling)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -83,16 +95,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		o.Token = strings.TrimSpace(string(b))
 	}
-	client, err := permitclient.New(c.addr, o)
+	pc, err := permitclient.New(c.addr, o)
 	if err != nil {
 		fmt.Fprintln(stderr, "example:", err)
 		return 2
 	}
-	defer client.Close()
+	defer pc.Close()
 	if c.hold > 0 {
-		return hold(ctx, client, c, stdout, stderr)
+		return hold(ctx, pc, c, stdout, stderr)
 	}
-	return pool(ctx, client, c, stdout, stderr)
+	return pool(ctx, pc, c, stdout, stderr)
 }
 
 func (c config) request() permitclient.Request {
@@ -101,9 +113,9 @@ func (c config) request() permitclient.Request {
 
 // hold takes c.hold permits and waits for ctx to end (or the process to be
 // killed) without releasing them.
-func hold(ctx context.Context, client *permitclient.Client, c config, stdout, stderr io.Writer) int {
+func hold(ctx context.Context, pc *permitclient.Client, c config, stdout, stderr io.Writer) int {
 	for i := range c.hold {
-		if _, err := client.Acquire(ctx, c.request()); err != nil {
+		if _, err := pc.Acquire(ctx, c.request()); err != nil {
 			fmt.Fprintf(stderr, "example: permit %d of %d: %v\n", i+1, c.hold, err)
 			return 1
 		}
@@ -114,7 +126,7 @@ func hold(ctx context.Context, client *permitclient.Client, c config, stdout, st
 }
 
 // pool runs c.jobs jobs on c.workers workers, each job under a permit.
-func pool(ctx context.Context, client *permitclient.Client, c config, stdout, stderr io.Writer) int {
+func pool(ctx context.Context, pc *permitclient.Client, c config, stdout, stderr io.Writer) int {
 	jobs := make(chan int)
 	go func() {
 		defer close(jobs)
@@ -128,18 +140,35 @@ func pool(ctx context.Context, client *permitclient.Client, c config, stdout, st
 	}()
 	var (
 		running, peak, done atomic.Int64
+		asked, dropped      atomic.Int64
 		mu                  sync.Mutex
 		refused             = map[string]int{}
 		failed              error
 		wg                  sync.WaitGroup
 	)
+	k := client.DefaultK
+	if !c.throttle {
+		k = math.Inf(1)
+	}
+	throttle, err := client.New(client.Config{K: k, MaxRetries: -1, Observe: func(e client.Event) {
+		switch e.Kind {
+		case client.EventAttempt:
+			asked.Add(1)
+		case client.EventDropped:
+			dropped.Add(1)
+		}
+	}})
+	if err != nil {
+		fmt.Fprintln(stderr, "example:", err)
+		return 1
+	}
 	start := time.Now()
 	for range c.workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for range jobs {
-				p, err := acquire(ctx, client, c, func(reason string) {
+				p, err := acquire(ctx, pc, throttle, c, func(reason string) {
 					mu.Lock()
 					refused[reason]++
 					mu.Unlock()
@@ -167,6 +196,7 @@ func pool(ctx context.Context, client *permitclient.Client, c config, stdout, st
 	wg.Wait()
 	fmt.Fprintf(stdout, "jobs done: %d of %d in %v, at most %d at once on %d workers\n",
 		done.Load(), c.jobs, time.Since(start).Round(time.Millisecond), peak.Load(), c.workers)
+	fmt.Fprintf(stdout, "asks sent to sluice: %d, dropped locally: %d\n", asked.Load(), dropped.Load())
 	reasons := make([]string, 0, len(refused))
 	for r := range refused {
 		reasons = append(reasons, r)
@@ -182,17 +212,36 @@ func pool(ctx context.Context, client *permitclient.Client, c config, stdout, st
 	return 0
 }
 
-// acquire asks for a permit until it gets one, waiting the Retry-After of
-// each refusal (at most c.maxBackoff).
-func acquire(ctx context.Context, client *permitclient.Client, c config, onRefusal func(string)) (permitclient.Permit, error) {
+// acquire asks for a permit until it gets one, each ask through the
+// throttle: a refused worker waits the Retry-After it was given, a worker
+// whose ask was dropped locally a jittered backoff from 10 ms, doubling;
+// both at most c.maxBackoff.
+func acquire(ctx context.Context, pc *permitclient.Client, throttle *client.Client, c config, onRefusal func(string)) (permitclient.Permit, error) {
+	backoff := 10 * time.Millisecond
 	for {
-		p, err := client.Acquire(ctx, c.request())
+		var p permitclient.Permit
+		err := throttle.Do(ctx, "permit:"+c.group, false, func(ctx context.Context) (client.Result, error) {
+			var err error
+			p, err = pc.Acquire(ctx, c.request())
+			var ref *permitclient.RefusedError
+			if errors.As(err, &ref) {
+				return client.Result{Refused: true, Quota: ref.Status == 429, Reason: ref.Reason, RetryAfter: ref.RetryAfter}, err
+			}
+			return client.Result{Failed: err != nil}, err
+		})
+		var wait time.Duration
 		var ref *permitclient.RefusedError
-		if !errors.As(err, &ref) {
+		switch {
+		case errors.As(err, &ref):
+			onRefusal(ref.Reason)
+			wait = ref.RetryAfter
+		case errors.Is(err, client.ErrDropped):
+			wait = time.Duration(rand.Int64N(int64(backoff)) + 1)
+			backoff = min(2*backoff, max(c.maxBackoff, time.Millisecond))
+		default:
 			return p, err
 		}
-		onRefusal(ref.Reason)
-		t := time.NewTimer(min(ref.RetryAfter, c.maxBackoff))
+		t := time.NewTimer(min(wait, c.maxBackoff))
 		select {
 		case <-t.C:
 		case <-ctx.Done():

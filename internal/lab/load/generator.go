@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sluicehq/sluice/client"
 	"github.com/sluicehq/sluice/internal/lab/backend"
 )
 
@@ -49,7 +50,8 @@ type Params struct {
 	Seed uint64
 	// Clock is the time source; nil: the wall clock.
 	Clock Clock
-	// Transport sends the requests; nil: an http.Transport sized for
+	// Transport sends the requests (in Retry mode Client, under the
+	// client's own Transport); nil: an http.Transport sized for
 	// MaxInflight connections.
 	Transport http.RoundTripper
 }
@@ -123,7 +125,14 @@ type Generator struct {
 	offered, ok, rejected, errorCount atomic.Int64
 	started                           atomic.Int64 // unix ns of the start, 0 before Run
 	events                            chan event
+	// throttled is set in Retry mode Client: the requests go through
+	// package client, which retries them, and its attempts are the tries
+	// (counted by tries, below it).
+	throttled bool
 }
+
+// dropReason is the reason of a request package client dropped locally.
+const dropReason = "client-drop"
 
 // New returns a Generator for p.
 func New(p Params) (*Generator, error) {
@@ -140,6 +149,18 @@ func New(p Params) (*Generator, error) {
 	}
 	if own {
 		g.own = p.Transport.(*http.Transport)
+	}
+	if p.Retry.Mode == Client {
+		retries := p.Retry.Attempts
+		if retries == 0 {
+			retries = -1 // none
+		}
+		c, err := client.New(client.Config{MaxRetries: retries, Backoff: p.Retry.Backoff, Clock: clientClock{p.Clock}})
+		if err != nil {
+			return nil, err
+		}
+		g.throttled = true
+		g.client.Transport = c.Transport(tries{g: g, base: p.Transport})
 	}
 	return g, nil
 }
@@ -233,10 +254,12 @@ func (g *Generator) request(ctx context.Context, a arrival) {
 		status, retryAfter, reason, kind := g.try(ctx, a)
 		now := g.p.Clock.Now()
 		g.inflight.Add(-1)
-		g.events <- event{sentAt: sent.Sub(g.start), latency: now.Sub(sent), kind: kind,
-			intended: a.intended, tenant: a.tenant, priority: a.priority}
-		final := event{kind: kind, status: status, reason: reason, sent: true, lag: lag, latency: now.Sub(g.start.Add(a.intended))}
-		if kind != KindRejected || n > g.p.Retry.Attempts {
+		if !g.throttled { // a throttled request's tries were counted as they went
+			g.events <- event{sentAt: sent.Sub(g.start), latency: now.Sub(sent), kind: kind,
+				intended: a.intended, tenant: a.tenant, priority: a.priority}
+		}
+		final := event{kind: kind, status: status, reason: reason, sent: reason != dropReason, lag: lag, latency: now.Sub(g.start.Add(a.intended))}
+		if kind != KindRejected || n > g.p.Retry.Attempts || g.throttled {
 			g.finish(a, final)
 			return
 		}
@@ -269,9 +292,21 @@ func (g *Generator) finish(a arrival, e event) {
 }
 
 // try sends one try and classifies its answer; a rejection's reason is its
-// Sluice-Reason field, else its status code.
+// Sluice-Reason field, else its status code (dropReason for a request
+// package client dropped). A throttled request is package client's to
+// retry: its deadline is the last instant a retry may end, and each of its
+// tries has the timeout (see tries).
 func (g *Generator) try(ctx context.Context, a arrival) (status int, retryAfter, reason, kind string) {
-	tctx, cancel := context.WithTimeout(ctx, g.p.Timeout)
+	var (
+		tctx   context.Context
+		cancel context.CancelFunc
+	)
+	if g.throttled {
+		last := g.done.Add(g.p.Timeout).Sub(g.p.Clock.Now())
+		tctx, cancel = context.WithTimeout(context.WithValue(ctx, arrivalKey{}, a), last)
+	} else {
+		tctx, cancel = context.WithTimeout(ctx, g.p.Timeout)
+	}
 	defer cancel()
 	method, body := http.MethodGet, io.Reader(nil)
 	if len(g.body) > 0 {
@@ -292,22 +327,85 @@ func (g *Generator) try(ctx context.Context, a arrival) (status int, retryAfter,
 		_, err = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 	}
-	switch {
-	case err != nil && ctx.Err() != nil:
-		return 0, "", "", KindCancelled
-	case err != nil && tctx.Err() != nil:
-		return 0, "", "", KindTimeout
-	case err != nil:
-		return 0, "", "", KindTransport
-	case resp.StatusCode >= 200 && resp.StatusCode < 300:
-		return resp.StatusCode, "", "", KindOK
-	case retryable(resp.StatusCode):
+	kind = kindOf(ctx, tctx, resp, err)
+	switch kind {
+	case KindOK, KindStatus:
+		return resp.StatusCode, "", "", kind
+	case KindRejected:
 		reason := resp.Header.Get("Sluice-Reason")
-		if reason == "" {
+		switch {
+		case client.Dropped(resp):
+			reason = dropReason
+		case reason == "":
 			reason = strconv.Itoa(resp.StatusCode)
 		}
 		return resp.StatusCode, resp.Header.Get("Retry-After"), reason, KindRejected
 	default:
-		return resp.StatusCode, "", "", KindStatus
+		return 0, "", "", kind
 	}
+}
+
+// kindOf classifies a try's answer; ctx is the run's, tctx the try's.
+func kindOf(ctx, tctx context.Context, resp *http.Response, err error) string {
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return KindCancelled
+	case err != nil && tctx.Err() != nil:
+		return KindTimeout
+	case err != nil:
+		return KindTransport
+	case resp.StatusCode >= 200 && resp.StatusCode < 300:
+		return KindOK
+	case retryable(resp.StatusCode):
+		return KindRejected
+	default:
+		return KindStatus
+	}
+}
+
+type arrivalKey struct{}
+
+// tries is the transport under package client's in Retry mode Client: it
+// counts each attempt that leaves as a try, as the generator counts its
+// own, and bounds it by the timeout (until its body is closed).
+type tries struct {
+	g    *Generator
+	base http.RoundTripper
+}
+
+func (t tries) RoundTrip(req *http.Request) (*http.Response, error) {
+	g := t.g
+	a, _ := req.Context().Value(arrivalKey{}).(arrival)
+	sent := g.p.Clock.Now()
+	tctx, cancel := context.WithTimeout(req.Context(), g.p.Timeout)
+	resp, err := t.base.RoundTrip(req.WithContext(tctx))
+	g.events <- event{sentAt: sent.Sub(g.start), latency: g.p.Clock.Now().Sub(sent), kind: kindOf(req.Context(), tctx, resp, err),
+		intended: a.intended, tenant: a.tenant, priority: a.priority}
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	resp.Body = cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
+	return resp, nil
+}
+
+// cancelOnClose ends a try's context when its body is closed.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (c cancelOnClose) Close() error {
+	err := c.ReadCloser.Close()
+	c.cancel()
+	return err
+}
+
+// clientClock is the generator's Clock as package client's.
+type clientClock struct{ c Clock }
+
+func (c clientClock) Now() time.Time { return c.c.Now() }
+
+func (c clientClock) Sleep(ctx context.Context, d time.Duration) error {
+	return c.c.SleepUntil(ctx, c.c.Now().Add(d))
 }

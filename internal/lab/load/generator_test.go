@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/client"
 )
 
 // fakeClock is virtual time: SleepUntil jumps straight to its instant.
@@ -192,6 +194,54 @@ func TestGeneratorRetries(t *testing.T) {
 				t.Errorf("reject latency count %d, rejected tries %d", tot.RejectLatency.Count, tot.RejectedTries)
 			}
 		})
+	}
+}
+
+// TestGeneratorThroughClient: in Retry mode Client the requests go through
+// package client: the tries that leave are counted as tries (those it
+// drops are not, and are final rejections of reason client-drop, never
+// sent), retries stay within its budget, and none comes before its
+// Retry-After.
+func TestGeneratorThroughClient(t *testing.T) {
+	var tries atomic.Int64
+	clock := newFakeClock()
+	g, err := New(Params{
+		Target: "http://lab.invalid/", Schedule: Schedule{{For: 10 * sec, From: 50, To: 50}}, Seed: 3,
+		Clock: clock, Retry: Retry{Attempts: 3, Mode: Client}, Timeout: 10 * sec,
+		Transport: roundTrip(func(r *http.Request) (*http.Response, error) {
+			// A backend that accepts every other try of its first 200, then
+			// refuses everything (counted in tries, not time: the client's
+			// waits move the fake clock).
+			if n := tries.Add(1); n <= 200 && n%2 == 0 {
+				return respond(200), nil
+			}
+			return respond(503, "Retry-After", "1", "Sluice-Reason", "concurrency"), nil
+		}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := g.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tot := res.Totals
+	checkCounts(t, "totals", tot.Counts)
+	var drops, concurrency int64
+	for _, s := range res.Seconds {
+		drops += s.Reasons[dropReason]
+		concurrency += s.Reasons["concurrency"]
+	}
+	if tot.Attempts != tries.Load() || tot.Offered < 400 {
+		t.Fatalf("totals %+v after %d tries", tot, tries.Load())
+	}
+	// Every first try that left, and the retries of a budget of 10 % plus
+	// 10 a window of 10 s.
+	if maxTries := tot.Sent + tot.Sent/10 + 2*client.DefaultRetryFloor; tot.Attempts <= tot.Sent || tot.Attempts > maxTries {
+		t.Errorf("%d tries for %d requests sent, want more (some retries) but at most %d", tot.Attempts, tot.Sent, maxTries)
+	}
+	if drops == 0 || tot.Offered-tot.Sent != drops || concurrency == 0 {
+		t.Errorf("%d offered, %d sent, %d dropped locally, %d refused", tot.Offered, tot.Sent, drops, concurrency)
 	}
 }
 

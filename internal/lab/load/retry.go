@@ -21,6 +21,11 @@ const (
 	// Immediate tries again at once, ignoring Retry-After: the client (or
 	// the retrying proxy in front of it) of a retry storm.
 	Immediate RetryMode = "immediate"
+	// Client sends each request through package client, which retries
+	// (up to Attempts times) within its retry budget, never before what a
+	// refusal asks for, and drops requests locally by its adaptive
+	// throttle: the clients of issue 26. Backoff is its backoff's base.
+	Client RetryMode = "client"
 )
 
 // DefaultBackoff is a zero Retry.Backoff.
@@ -41,9 +46,9 @@ func (r Retry) Validate() []error {
 		errs = append(errs, fmt.Errorf("load: retry attempts must be in [0,100], got %d", r.Attempts))
 	}
 	switch r.Mode {
-	case "", Backoff, RetryAfter, Immediate:
+	case "", Backoff, RetryAfter, Immediate, Client:
 	default:
-		errs = append(errs, fmt.Errorf("load: retry mode must be %q, %q or %q, got %q", Backoff, RetryAfter, Immediate, r.Mode))
+		errs = append(errs, fmt.Errorf("load: retry mode must be %q, %q, %q or %q, got %q", Backoff, RetryAfter, Immediate, Client, r.Mode))
 	}
 	if r.Backoff < 0 || r.Backoff > time.Minute {
 		errs = append(errs, fmt.Errorf("load: retry backoff must be in [0,1m], got %v", r.Backoff))

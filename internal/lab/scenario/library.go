@@ -117,6 +117,9 @@ func (c Contender) over(base Contender, mid map[string]string) Contender {
 	if c.StartTimeout != 0 {
 		out.StartTimeout = c.StartTimeout
 	}
+	if c.Retry != nil {
+		out.Retry = c.Retry
+	}
 	out.Files = merged(base.Files, c.Files)
 	out.Vars = merged(base.Vars, mid, c.Vars)
 	return out

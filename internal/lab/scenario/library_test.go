@@ -4,6 +4,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/sluicehq/sluice/internal/lab/load"
 )
 
 const testLibrary = `# Two proxies: a base and one like it.
@@ -137,4 +139,38 @@ func FuzzParseLibrary(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestContenderRetry: a contender's own retry replaces the scenario's for
+// its clients only, a like contender keeps it, and a bad one is refused.
+func TestContenderRetry(t *testing.T) {
+	lib, err := ParseLibrary("lib.toml", []byte(testLibrary))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := `# The same storm, two kinds of clients.
+[load]
+phases = [{ rate = "1C", for = "1s" }]
+retry = { attempts = 3, mode = "immediate" }
+[[contender]]
+like = "fast"
+[[contender]]
+name = "fast-client"
+like = "fast"
+retry = { attempts = 3, mode = "client" }
+`
+	s, err := ParseWith("storm.toml", []byte(src), lib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []load.RetryMode{load.Immediate, load.Client} {
+		p, err := s.LoadParamsFor(s.Contenders[i], "http://127.0.0.1:1")
+		if err != nil || p.Retry.Mode != want || p.Retry.Attempts != 3 {
+			t.Errorf("%s: retry %+v (%v), want mode %q", s.Contenders[i].Name, p.Retry, err, want)
+		}
+	}
+	bad := strings.Replace(src, `mode = "client"`, `mode = "polite"`, 1)
+	if _, err := ParseWith("storm.toml", []byte(bad), lib); err == nil || !strings.Contains(err.Error(), `contender[1] "fast-client": retry: load: retry mode`) {
+		t.Errorf("a bad contender retry: %v", err)
+	}
 }

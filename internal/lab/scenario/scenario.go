@@ -107,11 +107,16 @@ type Sweep struct {
 	Each Duration `toml:"each"`
 }
 
-// Retry is load.retry.
+// Retry is load.retry (and a contender's retry).
 type Retry struct {
 	Attempts int      `toml:"attempts"`
 	Mode     string   `toml:"mode"`
 	Backoff  Duration `toml:"backoff"`
+}
+
+// load returns r in the generator's form.
+func (r Retry) load() load.Retry {
+	return load.Retry{Attempts: r.Attempts, Mode: load.RetryMode(r.Mode), Backoff: time.Duration(r.Backoff)}
 }
 
 // Contender is one [[contender]] table: what stands between the load and
@@ -139,6 +144,10 @@ type Contender struct {
 	LimitMetric    string            `toml:"limit_metric"`
 	InflightMetric string            `toml:"inflight_metric"`
 	RateMetric     string            `toml:"rate_metric"` // a token rate the contender manages, per second
+	// Retry, when set, is how this contender's clients retry, in place of
+	// the scenario's load.retry: the same load and backend, other clients
+	// (mode "client": through package client).
+	Retry *Retry `toml:"retry"`
 	// Vars define placeholders of this contender's strings; a value may
 	// use placeholders itself. After parsing they include the scenario's
 	// and the library's (see Library).
@@ -332,6 +341,11 @@ func (c Contender) validate(i int) []error {
 	default:
 		errs = append(errs, fmt.Errorf("%s: kind must be %q or %q, got %q", where, KindDirect, KindCommand, c.Kind))
 	}
+	if c.Retry != nil {
+		for _, err := range c.Retry.load().Validate() {
+			errs = append(errs, fmt.Errorf("%s: retry: %w", where, err))
+		}
+	}
 	return errs
 }
 
@@ -424,6 +438,17 @@ func (s *Scenario) Schedule() load.Schedule {
 	return out
 }
 
+// LoadParamsFor returns the generator's parameters for load sent to c at
+// base (its URL): LoadParams, with c's own retry if it has one.
+func (s *Scenario) LoadParamsFor(c Contender, base string) (load.Params, error) {
+	p, err := s.LoadParams(base)
+	if c.Retry != nil {
+		p.Retry = c.Retry.load()
+		err = errors.Join(p.Validate()...)
+	}
+	return p, err
+}
+
 // LoadParams returns the generator's parameters for load sent to base (a
 // contender's URL); the clock and transport are left to the caller.
 func (s *Scenario) LoadParams(base string) (load.Params, error) {
@@ -441,7 +466,7 @@ func (s *Scenario) LoadParams(base string) (load.Params, error) {
 		BodyBytes:   int(l.Body),
 		Tenants:     mix(l.Tenants),
 		Priorities:  mix(l.Priorities),
-		Retry:       load.Retry{Attempts: l.Retry.Attempts, Mode: load.RetryMode(l.Retry.Mode), Backoff: time.Duration(l.Retry.Backoff)},
+		Retry:       l.Retry.load(),
 		Seed:        s.Seed,
 	}
 	if base == "" {
