@@ -499,7 +499,7 @@ func (c *h1Conn) handle() (ok bool) {
 			ok = false
 		}
 	}()
-	c.s.px.ServeHTTP(&c.rw, c.req)
+	c.s.handler.ServeHTTP(&c.rw, c.req)
 	return !c.hijacked
 }
 
