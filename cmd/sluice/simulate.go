@@ -6,7 +6,7 @@ var simulateCommand = cli.Command{
 	Name:    "simulate",
 	Summary: "predict what a config's groups do to a described service and load, in seconds",
 	Usage: `usage: sluice simulate [-config FILE] -scenario NAME [flags]
-       sluice simulate [-config FILE] -capacity N -latency D -load SPEC [flags]
+       sluice simulate [-config FILE] -workers N -mean D -load SPEC [flags]
 
 Runs the groups of a config in sluice's deterministic simulator against a
 described service and load, and prints what each would do, before it is
@@ -36,11 +36,17 @@ The service and its load, from a scenario:
                     or a file: the lab's TOML (*.toml) or the simulator's
                     text form (*.scenario)
 or described by flags, which also override a scenario's service and clients:
+  -workers N        how many requests the service serves at once
+  -mean D           one request's mean service time unloaded (what the lab's
+                    backend takes: -service lognormal:10ms:0.5 is a mean)
+  -median D         or its median (a measured p50 unloaded)
   -capacity N       requests per second the service completes at most
-  -latency D        its mean latency unloaded: one request's own service time
-  -workers N        or how many requests it serves at once (either one:
-                    workers = capacity × latency)
-  -service-time DIST  its shape: exp (default), const or lognormal:SIGMA
+                    (any two of -workers, -capacity and the time give the
+                    third: capacity = workers / mean; with a scenario, what
+                    is not given is the scenario's)
+  -service-time DIST  the time's shape: exp (default), const, lognormal:SIGMA,
+                    or the lab backend's form with its mean in it
+                    (lognormal:10ms:0.5, exp:40ms, bimodal:20ms:200ms:0.1)
   -load SPEC        the offered load, comma-separated segments RATE [for D]:
                     RATE is 3x (times the capacity), 1200/s, or a ramp 0.5x..3x
                       -load 3x                                   constant

@@ -24,6 +24,9 @@ func printWorkload(w io.Writer, wl *simulate.Workload, config string) {
 	cli.Fprintf(w, "sluice simulate: %s, %v of load, config %s\n", wl.Source, sc.Duration, config)
 	s := sc.Service
 	cli.Fprintf(w, "  service: %d workers, %s: capacity C = %.0f req/s\n", s.Workers, distText(s.Dist), s.Capacity())
+	if wl.ServiceRemark != "" {
+		cli.Fprintf(w, "    (%s)\n", wl.ServiceRemark)
+	}
 	var changes []string
 	for _, c := range sc.WorkerChanges {
 		changes = append(changes, fmt.Sprintf("at %v %d workers", c.At, c.Workers))
@@ -222,13 +225,19 @@ func policyText(g *configs.Group, sc *sim.Scenario) string {
 func distText(d sim.Dist) string {
 	switch {
 	case d.Kind == sim.Exponential:
-		return fmt.Sprintf("exponential service time of mean %v", d.Mean)
+		return fmt.Sprintf("exponential service time of mean %v (median %v)", d.Mean, medianOf(d))
 	case d.Kind == sim.Bimodal:
 		return fmt.Sprintf("bimodal service time (%v, %v %.0f%% of the time)", d.Fast, d.Slow, 100*d.PSlow)
 	case d.Sigma == 0:
 		return fmt.Sprintf("constant service time %v", d.Mean)
 	}
-	return fmt.Sprintf("lognormal service time of mean %v (sigma %g)", d.Mean, d.Sigma)
+	return fmt.Sprintf("lognormal service time of mean %v (median %v, sigma %g)", d.Mean, medianOf(d), d.Sigma)
+}
+
+// medianOf is d's median service time, to 10 µs.
+func medianOf(d sim.Dist) time.Duration {
+	m, _ := serviceQuantile(d, 0.5)
+	return m.Round(10 * time.Microsecond)
 }
 
 // mixText is a priority mix as shares, "" for everyone at one level.

@@ -47,7 +47,7 @@ func wrapWords(words []string, indent, width int) string {
 // simulateFlags are the command line of "sluice simulate".
 type simulateFlags struct {
 	config, group, scenario, dist, load, priorities, tenants, png string
-	slo, latency, duration, timeout, backoff, every               time.Duration
+	slo, mean, median, duration, timeout, backoff, every          time.Duration
 	capacity                                                      float64
 	workers, retries                                              int
 	retryAfter                                                    bool
@@ -71,9 +71,12 @@ func parseSimulateFlags(args []string) (*simulateFlags, error) {
 	fs.DurationVar(&f.slo, "slo", 0, "")
 	fs.StringVar(&f.scenario, "scenario", "", "")
 	fs.Float64Var(&f.capacity, "capacity", 0, "")
-	fs.DurationVar(&f.latency, "latency", 0, "")
+	fs.DurationVar(&f.mean, "mean", 0, "")
+	fs.DurationVar(&f.median, "median", 0, "")
+	var latency time.Duration
+	fs.DurationVar(&latency, "latency", 0, "") // gone: refused below with what to say instead
 	fs.IntVar(&f.workers, "workers", 0, "")
-	fs.StringVar(&f.dist, "service-time", "exp", "")
+	fs.StringVar(&f.dist, "service-time", "", "")
 	fs.StringVar(&f.load, "load", "", "")
 	fs.DurationVar(&f.duration, "duration", time.Minute, "")
 	fs.Var(&f.changes, "change", "")
@@ -94,8 +97,10 @@ func parseSimulateFlags(args []string) (*simulateFlags, error) {
 	}
 	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
 	switch {
+	case f.set["latency"]:
+		return nil, errors.New("-latency is gone: say -mean D or -median D (the lab's backend takes a mean, lognormal:10ms:0.5; a measured p50 is a median)")
 	case f.scenario == "" && f.load == "":
-		return nil, errors.New("give the load: -scenario NAME, or -capacity, -latency (or -workers) and -load")
+		return nil, errors.New("give the load: -scenario NAME, or the service (two of -capacity, -workers, -mean or -median) and -load")
 	case f.scenario != "" && f.load != "":
 		return nil, errors.New("-scenario and -load both give the load: give one")
 	case f.set["duration"] && f.load == "":
@@ -221,15 +226,18 @@ func simulateWorkload(f *simulateFlags) (simulate.Workload, int, error) {
 		}
 	}
 	bad := func(err error) (simulate.Workload, int, error) { return w, exitUsage, err }
-	if f.load != "" || f.set["capacity"] || f.set["latency"] || f.set["workers"] || f.set["service-time"] {
-		if f.scenario != "" && !f.set["capacity"] {
-			return bad(errors.New("-latency, -workers and -service-time describe a service with -capacity: give it too"))
+	if f.load != "" || f.set["capacity"] || f.set["mean"] || f.set["median"] || f.set["workers"] || f.set["service-time"] {
+		var base *sim.Service
+		if f.scenario != "" {
+			base = &w.Scenario.Service
 		}
-		svc, err := simulate.ServiceOf(f.capacity, f.latency, f.workers, f.dist)
+		svc, remark, err := simulate.ServiceOf(simulate.ServiceDesc{Capacity: f.capacity, Workers: f.workers,
+			Mean: f.mean, Median: f.median, Shape: f.dist}, base)
 		if err != nil {
 			return bad(fmt.Errorf("the service: %w", err))
 		}
 		w.SetService(svc)
+		w.ServiceRemark = remark
 	}
 	sc := &w.Scenario
 	if f.load != "" {
