@@ -136,3 +136,51 @@ func TestWorkerChange(t *testing.T) {
 		t.Errorf("half: throughput %.0f/s, want 500", p.Throughput)
 	}
 }
+
+// TestSent: the lab's way of counting files each attempt under the second
+// and phase it arrived in, whenever it ended. A constant 600 ms service
+// under a fixed limit of 10: every success takes its wait plus 600 ms; the
+// seconds add up to their phase, and every attempt that arrived in the
+// first phase ends one way or another.
+func TestSent(t *testing.T) {
+	sc := Scenario{Duration: 20 * time.Second, SLO: 700 * time.Millisecond, Seed: 3,
+		Service: Service{Workers: 10, Dist: Dist{Kind: Lognormal, Mean: 600 * time.Millisecond}},
+		Load:    []Segment{{X: 0.5}, {At: 10 * time.Second, X: 3}},
+		Phases:  []Phase{{Name: "under"}, {Name: "over", At: 10 * time.Second}},
+		Gate:    Gate{Queue: 20, NoCoDel: true, MaxWait: 2 * time.Second, NoShedder: true}, Clients: Clients{Timeout: 5 * time.Second}}
+	r := runFixed(t, sc, 10)
+	if len(r.Seconds) != 20 {
+		t.Fatalf("%d seconds, want 20", len(r.Seconds))
+	}
+	for i, p := range r.Phases {
+		var sum Sent
+		for _, s := range r.Seconds {
+			if s.From >= p.Start && s.From < p.End {
+				sum.Attempts += s.Attempts
+				sum.OK += s.OK
+				sum.Good += s.Good
+				sum.Rejected += s.Rejected
+				sum.Dropped += s.Dropped
+			}
+		}
+		got := p.Sent
+		if got.From != p.Start || got.To != p.End || got.Attempts != sum.Attempts || got.OK != sum.OK ||
+			got.Good != sum.Good || got.Rejected != sum.Rejected || got.Dropped != sum.Dropped {
+			t.Errorf("phase %s: %+v, its seconds add up to %+v", p.Name, got, sum)
+		}
+		if ended := got.OK + got.Rejected + got.Dropped; i == 0 && ended != got.Attempts {
+			t.Errorf("phase %s: %d attempts arrived, %d ended", p.Name, got.Attempts, ended)
+		}
+		if got.P50 < 600*time.Millisecond || got.P99 < got.P50 {
+			t.Errorf("phase %s: p50 %v p99 %v, want at least the 600ms service", p.Name, got.P50, got.P99)
+		}
+	}
+	// At 0.5 × C little is refused and little waits long; at 3 × C a
+	// queue of 20 refuses most, and the successes wait in it.
+	if u := r.Phases[0].Sent; u.Rejected > u.Attempts/10 || u.Good < u.OK*8/10 {
+		t.Errorf("under: %+v", u)
+	}
+	if o := r.Phases[1].Sent; o.Rejected < o.Attempts/2 || o.P99 < 1200*time.Millisecond {
+		t.Errorf("over: %+v: want most refused, the queue's waits in p99", o)
+	}
+}
