@@ -14,6 +14,7 @@ import (
 	"github.com/sluicehq/sluice/adaptive/sim"
 	"github.com/sluicehq/sluice/configs"
 	"github.com/sluicehq/sluice/internal/cli"
+	"github.com/sluicehq/sluice/internal/lab/report"
 	"github.com/sluicehq/sluice/internal/simulate"
 )
 
@@ -313,4 +314,32 @@ func ms(d time.Duration) time.Duration {
 		return d.Round(time.Millisecond)
 	}
 	return d.Round(10 * time.Microsecond)
+}
+
+// printAgainstLab writes how the simulation compares with the lab run
+// read from path: per phase and per second after a step, the lab's
+// figures, the simulator's and their ratio, and which are outside issue
+// 28's bounds.
+func printAgainstLab(w io.Writer, path string, run *report.Run, held []simulate.Stretch) {
+	t := simulate.Issue28
+	cli.Fprintf(w, "\nagainst the lab: %s (%s, started %s; its generator sent late by %.1fms at p99)\n",
+		path, run.Contender, run.Started.Format(time.DateTime), run.Load.DispatchLag.P99)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "stretch\tlab goodput/s\tsimulated\tratio\tlab p99\tsimulated\tratio\tlab limit\tsimulated\tratio\toutside ±%.0f%%/±%.0f%%/±%.0f%%\t\n",
+		100*t.Goodput, 100*t.P99, 100*t.Limit)
+	for _, s := range held {
+		limit := [3]string{"–", "–", "–"}
+		if s.LabLimit > 0 {
+			limit = [3]string{fmt.Sprintf("%.0f", s.LabLimit), fmt.Sprintf("%.0f", s.SimLimit), fmt.Sprintf("%.2f", simulate.Ratio(s.SimLimit, s.LabLimit))}
+		}
+		miss := s.Misses(t)
+		if miss == "" {
+			miss = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.3f\t%v\t%v\t%.2f\t%s\t%s\t%s\t%s\t\n", s.Name, s.LabGoodput, s.SimGoodput,
+			simulate.Ratio(s.SimGoodput, s.LabGoodput), ms(s.LabP99), ms(s.SimP99), simulate.Ratio(float64(s.SimP99), float64(s.LabP99)),
+			limit[0], limit[1], limit[2], miss)
+	}
+	tw.Flush()
+	cli.Fprintf(w, "  counted as the lab counts: each request in the stretch it was sent in; a limit is the mean of one reading a second (a phase's first %v left out)\n", 2*time.Second)
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/sluicehq/sluice/configs"
 	"github.com/sluicehq/sluice/internal/cli"
 	"github.com/sluicehq/sluice/internal/lab"
+	"github.com/sluicehq/sluice/internal/lab/report"
 	"github.com/sluicehq/sluice/internal/simulate"
 )
 
@@ -46,7 +48,7 @@ func wrapWords(words []string, indent, width int) string {
 
 // simulateFlags are the command line of "sluice simulate".
 type simulateFlags struct {
-	config, group, scenario, dist, load, priorities, tenants, png string
+	config, group, scenario, dist, load, priorities, tenants, png, lab string
 	slo, mean, median, duration, timeout, backoff, every          time.Duration
 	capacity                                                      float64
 	workers, retries                                              int
@@ -54,6 +56,7 @@ type simulateFlags struct {
 	seed                                                          uint64
 	changes                                                       listFlag
 	set                                                           map[string]bool // the flags given
+	labRun                                                        *report.Run     // -lab's
 }
 
 // listFlag is a repeatable string flag.
@@ -89,6 +92,7 @@ func parseSimulateFlags(args []string) (*simulateFlags, error) {
 	fs.Uint64Var(&f.seed, "seed", 1, "")
 	fs.DurationVar(&f.every, "every", 0, "")
 	fs.StringVar(&f.png, "png", "", "")
+	fs.StringVar(&f.lab, "lab", "", "")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -96,6 +100,11 @@ func parseSimulateFlags(args []string) (*simulateFlags, error) {
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
+	if f.lab != "" {
+		if err := f.fromLab(); err != nil {
+			return nil, err
+		}
+	}
 	switch {
 	case f.set["latency"]:
 		return nil, errors.New("-latency is gone: say -mean D or -median D (the lab's backend takes a mean, lognormal:10ms:0.5; a measured p50 is a median)")
@@ -111,6 +120,28 @@ func parseSimulateFlags(args []string) (*simulateFlags, error) {
 		return nil, fmt.Errorf("-retries %d: want 0 to 100", f.retries)
 	}
 	return f, nil
+}
+
+// fromLab fills what -lab FILE implies: the scenario the lab ran (unless
+// -scenario names one) and the config its contender ran, the sluice.toml
+// beside the JSON file in the contender's folder (unless -config names
+// one).
+func (f *simulateFlags) fromLab() error {
+	run, err := simulate.LoadLabRun(f.lab)
+	if err != nil {
+		return err
+	}
+	f.labRun = run
+	if f.scenario == "" && f.load == "" {
+		f.scenario = run.Scenario
+	}
+	if f.config == "" {
+		f.config = filepath.Join(filepath.Dir(f.lab), run.Contender, "sluice.toml")
+		if _, err := os.Stat(f.config); err != nil {
+			return fmt.Errorf("-lab %s: its contender's config %s: %w: give -config", f.lab, f.config, err)
+		}
+	}
+	return nil
 }
 
 func runSimulate(_ context.Context, args []string, stdout, stderr io.Writer) int {
@@ -133,6 +164,9 @@ func runSimulate(_ context.Context, args []string, stdout, stderr io.Writer) int
 		return exitError
 	}
 	groups, err := simulateGroups(cfg, f.group)
+	if err == nil && f.labRun != nil && len(groups) != 1 {
+		err = fmt.Errorf("-lab compares one group with the lab run: the config has %d, give -group", len(groups))
+	}
 	if err != nil {
 		cli.Fprintf(stderr, "sluice simulate: %v\n", err)
 		return exitUsage
@@ -165,6 +199,14 @@ func runSimulate(_ context.Context, args []string, stdout, stderr io.Writer) int
 		}
 		res := simulated{run: r, group: g, report: rep}
 		printSimulated(stdout, &res, &w, f.every)
+		if f.labRun != nil {
+			held, err := simulate.Compare(rep, f.labRun)
+			if err != nil {
+				cli.Fprintf(stderr, "sluice simulate: -lab %s: %v\n", f.lab, err)
+				return exitUsage
+			}
+			printAgainstLab(stdout, f.lab, f.labRun, held)
+		}
 		results = append(results, res)
 	}
 	if f.png != "" {
@@ -220,6 +262,9 @@ func simulateWorkload(f *simulateFlags) (simulate.Workload, int, error) {
 				code = exitUsage // an unknown name, not a bad file
 			}
 			return w, code, err
+		}
+		if f.labRun != nil && f.labRun.Quick {
+			s = s.Shortened() // the lab ran its -quick version
 		}
 		if w, err = simulate.FromLab(s); err != nil {
 			return w, exitError, err
