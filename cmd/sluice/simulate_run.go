@@ -49,14 +49,14 @@ func wrapWords(words []string, indent, width int) string {
 // simulateFlags are the command line of "sluice simulate".
 type simulateFlags struct {
 	config, group, scenario, dist, load, priorities, tenants, png, lab string
-	slo, mean, median, duration, timeout, backoff, every          time.Duration
-	capacity                                                      float64
-	workers, retries                                              int
-	retryAfter                                                    bool
-	seed                                                          uint64
-	changes                                                       listFlag
-	set                                                           map[string]bool // the flags given
-	labRun                                                        *report.Run     // -lab's
+	slo, mean, median, duration, timeout, backoff, every               time.Duration
+	capacity                                                           float64
+	workers, retries                                                   int
+	retryAfter                                                         bool
+	seed                                                               uint64
+	changes                                                            listFlag
+	set                                                                map[string]bool // the flags given
+	labRun                                                             *report.Run     // -lab's
 }
 
 // listFlag is a repeatable string flag.
