@@ -47,6 +47,17 @@ or described by flags, which also override a scenario's service and clients:
   -service-time DIST  the time's shape: exp (default), const, lognormal:SIGMA,
                     or the lab backend's form with its mean in it
                     (lognormal:10ms:0.5, exp:40ms, bimodal:20ms:200ms:0.1)
+  -shared-cores N   the service shares N cores with sluice and the load's
+                    clients (as in the lab, all on its 2 cores): each
+                    request costs CPU there (the clients' sending, sluice
+                    forwarding or refusing, the service's handling), a
+                    served request's answer takes its trip back holding
+                    its slot but no worker, and busy cores make every hop
+                    wait (default: not shared, none of this modelled)
+  -shared-costs LIST  what a request costs there, KEY=DURATION of send,
+                    forward, refuse, handle, wake (the trip's fixed time);
+                    default the lab's: send=80us,forward=90us,refuse=40us,
+                    handle=50us,wake=1ms
   -load SPEC        the offered load, comma-separated segments RATE [for D]:
                     RATE is 3x (times the capacity), 1200/s, or a ramp 0.5x..3x
                       -load 3x                                   constant
@@ -72,6 +83,13 @@ or described by flags, which also override a scenario's service and clients:
 The output:
   -every D          one row of the time table per D (default: a round step, at most 25 rows)
   -png FILE         also draw the chart into FILE, a PNG (default: none)
+  -lab FILE         hold the simulation to a lab run of the same scenario,
+                    sluice-lab's DIR/SCENARIO/CONTENDER.json (its scenario
+                    and its contender's sluice.toml unless -scenario and
+                    -config say otherwise): goodput, p99 and the limit per
+                    phase and in each of the 3 seconds after a step, their
+                    ratios and what is outside ±5 % (goodput), ±25 % (p99)
+                    and ±30 % (limit); the group simulated must be one
 
 A binary built with -tags nodemo (see "sluice help demo") leaves the
 simulator out with the lab; its "sluice simulate" says so and exits 1.

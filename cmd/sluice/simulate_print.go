@@ -28,6 +28,10 @@ func printWorkload(w io.Writer, wl *simulate.Workload, config string) {
 	if wl.ServiceRemark != "" {
 		cli.Fprintf(w, "    (%s)\n", wl.ServiceRemark)
 	}
+	if h := sc.Host; h.On() {
+		cli.Fprintf(w, "  shared: %g cores with sluice and the clients; a request costs there send %v, forward %v or refuse %v, handle %v; a trip back %v\n",
+			h.Cores, h.Send, h.Forward, h.Refuse, h.Handle, h.Wake)
+	}
 	var changes []string
 	for _, c := range sc.WorkerChanges {
 		changes = append(changes, fmt.Sprintf("at %v %d workers", c.At, c.Workers))

@@ -48,15 +48,15 @@ func wrapWords(words []string, indent, width int) string {
 
 // simulateFlags are the command line of "sluice simulate".
 type simulateFlags struct {
-	config, group, scenario, dist, load, priorities, tenants, png, lab string
-	slo, mean, median, duration, timeout, backoff, every               time.Duration
-	capacity                                                           float64
-	workers, retries                                                   int
-	retryAfter                                                         bool
-	seed                                                               uint64
-	changes                                                            listFlag
-	set                                                                map[string]bool // the flags given
-	labRun                                                             *report.Run     // -lab's
+	config, group, scenario, dist, load, priorities, tenants, png, lab, costs string
+	slo, mean, median, duration, timeout, backoff, every                      time.Duration
+	capacity, cores                                                           float64
+	workers, retries                                                          int
+	retryAfter                                                                bool
+	seed                                                                      uint64
+	changes                                                                   listFlag
+	set                                                                       map[string]bool // the flags given
+	labRun                                                                    *report.Run     // -lab's
 }
 
 // listFlag is a repeatable string flag.
@@ -93,6 +93,8 @@ func parseSimulateFlags(args []string) (*simulateFlags, error) {
 	fs.DurationVar(&f.every, "every", 0, "")
 	fs.StringVar(&f.png, "png", "", "")
 	fs.StringVar(&f.lab, "lab", "", "")
+	fs.Float64Var(&f.cores, "shared-cores", 0, "")
+	fs.StringVar(&f.costs, "shared-costs", "", "")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -100,15 +102,10 @@ func parseSimulateFlags(args []string) (*simulateFlags, error) {
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
-	if f.lab != "" {
-		if err := f.fromLab(); err != nil {
-			return nil, err
-		}
-	}
 	switch {
 	case f.set["latency"]:
 		return nil, errors.New("-latency is gone: say -mean D or -median D (the lab's backend takes a mean, lognormal:10ms:0.5; a measured p50 is a median)")
-	case f.scenario == "" && f.load == "":
+	case f.scenario == "" && f.load == "" && f.lab == "":
 		return nil, errors.New("give the load: -scenario NAME, or the service (two of -capacity, -workers, -mean or -median) and -load")
 	case f.scenario != "" && f.load != "":
 		return nil, errors.New("-scenario and -load both give the load: give one")
@@ -149,6 +146,12 @@ func runSimulate(_ context.Context, args []string, stdout, stderr io.Writer) int
 	if err != nil {
 		cli.Fprintf(stderr, "sluice simulate: %v\nRun \"sluice help simulate\" for the flags.\n", err)
 		return exitUsage
+	}
+	if f.lab != "" {
+		if err := f.fromLab(); err != nil {
+			cli.Fprintf(stderr, "sluice simulate: %v\n", err)
+			return exitError
+		}
 	}
 	cfg, err := loadConfig(f.config)
 	var problems configs.Errors
@@ -294,6 +297,16 @@ func simulateWorkload(f *simulateFlags) (simulate.Workload, int, error) {
 		w.Source = "-load " + f.load
 		sc.Clients = sim.Clients{Timeout: f.timeout, Backoff: f.backoff}
 		sc.Seed = 1
+	}
+	if f.set["shared-cores"] || f.costs != "" {
+		if !f.set["shared-cores"] {
+			return bad(errors.New("-shared-costs are costs on the cores -shared-cores says the service shares: give it"))
+		}
+		h, err := simulate.HostOf(f.cores, f.costs)
+		if err != nil {
+			return bad(fmt.Errorf("-shared-cores, -shared-costs: %w", err))
+		}
+		sc.Host = h
 	}
 	if err := w.Changes(f.changes); err != nil {
 		return bad(fmt.Errorf("-change: %w", err))

@@ -343,3 +343,48 @@ func (w *Workload) SetTenants(spec string) error {
 	w.Tenants, w.Scenario.Tenants = names, weights
 	return nil
 }
+
+// LabHost is what a request costs on the lab's machine (two cores shared
+// by sluice, the load generator and the lab's backend), as the lab
+// measured it at C = 1,500 req/s (BENCHMARKS.md, "sluice simulate against
+// the lab"): the host a config is simulated on when the user says the
+// proxy and the load share the service's cores (HostOf).
+var LabHost = sim.Host{Send: 80 * time.Microsecond, Forward: 90 * time.Microsecond,
+	Refuse: 40 * time.Microsecond, Handle: 50 * time.Microsecond, Wake: time.Millisecond}
+
+// HostOf describes the cores the service shares with the proxy and the
+// load: cores of them, each request costing LabHost's CPU unless costs
+// ("send=80us,forward=90us,refuse=40us,handle=50us,wake=1ms", any of
+// them) says otherwise.
+func HostOf(cores float64, costs string) (sim.Host, error) {
+	if !(cores > 0 && cores <= 1024) {
+		return sim.Host{}, fmt.Errorf("%v shared cores: want a number in (0, 1024]", cores)
+	}
+	h := LabHost
+	h.Cores = cores
+	if costs == "" {
+		return h, nil
+	}
+	for _, part := range strings.Split(costs, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
+		d, err := time.ParseDuration(v)
+		if !ok || err != nil || d < 0 || d > time.Second {
+			return sim.Host{}, fmt.Errorf("%q: want KEY=DURATION (send, forward, refuse, handle, wake), e.g. forward=90us", part)
+		}
+		switch k {
+		case "send":
+			h.Send = d
+		case "forward":
+			h.Forward = d
+		case "refuse":
+			h.Refuse = d
+		case "handle":
+			h.Handle = d
+		case "wake":
+			h.Wake = d
+		default:
+			return sim.Host{}, fmt.Errorf("%q: unknown cost %q (send, forward, refuse, handle, wake)", part, k)
+		}
+	}
+	return h, nil
+}

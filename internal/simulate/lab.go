@@ -149,13 +149,14 @@ func steps(lab *report.Run, i int) bool {
 	return s[i].From >= 1.5*s[i-1].To
 }
 
-// labLimit is the mean of the limits the lab polled in (from, to], 0 when
-// it polled none.
+// labLimit is the mean of the limits the lab polled at the whole seconds
+// in (from, to] (a poll comes a little after its second), 0 when it
+// polled none.
 func labLimit(lab *report.Run, from, to time.Duration) float64 {
 	sum, n := 0.0, 0
 	for _, s := range lab.Samples {
 		t := time.Duration(s.T * float64(time.Second))
-		if s.Limit != nil && t > from && t <= to+100*time.Millisecond {
+		if s.Limit != nil && t > from+time.Second/2 && t <= to+time.Second/2 {
 			sum += *s.Limit
 			n++
 		}
