@@ -149,14 +149,14 @@ func TestSimulateFlags(t *testing.T) {
 	config := writeConfig(t, "", "", twoGroups)
 	cwd := t.TempDir()
 	t.Chdir(cwd)
-	code, out, errOut := runArgs("simulate", "-config", config, "-capacity", "800", "-latency", "50ms",
+	code, out, errOut := runArgs("simulate", "-config", config, "-capacity", "800", "-mean", "50ms",
 		"-load", "1x for 10s, 3x for 20s", "-change", "20s:workers=20", "-retries", "2")
 	if code != exitOK || errOut != "" {
 		t.Fatalf("code %d, stderr %q", code, errOut)
 	}
 	for _, want := range []string{
 		"sluice simulate: -load 1x for 10s, 3x for 20s, 30s of load, config " + config,
-		"service: 40 workers, exponential service time of mean 50ms: capacity C = 800 req/s",
+		"service: 40 workers, exponential service time of mean 50ms (median 34.66ms): capacity C = 800 req/s",
 		"changes: at 20s 20 workers",
 		"load (× C): 1x from 0s, 3x from 10s",
 		"give up after 10s, 2 retries after 10ms jittered, seed 1",
@@ -177,7 +177,7 @@ func TestSimulateFlags(t *testing.T) {
 	}
 
 	code, out, _ = runArgs("simulate", "-config", config, "-group", "batch", "-scenario", "step", "-capacity", "200", "-workers", "4", "-png", "")
-	if code != exitOK || strings.Contains(out, `group "api"`) || strings.Contains(out, "each group is simulated alone") || !strings.Contains(out, "service: 4 workers, exponential service time of mean 20ms: capacity C = 200 req/s") {
+	if code != exitOK || strings.Contains(out, `group "api"`) || strings.Contains(out, "each group is simulated alone") || !strings.Contains(out, "service: 4 workers, exponential service time of mean 20ms (median 13.86ms): capacity C = 200 req/s") {
 		t.Errorf("-group batch on step at 200/s: code %d\n%s", code, out)
 	}
 }
@@ -202,9 +202,15 @@ func TestSimulateErrors(t *testing.T) {
 		{[]string{"-scenario", "step", "-load", "1x"}, exitUsage, "give one"},
 		{[]string{"-scenario", "nosuch"}, exitUsage, `no scenario "nosuch"`},
 		{[]string{"-config", config, "-group", "nosuch", "-scenario", "step"}, exitUsage, `-group "nosuch": the config has no such group (it has api, batch)`},
-		{[]string{"-capacity", "800", "-load", "1x"}, exitUsage, "give the service's latency"},
-		{[]string{"-capacity", "800", "-latency", "5ms", "-load", "3y"}, exitUsage, `-load: load segment 1: rate "3y"`},
-		{[]string{"-scenario", "step", "-latency", "5ms"}, exitUsage, "give it too"},
+		{[]string{"-capacity", "800", "-load", "1x"}, exitUsage, "give two of the service's capacity, its workers"},
+		{[]string{"-workers", "16", "-load", "1x"}, exitUsage, "give two of the service's capacity, its workers"},
+		{[]string{"-capacity", "800", "-mean", "5ms", "-load", "3y"}, exitUsage, `-load: load segment 1: rate "3y"`},
+		{[]string{"-capacity", "800", "-latency", "5ms", "-load", "1x"}, exitUsage, "-latency is gone: say -mean D or -median D"},
+		{[]string{"-scenario", "step", "-capacity", "1500", "-workers", "16", "-mean", "10ms"}, exitUsage, "serve 1600 req/s, not the capacity 1500"},
+		{[]string{"-scenario", "step", "-shared-costs", "send=1ms"}, exitUsage, "give it"},
+		{[]string{"-scenario", "step", "-shared-cores", "0"}, exitUsage, "0 shared cores"},
+		{[]string{"-scenario", "step", "-shared-cores", "2", "-shared-costs", "sent=1ms"}, exitUsage, `unknown cost "sent"`},
+		{[]string{"-lab", filepath.Join(t.TempDir(), "none.json")}, exitError, "no such file"},
 		{[]string{"-scenario", "step", "-change", "10s:cores=2"}, exitUsage, `unknown key "cores"`},
 		{[]string{"-scenario", "step", "-tenants", "a=1,a=2"}, exitUsage, `"a" given twice`},
 		{[]string{"-scenario", "step", "-priorities", "urgent=1"}, exitUsage, `priority "urgent"`},
