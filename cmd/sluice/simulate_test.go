@@ -302,7 +302,7 @@ func TestSimulateAgainstTheLab(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows := tableRows(t, out, "stretch") // and the note under it
+	rows := tableRows(t, out, "stretch")                // and the note under it
 	if len(rows) != len(held)+1 || len(held) != 3+2*3 { // three phases, 3 s after each of two steps
 		t.Fatalf("%d rows, %d stretches:\n%s", len(rows), len(held), out)
 	}
