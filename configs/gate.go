@@ -42,7 +42,8 @@ func (g *Group) Spec() spec.Group {
 			CPU: c.Targets.CPU, Memory: c.Targets.Memory, CPUPressure: c.Targets.CPUPressure},
 		Queue: spec.Queue{Order: c.Queue.Order, Max: c.Queue.Max, MaxWait: time.Duration(c.Queue.MaxWait),
 			CodelTarget: time.Duration(c.Queue.CodelTarget), CodelInterval: time.Duration(c.Queue.CodelInterval)},
-		Mode: c.Mode,
+		Streams: spec.Streams{Max: c.Streams.Max},
+		Mode:    c.Mode,
 	}
 	if c.Rate != nil {
 		r := c.Rate.spec()
@@ -66,7 +67,8 @@ func GroupOf(s spec.Group) Group {
 			CPU: s.Targets.CPU, Memory: s.Targets.Memory, CPUPressure: s.Targets.CPUPressure},
 		Queue: Queue{Order: s.Queue.Order, Max: s.Queue.Max, MaxWait: Duration(s.Queue.MaxWait),
 			CodelTarget: Duration(s.Queue.CodelTarget), CodelInterval: Duration(s.Queue.CodelInterval)},
-		Mode: s.Mode,
+		Streams: Streams{Max: s.Streams.Max},
+		Mode:    s.Mode,
 	}
 	if s.Rate != nil {
 		r := rateOf(*s.Rate)

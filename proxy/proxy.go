@@ -170,6 +170,7 @@ type Proxy struct {
 	h2           *http.Transport
 	breaker      *Breaker
 	stats        counters
+	streams      streamSet // the streams open through the proxy (streams.go)
 	onLocalError func(error)
 
 	// observe, when set (by this package's tests), sees every finished

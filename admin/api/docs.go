@@ -106,6 +106,8 @@ var Docs = map[string]string{
 	"Status.Circuit":               "Circuit is the upstream's circuit breaker; null when it is off.",
 	"Status.Fronts":                "Fronts are the front-ends beside the proxy (the permit service, Envoy's rate limit service); empty when none is configured.",
 	"Status.Redis":                 "Redis is the link to Redis of the global quotas; null without one.",
+	"Streams":                      "Streams is a group's long-lived streams: WebSockets, gRPC calls and event streams past their first response byte, which hold a stream slot instead of a concurrency slot.",
+	"Streams.Open":                 "Open is the streams open now, Max the group's bound on them ([group.streams] max); Opened counts those opened since the group was built; the refused are in requests.by_reason[\"streams\"].",
 	"Targets":                      "Targets are a group's targets; null when off.",
 	"Targets.CPUPressure":          "CPUPressure is the cpu_pressure target, a share of time 0–1.",
 }

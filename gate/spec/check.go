@@ -29,8 +29,10 @@ const (
 	// MaxLimit bounds a concurrency limit, its bounds and other counts.
 	MaxLimit = 1_000_000
 	maxQueue = 1_000_000
-	maxCost  = 1_000_000
-	maxKeys  = 100_000_000
+	// maxStreams bounds Streams.Max: each stream holds a connection or two.
+	maxStreams = 10_000_000
+	maxCost    = 1_000_000
+	maxKeys    = 100_000_000
 	// MaxGroups bounds the groups of one config; each request is matched
 	// against them in turn, and reachability is checked between every pair.
 	MaxGroups = 1000
@@ -240,6 +242,7 @@ func (g *Group) check(ck *check.Checker) {
 	g.Concurrency.check(ck, "concurrency")
 	g.Targets.check(ck, "targets", g.Concurrency)
 	g.Queue.check(ck, "queue")
+	ck.IntRange("streams.max", g.Streams.Max, 1, maxStreams)
 }
 
 func (g *Group) checkName(ck *check.Checker) {
