@@ -56,8 +56,8 @@ or described by flags, which also override a scenario's service and clients:
                     wait (default: not shared, none of this modelled)
   -shared-costs LIST  what a request costs there, KEY=DURATION of send,
                     forward, refuse, handle, wake (the trip's fixed time);
-                    default the lab's: send=80us,forward=90us,refuse=40us,
-                    handle=50us,wake=1ms
+                    default the lab's: send=90us,forward=100us,refuse=30us,
+                    handle=90us,wake=1.5ms
   -load SPEC        the offered load, comma-separated segments RATE [for D]:
                     RATE is 3x (times the capacity), 1200/s, or a ramp 0.5x..3x
                       -load 3x                                   constant

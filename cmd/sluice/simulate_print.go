@@ -328,6 +328,9 @@ func printAgainstLab(w io.Writer, path string, run *report.Run, held []simulate.
 	t := simulate.Issue28
 	cli.Fprintf(w, "\nagainst the lab: %s (%s, started %s; its generator sent late by %.1fms at p99)\n",
 		path, run.Contender, run.Started.Format(time.DateTime), run.Load.DispatchLag.P99)
+	if lag := time.Duration(run.Load.DispatchLag.P99 * float64(time.Millisecond)); lag > run.SLO/10 {
+		cli.Fprintf(w, "  warning: a lag of %v, over a tenth of the SLO, is the lab's machine starving its generator: that run measured the machine, not the service and sluice\n", ms(lag))
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "stretch\tlab goodput/s\tsimulated\tratio\tlab p99\tsimulated\tratio\tlab limit\tsimulated\tratio\toutside ±%.0f%%/±%.0f%%/±%.0f%%\t\n",
 		100*t.Goodput, 100*t.P99, 100*t.Limit)

@@ -265,3 +265,55 @@ func TestSimulateLeftOut(t *testing.T) {
 		}
 	}
 }
+
+// TestSimulateAgainstTheLab: -lab takes the scenario and the config of a
+// recorded lab run and prints one row per phase and per second after a
+// step, with simulate.Compare's figures and ratios; -shared-cores puts
+// the service on the lab's shared cores and says so.
+func TestSimulateAgainstTheLab(t *testing.T) {
+	const recorded = "../../internal/simulate/testdata/lab/fast-sweep/sluice.json"
+	code, out, errOut := runArgs("simulate", "-lab", recorded, "-shared-cores", "2")
+	if code != exitOK || errOut != "" {
+		t.Fatalf("code %d, stderr %q", code, errOut)
+	}
+	for _, want := range []string{
+		"sluice simulate: lab scenario fast-sweep, 35s of load, config ../../internal/simulate/testdata/lab/fast-sweep/sluice/sluice.toml",
+		"shared: 2 cores with sluice and the clients; a request costs there send 90µs, forward 100µs or refuse 30µs, handle 90µs; a trip back 1.5ms",
+		"against the lab: " + recorded + " (sluice, started 2026-12-02 01:39:01; its generator sent late by 3.1ms at p99)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	run, err := simulate.LoadLabRun(recorded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := lab.LoadScenario("fast-sweep")
+	w, _ := simulate.FromLab(s)
+	w.Scenario.Host, _ = simulate.HostOf(2, "")
+	cfg, err := configs.Load("../../internal/simulate/testdata/lab/fast-sweep/sluice/sluice.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := simulate.ForGroup(w, cfg, &cfg.Groups[0], 0)
+	rep, _ := sim.Run(r.Scenario, r.Law)
+	held, err := simulate.Compare(rep, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := tableRows(t, out, "stretch")                // and the note under it
+	if len(rows) != len(held)+1 || len(held) != 3+2*3 { // three phases, 3 s after each of two steps
+		t.Fatalf("%d rows, %d stretches:\n%s", len(rows), len(held), out)
+	}
+	for i, h := range held {
+		want := fmt.Sprintf("%s %.0f %.0f %.3f %v %v %.2f", h.Name, h.LabGoodput, h.SimGoodput, h.SimGoodput/h.LabGoodput,
+			ms(h.LabP99), ms(h.SimP99), float64(h.SimP99)/float64(h.LabP99))
+		if got := strings.Join(rows[i], " "); !strings.HasPrefix(got, want) {
+			t.Errorf("row %d %q, want it to start %q", i, got, want)
+		}
+	}
+	if code, _, errOut := runArgs("simulate", "-lab", recorded, "-config", writeConfig(t, "", "", twoGroups)); code != exitUsage || !strings.Contains(errOut, "give -group") {
+		t.Errorf("two groups against one lab run: code %d, %q", code, errOut)
+	}
+}

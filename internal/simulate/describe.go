@@ -349,12 +349,12 @@ func (w *Workload) SetTenants(spec string) error {
 // measured it at C = 1,500 req/s (BENCHMARKS.md, "sluice simulate against
 // the lab"): the host a config is simulated on when the user says the
 // proxy and the load share the service's cores (HostOf).
-var LabHost = sim.Host{Send: 80 * time.Microsecond, Forward: 90 * time.Microsecond,
-	Refuse: 40 * time.Microsecond, Handle: 50 * time.Microsecond, Wake: time.Millisecond}
+var LabHost = sim.Host{Send: 90 * time.Microsecond, Forward: 100 * time.Microsecond,
+	Refuse: 30 * time.Microsecond, Handle: 90 * time.Microsecond, Wake: 1500 * time.Microsecond}
 
 // HostOf describes the cores the service shares with the proxy and the
 // load: cores of them, each request costing LabHost's CPU unless costs
-// ("send=80us,forward=90us,refuse=40us,handle=50us,wake=1ms", any of
+// ("send=90us,forward=100us,refuse=30us,handle=90us,wake=1.5ms", any of
 // them) says otherwise.
 func HostOf(cores float64, costs string) (sim.Host, error) {
 	if !(cores > 0 && cores <= 1024) {

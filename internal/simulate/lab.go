@@ -37,8 +37,11 @@ func LoadLabRun(path string) (*report.Run, error) {
 // the lab measured it and as the simulator predicts it. Both are counted
 // the lab's way, by the instant each request was sent.
 type Stretch struct {
-	Name                   string // the phase's, or "3:3C +1s" for a second after a step
-	From, To               time.Duration
+	Name     string // the phase's, or "3:3C +1s" for a second after a step
+	From, To time.Duration
+	// Second says the stretch is one of the seconds after a step, not a
+	// phase.
+	Second                 bool
 	LabGoodput, SimGoodput float64 // successes within the SLO per second
 	LabP99, SimP99         time.Duration
 	// LabLimit and SimLimit are the mean concurrency limit over the
@@ -122,7 +125,7 @@ func Compare(rep *sim.Report, lab *report.Run) ([]Stretch, error) {
 				break
 			}
 			ls, ss := lab.Load.Seconds[sec], rep.Seconds[sec]
-			out = append(out, Stretch{Name: fmt.Sprintf("%s +%ds", sp.Name, k), From: t, To: t + time.Second,
+			out = append(out, Stretch{Name: fmt.Sprintf("%s +%ds", sp.Name, k), From: t, To: t + time.Second, Second: true,
 				LabGoodput: float64(ls.Good), SimGoodput: ss.Goodput(), LabP99: ms(ls.P99), SimP99: ss.P99,
 				LabLimit: labLimit(lab, t, t+time.Second), SimLimit: simLimit(rep, t, t+time.Second)})
 		}
