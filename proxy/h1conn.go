@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/textproto"
 	"net/url"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -203,7 +204,7 @@ func (c *h1Conn) readHead(first bool) (herr *headError, err error) {
 	if c.lastPost {
 		skip = 4
 	}
-	searched, headDL := 0, false
+	searched, headDL, yielded := 0, false, first
 	for {
 		b := (*c.rbuf)[c.r:c.w]
 		for skip > 0 && len(b) > 0 && (b[0] == '\r' || b[0] == '\n') {
@@ -246,6 +247,15 @@ func (c *h1Conn) readHead(first bool) (herr *headError, err error) {
 				return nil, http.ErrServerClosed
 			}
 			c.armIdle()
+			if !yielded {
+				// The answer to the last request just went out; the next
+				// one cannot be here yet. Let the goroutines that can work
+				// run first, so that the read below usually finds it,
+				// rather than find nothing (a system call for nothing),
+				// wait, and be woken by the poller.
+				yielded = true
+				runtime.Gosched()
+			}
 		case !headDL:
 			// A head has begun: it must be whole within ReadHeaderTimeout.
 			c.idle.Store(false)
