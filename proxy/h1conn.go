@@ -380,7 +380,10 @@ func (c *h1Conn) serveRequest() (keep bool) {
 // watch (net/http's server starts one, a goroutine and a read, for every
 // request).
 // (A variable: the tests watch every request at once, as net/http does.)
-var clientWatchDelay = 10 * time.Millisecond
+var clientWatchDelay = servedWatchDelay
+
+// servedWatchDelay is clientWatchDelay as the daemon serves.
+const servedWatchDelay = 10 * time.Millisecond
 
 // reqContext is the context of a connection's requests: the connection's,
 // cancelled when the client goes away, but a wait for it to end (Done) asks
