@@ -22,9 +22,9 @@ import (
 // this model, a copy of the concurrency stage (the limit in force, the
 // queue with its bound and the arrival refusal of a wait that will not be
 // served in time) in front of a model of the service with the capacity and
-// the latency measured on the real one: W = C·s workers, C the most the
-// real service completed per second lately (a service with a queue of its
-// own completes at its capacity) and s its own mean latency (that of the
+// the latency measured on the real one: W = C·s workers, C the most
+// successes the real service completed per second lately (a service with a
+// queue of its own completes at its capacity) and s its own mean latency (that of the
 // requests that found no more in flight in the real service than in the
 // model: their latency is what enforcement would have measured); a request
 // the model admits starts when one of the W is free (in order) and ends s
@@ -374,8 +374,7 @@ func (m *enforcement) leave(flags int64, latency time.Duration, o Outcome) {
 }
 
 // tick ends the model's interval at now (ns): it measures the real service
-// from the interval's real throughput (s.Throughput, per second) and clean
-// latencies, rewrites s (the sample of the real interval) as the model saw
+// from the interval's real successes (s.Successes) and clean latencies, rewrites s (the sample of the real interval) as the model saw
 // it, and starts the next interval. limit is the limit in force.
 func (m *enforcement) tick(now int64, limit int, s *adaptive.Sample) {
 	m.mu.Lock()
@@ -388,8 +387,10 @@ func (m *enforcement) tick(now int64, limit int, s *adaptive.Sample) {
 	}
 
 	// The capacity: the most the real service completed per second over
-	// the window (two intervals averaged, which halves a count's noise).
-	if x := s.Throughput; x > 0 {
+	// the window (two intervals averaged, which halves a count's noise),
+	// successes only: a request that failed fast (a refused connection, a
+	// 503 of the service's own queue) is no work done.
+	if x := float64(s.Successes) / elapsed; x > 0 {
 		xm := x
 		if m.lastX > 0 {
 			xm = (x + m.lastX) / 2
