@@ -67,6 +67,7 @@ func TestLabShadow(t *testing.T) {
 				t.Logf("%s seed %s: learned limit (mean of the second half / at the end): enforce %.1f / %d, shadow %.1f / %d: ratio %.3f / %.3f",
 					ld.name, seed, e.limit, e.group.Limit, s.limit, s.group.Limit, s.limit/e.limit, float64(s.group.Limit)/float64(e.group.Limit))
 				t.Logf("%s seed %s: shadow limit per second %v; enforce %v", ld.name, seed, s.limits, e.limits)
+				t.Logf("%s seed %s: the group's requests: enforce %+v; shadow %+v", ld.name, seed, e.group.Requests, s.group.Requests)
 				if r := would / refused; refused > 0 && (r < 0.85 || r > 1.15) {
 					t.Errorf("would-be refusals %.0f against enforce's %.0f: ratio %.3f, want within ±15 %%", would, refused, r)
 				}
