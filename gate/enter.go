@@ -102,16 +102,10 @@ func (p *Pass) DoneAfter(o Outcome, latency time.Duration) {
 	if gr == nil {
 		return
 	}
-	p.g = nil
-	if p.wait >= 0 {
-		gr.conc.Release()
-	} else {
-		gr.leaveBeyond(p.wait, latency, o)
+	if p.wait < 0 {
+		gr.shadowDone(p.wait, latency, o) // before release: p.wait is read
 	}
-	if ks := p.ks; ks != nil {
-		ks.held.Add(-1)
-		gr.keys.leave(ks)
-	}
+	p.release()
 	switch o {
 	case Success:
 		gr.lat.Record(latency)
@@ -122,6 +116,22 @@ func (p *Pass) DoneAfter(o Outcome, latency time.Duration) {
 	}
 	if ob := gr.gate.observer; ob != nil {
 		ob.ObserveDone(gr.name, o, latency, p.waited())
+	}
+}
+
+// release gives p's slot (or its place beyond the limit) and its key's
+// hold back, and finishes p, recording nothing. p must hold them.
+func (p *Pass) release() {
+	gr := p.g
+	p.g = nil
+	if p.wait >= 0 {
+		gr.conc.Release()
+	} else {
+		gr.leaveBeyond()
+	}
+	if ks := p.ks; ks != nil {
+		ks.held.Add(-1)
+		gr.keys.leave(ks)
 	}
 }
 

@@ -71,11 +71,12 @@ func (gr *group) admitBeyond(why adaptive.RejectReason, p adaptive.Priority, key
 	return shadowWait(why, flags)
 }
 
-// leaveBeyond ends a request admitted without a slot (its Pass.wait is
-// wait) that ran for latency with outcome o: the model of enforcement
-// learns from it.
-func (gr *group) leaveBeyond(wait int64, latency time.Duration, o Outcome) {
-	gr.c.beyond.Add(-1)
+// leaveBeyond ends a request admitted without a slot.
+func (gr *group) leaveBeyond() { gr.c.beyond.Add(-1) }
+
+// shadowDone tells the model of enforcement how a request admitted without
+// a slot (its Pass.wait is wait) ended: after latency, with outcome o.
+func (gr *group) shadowDone(wait int64, latency time.Duration, o Outcome) {
 	_, flags := shadowOf(wait)
 	gr.c.model.leave(flags, latency, o)
 }
