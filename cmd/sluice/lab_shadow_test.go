@@ -32,14 +32,16 @@ import (
 // One group, law target, latency target 100 ms at p99, in front of the lab's
 // backend (16 workers, lognormal service of mean 10 ms: C = 1,600 req/s),
 // open-loop Poisson load at 1,500 req/s for 10 s and at 4,500 req/s for
-// 12 s (clients wait 2 s at most, 10,000 tries in flight at most); for each seed and load a fresh sluice and backend run it enforcing,
-// then in shadow. It logs, beside each other, enforce's refusals and
-// shadow's would-be refusals, and the limit each learned (the mean of the
-// per-second limit over the run's second half, and at its end), with their
-// ratios; then a run in shadow at 4,500 req/s switched to enforce by a PATCH
-// of mode 8 s in, and the 2xx answers of each second sent after it against
-// 0.9 × C. The issue's targets are checks: would-be refusals within ±15 %,
-// the learned limit within ±25 %, ≥ 0.9 × C served from 2 s after the PATCH.
+// 12 s (clients wait 2 s at most, 10,000 tries in flight at most); for each
+// seed and load a fresh sluice and backend run it enforcing, then in
+// shadow. It logs, beside each other, enforce's refusals and shadow's
+// would-be refusals as shares of the arrivals at the gate, and the limit
+// each learned (the mean of the per-second limit over the run's second
+// half, and at its end), with their ratios; then a run in shadow at 4,500
+// req/s switched to enforce by a PATCH of mode 8 s in, and the 2xx answers
+// of each second sent after it against 0.9 × C. The issue's targets are
+// checks: would-be refusals within ±15 %, the learned limit within ±25 %,
+// ≥ 0.9 × C served from 2 s after the PATCH.
 func TestLabShadow(t *testing.T) {
 	if os.Getenv("SLUICE_SHADOW_LAB") == "" {
 		t.Skip("issue 28's shadow lab: set SLUICE_SHADOW_LAB=1 and run it under the bench lock (4,500 req/s for minutes)")
