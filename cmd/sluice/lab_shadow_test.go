@@ -269,6 +269,7 @@ MODE
   memory = 0
 """
 `
+
 // groupOf reads /v1/groups/api of the admin API at base or, with a body,
 // PATCHes it so.
 func groupOf(ctx context.Context, base, patch string) (api.Group, error) {
