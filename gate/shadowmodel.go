@@ -97,8 +97,10 @@ const unknownEnd = math.MaxInt64
 // Figures of the model.
 const (
 	// capacityWindow is how many intervals the capacity is the peak of:
-	// 2 s at the default interval, as the target law's knee window.
-	capacityWindow = 8
+	// 30 s at the default interval. In shadow an overloaded service's
+	// successes fall far below what it completes (its clients give up and
+	// it serves requests nobody waits for), so the peak is kept that long.
+	capacityWindow = 120
 	// serviceWindow is how many ticks a measure of the service's own
 	// latency is kept before a later interval's may replace it whatever its
 	// figure: a minute at the default interval.

@@ -69,7 +69,9 @@ func TestLabShadow(t *testing.T) {
 				// backlog holds clients' tries, and the generator drops the
 				// arrivals that find max_inflight of them.
 				refused, would := float64(e.group.Requests.Rejected), float64(s.group.Shadow.WouldReject)
-				ea, sa := float64(e.group.Requests.Arrived), float64(s.group.Requests.Arrived)
+				// The refusals decided outside the gate (the circuit breaker)
+				// are real in shadow too: they are left out of the shares.
+				ea, sa := float64(e.group.Requests.Arrived), float64(s.group.Requests.Arrived-s.group.Requests.Rejected)
 				t.Logf("%s seed %s: offered %d / %d, at the gate %.0f / %.0f; enforce refused %.0f (%.1f %%), shadow would refuse %.0f (%.1f %%): ratio of the shares %.3f",
 					ld.name, seed, e.offered, s.offered, ea, sa, refused, 100*refused/ea, would, 100*would/sa, (would/sa)/(refused/ea))
 				t.Logf("%s seed %s: learned limit (mean of the second half / at the end): enforce %.1f / %d, shadow %.1f / %d: ratio %.3f / %.3f",
