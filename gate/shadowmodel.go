@@ -22,26 +22,26 @@ import (
 // this model, a copy of the concurrency stage (the limit in force, the
 // queue with its bound and the arrival refusal of a wait that will not be
 // served in time) in front of a model of the service with the capacity and
-// the latency measured on the real one: W = C·s workers, C the most
+// the latency measured on the real one: W = C·s servers, C the most
 // successes the real service completed per second lately (a service with a
-// queue of its own completes at its capacity) and s its own mean latency (that of the
-// requests that found no more in flight in the real service than in the
-// model: their latency is what enforcement would have measured); a request
-// the model admits starts when one of the W is free (in order) and ends s
-// later; a waiter of the queue takes the slot of the next to end.
+// queue of its own completes at its capacity) and s its own mean latency,
+// that of the requests that found no more in flight in the real service
+// than in the model (clean: their latency is what enforcement would have
+// measured). A request the model admits starts when the one W admissions
+// ahead of it ends and takes a service time drawn from that latency's
+// quantiles; a waiter of the queue takes the slot of the next to end.
 //
 // The law of the group is given the interval as the model saw it: its
 // in-flight count, completions, queue and would-be refusals, and the latency
 // of the interval's clean requests when there are enough of them, else the
 // service's own distribution plus the mean wait of the model's admissions
-// for one of the W.
+// for a server.
 //
 // All methods hold mu: a shadowed group's arrivals serialise on it, as they
-// would not enforcing (a preview costs that).
+// would not enforcing (a preview costs that); an arrival allocates nothing
+// but when the limit rises past the model's slices.
 type enforcement struct {
-	mu      sync.Mutex
-	started bool  // at is set
-	at      int64 // ns on the gate's clock of the last advance
+	mu sync.Mutex
 
 	// calls are the requests in the model's service, a heap by end (n of
 	// them); ends are the ends of the last len(ends) admitted, by admission
@@ -57,12 +57,14 @@ type enforcement struct {
 	rng        rand.PCG // service times
 
 	// capacity is C (requests per second) and service s's figures, the
-	// service's own latency distribution (Mean is s); zero while unknown:
-	// then the model's service ends nothing.
+	// service's own latency distribution (Mean is s); zero while unknown
+	// (then the model's service ends nothing), until the first clean
+	// completions: s their mean so far, C unbounded until the first tick.
 	capacity float64
 	service  adaptive.Latency
-	// xs are the last intervals' real throughputs (two intervals averaged),
-	// of which capacity is the largest; lastX the last interval's.
+	// xs are the last intervals' real successes per second (two intervals
+	// averaged), of which capacity is the largest; lastX the last
+	// interval's.
 	xs    [capacityWindow]float64
 	xAt   int
 	lastX float64
@@ -135,9 +137,6 @@ func shadowOf(wait int64) (adaptive.RejectReason, int64) {
 // service, each handing its slot to a waiter, and waiters take the slots a
 // raised limit frees.
 func (m *enforcement) advance(now int64, limit int) {
-	if !m.started || now < m.at {
-		m.started, m.at = true, max(now, m.at)
-	}
 	for m.n > 0 && m.calls[0].end <= now {
 		t := m.pop()
 		m.done++
@@ -154,7 +153,6 @@ func (m *enforcement) advance(now int64, limit int) {
 		m.queueSince = 0
 		m.drained = true
 	}
-	m.at = now
 }
 
 // workers is W, the calls the model's service has in service at once
@@ -226,7 +224,7 @@ func serviceTime(l *adaptive.Latency, u float64) time.Duration {
 	var mean, v float64
 	for i := 1; i < len(qs); i++ {
 		mean += (vs[i-1] + vs[i]) / 2 * (qs[i] - qs[i-1])
-		if u > qs[i-1] && u <= qs[i] {
+		if u >= qs[i-1] && u <= qs[i] {
 			v = vs[i-1] + (u-qs[i-1])/(qs[i]-qs[i-1])*(vs[i]-vs[i-1])
 		}
 	}
@@ -455,8 +453,6 @@ func (m *enforcement) tick(now int64, limit int, s *adaptive.Sample) {
 func (m *enforcement) waiting(now int64, limit int) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.started {
-		m.advance(max(now, m.at), limit)
-	}
+	m.advance(now, limit)
 	return m.q
 }
