@@ -91,14 +91,14 @@ func (r *Rate) spec() spec.Rate {
 	return spec.Rate{Algorithm: r.Algorithm, Rate: r.Rate, Limit: r.Limit, Window: time.Duration(r.Window),
 		Burst: r.Burst, Cost: r.Cost, Warmup: time.Duration(r.Warmup), Buckets: r.Buckets, MaxWait: time.Duration(r.MaxWait),
 		MaxKeys: r.MaxKeys, KeyIdleTimeout: time.Duration(r.KeyIdleTimeout), Scope: r.Scope, Sync: r.Sync,
-		LeasePeriod: time.Duration(r.LeasePeriod), LeaseExpiry: time.Duration(r.LeaseExpiry), Mode: r.Mode}
+		LeasePeriod: time.Duration(r.LeasePeriod), LeaseExpiry: time.Duration(r.LeaseExpiry), Mode: r.Mode, CostHeader: r.CostHeader}
 }
 
 func rateOf(s spec.Rate) Rate {
 	return Rate{Algorithm: s.Algorithm, Rate: s.Rate, Limit: s.Limit, Window: Duration(s.Window),
 		Burst: s.Burst, Cost: s.Cost, Warmup: Duration(s.Warmup), Buckets: s.Buckets, MaxWait: Duration(s.MaxWait),
 		MaxKeys: s.MaxKeys, KeyIdleTimeout: Duration(s.KeyIdleTimeout), Scope: s.Scope, Sync: s.Sync,
-		LeasePeriod: Duration(s.LeasePeriod), LeaseExpiry: Duration(s.LeaseExpiry), Mode: s.Mode}
+		LeasePeriod: Duration(s.LeasePeriod), LeaseExpiry: Duration(s.LeaseExpiry), Mode: s.Mode, CostHeader: s.CostHeader}
 }
 
 // Hash identifies c by its effective content (Effective): the status

@@ -110,6 +110,15 @@ type Rate struct {
 	Burst int `toml:"burst,omitzero" json:"burst,omitempty"`
 	// Cost is what one request spends, from 1 to 1e6. Default 1.
 	Cost int `toml:"cost" json:"cost"`
+	// CostHeader names an upstream response header carrying the request's
+	// real cost, a whole number of units known only after the work (such
+	// as "X-Cost"): once the response head came, the rate stage is charged
+	// the difference from Cost (or given it back), so expensive requests
+	// drain a key's quota as they should; a response without it, or with a
+	// value that is not a whole number from 0 to 1e6, costs Cost. The header
+	// is passed on to the client. Algorithms token_bucket (without warmup),
+	// leaky_bucket and leaky_queue; scope "local". Default: none.
+	CostHeader string `toml:"cost_header,omitempty" json:"cost_header,omitempty"`
 	// Warmup ramps a cold token bucket up to Rate over this long
 	// (token_bucket, local scope only), as Guava's SmoothWarmingUp does.
 	// Default 0: no warm-up.

@@ -226,6 +226,7 @@ func (d *daemon) buildAdmin(metrics *admin.Metrics) error {
 		Revision: revision(),
 		Load:     d.loadNext,
 		OnReload: d.logReload,
+		OnChange: d.logChange,
 		Ready:    d.ready,
 		Circuit:  circuitStatus(d.proxy),
 		Fronts:   d.frontStatuses,

@@ -168,7 +168,7 @@ wait:
 		case s := <-sigs:
 			if s == syscall.SIGHUP {
 				log.Info("SIGHUP: reloading the config")
-				_ = d.reload(ctx) // logged there
+				_ = d.reload(ctx, "SIGHUP") // logged there
 				continue
 			}
 			log.Info("signal: shutting down", "signal", s.String(), "grace", grace.String())

@@ -263,12 +263,12 @@ func TestRestartOnly(t *testing.T) {
 
 func TestReloadWithoutFile(t *testing.T) {
 	d := &daemon{log: hclog.NewNullLogger()}
-	if err := d.reload(context.Background()); err == nil || !strings.Contains(err.Error(), "without -config") {
+	if err := d.reload(context.Background(), "test"); err == nil || !strings.Contains(err.Error(), "without -config") {
 		t.Errorf("reload without a file: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := d.reload(ctx); err != context.Canceled {
+	if err := d.reload(ctx, "test"); err != context.Canceled {
 		t.Errorf("reload with a cancelled context: %v", err)
 	}
 }

@@ -447,6 +447,19 @@ func (r *Rate) check(ck *check.Checker, p string, key KeySource) {
 			}
 		}
 	}
+	if r.CostHeader != "" {
+		switch err := CheckHeaderName(r.CostHeader); {
+		case err != nil:
+			ck.Errorf(at("cost_header"), "%v", err)
+		case r.Warmup != 0:
+			ck.Errorf(at("cost_header"), "a token bucket with a warm-up cannot take a cost known after the work: remove warmup or cost_header")
+		case !alg.Adjusts:
+			ck.Errorf(at("cost_header"), "algorithm %q cannot take a cost known after the work: use %s", r.Algorithm,
+				check.OrList(limits.AlgorithmNames(func(a *limits.Algorithm) bool { return a.Adjusts })))
+		case scopeOK && r.Scope == ScopeGlobal:
+			ck.Errorf(at("cost_header"), `not supported with scope "global"`)
+		}
+	}
 	if scopeOK && r.Scope == ScopeGlobal {
 		switch limit, _ := r.Quota(); {
 		case alg.Global == limits.GlobalNone && alg.Paced:

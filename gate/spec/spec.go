@@ -416,6 +416,13 @@ type Rate struct {
 	Burst int
 	// Cost is what one request spends. Default 1.
 	Cost int
+	// CostHeader names an upstream response header that carries the
+	// request's real cost, known only after its work (such as "X-Cost", a
+	// whole number of units): the rate stage is charged the difference from
+	// what it charged at admission, or given it back (see gate's
+	// Gate.CorrectCost). An algorithm that can take the correction only
+	// (limits.Algorithm.Adjusts), scope local. Default "": none.
+	CostHeader string
 	// Warmup ramps a cold token bucket up to Rate over this long (local
 	// scope only). Default 0: none.
 	Warmup time.Duration
@@ -501,6 +508,9 @@ const (
 // WithDefaults returns r with its defaults filled in, for a group whose key
 // is key.
 func (r Rate) WithDefaults(key KeySource) Rate {
+	if r.CostHeader != "" && CheckHeaderName(r.CostHeader) == nil {
+		r.CostHeader = CanonicalHeader(r.CostHeader)
+	}
 	if r.Algorithm == "" {
 		r.Algorithm = AlgorithmTokenBucket
 	}
