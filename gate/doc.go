@@ -107,9 +107,9 @@
 // model's wait for one of its W: so its limit is the one it would enforce.
 // The group's read-outs show the real service (in flight, latency);
 // ShadowStatus.Beyond counts the requests in flight beyond the limit. The
-// model serialises a shadowed group's arrivals on one mutex, and a key's
-// fair share in shadow counts no requests in flight (they hold no slot). A
-// leaky_queue does not pace in shadow. A rate rule
+// fair share counts the model's slots, and a request the model gives one
+// holds its key's share until it is done. The model serialises a shadowed
+// group's arrivals on one mutex. A leaky_queue does not pace in shadow. A rate rule
 // with Mode spec.ModeShadow shadows the rate stage alone: over its limit a
 // request is counted (reason "rate") and goes on to the stages that
 // enforce; AllowRate then allows and returns the would-be Rejection. The

@@ -215,7 +215,7 @@ func (g *Gate) EnterClassCost(ctx context.Context, c Class, cost int64) (Pass, R
 	if gr.keys != nil {
 		var active int
 		ks, active = gr.keys.enter(c.Key)
-		if !gr.fair.Allow(int(ks.held.Load()), gr.conc.InFlight(), gr.conc.Limit(), active) {
+		if !gr.fair.Allow(int(ks.held.Load()), gr.slotsHeld(t0), gr.conc.Limit(), active) {
 			gr.keys.leave(ks)
 			if gr.mode.Load()&shadowGroup != 0 {
 				return gr.shadowPass(adaptive.RejectFairShare, p, c.Key, t0), Rejection{}, true
@@ -225,10 +225,7 @@ func (g *Gate) EnterClassCost(ctx context.Context, c Class, cost int64) (Pass, R
 	}
 
 	if gr.mode.Load()&shadowGroup != 0 { // the model of enforcement decides (shadowmodel.go)
-		if ks != nil {
-			gr.keys.leave(ks)
-		}
-		return gr.shadowPass(adaptive.RejectNone, p, c.Key, t0), Rejection{}, true
+		return gr.shadowSlot(ks, p, c.Key, t0), Rejection{}, true
 	}
 	if !gr.conc.TryAcquire() {
 		var end waitEnd

@@ -71,6 +71,32 @@ func (gr *group) admitBeyond(why adaptive.RejectReason, p adaptive.Priority, key
 	return shadowWait(why, flags)
 }
 
+// shadowSlot admits a request of a shadowed group that reached the
+// concurrency stage (of key, holding ks: nil without a key), as the model
+// of enforcement decides it; one the model gives a slot holds its key's
+// share until it is done, as a slot would.
+func (gr *group) shadowSlot(ks *keyState, p adaptive.Priority, key string, t0 int64) Pass {
+	ps := gr.shadowPass(adaptive.RejectNone, p, key, t0)
+	if ks != nil {
+		if _, flags := shadowOf(ps.wait); flags&shadowWithin != 0 {
+			ks.held.Add(1)
+			ps.ks = ks
+		} else {
+			gr.keys.leave(ks)
+		}
+	}
+	return ps
+}
+
+// slotsHeld is the group's slots in use at t0 (ns), for the fair share:
+// those of the model of enforcement in a shadowed group.
+func (gr *group) slotsHeld(t0 int64) int {
+	if gr.mode.Load()&shadowGroup != 0 {
+		return gr.c.model.inService(t0, gr.conc.Limit())
+	}
+	return gr.conc.InFlight()
+}
+
 // leaveBeyond ends a request admitted without a slot.
 func (gr *group) leaveBeyond() { gr.c.beyond.Add(-1) }
 

@@ -2,6 +2,7 @@ package gate
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -457,6 +458,52 @@ key = "header:X-Tenant"
 			}
 			if len(other) != 0 {
 				t.Errorf("the other summary: %+v, want it empty", other)
+			}
+		})
+	}
+}
+
+// TestShadowFairShare: a shadowed group with a key counts the fair share's
+// refusals as enforcement makes them: with a limit of 4 held 3 by a greedy
+// tenant and 1 by a polite one, the greedy tenant's next request is a
+// would-be fair_share in shadow as it is a fair_share refusal enforcing,
+// the polite one's a concurrency (the passes the model gives a slot hold
+// their key's share, and the model's slots count as the group's).
+func TestShadowFairShare(t *testing.T) {
+	conf := func(mode string) string {
+		return `
+[[group]]
+name = "api"
+mode = "` + mode + `"
+key = "header:X-Tenant"
+  [group.concurrency]
+  law = "fixed"
+  limit = 4
+  [group.queue]
+  max = 0
+`
+	}
+	for _, mode := range []string{"enforce", "shadow"} {
+		t.Run(mode, func(t *testing.T) {
+			g, _ := newGate(t, conf(mode))
+			var got []adaptive.RejectReason
+			var held []Pass
+			for _, tenant := range []string{"greedy", "greedy", "greedy", "polite", "greedy", "polite"} {
+				p, rej, ok := g.Enter(request("/", "X-Tenant", tenant))
+				switch {
+				case !ok:
+					got = append(got, rej.Reason)
+				default:
+					got = append(got, p.Shadowed())
+					held = append(held, p)
+				}
+			}
+			want := []adaptive.RejectReason{0, 0, 0, 0, adaptive.RejectFairShare, adaptive.RejectConcurrency}
+			if !slices.Equal(got, want) {
+				t.Errorf("decisions %v, want %v", got, want)
+			}
+			for i := range held {
+				held[i].Done(Success)
 			}
 		})
 	}

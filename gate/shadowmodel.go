@@ -456,3 +456,12 @@ func (m *enforcement) waiting(now int64, limit int) int {
 	m.advance(now, limit)
 	return m.q
 }
+
+// inService is the number of requests in the model's service at now (ns),
+// with limit in force.
+func (m *enforcement) inService(now int64, limit int) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.advance(now, limit)
+	return m.n
+}
