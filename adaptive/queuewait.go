@@ -53,7 +53,9 @@ type QueueWaitParams struct {
 	// only make it late. The upstream latency used is a decaying peak of
 	// Sample.Latency.Quantile(Quantile) (halving its excess over the current
 	// value in about 6 s), because when load rises the upstream latency climbs
-	// within an interval while waiters are still being admitted. Critical
+	// within an interval while waiters are still being admitted; and it is
+	// the latency of a full limit (fullLimitRise), which a waiter is served
+	// into. An interval without completions keeps the last budget. Critical
 	// waiters are not capped: a critical request served a little late beats one
 	// refused.
 	Latency  time.Duration
@@ -232,8 +234,11 @@ func (q *QueueWait) Update(s Sample) QueueBound {
 	} else {
 		q.standing = s.Now.Sub(q.drained) >= q.p.Interval
 	}
-	q.budget = 0
+	// An interval that completed nothing (a stall) keeps the budget: its
+	// latency is unknown, not low, and without a budget a waiter's bound
+	// would go back to Interval just when nothing is served.
 	if up := s.Latency.Quantile(q.p.Quantile); q.p.Latency > 0 && up > 0 {
+		up += fullLimitRise(&s)
 		q.peak = max(up, time.Duration(float64(q.peak)*peakDecay))
 		q.budget = max(q.p.Latency-q.peak, q.p.Target)
 	}
@@ -253,6 +258,32 @@ func (q *QueueWait) Bound() QueueBound {
 	}
 	b.LIFO = q.p.Order == OrderLIFO || (q.p.Order == OrderAdaptive && q.standing)
 	return b
+}
+
+// fullLimitRise is how much higher than s measured it the upstream latency
+// is once the limit is full, as it is whenever a request waits in the queue:
+// by Little's law each request in flight beyond the mean the interval had
+// (throughput × mean latency) adds a completion interval (1 / throughput)
+// to every latency, so (limit − mean in flight) / throughput. A waiter is
+// served into a full limit, and its wait adds to that latency, not to the
+// lower one measured while the limit had room (issue 27: at 1×C a limit of
+// 104 held 80 in flight, and at a step to 3×C the queue's waits came on top
+// of the upstream p99 of the full limit: 109 ms against a 100 ms target).
+// Only while the limit is in use on average (the mean in flight at least
+// DefaultUseRatio of it, so the rise is at most the mean latency): the
+// throughput of a service far below its limit says nothing of how fast it
+// serves a full one (a burst into a quiet group). Zero when nothing
+// completed.
+func fullLimitRise(s *Sample) time.Duration {
+	x := s.throughput()
+	if x <= 0 || s.Limit <= 0 {
+		return 0
+	}
+	n := x * s.Latency.Mean.Seconds()
+	if room := float64(s.Limit) - n; room > 0 && n >= DefaultUseRatio*float64(s.Limit) {
+		return time.Duration(room / x * float64(time.Second))
+	}
+	return 0
 }
 
 // stallGaps is how many intervals between completions the queue must go
