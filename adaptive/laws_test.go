@@ -227,7 +227,7 @@ func TestReasonStrings(t *testing.T) {
 }
 
 func TestRejectionNames(t *testing.T) {
-	want := []string{"", "rate", "concurrency", "queue_timeout", "queue_full", "cpu", "memory", "priority", "circuit_open", "fair_share"}
+	want := []string{"", "rate", "concurrency", "queue_timeout", "queue_full", "cpu", "memory", "priority", "circuit_open", "fair_share", "streams"}
 	if len(want) != NumRejections {
 		t.Fatalf("%d names for %d rejections", len(want), NumRejections)
 	}

@@ -33,6 +33,11 @@ const (
 	// RejectConcurrency so an operator can tell a greedy tenant from an
 	// overloaded service.
 	RejectFairShare
+	// RejectStreams: the group holds its maximum of long-lived streams
+	// (WebSocket, text/event-stream, gRPC; spec.Streams.Max) and the
+	// request's answer would have opened one more. Not a signal of the
+	// upstream's load: the law does not see it.
+	RejectStreams
 
 	numRejections
 )
@@ -52,6 +57,7 @@ var rejectionNames = [...]string{
 	RejectPriority:     "priority",
 	RejectCircuitOpen:  "circuit_open",
 	RejectFairShare:    "fair_share",
+	RejectStreams:      "streams",
 }
 
 // String returns the reason's wire name ("queue_full"), "" for RejectNone.

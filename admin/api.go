@@ -38,6 +38,7 @@ func (s *Server) statusView() api.Status {
 		Resources: newResourcesView(st.Resources),
 		Admin:     api.Admin{Listen: s.p.Listen, Writable: s.token.set, ReadsNeedToken: s.reach == listen.Open},
 	}
+	v.Config.RefusedReload = s.refused.Load()
 	if a := s.Addr(); a != nil {
 		v.Admin.Listen = a.String()
 		if a.Network() == "unix" {

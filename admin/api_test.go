@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -371,8 +372,8 @@ func TestReload(t *testing.T) {
 	if a := f.patch(t, "batch", `{"concurrency": {"limit": 2}}`); a.status != 200 {
 		t.Fatalf("PATCH batch: %d %s", a.status, a.body)
 	}
-	if a := f.get(t, "/v1/status"); !strings.Contains(compactJSON(t, a.body), `"overrides":["api","batch"]`) {
-		t.Errorf("status does not list the overrides:\n%s", a.body)
+	if a := f.get(t, "/v1/status"); !strings.Contains(compactJSON(t, a.body), `"overrides":["api","batch"],"refused_reload":null`) {
+		t.Errorf("status does not list the overrides, or shows a refused reload before any:\n%s", a.body)
 	}
 
 	// A file that changes batch's queue: api keeps its override (asked),
@@ -433,6 +434,20 @@ func TestReload(t *testing.T) {
 	}
 	if f.gate.Status().ConfigHash != hash {
 		t.Error("a refused reload changed the config")
+	}
+	var st struct { // api is a group here
+		Config struct {
+			RefusedReload *struct {
+				At        time.Time
+				By, Error string
+			} `json:"refused_reload"`
+		}
+	}
+	if err := json.Unmarshal(f.get(t, "/v1/status").body, &st); err != nil {
+		t.Fatal(err)
+	}
+	if r := st.Config.RefusedReload; r == nil || !strings.Contains(r.Error, `"aimdd"`) || !strings.HasPrefix(r.By, "admin API from 127.0.0.1:") || !r.At.Equal(f.clock.Now()) {
+		t.Errorf("status after a refused reload: refused_reload %+v, want its error (aimdd), who asked and when", r)
 	}
 	f.setNext(nil, errors.New("configs: open sluice.toml: permission denied"))
 	if a := f.do(t, req{method: http.MethodPost, path: "/v1/reload", token: testToken, contentType: "application/json"}); a.status != 500 ||
@@ -540,9 +555,12 @@ func TestReloadIsOneSwap(t *testing.T) {
 		t.Fatalf("PATCH batch: %d %s", a.status, a.body)
 	}
 	sc.overrides.Store(0)
-	rep, err := f.srv.Reload(context.Background())
+	rep, err := f.srv.Reload(context.Background(), "SIGHUP")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if want := []GroupFields{{"batch", []gate.FieldChange{{Path: "concurrency.limit", From: "2", To: "4"}}}}; rep.By != "SIGHUP" || !reflect.DeepEqual(rep.Fields, want) {
+		t.Errorf("the reload's report: by %q, fields %+v; want SIGHUP and %+v (the cleared override)", rep.By, rep.Fields, want)
 	}
 	if n, m := sc.reloads.Load(), sc.overrides.Load(); n != 1 || m != 0 {
 		t.Errorf("the reload made %d reloads and %d overrides of the gate, want 1 and 0", n, m)

@@ -121,6 +121,8 @@
 //	sluice_inflight_requests{group}
 //	sluice_queue_length{group}, sluice_queue_capacity{group}
 //	sluice_queue_wait_bound_seconds{group}         the CoDel bound now
+//	sluice_streams_open{group}, sluice_streams_max{group}, sluice_streams_opened_total{group}
+//	                                               long-lived streams: open now, bound, opened
 //	sluice_queue_wait_seconds{group}               histogram of queue waits
 //	sluice_request_duration_seconds{group,outcome} histogram of upstream latency
 //	sluice_end_to_end_duration_seconds{group,outcome}

@@ -251,11 +251,13 @@ func (s *Server) patchGlobal(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), globalTimeout)
 	defer cancel()
+	was := q.Quota()
 	now, err := q.Define(ctx, next)
 	if err != nil {
 		writeError(w, redisError(err))
 		return
 	}
+	s.onChange(r, name, quotaChanges(was, now))
 	writeJSON(w, http.StatusOK, newQuotaView(name, now))
 }
 
@@ -271,11 +273,13 @@ func (s *Server) deleteGlobal(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), globalTimeout)
 	defer cancel()
+	was := q.Quota()
 	now, err := q.Undefine(ctx)
 	if err != nil {
 		writeError(w, redisError(err))
 		return
 	}
+	s.onChange(r, name, quotaChanges(was, now), "back to the configured quota")
 	writeJSON(w, http.StatusOK, newQuotaView(name, now))
 }
 

@@ -22,7 +22,7 @@ var (
 	descDecisions = prometheus.NewDesc("sluice_decisions_total",
 		"Requests that left the gate, by group and decision: admitted (outcome: how they ended, success, dropped, "+
 			"ignored), rejected (reason: why, rate, concurrency, queue_timeout, queue_full, cpu, memory, priority, "+
-			"circuit_open, fair_share), canceled (reason client_gone: the client left while queued); in shadow mode "+
+			"circuit_open, fair_share, streams), canceled (reason client_gone: the client left while queued); in shadow mode "+
 			"(mode = \"shadow\"), shadow_rejected (reason: what enforcement would have refused it for) and shadow_queued "+
 			"(enforcement would have made it wait), requests admitted all the same, which count as admitted too once done. "+
 			"outcome is empty unless admitted, reason empty when admitted or shadow_queued.",
@@ -43,6 +43,14 @@ var (
 		"Requests of the group waiting for a concurrency slot now.", []string{"group"}, nil)
 	descQueueCapacity = prometheus.NewDesc("sluice_queue_capacity",
 		"The most requests the group's queue holds.", []string{"group"}, nil)
+	descStreams = prometheus.NewDesc("sluice_streams_open",
+		"Long-lived streams of the group open now (WebSockets, gRPC calls, event streams past their first "+
+			"response byte): they hold a stream slot, not a concurrency slot.", []string{"group"}, nil)
+	descStreamsMax = prometheus.NewDesc("sluice_streams_max",
+		"The most streams the group holds open at once ([group.streams] max); beyond it a stream is refused, "+
+			"reason streams.", []string{"group"}, nil)
+	descStreamsOpened = prometheus.NewDesc("sluice_streams_opened_total",
+		"Streams the group opened.", []string{"group"}, nil)
 	descQueueBound = prometheus.NewDesc("sluice_queue_wait_bound_seconds",
 		"The longest a request below critical may wait in the group's queue now (the CoDel bound).", []string{"group"}, nil)
 	descTokenRate = prometheus.NewDesc("sluice_token_rate",
@@ -93,7 +101,8 @@ var (
 var gateDescs = []*prometheus.Desc{descBuildInfo, descDecisions, descRequests, descLimit, descLimitMin, descLimitMax,
 	descInFlight, descQueueLength, descQueueCapacity, descQueueBound, descTokenRate, descLatency,
 	descLatencyTarget, descLatencyQuantile, descCPUTarget, descMemoryTarget, descPressureTarget, descUnmoved, descFloor, descKeys,
-	descOverride, descCPU, descMemory, descTicks, descConfigInfo, descConfigLoaded, descLastSave, descSaveOK}
+	descOverride, descCPU, descMemory, descTicks, descConfigInfo, descConfigLoaded, descLastSave, descSaveOK,
+	descStreams, descStreamsMax, descStreamsOpened}
 
 // gateCollector reads the gate's state at scrape time.
 type gateCollector struct {
@@ -180,6 +189,9 @@ func (c *gateCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descQueueLength, float64(g.Queued), n)
 		gauge(descQueueCapacity, float64(g.QueueMax), n)
 		gauge(descQueueBound, g.QueueWait.Seconds(), n)
+		gauge(descStreams, float64(g.Streams.Open), n)
+		gauge(descStreamsMax, float64(g.Streams.Max), n)
+		counter(descStreamsOpened, float64(g.Streams.Opened), n)
 		if g.TokenRate > 0 {
 			gauge(descTokenRate, g.TokenRate, n)
 		}

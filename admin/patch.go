@@ -326,7 +326,13 @@ func (s *Server) patchGroup(w http.ResponseWriter, r *http.Request) {
 	} else {
 		delete(s.keep, name)
 	}
-	v := newGroupView(st, s.groupConfig(name), s.keep[name], switchedOffIn(s.gate.Status()))
+	now := s.groupConfig(name)
+	notes := p.notes
+	if s.keep[name] {
+		notes = append(slices.Clip(notes), "kept on reload")
+	}
+	s.onChange(r, name, FieldChanges(cur, now), notes...)
+	v := newGroupView(st, now, s.keep[name], switchedOffIn(s.gate.Status()))
 	v.Notes = p.notes
 	writeJSON(w, http.StatusOK, v)
 }

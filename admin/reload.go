@@ -28,6 +28,37 @@ type ReloadReport struct {
 	// Cleared names the groups whose override the reload cleared, as asked
 	// or because the new config refuses it (then DroppedOverrides says why).
 	Cleared []string
+	// By says who asked for the reload: the admin API's Caller, or the
+	// caller of Reload ("SIGHUP").
+	By string
+	// Fields are, for each group that the old and the new config both have
+	// and whose settings differ, what changed (a mode switch included), in
+	// the new config's order.
+	Fields []GroupFields
+}
+
+// GroupFields are the settings of one group that a change made differ.
+type GroupFields struct {
+	Group  string
+	Fields []gate.FieldChange
+}
+
+// ConfigChanges lists, for each group of after that before has too, the
+// settings that differ (FieldChanges), in after's order; groups alike are
+// left out.
+func ConfigChanges(before, after gate.Config) []GroupFields {
+	var out []GroupFields
+	for _, ag := range after.Groups {
+		bg := before.Group(ag.Name)
+		if bg == nil {
+			continue
+		}
+		b, a := configs.GroupOf(*bg), configs.GroupOf(ag)
+		if f := FieldChanges(&b, &a); len(f) > 0 {
+			out = append(out, GroupFields{Group: ag.Name, Fields: f})
+		}
+	}
+	return out
 }
 
 // Reload re-reads the configuration (Params.Load) and applies it: the
@@ -35,17 +66,20 @@ type ReloadReport struct {
 // both keep the overrides whose PATCH asked keep_on_reload, clear the others,
 // and are counted in sluice_config_reloads_total. A bad config is refused
 // whole and the running one stays; the error is Load's, or the gate's
-// wrapping a configs.Errors.
-func (s *Server) Reload(ctx context.Context) (ReloadReport, error) {
-	return s.reload(ctx, false)
+// wrapping a configs.Errors, and /v1/status shows it until the next refusal.
+// by says who asked, for the report ("SIGHUP").
+func (s *Server) Reload(ctx context.Context, by string) (ReloadReport, error) {
+	return s.reload(ctx, false, by)
 }
 
 // reload is Reload; keepAll keeps every override in force.
-func (s *Server) reload(ctx context.Context, keepAll bool) (rep ReloadReport, err error) {
+func (s *Server) reload(ctx context.Context, keepAll bool, by string) (rep ReloadReport, err error) {
+	rep.By = by
 	defer func() {
 		result := "success"
 		if err != nil {
 			result = "failure"
+			s.refused.Store(&api.RefusedReload{At: s.p.Now(), By: by, Error: err.Error()})
 		}
 		s.reloads.WithLabelValues(result).Inc()
 		if s.p.OnReload != nil {
@@ -66,6 +100,7 @@ func (s *Server) reload(ctx context.Context, keepAll bool) (rep ReloadReport, er
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.pruneKeep()
+	was := s.gate.Config()
 	var before []string
 	for _, g := range s.gate.Groups() {
 		if g.Override != nil {
@@ -87,6 +122,7 @@ func (s *Server) reload(ctx context.Context, keepAll bool) (rep ReloadReport, er
 	s.file.Store(cfg)
 	rep.ReloadResult = res
 	rep.Config = cfg
+	rep.Fields = ConfigChanges(was, s.gate.Config())
 	for _, name := range before {
 		if !slices.Contains(rep.KeptOverrides, name) {
 			rep.Cleared = append(rep.Cleared, name)
@@ -135,7 +171,7 @@ func (s *Server) postReload(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	rep, err := s.reload(r.Context(), rb.KeepOverrides)
+	rep, err := s.reload(r.Context(), rb.KeepOverrides, Caller(r))
 	if err != nil {
 		writeError(w, reloadError(err))
 		return

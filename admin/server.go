@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/sluicehq/sluice/admin/api"
 	"github.com/sluicehq/sluice/configs"
 	"github.com/sluicehq/sluice/gate"
 	"github.com/sluicehq/sluice/internal/listen"
@@ -72,6 +73,11 @@ type Params struct {
 	// OnReload, if set, is called after every reload attempt through the
 	// Server (POST /v1/reload, Server.Reload), for logs.
 	OnReload func(ReloadReport, error)
+	// OnChange, if set, is called after every runtime change made through
+	// the admin API but reloads (a PATCH of a group or of its global quota,
+	// the removal of a global quota's definition), for logs. It is called
+	// with the Server's mutations serialised, so changes arrive in order.
+	OnChange func(Change)
 	// Ready reports whether the daemon may take traffic: nil once the
 	// upstream has answered and the config is valid, else why not. Nil means
 	// always ready.
@@ -131,6 +137,10 @@ type Server struct {
 	// file is the config the gate runs, as loaded (overrides aside): its
 	// sections beyond the groups, and the context a PATCH is checked in.
 	file atomic.Pointer[configs.Config]
+
+	// refused is the last reload refused, for /v1/status; nil while none
+	// was.
+	refused atomic.Pointer[api.RefusedReload]
 
 	// mu serialises the mutations (PATCH, reload) and guards keep.
 	mu   sync.Mutex

@@ -32,6 +32,7 @@ func newGroupView(st gate.GroupStatus, c *configs.Group, keep bool, off switched
 			WaitBoundCritical: st.QueueWaitCritical.Seconds(),
 			Wait:              newLatencyView(st.QueueWaits),
 		},
+		Streams:    api.Streams{Open: st.Streams.Open, Max: st.Streams.Max, Opened: st.Streams.Opened},
 		Latency:    newLatencyView(st.Latency),
 		Throughput: st.Throughput,
 		Keys:       st.Keys,

@@ -108,6 +108,7 @@ func (g *Group) reset() {
 			CodelTarget:   Duration(5 * time.Millisecond),
 			CodelInterval: Duration(spec.DefaultCodelInterval),
 		},
+		Streams: Streams{Max: spec.DefaultStreamsMax},
 	}
 }
 

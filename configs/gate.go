@@ -42,7 +42,8 @@ func (g *Group) Spec() spec.Group {
 			CPU: c.Targets.CPU, Memory: c.Targets.Memory, CPUPressure: c.Targets.CPUPressure},
 		Queue: spec.Queue{Order: c.Queue.Order, Max: c.Queue.Max, MaxWait: time.Duration(c.Queue.MaxWait),
 			CodelTarget: time.Duration(c.Queue.CodelTarget), CodelInterval: time.Duration(c.Queue.CodelInterval)},
-		Mode: c.Mode,
+		Streams: spec.Streams{Max: c.Streams.Max},
+		Mode:    c.Mode,
 	}
 	if c.Rate != nil {
 		r := c.Rate.spec()
@@ -66,7 +67,8 @@ func GroupOf(s spec.Group) Group {
 			CPU: s.Targets.CPU, Memory: s.Targets.Memory, CPUPressure: s.Targets.CPUPressure},
 		Queue: Queue{Order: s.Queue.Order, Max: s.Queue.Max, MaxWait: Duration(s.Queue.MaxWait),
 			CodelTarget: Duration(s.Queue.CodelTarget), CodelInterval: Duration(s.Queue.CodelInterval)},
-		Mode: s.Mode,
+		Streams: Streams{Max: s.Streams.Max},
+		Mode:    s.Mode,
 	}
 	if s.Rate != nil {
 		r := rateOf(*s.Rate)
@@ -89,14 +91,14 @@ func (r *Rate) spec() spec.Rate {
 	return spec.Rate{Algorithm: r.Algorithm, Rate: r.Rate, Limit: r.Limit, Window: time.Duration(r.Window),
 		Burst: r.Burst, Cost: r.Cost, Warmup: time.Duration(r.Warmup), Buckets: r.Buckets, MaxWait: time.Duration(r.MaxWait),
 		MaxKeys: r.MaxKeys, KeyIdleTimeout: time.Duration(r.KeyIdleTimeout), Scope: r.Scope, Sync: r.Sync,
-		LeasePeriod: time.Duration(r.LeasePeriod), LeaseExpiry: time.Duration(r.LeaseExpiry), Mode: r.Mode}
+		LeasePeriod: time.Duration(r.LeasePeriod), LeaseExpiry: time.Duration(r.LeaseExpiry), Mode: r.Mode, CostHeader: r.CostHeader}
 }
 
 func rateOf(s spec.Rate) Rate {
 	return Rate{Algorithm: s.Algorithm, Rate: s.Rate, Limit: s.Limit, Window: Duration(s.Window),
 		Burst: s.Burst, Cost: s.Cost, Warmup: Duration(s.Warmup), Buckets: s.Buckets, MaxWait: Duration(s.MaxWait),
 		MaxKeys: s.MaxKeys, KeyIdleTimeout: Duration(s.KeyIdleTimeout), Scope: s.Scope, Sync: s.Sync,
-		LeasePeriod: Duration(s.LeasePeriod), LeaseExpiry: Duration(s.LeaseExpiry), Mode: s.Mode}
+		LeasePeriod: Duration(s.LeasePeriod), LeaseExpiry: Duration(s.LeaseExpiry), Mode: s.Mode, CostHeader: s.CostHeader}
 }
 
 // Hash identifies c by its effective content (Effective): the status

@@ -34,6 +34,12 @@ type Group struct {
 	Targets Targets `toml:"targets" json:"targets"`
 	// Queue is where requests wait for a concurrency slot.
 	Queue Queue `toml:"queue" json:"queue"`
+	// Streams bounds the group's long-lived streams: WebSocket upgrades,
+	// text/event-stream responses, gRPC calls. Each is admitted as a request
+	// and, from its first response byte on (a gRPC call's response headers),
+	// holds a stream slot instead of a concurrency slot; its group's law
+	// sees that time to the first byte as its latency, not its lifetime.
+	Streams Streams `toml:"streams" json:"streams"`
 	// Mode is "enforce" (refuse what the limits refuse) or "shadow": every
 	// stage still decides, and what it would have refused is counted (the
 	// decision "shadow_rejected" of sluice_decisions_total, the admin API,
@@ -104,6 +110,15 @@ type Rate struct {
 	Burst int `toml:"burst,omitzero" json:"burst,omitempty"`
 	// Cost is what one request spends, from 1 to 1e6. Default 1.
 	Cost int `toml:"cost" json:"cost"`
+	// CostHeader names an upstream response header carrying the request's
+	// real cost, a whole number of units known only after the work (such
+	// as "X-Cost"): once the response head came, the rate stage is charged
+	// the difference from Cost (or given it back), so expensive requests
+	// drain a key's quota as they should; a response without it, or with a
+	// value that is not a whole number from 0 to 1e6, costs Cost. The header
+	// is passed on to the client. Algorithms token_bucket (without warmup),
+	// leaky_bucket and leaky_queue; scope "local". Default: none.
+	CostHeader string `toml:"cost_header,omitempty" json:"cost_header,omitempty"`
 	// Warmup ramps a cold token bucket up to Rate over this long
 	// (token_bucket, local scope only), as Guava's SmoothWarmingUp does.
 	// Default 0: no warm-up.
@@ -310,6 +325,15 @@ type Queue struct {
 	CodelTarget Duration `toml:"codel_target" json:"codel_target"`
 	// CodelInterval is CoDel's interval. Default 100ms.
 	CodelInterval Duration `toml:"codel_interval" json:"codel_interval"`
+}
+
+// Streams is a [group.streams]: the bound on a group's long-lived streams.
+type Streams struct {
+	// Max is how many streams the group holds open at once, from 1 to 1e7;
+	// a stream beyond it is refused with 503, reason "streams", when its
+	// first response byte would be sent (its upstream's answer is
+	// dropped). Default 10000.
+	Max int `toml:"max" json:"max"`
 }
 
 // Order is a queue discipline: the gate's (spec.Order).

@@ -106,16 +106,7 @@ func (p *Pass) DoneAfter(o Outcome, latency time.Duration) {
 	if gr == nil {
 		return
 	}
-	p.g = nil
-	if p.wait >= 0 {
-		gr.conc.Release()
-	} else {
-		gr.leaveBeyond(adaptive.RejectReason(-1 - p.wait))
-	}
-	if ks := p.ks; ks != nil {
-		ks.held.Add(-1)
-		gr.keys.leave(ks)
-	}
+	p.release()
 	switch o {
 	case Success:
 		gr.lat.Record(latency)
@@ -126,6 +117,22 @@ func (p *Pass) DoneAfter(o Outcome, latency time.Duration) {
 	}
 	if ob := gr.gate.observer; ob != nil {
 		ob.ObserveDone(gr.name, o, latency, p.waited())
+	}
+}
+
+// release gives p's slot (or its place beyond the limit) and its key's
+// hold back, and finishes p, recording nothing. p must hold them.
+func (p *Pass) release() {
+	gr := p.g
+	p.g = nil
+	if p.wait >= 0 {
+		gr.conc.Release()
+	} else {
+		gr.leaveBeyond(adaptive.RejectReason(-1 - p.wait))
+	}
+	if ks := p.ks; ks != nil {
+		ks.held.Add(-1)
+		gr.keys.leave(ks)
 	}
 }
 

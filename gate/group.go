@@ -107,6 +107,10 @@ type counters struct {
 	shadowQueued    atomic.Uint64
 	beyond, waiting atomic.Int64
 
+	// Streams (streams.go): open now, and opened since the group was built.
+	streams       atomic.Int64
+	streamsOpened atomic.Uint64
+
 	// rejectedKeys are the keys rejected most, over about the last two
 	// minutes (decayed by the control loop every rejectedKeysDecay, at
 	// decayedAt, under Gate.mu); a group without a key adds none.

@@ -41,7 +41,11 @@ type rateLimit struct {
 	algo  limits.Limiter // the algorithm (Keyed's template): its setters change every key
 	keyed *limits.Keyed  // nil without a key or for a global limiter
 	cost  int64
-	paced bool // leaky_queue: an admitted request waits out Result.Delay
+	// costHeader is the canonical name of the upstream response header
+	// that carries a request's real cost (rate.cost_header; see
+	// Gate.CorrectCost), "" for none.
+	costHeader string
+	paced      bool // leaky_queue: an admitted request waits out Result.Delay
 	// burstSecs is burst / rate of a bucket whose rate the law manages, so the
 	// burst follows the rate (as adaptive/sim's managed bucket does); 0 when
 	// the rate is not managed.
@@ -65,7 +69,7 @@ func newRate(c *Group, global func(*Group) (RateLimiter, error)) (*rateLimit, er
 	if !ok {
 		return nil, fmt.Errorf("gate: group %q: rate: unknown algorithm %q", c.Name, r.Algorithm)
 	}
-	rl := &rateLimit{cost: int64(r.Cost), paced: alg.Paced}
+	rl := &rateLimit{cost: int64(r.Cost), costHeader: r.CostHeader, paced: alg.Paced}
 	if r.Scope == spec.ScopeGlobal {
 		if global == nil {
 			return nil, fmt.Errorf("gate: group %q: rate scope \"global\" needs a global rate limiter (Params.GlobalRate, such as gate/redisrate's)", c.Name)

@@ -67,6 +67,8 @@ type GroupStatus struct {
 	Canceled  uint64
 	// Shadow is the group's mode and what shadow mode would have refused.
 	Shadow ShadowStatus
+	// Streams is the group's long-lived streams: open, bound, opened.
+	Streams StreamsStatus
 
 	// Floor is the lowest priority admitted now and the reason given below it.
 	Floor adaptive.Floor
@@ -193,6 +195,7 @@ func (gr *group) status() GroupStatus {
 		s.RateKeys = gr.rate.keyed.Len()
 	}
 	s.Shadow = gr.shadowStatus(c)
+	s.Streams = gr.streamsStatus()
 	s.RejectedKeys, s.RejectedKeysSkipped = topKeys(gr.c.rejectedKeys)
 	s.Global = gr.globalStatus()
 	if ch := gr.change.Load(); ch != nil {

@@ -94,6 +94,23 @@ func (l *cell) try(r *Result, t, n int64) bool {
 	return true
 }
 
+// adjustAt charges n more units at now (n < 0 gives them back): see
+// gcra.adjust.
+func (l *cell) adjustAt(now time.Time, n int64) {
+	t := nanos(now)
+	for {
+		s := l.st.Load()
+		old := s.tat.Load()
+		if old < 0 {
+			l.settle(t)
+			continue
+		}
+		if next := s.g.adjust(old, t, n); next == old || s.tat.CompareAndSwap(old, next) {
+			return
+		}
+	}
+}
+
 // update publishes the parameters next derives from the current ones, with
 // an unset state word that the next decision carries over.
 func (l *cell) update(next func(cur *gcra) (*gcra, error)) error {

@@ -158,6 +158,22 @@ func (g *gcra) carry(tat int64, old *gcra, now int64) int64 {
 	return now + min(g.tau, int64(debt))
 }
 
+// adjust charges n more units to state tat at now (n < 0 gives -n back),
+// whatever the room: the correction of a request whose real cost is known
+// only after its work (Adjuster). A charge may take a bucket beyond its
+// capacity, a debt the refill pays back before anything more is admitted
+// (a queue's next slot moves later); a refund gives back at most what the
+// state owes (a full bucket, an empty queue stays so).
+func (g *gcra) adjust(tat, now, n int64) int64 {
+	if n >= 0 {
+		return min(max(tat, now)+g.emission(n), now+maxSpan)
+	}
+	if tat <= now {
+		return tat
+	}
+	return max(now, tat-g.emission(-n))
+}
+
 // policy: a bucket's capacity per the time the rate takes to produce it; a
 // queue's capacity per the time it takes to drain.
 func (g *gcra) policy() Policy { return Policy{Quota: g.burst, Window: time.Duration(g.tau)} }
@@ -173,5 +189,7 @@ func (g *gcra) allow(s *int64, now, n int64) Result {
 }
 
 func (g *gcra) idle(s *int64, now int64) bool { return *s <= now }
+
+func (g *gcra) adjustState(s *int64, now, n int64) { *s = g.adjust(*s, now, n) }
 
 func (g *gcra) adopt(s *int64, old *gcra, now int64) { *s = g.carry(*s, old, now) }

@@ -96,6 +96,7 @@ type keyable interface {
 // keyedStore is a Keyed limiter's storage, generic over the algorithm.
 type keyedStore interface {
 	allow(key string, h uint64, now, n int64) Result
+	adjust(key string, h uint64, now, n int64) bool
 	sweep(now int64) int
 	len() int
 }
@@ -139,6 +140,14 @@ func NewKeyed(template Limiter, p KeyedParams) (*Keyed, error) {
 // fresh state and stores nothing.
 func (k *Keyed) AllowAt(key string, now time.Time, n int64) Result {
 	return k.store.allow(key, maphash.String(k.seed, key), nanos(now), units(n))
+}
+
+// AdjustAt charges key n more units at now (n < 0 gives them back), with
+// the template algorithm's semantics (see Adjuster); it reports false, and
+// changes nothing, for an algorithm that cannot. A charge to a key not held
+// holds it (its debt is state); a refund to one is nothing.
+func (k *Keyed) AdjustAt(key string, now time.Time, n int64) bool {
+	return k.store.adjust(key, maphash.String(k.seed, key), nanos(now), n)
 }
 
 // Allow is AllowAt(key, time.Now(), n).
@@ -208,14 +217,7 @@ func (st *store[S, P, M]) allow(key string, h uint64, now, n int64) Result {
 	sh := &st.shards[h&st.mask]
 	sh.mu.Lock()
 	p := st.cur.Load()
-	if p != sh.seen {
-		for k, e := range sh.m { // parameters changed: carry every state over
-			sh.e = e
-			M(p).adopt(&sh.e.s, sh.seen, now)
-			sh.m[k] = sh.e
-		}
-		sh.seen = p
-	}
+	st.carry(sh, p, now)
 	var ok bool
 	sh.e, ok = sh.m[key]
 	r := M(p).allow(&sh.e.s, now, n)
@@ -236,6 +238,50 @@ func (st *store[S, P, M]) allow(key string, h uint64, now, n int64) Result {
 	sh.e = entry[S]{} // hold no slice of a state that may be dropped
 	sh.mu.Unlock()
 	return r
+}
+
+// carry carries every state of sh over to the parameters p at now, if they
+// changed since sh last saw them. Called with sh.mu held.
+func (st *store[S, P, M]) carry(sh *shard[S, P], p *P, now int64) {
+	if p == sh.seen {
+		return
+	}
+	for k, e := range sh.m {
+		sh.e = e
+		M(p).adopt(&sh.e.s, sh.seen, now)
+		sh.m[k] = sh.e
+	}
+	sh.seen = p
+}
+
+// adjuster is a model whose state takes a correction (Adjuster).
+type adjuster[S any] interface {
+	adjustState(s *S, now, n int64)
+}
+
+func (st *store[S, P, M]) adjust(key string, h uint64, now, n int64) bool {
+	if _, ok := any(M(st.cur.Load())).(adjuster[S]); !ok {
+		return false
+	}
+	sh := &st.shards[h&st.mask]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	p := st.cur.Load()
+	st.carry(sh, p, now)
+	e, held := sh.m[key]
+	any(M(p)).(adjuster[S]).adjustState(&e.s, now, n)
+	if !held {
+		if M(p).idle(&e.s, now) {
+			return true
+		}
+		st.makeRoom(sh, p, now)
+		key = strings.Clone(key)
+		st.keys.Add(1)
+	}
+	e.last = max(e.last, now)
+	sh.m[key] = e
+	sh.e = entry[S]{}
+	return true
 }
 
 // makeRoom sweeps a few entries of sh and, if the limiter or sh is full,

@@ -55,6 +55,13 @@ func (b *LeakyBucket) AllowAt(now time.Time, n int64) (r Result) {
 	return r
 }
 
+// AdjustAt adds n more units to the bucket at now (n < 0 lets them out; see
+// Adjuster); it always reports true.
+func (b *LeakyBucket) AdjustAt(now time.Time, n int64) bool {
+	b.l.adjustAt(now, n)
+	return true
+}
+
 // Allow is AllowAt(time.Now(), n).
 func (b *LeakyBucket) Allow(n int64) Result { return b.AllowAt(time.Now(), n) }
 
@@ -106,7 +113,7 @@ func (b *LeakyBucket) newStore(shards, maxKeys int) keyedStore {
 
 var leakyBucketAlgorithm = Algorithm{
 	Name: "leaky_bucket", Doc: "the leaky bucket as a meter (GCRA): admits a request if the bucket, draining at rate, has room for it in burst",
-	Shape: ShapeRate, Knobs: KnobBurst, Global: GlobalLeased,
+	Shape: ShapeRate, Knobs: KnobBurst, Global: GlobalLeased, Adjusts: true,
 	New: func(s Spec) (Limiter, error) {
 		return NewLeakyBucket(LeakyBucketParams{Rate: s.Rate, Capacity: s.Burst})
 	},

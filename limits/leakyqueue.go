@@ -62,6 +62,13 @@ func (q *LeakyQueue) AllowAt(now time.Time, n int64) (r Result) {
 	return r
 }
 
+// AdjustAt moves the queue's next slot by n more units at now (n < 0 moves
+// it back, not before now; see Adjuster); it always reports true.
+func (q *LeakyQueue) AdjustAt(now time.Time, n int64) bool {
+	q.l.adjustAt(now, n)
+	return true
+}
+
 // Allow is AllowAt(time.Now(), n).
 func (q *LeakyQueue) Allow(n int64) Result { return q.AllowAt(time.Now(), n) }
 
@@ -102,7 +109,7 @@ func (q *LeakyQueue) newStore(shards, maxKeys int) keyedStore {
 
 var leakyQueueAlgorithm = Algorithm{
 	Name: "leaky_queue", Doc: "the leaky bucket as a queue: requests wait and leave at exactly rate, refused beyond max_wait",
-	Shape: ShapeRate, Knobs: KnobMaxWait, Paced: true,
+	Shape: ShapeRate, Knobs: KnobMaxWait, Paced: true, Adjusts: true,
 	New: func(s Spec) (Limiter, error) {
 		return NewLeakyQueue(LeakyQueueParams{Rate: s.Rate, MaxWait: s.MaxWait})
 	},

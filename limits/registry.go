@@ -65,6 +65,17 @@ const (
 	GlobalLeased
 )
 
+// Adjuster is a limiter that takes a correction of what it charged: a
+// request admitted at one cost whose real cost is known after its work.
+// AdjustAt charges n more units at now (n < 0 gives -n back), whatever the
+// room left: a charge may leave the limiter owing, which delays what comes
+// next; a refund gives back at most what is owed. It reports false, and
+// changes nothing, where the limiter cannot (a token bucket with a
+// warm-up). Safe for concurrent use.
+type Adjuster interface {
+	AdjustAt(now time.Time, n int64) bool
+}
+
 // Algorithm describes one rate algorithm: its name in configs, what it
 // reads of a Spec, what limits/redis can do with it, and how to build it.
 // Every algorithm of this package has one, listed by Algorithms; the values
@@ -79,6 +90,9 @@ type Algorithm struct {
 	Knobs Knobs
 	// Paced: an admitted request waits out Result.Delay before it goes on.
 	Paced bool
+	// Adjusts: its limiters, and Keyed over them, correct a request's cost
+	// after the fact (Adjuster), but for a token bucket with a warm-up.
+	Adjusts bool
 	// Global is what limits/redis implements for it; GlobalMaxLimit, when
 	// not 0, is the highest Spec.Limit it can keep in Redis.
 	Global         Global

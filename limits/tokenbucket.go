@@ -106,6 +106,18 @@ func (b *TokenBucket) AllowAt(now time.Time, n int64) (r Result) {
 	return b.warm.allowAt(now, n)
 }
 
+// AdjustAt charges n more tokens at now (n < 0 gives them back; see
+// Adjuster): a bucket without warm-up only, the one whose state a charge
+// after the fact can correct exactly; with warm-up it reports false and
+// changes nothing.
+func (b *TokenBucket) AdjustAt(now time.Time, n int64) bool {
+	if b.plain == nil {
+		return false
+	}
+	b.plain.adjustAt(now, n)
+	return true
+}
+
 // Allow is AllowAt(time.Now(), n).
 func (b *TokenBucket) Allow(n int64) Result { return b.AllowAt(time.Now(), n) }
 
@@ -176,7 +188,7 @@ func (b *TokenBucket) newStore(shards, maxKeys int) keyedStore {
 
 var tokenBucketAlgorithm = Algorithm{
 	Name: "token_bucket", Doc: "refills rate tokens per second up to burst, with an optional warm-up",
-	Shape: ShapeRate, Knobs: KnobBurst | KnobWarmup, Global: GlobalLeased,
+	Shape: ShapeRate, Knobs: KnobBurst | KnobWarmup, Global: GlobalLeased, Adjusts: true,
 	New: func(s Spec) (Limiter, error) {
 		return NewTokenBucket(TokenBucketParams{Rate: s.Rate, Burst: s.Burst, Warmup: s.Warmup})
 	},

@@ -66,11 +66,15 @@
 //	  429/503 {"group": "jobs", "reason": "rate", "status": 429, "retry_after_s": 2,
 //	           "ratelimit_policy": "\"jobs\";q=100;w=1", "ratelimit": "\"jobs\";r=0;t=1"}
 //	          with the Retry-After, Sluice-Reason and RateLimit header fields
-//	POST /v1/permits/{id}/release {"outcome": "success", "latency_ms": 12.5}
+//	POST /v1/permits/{id}/release {"outcome": "success", "latency_ms": 12.5, "cost": 40}
 //	  200 {"result": "released"} or {"result": "already_released"}
 //	  410 {"result": "expired", ...}   404 {"result": "unknown", ...}
 //
 // Only "group" is required; "latency_ms" absent means the service measures.
+// A release's "cost" (gRPC ReleaseRequest.cost) is the work's real cost,
+// known only at its end: the group's rate stage is charged the difference
+// from what the grant spent, or given it back (Service.ReleaseCostIn);
+// absent, the grant's charge stands.
 // A client may send a session with every call (HTTP header Sluice-Session,
 // gRPC metadata sluice-session: 16 hexadecimal digits it drew at random;
 // permitclient does): a permit granted in a session is released only in

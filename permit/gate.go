@@ -18,7 +18,9 @@ import (
 //     configured rate.cost (cost 0: the configured cost) while the
 //     concurrency stage takes one slot, whatever the cost;
 //   - Reject counts a refusal decided here (a full lease table) in the
-//     group, as the proxy's circuit breaker does.
+//     group, as the proxy's circuit breaker does;
+//   - CorrectCost charges the rate stage the difference between what a
+//     grant spent and the real cost its release declares.
 //
 // *gate.Gate is the implementation; implementations must be safe for
 // concurrent use.
@@ -26,6 +28,7 @@ type Gate interface {
 	ClassOf(group, key string, p adaptive.Priority) (gate.Class, bool)
 	EnterClassCost(ctx context.Context, c gate.Class, cost int64) (gate.Pass, gate.Rejection, bool)
 	Reject(c gate.Class, why adaptive.RejectReason, retryAfter time.Duration) gate.Rejection
+	CorrectCost(c gate.Class, charged, actual int64) bool
 }
 
 // Clock tells the service the time: lease grants and expiry. gate.Clock

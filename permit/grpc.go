@@ -121,7 +121,13 @@ func (g *grpcService) release(sess Session, in *permitpb.ReleaseRequest, out *pe
 			return grpcError(err)
 		}
 	}
-	res, err := g.svc.ReleaseIn(sess, ID(in.GetId()), o, lat)
+	cost := NoCost
+	if in.Cost != nil {
+		if cost = in.GetCost(); cost < 0 {
+			return status.Errorf(codes.InvalidArgument, "permit: cost %d: want 0 or more", cost)
+		}
+	}
+	res, err := g.svc.ReleaseCostIn(sess, ID(in.GetId()), o, lat, cost)
 	if err != nil {
 		return grpcError(err)
 	}

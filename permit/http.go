@@ -114,12 +114,12 @@ func (h *handler) release(w http.ResponseWriter, sess Session, idText string, bo
 		writeJSON(w, http.StatusNotFound, resultJSON{Result: Unknown.String(), Error: err.Error()})
 		return
 	}
-	o, lat, err := parseRelease(body)
+	o, lat, cost, err := parseRelease(body)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	res, err := h.svc.ReleaseIn(sess, id, o, lat)
+	res, err := h.svc.ReleaseCostIn(sess, id, o, lat, cost)
 	if err != nil {
 		writeError(w, err)
 		return

@@ -90,6 +90,8 @@ const (
 // apart from an unknown one.
 type slot struct {
 	pass    gate.Pass
+	class   gate.Class // for a correction of the cost at release
+	cost    int64      // what the grant spent at the rate stage (0: the group's rate.cost)
 	grp     *groupEntry
 	granted int64 // ns on the service's clock
 	expires int64
@@ -125,6 +127,8 @@ type table struct {
 // outside the shard's lock.
 type expired struct {
 	pass    gate.Pass
+	class   gate.Class
+	cost    int64
 	grp     *groupEntry
 	granted int64
 }
@@ -209,11 +213,12 @@ func (t *table) unreserve(idx int) {
 
 // fill makes the reserved slot idx a live lease of session holding p
 // until expires, under a new tag.
-func (t *table) fill(idx int, p gate.Pass, grp *groupEntry, sess Session, now, expires int64) ID {
+func (t *table) fill(idx int, p gate.Pass, c gate.Class, cost int64, grp *groupEntry, sess Session, now, expires int64) ID {
 	sh, local := t.locate(idx)
 	sh.mu.Lock()
 	s := &sh.slots[local]
 	s.pass, s.grp, s.session, s.granted, s.expires, s.state = p, grp, sess, now, expires, stateLive
+	s.class, s.cost = c, cost
 	for last := s.tag; s.tag == last; { // never the tag of the slot's last permit
 		s.tag = sh.rng.Uint64() >> slotBits
 	}
@@ -271,8 +276,8 @@ func (t *table) release(id ID, sess Session, anySession bool, now int64) (r Resu
 	}
 	switch s.state {
 	case stateLive:
-		e = expired{pass: s.pass, grp: s.grp, granted: s.granted}
-		s.pass = gate.Pass{}
+		e = expired{pass: s.pass, class: s.class, cost: s.cost, grp: s.grp, granted: s.granted}
+		s.pass, s.class = gate.Pass{}, gate.Class{}
 		r = Released
 		if now >= s.expires {
 			r = Expired

@@ -26,9 +26,9 @@ func TestTableIsBoundedAndSpreadsSlots(t *testing.T) {
 func TestTableLifecycle(t *testing.T) {
 	tb := newShardedTable(2, 1)
 	ia, _ := tb.reserve()
-	a := tb.fill(ia, passZero, nil, 0, 0, 100)
+	a := tb.fill(ia, passZero, gate.Class{}, 0, nil, 0, 0, 100)
 	ib, _ := tb.reserve()
-	b := tb.fill(ib, passZero, nil, 0, 0, 200)
+	b := tb.fill(ib, passZero, gate.Class{}, 0, nil, 0, 0, 200)
 	if a == b || a.slot() != ia || b.slot() != ib {
 		t.Fatalf("ids %v %v for slots %d %d", a, b, ia, ib)
 	}
@@ -54,7 +54,7 @@ func TestTableLifecycle(t *testing.T) {
 	// The free ring is FIFO: a's slot (freed first) is reused first, and
 	// then a's id names nothing any more, while b's still tells it expired.
 	ic, _ := tb.reserve()
-	c := tb.fill(ic, passZero, nil, 0, 300, 400)
+	c := tb.fill(ic, passZero, gate.Class{}, 0, nil, 0, 300, 400)
 	if ic != ia {
 		t.Fatalf("reserve gave slot %d, want %d (freed first)", ic, ia)
 	}
@@ -84,7 +84,7 @@ func TestTableLifecycle(t *testing.T) {
 func TestTableSessions(t *testing.T) {
 	tb := newShardedTable(2, 1)
 	i, _ := tb.reserve()
-	id := tb.fill(i, passZero, nil, 7, 0, 100)
+	id := tb.fill(i, passZero, gate.Class{}, 0, nil, 7, 0, 100)
 	for _, sess := range []Session{0, 8} {
 		if r, _, _ := tb.release(id, sess, false, 10); r != Unknown {
 			t.Fatalf("release in session %d of a permit of session 7: %v, want unknown", sess, r)
@@ -100,7 +100,7 @@ func TestTableSessions(t *testing.T) {
 		t.Fatalf("second release in its session: %v, want already released", r)
 	}
 	i, _ = tb.reserve()
-	free := tb.fill(i, passZero, nil, 0, 0, 100)
+	free := tb.fill(i, passZero, gate.Class{}, 0, nil, 0, 0, 100)
 	if r, _, _ := tb.release(free, 9, false, 10); r != Released {
 		t.Fatalf("release in a session of a permit of none: %v", r)
 	}
@@ -116,7 +116,7 @@ func TestIDsAreNotPredictable(t *testing.T) {
 	var last ID
 	for n := range 1000 {
 		i, _ := tb.reserve()
-		id := tb.fill(i, passZero, nil, 0, 0, 100)
+		id := tb.fill(i, passZero, gate.Class{}, 0, nil, 0, 0, 100)
 		tag := uint64(id >> slotBits)
 		if seen[tag] || n > 0 && (tag == uint64(last>>slotBits)+1 || id == last+1) {
 			t.Fatalf("grant %d of one slot: id %v after %v", n, id, last)
@@ -131,7 +131,7 @@ func TestSweepSkipsShardsWithNothingDue(t *testing.T) {
 	tb := newShardedTable(4, 2)
 	for range 4 {
 		i, _ := tb.reserve()
-		tb.fill(i, passZero, nil, 0, 0, 1000)
+		tb.fill(i, passZero, gate.Class{}, 0, nil, 0, 0, 1000)
 	}
 	if got := tb.sweep(999, nil); len(got) != 0 {
 		t.Fatalf("sweep before the expiry took %d", len(got))

@@ -234,7 +234,7 @@ func (s *Service) Acquire(ctx context.Context, r Request) (Grant, gate.Rejection
 	now := s.nanos()
 	lease := time.Duration(grp.lease.Load())
 	shadowed := p.Shadowed()
-	id := s.table.fill(idx, p, grp, r.Session, now, now+int64(lease))
+	id := s.table.fill(idx, p, c, r.Cost, grp, r.Session, now, now+int64(lease))
 	grp.granted.Add(1)
 	if s.closed.Load() { // Stop ran meanwhile: it did not see this lease
 		_, _ = s.Release(id, gate.Ignored, Unmeasured)
@@ -251,18 +251,39 @@ func (s *Service) Acquire(ctx context.Context, r Request) (Grant, gate.Rejection
 // a repeated release frees nothing: see Result. An outcome other than
 // gate.Success, gate.Dropped and gate.Ignored is ErrInvalid.
 func (s *Service) Release(id ID, o gate.Outcome, latency time.Duration) (Result, error) {
-	return s.release(id, 0, true, o, latency)
+	return s.release(id, 0, true, o, latency, NoCost)
 }
 
 // ReleaseIn is Release for a caller in session sess (0: none): a permit
 // granted in another session is Unknown to it, as is one never granted.
 func (s *Service) ReleaseIn(sess Session, id ID, o gate.Outcome, latency time.Duration) (Result, error) {
-	return s.release(id, sess, false, o, latency)
+	return s.release(id, sess, false, o, latency, NoCost)
 }
 
-func (s *Service) release(id ID, sess Session, anySession bool, o gate.Outcome, latency time.Duration) (Result, error) {
+// NoCost is the cost of a release that declares none: the grant's charge
+// stands.
+const NoCost int64 = -1
+
+// ReleaseCostIn is ReleaseIn with the work's real cost, known only now
+// (NoCost: none): a permit released in time charges its group's rate stage
+// the difference from what its grant spent (Request.Cost, else the group's
+// rate.cost), or gives it back, whatever the room left (gate's
+// Gate.CorrectCost), so that costly work drains a key's quota as it should.
+// An expired or repeated release corrects nothing. A cost below NoCost or
+// above 1e6 is ErrInvalid.
+func (s *Service) ReleaseCostIn(sess Session, id ID, o gate.Outcome, latency time.Duration, cost int64) (Result, error) {
+	return s.release(id, sess, false, o, latency, cost)
+}
+
+// maxCost bounds a declared cost, as rate.cost is bounded.
+const maxCost = 1_000_000
+
+func (s *Service) release(id ID, sess Session, anySession bool, o gate.Outcome, latency time.Duration, cost int64) (Result, error) {
 	if o > gate.Ignored {
 		return Unknown, &FieldError{"outcome", fmt.Sprintf("%d: want success, dropped or ignored", o)}
+	}
+	if cost < NoCost || cost > maxCost {
+		return Unknown, &FieldError{"cost", fmt.Sprintf("%d: want 0 to %d", cost, maxCost)}
 	}
 	now := s.nanos()
 	r, e, fresh := s.table.release(id, sess, anySession, now)
@@ -279,6 +300,9 @@ func (s *Service) release(id ID, sess Session, anySession bool, o gate.Outcome, 
 		}
 		e.pass.DoneAfter(o, latency)
 		e.grp.released[o].Add(1)
+		if cost != NoCost {
+			s.gate.CorrectCost(e.class, e.cost, cost)
+		}
 	case Expired:
 		e.pass.DoneAfter(expiredOutcome, time.Duration(now-e.granted))
 		e.grp.expired.Add(1)

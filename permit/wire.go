@@ -42,6 +42,9 @@ func shadowedName(why adaptive.RejectReason) string {
 type releaseJSON struct {
 	Outcome   string   `json:"outcome"`
 	LatencyMS *float64 `json:"latency_ms"`
+	// Cost is the work's real cost, known at its end (absent: the grant's
+	// charge stands; see Service.ReleaseCostIn).
+	Cost *int64 `json:"cost"`
 }
 
 type resultJSON struct {
@@ -136,18 +139,23 @@ func LatencyOf(ms float64) (time.Duration, error) {
 }
 
 // parseRelease reads the body of POST /v1/permits/{id}/release.
-func parseRelease(b []byte) (gate.Outcome, time.Duration, error) {
+func parseRelease(b []byte) (o gate.Outcome, lat time.Duration, cost int64, err error) {
 	var r releaseJSON
 	if err := decodeStrict(b, &r); err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
-	o, err := ParseOutcome(r.Outcome)
-	if err != nil {
-		return 0, 0, err
+	if o, err = ParseOutcome(r.Outcome); err != nil {
+		return 0, 0, 0, err
+	}
+	cost = NoCost
+	if r.Cost != nil {
+		if cost = *r.Cost; cost < 0 {
+			return 0, 0, 0, &FieldError{"cost", fmt.Sprintf("%d: want 0 or more", cost)}
+		}
 	}
 	if r.LatencyMS == nil {
-		return o, Unmeasured, nil
+		return o, Unmeasured, cost, nil
 	}
-	lat, err := LatencyOf(*r.LatencyMS)
-	return o, lat, err
+	lat, err = LatencyOf(*r.LatencyMS)
+	return o, lat, cost, err
 }

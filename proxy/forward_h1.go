@@ -63,9 +63,25 @@ func (p *Proxy) forwardH1(w http.ResponseWriter, r *http.Request, x *exchange, g
 		e.refuseSwitch(x)
 		return false
 	}
+	var ls *liveStream
+	if e.h.status == http.StatusOK && isEventStream(w.Header()) {
+		// Server-sent events: a stream from its head on (see streams.go).
+		st, rej, ok := x.openStream(time.Now())
+		if !ok {
+			e.drop(x)
+			clear(w.Header())
+			writeRejection(w, grpcNone, "", &rej)
+			return false
+		}
+		ls = p.streams.add(st, e.c.abort)
+		defer p.streams.remove(ls)
+	}
 	e.cs.up = e.c
 	upErr, clErr := e.relayResponse()
 	draining := e.release(upErr, clErr)
+	if ls != nil && ls.gone.Load() {
+		upErr = nil // cut by CloseStreams: the response ends whole, and its client reconnects
+	}
 	o, abort := p.responseOutcome(r.Context(), x, e.h.status, g, w.Header(), upErr, clErr)
 	if e.cs.gone {
 		o = gate.Ignored // the client went away: its response was dropped

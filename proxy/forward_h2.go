@@ -100,6 +100,20 @@ func (p *Proxy) forwardH2(w http.ResponseWriter, r *http.Request, x *exchange, g
 		return false
 	}
 	defer resp.Body.Close()
+	_, trailersOnly := resp.Header[headerGRPCStatus]
+	var ls *liveStream
+	if resp.StatusCode == http.StatusOK && (g != grpcNone && !trailersOnly || isEventStream(resp.Header)) {
+		// A gRPC call or server-sent events: a stream from its headers on
+		// (see streams.go). Refused, its upstream stream is reset.
+		st, rej, ok := x.openStream(time.Now())
+		if !ok {
+			writeRejection(w, g, ct, &rej)
+			return false
+		}
+		body := resp.Body
+		ls = p.streams.add(st, func() { _ = body.Close() })
+		defer p.streams.remove(ls)
+	}
 
 	h := w.Header()
 	for k, vv := range resp.Header {
@@ -113,7 +127,7 @@ func (p *Proxy) forwardH2(w http.ResponseWriter, r *http.Request, x *exchange, g
 	leaveUntyped(h)
 	w.WriteHeader(resp.StatusCode)
 	var clErr error
-	if _, trailersOnly := resp.Header[headerGRPCStatus]; !trailersOnly {
+	if !trailersOnly {
 		// The head goes out now: a stream's first message may be long in
 		// coming. A gRPC trailers-only response (its status in the head) must
 		// instead leave as one HEADERS frame that ends the stream, which the
@@ -148,6 +162,15 @@ func (p *Proxy) forwardH2(w http.ResponseWriter, r *http.Request, x *exchange, g
 	}
 	for k, vv := range resp.Trailer {
 		h[http.TrailerPrefix+k] = vv
+	}
+	if ls != nil && ls.gone.Load() {
+		// Cut by CloseStreams: the call ends with its own status, not as a
+		// failure of the upstream; the client's connection had its GOAWAY.
+		upErr = nil
+		if g != grpcNone {
+			h[http.TrailerPrefix+headerGRPCStatus] = grpcUnavailableValue
+			h[http.TrailerPrefix+headerGRPCMessage] = grpcShutdownMessage
+		}
 	}
 
 	o, abort := p.responseOutcome(ctx, x, resp.StatusCode, g, h, upErr, clErr)

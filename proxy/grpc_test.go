@@ -113,10 +113,13 @@ func TestGRPCServerStreaming(t *testing.T) {
 			hs.SetServingStatus("svc", healthpb.HealthCheckResponse_SERVING)
 		}
 	}
-	cancel()
-	if f := adm.outcome(t); f.outcome != gate.Ignored {
-		t.Errorf("a stream the client cancelled: outcome %v, want ignored", f.outcome)
+	// A stream: its outcome came at its response headers, and its end
+	// reports nothing more.
+	if f := adm.outcome(t); f.outcome != gate.Success {
+		t.Errorf("a stream at its headers: outcome %v, want success", f.outcome)
 	}
+	cancel()
+	adm.noMoreFinishes(t)
 }
 
 func TestGRPCStatusOutcomes(t *testing.T) {
@@ -135,17 +138,14 @@ func TestGRPCStatusOutcomes(t *testing.T) {
 	}
 }
 
-// shedGroups: one Watch stream at a time (no queue), and Check calls at one
-// per 100 s per client, so the second call in a row is over its quota.
+// shedGroups: one Watch stream at a time, and Check calls at one per 100 s
+// per client, so the second call in a row is over its quota.
 const shedGroups = `
 [[group]]
 name = "watch"
 match = { path = "/grpc.health.v1.Health/Watch" }
-  [group.concurrency]
-  law = "fixed"
-  limit = 1
-  [group.queue]
-  max = 0
+  [group.streams]
+  max = 1
 [[group]]
 name = "check"
 match = { path = "/grpc.health.v1.Health/Check" }
@@ -153,7 +153,7 @@ match = { path = "/grpc.health.v1.Health/Check" }
   rate = 0.01
 `
 
-// TestGRPCShed runs gRPC calls into a real gate's limits: overload (no slot)
+// TestGRPCShed runs gRPC calls into a real gate's limits: overload (no stream slot)
 // comes back as UNAVAILABLE, a rate limit as RESOURCE_EXHAUSTED, each with the
 // gate's reason, RateLimit fields for the rate, and a retry pushback.
 func TestGRPCShed(t *testing.T) {
@@ -164,7 +164,8 @@ func TestGRPCShed(t *testing.T) {
 	_, base := startWatched(t, adm, Params{Upstream: up, Gate: g}, ServerParams{})
 	client := healthpb.NewHealthClient(dialGRPC(t, base))
 
-	// The first stream takes the watch group's only slot and keeps it.
+	// The first stream takes the watch group's only stream slot and keeps
+	// it; its outcome comes at its headers.
 	ctx, cancel := context.WithCancel(grpcCtx(t))
 	defer cancel()
 	first, err := client.Watch(ctx, &healthpb.HealthCheckRequest{Service: "svc"})
@@ -174,12 +175,15 @@ func TestGRPCShed(t *testing.T) {
 	if m, err := first.Recv(); err != nil || m.Status != healthpb.HealthCheckResponse_SERVING {
 		t.Fatalf("first Watch: %v, %v", m, err)
 	}
+	if f := adm.outcome(t); f.outcome != gate.Success {
+		t.Errorf("first Watch: outcome %v", f.outcome)
+	}
 	second, err := client.Watch(grpcCtx(t), &healthpb.HealthCheckRequest{Service: "svc"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = second.Recv()
-	checkShed(t, "second Watch", err, second.Trailer(), codes.Unavailable, "concurrency")
+	checkShed(t, "second Watch", err, second.Trailer(), codes.Unavailable, "streams")
 
 	if _, err := client.Check(grpcCtx(t), &healthpb.HealthCheckRequest{Service: "svc"}); err != nil {
 		t.Fatalf("first Check: %v", err)
@@ -193,16 +197,13 @@ func TestGRPCShed(t *testing.T) {
 	if got := trailer.Get("ratelimit-policy"); len(got) != 1 || !strings.HasPrefix(got[0], `"check";q=`) {
 		t.Errorf("second Check: ratelimit-policy %q", got)
 	}
-	if st := groupStatus(t, g, "watch"); st.Rejected[adaptive.RejectConcurrency] != 1 || st.InFlight != 1 {
-		t.Errorf("watch group: %d concurrency rejections, %d in flight; want 1 and 1", st.Rejected[adaptive.RejectConcurrency], st.InFlight)
+	if st := groupStatus(t, g, "watch"); st.Rejected[adaptive.RejectStreams] != 1 || st.InFlight != 0 || st.Streams.Open != 1 {
+		t.Errorf("watch group: %d streams rejections, %d in flight, %d streams; want 1, 0, 1", st.Rejected[adaptive.RejectStreams], st.InFlight, st.Streams.Open)
 	}
 	if st := groupStatus(t, g, "check"); st.Rejected[adaptive.RejectRate] != 1 || st.Completed[gate.Success] != 1 {
 		t.Errorf("check group: %d rate rejections, %d successes; want 1 and 1", st.Rejected[adaptive.RejectRate], st.Completed[gate.Success])
 	}
 	cancel()
-	if f := adm.outcome(t); f.outcome != gate.Ignored {
-		t.Errorf("the first Watch, cancelled: outcome %v, want ignored", f.outcome)
-	}
 	adm.noMoreFinishes(t)
 }
 

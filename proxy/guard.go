@@ -173,6 +173,8 @@ func (g *guardConn) Read(p []byte) (int, error) {
 			return g.read(p)
 		case scanEnd:
 			return 0, io.EOF
+		case scanAnswered:
+			return g.discard(p)
 		case scanTooLarge:
 			if len(g.held) > 0 {
 				g.out, g.held = g.held, nil
@@ -227,6 +229,24 @@ func (g *guardConn) Read(p []byte) (int, error) {
 			}
 		}
 		if err != nil {
+			return 0, err
+		}
+	}
+}
+
+// discard reads the connection and drops what it reads until the read fails
+// (the client went, the server closed the connection or aborted the read by
+// a deadline), and returns that failure. After a head the server answers
+// itself, nothing the client sends is the server's, and the only read that
+// comes is the server's background read during the request before that head
+// (net/http's server reads a byte while a handler runs, to see the client
+// go): an end of stream the guard invented would tell the server that the
+// client went and cancel that request (the guard returned io.EOF there, and
+// a valid request followed by a "Transfer-Encoding: xchunked" one was
+// answered 502 whenever its handler had not reached the upstream yet).
+func (g *guardConn) discard(p []byte) (int, error) {
+	for {
+		if _, err := g.read(p); err != nil {
 			return 0, err
 		}
 	}
@@ -291,7 +311,8 @@ const (
 	scanTrailer                    // in the trailer section of a chunked body
 	scanPass                       // HTTP/2's preface, or upgraded: bytes pass as they are
 	scanRefused                    // a head was refused: refusedHead, then nothing
-	scanEnd                        // the framing broke or the server refuses the head: nothing more
+	scanEnd                        // a body's framing broke: nothing more
+	scanAnswered                   // a head the server answers itself (501, 505) and reads nothing after
 	scanTooLarge                   // a head beyond the limit: it, then filler until the server answers 431
 )
 
@@ -349,8 +370,8 @@ const maxTrailer = 4 << 10
 // start of the current head, which begins at b[0] when from > 0) and returns
 // how many bytes of b are ready to be read: everything up to the start of a head
 // that is not complete yet, or of a head that is refused (scanRefused), or up
-// to where the stream ends (scanEnd: a head the server is to answer with an
-// error, or a body's framing broken).
+// to where the stream ends (scanAnswered: a head the server is to answer with
+// an error; scanEnd: a body's framing broken).
 func (s *reqScan) feed(b []byte, from int) (ready int) {
 	i := from
 	headStart := 0
@@ -420,7 +441,7 @@ func (s *reqScan) feed(b []byte, from int) (ready int) {
 			i = s.chunkLine(b, i)
 		case scanTrailer:
 			i = s.trailerLine(b, i)
-		case scanEnd:
+		case scanEnd, scanAnswered:
 			return i
 		default: // scanPass
 			return len(b)
@@ -438,7 +459,7 @@ func (s *reqScan) feed(b []byte, from int) (ready int) {
 // head the parser refuses is refused (scanRefused: the server answers 400),
 // but for a transfer coding it cannot frame or an HTTP/2-or-later version,
 // which net/http's server answers itself (501, 505) before it reads anything
-// more (scanEnd). done reports that the head was whole, end the offset just
+// more (scanAnswered). done reports that the head was whole, end the offset just
 // past it. Otherwise it sets the state for the head's body.
 func (s *reqScan) headLines(head []byte) (end int, done bool) {
 	end = headEnd(head, &s.searched)
@@ -449,7 +470,7 @@ func (s *reqScan) headLines(head []byte) (end int, done bool) {
 	if err := s.head.parse(head[:end]); err != nil {
 		switch err.status {
 		case http.StatusNotImplemented, http.StatusHTTPVersionNotSupported:
-			s.state = scanEnd
+			s.state = scanAnswered
 			return end, true
 		}
 		s.state = scanRefused

@@ -69,3 +69,46 @@ func equalTimes(a, b []time.Time) bool {
 	}
 	return true
 }
+
+// TestGuardInventsNoEndAfterAnsweredHead sends a valid request and, in the
+// same write, a head net/http's server answers itself (501: a transfer
+// coding it cannot frame; 505: HTTP/2.0 in a request line). The server then
+// reads only its background byte, during the first request: that read must
+// end as the connection does (here a deadline, as the server aborts it; or
+// the client's close), never with an end of stream the guard made up, which
+// the server takes for a client that went and cancels the first request.
+func TestGuardInventsNoEndAfterAnsweredHead(t *testing.T) {
+	for name, second := range map[string]string{
+		"te-unknown": "POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: xchunked\r\n\r\n0\r\n\r\n",
+		"http-2.0":   "GET /x HTTP/2.0\r\nHost: x\r\n\r\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			client, server := net.Pipe()
+			defer client.Close()
+			g := &guardConn{Conn: server, limit: defaultMaxHeaderBytes}
+			first := "GET /first HTTP/1.1\r\nHost: x\r\n\r\n"
+			go func() { _, _ = client.Write([]byte(first + second)) }()
+			buf := make([]byte, 4096)
+			got := 0
+			for got < len(first) {
+				n, err := g.Read(buf[got:])
+				if err != nil {
+					t.Fatalf("after %d bytes: %v", got, err)
+				}
+				got += n
+			}
+			// The background read, aborted by a deadline as net/http aborts it.
+			_ = g.SetReadDeadline(time.Unix(1, 0))
+			_, err := g.Read(buf[:1])
+			if !isTimeout(err) {
+				t.Fatalf("the background read ended with %v, want the deadline's timeout", err)
+			}
+			// The client goes: now the read ends with the connection's end.
+			_ = g.SetReadDeadline(time.Time{})
+			client.Close()
+			if _, err := g.Read(buf[:1]); err == nil || isTimeout(err) {
+				t.Fatalf("after the client closed: %v, want the connection's end", err)
+			}
+		})
+	}
+}

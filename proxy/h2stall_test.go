@@ -105,7 +105,10 @@ func (l acceptCounter) Accept() (net.Conn, error) {
 // (concurrency); after the client timeout (1 s here) each stalled stream
 // ends (a write stall resets the stream, a read stall is answered 408, as over
 // HTTP/1), its slot comes back, its outcome is ignored, and the third client
-// is served. Over a plain HTTP/1 upstream and a gRPC one over h2c alike.
+// is served. Over a plain HTTP/1 upstream and a gRPC one over h2c alike,
+// but for gRPC calls whose response head came: those are streams, which
+// give their slots back at the head (the third client is served beside
+// them) and end at the client timeout all the same.
 func TestH2StalledStreamsGiveSlotsBack(t *testing.T) {
 	const big = 1 << 20
 	const clientTimeout = time.Second
@@ -191,6 +194,20 @@ func TestH2StalledStreamsGiveSlotsBack(t *testing.T) {
 					recv(t, arrived, "the upstream to be reached")
 				}
 			}
+			// A gRPC call whose response head came is a stream: it gave its
+			// slot back at the head, its latency the time to it, and holds a
+			// stream slot till it ends.
+			stream := tc.grpc && tc.window
+			if stream {
+				for range 2 {
+					if f := adm.outcome(t); f.outcome != gate.Success || f.latency >= clientTimeout {
+						t.Errorf("a gRPC stream finished %v after %v at its head, want success at once", f.outcome, f.latency)
+					}
+				}
+				if st := groupStatus(t, g, "held"); st.Streams.Open != 2 || st.InFlight != 0 {
+					t.Errorf("streams %+v, in flight %d; want 2 open, none in flight", st.Streams, st.InFlight)
+				}
+			}
 			client := newClient(t, false)
 			resp, err := client.Get(base + "/small")
 			if err != nil {
@@ -198,6 +215,9 @@ func TestH2StalledStreamsGiveSlotsBack(t *testing.T) {
 			}
 			resp.Body.Close()
 			switch {
+			case stream && resp.StatusCode == http.StatusOK:
+			case stream:
+				t.Fatalf("beside two streams: %d %q, want 200", resp.StatusCode, resp.Header.Get("Sluice-Reason"))
 			case resp.StatusCode == http.StatusServiceUnavailable && resp.Header.Get("Sluice-Reason") == "concurrency":
 			case time.Since(opened) >= clientTimeout:
 				// A loaded machine took longer than the client timeout to
@@ -209,6 +229,9 @@ func TestH2StalledStreamsGiveSlotsBack(t *testing.T) {
 
 			// The client timeout ends both streams.
 			for range 2 {
+				if stream {
+					break // finished at their heads
+				}
 				f := adm.outcome(t)
 				if f.outcome != gate.Ignored || f.latency < clientTimeout {
 					t.Errorf("a stalled stream finished %v after %v, want ignored after at least %v", f.outcome, f.latency, clientTimeout)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sluicehq/sluice/adaptive"
@@ -170,6 +171,7 @@ type Proxy struct {
 	h2           *http.Transport
 	breaker      *Breaker
 	stats        counters
+	streams      streamSet // the streams open through the proxy (streams.go)
 	onLocalError func(error)
 
 	// observe, when set (by this package's tests), sees every finished
@@ -359,7 +361,28 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		x.finish(gate.Dropped)
 		panic(http.ErrAbortHandler)
 	}
+	if h := class.CostHeader(); h != "" {
+		p.correctCost(w.Header()[h], class)
+	}
 }
+
+// correctCost charges the rate stage of class's group the real cost the
+// upstream's response declared in its cost header (rate.cost_header: a
+// whole number from 0 to 1e6; anything else is ignored and the request
+// costs what it was charged), see gate.Gate.CorrectCost.
+func (p *Proxy) correctCost(v []string, class gate.Class) {
+	if len(v) != 1 {
+		return
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(v[0]), 10, 64)
+	if err != nil || n < 0 || n > maxCost {
+		return
+	}
+	p.gate.CorrectCost(class, 0, n)
+}
+
+// maxCost is the highest real cost correctCost takes (rate.cost's bound).
+const maxCost = 1_000_000
 
 // rejectCircuitOpen answers a request that the open circuit refused: 503 with
 // reason circuit_open, and a Retry-After when the cooldown ends. With a gate,

@@ -1,8 +1,6 @@
 package proxy
 
 import (
-	"io"
-	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -60,31 +58,48 @@ func printableASCII(s string) bool {
 }
 
 // splice completes an upgrade (WebSocket and the like) the upstream accepted with
-// 101: it takes the client's connection over, sends it the 101 head, then copies
-// bytes both ways until either side ends, and closes both. The exchange finishes
-// at the 101 with a success, its latency the time to the upgrade: a long-lived
-// connection holds no admission slot.
+// 101: the exchange becomes a stream (see streams.go; its latency the time to
+// the 101), or is refused for its group's streams bound before the client sees
+// the 101; then splice takes the client's connection over, sends it the 101
+// head and leaves the bytes to two pumps, one per direction, which run until
+// either side ends and close both (see splicedConn). The handler returns at
+// once: an idle spliced connection holds two small goroutines and no buffer.
 func (p *Proxy) splice(w http.ResponseWriter, r *http.Request, c *upConn, upgradeTo string, x *exchange, watch clientStop) (abort bool) {
-	conn, brw, err := http.NewResponseController(w).Hijack()
-	if err != nil {
-		watch.stop()
-		c.abort()
-		p.fail(r.Context(), w, x, grpcNone, "", protoErr("cannot take over the client connection: %v", err), false)
-		return false
-	}
 	if !watch.stop() {
 		// The client went away while the upstream was answering.
-		_ = conn.Close()
 		c.abort()
 		x.finish(gate.Ignored)
 		return false
 	}
-	x.finish(gate.Success)
+	st, rej, ok := x.openStream(time.Now())
+	if !ok {
+		c.abort()
+		clear(w.Header())
+		writeRejection(w, grpcNone, "", &rej)
+		return false
+	}
+	var ahead []byte // what the client sent after its request, read already
+	if hw, ok := w.(*h1Writer); ok && hw.c.r < hw.c.w {
+		ahead = append(ahead, (*hw.c.rbuf)[hw.c.r:hw.c.w]...)
+	}
+	conn, brw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		st.End()
+		c.abort()
+		p.fail(r.Context(), w, x, grpcNone, "", protoErr("cannot take over the client connection: %v", err), false)
+		return false
+	}
+	if _, own := w.(*h1Writer); !own {
+		if n := brw.Reader.Buffered(); n > 0 { // net/http's server read ahead
+			b, _ := brw.Reader.Peek(n)
+			ahead = append(ahead, b...)
+		}
+	}
 	p.stats.upgrades.Add(1)
 	out := conn // where the upstream's bytes go
 	if g, ok := conn.(*guardConn); ok {
 		// The bytes that follow are the new protocol's, not requests; they
-		// are written to the connection itself, which lets the kernel splice.
+		// are written to the connection itself.
 		g.release()
 		out = g.Conn
 	}
@@ -104,27 +119,23 @@ func (p *Proxy) splice(w http.ResponseWriter, r *http.Request, c *upConn, upgrad
 		_, _ = bw.Write(b)
 		_, _ = c.br.Discard(n)
 	}
-	if err := bw.Flush(); err != nil {
+	err = bw.Flush()
+	if err == nil && len(ahead) > 0 {
+		_, err = c.nc.Write(ahead)
+	}
+	if err != nil {
+		st.End()
 		_ = conn.Close()
 		c.abort()
 		return false
 	}
-	done := make(chan struct{})
+	ws := strings.EqualFold(upgradeTo, "websocket")
+	sc := &splicedConn{client: conn, up: c.nc,
+		toUp: newPumpSide(conn, c.nc, ws), toCl: newPumpSide(c.nc, out, ws)}
+	ls := p.streams.add(st, sc.cut)
 	go func() {
-		pump(c.nc, brw.Reader) // brw.Reader first yields what the client sent ahead
-		_ = conn.Close()
-		c.abort()
-		close(done)
+		sc.serve()
+		p.streams.remove(ls)
 	}()
-	pump(out, c.nc)
-	_ = conn.Close()
-	c.abort()
-	<-done
 	return false
-}
-
-// pump copies src to dst until either fails or src ends. io.Copy lets the kernel
-// splice socket to socket where it can.
-func pump(dst net.Conn, src io.Reader) {
-	_, _ = io.Copy(dst, src)
 }

@@ -110,6 +110,24 @@ func (e *engine) done(id int32, gen uint32) {
 	e.busyAdd(-1)
 	e.startQueued()
 	r = &e.reqs[id]
+	if e.sc.Host.On() && !r.gone {
+		r.state = stReturning
+		e.ev.push(e.now+e.tripBack(), evReturn, id, r.gen)
+		return
+	}
+	if !r.gone {
+		e.succeed(id)
+	}
+	e.freeReq(id)
+}
+
+// returned fires when served request id's answer reaches the proxy
+// (Host): a success unless its client gave up meanwhile.
+func (e *engine) returned(id int32, gen uint32) {
+	r := &e.reqs[id]
+	if r.gen != gen || r.state != stReturning {
+		return
+	}
 	if !r.gone {
 		e.succeed(id)
 	}
@@ -131,7 +149,7 @@ func (e *engine) startQueued() {
 // deadline fires when request id's client gives up while the backend holds it.
 func (e *engine) deadline(id int32, gen uint32) {
 	r := &e.reqs[id]
-	if r.gen != gen || r.gone || (r.state != stServing && r.state != stBackendQueued) {
+	if r.gen != gen || r.gone || (r.state != stServing && r.state != stBackendQueued && r.state != stReturning) {
 		return
 	}
 	r.gone = true

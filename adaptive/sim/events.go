@@ -15,6 +15,7 @@ const (
 	evHog                           // the CPU hog changes (step id)
 	evFail                          // request id, sent during an outage, fails
 	evCPUDone                       // the earliest request in service may end (gen: token)
+	evReturn                        // request id's answer reaches the proxy (Host)
 )
 
 // event is one scheduled happening in virtual time. gen guards against a request

@@ -419,6 +419,9 @@ func (e *engine) admit(id int32) {
 	e.use(r.tenant, +1)
 	e.iv.maxInflight = max(e.iv.maxInflight, g.inflight)
 	r.admit = e.now
+	if e.sc.Host.On() {
+		e.hostCharge(e.sc.Host.Forward + e.sc.Host.Handle)
+	}
 	e.backendEnter(id)
 }
 

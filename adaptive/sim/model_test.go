@@ -136,3 +136,101 @@ func TestWorkerChange(t *testing.T) {
 		t.Errorf("half: throughput %.0f/s, want 500", p.Throughput)
 	}
 }
+
+// TestSent: the lab's way of counting files each attempt under the second
+// and phase it arrived in, whenever it ended. A constant 600 ms service
+// under a fixed limit of 10: every success takes its wait plus 600 ms; the
+// seconds add up to their phase, and every attempt that arrived in the
+// first phase ends one way or another.
+func TestSent(t *testing.T) {
+	sc := Scenario{Duration: 20 * time.Second, SLO: 700 * time.Millisecond, Seed: 3,
+		Service: Service{Workers: 10, Dist: Dist{Kind: Lognormal, Mean: 600 * time.Millisecond}},
+		Load:    []Segment{{X: 0.5}, {At: 10 * time.Second, X: 3}},
+		Phases:  []Phase{{Name: "under"}, {Name: "over", At: 10 * time.Second}},
+		Gate:    Gate{Queue: 20, NoCoDel: true, MaxWait: 2 * time.Second, NoShedder: true}, Clients: Clients{Timeout: 5 * time.Second}}
+	r := runFixed(t, sc, 10)
+	if len(r.Seconds) != 20 {
+		t.Fatalf("%d seconds, want 20", len(r.Seconds))
+	}
+	for i, p := range r.Phases {
+		var sum Sent
+		for _, s := range r.Seconds {
+			if s.From >= p.Start && s.From < p.End {
+				sum.Attempts += s.Attempts
+				sum.OK += s.OK
+				sum.Good += s.Good
+				sum.Rejected += s.Rejected
+				sum.Dropped += s.Dropped
+			}
+		}
+		got := p.Sent
+		if got.From != p.Start || got.To != p.End || got.Attempts != sum.Attempts || got.OK != sum.OK ||
+			got.Good != sum.Good || got.Rejected != sum.Rejected || got.Dropped != sum.Dropped {
+			t.Errorf("phase %s: %+v, its seconds add up to %+v", p.Name, got, sum)
+		}
+		if ended := got.OK + got.Rejected + got.Dropped; i == 0 && ended != got.Attempts {
+			t.Errorf("phase %s: %d attempts arrived, %d ended", p.Name, got.Attempts, ended)
+		}
+		if got.P50 < 600*time.Millisecond || got.P99 < got.P50 {
+			t.Errorf("phase %s: p50 %v p99 %v, want at least the 600ms service", p.Name, got.P50, got.P99)
+		}
+	}
+	// At 0.5 × C little is refused and little waits long; at 3 × C a
+	// queue of 20 refuses most, and the successes wait in it.
+	if u := r.Phases[0].Sent; u.Rejected > u.Attempts/10 || u.Good < u.OK*8/10 {
+		t.Errorf("under: %+v", u)
+	}
+	if o := r.Phases[1].Sent; o.Rejected < o.Attempts/2 || o.P99 < 1200*time.Millisecond {
+		t.Errorf("over: %+v: want most refused, the queue's waits in p99", o)
+	}
+}
+
+// TestHost: on shared cores a served request's answer takes its trip back
+// holding its gate slot but no worker, its client's hops count end to end,
+// and cores asked for more than they have fall behind.
+func TestHost(t *testing.T) {
+	base := Scenario{Duration: 20 * time.Second, SLO: time.Second, Seed: 5,
+		Service: Service{Workers: 10, Dist: Dist{Kind: Lognormal, Mean: 10 * time.Millisecond}},
+		Load:    []Segment{{X: 0.2}, {At: 10 * time.Second, X: 3}},
+		Phases:  []Phase{{Name: "light"}, {Name: "over", At: 10 * time.Second}},
+		Gate:    Gate{Queue: 50, NoShedder: true}}
+	idle := Host{Cores: 2, Wake: 5 * time.Millisecond, Send: 100 * time.Microsecond}
+	shared := base
+	shared.Host = idle
+	plain, host := runFixed(t, base, 10), runFixed(t, shared, 10)
+	// Light load: every request takes its 10 ms service, and on the host
+	// its 5 ms trip and the client's 0.1 ms, a little stretched by the
+	// cores' use.
+	if p := plain.Phases[0].Sent.P50; p != 10*time.Millisecond {
+		t.Errorf("light, no host: p50 %v, want the 10ms service", p)
+	}
+	if p := host.Phases[0].Sent.P50; p < 15100*time.Microsecond || p > 15300*time.Microsecond {
+		t.Errorf("light, on the host: p50 %v, want 10ms + 5ms + 0.1ms, a little more", p)
+	}
+	// Overload under a limit of 10 = the workers: the slot is held for the
+	// trip back too, so 10 slots serve 10 / 15 ms, not the workers' 10 / 10 ms.
+	if g, want := host.Phases[1].Sent.Goodput(), 10/0.0151; math.Abs(g-want) > 0.05*want {
+		t.Errorf("overload on the host: goodput %.0f/s, want about %.0f/s (10 slots of 15ms)", g, want)
+	}
+	if g := plain.Phases[1].Sent.Goodput(); math.Abs(g-1000) > 50 {
+		t.Errorf("overload without a host: goodput %.0f/s, want C = 1000/s", g)
+	}
+	// With a limit of 20 the trips back hold no worker: C again.
+	if g := runFixed(t, shared, 20).Phases[1].Sent.Goodput(); math.Abs(g-1000) > 50 {
+		t.Errorf("overload on the host, limit 20: goodput %.0f/s, want C = 1000/s", g)
+	}
+	// Cores too few for the load: 3,000 attempts a second ask 3 s of CPU
+	// a second of 2 cores (0.5 ms each to send, and to refuse or forward),
+	// which fall behind by 1 s of CPU every second: a served request waits
+	// half a second longer every second.
+	busy := base
+	busy.Clients.Timeout, busy.Duration = time.Minute, 40*time.Second
+	busy.Host = Host{Cores: 2, Send: 500 * time.Microsecond, Refuse: 500 * time.Microsecond, Forward: 500 * time.Microsecond}
+	r := runFixed(t, busy, 20)
+	if first, last := r.Seconds[12].P99, r.Seconds[18].P99; !(first > 300*time.Millisecond && last > first+2*time.Second) {
+		t.Errorf("overloaded cores: p99 %v at 12 s, %v at 18 s: want late answers, later and later", first, last)
+	}
+	if err := (Host{Cores: -1}).Validate(); err == nil {
+		t.Error("negative cores accepted")
+	}
+}

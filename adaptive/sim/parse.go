@@ -47,6 +47,8 @@ func LoadScenario(path string) (Scenario, error) {
 //	outage at=10s for=5s              (every request fails meanwhile)
 //	stall for=300ms every=3s from=3s  (every worker pauses; from defaults to every)
 //	hog at=10s threads=2 nice=5       (busy loops beside a CPU-bound backend; threads=0 stops them)
+//	host cores=2 send=90us forward=100us refuse=30us handle=90us wake=1.5ms
+//	                                  (the cores the proxy and the clients share with the service: Host)
 //	load at=0s x=0.7                  (at least one; constant)
 //	load at=10s from=0.7 to=3         (ramp to the next segment)
 //	load at=20s x=1 amp=0.3 period=10s (sine)
@@ -284,6 +286,27 @@ func (d *directive) apply(sc *Scenario) {
 		if !from {
 			st.From = st.Every
 		}
+	case "host":
+		h := &sc.Host
+		d.keys(func(k, v string) bool {
+			switch k {
+			case "cores":
+				h.Cores = d.float(k, v)
+			case "send":
+				h.Send = d.dur(k, v)
+			case "forward":
+				h.Forward = d.dur(k, v)
+			case "refuse":
+				h.Refuse = d.dur(k, v)
+			case "handle":
+				h.Handle = d.dur(k, v)
+			case "wake":
+				h.Wake = d.dur(k, v)
+			default:
+				return false
+			}
+			return true
+		})
 	case "hog":
 		var h Hog
 		d.keys(func(k, v string) bool {

@@ -25,6 +25,7 @@ workers at=12s n=10
 outage at=20s for=2s
 hog at=5s threads=2 nice=5
 hog at=25s threads=0
+host cores=2 send=90us forward=100us refuse=30us handle=90us wake=1.5ms
 load at=0s x=0.5
 load at=5s from=0.5 to=2
 load at=15s x=1 amp=0.5 period=4s
@@ -52,6 +53,8 @@ phase two at=10s
 		WorkerChanges: []WorkerChange{{At: 12 * time.Second, Workers: 10}},
 		Outages:       []Outage{{At: 20 * time.Second, For: 2 * time.Second}},
 		Hogs:          []Hog{{At: 5 * time.Second, Threads: 2, Nice: 5}, {At: 25 * time.Second}},
+		Host: Host{Cores: 2, Send: 90 * time.Microsecond, Forward: 100 * time.Microsecond, Refuse: 30 * time.Microsecond,
+			Handle: 90 * time.Microsecond, Wake: 1500 * time.Microsecond},
 		Load: []Segment{{X: 0.5}, {At: 5 * time.Second, Ramp: true, From: 0.5, To: 2},
 			{At: 15 * time.Second, X: 1, Amp: 0.5, Period: 4 * time.Second}},
 		Clients: Clients{Timeout: 2 * time.Second, Retries: 3, Backoff: 20 * time.Millisecond, RetryAfter: true},

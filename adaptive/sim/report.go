@@ -19,6 +19,9 @@ type Report struct {
 	Interval time.Duration
 	Phases   []PhaseReport
 	Series   []Point
+	// Seconds are the run's seconds counted as the lab counts them: each
+	// by the attempts that arrived in it (Sent).
+	Seconds []Sent
 }
 
 // PhaseReport sums up one phase of a run. Rates are per second of the phase.
@@ -57,6 +60,10 @@ type PhaseReport struct {
 	// finished in the phase, by priority level and by tenant.
 	Priorities [adaptive.NumPriorities]Outcome
 	Tenants    []Outcome
+
+	// Sent is the phase counted as the lab counts it: by the attempts
+	// that arrived in it, whenever they ended.
+	Sent Sent
 }
 
 // LimitStats describe the concurrency limit over a phase.
@@ -228,6 +235,7 @@ type recorder struct {
 	// arrived in; report copies them into the series.
 	sent     [][2]int
 	interval int64
+	book     sentBook
 }
 
 type phaseAcc struct {
@@ -254,6 +262,7 @@ func (rc *recorder) init(e *engine) {
 	rc.series = make([]Point, 0, int(e.sc.Duration/e.sc.Interval)+1)
 	rc.sent = make([][2]int, int(e.sc.Duration/e.sc.Interval)+1)
 	rc.interval = int64(e.sc.Interval)
+	rc.book.init(e.sc, rc.phases)
 }
 
 // sentAt counts a completion of an attempt that arrived at arrive.
@@ -277,16 +286,21 @@ func (rc *recorder) at(now int64) *phaseAcc {
 }
 
 func (rc *recorder) newRequest(now int64) { rc.at(now).newReqs++ }
-func (rc *recorder) attempt(now int64)    { rc.at(now).attempts++ }
+func (rc *recorder) attempt(now int64) {
+	rc.at(now).attempts++
+	rc.book.attempt(now)
+}
 
 func (rc *recorder) reject(now, arrive int64, why adaptive.RejectReason) {
 	p := rc.at(now)
 	p.rejections[why]++
 	p.rejWait.Add(time.Duration(now - arrive))
+	rc.book.rejected(arrive)
 }
 
 func (rc *recorder) success(now int64, r *request, e2e int64, good bool) {
 	rc.sentAt(r.arrive, good)
+	rc.book.succeeded(r.arrive, e2e, good)
 	p := rc.at(now)
 	p.successes++
 	p.e2e.Add(time.Duration(e2e))
@@ -304,6 +318,7 @@ func (rc *recorder) success(now int64, r *request, e2e int64, good bool) {
 
 func (rc *recorder) drop(now, arrive, e2e int64) {
 	rc.sentAt(arrive, false)
+	rc.book.dropped(arrive)
 	p := rc.at(now)
 	p.drops++
 	p.e2e.Add(time.Duration(e2e))
@@ -343,10 +358,13 @@ func (rc *recorder) report(e *engine) *Report {
 			rc.series[k].SentGood, rc.series[k].SentLate = rc.sent[k][0], rc.sent[k][1]
 		}
 	}
+	rc.book.finish()
 	r := &Report{Scenario: e.sc.Name, Law: LawName(e.law), Capacity: e.sc.Service.Capacity(),
-		SLO: e.sc.SLO, Interval: e.sc.Interval, Series: rc.series}
+		SLO: e.sc.SLO, Interval: e.sc.Interval, Series: rc.series, Seconds: rc.book.seconds}
 	for i := range rc.phases {
-		r.Phases = append(r.Phases, rc.phases[i].summarise(r))
+		p := rc.phases[i].summarise(r)
+		p.Sent = rc.book.phases[i]
+		r.Phases = append(r.Phases, p)
 	}
 	return r
 }

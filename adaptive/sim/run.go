@@ -24,7 +24,8 @@ const (
 	stWaiting
 	stBackendQueued
 	stServing
-	stFailing // sent to a backend in an outage, about to fail
+	stReturning // served, its answer on its way to the proxy (Host)
+	stFailing   // sent to a backend in an outage, about to fail
 )
 
 // request is one attempt of a client request.
@@ -80,6 +81,7 @@ type engine struct {
 
 	g  gateState
 	b  backendState
+	h  hostState
 	iv interval
 
 	minRTT   [minRTTWindow]int64
@@ -177,6 +179,7 @@ func newEngine(sc *Scenario, law adaptive.Law) (*engine, error) {
 	e.b.workers = sc.Service.Workers
 	e.b.cpu.hogW = 1
 	e.b.cpu.rate, e.b.cpu.hogRate = 1, 1
+	e.h.stretch = 1
 	e.psi.next = psiPeriod
 	e.tracksMemory = sc.Service.MemBase != 0 || sc.Service.MemPerRequest != 0 || sc.Service.MemPerQueued != 0
 	e.iv.lat = new(hist.Histogram)
@@ -264,6 +267,8 @@ func (e *engine) run() {
 				e.fail(ev.id, ev.gen)
 			case evCPUDone:
 				e.cpuDone(ev.gen)
+			case evReturn:
+				e.returned(ev.id, ev.gen)
 			}
 		}
 		if e.tracksMemory {
@@ -325,12 +330,18 @@ func (e *engine) attempt(id int32) {
 	e.deadlines.push(event{at: r.deadline, id: id, gen: r.gen, kind: evDeadline})
 	e.iv.attempts++
 	e.rec.attempt(e.now)
+	if e.sc.Host.On() {
+		e.hostCharge(e.sc.Host.Send)
+	}
 	e.enter(id)
 }
 
 // reject turns request id away and lets its client retry or give up.
 func (e *engine) reject(id int32, why adaptive.RejectReason) {
 	r := &e.reqs[id]
+	if e.sc.Host.On() {
+		e.hostCharge(e.sc.Host.Refuse)
+	}
 	switch why {
 	case adaptive.RejectRate:
 		e.iv.rateRejected++
@@ -354,6 +365,9 @@ func (e *engine) succeed(id int32) {
 	r := &e.reqs[id]
 	up := e.now - r.admit
 	e2e := e.now - r.arrive
+	if e.sc.Host.On() {
+		e2e += e.clientTrip()
+	}
 	e.iv.successes++
 	e.iv.lat.Add(time.Duration(up))
 	e.g.breaker.result(e.now, true)
@@ -405,6 +419,9 @@ func (e *engine) retryOrFail(id int32, rejected bool) {
 func (e *engine) tick() {
 	iv := &e.iv
 	sec := e.sc.Interval.Seconds()
+	if e.sc.Host.On() {
+		e.hostTick()
+	}
 	e.busyAdd(0)
 	cpu := e.sc.Service.CPUBase + e.sc.Service.CPUPerWorker*e.b.busyArea/float64(e.sc.Interval)
 	e.b.busyArea = 0

@@ -37,7 +37,10 @@ type Scenario struct {
 	// ends), as the lab backend's stall. Zero: never. Not with Cores.
 	Stall pause.Periodic
 	// Hogs are changes of a CPU hog beside a CPU-bound backend (Service.Cores).
-	Hogs    []Hog
+	Hogs []Hog
+	// Host is the machine the proxy and the clients share with the
+	// service, if they share one; zero: they do not.
+	Host    Host
 	Load    []Segment // the open-loop load profile, in order of At; required
 	Clients Clients
 
@@ -348,6 +351,9 @@ func (sc Scenario) Validate() error {
 		if s.Cores == 0 {
 			bad("hog at %v: a hog needs a CPU-bound service (service cores=N)", h.At)
 		}
+	}
+	if err := sc.Host.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if len(sc.Load) == 0 {
 		bad("no load profile")

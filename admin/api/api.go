@@ -61,6 +61,7 @@ type Group struct {
 	Shadow Shadow       `json:"shadow"`
 
 	Queue   Queue   `json:"queue"`
+	Streams Streams `json:"streams"`
 	Rate    *Rate   `json:"rate"` // null: no rate limit
 	Targets Targets `json:"targets"`
 	// Latency is the upstream latency over the last control interval.
@@ -138,6 +139,18 @@ type Queue struct {
 	WaitBoundCritical float64 `json:"wait_bound_critical_seconds"`
 	// Wait is the waits of requests that left the queue in the last interval.
 	Wait Latency `json:"wait"`
+}
+
+// Streams is a group's long-lived streams: WebSockets, gRPC calls and event
+// streams past their first response byte, which hold a stream slot instead
+// of a concurrency slot.
+type Streams struct {
+	// Open is the streams open now, Max the group's bound on them
+	// ([group.streams] max); Opened counts those opened since the group was
+	// built; the refused are in requests.by_reason["streams"].
+	Open   int    `json:"open"`
+	Max    int    `json:"max"`
+	Opened uint64 `json:"opened"`
 }
 
 // Rate is a group's rate limit.

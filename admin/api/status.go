@@ -53,6 +53,19 @@ type ConfigInfo struct {
 	Groups []string   `json:"groups"`
 	// Overrides names the groups with a runtime override in force.
 	Overrides []string `json:"overrides"`
+	// RefusedReload is the last reload that was refused (the running config
+	// kept serving); null while none was. Compare its time with Loaded: a
+	// refusal after the last load means the file on disk is not the config
+	// in force.
+	RefusedReload *RefusedReload `json:"refused_reload"`
+}
+
+// RefusedReload is a reload that was refused: when, who asked ("SIGHUP", or
+// the admin API's caller), and the error, every problem of the file in it.
+type RefusedReload struct {
+	At    time.Time `json:"at"`
+	By    string    `json:"by"`
+	Error string    `json:"error"`
 }
 
 // Control is the control loop.

@@ -226,6 +226,7 @@ func (d *daemon) buildAdmin(metrics *admin.Metrics) error {
 		Revision: revision(),
 		Load:     d.loadNext,
 		OnReload: d.logReload,
+		OnChange: d.logChange,
 		Ready:    d.ready,
 		Circuit:  circuitStatus(d.proxy),
 		Fronts:   d.frontStatuses,
@@ -320,7 +321,12 @@ func (d *daemon) start() {
 type drained struct {
 	expired bool // the grace period ran out and connections were closed
 	cut     int  // requests in flight or queued when they were
+	streams int  // streams still open at the end of the grace period, closed
 }
+
+// streamsCloseWait bounds how long the streams closed at the end of the grace
+// period (proxy.CloseStreams) have to end.
+const streamsCloseWait = 2 * time.Second
 
 // shutdown stops accepting connections and waits, for at most grace, until
 // the requests in flight have finished; then it closes every connection left.
@@ -337,16 +343,46 @@ func (d *daemon) shutdown(grace time.Duration) <-chan drained {
 		frontsDone := make(chan error, 1)
 		go func() { frontsDone <- d.shutdownFronts(ctx) }()
 		err := d.server.Shutdown(ctx)
-		if ferr := <-frontsDone; err == nil && ferr == nil {
-			out <- drained{}
+		ferr := <-frontsDone
+		// Streams get the grace period too (a spliced WebSocket has no
+		// handler for Shutdown to wait for); those still open at its end
+		// are closed with their protocol's close, and then their handlers
+		// end (a gRPC call's).
+		streams := 0
+		if d.proxy != nil {
+			awaitStreams(ctx, d.proxy)
+			if d.proxy.OpenStreams() > 0 {
+				cctx, ccancel := context.WithTimeout(context.Background(), streamsCloseWait)
+				streams = d.proxy.CloseStreams(cctx)
+				if err != nil {
+					err = d.server.Shutdown(cctx)
+				}
+				ccancel()
+			}
+		}
+		if err == nil && ferr == nil {
+			out <- drained{streams: streams}
 			return
 		}
 		cut := d.pending()
 		d.server.Close()
 		d.closeFrontServers()
-		out <- drained{expired: true, cut: cut}
+		out <- drained{expired: true, cut: cut, streams: streams}
 	}()
 	return out
+}
+
+// awaitStreams waits until no stream is open through px, or ctx ends.
+func awaitStreams(ctx context.Context, px *proxy.Proxy) {
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for px.OpenStreams() > 0 {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // stop closes the admin API (it answered /readyz with "shutting down" while

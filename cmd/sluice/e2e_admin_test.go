@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/admin/api"
 )
 
 // TestE2EAdmin: the real binary serves the admin API beside the proxy: the
@@ -98,6 +100,11 @@ match = { path_prefix = "/api" }
 	if l := limitOf(); l != 3 {
 		t.Fatalf("limit after PATCH %v, want 3", l)
 	}
+	rec = s.log.wait(t, "the PATCH's line", message("group changed at runtime", "group", "api", "changed", "concurrency.limit 7→3",
+		"request", "PATCH /v1/groups/api"))
+	if by := str(rec["by"]); !strings.HasPrefix(by, "admin API from 127.0.0.1:") {
+		t.Errorf("the PATCH's line says it came from %q", by)
+	}
 
 	reload := func() result {
 		req, _ := http.NewRequest("POST", admin+"/v1/reload", strings.NewReader("{}"))
@@ -118,10 +125,18 @@ match = { path_prefix = "/api" }
 	if l := limitOf(); l != 3 {
 		t.Fatalf("limit after a refused reload %v, want the override's 3", l)
 	}
+	var st api.Status
+	if r := do(c, "GET", admin+"/v1/status"); r.status != 200 || json.Unmarshal([]byte(r.body), &st) != nil {
+		t.Fatalf("/v1/status: %d %s", r.status, r.body)
+	}
+	if rr := st.Config.RefusedReload; rr == nil || !strings.Contains(rr.Error, "concurrency.limit") || !strings.HasPrefix(rr.By, "admin API from") {
+		t.Errorf("/v1/status after a refused reload: refused_reload %+v, want the error and who asked", rr)
+	}
 
 	writeConfig(t, dir, up.url, strings.Replace(config, "limit = 7", "limit = 9", 1))
 	s.signal(t, syscall.SIGHUP)
-	s.log.wait(t, "the reload through the admin API", message("config reloaded", "changed", "api", "overrides_cleared", "api"))
+	s.log.wait(t, "the reload through the admin API", message("config reloaded", "changed", "api", "overrides_cleared", "api",
+		"by", "SIGHUP", "settings", "api: concurrency.limit 3→9"))
 	if l := limitOf(); l != 9 {
 		t.Fatalf("limit after SIGHUP %v, want the file's 9 (the override cleared)", l)
 	}

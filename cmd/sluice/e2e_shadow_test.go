@@ -54,7 +54,7 @@ mode = "` + mode + `"
 
 	writeConfig(t, dir, up.url, conf("enforce"))
 	s.signal(t, syscall.SIGHUP)
-	s.log.wait(t, "the reload", message("config reloaded", "unchanged", "r,all"))
+	s.log.wait(t, "the reload", message("config reloaded", "unchanged", "r,all", "by", "SIGHUP", "settings", "r: mode shadow→enforce"))
 	if r := do(c, "GET", s.url("/r")); r.status != 429 || r.header.Get("Sluice-Reason") != "rate" {
 		t.Fatalf("/r enforced: %d %q, want 429 rate", r.status, r.header.Get("Sluice-Reason"))
 	}

@@ -60,15 +60,25 @@ var rejectionKinds = [...]rejectionKind{
 // period logs, for every group and kind (rejections, would-be rejections)
 // with new ones since the last period, one line: their number, and the key
 // counted most (over about the last two minutes, from the gate's summary)
-// with its latest reason. A group's first period sets its baseline.
+// with its latest reason. The first line of a group counts every rejection
+// since it started (the gate's counters start at zero with the group); a
+// counter found below its last total started afresh (a group removed and
+// added again) and counts from zero too. The totals of a group that is gone
+// are kept, so that one added again with its counters going on (requests
+// left in it) is not counted twice.
 func (rl *rejectionLog) period() {
-	seen := make(map[string][len(rejectionKinds)]uint64, len(rl.prev))
+	if rl.prev == nil {
+		rl.prev = map[string][len(rejectionKinds)]uint64{}
+	}
 	for _, st := range rl.gate.Groups() {
-		last, known := rl.prev[st.Name]
+		last := rl.prev[st.Name]
 		var now [len(rejectionKinds)]uint64
 		for i, k := range rejectionKinds {
 			now[i] = k.total(&st)
-			if !known || now[i] <= last[i] {
+			if now[i] < last[i] {
+				last[i] = 0
+			}
+			if now[i] == last[i] {
 				continue
 			}
 			args := []any{"group", st.Name, k.count, now[i] - last[i]}
@@ -77,7 +87,6 @@ func (rl *rejectionLog) period() {
 			}
 			rl.log.Info(k.msg, args...)
 		}
-		seen[st.Name] = now
+		rl.prev[st.Name] = now
 	}
-	rl.prev = seen
 }

@@ -14,8 +14,9 @@ import (
 )
 
 // TestLogRejections: one line a period for a group that rejected requests,
-// with the count since the last line and the key rejected most; nothing
-// for a period without rejections, nor for the first sight of a group. With
+// with the count since the last line and the key rejected most; the first
+// line counts every rejection since the start (issue 28: it skipped the
+// first period); nothing for a period without rejections. With
 // the rate rule in shadow, the same line counts the would-be rejections
 // ("shadow mode would reject"), and no "rejecting" line comes.
 func TestLogRejections(t *testing.T) {
@@ -57,24 +58,26 @@ key = "header:X-Tenant"
 			var buf bytes.Buffer
 			log := hclog.New(&hclog.LoggerOptions{Output: &buf, JSONFormat: true, Level: hclog.Info})
 			rl := rejectionLog{gate: g, log: log}
-			send("greedy", 3) // 2 refused before the first period: the baseline
-			rl.period()
+			send("greedy", 3) // 2 refused before the first period
+			rl.period()       // one line: 2, all since the start
 			send("greedy", 6) // 6 more
 			send("calm", 2)   // 1
 			rl.period()       // one line: 7
 			rl.period()       // nothing new: no line
 
 			lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
-			if len(lines) != 1 {
-				t.Fatalf("%d lines, want 1:\n%s", len(lines), buf.String())
+			if len(lines) != 2 {
+				t.Fatalf("%d lines, want 2:\n%s", len(lines), buf.String())
 			}
-			var rec map[string]any
-			if err := json.Unmarshal([]byte(lines[0]), &rec); err != nil {
-				t.Fatal(err)
-			}
-			if rec["@message"] != c.msg || rec["group"] != "api" || rec[c.count] != 7.0 || rec["top_key"] != "greedy" ||
-				rec["top_key_reason"] != "rate" || rec["top_key_recent"] != 8.0 {
-				t.Errorf("line %v, want %q with %s 7 and the top key greedy (8, rate)", rec, c.msg, c.count)
+			for i, want := range []struct{ n, recent float64 }{{2, 2}, {7, 8}} {
+				var rec map[string]any
+				if err := json.Unmarshal([]byte(lines[i]), &rec); err != nil {
+					t.Fatal(err)
+				}
+				if rec["@message"] != c.msg || rec["group"] != "api" || rec[c.count] != want.n || rec["top_key"] != "greedy" ||
+					rec["top_key_reason"] != "rate" || rec["top_key_recent"] != want.recent {
+					t.Errorf("line %d %v, want %q with %s %v and the top key greedy (%v, rate)", i+1, rec, c.msg, c.count, want.n, want.recent)
+				}
 			}
 		})
 	}

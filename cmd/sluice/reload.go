@@ -21,20 +21,26 @@ import (
 // state. With the admin API on, the reload goes through it, so that runtime
 // overrides are kept or cleared as their PATCH asked and the reload is
 // counted in its metrics.
-func (d *daemon) reload(ctx context.Context) error {
+// by says who asked ("SIGHUP"), for the log.
+func (d *daemon) reload(ctx context.Context, by string) error {
 	if d.admin != nil {
-		_, err := d.admin.Reload(ctx) // loadNext and logReload run inside
+		_, err := d.admin.Reload(ctx, by) // loadNext and logReload run inside
 		return err
 	}
 	d.reloadMu.Lock()
 	defer d.reloadMu.Unlock()
 	cfg, err := d.loadNext(ctx)
 	if err != nil {
-		d.logReload(admin.ReloadReport{}, err)
+		d.logReload(admin.ReloadReport{By: by}, err)
 		return err
 	}
+	was := d.gate.Config()
 	res, err := d.gate.Reload(cfg.Gate(), gate.ReloadOptions{Source: d.path, Hash: cfg.Hash()})
-	d.logReload(admin.ReloadReport{Source: d.path, ReloadResult: res, Config: cfg}, err)
+	rep := admin.ReloadReport{Source: d.path, ReloadResult: res, Config: cfg, By: by}
+	if err == nil {
+		rep.Fields = admin.ConfigChanges(was, d.gate.Config())
+	}
+	d.logReload(rep, err)
 	return err
 }
 
@@ -67,22 +73,45 @@ func (d *daemon) loadNext(ctx context.Context) (*configs.Config, error) {
 	return cfg, nil
 }
 
-// logReload logs how a reload ended and, when the gate took the new
-// config (rep.Config), applies it to the front-ends (applyFronts).
+// logReload logs how a reload ended, who asked and what it changed, in one
+// line, and, when the gate took the new config (rep.Config), applies it to
+// the front-ends (applyFronts).
 func (d *daemon) logReload(rep admin.ReloadReport, err error) {
 	log := d.log.Named("config")
 	if err != nil {
-		log.Error("reload refused: the running config keeps serving", "file", d.path, "error", err)
+		log.Error("reload refused: the running config keeps serving", "file", d.path, "by", rep.By, "error", err)
 		return
 	}
 	if err := d.applyFronts(rep.Config); err != nil {
 		log.Error("reload: the front-ends keep their running settings where they refused the new ones", "error", err)
 	}
 	res := rep.ReloadResult
-	log.Info("config reloaded", "file", d.path,
+	changes := make([]string, len(rep.Fields))
+	for i, g := range rep.Fields {
+		changes[i] = g.Group + ": " + admin.FormatChanges(g.Fields)
+	}
+	log.Info("config reloaded", "file", d.path, "by", rep.By,
 		"unchanged", strings.Join(res.Unchanged, ","), "changed", strings.Join(res.Changed, ","),
 		"added", strings.Join(res.Added, ","), "removed", strings.Join(res.Removed, ","),
-		"overrides_cleared", strings.Join(rep.Cleared, ","))
+		"overrides_cleared", strings.Join(rep.Cleared, ","), "settings", strings.Join(changes, "; "))
+}
+
+// logChange logs a runtime change made through the admin API in one line:
+// who asked, the group and each field changed, from and to. A switch of
+// the group's mode is said in the message, as the change operators look
+// for first.
+func (d *daemon) logChange(c admin.Change) {
+	msg := "group changed at runtime"
+	for _, f := range c.Fields {
+		if f.Path == "mode" {
+			msg = "group mode switched at runtime: " + f.From + " → " + f.To
+		}
+	}
+	args := []any{"group", c.Group, "by", c.By, "request", c.Request, "changed", admin.FormatChanges(c.Fields)}
+	if len(c.Notes) > 0 {
+		args = append(args, "notes", strings.Join(c.Notes, "; "))
+	}
+	d.log.Named("admin").Info(msg, args...)
 }
 
 // logConfigProblems logs each problem of a config that does not load, one

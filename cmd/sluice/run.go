@@ -57,7 +57,10 @@ Signals:
                     are reloaded; listen, socket_mode, max_leases and adding
                     or removing the section need a restart.
   SIGTERM, SIGINT   stop accepting connections, wait up to the grace period
-                    for requests in flight, write the state file, exit.
+                    for requests in flight and streams (WebSockets, gRPC
+                    calls, event streams), close the streams still open with
+                    their protocol's close (WebSocket 1001, gRPC UNAVAILABLE
+                    after a GOAWAY), write the state file, exit.
                     A second SIGTERM or SIGINT exits at once.
 
 Exit codes:
@@ -165,7 +168,7 @@ wait:
 		case s := <-sigs:
 			if s == syscall.SIGHUP {
 				log.Info("SIGHUP: reloading the config")
-				_ = d.reload(ctx) // logged there
+				_ = d.reload(ctx, "SIGHUP") // logged there
 				continue
 			}
 			log.Info("signal: shutting down", "signal", s.String(), "grace", grace.String())
@@ -193,6 +196,9 @@ wait:
 			d.closeFrontServers()
 			return exitInterrupted
 		case r := <-done:
+			if r.streams > 0 {
+				log.Info("grace period over: streams closed", "streams_cut", r.streams, "grace", grace.String())
+			}
 			if r.expired {
 				log.Warn("grace period over: connections closed", "requests_cut", r.cut, "grace", grace.String())
 				if code == exitOK {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -11,12 +12,14 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/sluicehq/sluice/configs"
+	ilisten "github.com/sluicehq/sluice/internal/listen"
 	"github.com/sluicehq/sluice/internal/tlstest"
 	"github.com/sluicehq/sluice/limits/redis"
 	"github.com/sluicehq/sluice/proxy"
@@ -260,12 +263,12 @@ func TestRestartOnly(t *testing.T) {
 
 func TestReloadWithoutFile(t *testing.T) {
 	d := &daemon{log: hclog.NewNullLogger()}
-	if err := d.reload(context.Background()); err == nil || !strings.Contains(err.Error(), "without -config") {
+	if err := d.reload(context.Background(), "test"); err == nil || !strings.Contains(err.Error(), "without -config") {
 		t.Errorf("reload without a file: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := d.reload(ctx); err != context.Canceled {
+	if err := d.reload(ctx, "test"); err != context.Canceled {
 		t.Errorf("reload with a cancelled context: %v", err)
 	}
 }
@@ -403,5 +406,26 @@ func TestRunMakesSocketFolders(t *testing.T) {
 	want := "admin.listen unix://" + file + "/sub/admin.sock: the socket's folder " + file + "/sub does not exist and cannot be made (not a directory): make it"
 	if code != exitError || !strings.Contains(errOut, want) {
 		t.Fatalf("code %d, stderr:\n%s\nwant %q", code, errOut, want)
+	}
+}
+
+// TestListenSocketMode: the proxy's unix socket has the front doors' mode
+// (owner and group may connect) whatever the process umask, as the permit
+// and rls sockets do; it was bound with 0777 less the umask.
+func TestListenSocketMode(t *testing.T) {
+	old := syscall.Umask(0)
+	defer syscall.Umask(old)
+	sock := filepath.Join(t.TempDir(), "s.sock")
+	ln, err := listen("unix://" + sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	fi, err := os.Lstat(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode()&fs.ModeSocket == 0 || fi.Mode().Perm() != ilisten.DefaultSocketMode {
+		t.Fatalf("socket mode %v, want a socket with %v", fi.Mode(), ilisten.DefaultSocketMode)
 	}
 }

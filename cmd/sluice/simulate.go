@@ -6,7 +6,7 @@ var simulateCommand = cli.Command{
 	Name:    "simulate",
 	Summary: "predict what a config's groups do to a described service and load, in seconds",
 	Usage: `usage: sluice simulate [-config FILE] -scenario NAME [flags]
-       sluice simulate [-config FILE] -capacity N -latency D -load SPEC [flags]
+       sluice simulate [-config FILE] -workers N -mean D -load SPEC [flags]
 
 Runs the groups of a config in sluice's deterministic simulator against a
 described service and load, and prints what each would do, before it is
@@ -36,11 +36,28 @@ The service and its load, from a scenario:
                     or a file: the lab's TOML (*.toml) or the simulator's
                     text form (*.scenario)
 or described by flags, which also override a scenario's service and clients:
+  -workers N        how many requests the service serves at once
+  -mean D           one request's mean service time unloaded (what the lab's
+                    backend takes: -service lognormal:10ms:0.5 is a mean)
+  -median D         or its median (a measured p50 unloaded)
   -capacity N       requests per second the service completes at most
-  -latency D        its mean latency unloaded: one request's own service time
-  -workers N        or how many requests it serves at once (either one:
-                    workers = capacity × latency)
-  -service-time DIST  its shape: exp (default), const or lognormal:SIGMA
+                    (any two of -workers, -capacity and the time give the
+                    third: capacity = workers / mean; with a scenario, what
+                    is not given is the scenario's)
+  -service-time DIST  the time's shape: exp (default), const, lognormal:SIGMA,
+                    or the lab backend's form with its mean in it
+                    (lognormal:10ms:0.5, exp:40ms, bimodal:20ms:200ms:0.1)
+  -shared-cores N   the service shares N cores with sluice and the load's
+                    clients (as in the lab, all on its 2 cores): each
+                    request costs CPU there (the clients' sending, sluice
+                    forwarding or refusing, the service's handling), a
+                    served request's answer takes its trip back holding
+                    its slot but no worker, and busy cores make every hop
+                    wait (default: not shared, none of this modelled)
+  -shared-costs LIST  what a request costs there, KEY=DURATION of send,
+                    forward, refuse, handle, wake (the trip's fixed time);
+                    default the lab's: send=90us,forward=100us,refuse=30us,
+                    handle=90us,wake=1.5ms
   -load SPEC        the offered load, comma-separated segments RATE [for D]:
                     RATE is 3x (times the capacity), 1200/s, or a ramp 0.5x..3x
                       -load 3x                                   constant
@@ -66,6 +83,13 @@ or described by flags, which also override a scenario's service and clients:
 The output:
   -every D          one row of the time table per D (default: a round step, at most 25 rows)
   -png FILE         also draw the chart into FILE, a PNG (default: none)
+  -lab FILE         hold the simulation to a lab run of the same scenario,
+                    sluice-lab's DIR/SCENARIO/CONTENDER.json (its scenario
+                    and its contender's sluice.toml unless -scenario and
+                    -config say otherwise): goodput, p99 and the limit per
+                    phase and in each of the 3 seconds after a step, their
+                    ratios and what is outside ±5 % (goodput), ±25 % (p99)
+                    and ±30 % (limit); the group simulated must be one
 
 A binary built with -tags nodemo (see "sluice help demo") leaves the
 simulator out with the lab; its "sluice simulate" says so and exits 1.

@@ -62,7 +62,7 @@ name = "all"
 		if err != nil {
 			t.Fatalf("%s: p99 %q: %v\n%s", dist, rows[0][6], err, out)
 		}
-		svc, err := simulate.ServiceOf(1000, 0, 100, dist)
+		svc, _, err := simulate.ServiceOf(simulate.ServiceDesc{Capacity: 1000, Workers: 100, Shape: dist}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -78,13 +78,13 @@ name = "all"
 // named as a target no limit meets; of mean 20ms (p99 92ms) it is not.
 func TestSimulateWarnsOfAnUnreachableTarget(t *testing.T) {
 	for latency, want := range map[string]bool{"50ms": true, "20ms": false} {
-		code, out, errOut := runArgs("simulate", "-capacity", "800", "-latency", latency, "-load", "1x for 5s")
+		code, out, errOut := runArgs("simulate", "-capacity", "800", "-mean", latency, "-load", "1x for 5s")
 		if code != exitOK {
 			t.Fatalf("code %d, stderr %s", code, errOut)
 		}
 		const warning = "warning: targets.latency 200ms at p99 is below the service's own p99, 230ms (its service time alone, before any wait)"
 		if got := strings.Contains(out, warning); got != want {
-			t.Errorf("-latency %s: warned %v, want %v:\n%s", latency, got, want, out)
+			t.Errorf("-mean %s: warned %v, want %v:\n%s", latency, got, want, out)
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/sluicehq/sluice/adaptive/sim"
 	"github.com/sluicehq/sluice/configs"
 	"github.com/sluicehq/sluice/internal/cli"
+	"github.com/sluicehq/sluice/internal/lab/report"
 	"github.com/sluicehq/sluice/internal/simulate"
 )
 
@@ -24,6 +25,13 @@ func printWorkload(w io.Writer, wl *simulate.Workload, config string) {
 	cli.Fprintf(w, "sluice simulate: %s, %v of load, config %s\n", wl.Source, sc.Duration, config)
 	s := sc.Service
 	cli.Fprintf(w, "  service: %d workers, %s: capacity C = %.0f req/s\n", s.Workers, distText(s.Dist), s.Capacity())
+	if wl.ServiceRemark != "" {
+		cli.Fprintf(w, "    (%s)\n", wl.ServiceRemark)
+	}
+	if h := sc.Host; h.On() {
+		cli.Fprintf(w, "  shared: %g cores with sluice and the clients; a request costs there send %v, forward %v or refuse %v, handle %v; a trip back %v\n",
+			h.Cores, h.Send, h.Forward, h.Refuse, h.Handle, h.Wake)
+	}
 	var changes []string
 	for _, c := range sc.WorkerChanges {
 		changes = append(changes, fmt.Sprintf("at %v %d workers", c.At, c.Workers))
@@ -222,13 +230,19 @@ func policyText(g *configs.Group, sc *sim.Scenario) string {
 func distText(d sim.Dist) string {
 	switch {
 	case d.Kind == sim.Exponential:
-		return fmt.Sprintf("exponential service time of mean %v", d.Mean)
+		return fmt.Sprintf("exponential service time of mean %v (median %v)", d.Mean, medianOf(d))
 	case d.Kind == sim.Bimodal:
 		return fmt.Sprintf("bimodal service time (%v, %v %.0f%% of the time)", d.Fast, d.Slow, 100*d.PSlow)
 	case d.Sigma == 0:
 		return fmt.Sprintf("constant service time %v", d.Mean)
 	}
-	return fmt.Sprintf("lognormal service time of mean %v (sigma %g)", d.Mean, d.Sigma)
+	return fmt.Sprintf("lognormal service time of mean %v (median %v, sigma %g)", d.Mean, medianOf(d), d.Sigma)
+}
+
+// medianOf is d's median service time, to 10 µs.
+func medianOf(d sim.Dist) time.Duration {
+	m, _ := serviceQuantile(d, 0.5)
+	return m.Round(10 * time.Microsecond)
 }
 
 // mixText is a priority mix as shares, "" for everyone at one level.
@@ -304,4 +318,35 @@ func ms(d time.Duration) time.Duration {
 		return d.Round(time.Millisecond)
 	}
 	return d.Round(10 * time.Microsecond)
+}
+
+// printAgainstLab writes how the simulation compares with the lab run
+// read from path: per phase and per second after a step, the lab's
+// figures, the simulator's and their ratio, and which are outside issue
+// 28's bounds.
+func printAgainstLab(w io.Writer, path string, run *report.Run, held []simulate.Stretch) {
+	t := simulate.Issue28
+	cli.Fprintf(w, "\nagainst the lab: %s (%s, started %s; its generator sent late by %.1fms at p99)\n",
+		path, run.Contender, run.Started.Format(time.DateTime), run.Load.DispatchLag.P99)
+	if lag := time.Duration(run.Load.DispatchLag.P99 * float64(time.Millisecond)); lag > run.SLO/10 {
+		cli.Fprintf(w, "  warning: a lag of %v, over a tenth of the SLO, is the lab's machine starving its generator: that run measured the machine, not the service and sluice\n", ms(lag))
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "stretch\tlab goodput/s\tsimulated\tratio\tlab p99\tsimulated\tratio\tlab limit\tsimulated\tratio\toutside ±%.0f%%/±%.0f%%/±%.0f%%\t\n",
+		100*t.Goodput, 100*t.P99, 100*t.Limit)
+	for _, s := range held {
+		limit := [3]string{"–", "–", "–"}
+		if s.LabLimit > 0 {
+			limit = [3]string{fmt.Sprintf("%.0f", s.LabLimit), fmt.Sprintf("%.0f", s.SimLimit), fmt.Sprintf("%.2f", simulate.Ratio(s.SimLimit, s.LabLimit))}
+		}
+		miss := s.Misses(t)
+		if miss == "" {
+			miss = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.3f\t%v\t%v\t%.2f\t%s\t%s\t%s\t%s\t\n", s.Name, s.LabGoodput, s.SimGoodput,
+			simulate.Ratio(s.SimGoodput, s.LabGoodput), ms(s.LabP99), ms(s.SimP99), simulate.Ratio(float64(s.SimP99), float64(s.LabP99)),
+			limit[0], limit[1], limit[2], miss)
+	}
+	tw.Flush()
+	cli.Fprintf(w, "  counted as the lab counts: each request in the stretch it was sent in; a limit is the mean of one reading a second (a phase's first %v left out)\n", 2*time.Second)
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/sluicehq/sluice/configs"
 	"github.com/sluicehq/sluice/internal/cli"
 	"github.com/sluicehq/sluice/internal/lab"
+	"github.com/sluicehq/sluice/internal/lab/report"
 	"github.com/sluicehq/sluice/internal/simulate"
 )
 
@@ -46,14 +48,15 @@ func wrapWords(words []string, indent, width int) string {
 
 // simulateFlags are the command line of "sluice simulate".
 type simulateFlags struct {
-	config, group, scenario, dist, load, priorities, tenants, png string
-	slo, latency, duration, timeout, backoff, every               time.Duration
-	capacity                                                      float64
-	workers, retries                                              int
-	retryAfter                                                    bool
-	seed                                                          uint64
-	changes                                                       listFlag
-	set                                                           map[string]bool // the flags given
+	config, group, scenario, dist, load, priorities, tenants, png, lab, costs string
+	slo, mean, median, duration, timeout, backoff, every                      time.Duration
+	capacity, cores                                                           float64
+	workers, retries                                                          int
+	retryAfter                                                                bool
+	seed                                                                      uint64
+	changes                                                                   listFlag
+	set                                                                       map[string]bool // the flags given
+	labRun                                                                    *report.Run     // -lab's
 }
 
 // listFlag is a repeatable string flag.
@@ -71,9 +74,12 @@ func parseSimulateFlags(args []string) (*simulateFlags, error) {
 	fs.DurationVar(&f.slo, "slo", 0, "")
 	fs.StringVar(&f.scenario, "scenario", "", "")
 	fs.Float64Var(&f.capacity, "capacity", 0, "")
-	fs.DurationVar(&f.latency, "latency", 0, "")
+	fs.DurationVar(&f.mean, "mean", 0, "")
+	fs.DurationVar(&f.median, "median", 0, "")
+	var latency time.Duration
+	fs.DurationVar(&latency, "latency", 0, "") // gone: refused below with what to say instead
 	fs.IntVar(&f.workers, "workers", 0, "")
-	fs.StringVar(&f.dist, "service-time", "exp", "")
+	fs.StringVar(&f.dist, "service-time", "", "")
 	fs.StringVar(&f.load, "load", "", "")
 	fs.DurationVar(&f.duration, "duration", time.Minute, "")
 	fs.Var(&f.changes, "change", "")
@@ -86,6 +92,9 @@ func parseSimulateFlags(args []string) (*simulateFlags, error) {
 	fs.Uint64Var(&f.seed, "seed", 1, "")
 	fs.DurationVar(&f.every, "every", 0, "")
 	fs.StringVar(&f.png, "png", "", "")
+	fs.StringVar(&f.lab, "lab", "", "")
+	fs.Float64Var(&f.cores, "shared-cores", 0, "")
+	fs.StringVar(&f.costs, "shared-costs", "", "")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -94,8 +103,10 @@ func parseSimulateFlags(args []string) (*simulateFlags, error) {
 	}
 	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
 	switch {
-	case f.scenario == "" && f.load == "":
-		return nil, errors.New("give the load: -scenario NAME, or -capacity, -latency (or -workers) and -load")
+	case f.set["latency"]:
+		return nil, errors.New("-latency is gone: say -mean D or -median D (the lab's backend takes a mean, lognormal:10ms:0.5; a measured p50 is a median)")
+	case f.scenario == "" && f.load == "" && f.lab == "":
+		return nil, errors.New("give the load: -scenario NAME, or the service (two of -capacity, -workers, -mean or -median) and -load")
 	case f.scenario != "" && f.load != "":
 		return nil, errors.New("-scenario and -load both give the load: give one")
 	case f.set["duration"] && f.load == "":
@@ -108,11 +119,39 @@ func parseSimulateFlags(args []string) (*simulateFlags, error) {
 	return f, nil
 }
 
+// fromLab fills what -lab FILE implies: the scenario the lab ran (unless
+// -scenario names one) and the config its contender ran, the sluice.toml
+// beside the JSON file in the contender's folder (unless -config names
+// one).
+func (f *simulateFlags) fromLab() error {
+	run, err := simulate.LoadLabRun(f.lab)
+	if err != nil {
+		return err
+	}
+	f.labRun = run
+	if f.scenario == "" && f.load == "" {
+		f.scenario = run.Scenario
+	}
+	if f.config == "" {
+		f.config = filepath.Join(filepath.Dir(f.lab), run.Contender, "sluice.toml")
+		if _, err := os.Stat(f.config); err != nil {
+			return fmt.Errorf("-lab %s: its contender's config %s: %w: give -config", f.lab, f.config, err)
+		}
+	}
+	return nil
+}
+
 func runSimulate(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	f, err := parseSimulateFlags(args)
 	if err != nil {
 		cli.Fprintf(stderr, "sluice simulate: %v\nRun \"sluice help simulate\" for the flags.\n", err)
 		return exitUsage
+	}
+	if f.lab != "" {
+		if err := f.fromLab(); err != nil {
+			cli.Fprintf(stderr, "sluice simulate: %v\n", err)
+			return exitError
+		}
 	}
 	cfg, err := loadConfig(f.config)
 	var problems configs.Errors
@@ -128,6 +167,9 @@ func runSimulate(_ context.Context, args []string, stdout, stderr io.Writer) int
 		return exitError
 	}
 	groups, err := simulateGroups(cfg, f.group)
+	if err == nil && f.labRun != nil && len(groups) != 1 {
+		err = fmt.Errorf("-lab compares one group with the lab run: the config has %d, give -group", len(groups))
+	}
 	if err != nil {
 		cli.Fprintf(stderr, "sluice simulate: %v\n", err)
 		return exitUsage
@@ -160,6 +202,14 @@ func runSimulate(_ context.Context, args []string, stdout, stderr io.Writer) int
 		}
 		res := simulated{run: r, group: g, report: rep}
 		printSimulated(stdout, &res, &w, f.every)
+		if f.labRun != nil {
+			held, err := simulate.Compare(rep, f.labRun)
+			if err != nil {
+				cli.Fprintf(stderr, "sluice simulate: -lab %s: %v\n", f.lab, err)
+				return exitUsage
+			}
+			printAgainstLab(stdout, f.lab, f.labRun, held)
+		}
 		results = append(results, res)
 	}
 	if f.png != "" {
@@ -216,20 +266,26 @@ func simulateWorkload(f *simulateFlags) (simulate.Workload, int, error) {
 			}
 			return w, code, err
 		}
+		if f.labRun != nil && f.labRun.Quick {
+			s = s.Shortened() // the lab ran its -quick version
+		}
 		if w, err = simulate.FromLab(s); err != nil {
 			return w, exitError, err
 		}
 	}
 	bad := func(err error) (simulate.Workload, int, error) { return w, exitUsage, err }
-	if f.load != "" || f.set["capacity"] || f.set["latency"] || f.set["workers"] || f.set["service-time"] {
-		if f.scenario != "" && !f.set["capacity"] {
-			return bad(errors.New("-latency, -workers and -service-time describe a service with -capacity: give it too"))
+	if f.load != "" || f.set["capacity"] || f.set["mean"] || f.set["median"] || f.set["workers"] || f.set["service-time"] {
+		var base *sim.Service
+		if f.scenario != "" {
+			base = &w.Scenario.Service
 		}
-		svc, err := simulate.ServiceOf(f.capacity, f.latency, f.workers, f.dist)
+		svc, remark, err := simulate.ServiceOf(simulate.ServiceDesc{Capacity: f.capacity, Workers: f.workers,
+			Mean: f.mean, Median: f.median, Shape: f.dist}, base)
 		if err != nil {
 			return bad(fmt.Errorf("the service: %w", err))
 		}
 		w.SetService(svc)
+		w.ServiceRemark = remark
 	}
 	sc := &w.Scenario
 	if f.load != "" {
@@ -241,6 +297,16 @@ func simulateWorkload(f *simulateFlags) (simulate.Workload, int, error) {
 		w.Source = "-load " + f.load
 		sc.Clients = sim.Clients{Timeout: f.timeout, Backoff: f.backoff}
 		sc.Seed = 1
+	}
+	if f.set["shared-cores"] || f.costs != "" {
+		if !f.set["shared-cores"] {
+			return bad(errors.New("-shared-costs are costs on the cores -shared-cores says the service shares: give it"))
+		}
+		h, err := simulate.HostOf(f.cores, f.costs)
+		if err != nil {
+			return bad(fmt.Errorf("-shared-cores, -shared-costs: %w", err))
+		}
+		sc.Host = h
 	}
 	if err := w.Changes(f.changes); err != nil {
 		return bad(fmt.Errorf("-change: %w", err))

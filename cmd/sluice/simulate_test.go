@@ -149,14 +149,14 @@ func TestSimulateFlags(t *testing.T) {
 	config := writeConfig(t, "", "", twoGroups)
 	cwd := t.TempDir()
 	t.Chdir(cwd)
-	code, out, errOut := runArgs("simulate", "-config", config, "-capacity", "800", "-latency", "50ms",
+	code, out, errOut := runArgs("simulate", "-config", config, "-capacity", "800", "-mean", "50ms",
 		"-load", "1x for 10s, 3x for 20s", "-change", "20s:workers=20", "-retries", "2")
 	if code != exitOK || errOut != "" {
 		t.Fatalf("code %d, stderr %q", code, errOut)
 	}
 	for _, want := range []string{
 		"sluice simulate: -load 1x for 10s, 3x for 20s, 30s of load, config " + config,
-		"service: 40 workers, exponential service time of mean 50ms: capacity C = 800 req/s",
+		"service: 40 workers, exponential service time of mean 50ms (median 34.66ms): capacity C = 800 req/s",
 		"changes: at 20s 20 workers",
 		"load (× C): 1x from 0s, 3x from 10s",
 		"give up after 10s, 2 retries after 10ms jittered, seed 1",
@@ -177,7 +177,7 @@ func TestSimulateFlags(t *testing.T) {
 	}
 
 	code, out, _ = runArgs("simulate", "-config", config, "-group", "batch", "-scenario", "step", "-capacity", "200", "-workers", "4", "-png", "")
-	if code != exitOK || strings.Contains(out, `group "api"`) || strings.Contains(out, "each group is simulated alone") || !strings.Contains(out, "service: 4 workers, exponential service time of mean 20ms: capacity C = 200 req/s") {
+	if code != exitOK || strings.Contains(out, `group "api"`) || strings.Contains(out, "each group is simulated alone") || !strings.Contains(out, "service: 4 workers, exponential service time of mean 20ms (median 13.86ms): capacity C = 200 req/s") {
 		t.Errorf("-group batch on step at 200/s: code %d\n%s", code, out)
 	}
 }
@@ -202,9 +202,15 @@ func TestSimulateErrors(t *testing.T) {
 		{[]string{"-scenario", "step", "-load", "1x"}, exitUsage, "give one"},
 		{[]string{"-scenario", "nosuch"}, exitUsage, `no scenario "nosuch"`},
 		{[]string{"-config", config, "-group", "nosuch", "-scenario", "step"}, exitUsage, `-group "nosuch": the config has no such group (it has api, batch)`},
-		{[]string{"-capacity", "800", "-load", "1x"}, exitUsage, "give the service's latency"},
-		{[]string{"-capacity", "800", "-latency", "5ms", "-load", "3y"}, exitUsage, `-load: load segment 1: rate "3y"`},
-		{[]string{"-scenario", "step", "-latency", "5ms"}, exitUsage, "give it too"},
+		{[]string{"-capacity", "800", "-load", "1x"}, exitUsage, "give two of the service's capacity, its workers"},
+		{[]string{"-workers", "16", "-load", "1x"}, exitUsage, "give two of the service's capacity, its workers"},
+		{[]string{"-capacity", "800", "-mean", "5ms", "-load", "3y"}, exitUsage, `-load: load segment 1: rate "3y"`},
+		{[]string{"-capacity", "800", "-latency", "5ms", "-load", "1x"}, exitUsage, "-latency is gone: say -mean D or -median D"},
+		{[]string{"-scenario", "step", "-capacity", "1500", "-workers", "16", "-mean", "10ms"}, exitUsage, "serve 1600 req/s, not the capacity 1500"},
+		{[]string{"-scenario", "step", "-shared-costs", "send=1ms"}, exitUsage, "give it"},
+		{[]string{"-scenario", "step", "-shared-cores", "0"}, exitUsage, "0 shared cores"},
+		{[]string{"-scenario", "step", "-shared-cores", "2", "-shared-costs", "sent=1ms"}, exitUsage, `unknown cost "sent"`},
+		{[]string{"-lab", filepath.Join(t.TempDir(), "none.json")}, exitError, "no such file"},
 		{[]string{"-scenario", "step", "-change", "10s:cores=2"}, exitUsage, `unknown key "cores"`},
 		{[]string{"-scenario", "step", "-tenants", "a=1,a=2"}, exitUsage, `"a" given twice`},
 		{[]string{"-scenario", "step", "-priorities", "urgent=1"}, exitUsage, `priority "urgent"`},
@@ -257,5 +263,57 @@ func TestSimulateLeftOut(t *testing.T) {
 		if dep == "github.com/sluicehq/sluice/adaptive/sim" || dep == "github.com/sluicehq/sluice/internal/simulate" {
 			t.Errorf("a nodemo build links %s", dep)
 		}
+	}
+}
+
+// TestSimulateAgainstTheLab: -lab takes the scenario and the config of a
+// recorded lab run and prints one row per phase and per second after a
+// step, with simulate.Compare's figures and ratios; -shared-cores puts
+// the service on the lab's shared cores and says so.
+func TestSimulateAgainstTheLab(t *testing.T) {
+	const recorded = "../../internal/simulate/testdata/lab/fast-sweep/sluice.json"
+	code, out, errOut := runArgs("simulate", "-lab", recorded, "-shared-cores", "2")
+	if code != exitOK || errOut != "" {
+		t.Fatalf("code %d, stderr %q", code, errOut)
+	}
+	for _, want := range []string{
+		"sluice simulate: lab scenario fast-sweep, 35s of load, config ../../internal/simulate/testdata/lab/fast-sweep/sluice/sluice.toml",
+		"shared: 2 cores with sluice and the clients; a request costs there send 90µs, forward 100µs or refuse 30µs, handle 90µs; a trip back 1.5ms",
+		"against the lab: " + recorded + " (sluice, started 2026-12-02 01:39:01; its generator sent late by 3.1ms at p99)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	run, err := simulate.LoadLabRun(recorded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := lab.LoadScenario("fast-sweep")
+	w, _ := simulate.FromLab(s)
+	w.Scenario.Host, _ = simulate.HostOf(2, "")
+	cfg, err := configs.Load("../../internal/simulate/testdata/lab/fast-sweep/sluice/sluice.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := simulate.ForGroup(w, cfg, &cfg.Groups[0], 0)
+	rep, _ := sim.Run(r.Scenario, r.Law)
+	held, err := simulate.Compare(rep, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := tableRows(t, out, "stretch")                // and the note under it
+	if len(rows) != len(held)+1 || len(held) != 3+2*3 { // three phases, 3 s after each of two steps
+		t.Fatalf("%d rows, %d stretches:\n%s", len(rows), len(held), out)
+	}
+	for i, h := range held {
+		want := fmt.Sprintf("%s %.0f %.0f %.3f %v %v %.2f", h.Name, h.LabGoodput, h.SimGoodput, h.SimGoodput/h.LabGoodput,
+			ms(h.LabP99), ms(h.SimP99), float64(h.SimP99)/float64(h.LabP99))
+		if got := strings.Join(rows[i], " "); !strings.HasPrefix(got, want) {
+			t.Errorf("row %d %q, want it to start %q", i, got, want)
+		}
+	}
+	if code, _, errOut := runArgs("simulate", "-lab", recorded, "-config", writeConfig(t, "", "", twoGroups)); code != exitUsage || !strings.Contains(errOut, "give -group") {
+		t.Errorf("two groups against one lab run: code %d, %q", code, errOut)
 	}
 }

@@ -253,6 +253,10 @@ func printStatus(w io.Writer, st *api.Status, gs []api.Group, now time.Time) {
 	if st.State.SaveError != "" {
 		cli.Fprintf(w, "state file: %s\n", st.State.SaveError)
 	}
+	if r := st.Config.RefusedReload; r != nil && (st.Config.Loaded == nil || r.At.After(*st.Config.Loaded)) {
+		cli.Fprintf(w, "reload refused %s ago (by %s), the running config keeps serving: %s\n",
+			shortDuration(max(0, now.Sub(r.At))), r.By, r.Error)
+	}
 	if r := st.Redis; r != nil {
 		line := "redis " + r.Mode + " since " + r.Since.Local().Format("15:04:05")
 		if r.Mode == "fallback" {

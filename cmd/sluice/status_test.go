@@ -306,3 +306,33 @@ func TestStatusSources(t *testing.T) {
 		t.Errorf("resource lines\n%q\nwant\n%q", got, want)
 	}
 }
+
+// TestStatusRefusedReload: a reload refused after the config in force was
+// loaded gets a line with who asked and the error; one refused before the
+// last load is history, and gets none.
+func TestStatusRefusedReload(t *testing.T) {
+	now := time.Date(2025, 3, 1, 12, 1, 0, 0, time.UTC)
+	const refused = `"refused_reload": {"at": "2025-03-01T12:00:30Z", "by": "SIGHUP", "error": "sluice.toml:3: concurrency.limit: must be at least 1"}`
+	for _, tc := range []struct{ json, want string }{
+		{`{"config": {"loaded": "2025-03-01T12:00:00Z", ` + refused + `}}`,
+			"reload refused 30s ago (by SIGHUP), the running config keeps serving: sluice.toml:3: concurrency.limit: must be at least 1"},
+		{`{"config": {"loaded": "2025-03-01T12:00:40Z", ` + refused + `}}`, ""},
+		{`{"config": {"loaded": "2025-03-01T12:00:40Z", "refused_reload": null}}`, ""},
+	} {
+		var st api.Status
+		if err := json.Unmarshal([]byte(tc.json), &st); err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		printStatus(&b, &st, nil, now)
+		got := ""
+		for _, l := range strings.Split(b.String(), "\n") {
+			if strings.HasPrefix(l, "reload refused") {
+				got = l
+			}
+		}
+		if got != tc.want {
+			t.Errorf("%s: line %q, want %q", tc.json, got, tc.want)
+		}
+	}
+}

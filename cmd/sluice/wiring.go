@@ -2,7 +2,6 @@ package main
 
 import (
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -10,13 +9,13 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/sluicehq/sluice/admin"
 	"github.com/sluicehq/sluice/configs"
+	ilisten "github.com/sluicehq/sluice/internal/listen"
 	"github.com/sluicehq/sluice/limits/redis"
 	"github.com/sluicehq/sluice/probe"
 	"github.com/sluicehq/sluice/proxy"
@@ -152,25 +151,14 @@ func splitAddress(s string) (network, addr string, err error) {
 	return "tcp", net.JoinHostPort(u.Hostname(), port), nil
 }
 
-// listen opens the listener for [server] listen. A unix socket left behind by
-// a process that is gone (nothing accepts on it) is removed and bound again.
+// listen opens the listener for [server] listen: TCP, or a unix socket
+// bound with ilisten.DefaultSocketMode from its first instant (owner and
+// group may connect; never the process umask, never a chmod after the bind:
+// see ilisten.Listen), as the permit and rls sockets are. A socket left
+// behind by a process that is gone (nothing accepts on it) is removed and
+// bound again; one that another process serves is refused.
 func listen(address string) (net.Listener, error) {
-	network, addr, err := splitAddress(address)
-	if err != nil {
-		return nil, err
-	}
-	ln, err := net.Listen(network, addr)
-	if err == nil || network != "unix" || !errors.Is(err, syscall.EADDRINUSE) {
-		return ln, err
-	}
-	if c, derr := net.DialTimeout("unix", addr, time.Second); derr == nil {
-		c.Close()
-		return nil, err // someone serves there
-	}
-	if rerr := os.Remove(addr); rerr != nil {
-		return nil, err
-	}
-	return net.Listen(network, addr)
+	return ilisten.Listen(address, 0)
 }
 
 // watchProxy routes what the proxy reports to log: every change of the

@@ -29,8 +29,10 @@ const (
 	// MaxLimit bounds a concurrency limit, its bounds and other counts.
 	MaxLimit = 1_000_000
 	maxQueue = 1_000_000
-	maxCost  = 1_000_000
-	maxKeys  = 100_000_000
+	// maxStreams bounds Streams.Max: each stream holds a connection or two.
+	maxStreams = 10_000_000
+	maxCost    = 1_000_000
+	maxKeys    = 100_000_000
 	// MaxGroups bounds the groups of one config; each request is matched
 	// against them in turn, and reachability is checked between every pair.
 	MaxGroups = 1000
@@ -240,6 +242,7 @@ func (g *Group) check(ck *check.Checker) {
 	g.Concurrency.check(ck, "concurrency")
 	g.Targets.check(ck, "targets", g.Concurrency)
 	g.Queue.check(ck, "queue")
+	ck.IntRange("streams.max", g.Streams.Max, 1, maxStreams)
 }
 
 func (g *Group) checkName(ck *check.Checker) {
@@ -442,6 +445,19 @@ func (r *Rate) check(ck *check.Checker, p string, key KeySource) {
 				ck.Errorf(at("key_idle_timeout"), "must be ≥ %s (%s), or forgetting an idle key would reset its quota early, got %s",
 					what, check.Dur(fresh), check.Dur(r.KeyIdleTimeout))
 			}
+		}
+	}
+	if r.CostHeader != "" {
+		switch err := CheckHeaderName(r.CostHeader); {
+		case err != nil:
+			ck.Errorf(at("cost_header"), "%v", err)
+		case r.Warmup != 0:
+			ck.Errorf(at("cost_header"), "a token bucket with a warm-up cannot take a cost known after the work: remove warmup or cost_header")
+		case !alg.Adjusts:
+			ck.Errorf(at("cost_header"), "algorithm %q cannot take a cost known after the work: use %s", r.Algorithm,
+				check.OrList(limits.AlgorithmNames(func(a *limits.Algorithm) bool { return a.Adjusts })))
+		case scopeOK && r.Scope == ScopeGlobal:
+			ck.Errorf(at("cost_header"), `not supported with scope "global"`)
 		}
 	}
 	if scopeOK && r.Scope == ScopeGlobal {

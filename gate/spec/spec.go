@@ -91,6 +91,8 @@ type Group struct {
 	Targets Targets
 	// Queue is where requests wait for a concurrency slot.
 	Queue Queue
+	// Streams bounds the group's long-lived streams (see Streams).
+	Streams Streams
 	// Mode is ModeEnforce (the default) or ModeShadow: a shadowed group
 	// runs every stage and counts what it would have refused, and why, but
 	// admits every request (see package gate, "Shadow mode").
@@ -242,6 +244,22 @@ type Queue struct {
 	CodelInterval time.Duration
 }
 
+// Streams bounds a group's long-lived streams: a WebSocket upgrade, a
+// text/event-stream response, a gRPC call. Such a request is admitted as any
+// other, holding a concurrency slot until its first response byte (a gRPC
+// call's response headers); from then on it holds a stream slot instead,
+// and the latency its group's law sees is that time to the first byte, not
+// the stream's lifetime.
+type Streams struct {
+	// Max is how many streams the group holds open at once; a stream beyond
+	// it is refused, reason "streams" (503), when its first byte would be
+	// sent. Default DefaultStreamsMax.
+	Max int
+}
+
+// DefaultStreamsMax is Streams.Max's default.
+const DefaultStreamsMax = 10000
+
 // Queue defaults.
 const (
 	DefaultQueueMaxWait  = 500 * time.Millisecond
@@ -302,6 +320,9 @@ func (g Group) WithDefaults() Group {
 	}
 	if q.CodelInterval == 0 && q.CodelTarget > 0 {
 		q.CodelInterval = DefaultCodelInterval
+	}
+	if g.Streams.Max == 0 {
+		g.Streams.Max = DefaultStreamsMax
 	}
 	return g
 }
@@ -395,6 +416,13 @@ type Rate struct {
 	Burst int
 	// Cost is what one request spends. Default 1.
 	Cost int
+	// CostHeader names an upstream response header that carries the
+	// request's real cost, known only after its work (such as "X-Cost", a
+	// whole number of units): the rate stage is charged the difference from
+	// what it charged at admission, or given it back (see gate's
+	// Gate.CorrectCost). An algorithm that can take the correction only
+	// (limits.Algorithm.Adjusts), scope local. Default "": none.
+	CostHeader string
 	// Warmup ramps a cold token bucket up to Rate over this long (local
 	// scope only). Default 0: none.
 	Warmup time.Duration
@@ -480,6 +508,9 @@ const (
 // WithDefaults returns r with its defaults filled in, for a group whose key
 // is key.
 func (r Rate) WithDefaults(key KeySource) Rate {
+	if r.CostHeader != "" && CheckHeaderName(r.CostHeader) == nil {
+		r.CostHeader = CanonicalHeader(r.CostHeader)
+	}
 	if r.Algorithm == "" {
 		r.Algorithm = AlgorithmTokenBucket
 	}

@@ -12,53 +12,175 @@ import (
 	"github.com/sluicehq/sluice/internal/lab/backend"
 )
 
-// ServiceOf describes a backend by what an operator knows of it: its
-// capacity C in requests per second and either its mean latency unloaded
-// (a request's own service time) or its concurrency (workers), from which
-// the other follows (workers = C × latency, at least 1). dist is the shape
-// of the service time: "exp" (exponential, the default), "const", or
-// "lognormal:SIGMA".
-func ServiceOf(capacity float64, latency time.Duration, workers int, dist string) (sim.Service, error) {
+// ServiceDesc is a backend as an operator (or the lab's backend, whose
+// -service takes a mean) describes it: any two of its capacity, its
+// workers and one request's own service time unloaded (a mean or a
+// median), and the shape of that time. A field left zero is derived from
+// the others or, where they do not tell it, from the base service
+// ServiceOf is given.
+type ServiceDesc struct {
+	// Capacity is C, the requests per second the service completes at most.
+	Capacity float64
+	// Workers is how many requests it serves at once.
+	Workers int
+	// Mean or Median (at most one) is one request's service time unloaded.
+	Mean, Median time.Duration
+	// Shape is the service time's distribution: "exp", "const",
+	// "lognormal:SIGMA", or the lab backend's form that carries the mean
+	// too ("exp:40ms", "const:40ms", "lognormal:10ms:0.5",
+	// "bimodal:20ms:200ms:0.1": backend.ParseDist). "" keeps the base's
+	// shape, else exponential.
+	Shape string
+}
+
+// ServiceOf builds the model backend d describes. base is the service d
+// changes (a scenario's), nil when there is none: what d leaves unsaid —
+// the service time's shape, then its mean, then the workers — is base's,
+// in that order, until two of capacity, workers and mean are known. Then
+// workers = C × mean (rounded, at least 1) or C = workers / mean. Given
+// all three, they must agree within 2 %. A workers count rounded by more
+// than 1 % keeps C and stretches the mean to workers / C; the returned
+// remark says so ("" when nothing was rounded).
+func ServiceOf(d ServiceDesc, base *sim.Service) (sim.Service, string, error) {
 	switch {
-	case !(capacity > 0) || capacity > 1e6:
-		return sim.Service{}, fmt.Errorf("capacity %v: want requests per second in (0, 1e6]", capacity)
-	case latency < 0 || workers < 0:
-		return sim.Service{}, errors.New("latency and workers must be positive")
-	case latency > 0 && workers > 0:
-		return sim.Service{}, errors.New("give the latency or the workers, not both: with the capacity either gives the other")
-	case latency == 0 && workers == 0:
-		return sim.Service{}, errors.New("give the service's latency (its mean service time unloaded) or its workers (how many requests it serves at once)")
+	case d.Capacity < 0 || d.Capacity > 1e6 || math.IsNaN(d.Capacity):
+		return sim.Service{}, "", fmt.Errorf("capacity %v: want requests per second in (0, 1e6]", d.Capacity)
+	case d.Mean < 0 || d.Median < 0 || d.Workers < 0:
+		return sim.Service{}, "", errors.New("the service time and the workers must be positive")
+	case d.Mean > 0 && d.Median > 0:
+		return sim.Service{}, "", errors.New("give the service time once: its mean or its median")
+	case d.Workers > 100000:
+		return sim.Service{}, "", fmt.Errorf("%d workers: at most 100000", d.Workers)
 	}
-	if workers == 0 {
-		workers = max(1, int(math.Round(capacity*latency.Seconds())))
+	dist, timed, remark, err := shapeOf(d.Shape, base)
+	if err != nil {
+		return sim.Service{}, "", err
+	}
+	if timed && (d.Mean > 0 || d.Median > 0) {
+		return sim.Service{}, "", fmt.Errorf("service time %q gives the mean already: give -mean or -median, or the time in it, not both", d.Shape)
+	}
+	var mean time.Duration
+	switch {
+	case timed:
+		mean = meanOf(dist)
+	case d.Mean > 0:
+		mean = d.Mean
+	case d.Median > 0:
+		if mean, err = meanFromMedian(dist, d.Median); err != nil {
+			return sim.Service{}, "", err
+		}
+	}
+	capacity, workers := d.Capacity, d.Workers
+	known := func() int { return b2i(capacity > 0) + b2i(workers > 0) + b2i(mean > 0) }
+	if known() < 2 && base != nil && mean == 0 {
+		mean = meanOf(base.Dist)
+	}
+	if known() < 2 && base != nil && workers == 0 {
+		workers = base.Workers
+	}
+	if known() < 2 {
+		return sim.Service{}, "", errors.New("give two of the service's capacity, its workers (how many requests it serves at once) " +
+			"and its service time unloaded (-mean or -median)")
+	}
+	switch {
+	case mean == 0:
+		mean = time.Duration(float64(workers) / capacity * float64(time.Second))
+	case workers == 0:
+		exact := capacity * mean.Seconds()
+		workers = max(1, int(math.Round(exact)))
+		if fit := time.Duration(float64(workers) / capacity * float64(time.Second)); math.Abs(float64(fit-mean)) > 0.01*float64(mean) {
+			remark = join(remark, fmt.Sprintf("capacity %g × mean %v = %.3g workers, rounded to %d: the mean is %v so that C stays %g req/s",
+				capacity, mean, exact, workers, fit.Round(time.Microsecond), capacity))
+			mean = fit
+		}
+	case capacity > 0:
+		if got := float64(workers) / mean.Seconds(); math.Abs(got-capacity) > 0.02*capacity {
+			return sim.Service{}, "", fmt.Errorf("%d workers at a mean of %v serve %.0f req/s, not the capacity %g: give two of the three", workers, mean, got, capacity)
+		}
 	}
 	if workers > 100000 {
-		return sim.Service{}, fmt.Errorf("%d workers: at most 100000", workers)
+		return sim.Service{}, "", fmt.Errorf("%d workers: at most 100000", workers)
 	}
-	mean := time.Duration(float64(workers) / capacity * float64(time.Second))
 	if mean <= 0 {
-		return sim.Service{}, fmt.Errorf("capacity %v with %d workers: a service time under a nanosecond", capacity, workers)
+		return sim.Service{}, "", fmt.Errorf("capacity %v with %d workers: a service time under a nanosecond", capacity, workers)
 	}
-	s := sim.Service{Workers: workers}
-	kind, arg, _ := strings.Cut(dist, ":")
-	switch kind {
-	case "", "exp":
-		s.Dist = sim.Dist{Kind: sim.Exponential, Mean: mean}
-	case "const":
-		s.Dist = sim.Dist{Kind: sim.Lognormal, Mean: mean}
-	case "lognormal":
-		sigma, err := strconv.ParseFloat(arg, 64)
-		if err != nil || !(sigma > 0 && sigma <= 3) {
-			return sim.Service{}, fmt.Errorf("service time %q: want lognormal:SIGMA with SIGMA in (0, 3]", dist)
+	return sim.Service{Workers: workers, Dist: withMean(dist, mean)}, remark, nil
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// shapeOf reads a service time's shape; timed says that it carried its
+// mean (the lab backend's form), note what the model draws otherwise. ""
+// is base's shape, else exponential.
+func shapeOf(shape string, base *sim.Service) (d sim.Dist, timed bool, note string, err error) {
+	kind, arg, _ := strings.Cut(shape, ":")
+	switch {
+	case shape == "" && base != nil:
+		return base.Dist, false, "", nil
+	case shape == "" || shape == "exp":
+		return sim.Dist{Kind: sim.Exponential}, false, "", nil
+	case shape == "const":
+		return sim.Dist{Kind: sim.Lognormal}, false, "", nil
+	case kind == "lognormal" && !strings.Contains(arg, ":"):
+		sigma, perr := strconv.ParseFloat(arg, 64)
+		if perr != nil || !(sigma > 0 && sigma <= 3) {
+			return sim.Dist{}, false, "", fmt.Errorf("service time %q: want lognormal:SIGMA with SIGMA in (0, 3], or the lab's lognormal:MEAN:SIGMA", shape)
 		}
-		s.Dist = sim.Dist{Kind: sim.Lognormal, Mean: mean, Sigma: sigma}
-	default:
-		return sim.Service{}, fmt.Errorf("service time %q: want exp, const or lognormal:SIGMA", dist)
+		return sim.Dist{Kind: sim.Lognormal, Sigma: sigma}, false, "", nil
 	}
-	if (kind == "exp" || kind == "const") && arg != "" {
-		return sim.Service{}, fmt.Errorf("service time %q: %s takes no parameter", dist, kind)
+	bd, perr := backend.ParseDist(shape)
+	if perr != nil {
+		return sim.Dist{}, false, "", fmt.Errorf("service time %q: want exp, const or lognormal:SIGMA, or the lab backend's form with its mean "+
+			"(exp:40ms, const:40ms, lognormal:10ms:0.5, bimodal:20ms:200ms:0.1)", shape)
 	}
-	return s, nil
+	d, note, err = distOf(bd)
+	return d, true, note, err
+}
+
+// join joins two remarks with "; ", either possibly empty.
+func join(a, b string) string {
+	if a == "" || b == "" {
+		return a + b
+	}
+	return a + "; " + b
+}
+
+// meanOf is d's mean service time.
+func meanOf(d sim.Dist) time.Duration {
+	if d.Kind == sim.Bimodal {
+		return time.Duration((1-d.PSlow)*float64(d.Fast) + d.PSlow*float64(d.Slow))
+	}
+	return d.Mean
+}
+
+// withMean is d scaled to the mean m (a bimodal's two modes in proportion).
+func withMean(d sim.Dist, m time.Duration) sim.Dist {
+	if d.Kind != sim.Bimodal {
+		d.Mean = m
+		return d
+	}
+	if old := meanOf(d); old > 0 && old != m {
+		k := float64(m) / float64(old)
+		d.Fast, d.Slow = time.Duration(k*float64(d.Fast)), time.Duration(k*float64(d.Slow))
+	}
+	return d
+}
+
+// meanFromMedian is the mean of the shape d whose median is med: a
+// lognormal's is med·e^(σ²/2), an exponential's med/ln 2, a constant's med.
+func meanFromMedian(d sim.Dist, med time.Duration) (time.Duration, error) {
+	switch {
+	case d.Kind == sim.Exponential:
+		return time.Duration(float64(med) / math.Ln2), nil
+	case d.Kind == sim.Lognormal:
+		return time.Duration(float64(med) * math.Exp(d.Sigma*d.Sigma/2)), nil
+	}
+	return 0, errors.New("a bimodal service time has no median to give: give its modes' means (bimodal:FAST:SLOW:FRACTION)")
 }
 
 // SetService replaces the workload's backend's workers and service time by
@@ -220,4 +342,49 @@ func (w *Workload) SetTenants(spec string) error {
 	}
 	w.Tenants, w.Scenario.Tenants = names, weights
 	return nil
+}
+
+// LabHost is what a request costs on the lab's machine (two cores shared
+// by sluice, the load generator and the lab's backend), as the lab
+// measured it at C = 1,500 req/s (BENCHMARKS.md, "sluice simulate against
+// the lab"): the host a config is simulated on when the user says the
+// proxy and the load share the service's cores (HostOf).
+var LabHost = sim.Host{Send: 90 * time.Microsecond, Forward: 100 * time.Microsecond,
+	Refuse: 30 * time.Microsecond, Handle: 90 * time.Microsecond, Wake: 1500 * time.Microsecond}
+
+// HostOf describes the cores the service shares with the proxy and the
+// load: cores of them, each request costing LabHost's CPU unless costs
+// ("send=90us,forward=100us,refuse=30us,handle=90us,wake=1.5ms", any of
+// them) says otherwise.
+func HostOf(cores float64, costs string) (sim.Host, error) {
+	if !(cores > 0 && cores <= 1024) {
+		return sim.Host{}, fmt.Errorf("%v shared cores: want a number in (0, 1024]", cores)
+	}
+	h := LabHost
+	h.Cores = cores
+	if costs == "" {
+		return h, nil
+	}
+	for _, part := range strings.Split(costs, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
+		d, err := time.ParseDuration(v)
+		if !ok || err != nil || d < 0 || d > time.Second {
+			return sim.Host{}, fmt.Errorf("%q: want KEY=DURATION (send, forward, refuse, handle, wake), e.g. forward=90us", part)
+		}
+		switch k {
+		case "send":
+			h.Send = d
+		case "forward":
+			h.Forward = d
+		case "refuse":
+			h.Refuse = d
+		case "handle":
+			h.Handle = d
+		case "wake":
+			h.Wake = d
+		default:
+			return sim.Host{}, fmt.Errorf("%q: unknown cost %q (send, forward, refuse, handle, wake)", part, k)
+		}
+	}
+	return h, nil
 }

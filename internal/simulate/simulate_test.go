@@ -1,6 +1,7 @@
 package simulate
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -43,28 +44,75 @@ func TestLoad(t *testing.T) {
 	}
 }
 
+// TestServiceOf: any two of capacity, workers and the service time give
+// the third, the time as a mean, a median or in the lab backend's form;
+// what is not given comes from the base; contradictions are refused.
 func TestServiceOf(t *testing.T) {
-	s, err := ServiceOf(800, 50*time.Millisecond, 0, "")
-	if err != nil || s.Workers != 40 || s.Dist != (sim.Dist{Kind: sim.Exponential, Mean: 50 * time.Millisecond}) || s.Capacity() != 800 {
-		t.Fatalf("800/s at 50ms: %+v, %v", s, err)
-	}
-	s, err = ServiceOf(400, 0, 16, "lognormal:0.8")
-	if err != nil || s.Dist != (sim.Dist{Kind: sim.Lognormal, Mean: 40 * time.Millisecond, Sigma: 0.8}) {
-		t.Fatalf("400/s with 16 workers: %+v, %v", s, err)
-	}
-	if s, _ := ServiceOf(100, 0, 1, "const"); s.Dist.Sigma != 0 || s.Dist.Mean != 10*time.Millisecond {
-		t.Errorf("const: %+v", s.Dist)
+	ms, one := time.Millisecond, time.Second
+	lab := &sim.Service{Workers: 15, Dist: sim.Dist{Kind: sim.Lognormal, Mean: 10 * ms, Sigma: 0.5}}
+	for _, c := range []struct {
+		name   string
+		d      ServiceDesc
+		base   *sim.Service
+		want   sim.Service
+		remark string
+	}{
+		{"capacity and mean", ServiceDesc{Capacity: 800, Mean: 50 * ms}, nil,
+			sim.Service{Workers: 40, Dist: sim.Dist{Kind: sim.Exponential, Mean: 50 * ms}}, ""},
+		{"capacity and workers", ServiceDesc{Capacity: 400, Workers: 16, Shape: "lognormal:0.8"}, nil,
+			sim.Service{Workers: 16, Dist: sim.Dist{Kind: sim.Lognormal, Mean: 40 * ms, Sigma: 0.8}}, ""},
+		{"workers alone with a mean", ServiceDesc{Workers: 16, Mean: 10 * ms, Shape: "lognormal:0.3"}, nil,
+			sim.Service{Workers: 16, Dist: sim.Dist{Kind: sim.Lognormal, Mean: 10 * ms, Sigma: 0.3}}, ""},
+		// Issue 28's service: 16 workers, a lognormal of median 10ms, σ 0.3: mean 10ms·e^0.045.
+		{"a median", ServiceDesc{Workers: 16, Median: 10 * ms, Shape: "lognormal:0.3"}, nil,
+			sim.Service{Workers: 16, Dist: sim.Dist{Kind: sim.Lognormal, Mean: time.Duration(float64(10*ms) * math.Exp(0.045)), Sigma: 0.3}}, ""},
+		{"an exponential's median", ServiceDesc{Workers: 4, Median: 10 * ms}, nil,
+			sim.Service{Workers: 4, Dist: sim.Dist{Kind: sim.Exponential, Mean: time.Duration(float64(10*ms) / math.Ln2)}}, ""},
+		{"the lab's form", ServiceDesc{Workers: 15, Shape: "lognormal:10ms:0.5"}, nil, *lab, ""},
+		{"const", ServiceDesc{Capacity: 100, Workers: 1, Shape: "const"}, nil,
+			sim.Service{Workers: 1, Dist: sim.Dist{Kind: sim.Lognormal, Mean: 10 * ms}}, ""},
+		{"all three agreeing", ServiceDesc{Capacity: 1530, Workers: 16, Median: 10 * ms, Shape: "lognormal:0.3"}, nil,
+			sim.Service{Workers: 16, Dist: sim.Dist{Kind: sim.Lognormal, Mean: time.Duration(float64(10*ms) * math.Exp(0.045)), Sigma: 0.3}}, ""},
+		{"workers rounded", ServiceDesc{Capacity: 1530, Mean: 10 * ms}, nil,
+			sim.Service{Workers: 15, Dist: sim.Dist{Kind: sim.Exponential, Mean: time.Duration(15 / 1530.0 * float64(one))}},
+			"capacity 1530 × mean 10ms = 15.3 workers, rounded to 15: the mean is 9.804ms so that C stays 1530 req/s"},
+		{"workers alone on a scenario", ServiceDesc{Workers: 16}, lab,
+			sim.Service{Workers: 16, Dist: lab.Dist}, ""},
+		{"a mean on a scenario", ServiceDesc{Mean: 20 * ms}, lab,
+			sim.Service{Workers: 15, Dist: sim.Dist{Kind: sim.Lognormal, Mean: 20 * ms, Sigma: 0.5}}, ""},
+		{"capacity on a scenario", ServiceDesc{Capacity: 3000}, lab,
+			sim.Service{Workers: 30, Dist: lab.Dist}, ""},
+		{"a shape on a scenario", ServiceDesc{Shape: "exp"}, lab,
+			sim.Service{Workers: 15, Dist: sim.Dist{Kind: sim.Exponential, Mean: 10 * ms}}, ""},
+	} {
+		got, remark, err := ServiceOf(c.d, c.base)
+		if err != nil || got != c.want || remark != c.remark {
+			t.Errorf("%s: %+v %q %v, want %+v %q", c.name, got, remark, err, c.want, c.remark)
+		}
 	}
 	for _, c := range []struct {
-		capacity float64
-		latency  time.Duration
-		workers  int
-		dist     string
-	}{{0, time.Millisecond, 0, ""}, {100, 0, 0, ""}, {100, time.Millisecond, 2, ""},
-		{100, time.Millisecond, 0, "pareto"}, {100, time.Millisecond, 0, "exp:2"}, {100, time.Millisecond, 0, "lognormal:x"}} {
-		if _, err := ServiceOf(c.capacity, c.latency, c.workers, c.dist); err == nil {
-			t.Errorf("ServiceOf%+v accepted", c)
+		d    ServiceDesc
+		want string
+	}{
+		{ServiceDesc{Workers: 16}, "give two of"},
+		{ServiceDesc{Capacity: 100}, "give two of"},
+		{ServiceDesc{Mean: ms}, "give two of"},
+		{ServiceDesc{Capacity: 1500, Workers: 16, Mean: 10 * ms}, "16 workers at a mean of 10ms serve 1600 req/s, not the capacity 1500"},
+		{ServiceDesc{Workers: 2, Mean: ms, Median: ms}, "its mean or its median"},
+		{ServiceDesc{Workers: 2, Mean: ms, Shape: "exp:5ms"}, "gives the mean already"},
+		{ServiceDesc{Workers: 2, Median: ms, Shape: "bimodal:1ms:10ms:0.1"}, "gives the mean already"},
+		{ServiceDesc{Capacity: -1, Mean: ms}, "capacity -1"},
+		{ServiceDesc{Capacity: 100, Mean: ms, Shape: "pareto"}, `service time "pareto"`},
+		{ServiceDesc{Capacity: 100, Mean: ms, Shape: "exp:2"}, `service time "exp:2"`},
+		{ServiceDesc{Capacity: 100, Mean: ms, Shape: "lognormal:x"}, `service time "lognormal:x"`},
+	} {
+		if _, _, err := ServiceOf(c.d, nil); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("ServiceOf(%+v): %v, want an error with %q", c.d, err, c.want)
 		}
+	}
+	if _, _, err := ServiceOf(ServiceDesc{Median: ms}, &sim.Service{Workers: 2, Dist: sim.Dist{Kind: sim.Bimodal, Fast: ms, Slow: 9 * ms, PSlow: 0.1}}); err == nil ||
+		!strings.Contains(err.Error(), "no median") {
+		t.Errorf("the median of a bimodal: %v", err)
 	}
 }
 
@@ -93,7 +141,7 @@ func TestFromLab(t *testing.T) {
 	}
 
 	// A new service keeps the changes' ratio to its workers.
-	svc, _ := ServiceOf(800, 0, 32, "")
+	svc, _, _ := ServiceOf(ServiceDesc{Capacity: 800, Workers: 32}, nil)
 	w.SetService(svc)
 	if w.Scenario.WorkerChanges[0].Workers != 16 || w.Scenario.WorkerChanges[1].Workers != 32 {
 		t.Errorf("changes after 32 workers: %+v", w.Scenario.WorkerChanges)

@@ -33,6 +33,9 @@ type Workload struct {
 	Tenants []string
 	// Notes are what of the description the simulator does not model.
 	Notes []string
+	// ServiceRemark says how the described service's numbers were fitted
+	// together (ServiceOf's remark), "" when they were taken as given.
+	ServiceRemark string
 }
 
 // defaultTimeout is how long a client described by flags waits for an
@@ -59,9 +62,13 @@ func FromLab(s *scenario.Scenario) (Workload, error) {
 		sc.SLO = labDefaultSLO
 	}
 	sc.Service = sim.Service{Workers: p.Workers, Cancel: p.DropAbandoned}
-	var derr error
-	if sc.Service.Dist, derr = distOf(p.Service, &w); derr != nil {
-		return Workload{}, derr
+	dist, note, err := distOf(p.Service)
+	if err != nil {
+		return Workload{}, err
+	}
+	sc.Service.Dist = dist
+	if note != "" {
+		w.note("%s", note)
 	}
 	for _, c := range p.Changes {
 		if c.Workers > 0 {
@@ -130,20 +137,21 @@ func FromLab(s *scenario.Scenario) (Workload, error) {
 // labDefaultSLO is the lab's SLO when a scenario sets none (load.DefaultSLO).
 const labDefaultSLO = 200 * time.Millisecond
 
-// distOf maps a lab service-time distribution to the simulator's.
-func distOf(d backend.Dist, w *Workload) (sim.Dist, error) {
+// distOf maps a lab service-time distribution to the simulator's, with a
+// note on what the model draws otherwise ("" when nothing).
+func distOf(d backend.Dist) (sim.Dist, string, error) {
 	switch d.Kind {
 	case backend.Const:
-		return sim.Dist{Kind: sim.Lognormal, Mean: d.Mean}, nil
+		return sim.Dist{Kind: sim.Lognormal, Mean: d.Mean}, "", nil
 	case backend.Exponential:
-		return sim.Dist{Kind: sim.Exponential, Mean: d.Mean}, nil
+		return sim.Dist{Kind: sim.Exponential, Mean: d.Mean}, "", nil
 	case backend.LogNormal:
-		return sim.Dist{Kind: sim.Lognormal, Mean: d.Mean, Sigma: d.Sigma}, nil
+		return sim.Dist{Kind: sim.Lognormal, Mean: d.Mean, Sigma: d.Sigma}, "", nil
 	case backend.Bimodal:
-		w.note("bimodal service time: each mode is lognormal with the exponential's spread (sigma %.2f) in the model, exponential in the lab", expSigma)
-		return sim.Dist{Kind: sim.Bimodal, Fast: d.Mean, Slow: d.Slow, PSlow: d.SlowFraction, Sigma: expSigma}, nil
+		return sim.Dist{Kind: sim.Bimodal, Fast: d.Mean, Slow: d.Slow, PSlow: d.SlowFraction, Sigma: expSigma},
+			fmt.Sprintf("bimodal service time: each mode is lognormal with the exponential's spread (sigma %.2f) in the model, exponential in the lab", expSigma), nil
 	}
-	return sim.Dist{}, fmt.Errorf("simulate: service time %q: unknown distribution", d.Kind)
+	return sim.Dist{}, "", fmt.Errorf("simulate: service time %q: unknown distribution", d.Kind)
 }
 
 // expSigma is the sigma of a lognormal with the exponential's coefficient

@@ -146,7 +146,7 @@ type Client struct {
 type transport interface {
 	acquire(ctx context.Context, r Request) (grant, error)
 	// release bounds its own wait: Done has no context.
-	release(id uint64, o Outcome, latency time.Duration) error
+	release(id uint64, o Outcome, latency time.Duration, cost int64) error
 	close() error
 }
 
@@ -258,5 +258,25 @@ func (p Permit) DoneAfter(o Outcome, latency time.Duration) error {
 	if o > Ignored {
 		return fmt.Errorf("permitclient: outcome %d: want Success, Dropped or Ignored", o)
 	}
-	return p.c.t.release(p.ID, o, max(latency, 0))
+	return p.c.t.release(p.ID, o, max(latency, 0), noCost)
 }
+
+// DoneCost is DoneAfter with the work's real cost, known only now (0 to
+// 1e6): sluice charges the group's rate stage the difference from what the
+// grant spent (Request.Cost, else the group's rate.cost), or gives it back,
+// so that costly work drains its key's quota as it should.
+func (p Permit) DoneCost(o Outcome, latency time.Duration, cost int64) error {
+	if p.c == nil {
+		return ErrUnknown
+	}
+	if o > Ignored {
+		return fmt.Errorf("permitclient: outcome %d: want Success, Dropped or Ignored", o)
+	}
+	if cost < 0 {
+		return fmt.Errorf("permitclient: cost %d: want 0 or more", cost)
+	}
+	return p.c.t.release(p.ID, o, max(latency, 0), cost)
+}
+
+// noCost is the cost of a release that declares none.
+const noCost = -1

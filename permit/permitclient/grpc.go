@@ -60,6 +60,7 @@ type session struct {
 	release    permitpb.SessionRequest_Release
 	releaseReq permitpb.ReleaseRequest
 	latencyMs  float64
+	cost       int64
 	resp       permitpb.SessionResponse
 }
 
@@ -80,11 +81,15 @@ func (s *session) acquireRequest(r Request, wait time.Duration) *permitpb.Sessio
 }
 
 // releaseRequest returns the session's request, made a release.
-func (s *session) releaseRequest(id uint64, o Outcome, latency time.Duration) *permitpb.SessionRequest {
+func (s *session) releaseRequest(id uint64, o Outcome, latency time.Duration, cost int64) *permitpb.SessionRequest {
 	s.latencyMs = float64(latency) / float64(time.Millisecond)
 	r := &s.releaseReq
 	r.Reset()
 	r.Id, r.Outcome, r.LatencyMs = id, wireOutcomes[o], &s.latencyMs
+	if cost != noCost {
+		s.cost = cost
+		r.Cost = &s.cost
+	}
 	s.release.Release = r
 	s.req.Reset()
 	s.req.Call = &s.release
@@ -316,9 +321,9 @@ var wireOutcomes = [...]permitpb.Outcome{Success: permitpb.Outcome_SUCCESS, Drop
 
 // release waits for its answer for as long as the connection lives: the
 // keepalive pings (see newGRPC) tell a dead one within about 30s.
-func (t *grpcTransport) release(id uint64, o Outcome, latency time.Duration) error {
+func (t *grpcTransport) release(id uint64, o Outcome, latency time.Duration, cost int64) error {
 	var expired bool
-	err := t.call(context.Background(), false, func(s *session) *permitpb.SessionRequest { return s.releaseRequest(id, o, latency) },
+	err := t.call(context.Background(), false, func(s *session) *permitpb.SessionRequest { return s.releaseRequest(id, o, latency, cost) },
 		func(resp *permitpb.SessionResponse) error {
 			expired = resp.GetRelease().GetResult() == permitpb.ReleaseResult_EXPIRED
 			return nil

@@ -116,6 +116,7 @@ func (t *httpTransport) acquire(ctx context.Context, r Request) (grant, error) {
 type releaseBody struct {
 	Outcome   string  `json:"outcome"`
 	LatencyMS float64 `json:"latency_ms"`
+	Cost      *int64  `json:"cost,omitempty"`
 }
 
 type releaseAnswer struct {
@@ -127,12 +128,16 @@ type releaseAnswer struct {
 // tell a dead connection.
 const releaseTimeout = 10 * time.Second
 
-func (t *httpTransport) release(id uint64, o Outcome, latency time.Duration) error {
+func (t *httpTransport) release(id uint64, o Outcome, latency time.Duration, cost int64) error {
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
 	var a releaseAnswer
 	path := releasePath(id)
-	code, err := t.post(ctx, path, releaseBody{o.String(), float64(latency) / float64(time.Millisecond)}, &a)
+	body := releaseBody{Outcome: o.String(), LatencyMS: float64(latency) / float64(time.Millisecond)}
+	if cost != noCost {
+		body.Cost = &cost
+	}
+	code, err := t.post(ctx, path, body, &a)
 	if err != nil {
 		return err
 	}

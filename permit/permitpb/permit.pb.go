@@ -476,7 +476,11 @@ type ReleaseRequest struct {
 	Outcome Outcome                `protobuf:"varint,2,opt,name=outcome,proto3,enum=sluice.permit.v1.Outcome" json:"outcome,omitempty"`
 	// The work's latency as the caller measured it, in milliseconds; absent,
 	// the service measures from the grant to the release.
-	LatencyMs     *float64 `protobuf:"fixed64,3,opt,name=latency_ms,json=latencyMs,proto3,oneof" json:"latency_ms,omitempty"`
+	LatencyMs *float64 `protobuf:"fixed64,3,opt,name=latency_ms,json=latencyMs,proto3,oneof" json:"latency_ms,omitempty"`
+	// The work's real cost, known at its end: the group's rate stage is
+	// charged the difference from what the grant spent, or given it back.
+	// Absent, the grant's charge stands.
+	Cost          *int64 `protobuf:"varint,4,opt,name=cost,proto3,oneof" json:"cost,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -528,6 +532,13 @@ func (x *ReleaseRequest) GetOutcome() Outcome {
 func (x *ReleaseRequest) GetLatencyMs() float64 {
 	if x != nil && x.LatencyMs != nil {
 		return *x.LatencyMs
+	}
+	return 0
+}
+
+func (x *ReleaseRequest) GetCost() int64 {
+	if x != nil && x.Cost != nil {
+		return *x.Cost
 	}
 	return 0
 }
@@ -836,13 +847,15 @@ const file_permit_proto_rawDesc = "" +
 	"\rretry_after_s\x18\x03 \x01(\rR\vretryAfterS\x12)\n" +
 	"\x10ratelimit_policy\x18\x04 \x01(\tR\x0fratelimitPolicy\x12\x1c\n" +
 	"\tratelimit\x18\x05 \x01(\tR\tratelimit\x12\x14\n" +
-	"\x05group\x18\x06 \x01(\tR\x05group\"\x88\x01\n" +
+	"\x05group\x18\x06 \x01(\tR\x05group\"\xaa\x01\n" +
 	"\x0eReleaseRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x06R\x02id\x123\n" +
 	"\aoutcome\x18\x02 \x01(\x0e2\x19.sluice.permit.v1.OutcomeR\aoutcome\x12\"\n" +
 	"\n" +
-	"latency_ms\x18\x03 \x01(\x01H\x00R\tlatencyMs\x88\x01\x01B\r\n" +
-	"\v_latency_ms\"J\n" +
+	"latency_ms\x18\x03 \x01(\x01H\x00R\tlatencyMs\x88\x01\x01\x12\x17\n" +
+	"\x04cost\x18\x04 \x01(\x03H\x01R\x04cost\x88\x01\x01B\r\n" +
+	"\v_latency_msB\a\n" +
+	"\x05_cost\"J\n" +
 	"\x0fReleaseResponse\x127\n" +
 	"\x06result\x18\x01 \x01(\x0e2\x1f.sluice.permit.v1.ReleaseResultR\x06result\"\x94\x01\n" +
 	"\x0eSessionRequest\x12<\n" +

@@ -331,6 +331,11 @@ func (m *ReleaseRequest) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.Cost != nil {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(*m.Cost))
+		i--
+		dAtA[i] = 0x20
+	}
 	if m.LatencyMs != nil {
 		i -= 8
 		binary.LittleEndian.PutUint64(dAtA[i:], uint64(math.Float64bits(float64(*m.LatencyMs))))
@@ -772,6 +777,9 @@ func (m *ReleaseRequest) SizeVT() (n int) {
 	}
 	if m.LatencyMs != nil {
 		n += 9
+	}
+	if m.Cost != nil {
+		n += 1 + protohelpers.SizeOfVarint(uint64(*m.Cost))
 	}
 	n += len(m.unknownFields)
 	return n
@@ -1652,6 +1660,26 @@ func (m *ReleaseRequest) UnmarshalVT(dAtA []byte) error {
 			iNdEx += 8
 			v2 := float64(math.Float64frombits(v))
 			m.LatencyMs = &v2
+		case 4:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Cost", wireType)
+			}
+			var v int64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.Cost = &v
 		default:
 			iNdEx = preIndex
 			skippy, err := protohelpers.Skip(dAtA[iNdEx:])

@@ -121,8 +121,14 @@ func concurrently(t *testing.T, in *Instance, n int, until func(Stats) bool) fun
 	return func() (map[int]int, int) { wg.Wait(); return codes, errs }
 }
 
+// outlasting is a service time that outlasts a test's steps between two
+// states of the backend it waits for, on a loaded machine too: a request in
+// service that ended between them (as one of 200 ms did beside two busy
+// loops) would make the next step find another state.
+const outlasting = 2 * time.Second
+
 func TestServerQueueFull(t *testing.T) {
-	in := start(t, Params{Workers: 1, Queue: 2, Service: Dist{Kind: Const, Mean: 300 * time.Millisecond}})
+	in := start(t, Params{Workers: 1, Queue: 2, Service: Dist{Kind: Const, Mean: outlasting}})
 	wait := concurrently(t, in, 3, func(s Stats) bool { return s.InService == 1 && s.Queued == 2 })
 	code, reason, err := get(in.URL + "/work")
 	if err != nil || code != http.StatusServiceUnavailable || reason != "queue_full" {
@@ -142,7 +148,7 @@ func TestServerQueueFull(t *testing.T) {
 // a closed connection, and it refuses work until it has restarted.
 func TestServerCrashesOnMemory(t *testing.T) {
 	in := start(t, Params{
-		Workers: 1, Service: Dist{Kind: Const, Mean: 200 * time.Millisecond},
+		Workers: 1, Service: Dist{Kind: Const, Mean: outlasting},
 		QueuedMemory: 1 << 20, MemoryLimit: 2 << 20, RestartDelay: time.Hour,
 	})
 	wait := concurrently(t, in, 3, func(s Stats) bool { return s.InService == 1 && s.Queued == 2 })
@@ -221,7 +227,7 @@ func TestServerSchedule(t *testing.T) {
 // client gives up leaves the queue; without, it stays (and is served).
 func TestServerDropAbandoned(t *testing.T) {
 	for _, drop := range []bool{true, false} {
-		in := start(t, Params{Workers: 1, DropAbandoned: drop, Service: Dist{Kind: Const, Mean: 200 * time.Millisecond}})
+		in := start(t, Params{Workers: 1, DropAbandoned: drop, Service: Dist{Kind: Const, Mean: outlasting}})
 		events := watch(in)
 		go get(in.URL + "/work") // holds the only worker
 		waitFor(t, in, events, "a request in service", func(s Stats) bool { return s.InService == 1 })
