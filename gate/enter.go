@@ -106,6 +106,7 @@ func (p *Pass) DoneAfter(o Outcome, latency time.Duration) {
 	if gr == nil {
 		return
 	}
+	gr.silence.heard(p.t0 + int64(latency))
 	p.release()
 	switch o {
 	case Success:
@@ -225,6 +226,12 @@ func (g *Gate) EnterClassCost(ctx context.Context, c Class, cost int64) (Pass, R
 		}
 	}
 
+	if gr.conc.MaxQueue() > 0 && gr.mode.Load()&shadowGroup == 0 && gr.silence.stalled(p, gr.conc.InFlight(), t0) {
+		if ks != nil {
+			gr.keys.leave(ks)
+		}
+		return Pass{}, gr.silenced(p, c.Key), false
+	}
 	if !gr.conc.TryAcquire() {
 		if gr.mode.Load()&shadowGroup != 0 {
 			if ks != nil {
@@ -246,7 +253,11 @@ func (g *Gate) EnterClassCost(ctx context.Context, c Class, cost int64) (Pass, R
 	if ks != nil {
 		ks.held.Add(1)
 	}
-	gr.lat.ObserveInflight(gr.conc.InFlight()) // in shadow, shadowPass adds those beyond
+	n := gr.conc.InFlight()
+	if n == 1 {
+		gr.silence.busy(t0)
+	}
+	gr.lat.ObserveInflight(n) // in shadow, shadowPass adds those beyond
 	return Pass{g: gr, ks: ks, t0: t0, wait: (t0 - arrived) | would}, Rejection{}, true
 }
 
