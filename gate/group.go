@@ -48,7 +48,7 @@ type group struct {
 	// standing, and no slot handed out for long is a stall.
 	bound                       atomic.Pointer[adaptive.QueueBound]
 	gapNs, busySince, lastGrant atomic.Int64
-	silence                     silence // a stalled service refuses at arrival (stall.go)
+	silence                     silence    // a stalled service refuses at arrival (stall.go)
 	rate                        *rateLimit // nil: none
 	keys                        *keyTable  // nil: no fair share (no key)
 	fair                        adaptive.FairShare
