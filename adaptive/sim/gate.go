@@ -29,9 +29,9 @@ import (
 //  3. FairShare, when enabled: group at its limit and the key holding its share →
 //     RejectFairShare (active keys are those holding a slot or queued, the asking
 //     key included);
-//  4. with a queue, a service silent for long (adaptive.Silent: nothing
-//     completed for as long as 8 of those in flight would take) →
-//     RejectQueueFull, free slot or not;
+//  4. with a queue, below Critical, a silent service (adaptive.Silent:
+//     nothing completed for as long as 12 of those in flight take) →
+//     RejectQueueFull, free slot or not (counted in Sample.Silenced);
 //  5. a slot if in flight < limit (a counting semaphore; the limit is never
 //     overshot, and lowering it preempts nothing: slots drain);
 //  6. else the bounded wait queue: if full, the lowest-priority newest waiter is
