@@ -12,8 +12,8 @@ import (
 // compare-and-swap moved the head past it, and reading the totals sums the
 // slots (which hold nothing older than the window once advanced).
 //
-// A slot holds up to 2³¹−1 of each figure (a backend sent 400 million
-// requests a second, at the default widths). The window is approximate by
+// The window holds up to 2³¹−1 of each figure, all its slots together (a
+// backend sent 17 million requests a second for the default 2 minutes). The window is approximate by
 // at most the records that race a slot being cleared (such a record is
 // lost). Safe for concurrent use.
 type window struct {
@@ -51,15 +51,16 @@ func (w *window) add(now time.Time, v int64) {
 	w.slots[w.advance(now)%int64(len(w.slots))].Add(v)
 }
 
-// totals returns the sums of the window as last advanced.
+// totals returns the sums of the window as last advanced: it adds the slot
+// words up and unpacks the sum once (b, which a negative record may have
+// borrowed from a, is its low 32 bits read as signed).
 func (w *window) totals() (a, b int64) {
+	var sum int64
 	for i := range w.slots {
-		v := w.slots[i].Load()
-		lo := int64(int32(v)) // b, which a negative record may have borrowed from a
-		a += (v - lo) >> 32
-		b += lo
+		sum += w.slots[i].Load()
 	}
-	return a, b
+	b = int64(int32(sum))
+	return (sum - b) >> 32, b
 }
 
 // stale reports whether the window was last advanced before now's slot.

@@ -12,13 +12,8 @@ import (
 	"github.com/sluicehq/sluice/permit/permitclient"
 )
 
-// TestReleaseCorrectsTheCost: a release that declares the work's real cost
-// charges the group's rate stage the difference from what the grant spent
-// (a grant of cost 2 whose work cost 8 leaves 2 of 10 units), or gives it
-// back (a grant of cost 5 whose work cost 1 gives 4 back); a repeated
-// release corrects nothing; a negative cost is refused.
-func TestReleaseCorrectsTheCost(t *testing.T) {
-	e := newEnv(t, `
+// bulkGroup: 10 units, refilled at one every 1000 s.
+const bulkGroup = `
 [[group]]
 name = "bulk"
   [group.concurrency]
@@ -27,7 +22,15 @@ name = "bulk"
   [group.rate]
   rate = 0.001
   burst = 10
-`, permit.Params{})
+`
+
+// TestReleaseCorrectsTheCost: a release that declares the work's real cost
+// charges the group's rate stage the difference from what the grant spent
+// (a grant of cost 2 whose work cost 8 leaves 2 of 10 units), or gives it
+// back (a grant of cost 5 whose work cost 1 gives 4 back); a repeated
+// release corrects nothing; a negative cost is refused.
+func TestReleaseCorrectsTheCost(t *testing.T) {
+	e := newEnv(t, bulkGroup, permit.Params{})
 	g := e.grant(t, permit.Request{Group: "bulk", Cost: 2})
 	if r, err := e.svc.ReleaseCostIn(0, g.ID, gate.Success, permit.Unmeasured, 8); err != nil || r != permit.Released {
 		t.Fatalf("release with cost 8: %v, %v", r, err)
@@ -46,16 +49,7 @@ name = "bulk"
 	}
 	e.grant(t, permit.Request{Group: "bulk", Cost: 2}) // the 2 left
 
-	f := newEnv(t, `
-[[group]]
-name = "bulk"
-  [group.concurrency]
-  law = "fixed"
-  limit = 10
-  [group.rate]
-  rate = 0.001
-  burst = 10
-`, permit.Params{})
+	f := newEnv(t, bulkGroup, permit.Params{})
 	a := f.grant(t, permit.Request{Group: "bulk", Cost: 5})
 	f.grant(t, permit.Request{Group: "bulk", Cost: 5})
 	if _, rej, _ := f.svc.Acquire(context.Background(), permit.Request{Group: "bulk", Cost: 4}); rej.Reason != adaptive.RejectRate {

@@ -141,28 +141,39 @@ func (s *pumpSide) run() {
 	}
 }
 
-// rawConnOf returns c's socket for waiting on without a buffer, unwrapping
-// the proxy's own wrappers; nil when it has none.
+// rawConnOf returns c's socket for waiting on without a buffer, under the
+// proxy's own wrappers; nil when it has none (TLS), or when a wrapper holds
+// bytes of its own to give first.
 func rawConnOf(c net.Conn) syscall.RawConn {
+	inner, held := innerConn(c)
+	sc, ok := inner.(syscall.Conn)
+	if held || !ok {
+		return nil
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	return rc
+}
+
+// innerOf is innerConn's connection alone.
+func innerOf(c net.Conn) net.Conn { inner, _ := innerConn(c); return inner }
+
+// innerConn returns the connection under the proxy's own wrappers
+// (limitedConn, guardConn), and whether a guardConn on the way holds bytes
+// it has read and not given yet.
+func innerConn(c net.Conn) (inner net.Conn, held bool) {
 	for {
 		switch w := c.(type) {
 		case *limitedConn:
 			c = w.Conn
-			continue
 		case *guardConn:
-			if len(w.out) > 0 || len(w.held) > 0 {
-				return nil // bytes of its own to give first
-			}
+			held = held || len(w.out) > 0 || len(w.held) > 0
 			c = w.Conn
-			continue
-		case *net.TCPConn, *net.UnixConn:
-			rc, err := w.(syscall.Conn).SyscallConn()
-			if err != nil {
-				return nil
-			}
-			return rc
+		default:
+			return c, held
 		}
-		return nil
 	}
 }
 
@@ -211,7 +222,7 @@ func (sc *splicedConn) serve() {
 	if sc.toCl.frames != nil && sc.toCl.frames.between() {
 		_ = sc.client.SetWriteDeadline(time.Now().Add(wsCloseWait))
 		if _, err := sc.client.Write(wsGoingAway); err == nil {
-			if cw, ok := unwrapTCP(sc.client); ok {
+			if cw, ok := innerOf(sc.client).(interface{ CloseWrite() error }); ok {
 				_ = cw.CloseWrite()
 			}
 			_ = sc.client.SetReadDeadline(time.Now().Add(wsCloseWait))
@@ -224,20 +235,4 @@ func (sc *splicedConn) serve() {
 		}
 	}
 	_ = sc.client.Close()
-}
-
-// unwrapTCP returns c's TCP connection, under the proxy's wrappers.
-func unwrapTCP(c net.Conn) (*net.TCPConn, bool) {
-	for {
-		switch w := c.(type) {
-		case *limitedConn:
-			c = w.Conn
-		case *guardConn:
-			c = w.Conn
-		case *net.TCPConn:
-			return w, true
-		default:
-			return nil, false
-		}
-	}
 }

@@ -293,7 +293,8 @@
     text("t-limit", g.limit);
     text("t-limit-s", g.law + " · " + g.min + "–" + g.max);
     text("t-inflight", g.in_flight);
-    text("t-inflight-s", pct(g.limit ? g.in_flight / g.limit : 0) + " of limit");
+    const streams = g.streams ? " · " + g.streams.open + " stream" + (g.streams.open === 1 ? "" : "s") : "";
+    text("t-inflight-s", pct(g.limit ? g.in_flight / g.limit : 0) + " of limit" + streams);
     text("t-queue", g.queue.length + " / " + g.queue.max);
     text("t-queue-s", g.queue.order + " · wait ≤ " + durS(g.queue.wait_bound_seconds));
     const q = qname(g.targets.quantile);

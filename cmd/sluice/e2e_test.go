@@ -539,8 +539,9 @@ func TestE2EUpstreamDown(t *testing.T) {
 	}
 }
 
-// TestE2EGRPCShed: a gRPC call through h2c that the gate sheds gets
-// UNAVAILABLE with the reason in its trailers; one it admits passes.
+// TestE2EGRPCShed: a gRPC call through h2c that the gate sheds (a second
+// Watch stream in a group of one stream) gets UNAVAILABLE with the reason
+// in its trailers; one it admits passes.
 func TestE2EGRPCShed(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -557,11 +558,8 @@ func TestE2EGRPCShed(t *testing.T) {
 [[group]]
 name = "watch"
 match = { path = "/grpc.health.v1.Health/Watch" }
-  [group.concurrency]
-  law = "fixed"
-  limit = 1
-  [group.queue]
-  max = 0
+  [group.streams]
+  max = 1
 `+noResources+catchAll))
 	cc, err := grpc.NewClient(s.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
@@ -591,7 +589,7 @@ match = { path = "/grpc.health.v1.Health/Watch" }
 		t.Fatalf("second Watch: %v, want Unavailable", err)
 	}
 	tr := second.Trailer()
-	if got := tr.Get("sluice-reason"); len(got) != 1 || got[0] != "concurrency" {
+	if got := tr.Get("sluice-reason"); len(got) != 1 || got[0] != "streams" {
 		t.Errorf("sluice-reason %q", got)
 	}
 	if ms, _ := strconv.Atoi(strings.Join(tr.Get("grpc-retry-pushback-ms"), "")); ms < 1000 {
