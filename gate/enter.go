@@ -226,18 +226,19 @@ func (g *Gate) EnterClassCost(ctx context.Context, c Class, cost int64) (Pass, R
 		}
 	}
 
-	if gr.conc.MaxQueue() > 0 && gr.mode.Load()&shadowGroup == 0 && gr.silence.stalled(p, gr.conc.InFlight(), t0) {
-		if ks != nil {
-			gr.keys.leave(ks)
-		}
-		return Pass{}, gr.silenced(p, c.Key), false
-	}
-	if !gr.conc.TryAcquire() {
+	fast := gr.conc.TryAcquire()
+	if !fast {
 		if gr.mode.Load()&shadowGroup != 0 {
 			if ks != nil {
 				gr.keys.leave(ks)
 			}
 			return gr.shadowPass(adaptive.RejectNone, p, c.Key, t0), Rejection{}, true
+		}
+		if gr.refusesSilence(p, gr.conc.InFlight(), t0) {
+			if ks != nil {
+				gr.keys.leave(ks)
+			}
+			return Pass{}, gr.silenced(p, c.Key), false
 		}
 		var end waitEnd
 		if t0, end = g.queue(ctx, gr, p, t0); end != (waitEnd{}) {
@@ -250,12 +251,22 @@ func (g *Gate) EnterClassCost(ctx context.Context, c Class, cost int64) (Pass, R
 			return Pass{}, gr.reject(end.why, p, c.Key), false
 		}
 	}
+	n := gr.conc.InFlight()
+	switch {
+	case n == 1:
+		gr.silence.busy(t0)
+	case fast && gr.refusesSilence(p, n-1, t0):
+		// An arrival that found a free slot is judged once it holds it
+		// (the in-flight count is read here anyway), as if before: the
+		// slot goes back at once. A waiter given a slot was served.
+		gr.conc.Release()
+		if ks != nil {
+			gr.keys.leave(ks)
+		}
+		return Pass{}, gr.silenced(p, c.Key), false
+	}
 	if ks != nil {
 		ks.held.Add(1)
-	}
-	n := gr.conc.InFlight()
-	if n == 1 {
-		gr.silence.busy(t0)
 	}
 	gr.lat.ObserveInflight(n) // in shadow, shadowPass adds those beyond
 	return Pass{g: gr, ks: ks, t0: t0, wait: (t0 - arrived) | would}, Rejection{}, true

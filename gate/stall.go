@@ -37,10 +37,14 @@ func (s *silence) heard(now int64) {
 // flight: the silence starts there.
 func (s *silence) busy(now int64) { s.last.Store(now) }
 
-// stalled reports whether an arrival of priority p at now, with n requests
-// in flight, finds the service stalled (adaptive.Silent).
-func (s *silence) stalled(p adaptive.Priority, n int, now int64) bool {
-	return adaptive.Silent(p, n, time.Duration(now-s.last.Load()), time.Duration(s.meanNs.Load()))
+// refusesSilence reports whether gr refuses an arrival of priority p at now,
+// with n other requests in flight, to a silent service (adaptive.Silent):
+// only in a group that queues and enforces. The silence is judged first:
+// it reads only what completions rarely write.
+func (gr *group) refusesSilence(p adaptive.Priority, n int, now int64) bool {
+	s := &gr.silence
+	return adaptive.Silent(p, n, time.Duration(now-s.last.Load()), time.Duration(s.meanNs.Load())) &&
+		gr.conc.MaxQueue() > 0 && gr.mode.Load()&shadowGroup == 0
 }
 
 // silenced counts, and returns, the refusal of a request of priority p and
