@@ -318,12 +318,13 @@ func Silent(p Priority, inflight int, silence, mean time.Duration) bool {
 // without to count (Silent): for completions like a Poisson stream's, an
 // arrival finds such a silence by chance with probability (1 + k)·e^−k
 // (arrivals land in long silences more often), one in about 12,000 for
-// k = 12. At 1,500 req/s with 12 in flight it is 10 ms of a stall.
+// k = 12. At 1,200 req/s with 12 in flight (a mean of 10 ms) it is the
+// first 10 ms of a stall.
 const silentCompletions = 12
 
 // SilenceGrain is the resolution at which the gate notes the instant of
 // the last completion (Silent's silence): one is stored only when it is
 // this much later than the one stored, so that at a high rate most
-// completions only read the field every core shares. It is a hundredth of
-// the silence Silent needs at 1,500 req/s with 12 in flight.
+// completions only read the field every core shares. It is a two-hundredth
+// of the silence Silent needs at 1,200 req/s with 12 in flight (10 ms).
 const SilenceGrain = 50 * time.Microsecond

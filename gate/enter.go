@@ -234,7 +234,7 @@ func (g *Gate) EnterClassCost(ctx context.Context, c Class, cost int64) (Pass, R
 			if ks != nil {
 				gr.keys.leave(ks)
 			}
-			return Pass{}, gr.silenced(p, c.Key), false
+			return Pass{}, gr.silenced(c.Key), false
 		}
 		var end waitEnd
 		if t0, end = g.queue(ctx, gr, p, t0); end != (waitEnd{}) {
@@ -259,7 +259,7 @@ func (g *Gate) EnterClassCost(ctx context.Context, c Class, cost int64) (Pass, R
 		if ks != nil {
 			gr.keys.leave(ks)
 		}
-		return Pass{}, gr.silenced(p, c.Key), false
+		return Pass{}, gr.silenced(c.Key), false
 	}
 	if ks != nil {
 		ks.held.Add(1)

@@ -47,10 +47,11 @@ func (gr *group) refusesSilence(p adaptive.Priority, n int, now int64) bool {
 		gr.conc.MaxQueue() > 0
 }
 
-// silenced counts, and returns, the refusal of a request of priority p and
-// key to a silent service: queue_full in the read-outs, and apart from the
-// concurrency stage's rejections in the law's sample (Sample.Silenced).
-func (gr *group) silenced(p adaptive.Priority, key string) Rejection {
+// silenced counts, and returns, the refusal of a request of key to a silent
+// service: queue_full in the read-outs, and apart from the concurrency
+// stage's rejections (by priority too) in the law's sample
+// (Sample.Silenced).
+func (gr *group) silenced(key string) Rejection {
 	gr.c.silenced.Add(1)
 	gr.c.rejected[adaptive.RejectQueueFull].Add(1)
 	if key != "" {
