@@ -303,8 +303,9 @@ const stallGaps = 4
 // stall whatever slot it gets (issue 27: at 0.8×C a limit of 71 filled
 // within 60 ms of each 300 ms stall, and every one of those requests came
 // back late). The gate refuses such an arrival at once (RejectQueueFull:
-// it will not be served within any bound), free slot or not, until a
-// completion ends the silence, and counts it in Sample.Silenced, not
+// it will not be served within any bound), free slot or not, in a group
+// with a queue and a latency target, until a completion ends the silence,
+// and counts it in Sample.Silenced, not
 // Rejected; a Critical one is still admitted (served a little late beats
 // refused). Nothing is judged without a mean (mean 0) or
 // with nothing in flight: the silence of an idle service is no stall, and

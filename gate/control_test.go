@@ -358,6 +358,8 @@ name = "g"
   [group.concurrency]
   law = "fixed"
   limit = 10
+  [group.targets]
+  latency = "100ms"
   [group.queue]
   max = 5
 `)

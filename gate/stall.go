@@ -11,8 +11,10 @@ import (
 // adaptive.Silent: an arrival that finds the service stalled is refused at
 // once (queue_full), free slot or not, in a group that queues (queue.max >
 // 0: one that does not only refuses a full limit, as it refuses a stalled
-// queue's arrivals by adaptive.Positions) and enforces (in shadow the model
-// of enforcement decides, shadowmodel.go).
+// queue's arrivals by adaptive.Positions), has a latency target (without
+// one, nothing says a request held up by the stall is late: queue.max_wait
+// alone bounds its wait) and enforces (in shadow the model of enforcement
+// decides, shadowmodel.go).
 //
 // Concurrency: the hot path reads it and notes completions, the control
 // loop publishes the mean; every field is atomic.
@@ -39,12 +41,12 @@ func (s *silence) busy(now int64) { s.last.Store(now) }
 
 // refusesSilence reports whether gr refuses an arrival of priority p at now,
 // with n other requests in flight, to a silent service (adaptive.Silent):
-// only in a group that queues. The silence is judged first: it reads only
-// what completions rarely write.
+// only in a group that queues and has a latency target. The silence is
+// judged first: it reads only what completions rarely write.
 func (gr *group) refusesSilence(p adaptive.Priority, n int, now int64) bool {
 	s := &gr.silence
 	return adaptive.Silent(p, n, time.Duration(now-s.last.Load()), time.Duration(s.meanNs.Load())) &&
-		gr.conc.MaxQueue() > 0
+		gr.conc.MaxQueue() > 0 && gr.cfg.Load().Targets.Latency > 0
 }
 
 // silenced counts, and returns, the refusal of a request of key to a silent

@@ -29,7 +29,7 @@ import (
 //  3. FairShare, when enabled: group at its limit and the key holding its share →
 //     RejectFairShare (active keys are those holding a slot or queued, the asking
 //     key included);
-//  4. with a queue, below Critical, a silent service (adaptive.Silent:
+//  4. with a queue and a latency target, below Critical, a silent service (adaptive.Silent:
 //     nothing completed for as long as 12 of those in flight take) →
 //     RejectQueueFull, free slot or not (counted in Sample.Silenced);
 //  5. a slot if in flight < limit (a counting semaphore; the limit is never
@@ -201,7 +201,7 @@ func (e *engine) enter(id int32) {
 			return
 		}
 	}
-	if g.maxQueue > 0 && adaptive.Silent(r.prio, g.inflight, time.Duration(e.now-g.heard), time.Duration(g.meanNs)) {
+	if g.maxQueue > 0 && e.sc.Targets.Latency > 0 && adaptive.Silent(r.prio, g.inflight, time.Duration(e.now-g.heard), time.Duration(g.meanNs)) {
 		e.iv.silenced++
 		e.refuse(id, adaptive.RejectQueueFull)
 		return
