@@ -520,8 +520,9 @@ func TestLabIdleStreams(t *testing.T) {
 		if p := g.Latency.P99; p != nil {
 			law = time.Duration(*p * float64(time.Second)).String()
 		}
-		t.Logf("%s: %d ordinary requests, p50 %v p99 %v (client); the law's p99 %s over a control interval of them; streams %d; sluice RSS %.1f MiB",
-			what, n, quantile(lat, 0.5), quantile(lat, 0.99), law, g.Streams.Open, float64(rssOf(t, pid))/(1<<20))
+		fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+		t.Logf("%s: %d ordinary requests, p50 %v p99 %v (client); the law's p99 %s over a control interval of them; streams %d; sluice RSS %.1f MiB, %d file descriptors",
+			what, n, quantile(lat, 0.5), quantile(lat, 0.99), law, g.Streams.Open, float64(rssOf(t, pid))/(1<<20), len(fds))
 	}
 	for i := range 3 {
 		measure(fmt.Sprintf("before, round %d", i+1))
