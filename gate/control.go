@@ -226,7 +226,7 @@ func (g *Gate) tickGroup(gr *group, now time.Time, elapsed time.Duration, res *p
 			Rejected: int(cur.stage[p] - prev.stage[p]),
 		}
 	}
-	shadowSample(&s, &cur, &prev)
+	gr.shadowSample(&s, &cur, &prev, int64(now.Sub(g.base)))
 
 	// The law, then the queue bound, then the floor (adaptive/sim's order).
 	rateFrom := lawRate(gr.pol.law)

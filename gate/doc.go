@@ -84,18 +84,32 @@
 // A group with Mode spec.ModeShadow runs every stage above but refuses
 // nobody: the first stage that would refuse a request counts a would-be
 // rejection of its reason (GroupStatus.Shadow, Pass.Shadowed) and the
-// request is admitted at once without a slot, taking nothing from the later
-// stages (no rate units, no key's share), as a refused one would not. A
-// request that finds no free slot is a would-be "concurrency" without a
-// queue; with one it counts as would-have-waited (ShadowStatus.Queued)
-// while fewer than queue.max such requests are in flight (the shadow
-// queue), else as a would-be "queue_full"; whether a waiter would have got
-// a slot in time or timed out is not known, since it does not wait. The
-// requests admitted beyond the limit never hold a slot, so the concurrency
-// counter's limit is never overshot; they are counted apart
-// (ShadowStatus.Beyond) and included in the in-flight, latency and drops the
-// law sees, with the would-be rejections as rejections, so its limit is the
-// one it would enforce. A leaky_queue does not pace in shadow. A rate rule
+// request is admitted at once, taking nothing from the later stages (no
+// rate units, no key's share), as a refused one would not. No request of a
+// shadowed group holds a slot: since every request reaches the service, the
+// service's own queue grows under a load enforcement would have refused,
+// and neither its latency nor the slots held while it lasts are what
+// enforcement would see. The concurrency stage is decided instead by a
+// model of enforcement (shadowmodel.go): the limit in force and the queue
+// (its bound, and the refusal at arrival of a wait that would not be served
+// in time) in front of a model of the service with the capacity and latency
+// measured on the real one (C, the most it completed per second lately; s,
+// the mean latency of the requests that found it no more loaded than the
+// model; W = C·s at once). A request the model admits takes a model slot
+// until the model's service is done with it; one it would make wait counts
+// as would-have-waited (ShadowStatus.Queued) and takes a model slot when
+// one frees; the others are would-be "concurrency" (no queue) or
+// "queue_full" / "queue_timeout". The law is given the interval as the
+// model saw it (in flight, completions, queue, would-be rejections as
+// rejections) with the latency of the requests that found the real service
+// no more loaded than the model (what enforcement would have measured), or,
+// while the real service holds more, the service's own latency plus the
+// model's wait for one of its W: so its limit is the one it would enforce.
+// The group's read-outs show the real service (in flight, latency);
+// ShadowStatus.Beyond counts the requests in flight beyond the limit. The
+// fair share counts the model's slots, and a request the model gives one
+// holds its key's share until it is done. The model serialises a shadowed
+// group's arrivals on one mutex. A leaky_queue does not pace in shadow. A rate rule
 // with Mode spec.ModeShadow shadows the rate stage alone: over its limit a
 // request is counted (reason "rate") and goes on to the stages that
 // enforce; AllowRate then allows and returns the would-be Rejection. The

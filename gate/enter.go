@@ -45,18 +45,13 @@ type Pass struct {
 	// wait is the ns from arrival to t0 (a leaky_queue's pacing and the
 	// queue), with wouldRate set when a shadowed rate rule would have
 	// refused the request; negative for a request a shadowed group admitted
-	// without a slot (its wait is 0): see beyondWait. Packed so that a Pass
+	// without a slot (its wait is 0): see shadowWait. Packed so that a Pass
 	// stays four words, which the hot path returns by value.
 	wait int64
 }
 
 // wouldRate marks Pass.wait: a shadowed rate rule would have refused it.
 const wouldRate int64 = 1 << 62
-
-// beyondWait is the Pass.wait of a request admitted without a slot by a
-// shadowed group: enforcement would have refused it for why, or with why
-// RejectNone made it wait.
-func beyondWait(why adaptive.RejectReason) int64 { return -1 - int64(why) }
 
 // waited returns the wait p's wait holds.
 func (p *Pass) waited() time.Duration {
@@ -73,7 +68,8 @@ func (p *Pass) waited() time.Duration {
 func (p *Pass) Shadowed() adaptive.RejectReason {
 	switch {
 	case p.wait < 0:
-		return adaptive.RejectReason(-1 - p.wait)
+		why, _ := shadowOf(p.wait)
+		return why
 	case p.wait&wouldRate != 0:
 		return adaptive.RejectRate
 	}
@@ -106,6 +102,9 @@ func (p *Pass) DoneAfter(o Outcome, latency time.Duration) {
 	if gr == nil {
 		return
 	}
+	if p.wait < 0 {
+		gr.shadowDone(p.wait, latency, o) // before release: p.wait is read
+	}
 	p.release()
 	switch o {
 	case Success:
@@ -128,7 +127,7 @@ func (p *Pass) release() {
 	if p.wait >= 0 {
 		gr.conc.Release()
 	} else {
-		gr.leaveBeyond(adaptive.RejectReason(-1 - p.wait))
+		gr.leaveBeyond()
 	}
 	if ks := p.ks; ks != nil {
 		ks.held.Add(-1)
@@ -216,7 +215,7 @@ func (g *Gate) EnterClassCost(ctx context.Context, c Class, cost int64) (Pass, R
 	if gr.keys != nil {
 		var active int
 		ks, active = gr.keys.enter(c.Key)
-		if !gr.fair.Allow(int(ks.held.Load()), gr.conc.InFlight(), gr.conc.Limit(), active) {
+		if !gr.fair.Allow(int(ks.held.Load()), gr.slotsHeld(t0), gr.conc.Limit(), active) {
 			gr.keys.leave(ks)
 			if gr.mode.Load()&shadowGroup != 0 {
 				return gr.shadowPass(adaptive.RejectFairShare, p, c.Key, t0), Rejection{}, true
@@ -225,13 +224,10 @@ func (g *Gate) EnterClassCost(ctx context.Context, c Class, cost int64) (Pass, R
 		}
 	}
 
+	if gr.mode.Load()&shadowGroup != 0 { // the model of enforcement decides (shadowmodel.go)
+		return gr.shadowSlot(ks, p, c.Key, t0), Rejection{}, true
+	}
 	if !gr.conc.TryAcquire() {
-		if gr.mode.Load()&shadowGroup != 0 {
-			if ks != nil {
-				gr.keys.leave(ks)
-			}
-			return gr.shadowPass(adaptive.RejectNone, p, c.Key, t0), Rejection{}, true
-		}
 		var end waitEnd
 		if t0, end = g.queue(ctx, gr, p, t0); end != (waitEnd{}) {
 			if ks != nil {
@@ -257,9 +253,9 @@ func (g *Gate) EnterClassCost(ctx context.Context, c Class, cost int64) (Pass, R
 // refused, it takes nothing from the later stages (no rate units, no key's
 // share, no slot).
 func (gr *group) shadowPass(why adaptive.RejectReason, p adaptive.Priority, key string, t0 int64) Pass {
-	why = gr.admitBeyond(why, p, key)
+	wait := gr.admitBeyond(why, p, key, t0)
 	gr.lat.ObserveInflight(gr.inFlight())
-	return Pass{g: gr, t0: t0, wait: beyondWait(why)}
+	return Pass{g: gr, t0: t0, wait: wait}
 }
 
 // AllowRate decides c against its group's rate stage alone, spending cost

@@ -100,12 +100,13 @@ type counters struct {
 
 	// Shadow mode (shadow.go): would-be rejections by reason and, of the
 	// concurrency stage's, by priority; requests that would have waited;
-	// requests in flight without a slot now, and those of them that would
-	// be waiting.
-	shadow          [adaptive.NumRejections]atomic.Uint64
-	shadowStage     [adaptive.NumPriorities]atomic.Uint64
-	shadowQueued    atomic.Uint64
-	beyond, waiting atomic.Int64
+	// requests in flight without a slot now; the model of enforcement the
+	// shadowed group decides and learns on (shadowmodel.go).
+	shadow       [adaptive.NumRejections]atomic.Uint64
+	shadowStage  [adaptive.NumPriorities]atomic.Uint64
+	shadowQueued atomic.Uint64
+	beyond       atomic.Int64
+	model        enforcement
 
 	// Streams (streams.go): open now, and opened since the group was built.
 	streams       atomic.Int64

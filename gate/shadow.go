@@ -1,6 +1,8 @@
 package gate
 
 import (
+	"time"
+
 	"github.com/sluicehq/sluice/adaptive"
 	"github.com/sluicehq/sluice/gate/spec"
 )
@@ -45,39 +47,64 @@ func (gr *group) shadowReject(why adaptive.RejectReason, p adaptive.Priority, ke
 }
 
 // admitBeyond admits, without a slot, a request of priority p and key of a
-// shadowed group that enforcement would have refused for why or, with why
-// RejectNone, one that found no free slot: without a queue that is a
-// would-be "concurrency"; with one the request would have waited, unless
-// the shadow queue (the requests admitted so, still in flight) is already
-// at queue.max: then a would-be "queue_full". It counts the would-be
-// rejection and returns its reason (RejectNone for a request that would
-// have waited).
-func (gr *group) admitBeyond(why adaptive.RejectReason, p adaptive.Priority, key string) adaptive.RejectReason {
+// shadowed group at t0 (ns on the gate's clock): one that enforcement would
+// have refused for why at an earlier stage, or, with why RejectNone, one
+// that reached the concurrency stage, which the model of enforcement
+// decides (shadowmodel.go): a slot, a wait in the queue (counted as
+// would-have-waited), or a would-be rejection. It counts the would-be
+// rejection and returns the Pass.wait of the request (shadowWait).
+func (gr *group) admitBeyond(why adaptive.RejectReason, p adaptive.Priority, key string, t0 int64) int64 {
 	c := gr.c
+	inFlight := gr.inFlight()
 	c.beyond.Add(1)
+	var flags int64
 	if why == adaptive.RejectNone {
-		switch q := int64(gr.conc.MaxQueue()); {
-		case q == 0:
-			why = adaptive.RejectConcurrency
-		case c.waiting.Add(1) > q:
-			c.waiting.Add(-1)
-			why = adaptive.RejectQueueFull
-		default:
-			c.shadowQueued.Add(1)
-			return adaptive.RejectNone
+		why, flags = c.model.arrive(t0, p, gr.conc.Limit(), gr.conc.MaxQueue(), gr.bound.Load(), inFlight)
+		if why == adaptive.RejectNone {
+			if flags&shadowWithin == 0 {
+				c.shadowQueued.Add(1)
+			}
+			return shadowWait(why, flags)
 		}
 	}
 	gr.shadowReject(why, p, key)
-	return why
+	return shadowWait(why, flags)
 }
 
-// leaveBeyond ends a request admitted beyond the limit, that enforcement
-// would have refused for why (RejectNone: made wait).
-func (gr *group) leaveBeyond(why adaptive.RejectReason) {
-	if why == adaptive.RejectNone {
-		gr.c.waiting.Add(-1)
+// shadowSlot admits a request of a shadowed group that reached the
+// concurrency stage (of key, holding ks: nil without a key), as the model
+// of enforcement decides it; one the model gives a slot holds its key's
+// share until it is done, as a slot would.
+func (gr *group) shadowSlot(ks *keyState, p adaptive.Priority, key string, t0 int64) Pass {
+	ps := gr.shadowPass(adaptive.RejectNone, p, key, t0)
+	if ks != nil {
+		if _, flags := shadowOf(ps.wait); flags&shadowWithin != 0 {
+			ks.held.Add(1)
+			ps.ks = ks
+		} else {
+			gr.keys.leave(ks)
+		}
 	}
-	gr.c.beyond.Add(-1)
+	return ps
+}
+
+// slotsHeld is the group's slots in use at t0 (ns), for the fair share:
+// those of the model of enforcement in a shadowed group.
+func (gr *group) slotsHeld(t0 int64) int {
+	if gr.mode.Load()&shadowGroup != 0 {
+		return gr.c.model.inService(t0, gr.conc.Limit())
+	}
+	return gr.conc.InFlight()
+}
+
+// leaveBeyond ends a request admitted without a slot.
+func (gr *group) leaveBeyond() { gr.c.beyond.Add(-1) }
+
+// shadowDone tells the model of enforcement how a request admitted without
+// a slot (its Pass.wait is wait) ended: after latency, with outcome o.
+func (gr *group) shadowDone(wait int64, latency time.Duration, o Outcome) {
+	_, flags := shadowOf(wait)
+	gr.c.model.leave(flags, latency, o)
 }
 
 // inFlight is the group's requests in the upstream: those holding a slot
@@ -100,8 +127,9 @@ type ShadowStatus struct {
 	// wait in the queue; whether they would have got a slot in time or
 	// timed out cannot be known without making them wait.
 	Queued uint64
-	// Beyond is the requests in flight now without a slot, Waiting those
-	// of them that enforcement would have had in the queue.
+	// Beyond is the requests in flight now beyond the concurrency limit
+	// (those of a shadowed group hold no slot: the model of enforcement
+	// decides them), Waiting the requests the model has in the queue now.
 	Beyond, Waiting int
 	// RejectedKeys are the keys enforcement would have refused most, as
 	// GroupStatus.RejectedKeys counts the keys refused for real (and apart
@@ -120,8 +148,10 @@ func (s *ShadowStatus) WouldReject() uint64 {
 }
 
 func (gr *group) shadowStatus(c *spec.Group) ShadowStatus {
+	limit := gr.conc.Limit()
 	s := ShadowStatus{Mode: c.Mode, Queued: gr.c.shadowQueued.Load(),
-		Beyond: int(gr.c.beyond.Load()), Waiting: int(gr.c.waiting.Load())}
+		Beyond:  min(int(gr.c.beyond.Load()), max(0, gr.inFlight()-limit)),
+		Waiting: gr.c.model.waiting(gr.gate.nanos(), limit)}
 	if c.Rate != nil {
 		s.RateMode = c.Rate.Mode
 	}
@@ -143,12 +173,17 @@ func (gr *group) shadowCounts(s *countSnap) {
 }
 
 // shadowSample gives the law the would-be rejections of the interval as if
-// they were rejections, so that in shadow it sees what it would see
-// enforcing (its in-flight and latency include the requests admitted
-// beyond the limit: the load the service carries).
-func shadowSample(s *adaptive.Sample, cur, prev *countSnap) {
+// they were rejections and, in a shadowed group, the rest of the interval
+// as the model of enforcement saw it (its in-flight count, completions,
+// queue and latency: see enforcement), so that in shadow the law learns
+// what it would learn enforcing. now ends the interval, on the gate's
+// clock (ns).
+func (gr *group) shadowSample(s *adaptive.Sample, cur, prev *countSnap, now int64) {
 	addRejections(s, &cur.shadow, &prev.shadow)
 	for p := range s.ByPriority {
 		s.ByPriority[p].Rejected += int(cur.shadowStage[p] - prev.shadowStage[p])
+	}
+	if gr.mode.Load()&shadowGroup != 0 {
+		gr.c.model.tick(now, gr.conc.Limit(), s)
 	}
 }

@@ -32,6 +32,7 @@ import (
 // connection's reader; the mutex orders them.
 type clientWatch struct {
 	served context.Context // the context of the request being served; the handler's alone
+	want   func()          // if set, called by arm: the own server's connection watches only then (h1Conn.wantWatch)
 
 	mu      sync.Mutex
 	ctx     context.Context // the armed request's
@@ -42,6 +43,9 @@ type clientWatch struct {
 
 // arm makes abort run once the client goes away and ctx, the request's, ends.
 func (w *clientWatch) arm(ctx context.Context, abort func()) {
+	if w.want != nil {
+		w.want()
+	}
 	w.mu.Lock()
 	w.ctx, w.abort = ctx, abort
 	if w.gone {

@@ -57,13 +57,17 @@ type h1Conn struct {
 
 	ctx    context.Context // the connection's; cancelled when the client is gone
 	cancel context.CancelFunc
+	rctx   reqContext // the requests' context: ctx, a wait on which asks for the watch
 	watch  clientWatch
 
-	// The client-gone watch of a request whose body is read (or that has
-	// none): a read of the connection, begun once the request has run for
-	// clientWatchDelay (see watchLater).
+	// The client-gone watch of a request that waits for something (see
+	// wantWatch) and whose body is read, or that has none (see watchLater): a
+	// read of the connection, begun once both hold and clientWatchDelay has
+	// passed.
 	wmu      sync.Mutex
 	wtimer   *time.Timer
+	wWant    atomic.Bool   // the request waits for something: the watch is wanted
+	wBody    bool          // the request's body is read, or it has none
 	wOn      bool          // the watch may begin
 	wRunning chan struct{} // closed when the watch's read ended; nil if none runs
 	wByte    [1]byte       // what the watch read of the next request
@@ -80,8 +84,9 @@ func newH1Conn(s *H1Server, nc net.Conn) *h1Conn {
 		c.remote = "@" // as net/http's server says a unix socket's peer is
 	}
 	c.ctx, c.cancel = context.WithCancel(context.WithValue(s.ctx, h1ConnKey{}, c))
-	c.watch.served = c.ctx
-	c.req, _ = http.NewRequestWithContext(c.ctx, http.MethodGet, "/", nil)
+	c.rctx = reqContext{Context: c.ctx, c: c}
+	c.watch.served, c.watch.want = &c.rctx, c.wantWatch
+	c.req, _ = http.NewRequestWithContext(&c.rctx, http.MethodGet, "/", nil)
 	c.body.c = c
 	c.rw.c = c
 	return c
@@ -360,21 +365,59 @@ func (c *h1Conn) serveRequest() (keep bool) {
 	return !c.s.closing.Load()
 }
 
-// clientWatchDelay is how long a request runs before its connection is
+// clientWatchDelay is how long a request waits before its connection is
 // watched for the client going away: most requests end sooner, and need no
 // watch (net/http's server starts one, a goroutine and a read, for every
 // request).
 // (A variable: the tests watch every request at once, as net/http does.)
 var clientWatchDelay = 10 * time.Millisecond
 
-// watchLater arranges for the client-gone watch to begin once the request
-// has run for clientWatchDelay. Call it once the request's body is read, or
-// when it has none: from then, nothing else reads the connection until the
-// request ends.
+// reqContext is the context of a connection's requests: the connection's,
+// cancelled when the client goes away, but a wait for it to end (Done) asks
+// for the client-gone watch first (wantWatch). So a request answered without
+// waiting for anything, a refusal above all, costs no watch and no timer;
+// one that waits (in the gate's queue, for a pacing delay, for the upstream:
+// watchClient asks too) is watched as net/http's server watches every
+// request.
+type reqContext struct {
+	context.Context
+	c *h1Conn
+}
+
+// Done is the connection's context's Done, once the watch is asked for.
+func (x *reqContext) Done() <-chan struct{} {
+	x.c.wantWatch()
+	return x.Context.Done()
+}
+
+// wantWatch asks for the client-gone watch of the request in flight: it
+// begins once the request's body is read (at once if it has none) and
+// clientWatchDelay has passed, unless the request ended first. Safe to call
+// from any goroutine, as often as wanted.
+func (c *h1Conn) wantWatch() {
+	if c.wWant.Load() {
+		return
+	}
+	c.wmu.Lock()
+	c.wWant.Store(true)
+	c.armWatchLocked()
+	c.wmu.Unlock()
+}
+
+// watchLater says the request's body is read, or that it has none: from
+// then, nothing else reads the connection until the request ends, and the
+// watch may begin once it is wanted (see wantWatch).
 func (c *h1Conn) watchLater() {
 	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	if c.wOn || c.hijacked {
+	c.wBody = true
+	c.armWatchLocked()
+	c.wmu.Unlock()
+}
+
+// armWatchLocked arranges for the watch to begin in clientWatchDelay once it
+// is wanted and the body is read. c.wmu is held.
+func (c *h1Conn) armWatchLocked() {
+	if c.wOn || c.hijacked || !c.wBody || !c.wWant.Load() {
 		return
 	}
 	c.wOn = true
@@ -412,6 +455,8 @@ func (c *h1Conn) watch1() {
 // read.
 func (c *h1Conn) stopWatch() {
 	c.wmu.Lock()
+	c.wBody = false
+	c.wWant.Store(false)
 	if !c.wOn {
 		c.wmu.Unlock()
 		return
@@ -454,7 +499,7 @@ func (c *h1Conn) handle() (ok bool) {
 			ok = false
 		}
 	}()
-	c.s.px.ServeHTTP(&c.rw, c.req)
+	c.s.handler.ServeHTTP(&c.rw, c.req)
 	return !c.hijacked
 }
 

@@ -45,7 +45,7 @@ import (
 //
 // Concurrency: Serve, Shutdown and Close may be called from any goroutine.
 type H1Server struct {
-	px            *Proxy
+	handler       http.Handler // what serves the requests: the Proxy (FuzzH1Server puts a recorder here)
 	headerTimeout time.Duration
 	idleTimeout   time.Duration
 	maxHead       int // bytes of a head: MaxHeaderBytes and net/http's 4 KiB of slack
@@ -92,7 +92,7 @@ func NewH1Server(px *Proxy, p ServerParams) (*H1Server, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &H1Server{
-		px:            px,
+		handler:       px,
 		headerTimeout: orDuration(p.ReadHeaderTimeout, defaultReadHeaderTimeout),
 		idleTimeout:   orDuration(p.IdleTimeout, defaultIdleTimeout),
 		maxHead:       orInt(p.MaxHeaderBytes, defaultMaxHeaderBytes) + 4096,

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -355,4 +356,88 @@ func TestH1ServerH2C(t *testing.T) {
 			t.Errorf("h2c %v: served over HTTP/%d, upstream %q", h2, resp.ProtoMajor, b)
 		}
 	}
+}
+
+// watchGroups: per tenant at /rate, one request per 1,000 s; everything else
+// one at a time, with a queue of one that waits up to a minute.
+const watchGroups = `
+[[group]]
+name = "tenant"
+match = { path_prefix = "/rate" }
+key = "header:X-Tenant"
+  [group.rate]
+  rate = 0.001
+[[group]]
+name = "one"
+  [group.concurrency]
+  law = "fixed"
+  limit = 1
+  [group.queue]
+  max = 1
+  max_wait = "60s"
+  codel_target = "0s"
+`
+
+// TestH1ServerWatchesWaitsOnly: the client-gone watch (a timer, then a read)
+// is armed only for a request that waits for something: a refusal arms none,
+// while a request waiting in the gate's queue is watched, and leaves the queue
+// when its client goes away.
+func TestH1ServerWatchesWaitsOnly(t *testing.T) {
+	entered, release := make(chan struct{}, 1), make(chan struct{})
+	up := startUpstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/hold" {
+			entered <- struct{}{}
+			<-release
+		}
+		io.WriteString(w, "ok")
+	}), false)
+	unblock := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(unblock) // before the upstream's Close, which waits for its handlers
+	g := testGate(t, watchGroups)
+	_, srv, base := startOwn(t, Params{Upstream: up.URL, Gate: g}, ServerParams{}, nil)
+	get := "GET /rate HTTP/1.1\r\nHost: app\r\nX-Tenant: a\r\n\r\n"
+	if resp, _ := dialRaw(t, base).exchange(t, "GET", get); resp.StatusCode != 200 {
+		t.Fatalf("tenant a's first request: %d", resp.StatusCode)
+	}
+	refused := dialRaw(t, base)
+	for range 3 {
+		if resp, _ := refused.exchange(t, "GET", get); resp.StatusCode != 429 {
+			t.Fatalf("tenant a's next request: %d, want 429", resp.StatusCode)
+		}
+	}
+	hc := ownConn(t, srv, refused.c.LocalAddr().String())
+	hc.wmu.Lock()
+	armed := hc.wtimer != nil
+	hc.wmu.Unlock()
+	if armed {
+		t.Error("a connection that carried refusals only armed the client-gone watch")
+	}
+
+	held := dialRaw(t, base)
+	held.send(t, "GET /hold HTTP/1.1\r\nHost: app\r\n\r\n")
+	recv(t, entered, "the request at the upstream")
+	queued := dialRaw(t, base)
+	queued.send(t, "GET /queued HTTP/1.1\r\nHost: app\r\n\r\n")
+	queuedNow := func() int { st, _ := g.Group("one"); return st.Queued }
+	waitFor(t, "the second request in the queue", func() bool { return queuedNow() == 1 })
+	queued.close()
+	waitFor(t, "the request whose client left to leave the queue", func() bool { return queuedNow() == 0 })
+	unblock()
+	if resp, body, _ := held.readResponse(t, "GET"); resp.StatusCode != 200 || body != "ok" {
+		t.Fatalf("the held request: %d %q", resp.StatusCode, body)
+	}
+}
+
+// ownConn returns the own server's connection whose client is at remote.
+func ownConn(t *testing.T, srv *H1Server, remote string) *h1Conn {
+	t.Helper()
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	for c := range srv.conns {
+		if c.remote == remote {
+			return c
+		}
+	}
+	t.Fatalf("no connection from %s", remote)
+	return nil
 }

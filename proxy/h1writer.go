@@ -255,7 +255,9 @@ func (w *h1Writer) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		return nil, nil, err
 	}
 	c.stopWatch() // the new protocol's bytes are the taker's
+	c.wmu.Lock()  // wantWatch may look from another goroutine (a Done on the request's context)
 	c.hijacked = true
+	c.wmu.Unlock()
 	c.setReadDeadline(time.Time{})
 	var rd io.Reader = c.nc
 	if c.r < c.w {

@@ -22,7 +22,9 @@ import (
 // (their backlog, when the demand was more than the cores). The client's
 // own CPU (sending, reading the answer) is stretched alike and counts in
 // the latency end to end, not in the gate slot. A refusal costs the
-// proxy's Refuse and the client's Send; it is answered at once.
+// proxy's Refuse and the client's Send; it is answered at once. A
+// CPU-bound service's own work (Service.Cores) is modelled apart and not
+// counted in the host's demand.
 type Host struct {
 	// Cores is how many CPUs the service, the proxy and the clients
 	// share; 0: they do not share (nothing of this is modelled).

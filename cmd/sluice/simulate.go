@@ -89,7 +89,9 @@ The output:
                     -config say otherwise): goodput, p99 and the limit per
                     phase and in each of the 3 seconds after a step, their
                     ratios and what is outside ±5 % (goodput), ±25 % (p99)
-                    and ±30 % (limit); the group simulated must be one
+                    and ±30 % (limit); the group simulated must be one.
+                    The lab runs everything on its own cores: add
+                    -shared-cores with their number (2 on the lab's machine)
 
 A binary built with -tags nodemo (see "sluice help demo") leaves the
 simulator out with the lab; its "sluice simulate" says so and exits 1.

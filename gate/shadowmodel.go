@@ -1,0 +1,467 @@
+package gate
+
+import (
+	"cmp"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/sluicehq/sluice/adaptive"
+	"github.com/sluicehq/sluice/internal/hist"
+)
+
+// enforcement is the model of enforcement a shadowed group decides and
+// learns on (see the package doc, "Shadow mode"). In shadow every request
+// reaches the service, whose queue grows under a load enforcement would
+// have refused, so the service's latency and the slots held while it lasts
+// are not what enforcement would see: a law steering by them cuts its limit
+// toward its minimum under exactly the load shadow is meant to preview
+// (issue 28). So a shadowed group takes no slot: each arrival is decided by
+// this model, a copy of the concurrency stage (the limit in force, the
+// queue with its bound and the arrival refusal of a wait that will not be
+// served in time) in front of a model of the service with the capacity and
+// the latency measured on the real one: W = C·s servers, C the most
+// successes the real service completed per second lately (a service with a
+// queue of its own completes at its capacity) and s its own mean latency,
+// that of the requests that found no more in flight in the real service
+// than in the model (clean: their latency is what enforcement would have
+// measured). A request the model admits starts when the one W admissions
+// ahead of it ends and takes a service time drawn from that latency's
+// quantiles; a waiter of the queue takes the slot of the next to end.
+//
+// The law of the group is given the interval as the model saw it: its
+// in-flight count, completions, queue and would-be refusals, and the latency
+// of the interval's clean requests when there are enough of them, else the
+// service's own distribution plus the mean wait of the model's admissions
+// for a server.
+//
+// All methods hold mu: a shadowed group's arrivals serialise on it, as they
+// would not enforcing (a preview costs that); an arrival allocates nothing
+// but when the limit rises past the model's slices.
+type enforcement struct {
+	mu sync.Mutex
+
+	// calls are the requests in the model's service, a heap by end (n of
+	// them); ends are the ends of the last len(ends) admitted, by admission
+	// (the k-th at k mod len), for the start of the next; k counts the
+	// admissions. q is the number waiting in the gate's queue, since
+	// queueSince (ns; 0 while none waits).
+	calls      []modelCall
+	n          int
+	ends       []int64
+	k          int
+	q          int
+	queueSince int64
+	rng        rand.PCG // service times
+
+	// capacity is C (requests per second) and service s's figures, the
+	// service's own latency distribution (Mean is s); zero while unknown
+	// (then the model's service ends nothing), until the first clean
+	// completions: s their mean so far, C unbounded until the first tick.
+	capacity float64
+	service  adaptive.Latency
+	// xs are the last intervals' real successes per second (two intervals
+	// averaged), of which capacity is the largest; lastX the last
+	// interval's.
+	xs    [capacityWindow]float64
+	xAt   int
+	lastX float64
+	// serviceAt is the tick count at which service was measured (0: not
+	// yet on a whole interval); it is measured again when it is older than
+	// serviceWindow ticks.
+	serviceAt, ticks int
+
+	// The interval's account (reset at each tick): completions; the
+	// requests queued; the clean requests dropped; the peak of n and n at
+	// the start; whether the queue was empty at some instant; the waits
+	// the queue's bound let in, least and most; the sum and number of the
+	// admissions' waits for one of the W (ns).
+	done, queued, cleanDrops int
+	peak, inflightStart      int
+	drained                  bool
+	waitMin, waitMax         time.Duration
+	startWait, starts        float64
+	clean                    *hist.Histogram // latency of the interval's clean completions
+}
+
+// modelCall is a request in the model's service: when it was admitted,
+// when it ends (ns; unknownEnd while the service's latency is not known),
+// and its service time's quantile.
+type modelCall struct {
+	adm, end int64
+	u        float64
+}
+
+const unknownEnd = math.MaxInt64
+
+// Figures of the model.
+const (
+	// capacityWindow is how many intervals the capacity is the peak of:
+	// 30 s at the default interval. In shadow an overloaded service's
+	// successes fall far below what it completes (its clients give up and
+	// it serves requests nobody waits for), so the peak is kept that long.
+	capacityWindow = 120
+	// serviceWindow is how many ticks a measure of the service's own
+	// latency is kept before a later interval's may replace it whatever its
+	// figure: a minute at the default interval.
+	serviceWindow = 240
+	// minClean is how many clean completions an interval needs for its
+	// latency to be the law's, and minService for the service's own
+	// latency to be measured on it (a tail of fewer is one outlier).
+	minClean   = 10
+	minService = 100
+)
+
+// Flags of a shadowed Pass (packed into Pass.wait with the would-be
+// rejection's reason, see shadowWait).
+const (
+	shadowWithin int64 = 1 << 8 // the model admitted it to the service
+	shadowClean  int64 = 1 << 9 // the real service held no more than the model then
+	shadowReason int64 = 1<<8 - 1
+)
+
+// shadowWait is the Pass.wait of a request a shadowed group admitted:
+// negative, with the would-be rejection's reason (RejectNone: admitted or
+// made to wait) and flags.
+func shadowWait(why adaptive.RejectReason, flags int64) int64 { return -1 - (int64(why) | flags) }
+
+// shadowOf unpacks a shadowWait.
+func shadowOf(wait int64) (adaptive.RejectReason, int64) {
+	w := -1 - wait
+	return adaptive.RejectReason(w & shadowReason), w &^ shadowReason
+}
+
+// advance moves the model to now (ns): the calls that ended leave its
+// service, each handing its slot to a waiter, and waiters take the slots a
+// raised limit frees.
+func (m *enforcement) advance(now int64, limit int) {
+	for m.n > 0 && m.calls[0].end <= now {
+		t := m.pop()
+		m.done++
+		if m.q > 0 && m.n < limit {
+			m.q--
+			m.push(t, limit)
+		}
+	}
+	for m.q > 0 && m.n < limit {
+		m.q--
+		m.push(now, limit)
+	}
+	if m.q == 0 {
+		m.queueSince = 0
+		m.drained = true
+	}
+}
+
+// workers is W, the calls the model's service has in service at once
+// (0: unknown).
+func (m *enforcement) workers() int {
+	if m.service.Mean <= 0 || m.capacity <= 0 {
+		return 0
+	}
+	w := m.capacity * m.service.Mean.Seconds()
+	if math.IsInf(w, 1) || w > 1<<30 {
+		return 1 << 30
+	}
+	return max(1, int(math.Round(w)))
+}
+
+// push admits a call at t (ns) into the model's service: it starts when
+// the call W admissions ahead of it ends (at once with fewer in the
+// service; in a FIFO queue of W servers, about when a server frees for it)
+// and ends a service time later, drawn from the service's own latency
+// distribution. The slices grow to the limit and to W (allocating only when
+// they rise past them).
+func (m *enforcement) push(t int64, limit int) {
+	if m.n == len(m.calls) {
+		m.calls = slices.Grow(m.calls[:m.n], max(m.n, limit, 16))[:max(2*m.n, limit, 16)]
+	}
+	c := modelCall{adm: t, end: unknownEnd, u: float64(m.rng.Uint64()>>11) / (1 << 53)}
+	m.schedule(&c)
+	m.calls[m.n] = c
+	m.n++
+	m.up(m.n - 1)
+	m.peak = max(m.peak, m.n)
+}
+
+// schedule sets c's end, once the service is known.
+func (m *enforcement) schedule(c *modelCall) {
+	w := m.workers()
+	if w == 0 {
+		return
+	}
+	// The ends kept: W of them, or as many as are in the service when that
+	// is fewer (a call W ahead is looked for only with W in the service).
+	if keep := min(w, max(m.n+1, 16)); len(m.ends) < keep {
+		e := make([]int64, max(keep, min(w, 2*len(m.ends))))
+		for i := range min(len(m.ends), m.k) {
+			j := m.k - 1 - i // the latest first
+			e[j%len(e)] = m.ends[j%len(m.ends)]
+		}
+		m.ends = e
+	}
+	start := c.adm
+	if m.n >= w && m.k >= w {
+		start = max(start, m.ends[(m.k-w)%len(m.ends)])
+	}
+	c.end = start + int64(serviceTime(&m.service, c.u))
+	if len(m.ends) > 0 {
+		m.ends[m.k%len(m.ends)] = c.end
+	}
+	m.k++
+	m.startWait += float64(start - c.adm)
+	m.starts++
+}
+
+// serviceTime is the u-quantile of the service's latency, linear between
+// the quantiles known, scaled so that the times drawn have the service's
+// mean (which W = C·s is made of).
+func serviceTime(l *adaptive.Latency, u float64) time.Duration {
+	qs := [...]float64{0, 0.5, 0.9, 0.95, 0.99, 0.999, 1}
+	vs := [...]float64{float64(l.Min), float64(l.P50), float64(l.P90), float64(l.P95), float64(l.P99), float64(l.P999), float64(l.P999)}
+	var mean, v float64
+	for i := 1; i < len(qs); i++ {
+		mean += (vs[i-1] + vs[i]) / 2 * (qs[i] - qs[i-1])
+		if u >= qs[i-1] && u <= qs[i] {
+			v = vs[i-1] + (u-qs[i-1])/(qs[i]-qs[i-1])*(vs[i]-vs[i-1])
+		}
+	}
+	if mean <= 0 {
+		return l.Mean
+	}
+	return time.Duration(v * float64(l.Mean) / mean)
+}
+
+// up and down restore the heap of calls by end from i; pop removes its
+// first and returns its end.
+func (m *enforcement) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if m.calls[p].end <= m.calls[i].end {
+			return
+		}
+		m.calls[p], m.calls[i] = m.calls[i], m.calls[p]
+		i = p
+	}
+}
+
+func (m *enforcement) down(i int) {
+	for {
+		l, least := 2*i+1, i
+		if l < m.n && m.calls[l].end < m.calls[least].end {
+			least = l
+		}
+		if r := l + 1; r < m.n && m.calls[r].end < m.calls[least].end {
+			least = r
+		}
+		if least == i {
+			return
+		}
+		m.calls[i], m.calls[least] = m.calls[least], m.calls[i]
+		i = least
+	}
+}
+
+func (m *enforcement) pop() int64 {
+	end := m.calls[0].end
+	m.n--
+	m.calls[0] = m.calls[m.n]
+	m.down(0)
+	return end
+}
+
+// gap is the model's interval between completions now (0: unknown).
+func (m *enforcement) gap() time.Duration {
+	w := m.workers()
+	if w == 0 || m.n == 0 {
+		return 0
+	}
+	return m.service.Mean / time.Duration(min(m.n, w))
+}
+
+// arrive decides an arrival at now (ns) of priority p, as enforcement would
+// with the limit, the queue bound maxQueue and the group's published queue
+// bound qb: a slot (RejectNone, flag shadowWithin), a place in the queue
+// (RejectNone), or a refusal's reason. inFlight is the number of requests
+// the real service holds; the arrival is clean (flag shadowClean) when it
+// is no more than the model's.
+func (m *enforcement) arrive(now int64, p adaptive.Priority, limit, maxQueue int, qb *adaptive.QueueBound, inFlight int) (adaptive.RejectReason, int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.advance(now, limit)
+	var flags int64
+	if inFlight <= m.n {
+		flags |= shadowClean
+	}
+	if m.q == 0 && m.n < limit {
+		m.push(now, limit)
+		return adaptive.RejectNone, flags | shadowWithin
+	}
+	if maxQueue == 0 {
+		return adaptive.RejectConcurrency, flags
+	}
+	var busy time.Duration
+	if m.queueSince != 0 {
+		busy = time.Duration(now - m.queueSince)
+	}
+	wait, _ := qb.Arrival(p, busy)
+	if wait <= 0 {
+		return adaptive.RejectQueueTimeout, flags
+	}
+	gap := m.gap()
+	pos := adaptive.Positions(wait, gap, 0)
+	if pos < 0 || m.q+1 > maxQueue || (pos > 0 && m.q+1 > pos) {
+		return adaptive.RejectQueueFull, flags
+	}
+	if m.q == 0 {
+		m.queueSince = now
+	}
+	m.q++
+	m.queued++
+	if gap > 0 {
+		w := time.Duration(m.q) * gap
+		if m.waitMin == 0 || w < m.waitMin {
+			m.waitMin = w
+		}
+		m.waitMax = max(m.waitMax, w)
+	}
+	return adaptive.RejectNone, flags
+}
+
+// known schedules the calls admitted while the service's latency was not
+// known, in the order they were admitted.
+func (m *enforcement) known() {
+	cs := m.calls[:m.n]
+	slices.SortFunc(cs, func(a, b modelCall) int { return cmp.Compare(a.adm, b.adm) })
+	n := m.n
+	m.n = 0
+	for i := range n {
+		m.schedule(&cs[i])
+		m.n++
+		m.up(i)
+	}
+}
+
+// leave ends a shadowed request that ran for latency with outcome o: a
+// clean one's latency is what enforcement would have measured. Until the
+// first interval with enough of them, the service's own latency is their
+// mean so far, and its capacity unbounded (the first tick measures it).
+func (m *enforcement) leave(flags int64, latency time.Duration, o Outcome) {
+	if flags&shadowClean == 0 {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	switch o {
+	case Success:
+		if m.clean == nil {
+			m.clean = new(hist.Histogram)
+		}
+		m.clean.Add(latency)
+		if m.serviceAt == 0 {
+			mean := m.clean.Mean()
+			m.service = adaptive.Latency{Min: mean, Mean: mean, P50: mean, P90: mean, P95: mean, P99: mean, P999: mean}
+			if m.capacity == 0 {
+				m.capacity = math.Inf(1)
+			}
+			m.known()
+		}
+	case Dropped:
+		m.cleanDrops++
+	}
+}
+
+// tick ends the model's interval at now (ns): it measures the real service
+// from the interval's real successes (s.Successes) and clean latencies, rewrites s (the sample of the real interval) as the model saw
+// it, and starts the next interval. limit is the limit in force.
+func (m *enforcement) tick(now int64, limit int, s *adaptive.Sample) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.advance(now, limit)
+	m.ticks++
+	elapsed := s.Interval.Seconds()
+	if elapsed <= 0 {
+		elapsed = adaptive.DefaultInterval.Seconds()
+	}
+
+	// The capacity: the most the real service completed per second over
+	// the window (two intervals averaged, which halves a count's noise),
+	// successes only: a request that failed fast (a refused connection, a
+	// 503 of the service's own queue) is no work done.
+	if x := float64(s.Successes) / elapsed; x > 0 {
+		xm := x
+		if m.lastX > 0 {
+			xm = (x + m.lastX) / 2
+		}
+		m.lastX = x
+		m.xs[m.xAt%capacityWindow] = xm
+		m.xAt++
+		m.capacity = 0
+		for _, v := range m.xs {
+			m.capacity = max(m.capacity, v)
+		}
+	}
+	var lat adaptive.Latency
+	if m.clean != nil && m.clean.Count() >= minClean {
+		var q [4]time.Duration
+		m.clean.Quantiles([]float64{0.5, 0.9, 0.95, 0.99}, q[:])
+		lat = adaptive.Latency{Min: m.clean.Min(), Mean: m.clean.Mean(), P50: q[0], P90: q[1], P95: q[2], P99: q[3],
+			P999: m.clean.Quantile(0.999)}
+		// The service's own latency: the lowest mean measured lately.
+		if m.clean.Count() >= minService && (m.serviceAt == 0 || lat.Mean < m.service.Mean || m.ticks-m.serviceAt > serviceWindow) {
+			first := m.serviceAt == 0
+			m.service, m.serviceAt = lat, m.ticks
+			if first {
+				m.known()
+			}
+		}
+	} else if m.service.Mean > 0 && m.starts > 0 {
+		// The service's own latency and the mean wait for one of its W of
+		// the interval's admissions.
+		w := time.Duration(m.startWait / m.starts)
+		sv := m.service
+		lat = adaptive.Latency{Min: sv.Min + w, Mean: sv.Mean + w, P50: sv.P50 + w, P90: sv.P90 + w,
+			P95: sv.P95 + w, P99: sv.P99 + w, P999: sv.P999 + w}
+	}
+
+	drops := min(m.cleanDrops, m.done)
+	s.InFlight = m.n
+	s.InFlightStart = m.inflightStart
+	s.MaxInFlight = max(m.peak, m.inflightStart)
+	s.Successes, s.Drops = m.done-drops, drops
+	s.Throughput = float64(m.done) / elapsed
+	s.Queued = m.queued
+	s.QueueLength = m.q
+	s.QueueDrained = m.drained || m.q == 0
+	s.QueueWaitMin, s.QueueWaitMax = m.waitMin, m.waitMax
+	s.Latency = lat
+
+	m.inflightStart = m.n
+	m.done, m.queued, m.cleanDrops = 0, 0, 0
+	m.peak, m.drained = m.n, m.q == 0
+	m.waitMin, m.waitMax = 0, 0
+	m.startWait, m.starts = 0, 0
+	if m.clean != nil {
+		m.clean.Reset()
+	}
+}
+
+// waiting is the model's queue length at now (ns), with limit in force,
+// for the read-outs.
+func (m *enforcement) waiting(now int64, limit int) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.advance(now, limit)
+	return m.q
+}
+
+// inService is the number of requests in the model's service at now (ns),
+// with limit in force.
+func (m *enforcement) inService(now int64, limit int) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.advance(now, limit)
+	return m.n
+}
