@@ -80,7 +80,10 @@
 // several: the service stopped answering), and in the interval after (whose
 // latency is the stall's), the
 // law holds (SignalStalled): it must not read the few requests that came
-// back as a service with room, nor blame concurrency for a pause.
+// back as a service with room, nor blame concurrency for a pause. The gate
+// meanwhile refuses arrivals to the silent service (Silent), free slot or
+// not; those refusals (Sample.Silenced) show the stall to the law but are
+// no sign of a binding limit or of overload.
 //
 // Resources. CPU and CPU pressure are cut proportionally above their
 // targets and aimed at target × (1 − Headroom/5); memory, which must never

@@ -53,7 +53,9 @@ type QueueWaitParams struct {
 	// only make it late. The upstream latency used is a decaying peak of
 	// Sample.Latency.Quantile(Quantile) (halving its excess over the current
 	// value in about 6 s), because when load rises the upstream latency climbs
-	// within an interval while waiters are still being admitted. Critical
+	// within an interval while waiters are still being admitted; and it is
+	// the latency of a full limit (fullLimitRise), which a waiter is served
+	// into. An interval without completions keeps the last budget. Critical
 	// waiters are not capped: a critical request served a little late beats one
 	// refused.
 	Latency  time.Duration
@@ -232,8 +234,11 @@ func (q *QueueWait) Update(s Sample) QueueBound {
 	} else {
 		q.standing = s.Now.Sub(q.drained) >= q.p.Interval
 	}
-	q.budget = 0
+	// An interval that completed nothing (a stall) keeps the budget: its
+	// latency is unknown, not low, and without a budget a waiter's bound
+	// would go back to Interval just when nothing is served.
 	if up := s.Latency.Quantile(q.p.Quantile); q.p.Latency > 0 && up > 0 {
+		up += fullLimitRise(&s)
 		q.peak = max(up, time.Duration(float64(q.peak)*peakDecay))
 		q.budget = max(q.p.Latency-q.peak, q.p.Target)
 	}
@@ -255,6 +260,32 @@ func (q *QueueWait) Bound() QueueBound {
 	return b
 }
 
+// fullLimitRise is how much higher than s measured it the upstream latency
+// is once the limit is full, as it is whenever a request waits in the queue:
+// by Little's law each request in flight beyond the mean the interval had
+// (throughput × mean latency) adds a completion interval (1 / throughput)
+// to every latency, so (limit − mean in flight) / throughput. A waiter is
+// served into a full limit, and its wait adds to that latency, not to the
+// lower one measured while the limit had room (issue 27: at 1×C a limit of
+// 104 held 80 in flight, and at a step to 3×C the queue's waits came on top
+// of the upstream p99 of the full limit: 109 ms against a 100 ms target).
+// Only while the limit is in use on average (the mean in flight at least
+// DefaultUseRatio of it, so the rise is at most the mean latency): the
+// throughput of a service far below its limit says nothing of how fast it
+// serves a full one (a burst into a quiet group). Zero when nothing
+// completed.
+func fullLimitRise(s *Sample) time.Duration {
+	x := s.throughput()
+	if x <= 0 || s.Limit <= 0 {
+		return 0
+	}
+	n := x * s.Latency.Mean.Seconds()
+	if room := float64(s.Limit) - n; room > 0 && n >= DefaultUseRatio*float64(s.Limit) {
+		return time.Duration(room / x * float64(time.Second))
+	}
+	return 0
+}
+
 // stallGaps is how many intervals between completions the queue must go
 // without handing a slot out for the silence to count (Positions): slots
 // free at random moments, and a silence of a few gaps is chance (one of
@@ -262,3 +293,39 @@ func (q *QueueWait) Bound() QueueBound {
 // in fifty), while a service that stopped goes silent for as long as it
 // stops.
 const stallGaps = 4
+
+// Silent reports whether an arrival of priority p finds the service
+// stalled: inflight requests are in flight and none has completed for
+// silence, as long as silentCompletions of them would take at the mean
+// upstream latency of the last interval (Little's law: n in flight with a
+// mean latency m complete one per m/n). The service has stopped (a
+// stop-the-world pause, a hang), and a request admitted now waits for the
+// stall whatever slot it gets (issue 27: at 0.8×C a limit of 71 filled
+// within 60 ms of each 300 ms stall, and every one of those requests came
+// back late). The gate refuses such an arrival at once (RejectQueueFull:
+// it will not be served within any bound), free slot or not, in a group
+// with a queue and a latency target, until a completion ends the silence,
+// and counts it in Sample.Silenced, not
+// Rejected; a Critical one is still admitted (served a little late beats
+// refused). Nothing is judged without a mean (mean 0) or
+// with nothing in flight: the silence of an idle service is no stall, and
+// it starts when a request is admitted with nothing else in flight.
+func Silent(p Priority, inflight int, silence, mean time.Duration) bool {
+	return p < Critical && inflight > 0 && mean > 0 &&
+		time.Duration(inflight)*silence >= silentCompletions*mean
+}
+
+// silentCompletions is how many completions a silence must have gone
+// without to count (Silent): for completions like a Poisson stream's, an
+// arrival finds such a silence by chance with probability (1 + k)·e^−k
+// (arrivals land in long silences more often), one in about 12,000 for
+// k = 12. At 1,200 req/s with 12 in flight (a mean of 10 ms) it is the
+// first 10 ms of a stall.
+const silentCompletions = 12
+
+// SilenceGrain is the resolution at which the gate notes the instant of
+// the last completion (Silent's silence): one is stored only when it is
+// this much later than the one stored, so that at a high rate most
+// completions only read the field every core shares. It is a two-hundredth
+// of the silence Silent needs at 1,200 req/s with 12 in flight (10 ms).
+const SilenceGrain = 50 * time.Microsecond

@@ -56,3 +56,49 @@ func TestQueueBoundArrival(t *testing.T) {
 		t.Error("a FIFO queue turned LIFO")
 	}
 }
+
+// The latency budget of a waiter is what the target leaves over the
+// upstream latency of a full limit: at 1×C (1,500/s) a limit of 104 held a
+// mean of 80 in flight (mean 53.3 ms, p99 76 ms), and a waiter is served
+// into the full limit, 24 more in flight, 16 ms more latency: the budget is
+// 100 − 76 − 16 = 8 ms, not 24 (issue 27: at a step to 3×C, 24 ms of
+// waiting on top of the full limit's p99 put the second's p99 at 109 ms).
+// A quiet group far below its limit (a mean of 0.1 in flight of 20) gets
+// no such rise: its throughput says nothing of a full limit's. And an
+// interval that completed nothing keeps the budget.
+func TestQueueWaitBudgetOfFullLimit(t *testing.T) {
+	ms := time.Millisecond
+	now := time.Unix(0, 0)
+	for _, tc := range []struct {
+		name       string
+		limit      int
+		x          float64
+		mean, p99  time.Duration
+		wantBudget time.Duration
+	}{
+		{"at 1xC, limit 104, 80 in flight", 104, 1500, 53333 * time.Microsecond, 76 * ms, 8 * ms},
+		{"quiet group", 20, 10, 10 * ms, 30 * ms, 70 * ms},
+		{"full limit", 30, 1500, 20 * ms, 60 * ms, 40 * ms},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			qw, err := NewQueueWait(QueueWaitParams{Latency: 100 * ms})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := Sample{Now: now, Interval: 250 * ms, Limit: tc.limit, Throughput: tc.x,
+				Successes: int(tc.x / 4), MaxInFlight: tc.limit,
+				Latency: Latency{Mean: tc.mean, P50: tc.mean, P99: tc.p99}}
+			got := qw.Update(s).Wait
+			if d := got - tc.wantBudget; d < -ms/2 || d > ms/2 {
+				t.Errorf("budget %v, want %v", got, tc.wantBudget)
+			}
+			// Nothing completes in the next interval (and the queue has
+			// not stood: what arrived was refused): the budget holds.
+			stalled := Sample{Now: now.Add(250 * ms), Interval: 250 * ms, Limit: tc.limit,
+				InFlight: tc.limit, MaxInFlight: tc.limit, QueueDrained: true}
+			if w := qw.Update(stalled).Wait; w != got {
+				t.Errorf("after an interval without completions the bound is %v, want the budget %v", w, got)
+			}
+		})
+	}
+}

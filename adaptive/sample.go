@@ -46,6 +46,11 @@ type Sample struct {
 	// Shed counts requests turned away before the concurrency stage by the policy
 	// (RejectPriority, RejectCPU, RejectMemory). Informational.
 	Shed int
+	// Silenced counts requests refused on arrival because the service was
+	// silent (Silent: a stall), counted in no other field: they say nothing
+	// of the limit (a stall is no overload, and a silence found by chance
+	// does not bind it), only that completions stopped.
+	Silenced int
 
 	// Queued counts requests that had to wait for a slot during the interval.
 	Queued int

@@ -441,14 +441,15 @@ func (t *Target) Update(s Sample) Decision {
 // stalledIn reports that completions did not keep up with what was in
 // flight in s: the limit bound (requests waited or were refused, so the
 // slots stayed full: at least min(InFlightStart, InFlight) requests were in
-// flight through the interval), yet what completed accounts, by Little's
+// flight through the interval) or the gate refused arrivals to the silence
+// (Sample.Silenced), yet what completed accounts, by Little's
 // law, for under stallShare of that, where the latency last seen would have
 // brought stallExpected completions or more. The service stopped answering for much
 // of the interval (a pause, a hang), and the latency of the few that came
 // back says nothing of those stuck.
 func (t *Target) stalledIn(s *Sample) bool {
 	share, held := s.answered()
-	if held == 0 || share >= stallShare || t.lastMean == 0 || !binds(s) {
+	if held == 0 || share >= stallShare || t.lastMean == 0 || !(binds(s) || s.Silenced > 0) {
 		return false
 	}
 	return float64(held)*s.interval().Seconds()/t.lastMean >= stallExpected

@@ -94,6 +94,7 @@ type countSnap struct {
 	rejected       [adaptive.NumRejections]uint64
 	queued         uint64
 	canceled       uint64
+	silenced       uint64
 	shadow         [adaptive.NumRejections]uint64 // would-be rejections (shadow.go)
 	shadowStage    [adaptive.NumPriorities]uint64
 }
@@ -108,6 +109,7 @@ func (gr *group) counts() (s countSnap) {
 	}
 	s.queued = gr.c.queued.Load()
 	s.canceled = gr.c.canceled.Load()
+	s.silenced = gr.c.silenced.Load()
 	gr.shadowCounts(&s)
 	return s
 }
@@ -220,6 +222,8 @@ func (g *Gate) tickGroup(gr *group, now time.Time, elapsed time.Duration, res *p
 		s.QueueWaitMin, s.QueueWaitMax = qwait.Min, qwait.Max
 	}
 	addRejections(&s, &cur.rejected, &prev.rejected)
+	s.Silenced = int(cur.silenced - prev.silenced) // counted in rejected[queue_full] too
+	s.Rejected -= s.Silenced
 	for p := range s.ByPriority {
 		s.ByPriority[p] = adaptive.PriorityCount{
 			Arrived:  int(cur.arrived[p] - prev.arrived[p]),
@@ -248,6 +252,9 @@ func (g *Gate) tickGroup(gr *group, now time.Time, elapsed time.Duration, res *p
 		if _, lifo := qb.Arrival(adaptive.Sheddable, busy); gr.conc.Order() != orderOf(lifo) {
 			_ = gr.conc.SetOrder(orderOf(lifo))
 		}
+	}
+	if lat.Successes > 0 {
+		gr.silence.meanNs.Store(int64(lat.Mean))
 	}
 	// The interval between completions, which with a waiter's position
 	// tells its wait (adaptive.Positions): unknown while nothing is in

@@ -345,3 +345,43 @@ name = "g"
 	}
 	r2.p.Done(Success)
 }
+
+// TestSampleSilenced: a refusal to a silent service (stall.go) counts in
+// the read-outs as queue_full, and in the law's sample as Silenced, not as
+// a concurrency-stage rejection: it says nothing of the limit (issue 27:
+// counted as one, a silence found by chance read as a binding limit, and
+// the target law's slow start doubled the limit).
+func TestSampleSilenced(t *testing.T) {
+	g, clk := newGate(t, `
+[[group]]
+name = "g"
+  [group.concurrency]
+  law = "fixed"
+  limit = 10
+  [group.targets]
+  latency = "100ms"
+  [group.queue]
+  max = 5
+`)
+	gr := g.testGroup(t, "g")
+	serve(t, g, clk, 2, 10*time.Millisecond, Success)
+	g.Tick(clk.Now()) // mean 10 ms
+	a, b := mustEnter(t, g, request("/")), mustEnter(t, g, request("/"))
+	clk.Advance(61 * time.Millisecond) // 2 × 61 ms ≥ 12 × 10 ms: silent
+	if _, rej, ok := g.Enter(request("/")); ok || rej.Reason != adaptive.RejectQueueFull {
+		t.Fatalf("an arrival to a silent service: admitted %v, %v; want queue_full", ok, rej.Reason)
+	}
+	a.Done(Success)
+	c := mustEnter(t, g, request("/")) // the completion ended the silence
+	g.Tick(clk.Now())
+	s := gr.info.Load().sample
+	if s.Silenced != 1 || s.Rejected != 0 || s.ByPriority[adaptive.Default].Rejected != 0 {
+		t.Errorf("sample: Silenced %d, Rejected %d, default's %d; want 1, 0, 0",
+			s.Silenced, s.Rejected, s.ByPriority[adaptive.Default].Rejected)
+	}
+	if n := g.testGroup(t, "g").c.rejected[adaptive.RejectQueueFull].Load(); n != 1 {
+		t.Errorf("queue_full counted %d times, want 1", n)
+	}
+	b.Done(Success)
+	c.Done(Success)
+}

@@ -29,7 +29,12 @@
 //  4. fair share, when the group has a key: if the group is at its limit and
 //     the key already holds its share of the slots (limit / active keys) →
 //     "fair_share", so a greedy key gives way before a polite one;
-//  5. a concurrency slot (limits.Concurrency, lock-free); else the bounded
+//  5. in a group with a queue and a latency target, below critical: refused at once while the
+//     service is silent (requests in flight and none completed for as long
+//     as 12 of them take at the last interval's mean: a stall,
+//     adaptive.Silent) → "queue_full", free slot or not (admitted, it would
+//     wait for the stall); counted in the law's sample as Silenced;
+//  6. a concurrency slot (limits.Concurrency, lock-free); else the bounded
 //     wait queue, highest priority first, for at most the published
 //     QueueBound as read on arrival (QueueBound.Arrival: a queue that has
 //     stayed non-empty for codel_interval is standing, so a waiter below

@@ -102,6 +102,7 @@ func (p *Pass) DoneAfter(o Outcome, latency time.Duration) {
 	if gr == nil {
 		return
 	}
+	gr.silence.heard(p.t0 + int64(latency))
 	if p.wait < 0 {
 		gr.shadowDone(p.wait, latency, o) // before release: p.wait is read
 	}
@@ -227,7 +228,14 @@ func (g *Gate) EnterClassCost(ctx context.Context, c Class, cost int64) (Pass, R
 	if gr.mode.Load()&shadowGroup != 0 { // the model of enforcement decides (shadowmodel.go)
 		return gr.shadowSlot(ks, p, c.Key, t0), Rejection{}, true
 	}
-	if !gr.conc.TryAcquire() {
+	fast := gr.conc.TryAcquire()
+	if !fast {
+		if gr.refusesSilence(p, gr.conc.InFlight(), t0) {
+			if ks != nil {
+				gr.keys.leave(ks)
+			}
+			return Pass{}, gr.silenced(c.Key), false
+		}
 		var end waitEnd
 		if t0, end = g.queue(ctx, gr, p, t0); end != (waitEnd{}) {
 			if ks != nil {
@@ -239,10 +247,24 @@ func (g *Gate) EnterClassCost(ctx context.Context, c Class, cost int64) (Pass, R
 			return Pass{}, gr.reject(end.why, p, c.Key), false
 		}
 	}
+	n := gr.conc.InFlight()
+	switch {
+	case n == 1:
+		gr.silence.busy(t0)
+	case fast && gr.refusesSilence(p, n-1, t0):
+		// An arrival that found a free slot is judged once it holds it
+		// (the in-flight count is read here anyway), as if before: the
+		// slot goes back at once. A waiter given a slot was served.
+		gr.conc.Release()
+		if ks != nil {
+			gr.keys.leave(ks)
+		}
+		return Pass{}, gr.silenced(c.Key), false
+	}
 	if ks != nil {
 		ks.held.Add(1)
 	}
-	gr.lat.ObserveInflight(gr.conc.InFlight()) // in shadow, shadowPass adds those beyond
+	gr.lat.ObserveInflight(n) // in shadow, shadowPass adds those beyond
 	return Pass{g: gr, ks: ks, t0: t0, wait: (t0 - arrived) | would}, Rejection{}, true
 }
 

@@ -48,6 +48,7 @@ type group struct {
 	// standing, and no slot handed out for long is a stall.
 	bound                       atomic.Pointer[adaptive.QueueBound]
 	gapNs, busySince, lastGrant atomic.Int64
+	silence                     silence    // a stalled service refuses at arrival (stall.go)
 	rate                        *rateLimit // nil: none
 	keys                        *keyTable  // nil: no fair share (no key)
 	fair                        adaptive.FairShare
@@ -96,6 +97,7 @@ type counters struct {
 	rejected [adaptive.NumRejections]atomic.Uint64 // by reason
 	queued   atomic.Uint64                         // requests that waited for a slot
 	canceled atomic.Uint64                         // requests whose context ended while they waited
+	silenced atomic.Uint64                         // of rejected[queue_full], those refused to a silent service (stall.go)
 	done     [3]atomic.Uint64                      // completions by Outcome, added by the control loop
 
 	// Shadow mode (shadow.go): would-be rejections by reason and, of the

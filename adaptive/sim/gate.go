@@ -29,9 +29,12 @@ import (
 //  3. FairShare, when enabled: group at its limit and the key holding its share →
 //     RejectFairShare (active keys are those holding a slot or queued, the asking
 //     key included);
-//  4. a slot if in flight < limit (a counting semaphore; the limit is never
+//  4. with a queue and a latency target, below Critical, a silent service (adaptive.Silent:
+//     nothing completed for as long as 12 of those in flight take) →
+//     RejectQueueFull, free slot or not (counted in Sample.Silenced);
+//  5. a slot if in flight < limit (a counting semaphore; the limit is never
 //     overshot, and lowering it preempts nothing: slots drain);
-//  5. else the bounded wait queue: if full, the lowest-priority newest waiter is
+//  6. else the bounded wait queue: if full, the lowest-priority newest waiter is
 //     evicted (RejectQueueFull) when it is of strictly lower priority than the
 //     newcomer, else the newcomer is refused (RejectQueueFull); each waiter waits
 //     at most min(QueueBound.For(priority) capped by Gate.MaxWait, time left
@@ -61,7 +64,12 @@ type gateState struct {
 	busy      bool
 	busySince int64
 	lastGrant int64
-	floor     adaptive.Floor
+	// heard is when the service was last heard from (a completion, at
+	// adaptive.SilenceGrain, or an admission with nothing else in flight),
+	// and meanNs the last interval's mean upstream latency: the gate's
+	// silence, for adaptive.Silent.
+	heard, meanNs int64
+	floor         adaptive.Floor
 
 	fair   bool
 	share  adaptive.FairShare
@@ -192,6 +200,11 @@ func (e *engine) enter(id int32) {
 			e.reject(id, adaptive.RejectFairShare)
 			return
 		}
+	}
+	if g.maxQueue > 0 && e.sc.Targets.Latency > 0 && adaptive.Silent(r.prio, g.inflight, time.Duration(e.now-g.heard), time.Duration(g.meanNs)) {
+		e.iv.silenced++
+		e.refuse(id, adaptive.RejectQueueFull)
+		return
 	}
 	if g.inflight < g.limit {
 		e.admit(id)
@@ -415,6 +428,9 @@ func (e *engine) admit(id int32) {
 		e.overshoots++ // never expected: tests assert it stays 0
 	}
 	g.inflight++
+	if g.inflight == 1 {
+		g.heard = e.now
+	}
 	g.held[r.tenant]++
 	e.use(r.tenant, +1)
 	e.iv.maxInflight = max(e.iv.maxInflight, g.inflight)
@@ -430,6 +446,9 @@ func (e *engine) release(id int32) {
 	r := &e.reqs[id]
 	g := &e.g
 	g.inflight--
+	if e.now-g.heard >= int64(adaptive.SilenceGrain) {
+		g.heard = e.now
+	}
 	g.held[r.tenant]--
 	e.use(r.tenant, -1)
 	e.dispatch()

@@ -49,6 +49,7 @@ type interval struct {
 	maxInflight, startInflight           int
 	successes, drops                     int
 	rejected, rateRejected, shed, queued int
+	silenced                             int // refused to a silent service (adaptive.Silent)
 	waitMin, waitMax                     int64
 	waitSeen                             bool
 	drained                              bool            // the queue was empty at some moment
@@ -339,9 +340,6 @@ func (e *engine) attempt(id int32) {
 // reject turns request id away and lets its client retry or give up.
 func (e *engine) reject(id int32, why adaptive.RejectReason) {
 	r := &e.reqs[id]
-	if e.sc.Host.On() {
-		e.hostCharge(e.sc.Host.Refuse)
-	}
 	switch why {
 	case adaptive.RejectRate:
 		e.iv.rateRejected++
@@ -353,6 +351,17 @@ func (e *engine) reject(id int32, why adaptive.RejectReason) {
 	default:
 		e.iv.rejected++
 		e.iv.byPrio[r.prio].Rejected++
+	}
+	e.refuse(id, why)
+}
+
+// refuse answers request id's attempt with a refusal for why, counted in
+// the interval's sample by the caller (reject, or Silenced), and lets its
+// client retry.
+func (e *engine) refuse(id int32, why adaptive.RejectReason) {
+	r := &e.reqs[id]
+	if e.sc.Host.On() {
+		e.hostCharge(e.sc.Host.Refuse)
 	}
 	e.iv.rejects++
 	e.rec.reject(e.now, r.arrive, why)
@@ -451,6 +460,7 @@ func (e *engine) tick() {
 		Drops:         iv.drops,
 		Rejected:      iv.rejected,
 		RateRejected:  iv.rateRejected,
+		Silenced:      iv.silenced,
 		Shed:          iv.shed,
 		Queued:        iv.queued,
 		QueueLength:   e.g.waiting,
@@ -489,6 +499,9 @@ func (e *engine) tick() {
 			busy = e.now - e.g.busySince
 		}
 		_, e.g.lifo = e.g.bound.Arrival(adaptive.Sheddable, time.Duration(busy))
+	}
+	if iv.successes > 0 {
+		e.g.meanNs = int64(iv.lat.Mean())
 	}
 	switch done := iv.successes + iv.drops; {
 	case done > 0:

@@ -804,7 +804,9 @@ func TestTargetFastStalls(t *testing.T) {
 	for _, p := range r.Series {
 		inStall := false
 		for s := 3 * time.Second; s < r.Phases[len(r.Phases)-1].End; s += 3 * time.Second {
-			if p.T > s && p.T <= s+300*time.Millisecond+2*r.Interval {
+			// The intervals that end in the stall, and the one after its
+			// end (whose latency is the stall's).
+			if p.T > s && p.T <= s+300*time.Millisecond+r.Interval {
 				inStall = true
 			}
 		}

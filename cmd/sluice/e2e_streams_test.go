@@ -441,8 +441,9 @@ func rssOf(t *testing.T, pid int) int64 {
 // binary, a concurrency limit of 20, and reports sluice's RSS (VmRSS)
 // before and with them, and the latency of ordinary requests (as the client
 // saw it, and as the law saw it: the group's p99 over a control interval)
-// before and with them. It fails only if an ordinary request is refused or
-// a stream does not open: the figures are for BENCHMARKS.md.
+// before and with them, three rounds each. It fails only if an ordinary
+// request is refused or a stream does not open: the figures are for
+// BENCHMARKS.md.
 //
 // Each WebSocket takes two file descriptors in sluice (client, upstream) and
 // two here (client, the upstream's end): 9,900 fit a hard limit of 20,000
@@ -519,10 +520,13 @@ func TestLabIdleStreams(t *testing.T) {
 		if p := g.Latency.P99; p != nil {
 			law = time.Duration(*p * float64(time.Second)).String()
 		}
-		t.Logf("%s: %d ordinary requests, p50 %v p99 %v (client); the law's p99 %s over a control interval of them; streams %d; sluice RSS %.1f MiB",
-			what, n, quantile(lat, 0.5), quantile(lat, 0.99), law, g.Streams.Open, float64(rssOf(t, pid))/(1<<20))
+		fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+		t.Logf("%s: %d ordinary requests, p50 %v p99 %v (client); the law's p99 %s over a control interval of them; streams %d; sluice RSS %.1f MiB, %d file descriptors",
+			what, n, quantile(lat, 0.5), quantile(lat, 0.99), law, g.Streams.Open, float64(rssOf(t, pid))/(1<<20), len(fds))
 	}
-	measure("before")
+	for i := range 3 {
+		measure(fmt.Sprintf("before, round %d", i+1))
+	}
 	t0 := time.Now()
 	ws := openWebSockets(t, ctx, s, nWS)
 	watches := openWatches(t, ctx, s, nGRPC)
@@ -530,7 +534,9 @@ func TestLabIdleStreams(t *testing.T) {
 	if g := groupView(t, c, admin, "all"); other == "" && g.Streams.Open != nWS+nGRPC {
 		t.Fatalf("streams %+v, want %d open", g.Streams, nWS+nGRPC)
 	}
-	measure("with the streams open")
+	for i := range 3 {
+		measure(fmt.Sprintf("with the streams open, round %d", i+1))
+	}
 }
 
 func envInt(name string, def int) int {
