@@ -178,7 +178,7 @@ func BenchmarkServeHTTPSharedContext(b *testing.B) {
 // harness for comparison.
 func BenchmarkEndToEnd(b *testing.B) {
 	up := cannedUpstream(b, cannedOK)
-	defer noPoison()()
+	defer asServed()()
 	for _, own := range []struct{ name, gate string }{{"own", ""}, {"own+gate", roomyGroup}, {"own+gate+trusted", trustedIPGroup}} {
 		b.Run(own.name, func(b *testing.B) {
 			params := Params{Upstream: up}
@@ -262,11 +262,13 @@ key = "ip"
   limit = 100000
 `
 
-// noPoison turns the tests' overwriting of ended heads off, for a benchmark;
-// the returned function turns it back on.
-func noPoison() func() {
-	poisonHeads = false
-	return func() { poisonHeads = true }
+// asServed makes the own server run as the daemon runs it, for a benchmark:
+// no overwriting of ended heads, the client-gone watch after its delay (the
+// tests watch at once, which costs a read and a goroutine per request); the
+// returned function puts the tests' settings back.
+func asServed() func() {
+	poisonHeads, clientWatchDelay = false, servedWatchDelay
+	return func() { poisonHeads, clientWatchDelay = true, 0 }
 }
 
 // benchOwn serves a Proxy for params behind the own server and measures
@@ -336,7 +338,7 @@ func benchRoundTrips(b *testing.B, addr string, bodyLen int) {
 // own server's target is no allocation per refusal.
 func BenchmarkRefusal(b *testing.B) {
 	up := cannedUpstream(b, cannedOK)
-	defer noPoison()()
+	defer asServed()()
 	const bodyLen = len("too many requests (rate)\n")
 	b.Run("own", func(b *testing.B) {
 		benchOwn(b, Params{Upstream: up, Gate: testGate(b, refuseIPGroup)}, bodyLen)

@@ -38,6 +38,7 @@ type h1Writer struct {
 	written   int64 // body bytes written
 	bodyless  bool
 	closeConn bool  // the connection closes after this response
+	refused   bool  // the response is a gate's refusal (refuse)
 	err       error // a failed write: the connection is gone
 }
 
@@ -50,6 +51,7 @@ func (w *h1Writer) reset(http10, closeReq bool) {
 	}
 	w.http10, w.closeReq = http10, closeReq
 	w.status, w.wroteHead, w.chunked, w.length, w.written, w.bodyless, w.closeConn = 0, false, false, -1, 0, false, closeReq
+	w.refused = false
 }
 
 func (w *h1Writer) clearHeader() { clear(w.header) }
@@ -319,7 +321,7 @@ func (w *h1Writer) refuse(rej *gate.Rejection) {
 	if w.wroteHead {
 		return
 	}
-	w.status, w.wroteHead = rej.Status(), true
+	w.status, w.wroteHead, w.refused = rej.Status(), true, true
 	w.c.body.headWritten()
 	body := rej.Body()
 	b := appendStatusLine(*w.buf, w.status)
