@@ -358,25 +358,9 @@ func TestH1ServerH2C(t *testing.T) {
 	}
 }
 
-// watchGroups: per tenant at /rate, one request per 1,000 s; everything else
-// one at a time, with a queue of one that waits up to a minute.
-const watchGroups = `
-[[group]]
-name = "tenant"
-match = { path_prefix = "/rate" }
-key = "header:X-Tenant"
-  [group.rate]
-  rate = 0.001
-[[group]]
-name = "one"
-  [group.concurrency]
-  law = "fixed"
-  limit = 1
-  [group.queue]
-  max = 1
-  max_wait = "60s"
-  codel_target = "0s"
-`
+// watchGroups is rejectGroups with a queue wait of a minute: a request whose
+// client leaves must leave the queue long before its wait would end.
+var watchGroups = strings.Replace(rejectGroups, `max_wait = "50ms"`, `max_wait = "60s"`, 1)
 
 // TestH1ServerWatchesWaitsOnly: the client-gone watch (a timer, then a read)
 // is armed only for a request that waits for something: a refusal arms none,
@@ -393,6 +377,9 @@ func TestH1ServerWatchesWaitsOnly(t *testing.T) {
 	}), false)
 	unblock := sync.OnceFunc(func() { close(release) })
 	t.Cleanup(unblock) // before the upstream's Close, which waits for its handlers
+	if !strings.Contains(watchGroups, `max_wait = "60s"`) {
+		t.Fatal("rejectGroups has no 50 ms queue wait to lengthen any more")
+	}
 	g := testGate(t, watchGroups)
 	_, srv, base := startOwn(t, Params{Upstream: up.URL, Gate: g}, ServerParams{}, nil)
 	get := "GET /rate HTTP/1.1\r\nHost: app\r\nX-Tenant: a\r\n\r\n"
