@@ -20,9 +20,10 @@ import (
 //
 // What it saves against net/http's server (see BENCHMARKS.md): no goroutine,
 // context or header map per request (a connection's are reused), no
-// background read per request (a request still running after 10 ms has its
-// connection watched for the client going away, as net/http's server watches
-// every request from its start), request fields read in place from the
+// background read per request (a request that waits — in the gate's queue,
+// for the upstream — has its connection watched for the client going away
+// once it has waited 10 ms, as net/http's server watches every request from
+// its start; a refusal sets no timer), request fields read in place from the
 // connection's buffer rather than copied into strings, and a refusal written
 // from prebuilt bytes with its changing fields patched in and no allocation.
 // (What it cannot save on Go's poller: a read that finds nothing before each
