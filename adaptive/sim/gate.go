@@ -333,25 +333,16 @@ func (e *engine) pushOut(p adaptive.Priority, pos, except int32) {
 }
 
 // peekLive returns, without removing it, the newest (back) or oldest live
-// waiter of level l; it drops dead entries on the way.
+// waiter of level l; it drops dead entries on the way (popLive's, put back).
 func (e *engine) peekLive(l int, back bool) int32 {
-	q := &e.g.levels[l]
-	for {
-		var x ref
-		if back {
-			x = q.popBack()
-		} else {
-			x = q.popFront()
-		}
-		if r := &e.reqs[x.id]; r.gen == x.gen && r.state == stWaiting {
-			if back {
-				q.pushBack(x)
-			} else {
-				q.pushFront(x)
-			}
-			return x.id
-		}
+	id := e.popLive(l, back)
+	x, q := ref{id: id, gen: e.reqs[id].gen}, &e.g.levels[l]
+	if back {
+		q.pushBack(x)
+	} else {
+		q.pushFront(x)
 	}
+	return id
 }
 
 // popLive removes and returns the newest (back) or oldest live waiter of level l.
