@@ -226,6 +226,9 @@ func (r *Runner) runOne(ctx context.Context, s *scenario.Scenario, spec scenario
 		run.Notes = append(run.Notes, fmt.Sprintf("this contender's clients retry in mode %q, up to %d times (not the scenario's load.retry)", lp.Retry.Mode, lp.Retry.Attempts))
 	}
 	run.Timeout = cmp.Or(lp.Timeout, load.DefaultTimeout)
+	if lp.Deadline > 0 {
+		run.Notes = append(run.Notes, fmt.Sprintf("callers give up %v after each arrival: no try outlasts it, no retry starts after it", lp.Deadline))
+	}
 	gen, err := load.New(lp)
 	if err != nil {
 		return fail(err)

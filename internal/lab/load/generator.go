@@ -34,6 +34,12 @@ type Params struct {
 	SLO time.Duration
 	// Timeout bounds each try, from its send instant. Zero: DefaultTimeout.
 	Timeout time.Duration
+	// Deadline is the caller's deadline, from each arrival's intended send
+	// instant: none of its tries outlasts it, no retry starts at or after
+	// it, and in Retry mode Client it is the context deadline package
+	// client weighs its retries against. Zero: none (each try has the
+	// Timeout, and retries start until the run's end).
+	Deadline time.Duration
 	// MaxInflight bounds the tries in flight at once (goroutines and
 	// connections). An arrival or retry that finds it full is not delayed
 	// but fails as KindOverflow. Zero: DefaultMaxInflight.
@@ -87,8 +93,8 @@ func (p Params) Validate() []error {
 		errs = append(errs, fmt.Errorf("load: target %q must be an http(s) URL", p.Target))
 	}
 	errs = append(errs, p.Schedule.Validate()...)
-	if p.SLO < 0 || p.Timeout < 0 {
-		errs = append(errs, fmt.Errorf("load: slo and timeout must not be negative, got %v and %v", p.SLO, p.Timeout))
+	if p.SLO < 0 || p.Timeout < 0 || p.Deadline < 0 {
+		errs = append(errs, fmt.Errorf("load: slo, timeout and deadline must not be negative, got %v, %v and %v", p.SLO, p.Timeout, p.Deadline))
 	}
 	if p.MaxInflight < 0 || p.MaxInflight > 1<<20 {
 		errs = append(errs, fmt.Errorf("load: max in-flight must be in [1,%d], got %d", 1<<20, p.MaxInflight))
@@ -250,8 +256,9 @@ func (g *Generator) acquire() bool {
 func (g *Generator) request(ctx context.Context, a arrival) {
 	sent := g.start.Add(a.intended)
 	lag := g.p.Clock.Now().Sub(sent)
+	due := g.due(a)
 	for n := 1; ; n++ {
-		status, retryAfter, reason, kind := g.try(ctx, a)
+		status, retryAfter, reason, kind := g.try(ctx, a, due)
 		now := g.p.Clock.Now()
 		g.inflight.Add(-1)
 		if !g.throttled { // a throttled request's tries were counted as they went
@@ -264,7 +271,7 @@ func (g *Generator) request(ctx context.Context, a arrival) {
 			return
 		}
 		next := now.Add(g.p.Retry.wait(n, retryAfter, now, rand.Float64()))
-		if next.After(g.done) || g.p.Clock.SleepUntil(ctx, next) != nil {
+		if next.After(g.done) || !next.Before(due) || g.p.Clock.SleepUntil(ctx, next) != nil {
 			g.finish(a, final)
 			return
 		}
@@ -275,6 +282,15 @@ func (g *Generator) request(ctx context.Context, a arrival) {
 		}
 		sent = g.p.Clock.Now()
 	}
+}
+
+// due returns the last instant of an arrival's request: its caller's
+// deadline, or without one the end of the run's last try.
+func (g *Generator) due(a arrival) time.Time {
+	if g.p.Deadline > 0 {
+		return g.start.Add(a.intended + g.p.Deadline)
+	}
+	return g.done.Add(g.p.Timeout)
 }
 
 // finish records the end of an arrival's request.
@@ -291,22 +307,18 @@ func (g *Generator) finish(a arrival, e event) {
 	g.events <- e
 }
 
-// try sends one try and classifies its answer; a rejection's reason is its
-// Sluice-Reason field, else its status code (dropReason for a request
-// package client dropped). A throttled request is package client's to
-// retry: its deadline is the last instant a retry may end, and each of its
-// tries has the timeout (see tries).
-func (g *Generator) try(ctx context.Context, a arrival) (status int, retryAfter, reason, kind string) {
-	var (
-		tctx   context.Context
-		cancel context.CancelFunc
-	)
-	if g.throttled {
-		last := g.done.Add(g.p.Timeout).Sub(g.p.Clock.Now())
-		tctx, cancel = context.WithTimeout(context.WithValue(ctx, arrivalKey{}, a), last)
+// try sends one try, due to end by due at the latest, and classifies its
+// answer; a rejection's reason is its Sluice-Reason field, else its status
+// code (dropReason for a request package client dropped). A throttled
+// request is package client's to retry: due is its context's deadline, and
+// each of its tries has the timeout too (see tries).
+func (g *Generator) try(ctx context.Context, a arrival, due time.Time) (status int, retryAfter, reason, kind string) {
+	if !g.throttled {
+		due = minTime(due, g.p.Clock.Now().Add(g.p.Timeout))
 	} else {
-		tctx, cancel = context.WithTimeout(ctx, g.p.Timeout)
+		ctx = context.WithValue(ctx, arrivalKey{}, a)
 	}
+	tctx, cancel := context.WithTimeout(ctx, due.Sub(g.p.Clock.Now()))
 	defer cancel()
 	method, body := http.MethodGet, io.Reader(nil)
 	if len(g.body) > 0 {
@@ -361,6 +373,13 @@ func kindOf(ctx, tctx context.Context, resp *http.Response, err error) string {
 	default:
 		return KindStatus
 	}
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
 
 type arrivalKey struct{}

@@ -2,6 +2,7 @@ package load
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -192,6 +193,48 @@ func TestGeneratorRetries(t *testing.T) {
 			}
 			if tot.RejectLatency.Count != tot.RejectedTries {
 				t.Errorf("reject latency count %d, rejected tries %d", tot.RejectLatency.Count, tot.RejectedTries)
+			}
+		})
+	}
+}
+
+// TestGeneratorDeadline: with a caller's deadline, no retry starts at or
+// after it, in the generator's own retries as through package client (a
+// Retry-After of 5 s past a 2 s deadline: one try of each request sent,
+// those package client drops not sent at all); retries within it are
+// made. Virtual time.
+func TestGeneratorDeadline(t *testing.T) {
+	for _, tc := range []struct {
+		mode      RetryMode
+		deadline  time.Duration
+		triesEach int64
+	}{
+		{Immediate, 10 * sec, 4},
+		{RetryAfter, 2 * sec, 1},
+		{Client, 2 * sec, 1},
+	} {
+		t.Run(fmt.Sprintf("%s/%v", tc.mode, tc.deadline), func(t *testing.T) {
+			var tries atomic.Int64
+			g, err := New(Params{
+				Target: "http://lab.invalid/", Schedule: Schedule{{For: sec, From: 20, To: 20}}, Seed: 3,
+				// From the wall clock's now: a context's deadline is on it.
+				Clock: &fakeClock{now: time.Now()}, Retry: Retry{Attempts: 3, Mode: tc.mode}, Timeout: 100 * sec, Deadline: tc.deadline,
+				Transport: roundTrip(func(r *http.Request) (*http.Response, error) {
+					tries.Add(1)
+					return respond(503, "Retry-After", "5", "Sluice-Reason", "concurrency"), nil
+				}),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := g.Run(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			tot := res.Totals
+			checkCounts(t, "totals", tot.Counts)
+			if tot.Sent < 1 || tot.Offered < 5 || tot.Rejected != tot.Offered || tot.Attempts != tc.triesEach*tot.Sent || tot.Attempts != tries.Load() {
+				t.Fatalf("totals %+v after %d tries, want %d tries of each request sent", tot, tries.Load(), tc.triesEach)
 			}
 		})
 	}

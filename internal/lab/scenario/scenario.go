@@ -79,6 +79,7 @@ func (s *Scenario) HogParams() (hog.Params, bool) {
 type Load struct {
 	Path        string             `toml:"path"` // appended to the contender's URL; empty: "/"
 	Timeout     Duration           `toml:"timeout"`
+	Deadline    Duration           `toml:"deadline"` // the caller's, from each arrival (load.Params.Deadline); not shortened by -quick
 	MaxInflight int                `toml:"max_inflight"`
 	Body        Bytes              `toml:"body"`
 	Phases      []Phase            `toml:"phases"`
@@ -462,6 +463,7 @@ func (s *Scenario) LoadParams(base string) (load.Params, error) {
 		Schedule:    s.Schedule(),
 		SLO:         time.Duration(s.SLO),
 		Timeout:     time.Duration(l.Timeout),
+		Deadline:    time.Duration(l.Deadline),
 		MaxInflight: l.MaxInflight,
 		BodyBytes:   int(l.Body),
 		Tenants:     mix(l.Tenants),
