@@ -13,13 +13,13 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/adaptive/sim"
+	"github.com/sluicehq/sluice/cmd/internal/lab"
 	"github.com/sluicehq/sluice/cmd/internal/simulate"
 	"github.com/sluicehq/sluice/configs"
-	"github.com/sluicehq/sluice/internal/lab"
 )
 
 // labConfig is the config the lab's "target" contender runs (its
-// sluice.toml, internal/lab/contenders.toml) for a 300 ms SLO, beside a
+// sluice.toml, cmd/internal/lab/contenders.toml) for a 300 ms SLO, beside a
 // second group that sees nothing in the daemon but is simulated all the
 // same.
 const labConfig = `

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/adaptive/sim"
-	"github.com/sluicehq/sluice/internal/lab/backend"
+	"github.com/sluicehq/sluice/cmd/internal/lab/backend"
 )
 
 // ServiceDesc is a backend as an operator (or the lab's backend, whose

@@ -4,7 +4,7 @@
 //
 // A Workload is the service and the load: the backend, the open-loop
 // clients, their priority and tenant mix, the phases and the SLO, with the
-// policy left out. It comes from a lab scenario (internal/lab's TOML, the
+// policy left out. It comes from a lab scenario (cmd/internal/lab's TOML, the
 // shipped ones by name: FromLab), from a simulator scenario file (the text
 // form of adaptive/sim: FromSimFile), or from a few numbers (Service, Load).
 //

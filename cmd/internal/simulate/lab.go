@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/adaptive/sim"
-	"github.com/sluicehq/sluice/internal/lab/report"
+	"github.com/sluicehq/sluice/cmd/internal/lab/report"
 )
 
 // LoadLabRun reads one contender's run of a lab scenario, the JSON file

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/adaptive/sim"
+	"github.com/sluicehq/sluice/cmd/internal/lab"
+	"github.com/sluicehq/sluice/cmd/internal/lab/report"
 	"github.com/sluicehq/sluice/configs"
-	"github.com/sluicehq/sluice/internal/lab"
-	"github.com/sluicehq/sluice/internal/lab/report"
 )
 
 // recordedLab holds lab runs of shipped scenarios, each as sluice-lab

@@ -11,8 +11,8 @@ import (
 
 	"github.com/sluicehq/sluice/adaptive"
 	"github.com/sluicehq/sluice/adaptive/sim"
+	"github.com/sluicehq/sluice/cmd/internal/lab"
 	"github.com/sluicehq/sluice/configs"
-	"github.com/sluicehq/sluice/internal/lab"
 )
 
 func TestLoad(t *testing.T) {

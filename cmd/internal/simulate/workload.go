@@ -14,9 +14,9 @@ import (
 
 	"github.com/sluicehq/sluice/adaptive"
 	"github.com/sluicehq/sluice/adaptive/sim"
-	"github.com/sluicehq/sluice/internal/lab/backend"
-	"github.com/sluicehq/sluice/internal/lab/load"
-	"github.com/sluicehq/sluice/internal/lab/scenario"
+	"github.com/sluicehq/sluice/cmd/internal/lab/backend"
+	"github.com/sluicehq/sluice/cmd/internal/lab/load"
+	"github.com/sluicehq/sluice/cmd/internal/lab/scenario"
 )
 
 // Workload is a service and the load it gets, without a policy: a
@@ -42,7 +42,7 @@ type Workload struct {
 // answer, as the lab's load generator does by default.
 const defaultTimeout = 10 * time.Second
 
-// FromLab describes the lab scenario s (internal/lab/scenario) to the
+// FromLab describes the lab scenario s (cmd/internal/lab/scenario) to the
 // simulator: the same backend (workers, service time, changes of workers
 // and slowdown), the same load (phases or sweep, in multiples of the
 // starting capacity), the same clients (timeout, retries, tenant and
