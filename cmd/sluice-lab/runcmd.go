@@ -10,10 +10,10 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/sluicehq/sluice/cmd/internal/cli"
 	"github.com/sluicehq/sluice/cmd/internal/lab"
 	"github.com/sluicehq/sluice/cmd/internal/lab/report"
 	"github.com/sluicehq/sluice/cmd/internal/lab/scenario"
-	"github.com/sluicehq/sluice/internal/cli"
 )
 
 var runCommand = cli.Command{

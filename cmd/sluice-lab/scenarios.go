@@ -5,8 +5,8 @@ import (
 	"io"
 	"strings"
 
+	"github.com/sluicehq/sluice/cmd/internal/cli"
 	"github.com/sluicehq/sluice/cmd/internal/lab"
-	"github.com/sluicehq/sluice/internal/cli"
 )
 
 var scenariosCommand = cli.Command{
