@@ -130,7 +130,7 @@ func (p *Proxy) CloseStreams(ctx context.Context) int {
 func (x *exchange) openStream(end time.Time) (gate.Stream, gate.Rejection, bool) {
 	x.done = true
 	if x.p.breaker != nil {
-		x.p.breaker.record(x.permit, gate.Success, end, x.cause)
+		x.p.breaker.Record(x.ticket, gate.Success, end, x.cause)
 	}
 	lat := end.Sub(x.start)
 	st, rej, ok := x.pass.Stream(gate.Success, lat)
