@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/gate"
+	"github.com/sluicehq/sluice/internal/defaults"
 )
 
 // Params configures a Breaker. A zero field means its default.
@@ -69,12 +70,12 @@ type Status struct {
 // Default is what a zero field of Params stands for: open at
 // 5 failures in a row, or once the last 10s (counted in 10 buckets) hold 20
 // requests of which half failed; stay open 5s, then close after 3 probes
-// succeed. The daemon's [upstream.circuit] defaults (package configs, which
-// imports nothing of sluice's) are the same figures; a test of cmd/sluice
-// ties them to these.
+// succeed. They are the daemon's [upstream.circuit] defaults too (package
+// internal/defaults holds them once).
 func Default() Params {
-	return Params{Window: 10 * time.Second, Buckets: 10, MinRequests: 20, FailureRatio: 0.5,
-		ConsecutiveFailures: 5, Cooldown: 5 * time.Second, Probes: 3}
+	return Params{Window: defaults.BreakerWindow, Buckets: 10, MinRequests: defaults.BreakerMinRequests,
+		FailureRatio: defaults.BreakerFailureRatio, ConsecutiveFailures: defaults.BreakerConsecutiveFailures,
+		Cooldown: defaults.BreakerOpenDuration, Probes: defaults.BreakerProbes}
 }
 
 const maxBuckets = 1000
