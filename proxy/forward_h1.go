@@ -105,7 +105,7 @@ func (p *Proxy) forwardH1(w http.ResponseWriter, r *http.Request, x *exchange, g
 func (e *h1Exchange) roundTrip(x *exchange) bool {
 	p, r, ctx := e.p, e.r, e.r.Context()
 	for attempt := 0; ; attempt++ {
-		c, reused, err := p.pool.get(ctx, x.start, attempt > 0)
+		c, reused, err := p.pool.get(ctx, x.start, attempt > 0, dialSlotsOf(ctx))
 		if err != nil {
 			p.fail(ctx, e.w, x, e.g, e.ct, err, true)
 			return false

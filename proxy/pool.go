@@ -31,8 +31,9 @@ type upConn struct {
 	// is set on the connection once it serves another.
 	finishBy atomic.Int64
 	finishMu sync.Mutex
-	probe    idleProbe // looks for bytes or a close while the connection is idle
-	out      upWriter  // what bw writes to (see flushAwait)
+	drain    time.Duration // how long an exchange whose HTTP/2 client went away may take to end (see clientGone)
+	probe    idleProbe     // looks for bytes or a close while the connection is idle
+	out      upWriter      // what bw writes to (see flushAwait)
 	sc       headScratch
 
 	// The deadlines last set, so that re-arming them for every request of a busy
@@ -101,14 +102,14 @@ const (
 	upSent                    // the request is on its way (claimed): a client gone closes the connection
 	upSentH2                  // the same for an HTTP/2 client: a client gone leaves the exchange a while to end
 	upCanceled                // the client went away before the request left
-	upFinishing               // an HTTP/2 client went away after it left: the exchange ends within drainTimeout
+	upFinishing               // an HTTP/2 client went away after it left: the exchange ends within the drain timeout
 )
 
 // clientGone is run when the exchange's client goes away. A connection whose
 // request never left is left as it is, fit for another exchange (claim then
 // fails). One whose request left for an HTTP/2 client (a stream reset) gets
-// drainTimeout for the response to end, read and dropped (at most maxDrain
-// bytes, see clientSide), and then serves another exchange: a stream reset
+// the pool's drain timeout for the response to end, read and dropped by the
+// exchange's owner, and then serves another exchange: a stream reset
 // costs no upstream connection, where closing one for each would have a
 // rapid reset (CVE-2023-44487) churn through them. Any other is closed under
 // the exchange, so that the upstream can stop working on it.
@@ -119,14 +120,14 @@ func (c *upConn) clientGone() {
 }
 
 // finish lets an exchange whose HTTP/2 client went away after its request
-// left end within drainTimeout (see clientGone), and reports whether it does
+// left end within the drain timeout (see clientGone), and reports whether it does
 // so; false for one whose client is not HTTP/2's. The response's writer calls
 // it too when a write fails, as its client's going may be seen there first.
 func (c *upConn) finish() bool {
 	c.finishMu.Lock()
 	defer c.finishMu.Unlock()
 	if c.state.CompareAndSwap(upSentH2, upFinishing) {
-		until := time.Now().Add(drainTimeout)
+		until := time.Now().Add(c.drain)
 		c.finishBy.Store(until.UnixNano())
 		_ = c.nc.SetDeadline(until)
 		return true
@@ -172,20 +173,26 @@ type connPool struct {
 	dialer        net.Dialer
 	maxIdle       int
 	idleTimeout   time.Duration
+	drainTimeout  time.Duration
 
 	mu     sync.Mutex
 	idle   []*upConn
 	closed bool
 }
 
-func newConnPool(network, addr string, dialTimeout time.Duration, maxIdle int, idleTimeout time.Duration) *connPool {
+// newConnPool returns a pool of connections to addr on network (tcp or
+// unix): at most maxIdle idle ones, each for at most idleTimeout; dials give up
+// after dialTimeout; drainTimeout is how long an exchange whose HTTP/2 client
+// went away after its request left may take to end (see upConn.clientGone).
+func newConnPool(network, addr string, dialTimeout time.Duration, maxIdle int, idleTimeout, drainTimeout time.Duration) *connPool {
 	return &connPool{
-		network:     network,
-		addr:        addr,
-		dialer:      net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second},
-		maxIdle:     maxIdle,
-		idleTimeout: idleTimeout,
-		idle:        make([]*upConn, 0, maxIdle),
+		network:      network,
+		addr:         addr,
+		dialer:       net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second},
+		maxIdle:      maxIdle,
+		idleTimeout:  idleTimeout,
+		drainTimeout: drainTimeout,
+		idle:         make([]*upConn, 0, maxIdle),
 	}
 }
 
@@ -197,8 +204,10 @@ func newConnPool(network, addr string, dialTimeout time.Duration, maxIdle int, i
 // connection on an "unsolicited response received on idle HTTP channel".
 //
 // A done ctx gets its error: no connection is taken or dialled for a client
-// that is gone.
-func (p *connPool) get(ctx context.Context, now time.Time, fresh bool) (c *upConn, reused bool, err error) {
+// that is gone. A non-nil slots bounds the dials in flight for one client
+// connection: a dial takes a place in it first (and gives it back), and may
+// find an idle connection once it has one.
+func (p *connPool) get(ctx context.Context, now time.Time, fresh bool, slots chan struct{}) (c *upConn, reused bool, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, false, err
 	}
@@ -207,9 +216,8 @@ func (p *connPool) get(ctx context.Context, now time.Time, fresh bool) (c *upCon
 			return c, true, nil
 		}
 	}
-	if slots := dialSlotsOf(ctx); slots != nil {
-		// One client connection dials a few upstream connections at a time
-		// (see resets.go); the wait may end with one returned to the pool.
+	if slots != nil {
+		// The wait may end with a connection returned to the pool.
 		select {
 		case slots <- struct{}{}:
 		case <-ctx.Done():
@@ -230,7 +238,7 @@ func (p *connPool) get(ctx context.Context, now time.Time, fresh bool) (c *upCon
 	if err != nil {
 		return nil, false, err
 	}
-	c = &upConn{nc: nc, br: bufio.NewReaderSize(nc, upReadBuf)}
+	c = &upConn{nc: nc, br: bufio.NewReaderSize(nc, upReadBuf), drain: p.drainTimeout}
 	c.abortFn = c.clientGone
 	c.probe.init(nc)
 	c.out.init(nc, &c.probe)

@@ -89,17 +89,17 @@ func unixListener(t *testing.T) (string, <-chan net.Conn) {
 
 func TestPoolReuseAndLiveness(t *testing.T) {
 	path, accepted := unixListener(t)
-	p := newConnPool("unix", path, time.Second, 2, time.Minute)
+	p := newConnPool("unix", path, time.Second, 2, time.Minute, time.Second)
 	now := time.Now()
 	ctx := context.Background()
 
-	c1, reused, err := p.get(ctx, now, false)
+	c1, reused, err := p.get(ctx, now, false, nil)
 	if err != nil || reused {
 		t.Fatalf("first get: %v, reused %v", err, reused)
 	}
 	peer1 := recv(t, accepted, "the first connection")
 	p.put(c1, now)
-	c, reused, _ := p.get(ctx, now.Add(500*time.Millisecond), false)
+	c, reused, _ := p.get(ctx, now.Add(500*time.Millisecond), false, nil)
 	if c != c1 || !reused {
 		t.Fatal("a fresh idle connection was not reused")
 	}
@@ -108,7 +108,7 @@ func TestPoolReuseAndLiveness(t *testing.T) {
 	// connection is dialled.
 	p.put(c1, now)
 	peer1.Close()
-	c2, reused, err := p.get(ctx, now, false)
+	c2, reused, err := p.get(ctx, now, false, nil)
 	if err != nil || reused || c2 == c1 {
 		t.Fatalf("a connection the upstream closed was reused (%v, %v)", reused, err)
 	}
@@ -116,21 +116,21 @@ func TestPoolReuseAndLiveness(t *testing.T) {
 
 	// Open and quiet: reused after the look.
 	p.put(c2, now)
-	if c, reused, _ := p.get(ctx, now.Add(2*time.Second), false); c != c2 || !reused {
+	if c, reused, _ := p.get(ctx, now.Add(2*time.Second), false, nil); c != c2 || !reused {
 		t.Fatal("an open connection idle for 2s was not reused")
 	}
 
 	// Its last read deadline passed while it was idle: still reused.
 	p.put(c2, now)
 	c2.armRead(now.Add(-time.Second), time.Minute)
-	if c, reused, _ := p.get(ctx, now, false); c != c2 || !reused {
+	if c, reused, _ := p.get(ctx, now, false, nil); c != c2 || !reused {
 		t.Fatal("a connection whose read deadline passed while idle was not reused")
 	}
 
 	// Bytes arrived while it was idle: discarded at once.
 	p.put(c2, now)
 	peer2.Write([]byte("HTTP/1.1 200 OK\r\n"))
-	if c, reused, _ := p.get(ctx, now, false); c == c2 || reused {
+	if c, reused, _ := p.get(ctx, now, false, nil); c == c2 || reused {
 		t.Fatal("a connection holding unsolicited bytes was reused")
 	}
 	c2 = c
@@ -138,24 +138,24 @@ func TestPoolReuseAndLiveness(t *testing.T) {
 
 	// A fresh connection is asked for: the idle one stays idle.
 	p.put(c2, now)
-	if c, reused, _ := p.get(ctx, now, true); c == c2 || reused || p.idleCount() != 1 {
+	if c, reused, _ := p.get(ctx, now, true, nil); c == c2 || reused || p.idleCount() != 1 {
 		t.Fatal("get(fresh) handed out an idle connection")
 	}
 
 	// Idle past the idle timeout: discarded without a look.
 	p.put(c2, now)
-	if c, reused, _ := p.get(ctx, now.Add(2*time.Minute), false); c == c2 || reused {
+	if c, reused, _ := p.get(ctx, now.Add(2*time.Minute), false, nil); c == c2 || reused {
 		t.Fatal("a connection idle past the timeout was reused")
 	}
 }
 
 func TestPoolBounds(t *testing.T) {
 	path, _ := unixListener(t)
-	p := newConnPool("unix", path, time.Second, 2, time.Minute)
+	p := newConnPool("unix", path, time.Second, 2, time.Minute, time.Second)
 	now := time.Now()
 	var cs []*upConn
 	for i := 0; i < 3; i++ {
-		c, _, err := p.get(context.Background(), now, false)
+		c, _, err := p.get(context.Background(), now, false, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -198,7 +198,7 @@ func New(p Params) (*Proxy, error) {
 	}
 	dial := orDuration(p.DialTimeout, defaultDialTimeout)
 	idle := orDuration(p.IdleConnTimeout, defaultIdleConnTimeout)
-	px.pool = newConnPool(up.network, up.addr, dial, orInt(p.MaxIdleConns, defaultMaxIdleConns), idle)
+	px.pool = newConnPool(up.network, up.addr, dial, orInt(p.MaxIdleConns, defaultMaxIdleConns), idle, drainTimeout)
 	if p.Protocol != ProtocolHTTP1 {
 		px.h2 = newH2Transport(up, dial, idle)
 	}
