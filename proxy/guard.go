@@ -635,20 +635,3 @@ func (s *reqScan) trailerLine(b []byte, i int) int {
 	}
 	return i
 }
-
-// asciiEqualFold reports whether b equals the lower-case ASCII s, case aside.
-func asciiEqualFold(b []byte, s string) bool {
-	if len(b) != len(s) {
-		return false
-	}
-	for i := 0; i < len(b); i++ {
-		c := b[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != s[i] {
-			return false
-		}
-	}
-	return true
-}

@@ -180,23 +180,3 @@ func writeFields(bw *bufio.Writer, prefix string, values []string) {
 		}
 	}
 }
-
-// validFieldName reports whether k is a token (RFC 9110 §5.6.2). Requests read by
-// net/http always pass; the check guards requests built in-process.
-func validFieldName(k string) bool {
-	if k == "" {
-		return false
-	}
-	for i := 0; i < len(k); i++ {
-		if !tokenTable[k[i]] {
-			return false
-		}
-	}
-	return true
-}
-
-// validFieldValue reports whether v holds no CR, LF or NUL, which would let a
-// value split the message (RFC 9110 §5.5).
-func validFieldValue(v string) bool {
-	return strings.IndexByte(v, '\n') < 0 && strings.IndexByte(v, '\r') < 0 && strings.IndexByte(v, 0) < 0
-}
