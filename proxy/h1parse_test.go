@@ -1,56 +1,14 @@
 package proxy
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"net/http"
 	"net/textproto"
 	"slices"
-	"strings"
 	"testing"
 
-	"golang.org/x/net/http/httpguts"
+	"github.com/sluicehq/sluice/proxy/h1/h1test"
 )
-
-// netHTTPReads reads b as net/http's server reads a request head (its
-// readRequest and the checks of conn.readRequest and serverHandler), and
-// returns the request, or nil when net/http refuses it.
-func netHTTPReads(b []byte) *http.Request {
-	r, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(b)))
-	if err != nil || r.ProtoMajor != 1 {
-		return nil
-	}
-	// ReadRequest takes Host out of the map, where the server looks for it.
-	tp := textproto.NewReader(bufio.NewReader(bytes.NewReader(b)))
-	_, _ = tp.ReadLine()
-	mh, err := tp.ReadMIMEHeader()
-	if err != nil {
-		return nil
-	}
-	hosts, haveHost := mh["Host"]
-	if r.ProtoAtLeast(1, 1) && (!haveHost || len(hosts) == 0) && r.Method != "CONNECT" {
-		return nil
-	}
-	if len(hosts) == 1 && !httpguts.ValidHostHeader(hosts[0]) {
-		return nil
-	}
-	for k, vv := range r.Header {
-		if !httpguts.ValidHeaderFieldName(k) {
-			return nil
-		}
-		for _, v := range vv {
-			if !httpguts.ValidHeaderFieldValue(v) {
-				return nil
-			}
-		}
-	}
-	expect := r.Header.Get("Expect")
-	if expect != "" && !(r.ProtoAtLeast(1, 1) && strings.EqualFold(expect, "100-continue")) {
-		return nil // 417
-	}
-	return r
-}
 
 // checkAgainstNetHTTP parses b (a whole head) with the proxy's parser and, when
 // it takes it, holds what it read to net/http's reading: net/http must take the
@@ -60,7 +18,7 @@ func checkAgainstNetHTTP(b []byte) []string {
 	if h.parse(b) != nil {
 		return nil // refusing more than net/http is allowed
 	}
-	r := netHTTPReads(b)
+	r := h1test.NetHTTPReads(b)
 	if r == nil {
 		return []string{"the parser takes a head net/http refuses"}
 	}

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/proxy/h1/h1test"
 )
 
 // socketPair returns two connected unix stream sockets; closing one end is seen
@@ -87,6 +89,9 @@ func unixListener(t *testing.T) (string, <-chan net.Conn) {
 	return path, conns
 }
 
+// acceptLimit bounds the wait for a connection the pool dials.
+const acceptLimit = 10 * time.Second
+
 func TestPoolReuseAndLiveness(t *testing.T) {
 	path, accepted := unixListener(t)
 	p := newConnPool("unix", path, time.Second, 2, time.Minute, time.Second)
@@ -97,7 +102,7 @@ func TestPoolReuseAndLiveness(t *testing.T) {
 	if err != nil || reused {
 		t.Fatalf("first get: %v, reused %v", err, reused)
 	}
-	peer1 := recv(t, accepted, "the first connection")
+	peer1 := h1test.Recv(t, accepted, "the first connection", acceptLimit)
 	p.put(c1, now)
 	c, reused, _ := p.get(ctx, now.Add(500*time.Millisecond), false, nil)
 	if c != c1 || !reused {
@@ -112,7 +117,7 @@ func TestPoolReuseAndLiveness(t *testing.T) {
 	if err != nil || reused || c2 == c1 {
 		t.Fatalf("a connection the upstream closed was reused (%v, %v)", reused, err)
 	}
-	peer2 := recv(t, accepted, "the second connection")
+	peer2 := h1test.Recv(t, accepted, "the second connection", acceptLimit)
 
 	// Open and quiet: reused after the look.
 	p.put(c2, now)
@@ -134,7 +139,7 @@ func TestPoolReuseAndLiveness(t *testing.T) {
 		t.Fatal("a connection holding unsolicited bytes was reused")
 	}
 	c2 = c
-	recv(t, accepted, "the third connection")
+	h1test.Recv(t, accepted, "the third connection", acceptLimit)
 
 	// A fresh connection is asked for: the idle one stays idle.
 	p.put(c2, now)
@@ -183,26 +188,5 @@ func TestPoolBounds(t *testing.T) {
 	p.put(cs[0], now)
 	if n := p.idleCount(); n != 0 {
 		t.Fatal("a closed pool kept a connection")
-	}
-}
-
-func TestUnixUpstream(t *testing.T) {
-	path, accepted := unixListener(t)
-	go func() {
-		c := <-accepted
-		buf := make([]byte, 4096)
-		c.Read(buf)
-		c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nunix"))
-	}()
-	_, base := startProxy(t, Params{Upstream: "unix://" + path}, ServerParams{})
-	resp, err := newClient(t, false).Get(base + "/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b := make([]byte, 8)
-	n, _ := resp.Body.Read(b)
-	if resp.StatusCode != 200 || string(b[:n]) != "unix" {
-		t.Fatalf("%d %q", resp.StatusCode, b[:n])
 	}
 }
