@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/proxy/h1"
+
 	"github.com/sluicehq/sluice/gate"
 )
 
@@ -63,20 +65,20 @@ func FuzzResponseHead(f *testing.F) {
 		// Both parsers read on into a next response, as on a live
 		// connection (net/http's trailer reader wants two bytes to peek at).
 		data = append(data[:len(data):len(data)], "HTTP/1.1 204 No Content\r\n\r\n"...)
-		var sc headScratch
+		var sc h1.HeadScratch
 		dst := http.Header{}
 		budget := 4096
 		ourR := bytes.NewReader(data)
 		br := bufio.NewReaderSize(ourR, 16)
-		h, err := sc.readResponseHead(br, dst, &budget)
+		h, err := sc.ReadResponseHead(br, dst, &budget)
 		if err != nil {
 			return
 		}
-		if h.status < 100 || h.status > 599 || (h.chunked && h.length >= 0) {
+		if h.Status < 100 || h.Status > 599 || (h.Chunked && h.Length >= 0) {
 			t.Fatalf("head %+v", h)
 		}
 		for k, vv := range dst {
-			if k != textproto.CanonicalMIMEHeaderKey(k) || !validFieldName(k) || responseSkipped(k) {
+			if k != textproto.CanonicalMIMEHeaderKey(k) || !h1.ValidFieldName(k) || h1.ResponseSkipped(k) {
 				t.Fatalf("field name %q kept", k)
 			}
 			for _, v := range vv {
@@ -91,21 +93,21 @@ func FuzzResponseHead(f *testing.F) {
 		if err != nil {
 			t.Fatalf("took a head net/http refuses (%v): %+v %q", err, h, dst)
 		}
-		if ref.StatusCode != h.status {
-			t.Fatalf("status %d, net/http says %d", h.status, ref.StatusCode)
+		if ref.StatusCode != h.Status {
+			t.Fatalf("status %d, net/http says %d", h.Status, ref.StatusCode)
 		}
 
 		// Framing.
-		bodyless := h.bodyless(method)
+		bodyless := h.Bodyless(method)
 		refChunked := len(ref.TransferEncoding) > 0 && ref.TransferEncoding[0] == "chunked"
-		if !bodyless && h.chunked != refChunked {
-			t.Fatalf("chunked %v, net/http says %v (%q)", h.chunked, refChunked, ref.TransferEncoding)
+		if !bodyless && h.Chunked != refChunked {
+			t.Fatalf("chunked %v, net/http says %v (%q)", h.Chunked, refChunked, ref.TransferEncoding)
 		}
-		if !bodyless && h.length != ref.ContentLength {
-			t.Fatalf("length %d, net/http says %d", h.length, ref.ContentLength)
+		if !bodyless && h.Length != ref.ContentLength {
+			t.Fatalf("length %d, net/http says %d", h.Length, ref.ContentLength)
 		}
-		untilEOF := !bodyless && !h.chunked && h.length < 0
-		reuse := !h.closeConn && !untilEOF
+		untilEOF := !bodyless && !h.Chunked && h.Length < 0
+		reuse := !h.CloseConn && !untilEOF
 		refReuse := !ref.Close && (bodyless || ref.ContentLength >= 0 || refChunked)
 		if reuse && !refReuse {
 			t.Fatalf("reused where net/http closes (close %v, length %d)", ref.Close, ref.ContentLength)
@@ -119,7 +121,7 @@ func FuzzResponseHead(f *testing.F) {
 		}
 		named := ref.Header["Connection"]
 		for k, vv := range refFields {
-			if responseSkipped(k) || k == "Content-Length" || k == "Trailer" || connectionListed(named, k) {
+			if h1.ResponseSkipped(k) || k == "Content-Length" || k == "Trailer" || h1.ConnectionListed(named, k) {
 				continue
 			}
 			got, want := slices.Clone(dst[k]), slices.Clone(vv)
@@ -142,7 +144,7 @@ func FuzzResponseHead(f *testing.F) {
 			return
 		}
 		p := &Proxy{upstreamTimeout: time.Second, maxHead: 4096}
-		c := &upConn{nc: deadlineConn{}, br: br}
+		c := &h1.UpConn{Nc: deadlineConn{}, Br: br}
 		w := &recWriter{h: http.Header{}}
 		cs := clientSide{w: w, ctl: w}
 		upErr, clErr := p.copyResponse(&cs, c, &h)
@@ -228,7 +230,7 @@ match = { path_prefix = "/k" }
 key = "path"
 `)
 	f.Fuzz(func(t *testing.T, method, uri, host, key, value, remote, xff string) {
-		if _, err := url.ParseRequestURI(uri); err != nil || !validFieldName(method) || uri[0] != '/' || strings.Contains(uri, " ") || hasCTL(uri) {
+		if _, err := url.ParseRequestURI(uri); err != nil || !h1.ValidFieldName(method) || uri[0] != '/' || strings.Contains(uri, " ") || hasCTL(uri) {
 			return // net/http's server never hands such a request line over
 		}
 		p := &Proxy{up: upstream{host: "up:80"}}
@@ -251,7 +253,7 @@ key = "path"
 		lines := strings.Split(strings.TrimSuffix(head, "\r\n\r\n"), "\r\n")
 		for _, l := range lines[1:] {
 			name, _, ok := strings.Cut(l, ": ")
-			if !ok || !validFieldName(name) || strings.ContainsAny(l, "\r\n\x00") {
+			if !ok || !h1.ValidFieldName(name) || strings.ContainsAny(l, "\r\n\x00") {
 				t.Fatalf("bad field line %q in\n%q", l, head)
 			}
 			if name == "X-Injected" && key != "X-Injected" {
@@ -276,7 +278,7 @@ key = "path"
 			t.Fatalf("%q was counted in %s (key %q); what the upstream got, %q, classifies into %s (key %q)",
 				uri, class.Group(), class.Key, got.RequestURI, again.Group(), again.Key)
 		}
-		if textproto.CanonicalMIMEHeaderKey(key) == key && validFieldName(key) && !requestSkipped(key) {
+		if textproto.CanonicalMIMEHeaderKey(key) == key && h1.ValidFieldName(key) && !requestSkipped(key) {
 			if v := got.Header.Get(key); v != strings.Trim(value, " \t") {
 				t.Fatalf("field %s = %q, want %q", key, v, value)
 			}
@@ -347,7 +349,7 @@ func FuzzChunkedBody(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p := &Proxy{upstreamTimeout: time.Second, maxHead: 4096}
-		c := &upConn{nc: deadlineConn{}, br: bufio.NewReaderSize(bytes.NewReader(data), 16)}
+		c := &h1.UpConn{Nc: deadlineConn{}, Br: bufio.NewReaderSize(bytes.NewReader(data), 16)}
 		w := &recWriter{h: http.Header{}}
 		cs := clientSide{w: w, ctl: w}
 		upErr, clErr := p.copyChunked(&cs, c)
@@ -356,7 +358,7 @@ func FuzzChunkedBody(f *testing.F) {
 		}
 		for k, vv := range w.h {
 			name, ok := strings.CutPrefix(k, http.TrailerPrefix)
-			if !ok || !validFieldName(name) || trailerForbidden(name) {
+			if !ok || !h1.ValidFieldName(name) || h1.TrailerForbidden(name) {
 				t.Fatalf("trailer key %q kept", k)
 			}
 			for _, v := range vv {

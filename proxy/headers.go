@@ -4,6 +4,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/sluicehq/sluice/proxy/h1"
 )
 
 // requestSkipped reports whether the canonical request header k is not copied to
@@ -22,7 +24,7 @@ func requestSkipped(k string) bool {
 		"X-Forwarded-For", "X-Forwarded-Proto", "X-Forwarded-Host", "Forwarded", "X-Real-Ip":
 		return true
 	}
-	return strings.IndexByte(k, '_') >= 0 && forwardingAlias(k)
+	return strings.IndexByte(k, '_') >= 0 && h1.ForwardingAlias(k)
 }
 
 // trailersOut returns the trailers an h2c request forwards for r, whose
@@ -36,7 +38,7 @@ func trailersOut(r *http.Request, body io.ReadCloser) (http.Header, io.ReadClose
 	}
 	out := make(http.Header, len(r.Trailer))
 	for k := range r.Trailer {
-		if !trailerForbidden(k) {
+		if !h1.TrailerForbidden(k) {
 			out[k] = nil
 		}
 	}
@@ -92,7 +94,7 @@ func leaveUntyped(h http.Header) {
 // Sluice-Error value: "method" or "path".
 func requestLineFault(r *http.Request) (class, why string) {
 	for i := 0; i < len(r.Method); i++ {
-		if !isTokenByte(r.Method[i]) {
+		if !h1.IsTokenByte(r.Method[i]) {
 			return "method", "the method is not a token"
 		}
 	}

@@ -1,4 +1,4 @@
-package proxy
+package h1
 
 import (
 	"bufio"
@@ -9,15 +9,15 @@ import (
 )
 
 func TestTokens(t *testing.T) {
-	if !hasToken([]string{"keep-alive, Upgrade"}, "upgrade") || !hasToken([]string{"close", " x-a ,, x-b "}, "X-B") {
+	if !HasToken([]string{"keep-alive, Upgrade"}, "upgrade") || !HasToken([]string{"close", " x-a ,, x-b "}, "X-B") {
 		t.Error("hasToken missed a token")
 	}
-	if hasToken([]string{"upgrade-insecure"}, "upgrade") || hasToken(nil, "close") || hasToken([]string{" , "}, "") {
+	if HasToken([]string{"upgrade-insecure"}, "upgrade") || HasToken(nil, "close") || HasToken([]string{" , "}, "") {
 		t.Error("hasToken found a token that is not there")
 	}
 	var got []string
 	for s := " a, ,b ,\tc\t,"; ; {
-		tok, rest, ok := nextToken(s)
+		tok, rest, ok := NextToken(s)
 		if !ok {
 			break
 		}
@@ -29,12 +29,12 @@ func TestTokens(t *testing.T) {
 	}
 }
 
-func parseHead(t *testing.T, raw string) (respHead, http.Header, error) {
+func parseHead(t *testing.T, raw string) (RespHead, http.Header, error) {
 	t.Helper()
-	var sc headScratch
+	var sc HeadScratch
 	dst := http.Header{}
 	budget := 1 << 16
-	h, err := sc.readResponseHead(bufio.NewReaderSize(strings.NewReader(raw), 16), dst, &budget)
+	h, err := sc.ReadResponseHead(bufio.NewReaderSize(strings.NewReader(raw), 16), dst, &budget)
 	return h, dst, err
 }
 
@@ -57,7 +57,7 @@ func TestReadResponseHead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.status != 200 || h.minor != 1 || h.length != 5 || h.chunked || h.closeConn || h.upgrade || h.upgradeTo != "h2c" {
+	if h.Status != 200 || h.minor != 1 || h.Length != 5 || h.Chunked || h.CloseConn || h.Upgrade || h.UpgradeTo != "h2c" {
 		t.Errorf("head %+v", h)
 	}
 	want := http.Header{
@@ -95,7 +95,7 @@ func TestReadResponseHeadFraming(t *testing.T) {
 			t.Errorf("%q: %v", tc.raw, err)
 			continue
 		}
-		if h.length != tc.length || h.chunked != tc.chunked || h.closeConn != tc.close || h.upgrade != tc.upgr {
+		if h.Length != tc.length || h.Chunked != tc.chunked || h.CloseConn != tc.close || h.Upgrade != tc.upgr {
 			t.Errorf("%q: head %+v", tc.raw, h)
 		}
 		if _, ok := dst["Content-Length"]; ok != tc.hasLength {
@@ -140,28 +140,28 @@ func TestReadResponseHeadErrors(t *testing.T) {
 }
 
 func TestReadResponseHeadTooLarge(t *testing.T) {
-	var sc headScratch
+	var sc HeadScratch
 	raw := "HTTP/1.1 200 OK\r\nX: " + strings.Repeat("a", 5000) + "\r\n\r\n"
 	budget := 4096
-	_, err := sc.readResponseHead(bufio.NewReaderSize(strings.NewReader(raw), 16), http.Header{}, &budget)
+	_, err := sc.ReadResponseHead(bufio.NewReaderSize(strings.NewReader(raw), 16), http.Header{}, &budget)
 	if err != errHeadTooLarge {
 		t.Fatalf("err %v, want %v", err, errHeadTooLarge)
 	}
 	raw = "HTTP/1.1 200 OK\r\n" + strings.Repeat("X: a\r\n", 1000) + "\r\n"
 	budget = 4096
-	_, err = sc.readResponseHead(bufio.NewReaderSize(strings.NewReader(raw), 4096), http.Header{}, &budget)
+	_, err = sc.ReadResponseHead(bufio.NewReaderSize(strings.NewReader(raw), 4096), http.Header{}, &budget)
 	if err != errHeadTooLarge {
 		t.Fatalf("many fields: err %v, want %v", err, errHeadTooLarge)
 	}
 }
 
 func TestReadTrailers(t *testing.T) {
-	var sc headScratch
+	var sc HeadScratch
 	dst := http.Header{}
 	raw := "X-Sum: abc\r\nContent-Length: 5\r\nGrpc-Status: 0\r\n\r\n"
-	var h respHead
+	var h RespHead
 	budget := 1 << 16
-	if err := sc.readFields(bufio.NewReader(strings.NewReader(raw)), dst, &h, modeTrailer, &budget); err != nil {
+	if err := sc.ReadFields(bufio.NewReader(strings.NewReader(raw)), dst, &h, ModeTrailer, &budget); err != nil {
 		t.Fatal(err)
 	}
 	want := http.Header{"Trailer:X-Sum": {"abc"}, "Trailer:Grpc-Status": {"0"}}
@@ -192,18 +192,18 @@ func TestCanonicalKey(t *testing.T) {
 
 func TestParseChunkSize(t *testing.T) {
 	for in, want := range map[string]int64{"0": 0, "a": 10, "FF": 255, "10;ext=1": 16, "1f ; name": 31, "0000000000000001": 1, "7ffffffffffffff": 1<<59 - 1} {
-		if got, err := parseChunkSize([]byte(in)); err != nil || got != want {
+		if got, err := ParseChunkSize([]byte(in)); err != nil || got != want {
 			t.Errorf("parseChunkSize(%q) = %d, %v; want %d", in, got, err, want)
 		}
 	}
 	// net/http refuses more than 16 digits, leading zeros too.
 	for _, in := range []string{"", ";x", "g", "1 2", "-1", "0x10", "1;\x00", "fffffffffffffffff", "00000000000000001", "ffffffffffffffff"} {
-		if _, err := parseChunkSize([]byte(in)); err == nil {
+		if _, err := ParseChunkSize([]byte(in)); err == nil {
 			t.Errorf("parseChunkSize(%q) accepted", in)
 		}
 	}
 	for n, want := range map[int]string{0: "0\r\n", 9: "9\r\n", 255: "ff\r\n", 32768: "8000\r\n"} {
-		if got := string(appendChunkHeader(nil, n)); got != want {
+		if got := string(AppendChunkHeader(nil, n)); got != want {
 			t.Errorf("appendChunkHeader(%d) = %q, want %q", n, got, want)
 		}
 	}
@@ -211,14 +211,14 @@ func TestParseChunkSize(t *testing.T) {
 
 func TestParseContentLength(t *testing.T) {
 	for in, want := range map[string]int64{"0": 0, "42": 42, "007": 7, "999999999999999999": 999999999999999999} {
-		if got, ok := parseContentLength([]byte(in)); !ok || got != want {
+		if got, ok := ParseContentLength([]byte(in)); !ok || got != want {
 			t.Errorf("parseContentLength(%q) = %d, %v; want %d", in, got, ok, want)
 		}
 	}
 	// A list, even of one value repeated, is refused as net/http and nginx
 	// refuse it; the caller trims the value.
 	for _, in := range []string{"", ",", "-1", "+1", "1 1", "1,2", "7, 7", "7,7", " 8 ", "0x1", "1e3", "9999999999999999999"} {
-		if _, ok := parseContentLength([]byte(in)); ok {
+		if _, ok := ParseContentLength([]byte(in)); ok {
 			t.Errorf("parseContentLength(%q) accepted", in)
 		}
 	}

@@ -1,4 +1,4 @@
-package proxy
+package h1
 
 import (
 	"strings"
@@ -7,7 +7,7 @@ import (
 // nextToken splits the first element off a comma-separated header list (RFC 9110
 // §5.6.1), trimming optional whitespace; empty elements are skipped. ok is false
 // when s holds no more elements. It does not allocate.
-func nextToken(s string) (tok, rest string, ok bool) {
+func NextToken(s string) (tok, rest string, ok bool) {
 	for s != "" {
 		i := strings.IndexByte(s, ',')
 		if i < 0 {
@@ -25,10 +25,10 @@ func nextToken(s string) (tok, rest string, ok bool) {
 
 // hasToken reports whether any of the comma-separated lists in values holds token,
 // compared case-insensitively.
-func hasToken(values []string, token string) bool {
+func HasToken(values []string, token string) bool {
 	for _, v := range values {
 		for s := v; ; {
-			tok, rest, ok := nextToken(s)
+			tok, rest, ok := NextToken(s)
 			if !ok {
 				break
 			}
@@ -45,13 +45,13 @@ func hasToken(values []string, token string) bool {
 // Connection header (RFC 9110 §7.6.1: such fields are hop-by-hop). conn holds the
 // Connection values; the usual "close", "keep-alive" and "upgrade" name no field
 // that is forwarded anyway.
-func connectionListed(conn []string, k string) bool {
-	return len(conn) > 0 && hasToken(conn, k)
+func ConnectionListed(conn []string, k string) bool {
+	return len(conn) > 0 && HasToken(conn, k)
 }
 
 // forwardingAlias reports whether k, with its underscores read as dashes, names
 // a forwarding field.
-func forwardingAlias(k string) bool {
+func ForwardingAlias(k string) bool {
 	for _, f := range [...]string{"X-Forwarded-For", "X-Forwarded-Proto", "X-Forwarded-Host", "X-Real-Ip"} {
 		if len(k) != len(f) {
 			continue
@@ -74,7 +74,7 @@ func forwardingAlias(k string) bool {
 // responseSkipped reports whether the canonical response header k is dropped
 // rather than copied to the client: hop-by-hop fields and framing, which the
 // proxy's own server regenerates.
-func responseSkipped(k string) bool {
+func ResponseSkipped(k string) bool {
 	switch k {
 	case "Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate",
 		"Te", "Transfer-Encoding", "Upgrade":
@@ -89,7 +89,7 @@ func responseSkipped(k string) bool {
 // a request's head alone (see forwardedOf): from a client's trailers, an
 // upstream that merges trailers into the head would take them for the
 // proxy's.
-func trailerForbidden(k string) bool {
+func TrailerForbidden(k string) bool {
 	switch k {
 	case "Connection", "Keep-Alive", "Proxy-Connection", "Te", "Trailer",
 		"Transfer-Encoding", "Upgrade", "Content-Length", "Content-Type",
@@ -98,12 +98,12 @@ func trailerForbidden(k string) bool {
 		"X-Forwarded-For", "X-Forwarded-Proto", "X-Forwarded-Host", "Forwarded", "X-Real-Ip":
 		return true
 	}
-	return strings.IndexByte(k, '_') >= 0 && forwardingAlias(k)
+	return strings.IndexByte(k, '_') >= 0 && ForwardingAlias(k)
 }
 
 // validFieldName reports whether k is a token (RFC 9110 §5.6.2). Requests read by
 // net/http always pass; the check guards requests built in-process.
-func validFieldName(k string) bool {
+func ValidFieldName(k string) bool {
 	if k == "" {
 		return false
 	}
@@ -117,12 +117,12 @@ func validFieldName(k string) bool {
 
 // validFieldValue reports whether v holds no CR, LF or NUL, which would let a
 // value split the message (RFC 9110 §5.5).
-func validFieldValue(v string) bool {
+func ValidFieldValue(v string) bool {
 	return strings.IndexByte(v, '\n') < 0 && strings.IndexByte(v, '\r') < 0 && strings.IndexByte(v, 0) < 0
 }
 
 // asciiEqualFold reports whether b equals the lower-case ASCII s, case aside.
-func asciiEqualFold(b []byte, s string) bool {
+func AsciiEqualFold(b []byte, s string) bool {
 	if len(b) != len(s) {
 		return false
 	}

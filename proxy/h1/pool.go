@@ -1,4 +1,4 @@
-package proxy
+package h1
 
 import (
 	"bufio"
@@ -17,12 +17,12 @@ const (
 )
 
 // upConn is one HTTP/1.1 connection to the upstream.
-type upConn struct {
-	nc      net.Conn
-	br      *bufio.Reader
-	bw      *bufio.Writer
+type UpConn struct {
+	Nc      net.Conn
+	Br      *bufio.Reader
+	Bw      *bufio.Writer
 	idleAt  time.Time     // when it was put back in the pool
-	abortFn func()        // c.clientGone, bound once so that aborting costs no closure per request
+	AbortFn func()        // c.clientGone, bound once so that aborting costs no closure per request
 	state   atomic.Uint32 // the exchange's: upUnsent, ..., upFinishing
 	// finishBy is when an exchange whose client went away must end (unix
 	// ns; 0: none): the deadlines armRead and armWrite set do not go beyond.
@@ -34,7 +34,7 @@ type upConn struct {
 	drain    time.Duration // how long an exchange whose HTTP/2 client went away may take to end (see clientGone)
 	probe    idleProbe     // looks for bytes or a close while the connection is idle
 	out      upWriter      // what bw writes to (see flushAwait)
-	sc       headScratch
+	Sc       HeadScratch
 
 	// The deadlines last set, so that re-arming them for every request of a busy
 	// connection can be skipped (see armRead).
@@ -49,52 +49,52 @@ type upConn struct {
 const deadlineSlack = 16
 
 // slack returns how much earlier than wanted a deadline for timeout may fire.
-func slack(timeout time.Duration) time.Duration { return min(timeout/deadlineSlack, time.Second) }
+func Slack(timeout time.Duration) time.Duration { return min(timeout/deadlineSlack, time.Second) }
 
 // armRead makes the read deadline at most slack(timeout) earlier than want.
-func (c *upConn) armRead(want time.Time, timeout time.Duration) {
+func (c *UpConn) ArmRead(want time.Time, timeout time.Duration) {
 	if by := c.finishBy.Load(); by != 0 && want.UnixNano() > by {
 		want = time.Unix(0, by)
 	}
-	if d := want.Sub(c.readDL); d >= 0 && d < slack(timeout) {
+	if d := want.Sub(c.readDL); d >= 0 && d < Slack(timeout) {
 		return
 	}
 	c.readDL = want
-	_ = c.nc.SetReadDeadline(want)
+	_ = c.Nc.SetReadDeadline(want)
 }
 
 // armWrite is armRead for writes; a zero want clears the deadline.
-func (c *upConn) armWrite(want time.Time, timeout time.Duration) {
+func (c *UpConn) ArmWrite(want time.Time, timeout time.Duration) {
 	if want.IsZero() {
 		if !c.writeDL.IsZero() {
 			c.writeDL = time.Time{}
-			_ = c.nc.SetWriteDeadline(time.Time{})
+			_ = c.Nc.SetWriteDeadline(time.Time{})
 		}
 		return
 	}
 	if by := c.finishBy.Load(); by != 0 && want.UnixNano() > by {
 		want = time.Unix(0, by)
 	}
-	if d := want.Sub(c.writeDL); !c.writeDL.IsZero() && d >= 0 && d < slack(timeout) {
+	if d := want.Sub(c.writeDL); !c.writeDL.IsZero() && d >= 0 && d < Slack(timeout) {
 		return
 	}
 	c.writeDL = want
-	_ = c.nc.SetWriteDeadline(want)
+	_ = c.Nc.SetWriteDeadline(want)
 }
 
 // flushAwait sends what bw holds, the end of a request after which only its
 // response is read, and waits for the response's first bytes (see upWriter):
 // the read deadline must be armed first. Its error is the write's; a wait
 // that failed shows in the read that follows.
-func (c *upConn) flushAwait() error {
+func (c *UpConn) FlushAwait() error {
 	c.out.armed = true
-	err := c.bw.Flush()
+	err := c.Bw.Flush()
 	c.out.armed = false
 	return err
 }
 
 // abort closes the connection under whatever is reading or writing it.
-func (c *upConn) abort() { _ = c.nc.Close() }
+func (c *UpConn) Abort() { _ = c.Nc.Close() }
 
 // Where an exchange on an upConn is, for a client that goes away.
 const (
@@ -113,9 +113,9 @@ const (
 // costs no upstream connection, where closing one for each would have a
 // rapid reset (CVE-2023-44487) churn through them. Any other is closed under
 // the exchange, so that the upstream can stop working on it.
-func (c *upConn) clientGone() {
-	if !c.state.CompareAndSwap(upUnsent, upCanceled) && !c.finish() {
-		c.abort()
+func (c *UpConn) clientGone() {
+	if !c.state.CompareAndSwap(upUnsent, upCanceled) && !c.Finish() {
+		c.Abort()
 	}
 }
 
@@ -123,13 +123,13 @@ func (c *upConn) clientGone() {
 // left end within the drain timeout (see clientGone), and reports whether it does
 // so; false for one whose client is not HTTP/2's. The response's writer calls
 // it too when a write fails, as its client's going may be seen there first.
-func (c *upConn) finish() bool {
+func (c *UpConn) Finish() bool {
 	c.finishMu.Lock()
 	defer c.finishMu.Unlock()
 	if c.state.CompareAndSwap(upSentH2, upFinishing) {
 		until := time.Now().Add(c.drain)
 		c.finishBy.Store(until.UnixNano())
-		_ = c.nc.SetDeadline(until)
+		_ = c.Nc.SetDeadline(until)
 		return true
 	}
 	return c.state.Load() == upFinishing
@@ -137,7 +137,7 @@ func (c *upConn) finish() bool {
 
 // claim marks the request as leaving (for an HTTP/2 client: h2); false
 // means the client went away first.
-func (c *upConn) claim(h2 bool) bool {
+func (c *UpConn) Claim(h2 bool) bool {
 	to := upSent
 	if h2 {
 		to = upSentH2
@@ -147,11 +147,11 @@ func (c *upConn) claim(h2 bool) bool {
 
 // finishing reports whether the exchange's HTTP/2 client went away after its
 // request left (see clientGone): what is left of the response is dropped.
-func (c *upConn) finishing() bool { return c.state.Load() == upFinishing }
+func (c *UpConn) Finishing() bool { return c.state.Load() == upFinishing }
 
 // finished makes a connection whose exchange ended after its client went
 // away fit for the next: its deadlines, set by clientGone, are cleared.
-func (c *upConn) finished() {
+func (c *UpConn) Finished() {
 	if c.state.Load() != upFinishing {
 		return // the common case: no lock
 	}
@@ -159,7 +159,7 @@ func (c *upConn) finished() {
 	defer c.finishMu.Unlock()
 	if c.finishBy.Swap(0) != 0 {
 		c.readDL, c.writeDL = time.Time{}, time.Time{}
-		_ = c.nc.SetDeadline(time.Time{})
+		_ = c.Nc.SetDeadline(time.Time{})
 	}
 }
 
@@ -168,15 +168,15 @@ func (c *upConn) finished() {
 //
 // Concurrency: safe for concurrent use; one mutex per upstream, held for a slice
 // push or pop.
-type connPool struct {
+type ConnPool struct {
 	network, addr string
-	dialer        net.Dialer
+	Dialer        net.Dialer
 	maxIdle       int
 	idleTimeout   time.Duration
 	drainTimeout  time.Duration
 
 	mu     sync.Mutex
-	idle   []*upConn
+	idle   []*UpConn
 	closed bool
 }
 
@@ -184,15 +184,15 @@ type connPool struct {
 // unix): at most maxIdle idle ones, each for at most idleTimeout; dials give up
 // after dialTimeout; drainTimeout is how long an exchange whose HTTP/2 client
 // went away after its request left may take to end (see upConn.clientGone).
-func newConnPool(network, addr string, dialTimeout time.Duration, maxIdle int, idleTimeout, drainTimeout time.Duration) *connPool {
-	return &connPool{
+func NewConnPool(network, addr string, dialTimeout time.Duration, maxIdle int, idleTimeout, drainTimeout time.Duration) *ConnPool {
+	return &ConnPool{
 		network:      network,
 		addr:         addr,
-		dialer:       net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second},
+		Dialer:       net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second},
 		maxIdle:      maxIdle,
 		idleTimeout:  idleTimeout,
 		drainTimeout: drainTimeout,
-		idle:         make([]*upConn, 0, maxIdle),
+		idle:         make([]*UpConn, 0, maxIdle),
 	}
 }
 
@@ -207,7 +207,7 @@ func newConnPool(network, addr string, dialTimeout time.Duration, maxIdle int, i
 // that is gone. A non-nil slots bounds the dials in flight for one client
 // connection: a dial takes a place in it first (and gives it back), and may
 // find an idle connection once it has one.
-func (p *connPool) get(ctx context.Context, now time.Time, fresh bool, slots chan struct{}) (c *upConn, reused bool, err error) {
+func (p *ConnPool) Get(ctx context.Context, now time.Time, fresh bool, slots chan struct{}) (c *UpConn, reused bool, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, false, err
 	}
@@ -234,21 +234,21 @@ func (p *connPool) get(ctx context.Context, now time.Time, fresh bool, slots cha
 	// that went away meanwhile goes to the pool (see claim) instead of being
 	// closed half-open, and the next request takes it. (The dial timeout
 	// bounds it.)
-	nc, err := p.dialer.DialContext(context.WithoutCancel(ctx), p.network, p.addr)
+	nc, err := p.Dialer.DialContext(context.WithoutCancel(ctx), p.network, p.addr)
 	if err != nil {
 		return nil, false, err
 	}
-	c = &upConn{nc: nc, br: bufio.NewReaderSize(nc, upReadBuf), drain: p.drainTimeout}
-	c.abortFn = c.clientGone
+	c = &UpConn{Nc: nc, Br: bufio.NewReaderSize(nc, upReadBuf), drain: p.drainTimeout}
+	c.AbortFn = c.clientGone
 	c.probe.init(nc)
 	c.out.init(nc, &c.probe)
-	c.bw = bufio.NewWriterSize(&c.out, upWriteBuf)
+	c.Bw = bufio.NewWriterSize(&c.out, upWriteBuf)
 	return c, false, nil
 }
 
 // takeIdle returns the most recently used idle connection still fit for an
 // exchange at now, or nil; the unfit ones it meets are closed.
-func (p *connPool) takeIdle(now time.Time) *upConn {
+func (p *ConnPool) takeIdle(now time.Time) *UpConn {
 	for {
 		p.mu.Lock()
 		n := len(p.idle)
@@ -264,10 +264,10 @@ func (p *connPool) takeIdle(now time.Time) *upConn {
 			// The last exchange's read deadline passed while the connection
 			// sat idle; the look below would fail on it.
 			c.readDL = time.Time{}
-			_ = c.nc.SetReadDeadline(time.Time{})
+			_ = c.Nc.SetReadDeadline(time.Time{})
 		}
 		if now.Sub(c.idleAt) > p.idleTimeout || !c.probe.quiet() {
-			c.abort()
+			c.Abort()
 			continue
 		}
 		c.state.Store(upUnsent)
@@ -277,9 +277,9 @@ func (p *connPool) takeIdle(now time.Time) *upConn {
 
 // put returns a connection whose exchange ended cleanly, at now. It also closes the
 // oldest idle connection if it has outlived the idle timeout.
-func (p *connPool) put(c *upConn, now time.Time) {
+func (p *ConnPool) Put(c *UpConn, now time.Time) {
 	c.idleAt = now
-	var stale *upConn
+	var stale *UpConn
 	p.mu.Lock()
 	if len(p.idle) > 0 && now.Sub(p.idle[0].idleAt) > p.idleTimeout {
 		stale = p.idle[0]
@@ -293,26 +293,26 @@ func (p *connPool) put(c *upConn, now time.Time) {
 	}
 	p.mu.Unlock()
 	if stale != nil {
-		stale.abort()
+		stale.Abort()
 	}
 	if !keep {
-		c.abort()
+		c.Abort()
 	}
 }
 
 // close closes every idle connection and stops keeping new ones.
-func (p *connPool) close() {
+func (p *ConnPool) Close() {
 	p.mu.Lock()
 	idle := p.idle
 	p.idle, p.closed = nil, true
 	p.mu.Unlock()
 	for _, c := range idle {
-		c.abort()
+		c.Abort()
 	}
 }
 
 // idleCount returns how many connections are idle.
-func (p *connPool) idleCount() int {
+func (p *ConnPool) IdleCount() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return len(p.idle)

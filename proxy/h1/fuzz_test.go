@@ -1,4 +1,4 @@
-package proxy
+package h1
 
 import (
 	"bytes"
@@ -13,7 +13,7 @@ func FuzzChunkSize(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {
-		n, err := parseChunkSize(line)
+		n, err := ParseChunkSize(line)
 		if err != nil {
 			return
 		}
@@ -38,7 +38,7 @@ func FuzzContentLength(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, v []byte) {
-		n, ok := parseContentLength(v)
+		n, ok := ParseContentLength(v)
 		want, err := strconv.ParseUint(string(v), 10, 63)
 		digits := len(v) > 0 && strings.Trim(string(v), "0123456789") == ""
 		if ok != (err == nil && digits && len(v) <= 18) || ok && int64(want) != n {
@@ -59,7 +59,7 @@ func FuzzTokens(f *testing.F) {
 				want = true
 			}
 		}
-		if got := hasToken([]string{list}, tok); got != want {
+		if got := HasToken([]string{list}, tok); got != want {
 			t.Fatalf("hasToken(%q, %q) = %v, want %v", list, tok, got, want)
 		}
 	})

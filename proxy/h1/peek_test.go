@@ -1,6 +1,6 @@
 //go:build linux || darwin || freebsd
 
-package proxy
+package h1
 
 import (
 	"bytes"
