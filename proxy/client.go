@@ -43,9 +43,9 @@ type clientSide struct {
 
 	// up is the upstream connection whose response is written; once its
 	// exchange is finishing (the HTTP/2 client went away after the request
-	// left, see upConn.clientGone), what the client can no longer take is
+	// left, see h1.Conn.ClientGone), what the client can no longer take is
 	// dropped, up to maxDrain bytes, and gone is set.
-	up      *h1.UpConn
+	up      *h1.Conn
 	gone    bool
 	dropped int64
 }

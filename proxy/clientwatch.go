@@ -162,7 +162,7 @@ type clientStop struct {
 }
 
 // watchClient makes c abort once r's client goes away.
-func watchClient(r *http.Request, c *h1.UpConn) clientStop {
+func watchClient(r *http.Request, c *h1.Conn) clientStop {
 	if w := clientWatchOf(r); w != nil {
 		w.arm(r.Context(), c.AbortFn)
 		return clientStop{watch: w}

@@ -124,7 +124,7 @@
 //
 // H1Server, sluice's own HTTP/1.1 server, serves a Proxy on plain text (the
 // daemon's default, server.http1 = "sluice"): it reads each request head with
-// the proxy's one request parser (h1parse.go: net/http's server's rules, made
+// the proxy's one request parser (package h1, proxy/h1/request.go: net/http's server's rules, made
 // stricter where a proxy must not be lax, RFC 9112 §6 and §11), serves it on
 // the connection's goroutine with its fields read in place, writes a gate's
 // refusal from prebuilt bytes, and hands a connection that opens with HTTP/2's

@@ -38,8 +38,8 @@ type h1Exchange struct {
 	mode    bodyMode // how the request body travels
 	cs      clientSide
 
-	c      *h1.UpConn
-	h      h1.RespHead
+	c      *h1.Conn
+	h      h1.ResponseHead
 	sender *bodySender // the request body's goroutine, if it streams
 	watch  clientStop  // stops aborting c when the client goes away
 
@@ -211,7 +211,7 @@ func (e *h1Exchange) relayResponse() (upErr, clErr error) {
 // there.
 func (e *h1Exchange) release(upErr, clErr error) (draining bool) {
 	c := e.c
-	reusable := !e.h.CloseConn && upErr == nil && clErr == nil && c.Br.Buffered() == 0
+	reusable := !e.h.Close && upErr == nil && clErr == nil && c.R.Buffered() == 0
 	if s := e.sender; s != nil {
 		switch {
 		case s.isDone():

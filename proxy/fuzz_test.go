@@ -65,7 +65,7 @@ func FuzzResponseHead(f *testing.F) {
 		// Both parsers read on into a next response, as on a live
 		// connection (net/http's trailer reader wants two bytes to peek at).
 		data = append(data[:len(data):len(data)], "HTTP/1.1 204 No Content\r\n\r\n"...)
-		var sc h1.HeadScratch
+		var sc h1.Scratch
 		dst := http.Header{}
 		budget := 4096
 		ourR := bytes.NewReader(data)
@@ -107,7 +107,7 @@ func FuzzResponseHead(f *testing.F) {
 			t.Fatalf("length %d, net/http says %d", h.Length, ref.ContentLength)
 		}
 		untilEOF := !bodyless && !h.Chunked && h.Length < 0
-		reuse := !h.CloseConn && !untilEOF
+		reuse := !h.Close && !untilEOF
 		refReuse := !ref.Close && (bodyless || ref.ContentLength >= 0 || refChunked)
 		if reuse && !refReuse {
 			t.Fatalf("reused where net/http closes (close %v, length %d)", ref.Close, ref.ContentLength)
@@ -144,7 +144,7 @@ func FuzzResponseHead(f *testing.F) {
 			return
 		}
 		p := &Proxy{upstreamTimeout: time.Second, maxHead: 4096}
-		c := &h1.UpConn{Nc: deadlineConn{}, Br: br}
+		c := &h1.Conn{Net: deadlineConn{}, R: br}
 		w := &recWriter{h: http.Header{}}
 		cs := clientSide{w: w, ctl: w}
 		upErr, clErr := p.copyResponse(&cs, c, &h)
@@ -349,7 +349,7 @@ func FuzzChunkedBody(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p := &Proxy{upstreamTimeout: time.Second, maxHead: 4096}
-		c := &h1.UpConn{Nc: deadlineConn{}, Br: bufio.NewReaderSize(bytes.NewReader(data), 16)}
+		c := &h1.Conn{Net: deadlineConn{}, R: bufio.NewReaderSize(bytes.NewReader(data), 16)}
 		w := &recWriter{h: http.Header{}}
 		cs := clientSide{w: w, ctl: w}
 		upErr, clErr := p.copyChunked(&cs, c)

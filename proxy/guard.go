@@ -334,7 +334,7 @@ type reqScan struct {
 	// Within a head (scanHead): where the search for its end resumes, and
 	// the head once parsed.
 	searched int
-	head     h1.ReqHead
+	head     h1.RequestHead
 
 	// Within a chunk line or the trailer: where in its line the scan is, the
 	// line's length so far, the chunk size and its digits, the trailer's
@@ -456,7 +456,7 @@ func (s *reqScan) feed(b []byte, from int) (ready int) {
 }
 
 // headLines waits for the whole head that starts head, then reads it with the
-// proxy's one request parser (reqHead.parse, h1parse.go, the own server's),
+// proxy's one request parser (h1.RequestHead.Parse, the own server's),
 // so that the guard and the own server decide a request's framing alike: a
 // head the parser refuses is refused (scanRefused: the server answers 400),
 // but for a transfer coding it cannot frame or an HTTP/2-or-later version,

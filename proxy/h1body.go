@@ -141,8 +141,8 @@ func (s *bodySender) abandon(cs *clientSide) (unfinished bool) {
 
 // sendRequest writes r's head and, depending on mode, its body: inline, or from a
 // goroutine it starts and returns.
-func (p *Proxy) sendRequest(c *h1.UpConn, r *http.Request, path string, cs *clientSide, upgrade string, mode bodyMode) (*bodySender, error) {
-	p.writeRequestHead(c.Bw, r, path, upgrade, mode)
+func (p *Proxy) sendRequest(c *h1.Conn, r *http.Request, path string, cs *clientSide, upgrade string, mode bodyMode) (*bodySender, error) {
+	p.writeRequestHead(c.W, r, path, upgrade, mode)
 	switch mode {
 	case bodyInline:
 		if err, clientErr := p.sendBody(c, r, cs, nil); err != nil {
@@ -155,7 +155,7 @@ func (p *Proxy) sendRequest(c *h1.UpConn, r *http.Request, path string, cs *clie
 		}
 		return nil, nil
 	case bodyStream:
-		if err := c.Bw.Flush(); err != nil {
+		if err := c.W.Flush(); err != nil {
 			return nil, &writeFailedError{err}
 		}
 		_ = cs.ctl.EnableFullDuplex() // HTTP/1: read the body while the response is written
@@ -181,7 +181,7 @@ func (p *Proxy) sendRequest(c *h1.UpConn, r *http.Request, path string, cs *clie
 // rest is drained instead. The client must make progress within the client
 // timeout, the upstream within the upstream timeout. clientErr says which side
 // failed.
-func (p *Proxy) sendBody(c *h1.UpConn, r *http.Request, cs *clientSide, s *bodySender) (err error, clientErr bool) {
+func (p *Proxy) sendBody(c *h1.Conn, r *http.Request, cs *clientSide, s *bodySender) (err error, clientErr bool) {
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
 	buf := *bp
@@ -219,27 +219,27 @@ func (p *Proxy) sendBody(c *h1.UpConn, r *http.Request, cs *clientSide, s *bodyS
 		return io.ErrUnexpectedEOF, true
 	}
 	if chunked {
-		c.Bw.WriteString("0\r\n")
+		c.W.WriteString("0\r\n")
 		for k, vv := range r.Trailer {
 			if !h1.ValidFieldName(k) || h1.TrailerForbidden(k) {
 				continue
 			}
 			for _, v := range vv {
 				if h1.ValidFieldValue(v) {
-					c.Bw.WriteString(k)
-					c.Bw.WriteString(": ")
-					c.Bw.WriteString(v)
-					c.Bw.WriteString("\r\n")
+					c.W.WriteString(k)
+					c.W.WriteString(": ")
+					c.W.WriteString(v)
+					c.W.WriteString("\r\n")
 				}
 			}
 		}
-		c.Bw.WriteString("\r\n")
+		c.W.WriteString("\r\n")
 	}
 	c.ArmWrite(time.Now().Add(p.upstreamTimeout), p.upstreamTimeout)
 	if s == nil {
 		err = c.FlushAwait() // inline: the response is all that comes next
 	} else {
-		err = c.Bw.Flush()
+		err = c.W.Flush()
 	}
 	c.ArmWrite(time.Time{}, 0) // later requests' heads are written without one
 	return err, false
@@ -247,19 +247,19 @@ func (p *Proxy) sendBody(c *h1.UpConn, r *http.Request, cs *clientSide, s *bodyS
 
 // sendPiece writes one piece of a request body, chunk-framed if chunked, and
 // sends it at once if flush.
-func (p *Proxy) sendPiece(c *h1.UpConn, b []byte, chunked, flush bool) error {
+func (p *Proxy) sendPiece(c *h1.Conn, b []byte, chunked, flush bool) error {
 	c.ArmWrite(time.Now().Add(p.upstreamTimeout), p.upstreamTimeout)
 	if chunked {
-		c.Bw.Write(h1.AppendChunkHeader(c.Bw.AvailableBuffer(), len(b)))
+		c.W.Write(h1.AppendChunkHeader(c.W.AvailableBuffer(), len(b)))
 	}
-	if _, err := c.Bw.Write(b); err != nil {
+	if _, err := c.W.Write(b); err != nil {
 		return err
 	}
 	if chunked {
-		c.Bw.WriteString("\r\n")
+		c.W.WriteString("\r\n")
 	}
 	if flush {
-		return c.Bw.Flush()
+		return c.W.Flush()
 	}
 	return nil
 }

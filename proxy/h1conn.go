@@ -50,7 +50,7 @@ type h1Conn struct {
 	lastPost  bool        // the last request was a POST: leading empty lines are skipped
 	yieldNext bool        // the last answer was a refusal: yield before reading the next request
 
-	head    h1.ReqHead
+	head    h1.RequestHead
 	req     *http.Request // reused by every request; its context is the connection's
 	url     url.URL
 	hdr     http.Header
@@ -354,7 +354,7 @@ func (c *h1Conn) lingerClose() {
 func (c *h1Conn) serveRequest() (keep bool) {
 	h := &c.head
 	c.buildRequest()
-	c.rw.reset(h.Minor == 0, h.CloseConn)
+	c.rw.reset(h.Minor == 0, h.Close)
 	c.lastPost = c.req.Method == http.MethodPost
 	if c.body.done {
 		c.watchLater()
@@ -577,7 +577,7 @@ func (c *h1Conn) buildRequest() {
 	}
 	r.Host = c.view(h.Host)
 	r.RemoteAddr = c.remote
-	r.Close = h.CloseConn
+	r.Close = h.Close
 	r.TLS, r.Form, r.PostForm, r.MultipartForm, r.Trailer, r.GetBody, r.Response = nil, nil, nil, nil, nil, nil, nil
 	c.url = url.URL{}
 	r.URL = &c.url
@@ -606,7 +606,7 @@ func (c *h1Conn) buildRequest() {
 	r.Header = hdr
 	for _, f := range h.Fields {
 		name := f.Name.Of(b)
-		if h1.AsciiEqualFold(name, "host") {
+		if h1.EqualFold(name, "host") {
 			continue // net/http's server keeps it in Host alone
 		}
 		k := c.fieldKey(f.Name)

@@ -30,7 +30,7 @@ type h1Body struct {
 	contSent bool
 }
 
-func (b *h1Body) reset(h *h1.ReqHead) {
+func (b *h1Body) reset(h *h1.RequestHead) {
 	b.chunked, b.left, b.inData, b.excess, b.err = h.Chunked, max(h.Length, 0), false, 0, nil
 	b.done = !h.HasBody()
 	b.expect, b.contSent = h.ExpectContinue && !b.done, false
@@ -213,7 +213,7 @@ var errChunkLineTooLong = errors.New("proxy: chunk line too long")
 
 // readTrailer reads the trailer section (at most 64 KiB) into the request's
 // Trailer, with keys made canonical, fields a proxy must not forward as
-// trailers left out by the proxy (trailerForbidden).
+// trailers left out by the proxy (h1.TrailerForbidden).
 func (b *h1Body) readTrailer() error {
 	c := b.c
 	budget := 64 << 10

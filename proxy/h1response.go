@@ -19,15 +19,15 @@ const maxInterim = 5
 // on (103 Early Hints) or dropped (100 Continue: the proxy's server speaks to the
 // client itself; 102), at most maxInterim of them. The upstream has until start +
 // the upstream timeout.
-func (p *Proxy) readHead(c *h1.UpConn, w http.ResponseWriter, method string, start time.Time) (h1.RespHead, error) {
+func (p *Proxy) readHead(c *h1.Conn, w http.ResponseWriter, method string, start time.Time) (h1.ResponseHead, error) {
 	dst := w.Header()
 	c.ArmRead(start.Add(p.upstreamTimeout), p.upstreamTimeout)
 	budget := p.maxHead
 	for interim := 0; ; interim++ {
-		if _, err := c.Br.Peek(1); err != nil {
-			return h1.RespHead{}, &noResponseError{err}
+		if _, err := c.R.Peek(1); err != nil {
+			return h1.ResponseHead{}, &noResponseError{err}
 		}
-		h, err := c.Sc.ReadResponseHead(c.Br, dst, &budget)
+		h, err := c.Scratch.ReadResponseHead(c.R, dst, &budget)
 		if err != nil {
 			return h, err
 		}
@@ -46,14 +46,14 @@ func (p *Proxy) readHead(c *h1.UpConn, w http.ResponseWriter, method string, sta
 
 // copyResponse copies the response body to the client, framed as the head says.
 // upErr is a failure of the upstream, clErr of the client.
-func (p *Proxy) copyResponse(cs *clientSide, c *h1.UpConn, h *h1.RespHead) (upErr, clErr error) {
+func (p *Proxy) copyResponse(cs *clientSide, c *h1.Conn, h *h1.ResponseHead) (upErr, clErr error) {
 	switch {
 	case h.Chunked:
 		return p.copyChunked(cs, c)
 	case h.Length >= 0:
 		return p.copyN(cs, c, h.Length)
 	}
-	h.CloseConn = true // the body ends when the connection does
+	h.Close = true // the body ends when the connection does
 	upErr, clErr = p.copyN(cs, c, -1)
 	if upErr == io.ErrUnexpectedEOF {
 		upErr = nil
@@ -64,15 +64,15 @@ func (p *Proxy) copyResponse(cs *clientSide, c *h1.UpConn, h *h1.RespHead) (upEr
 // fill makes sure c's reader holds at least one byte. Before it blocks, it flushes
 // what the client has not got yet (so streams flow) and gives the upstream the
 // upstream timeout to send more.
-func (p *Proxy) fill(cs *clientSide, c *h1.UpConn) (upErr, clErr error) {
-	if c.Br.Buffered() > 0 {
+func (p *Proxy) fill(cs *clientSide, c *h1.Conn) (upErr, clErr error) {
+	if c.R.Buffered() > 0 {
 		return nil, nil
 	}
 	if err := cs.flush(); err != nil {
 		return nil, err
 	}
 	c.ArmRead(time.Now().Add(p.upstreamTimeout), p.upstreamTimeout)
-	if _, err := c.Br.Peek(1); err != nil {
+	if _, err := c.R.Peek(1); err != nil {
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF
 		}
@@ -83,20 +83,20 @@ func (p *Proxy) fill(cs *clientSide, c *h1.UpConn) (upErr, clErr error) {
 
 // copyN copies n bytes (n < 0: until EOF, reported as io.ErrUnexpectedEOF) straight
 // out of c's read buffer to the client.
-func (p *Proxy) copyN(cs *clientSide, c *h1.UpConn, n int64) (upErr, clErr error) {
+func (p *Proxy) copyN(cs *clientSide, c *h1.Conn, n int64) (upErr, clErr error) {
 	for n != 0 {
 		if upErr, clErr = p.fill(cs, c); upErr != nil || clErr != nil {
 			return upErr, clErr
 		}
-		k := c.Br.Buffered()
+		k := c.R.Buffered()
 		if n > 0 && int64(k) > n {
 			k = int(n)
 		}
-		b, _ := c.Br.Peek(k)
+		b, _ := c.R.Peek(k)
 		if err := cs.write(b); err != nil {
 			return nil, err
 		}
-		_, _ = c.Br.Discard(k)
+		_, _ = c.R.Discard(k)
 		if n > 0 {
 			n -= int64(k)
 		}
@@ -120,7 +120,7 @@ var errChunkExcess = h1.ProtoErr("chunked encoding spends too much on framing")
 // copyChunked decodes a chunked body (RFC 9112 §7.1) to the client, whose server
 // frames it anew, and passes the trailer fields on as trailers. Chunk lines must
 // end in CRLF.
-func (p *Proxy) copyChunked(cs *clientSide, c *h1.UpConn) (upErr, clErr error) {
+func (p *Proxy) copyChunked(cs *clientSide, c *h1.Conn) (upErr, clErr error) {
 	var excess int64
 	for {
 		line, upErr, clErr := p.line(cs, c)
@@ -149,15 +149,15 @@ func (p *Proxy) copyChunked(cs *clientSide, c *h1.UpConn) (upErr, clErr error) {
 			return h1.ProtoErr("chunk data longer than its size"), nil
 		}
 	}
-	if c.Br.Buffered() == 0 || bytes.IndexByte(peekBuffered(c), '\n') < 0 {
+	if c.R.Buffered() == 0 || bytes.IndexByte(peekBuffered(c), '\n') < 0 {
 		if err := cs.flush(); err != nil {
 			return nil, err
 		}
 		c.ArmRead(time.Now().Add(p.upstreamTimeout), p.upstreamTimeout)
 	}
-	var th h1.RespHead
+	var th h1.ResponseHead
 	budget := p.maxHead
-	if err := c.Sc.ReadFields(c.Br, cs.w.Header(), &th, h1.ModeTrailer, &budget); err != nil {
+	if err := c.Scratch.ReadFields(c.R, cs.w.Header(), &th, h1.ModeTrailer, &budget); err != nil {
 		return err, nil
 	}
 	return nil, nil
@@ -165,7 +165,7 @@ func (p *Proxy) copyChunked(cs *clientSide, c *h1.UpConn) (upErr, clErr error) {
 
 // line reads one line of chunked framing; if it is not buffered whole, it first
 // flushes the client and arms the upstream timeout, as fill does.
-func (p *Proxy) line(cs *clientSide, c *h1.UpConn) (line []byte, upErr, clErr error) {
+func (p *Proxy) line(cs *clientSide, c *h1.Conn) (line []byte, upErr, clErr error) {
 	if bytes.IndexByte(peekBuffered(c), '\n') < 0 {
 		if err := cs.flush(); err != nil {
 			return nil, nil, err
@@ -173,7 +173,7 @@ func (p *Proxy) line(cs *clientSide, c *h1.UpConn) (line []byte, upErr, clErr er
 		c.ArmRead(time.Now().Add(p.upstreamTimeout), p.upstreamTimeout)
 	}
 	budget := maxChunkLine
-	line, err := c.Sc.ReadLine(c.Br, &budget, h1.CRLFOnly)
+	line, err := c.Scratch.ReadLine(c.R, &budget, h1.CRLFOnly)
 	if err == io.EOF {
 		err = io.ErrUnexpectedEOF
 	}
@@ -181,7 +181,7 @@ func (p *Proxy) line(cs *clientSide, c *h1.UpConn) (line []byte, upErr, clErr er
 }
 
 // peekBuffered returns the bytes c's reader holds, without reading.
-func peekBuffered(c *h1.UpConn) []byte {
-	b, _ := c.Br.Peek(c.Br.Buffered())
+func peekBuffered(c *h1.Conn) []byte {
+	b, _ := c.R.Peek(c.R.Buffered())
 	return b
 }

@@ -29,7 +29,7 @@ func requestSkipped(k string) bool {
 
 // trailersOut returns the trailers an h2c request forwards for r, whose
 // trailers (r.Trailer) are filled in when its body ends: their names less
-// those trailerForbidden names, and body, r's body, which fills their values
+// those h1.TrailerForbidden names, and body, r's body, which fills their values
 // in from r.Trailer as it ends. (net/http's Transport declares the names when
 // it sends the head, and reads the values when the body ends.)
 func trailersOut(r *http.Request, body io.ReadCloser) (http.Header, io.ReadCloser) {

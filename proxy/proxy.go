@@ -169,7 +169,7 @@ type Proxy struct {
 	clientTimeout   time.Duration
 	maxHead         int
 
-	pool         *h1.ConnPool
+	pool         *h1.Pool
 	h2           *http.Transport
 	breaker      *Breaker
 	stats        counters
@@ -200,7 +200,7 @@ func New(p Params) (*Proxy, error) {
 	}
 	dial := orDuration(p.DialTimeout, defaultDialTimeout)
 	idle := orDuration(p.IdleConnTimeout, defaultIdleConnTimeout)
-	px.pool = h1.NewConnPool(up.network, up.addr, dial, orInt(p.MaxIdleConns, defaultMaxIdleConns), idle, drainTimeout)
+	px.pool = h1.NewPool(up.network, up.addr, dial, orInt(p.MaxIdleConns, defaultMaxIdleConns), idle, drainTimeout)
 	if p.Protocol != ProtocolHTTP1 {
 		px.h2 = newH2Transport(up, dial, idle)
 	}

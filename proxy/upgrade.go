@@ -45,7 +45,7 @@ func upgradeOffer(r *http.Request) string {
 // httputil.ReverseProxy checks it: Connection names "upgrade" and Upgrade is the
 // offer, ASCII case aside. Anything else (no Upgrade, another protocol) would
 // splice a tunnel the client never asked for.
-func upgradeAccepted(h *h1.RespHead, offer string) bool {
+func upgradeAccepted(h *h1.ResponseHead, offer string) bool {
 	return offer != "" && h.Upgrade && strings.EqualFold(h.UpgradeTo, offer)
 }
 
@@ -66,7 +66,7 @@ func printableASCII(s string) bool {
 // head and leaves the bytes to two pumps, one per direction, which run until
 // either side ends and close both (see splicedConn). The handler returns at
 // once: an idle spliced connection holds two small goroutines and no buffer.
-func (p *Proxy) splice(w http.ResponseWriter, r *http.Request, c *h1.UpConn, upgradeTo string, x *exchange, watch clientStop) (abort bool) {
+func (p *Proxy) splice(w http.ResponseWriter, r *http.Request, c *h1.Conn, upgradeTo string, x *exchange, watch clientStop) (abort bool) {
 	if !watch.stop() {
 		// The client went away while the upstream was answering.
 		c.Abort()
@@ -106,7 +106,7 @@ func (p *Proxy) splice(w http.ResponseWriter, r *http.Request, c *h1.UpConn, upg
 		out = g.Conn
 	}
 	_ = conn.SetDeadline(time.Time{})
-	_ = c.Nc.SetDeadline(time.Time{})
+	_ = c.Net.SetDeadline(time.Time{})
 
 	bw := brw.Writer
 	bw.WriteString("HTTP/1.1 101 Switching Protocols\r\n")
@@ -116,14 +116,14 @@ func (p *Proxy) splice(w http.ResponseWriter, r *http.Request, c *h1.UpConn, upg
 	bw.WriteString(upgradeTo) // the offer: printable ASCII (upgradeAccepted)
 	bw.WriteString("\r\n")
 	bw.WriteString("\r\n")
-	if n := c.Br.Buffered(); n > 0 { // what the upstream sent right after its head
-		b, _ := c.Br.Peek(n)
+	if n := c.R.Buffered(); n > 0 { // what the upstream sent right after its head
+		b, _ := c.R.Peek(n)
 		_, _ = bw.Write(b)
-		_, _ = c.Br.Discard(n)
+		_, _ = c.R.Discard(n)
 	}
 	err = bw.Flush()
 	if err == nil && len(ahead) > 0 {
-		_, err = c.Nc.Write(ahead)
+		_, err = c.Net.Write(ahead)
 	}
 	if err != nil {
 		st.End()
@@ -132,8 +132,8 @@ func (p *Proxy) splice(w http.ResponseWriter, r *http.Request, c *h1.UpConn, upg
 		return false
 	}
 	ws := strings.EqualFold(upgradeTo, "websocket")
-	sc := &splicedConn{client: conn, up: c.Nc,
-		toUp: newPumpSide(conn, c.Nc, ws), toCl: newPumpSide(c.Nc, out, ws)}
+	sc := &splicedConn{client: conn, up: c.Net,
+		toUp: newPumpSide(conn, c.Net, ws), toCl: newPumpSide(c.Net, out, ws)}
 	ls := p.streams.add(st, sc.cut)
 	go func() {
 		sc.serve()

@@ -1,6 +1,6 @@
 package h1
 
-// parseChunkSize parses the line that starts an HTTP/1.1 chunk (RFC 9112 §7.1):
+// ParseChunkSize parses the line that starts an HTTP/1.1 chunk (RFC 9112 §7.1):
 // a hexadecimal size, optional whitespace, and optional extensions after ';',
 // which are ignored. A size of more than 16 digits (leading zeros too, as
 // net/http counts them) or beyond 2^63-1 is refused.
@@ -42,7 +42,7 @@ rest:
 	return n, nil
 }
 
-// appendChunkHeader appends the size line of a chunk of n bytes.
+// AppendChunkHeader appends the size line of a chunk of n bytes.
 func AppendChunkHeader(b []byte, n int) []byte {
 	const hex = "0123456789abcdef"
 	var tmp [16]byte

@@ -4,7 +4,7 @@ import (
 	"strings"
 )
 
-// nextToken splits the first element off a comma-separated header list (RFC 9110
+// NextToken splits the first element off a comma-separated header list (RFC 9110
 // §5.6.1), trimming optional whitespace; empty elements are skipped. ok is false
 // when s holds no more elements. It does not allocate.
 func NextToken(s string) (tok, rest string, ok bool) {
@@ -23,7 +23,7 @@ func NextToken(s string) (tok, rest string, ok bool) {
 	return "", "", false
 }
 
-// hasToken reports whether any of the comma-separated lists in values holds token,
+// HasToken reports whether any of the comma-separated lists in values holds token,
 // compared case-insensitively.
 func HasToken(values []string, token string) bool {
 	for _, v := range values {
@@ -41,7 +41,7 @@ func HasToken(values []string, token string) bool {
 	return false
 }
 
-// connectionListed reports whether the canonical header key k is named by a
+// ConnectionListed reports whether the canonical header key k is named by a
 // Connection header (RFC 9110 §7.6.1: such fields are hop-by-hop). conn holds the
 // Connection values; the usual "close", "keep-alive" and "upgrade" name no field
 // that is forwarded anyway.
@@ -49,7 +49,7 @@ func ConnectionListed(conn []string, k string) bool {
 	return len(conn) > 0 && HasToken(conn, k)
 }
 
-// forwardingAlias reports whether k, with its underscores read as dashes, names
+// ForwardingAlias reports whether k, with its underscores read as dashes, names
 // a forwarding field.
 func ForwardingAlias(k string) bool {
 	for _, f := range [...]string{"X-Forwarded-For", "X-Forwarded-Proto", "X-Forwarded-Host", "X-Real-Ip"} {
@@ -71,7 +71,7 @@ func ForwardingAlias(k string) bool {
 	return false
 }
 
-// responseSkipped reports whether the canonical response header k is dropped
+// ResponseSkipped reports whether the canonical response header k is dropped
 // rather than copied to the client: hop-by-hop fields and framing, which the
 // proxy's own server regenerates.
 func ResponseSkipped(k string) bool {
@@ -83,7 +83,7 @@ func ResponseSkipped(k string) bool {
 	return false
 }
 
-// trailerForbidden reports whether the canonical field k must not be forwarded as
+// TrailerForbidden reports whether the canonical field k must not be forwarded as
 // a trailer (RFC 9110 §6.5.1: framing, routing and the like), nor the
 // forwarding fields, underscore spellings included, which the proxy writes in
 // a request's head alone (see forwardedOf): from a client's trailers, an
@@ -101,7 +101,7 @@ func TrailerForbidden(k string) bool {
 	return strings.IndexByte(k, '_') >= 0 && ForwardingAlias(k)
 }
 
-// validFieldName reports whether k is a token (RFC 9110 §5.6.2). Requests read by
+// ValidFieldName reports whether k is a token (RFC 9110 §5.6.2). Requests read by
 // net/http always pass; the check guards requests built in-process.
 func ValidFieldName(k string) bool {
 	if k == "" {
@@ -115,14 +115,14 @@ func ValidFieldName(k string) bool {
 	return true
 }
 
-// validFieldValue reports whether v holds no CR, LF or NUL, which would let a
+// ValidFieldValue reports whether v holds no CR, LF or NUL, which would let a
 // value split the message (RFC 9110 §5.5).
 func ValidFieldValue(v string) bool {
 	return strings.IndexByte(v, '\n') < 0 && strings.IndexByte(v, '\r') < 0 && strings.IndexByte(v, 0) < 0
 }
 
-// asciiEqualFold reports whether b equals the lower-case ASCII s, case aside.
-func AsciiEqualFold(b []byte, s string) bool {
+// EqualFold reports whether b equals the lower-case ASCII s, case aside.
+func EqualFold(b []byte, s string) bool {
 	if len(b) != len(s) {
 		return false
 	}

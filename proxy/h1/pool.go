@@ -16,28 +16,33 @@ const (
 	upWriteBuf = 8 << 10
 )
 
-// upConn is one HTTP/1.1 connection to the upstream.
-type UpConn struct {
-	Nc      net.Conn
-	Br      *bufio.Reader
-	Bw      *bufio.Writer
-	idleAt  time.Time     // when it was put back in the pool
-	AbortFn func()        // c.clientGone, bound once so that aborting costs no closure per request
-	state   atomic.Uint32 // the exchange's: upUnsent, ..., upFinishing
+// Conn is one HTTP/1.1 connection to the upstream, handed out by a Pool for
+// one exchange at a time.
+//
+// Concurrency: one goroutine at a time runs an exchange on it (reads R,
+// writes W); ClientGone, Finish and Abort may be called from another.
+type Conn struct {
+	Net     net.Conn
+	R       *bufio.Reader // reads Net; holds a response head and, for small responses, the whole body
+	W       *bufio.Writer // writes Net (see FlushAwait)
+	Scratch Scratch       // memory for parsing this connection's response heads
+	AbortFn func()        // c.ClientGone, bound once so that aborting costs no closure per request
+
+	idleAt time.Time     // when it was put back in the pool
+	state  atomic.Uint32 // the exchange's: upUnsent, ..., upFinishing
 	// finishBy is when an exchange whose client went away must end (unix
-	// ns; 0: none): the deadlines armRead and armWrite set do not go beyond.
-	// finishMu orders finish (the client watch's goroutine, or the handler)
-	// and finished (the handler), so that no deadline of a finished exchange
+	// ns; 0: none): the deadlines ArmRead and ArmWrite set do not go beyond.
+	// finishMu orders Finish (the client watch's goroutine, or the handler)
+	// and Finished (the handler), so that no deadline of a finished exchange
 	// is set on the connection once it serves another.
 	finishBy atomic.Int64
 	finishMu sync.Mutex
-	drain    time.Duration // how long an exchange whose HTTP/2 client went away may take to end (see clientGone)
+	drain    time.Duration // how long an exchange whose HTTP/2 client went away may take to end (see ClientGone)
 	probe    idleProbe     // looks for bytes or a close while the connection is idle
-	out      upWriter      // what bw writes to (see flushAwait)
-	Sc       HeadScratch
+	out      upWriter      // what W writes to (see FlushAwait)
 
 	// The deadlines last set, so that re-arming them for every request of a busy
-	// connection can be skipped (see armRead).
+	// connection can be skipped (see ArmRead).
 	readDL, writeDL time.Time
 }
 
@@ -48,11 +53,11 @@ type UpConn struct {
 // of once per request.
 const deadlineSlack = 16
 
-// slack returns how much earlier than wanted a deadline for timeout may fire.
+// Slack returns how much earlier than wanted a deadline for timeout may fire.
 func Slack(timeout time.Duration) time.Duration { return min(timeout/deadlineSlack, time.Second) }
 
-// armRead makes the read deadline at most slack(timeout) earlier than want.
-func (c *UpConn) ArmRead(want time.Time, timeout time.Duration) {
+// ArmRead makes the read deadline at most Slack(timeout) earlier than want.
+func (c *Conn) ArmRead(want time.Time, timeout time.Duration) {
 	if by := c.finishBy.Load(); by != 0 && want.UnixNano() > by {
 		want = time.Unix(0, by)
 	}
@@ -60,15 +65,15 @@ func (c *UpConn) ArmRead(want time.Time, timeout time.Duration) {
 		return
 	}
 	c.readDL = want
-	_ = c.Nc.SetReadDeadline(want)
+	_ = c.Net.SetReadDeadline(want)
 }
 
-// armWrite is armRead for writes; a zero want clears the deadline.
-func (c *UpConn) ArmWrite(want time.Time, timeout time.Duration) {
+// ArmWrite is ArmRead for writes; a zero want clears the deadline.
+func (c *Conn) ArmWrite(want time.Time, timeout time.Duration) {
 	if want.IsZero() {
 		if !c.writeDL.IsZero() {
 			c.writeDL = time.Time{}
-			_ = c.Nc.SetWriteDeadline(time.Time{})
+			_ = c.Net.SetWriteDeadline(time.Time{})
 		}
 		return
 	}
@@ -79,24 +84,24 @@ func (c *UpConn) ArmWrite(want time.Time, timeout time.Duration) {
 		return
 	}
 	c.writeDL = want
-	_ = c.Nc.SetWriteDeadline(want)
+	_ = c.Net.SetWriteDeadline(want)
 }
 
-// flushAwait sends what bw holds, the end of a request after which only its
+// FlushAwait sends what W holds, the end of a request after which only its
 // response is read, and waits for the response's first bytes (see upWriter):
 // the read deadline must be armed first. Its error is the write's; a wait
 // that failed shows in the read that follows.
-func (c *UpConn) FlushAwait() error {
+func (c *Conn) FlushAwait() error {
 	c.out.armed = true
-	err := c.Bw.Flush()
+	err := c.W.Flush()
 	c.out.armed = false
 	return err
 }
 
-// abort closes the connection under whatever is reading or writing it.
-func (c *UpConn) Abort() { _ = c.Nc.Close() }
+// Abort closes the connection under whatever is reading or writing it.
+func (c *Conn) Abort() { _ = c.Net.Close() }
 
-// Where an exchange on an upConn is, for a client that goes away.
+// Where an exchange on an Conn is, for a client that goes away.
 const (
 	upUnsent    uint32 = iota // handed out; its request has not left
 	upSent                    // the request is on its way (claimed): a client gone closes the connection
@@ -105,7 +110,7 @@ const (
 	upFinishing               // an HTTP/2 client went away after it left: the exchange ends within the drain timeout
 )
 
-// clientGone is run when the exchange's client goes away. A connection whose
+// ClientGone is run when the exchange's client goes away. A connection whose
 // request never left is left as it is, fit for another exchange (claim then
 // fails). One whose request left for an HTTP/2 client (a stream reset) gets
 // the pool's drain timeout for the response to end, read and dropped by the
@@ -113,31 +118,31 @@ const (
 // costs no upstream connection, where closing one for each would have a
 // rapid reset (CVE-2023-44487) churn through them. Any other is closed under
 // the exchange, so that the upstream can stop working on it.
-func (c *UpConn) clientGone() {
+func (c *Conn) ClientGone() {
 	if !c.state.CompareAndSwap(upUnsent, upCanceled) && !c.Finish() {
 		c.Abort()
 	}
 }
 
-// finish lets an exchange whose HTTP/2 client went away after its request
-// left end within the drain timeout (see clientGone), and reports whether it does
+// Finish lets an exchange whose HTTP/2 client went away after its request
+// left end within the drain timeout (see ClientGone), and reports whether it does
 // so; false for one whose client is not HTTP/2's. The response's writer calls
 // it too when a write fails, as its client's going may be seen there first.
-func (c *UpConn) Finish() bool {
+func (c *Conn) Finish() bool {
 	c.finishMu.Lock()
 	defer c.finishMu.Unlock()
 	if c.state.CompareAndSwap(upSentH2, upFinishing) {
 		until := time.Now().Add(c.drain)
 		c.finishBy.Store(until.UnixNano())
-		_ = c.Nc.SetDeadline(until)
+		_ = c.Net.SetDeadline(until)
 		return true
 	}
 	return c.state.Load() == upFinishing
 }
 
-// claim marks the request as leaving (for an HTTP/2 client: h2); false
+// Claim marks the request as leaving (for an HTTP/2 client: h2); false
 // means the client went away first.
-func (c *UpConn) Claim(h2 bool) bool {
+func (c *Conn) Claim(h2 bool) bool {
 	to := upSent
 	if h2 {
 		to = upSentH2
@@ -145,13 +150,13 @@ func (c *UpConn) Claim(h2 bool) bool {
 	return c.state.CompareAndSwap(upUnsent, to)
 }
 
-// finishing reports whether the exchange's HTTP/2 client went away after its
-// request left (see clientGone): what is left of the response is dropped.
-func (c *UpConn) Finishing() bool { return c.state.Load() == upFinishing }
+// Finishing reports whether the exchange's HTTP/2 client went away after its
+// request left (see ClientGone): what is left of the response is dropped.
+func (c *Conn) Finishing() bool { return c.state.Load() == upFinishing }
 
-// finished makes a connection whose exchange ended after its client went
-// away fit for the next: its deadlines, set by clientGone, are cleared.
-func (c *UpConn) Finished() {
+// Finished makes a connection whose exchange ended after its client went
+// away fit for the next: its deadlines, set by ClientGone, are cleared.
+func (c *Conn) Finished() {
 	if c.state.Load() != upFinishing {
 		return // the common case: no lock
 	}
@@ -159,16 +164,16 @@ func (c *UpConn) Finished() {
 	defer c.finishMu.Unlock()
 	if c.finishBy.Swap(0) != 0 {
 		c.readDL, c.writeDL = time.Time{}, time.Time{}
-		_ = c.Nc.SetDeadline(time.Time{})
+		_ = c.Net.SetDeadline(time.Time{})
 	}
 }
 
-// connPool keeps idle HTTP/1.1 connections to one upstream, most recently used
+// Pool keeps idle HTTP/1.1 connections to one upstream, most recently used
 // first (warm connections; the coldest age out at the bottom).
 //
 // Concurrency: safe for concurrent use; one mutex per upstream, held for a slice
 // push or pop.
-type ConnPool struct {
+type Pool struct {
 	network, addr string
 	Dialer        net.Dialer
 	maxIdle       int
@@ -176,27 +181,27 @@ type ConnPool struct {
 	drainTimeout  time.Duration
 
 	mu     sync.Mutex
-	idle   []*UpConn
+	idle   []*Conn
 	closed bool
 }
 
-// newConnPool returns a pool of connections to addr on network (tcp or
+// NewPool returns a pool of connections to addr on network (tcp or
 // unix): at most maxIdle idle ones, each for at most idleTimeout; dials give up
 // after dialTimeout; drainTimeout is how long an exchange whose HTTP/2 client
-// went away after its request left may take to end (see upConn.clientGone).
-func NewConnPool(network, addr string, dialTimeout time.Duration, maxIdle int, idleTimeout, drainTimeout time.Duration) *ConnPool {
-	return &ConnPool{
+// went away after its request left may take to end (see Conn.ClientGone).
+func NewPool(network, addr string, dialTimeout time.Duration, maxIdle int, idleTimeout, drainTimeout time.Duration) *Pool {
+	return &Pool{
 		network:      network,
 		addr:         addr,
 		Dialer:       net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second},
 		maxIdle:      maxIdle,
 		idleTimeout:  idleTimeout,
 		drainTimeout: drainTimeout,
-		idle:         make([]*UpConn, 0, maxIdle),
+		idle:         make([]*Conn, 0, maxIdle),
 	}
 }
 
-// get returns an idle connection (reused == true) or a new one; with fresh, always
+// Get returns an idle connection (reused == true) or a new one; with fresh, always
 // a new one. An idle connection is looked at before it is handed out (one
 // non-blocking system call): one that the upstream closed, or that holds bytes
 // which arrived while it sat idle (answering no request: a second response, a
@@ -207,7 +212,7 @@ func NewConnPool(network, addr string, dialTimeout time.Duration, maxIdle int, i
 // that is gone. A non-nil slots bounds the dials in flight for one client
 // connection: a dial takes a place in it first (and gives it back), and may
 // find an idle connection once it has one.
-func (p *ConnPool) Get(ctx context.Context, now time.Time, fresh bool, slots chan struct{}) (c *UpConn, reused bool, err error) {
+func (p *Pool) Get(ctx context.Context, now time.Time, fresh bool, slots chan struct{}) (c *Conn, reused bool, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, false, err
 	}
@@ -238,17 +243,17 @@ func (p *ConnPool) Get(ctx context.Context, now time.Time, fresh bool, slots cha
 	if err != nil {
 		return nil, false, err
 	}
-	c = &UpConn{Nc: nc, Br: bufio.NewReaderSize(nc, upReadBuf), drain: p.drainTimeout}
-	c.AbortFn = c.clientGone
+	c = &Conn{Net: nc, R: bufio.NewReaderSize(nc, upReadBuf), drain: p.drainTimeout}
+	c.AbortFn = c.ClientGone
 	c.probe.init(nc)
 	c.out.init(nc, &c.probe)
-	c.Bw = bufio.NewWriterSize(&c.out, upWriteBuf)
+	c.W = bufio.NewWriterSize(&c.out, upWriteBuf)
 	return c, false, nil
 }
 
 // takeIdle returns the most recently used idle connection still fit for an
 // exchange at now, or nil; the unfit ones it meets are closed.
-func (p *ConnPool) takeIdle(now time.Time) *UpConn {
+func (p *Pool) takeIdle(now time.Time) *Conn {
 	for {
 		p.mu.Lock()
 		n := len(p.idle)
@@ -264,7 +269,7 @@ func (p *ConnPool) takeIdle(now time.Time) *UpConn {
 			// The last exchange's read deadline passed while the connection
 			// sat idle; the look below would fail on it.
 			c.readDL = time.Time{}
-			_ = c.Nc.SetReadDeadline(time.Time{})
+			_ = c.Net.SetReadDeadline(time.Time{})
 		}
 		if now.Sub(c.idleAt) > p.idleTimeout || !c.probe.quiet() {
 			c.Abort()
@@ -275,11 +280,11 @@ func (p *ConnPool) takeIdle(now time.Time) *UpConn {
 	}
 }
 
-// put returns a connection whose exchange ended cleanly, at now. It also closes the
+// Put returns a connection whose exchange ended cleanly, at now. It also closes the
 // oldest idle connection if it has outlived the idle timeout.
-func (p *ConnPool) Put(c *UpConn, now time.Time) {
+func (p *Pool) Put(c *Conn, now time.Time) {
 	c.idleAt = now
-	var stale *UpConn
+	var stale *Conn
 	p.mu.Lock()
 	if len(p.idle) > 0 && now.Sub(p.idle[0].idleAt) > p.idleTimeout {
 		stale = p.idle[0]
@@ -300,8 +305,8 @@ func (p *ConnPool) Put(c *UpConn, now time.Time) {
 	}
 }
 
-// close closes every idle connection and stops keeping new ones.
-func (p *ConnPool) Close() {
+// Close closes every idle connection and stops keeping new ones.
+func (p *Pool) Close() {
 	p.mu.Lock()
 	idle := p.idle
 	p.idle, p.closed = nil, true
@@ -311,8 +316,8 @@ func (p *ConnPool) Close() {
 	}
 }
 
-// idleCount returns how many connections are idle.
-func (p *ConnPool) IdleCount() int {
+// IdleCount returns how many connections are idle.
+func (p *Pool) IdleCount() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return len(p.idle)

@@ -94,7 +94,7 @@ const acceptLimit = 10 * time.Second
 
 func TestPoolReuseAndLiveness(t *testing.T) {
 	path, accepted := unixListener(t)
-	p := NewConnPool("unix", path, time.Second, 2, time.Minute, time.Second)
+	p := NewPool("unix", path, time.Second, 2, time.Minute, time.Second)
 	now := time.Now()
 	ctx := context.Background()
 
@@ -156,9 +156,9 @@ func TestPoolReuseAndLiveness(t *testing.T) {
 
 func TestPoolBounds(t *testing.T) {
 	path, _ := unixListener(t)
-	p := NewConnPool("unix", path, time.Second, 2, time.Minute, time.Second)
+	p := NewPool("unix", path, time.Second, 2, time.Minute, time.Second)
 	now := time.Now()
-	var cs []*UpConn
+	var cs []*Conn
 	for i := 0; i < 3; i++ {
 		c, _, err := p.Get(context.Background(), now, false, nil)
 		if err != nil {
@@ -173,7 +173,7 @@ func TestPoolBounds(t *testing.T) {
 		t.Fatalf("%d idle, want the bound of 2", n)
 	}
 	// The oldest idle connection outlived the timeout: a put sweeps it.
-	fresh := &UpConn{Nc: cs[2].Nc}
+	fresh := &Conn{Net: cs[2].Net}
 	p.Put(fresh, now.Add(2*time.Minute))
 	p.mu.Lock()
 	kept := len(p.idle) == 2 && p.idle[1] == fresh && p.idle[0] == cs[1]

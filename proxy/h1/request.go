@@ -9,7 +9,7 @@ import (
 )
 
 // This file is sluice's HTTP/1 request parser: the one place where a request
-// head is read and its framing decided. The proxy's own server (Server) serves
+// head is read and its framing decided. The proxy's own server (H1Server) serves
 // from it; the rules are net/http's server's (its readRequest, textproto's
 // ReadMIMEHeader, transfer.go), made stricter wherever net/http is lax in a way a
 // proxy must not be (RFC 9112 §6 and §11): a head this parser refuses is
@@ -38,52 +38,55 @@ import (
 // is "chunked" (anything else is 501); repeated identical Content-Lengths are
 // one; an Expect other than 100-continue on HTTP/1.1 is 417.
 
-// span is the part [off, end) of a head.
+// Span is the part [off, end) of a head.
 type Span struct{ Off, End int32 }
 
+// Of returns the bytes of b that s spans.
 func (s Span) Of(b []byte) []byte { return b[s.Off:s.End] }
-func (s Span) Empty() bool        { return s.Off == s.End }
 
-// reqField is one field line of a head: its name and its value, with the
+// Empty reports whether s spans nothing.
+func (s Span) Empty() bool { return s.Off == s.End }
+
+// Field is one field line of a head: its name and its value, with the
 // value's surrounding whitespace trimmed.
-type reqField struct{ Name, Value Span }
+type Field struct{ Name, Value Span }
 
-// targetForm is the form of a request-target (RFC 9112 §3.2).
-type targetForm uint8
+// TargetForm is the form of a request-target (RFC 9112 §3.2).
+type TargetForm uint8
 
 const (
-	FormOrigin    targetForm = iota // "/path?query"
+	FormOrigin    TargetForm = iota // "/path?query"
 	FormAbsolute                    // "http://host/path?query"
 	FormAsterisk                    // "*", OPTIONS only
 	formAuthority                   // "host:port", CONNECT only
 )
 
-// reqHead is a request head as the parser read it: offsets into the head's
+// RequestHead is a request head as the parser read it: offsets into the head's
 // bytes, which the caller keeps.
-type ReqHead struct {
+type RequestHead struct {
 	Method, Target Span
 	Minor          uint8 // HTTP/1.minor: 0 or 1
-	Form           targetForm
+	Form           TargetForm
 	// For absolute-form: the authority and the path with its query ("" is
 	// "/"). For the other forms, uri is the target.
 	authority, URI Span
 
-	Fields  []reqField // every field line, Host included, in order
-	Host    Span       // the request's host: the Host field's value, or the authority of absolute-form
-	hasHost bool       // a Host field was sent
+	Fields  []Field // every field line, Host included, in order
+	Host    Span    // the request's host: the Host field's value, or the authority of absolute-form
+	hasHost bool    // a Host field was sent
 
 	Length         int64 // Content-Length; -1 when none
 	Chunked        bool  // Transfer-Encoding: chunked
-	CloseConn      bool  // the client wants the connection closed after this exchange
+	Close          bool  // the client wants the connection closed after this exchange
 	keepAlive10    bool  // HTTP/1.0 with Connection: keep-alive
 	ExpectContinue bool  // Expect: 100-continue on HTTP/1.1
 	upgrade        bool  // Connection names "upgrade"
 }
 
-// hasBody reports whether a body follows the head.
-func (h *ReqHead) HasBody() bool { return h.Chunked || h.Length > 0 }
+// HasBody reports whether a body follows the head.
+func (h *RequestHead) HasBody() bool { return h.Chunked || h.Length > 0 }
 
-// headError is why a head is refused: the status to answer with and a short
+// HeadError is why a head is refused: the status to answer with and a short
 // text for the body.
 type HeadError struct {
 	Status int
@@ -119,17 +122,7 @@ var (
 // them by memory; MaxHeaderBytes bounds the bytes).
 const maxReqFields = 1000
 
-// leadingEmpty returns how many CR or LF bytes begin b, at most four: what
-// net/http skips before a request that follows a POST.
-func leadingEmpty(b []byte) int {
-	n := 0
-	for n < len(b) && n < 4 && (b[n] == '\r' || b[n] == '\n') {
-		n++
-	}
-	return n
-}
-
-// headEnd returns the length of the head that begins b, through the empty line
+// HeadEnd returns the length of the head that begins b, through the empty line
 // that ends it, or -1 when b does not hold all of it yet. *from is where the
 // search resumes (0 at first); it is moved on for the next call.
 func HeadEnd(b []byte, from *int) int {
@@ -154,11 +147,11 @@ func HeadEnd(b []byte, from *int) int {
 	}
 }
 
-// parse reads the head b (a whole head, as headEnd found it) into h, reusing
-// h's memory. A head it refuses gets a *headError.
-func (h *ReqHead) Parse(b []byte) *HeadError {
+// Parse reads the head b (a whole head, as HeadEnd found it) into h, reusing
+// h's memory. A head it refuses gets a *HeadError.
+func (h *RequestHead) Parse(b []byte) *HeadError {
 	fields := h.Fields[:0]
-	*h = ReqHead{Fields: fields, Length: -1}
+	*h = RequestHead{Fields: fields, Length: -1}
 	line, rest := nextLine(b, 0)
 	if err := h.requestLine(b, line); err != nil {
 		return err
@@ -179,7 +172,7 @@ func (h *ReqHead) Parse(b []byte) *HeadError {
 		h.Fields = append(h.Fields, f)
 		name, value := f.Name.Of(b), f.Value.Of(b)
 		switch {
-		case AsciiEqualFold(name, "host"):
+		case EqualFold(name, "host"):
 			if h.hasHost {
 				return errHosts
 			}
@@ -187,7 +180,7 @@ func (h *ReqHead) Parse(b []byte) *HeadError {
 			if !validHost(value) {
 				return errBadHost
 			}
-		case AsciiEqualFold(name, "content-length"):
+		case EqualFold(name, "content-length"):
 			n, ok := ParseContentLength(value)
 			if !ok {
 				return errBadLength
@@ -197,13 +190,13 @@ func (h *ReqHead) Parse(b []byte) *HeadError {
 			}
 			cl++
 			h.Length = n
-		case AsciiEqualFold(name, "transfer-encoding"):
+		case EqualFold(name, "transfer-encoding"):
 			te++
-			h.Chunked = AsciiEqualFold(value, "chunked")
-		case AsciiEqualFold(name, "connection"):
+			h.Chunked = EqualFold(value, "chunked")
+		case EqualFold(name, "connection"):
 			h.connection(value)
-		case AsciiEqualFold(name, "expect"):
-			if h.Minor == 0 || !AsciiEqualFold(value, "100-continue") || h.ExpectContinue {
+		case EqualFold(name, "expect"):
+			if h.Minor == 0 || !EqualFold(value, "100-continue") || h.ExpectContinue {
 				return errExpect
 			}
 			h.ExpectContinue = true
@@ -232,7 +225,7 @@ func (h *ReqHead) Parse(b []byte) *HeadError {
 		h.Length = -1
 	}
 	if h.Minor == 0 && !h.keepAlive10 {
-		h.CloseConn = true
+		h.Close = true
 	}
 	return nil
 }
@@ -250,7 +243,7 @@ func nextLine(b []byte, from int) (line Span, next int) {
 }
 
 // requestLine reads "method SP request-target SP HTTP/1.x".
-func (h *ReqHead) requestLine(b []byte, line Span) *HeadError {
+func (h *RequestHead) requestLine(b []byte, line Span) *HeadError {
 	l := line.Of(b)
 	sp1 := bytes.IndexByte(l, ' ')
 	if sp1 < 0 {
@@ -321,12 +314,12 @@ func (h *ReqHead) requestLine(b []byte, line Span) *HeadError {
 // absoluteTarget reads an absolute-form request-target: "http://" or
 // "https://" (in any case), an authority without user info, then the path and
 // query, if any.
-func (h *ReqHead) absoluteTarget(target []byte) *HeadError {
+func (h *RequestHead) absoluteTarget(target []byte) *HeadError {
 	var n int
 	switch {
-	case len(target) >= 7 && AsciiEqualFold(target[:7], "http://"):
+	case len(target) >= 7 && EqualFold(target[:7], "http://"):
 		n = 7
-	case len(target) >= 8 && AsciiEqualFold(target[:8], "https://"):
+	case len(target) >= 8 && EqualFold(target[:8], "https://"):
 		n = 8
 	default:
 		return errBadTarget
@@ -347,26 +340,26 @@ func (h *ReqHead) absoluteTarget(target []byte) *HeadError {
 	return nil
 }
 
-// fieldLine reads "name: value" (RFC 9112 §5): a token, a colon, the value
+// FieldLine reads "name: value" (RFC 9112 §5): a token, a colon, the value
 // with its surrounding whitespace trimmed.
-func FieldLine(b []byte, line Span) (reqField, *HeadError) {
+func FieldLine(b []byte, line Span) (Field, *HeadError) {
 	l := line.Of(b)
 	if l[0] == ' ' || l[0] == '\t' {
-		return reqField{}, errFolding
+		return Field{}, errFolding
 	}
 	colon := bytes.IndexByte(l, ':')
 	if colon <= 0 {
-		return reqField{}, errFieldLine
+		return Field{}, errFieldLine
 	}
 	for _, c := range l[:colon] {
 		if !tokenTable[c] {
-			return reqField{}, errFieldLine
+			return Field{}, errFieldLine
 		}
 	}
 	v := l[colon+1:]
 	for _, c := range v {
 		if c < ' ' && c != '\t' || c == 0x7f {
-			return reqField{}, errFieldValue
+			return Field{}, errFieldValue
 		}
 	}
 	start, end := colon+1, len(l)
@@ -377,12 +370,12 @@ func FieldLine(b []byte, line Span) (reqField, *HeadError) {
 		end--
 	}
 	off := line.Off
-	return reqField{Name: Span{off, off + int32(colon)}, Value: Span{off + int32(start), off + int32(end)}}, nil
+	return Field{Name: Span{off, off + int32(colon)}, Value: Span{off + int32(start), off + int32(end)}}, nil
 }
 
 // connection reads a Connection value: close, keep-alive (for HTTP/1.0) and
 // upgrade, as net/http's shouldClose reads them.
-func (h *ReqHead) connection(value []byte) {
+func (h *RequestHead) connection(value []byte) {
 	for len(value) > 0 {
 		var tok []byte
 		if i := bytes.IndexByte(value, ','); i >= 0 {
@@ -392,11 +385,11 @@ func (h *ReqHead) connection(value []byte) {
 		}
 		tok = trimOWS(tok)
 		switch {
-		case AsciiEqualFold(tok, "close"):
-			h.CloseConn = true
-		case AsciiEqualFold(tok, "keep-alive"):
+		case EqualFold(tok, "close"):
+			h.Close = true
+		case EqualFold(tok, "keep-alive"):
 			h.keepAlive10 = h.Minor == 0
-		case AsciiEqualFold(tok, "upgrade"):
+		case EqualFold(tok, "upgrade"):
 			h.upgrade = true
 		}
 	}

@@ -14,7 +14,7 @@ import (
 // it takes it, holds what it read to net/http's reading: net/http must take the
 // head too, and both must read the same request. It returns what went wrong.
 func checkAgainstNetHTTP(b []byte) []string {
-	var h ReqHead
+	var h RequestHead
 	if h.Parse(b) != nil {
 		return nil // refusing more than net/http is allowed
 	}
@@ -83,8 +83,8 @@ func checkAgainstNetHTTP(b []byte) []string {
 	if got := h.Length; !h.Chunked && max(got, 0) != wantLength {
 		differ("length", got, r.ContentLength)
 	}
-	if h.CloseConn != r.Close {
-		differ("close", h.CloseConn, r.Close)
+	if h.Close != r.Close {
+		differ("close", h.Close, r.Close)
 	}
 	if h.ExpectContinue != (r.Header.Get("Expect") != "") {
 		differ("expect", h.ExpectContinue, r.Header.Get("Expect"))
@@ -173,7 +173,7 @@ func TestParseRequestHead(t *testing.T) {
 			if n != len(b) {
 				t.Fatalf("headEnd = %d, want %d", n, len(b))
 			}
-			var h ReqHead
+			var h RequestHead
 			err := h.Parse(b)
 			switch {
 			case c.status == 0 && err != nil:

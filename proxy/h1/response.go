@@ -8,34 +8,35 @@ import (
 	"strings"
 )
 
-// protocolError is a malformed or unsupported message from the upstream.
+// ProtocolError is a malformed or unsupported message from the upstream.
 type ProtocolError struct{ msg string }
 
 func (e *ProtocolError) Error() string { return "proxy: upstream protocol error: " + e.msg }
 
+// ProtoErr returns a *ProtocolError with the formatted message.
 func ProtoErr(format string, a ...any) error { return &ProtocolError{fmt.Sprintf(format, a...)} }
 
 var errHeadTooLarge = &ProtocolError{"response head too large"}
 
-// respHead is what the proxy needs to know of an upstream response head; the
+// ResponseHead is what the proxy needs to know of an upstream response head; the
 // fields themselves go straight into the client's header map.
-type RespHead struct {
+type ResponseHead struct {
 	Status    int
 	minor     int    // HTTP/1.minor
 	Length    int64  // Content-Length, or -1 when absent
 	Chunked   bool   // Transfer-Encoding: chunked
-	CloseConn bool   // the upstream will close the connection after this response
+	Close     bool   // the upstream will close the connection after this response
 	Upgrade   bool   // Connection names "upgrade"
 	UpgradeTo string // the Upgrade fields, joined by ", "
 }
 
-// bodyless reports whether the response can carry no body (RFC 9112 §6.3).
-func (h *RespHead) Bodyless(method string) bool {
+// Bodyless reports whether the response can carry no body (RFC 9112 §6.3).
+func (h *ResponseHead) Bodyless(method string) bool {
 	return method == "HEAD" || h.Status < 200 || h.Status == 204 || h.Status == 304
 }
 
-// headScratch is reusable memory for parsing heads; one per upstream connection.
-type HeadScratch struct {
+// Scratch is reusable memory for parsing heads; one per upstream connection.
+type Scratch struct {
 	line []byte // a line longer than the reader's buffer
 	vals []byte // every kept field value, back to back
 	ents []headEntry
@@ -47,24 +48,25 @@ type headEntry struct {
 	off, end int32
 }
 
-// lineEnding says which line endings a line may have.
-type lineEnding uint8
+// LineEnding says which line endings a line may have.
+type LineEnding uint8
 
 const (
-	// crlfOrLF: CRLF or a bare LF, as RFC 9112 §2.2 lets a recipient accept in
+	// CRLFOrLF: CRLF or a bare LF, as RFC 9112 §2.2 lets a recipient accept in
 	// a head, and as net/http does.
-	crlfOrLF lineEnding = iota
-	// crlfOnly: CRLF alone, as in chunked framing (RFC 9112 §7.1, erratum 7633;
+	CRLFOrLF LineEnding = iota
+	// CRLFOnly: CRLF alone, as in chunked framing (RFC 9112 §7.1, erratum 7633;
 	// net/http since CVE-2025-22871): a bare LF there is read differently by
 	// different parsers, which is how a request or response is smuggled.
 	CRLFOnly
 )
 
+// ErrBareLF is a chunk line or trailer line that ends in LF without CR.
 var ErrBareLF = &ProtocolError{"chunked framing line ends with a bare LF"}
 
-// readLine returns the next line without its line ending, valid until the next
+// ReadLine returns the next line without its line ending, valid until the next
 // read from br; *budget bytes may still be read, and is decreased.
-func (sc *HeadScratch) ReadLine(br *bufio.Reader, budget *int, end lineEnding) ([]byte, error) {
+func (sc *Scratch) ReadLine(br *bufio.Reader, budget *int, end LineEnding) ([]byte, error) {
 	line, err := br.ReadSlice('\n')
 	if err == bufio.ErrBufferFull {
 		sc.line = append(sc.line[:0], line...)
@@ -94,7 +96,7 @@ func (sc *HeadScratch) ReadLine(br *bufio.Reader, budget *int, end lineEnding) (
 }
 
 // parseStatusLine parses "HTTP/1.x SP 3DIGIT [SP reason]".
-func parseStatusLine(line []byte, h *RespHead) error {
+func parseStatusLine(line []byte, h *ResponseHead) error {
 	if len(line) < 12 || string(line[:7]) != "HTTP/1." || line[7] < '0' || line[7] > '9' || line[8] != ' ' {
 		return ProtoErr("malformed status line %q", Clip(line))
 	}
@@ -121,6 +123,7 @@ func parseStatusLine(line []byte, h *RespHead) error {
 	return nil
 }
 
+// Clip returns at most the first 64 bytes of b, for an error's text.
 func Clip(b []byte) []byte {
 	if len(b) > 64 {
 		return b[:64]
@@ -128,24 +131,24 @@ func Clip(b []byte) []byte {
 	return b
 }
 
-// fieldMode says what a header block is: a response head or a trailer section.
-type fieldMode uint8
+// FieldMode says what a header block is: a response head or a trailer section.
+type FieldMode uint8
 
 const (
-	modeHead fieldMode = iota
+	ModeHead FieldMode = iota
 	ModeTrailer
 )
 
-// readFields reads header field lines up to the empty line and stores the ones to
-// forward in dst, with canonical keys; in modeTrailer the keys get
+// ReadFields reads header field lines up to the empty line and stores the ones to
+// forward in dst, with canonical keys; in ModeTrailer the keys get
 // http.TrailerPrefix, which makes net/http send them as trailers. h collects the
 // framing and connection fields of a head. *budget bounds the bytes read, and is
 // decreased.
-func (sc *HeadScratch) ReadFields(br *bufio.Reader, dst http.Header, h *RespHead, mode fieldMode, budget *int) error {
+func (sc *Scratch) ReadFields(br *bufio.Reader, dst http.Header, h *ResponseHead, mode FieldMode, budget *int) error {
 	sc.vals, sc.ents, sc.conn = sc.vals[:0], sc.ents[:0], sc.conn[:0]
 	clIndex := -1
 	for {
-		end := crlfOrLF
+		end := CRLFOrLF
 		if mode == ModeTrailer {
 			end = CRLFOnly // part of the chunked framing, as net/http wants it
 		}
@@ -224,7 +227,7 @@ func (sc *HeadScratch) ReadFields(br *bufio.Reader, dst http.Header, h *RespHead
 		}
 		sc.add(key, value)
 	}
-	if mode == modeHead {
+	if mode == ModeHead {
 		if h.Chunked {
 			// RFC 9112 §6.1: HTTP/1.0 has no Transfer-Encoding, and such a
 			// message's framing is faulty (net/http reads the body raw to the
@@ -235,14 +238,14 @@ func (sc *HeadScratch) ReadFields(br *bufio.Reader, dst http.Header, h *RespHead
 			// RFC 9112 §6.3: Transfer-Encoding wins over Content-Length, and
 			// a message with both ends its connection.
 			if h.Length >= 0 {
-				h.CloseConn = true
+				h.Close = true
 			}
 			h.Length = -1
 		}
 		// A 204 has no body (RFC 9110 §15.3.5): one announced may still come,
 		// and would be read as the next response, so the connection ends.
 		if h.Status == 204 && (h.Chunked || h.Length > 0) {
-			h.CloseConn = true
+			h.Close = true
 		}
 		// The proxy's server frames the body itself: it keeps a Content-Length
 		// only where one is allowed and means the body to come.
@@ -254,7 +257,7 @@ func (sc *HeadScratch) ReadFields(br *bufio.Reader, dst http.Header, h *RespHead
 	return nil
 }
 
-func (sc *HeadScratch) add(key string, value []byte) {
+func (sc *Scratch) add(key string, value []byte) {
 	off := len(sc.vals)
 	sc.vals = append(sc.vals, value...)
 	sc.ents = append(sc.ents, headEntry{key: key, off: int32(off), end: int32(len(sc.vals))})
@@ -262,7 +265,7 @@ func (sc *HeadScratch) add(key string, value []byte) {
 
 // flush moves the collected fields into dst: one string for all values and one
 // slice for all of their []string, whatever their number.
-func (sc *HeadScratch) flush(dst http.Header) {
+func (sc *Scratch) flush(dst http.Header) {
 	if len(sc.ents) == 0 {
 		return
 	}
@@ -292,7 +295,7 @@ func (sc *HeadScratch) flush(dst http.Header) {
 }
 
 // connection records a Connection value (RFC 9110 §7.6.1).
-func (sc *HeadScratch) connection(value []byte, h *RespHead) error {
+func (sc *Scratch) connection(value []byte, h *ResponseHead) error {
 	named := false
 	for s := string(value); ; { // converted once per Connection field; rare beyond keep-alive
 		tok, rest, ok := NextToken(s)
@@ -301,10 +304,10 @@ func (sc *HeadScratch) connection(value []byte, h *RespHead) error {
 		}
 		switch {
 		case strings.EqualFold(tok, "close"):
-			h.CloseConn = true
+			h.Close = true
 		case strings.EqualFold(tok, "keep-alive"):
 			if h.minor == 0 {
-				h.CloseConn = false
+				h.Close = false
 			}
 		case strings.EqualFold(tok, "upgrade"):
 			h.Upgrade = true
@@ -321,7 +324,7 @@ func (sc *HeadScratch) connection(value []byte, h *RespHead) error {
 
 // transferEncoding records a Transfer-Encoding value. Only "chunked" is supported,
 // as in net/http's Transport; anything else cannot be framed and is an error.
-func transferEncoding(value []byte, h *RespHead) error {
+func transferEncoding(value []byte, h *ResponseHead) error {
 	if h.Chunked || !strings.EqualFold(string(trimOWS(value)), "chunked") {
 		return ProtoErr("unsupported Transfer-Encoding %q", Clip(value))
 	}
@@ -329,10 +332,10 @@ func transferEncoding(value []byte, h *RespHead) error {
 	return nil
 }
 
-// parseContentLength parses a Content-Length value: 1 to 18 digits. A list of
+// ParseContentLength parses a Content-Length value: 1 to 18 digits. A list of
 // values, even identical ones ("5, 5", which RFC 9110 §8.6 lets a recipient
 // take), is refused, as net/http and nginx refuse it; repeated identical
-// fields are taken (see readFields), as net/http takes them.
+// fields are taken (see ReadFields), as net/http takes them.
 func ParseContentLength(v []byte) (int64, bool) {
 	if len(v) == 0 || len(v) > 18 {
 		return 0, false
@@ -357,7 +360,7 @@ func trimOWS(b []byte) []byte {
 	return b
 }
 
-// isTokenByte reports whether c may appear in a field name (RFC 9110 §5.6.2 tchar).
+// IsTokenByte reports whether c may appear in a field name (RFC 9110 §5.6.2 tchar).
 func IsTokenByte(c byte) bool {
 	return tokenTable[c]
 }
@@ -376,7 +379,7 @@ var tokenTable = func() (t [256]bool) {
 	return t
 }()
 
-// commonKeys interns the canonical names of frequent fields so that parsing them
+// CommonKeys interns the canonical names of frequent fields so that parsing them
 // does not allocate.
 var CommonKeys = func() map[string]string {
 	m := make(map[string]string)
@@ -435,19 +438,19 @@ func canonicalKey(name []byte) (string, bool) {
 	return string(k), true
 }
 
-// readResponseHead reads a response head from br into dst. *budget bounds its
+// ReadResponseHead reads a response head from br into dst. *budget bounds its
 // size, and is decreased.
-func (sc *HeadScratch) ReadResponseHead(br *bufio.Reader, dst http.Header, budget *int) (RespHead, error) {
-	h := RespHead{Length: -1}
-	line, err := sc.ReadLine(br, budget, crlfOrLF)
+func (sc *Scratch) ReadResponseHead(br *bufio.Reader, dst http.Header, budget *int) (ResponseHead, error) {
+	h := ResponseHead{Length: -1}
+	line, err := sc.ReadLine(br, budget, CRLFOrLF)
 	if err != nil {
 		return h, err
 	}
 	if err := parseStatusLine(line, &h); err != nil {
 		return h, err
 	}
-	h.CloseConn = h.minor == 0 // HTTP/1.0 closes unless it says keep-alive
-	if err := sc.ReadFields(br, dst, &h, modeHead, budget); err != nil {
+	h.Close = h.minor == 0 // HTTP/1.0 closes unless it says keep-alive
+	if err := sc.ReadFields(br, dst, &h, ModeHead, budget); err != nil {
 		return h, err
 	}
 	return h, nil

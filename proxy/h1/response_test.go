@@ -29,9 +29,9 @@ func TestTokens(t *testing.T) {
 	}
 }
 
-func parseHead(t *testing.T, raw string) (RespHead, http.Header, error) {
+func parseHead(t *testing.T, raw string) (ResponseHead, http.Header, error) {
 	t.Helper()
-	var sc HeadScratch
+	var sc Scratch
 	dst := http.Header{}
 	budget := 1 << 16
 	h, err := sc.ReadResponseHead(bufio.NewReaderSize(strings.NewReader(raw), 16), dst, &budget)
@@ -57,7 +57,7 @@ func TestReadResponseHead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.Status != 200 || h.minor != 1 || h.Length != 5 || h.Chunked || h.CloseConn || h.Upgrade || h.UpgradeTo != "h2c" {
+	if h.Status != 200 || h.minor != 1 || h.Length != 5 || h.Chunked || h.Close || h.Upgrade || h.UpgradeTo != "h2c" {
 		t.Errorf("head %+v", h)
 	}
 	want := http.Header{
@@ -95,7 +95,7 @@ func TestReadResponseHeadFraming(t *testing.T) {
 			t.Errorf("%q: %v", tc.raw, err)
 			continue
 		}
-		if h.Length != tc.length || h.Chunked != tc.chunked || h.CloseConn != tc.close || h.Upgrade != tc.upgr {
+		if h.Length != tc.length || h.Chunked != tc.chunked || h.Close != tc.close || h.Upgrade != tc.upgr {
 			t.Errorf("%q: head %+v", tc.raw, h)
 		}
 		if _, ok := dst["Content-Length"]; ok != tc.hasLength {
@@ -140,7 +140,7 @@ func TestReadResponseHeadErrors(t *testing.T) {
 }
 
 func TestReadResponseHeadTooLarge(t *testing.T) {
-	var sc HeadScratch
+	var sc Scratch
 	raw := "HTTP/1.1 200 OK\r\nX: " + strings.Repeat("a", 5000) + "\r\n\r\n"
 	budget := 4096
 	_, err := sc.ReadResponseHead(bufio.NewReaderSize(strings.NewReader(raw), 16), http.Header{}, &budget)
@@ -156,10 +156,10 @@ func TestReadResponseHeadTooLarge(t *testing.T) {
 }
 
 func TestReadTrailers(t *testing.T) {
-	var sc HeadScratch
+	var sc Scratch
 	dst := http.Header{}
 	raw := "X-Sum: abc\r\nContent-Length: 5\r\nGrpc-Status: 0\r\n\r\n"
-	var h RespHead
+	var h ResponseHead
 	budget := 1 << 16
 	if err := sc.ReadFields(bufio.NewReader(strings.NewReader(raw)), dst, &h, ModeTrailer, &budget); err != nil {
 		t.Fatal(err)
