@@ -113,60 +113,77 @@ func FuzzResponseHead(f *testing.F) {
 			t.Fatalf("reused where net/http closes (close %v, length %d)", ref.Close, ref.ContentLength)
 		}
 
-		// Fields, under their trimmed canonical names.
-		refFields := http.Header{}
-		for k, vv := range ref.Header {
-			name := textproto.CanonicalMIMEHeaderKey(strings.TrimRight(k, " \t"))
-			refFields[name] = append(refFields[name], vv...)
-		}
-		named := ref.Header["Connection"]
-		for k, vv := range refFields {
-			if h1.ResponseSkipped(k) || k == "Content-Length" || k == "Trailer" || h1.ConnectionListed(named, k) {
-				continue
-			}
-			got, want := slices.Clone(dst[k]), slices.Clone(vv)
-			if len(ref.Header[k]) != len(vv) { // gathered from two keys: the order is lost
-				slices.Sort(got)
-				slices.Sort(want)
-			}
-			if !slices.Equal(got, want) {
-				t.Fatalf("field %s: %q, net/http says %q", k, dst[k], vv)
-			}
-		}
+		sameFields(t, dst, ref.Header)
 
 		// The body, and where the next response starts.
 		refBody, refErr := io.ReadAll(ref.Body)
 		refNext := refR.Len() + refBR.Buffered()
-		if bodyless {
-			if next := ourR.Len() + br.Buffered(); refErr != nil || len(refBody) != 0 || next != refNext {
-				t.Fatalf("bodyless: net/http read %q (%v); %d bytes left, for net/http %d", refBody, refErr, next, refNext)
-			}
-			return
-		}
-		p := &Proxy{upstreamTimeout: time.Second, maxHead: 4096}
-		c := &h1.Conn{Net: deadlineConn{}, R: br}
-		w := &recWriter{h: http.Header{}}
-		cs := clientSide{w: w, ctl: w}
-		upErr, clErr := p.copyResponse(&cs, c, &h)
-		if clErr != nil {
-			t.Fatalf("client error %v", clErr)
-		}
-		if refErr != nil {
-			if upErr == nil {
-				t.Fatalf("read the body %q where net/http failed: %v", w.body.Bytes(), refErr)
-			}
-			return
-		}
-		if upErr != nil {
-			return // stricter than net/http
-		}
-		if !bytes.Equal(w.body.Bytes(), refBody) {
-			t.Fatalf("body %q, net/http reads %q", w.body.Bytes(), refBody)
-		}
-		if next := ourR.Len() + br.Buffered(); next != refNext {
-			t.Fatalf("%d bytes left after the response, for net/http %d", next, refNext)
-		}
+		sameBody(t, br, ourR.Len, &h, bodyless, refBody, refErr, refNext)
 	})
+}
+
+// sameFields fails t unless dst, the fields the proxy kept of a response
+// head, are those of ref, net/http's reading of it, under their trimmed
+// canonical names, less the hop-by-hop and framing ones.
+func sameFields(t *testing.T, dst, ref http.Header) {
+	t.Helper()
+	refFields := http.Header{}
+	for k, vv := range ref {
+		name := textproto.CanonicalMIMEHeaderKey(strings.TrimRight(k, " \t"))
+		refFields[name] = append(refFields[name], vv...)
+	}
+	named := ref["Connection"]
+	for k, vv := range refFields {
+		if h1.ResponseSkipped(k) || k == "Content-Length" || k == "Trailer" || h1.ConnectionListed(named, k) {
+			continue
+		}
+		got, want := slices.Clone(dst[k]), slices.Clone(vv)
+		if len(ref[k]) != len(vv) { // gathered from two keys: the order is lost
+			slices.Sort(got)
+			slices.Sort(want)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("field %s: %q, net/http says %q", k, dst[k], vv)
+		}
+	}
+}
+
+// sameBody fails t unless the proxy copies the body of the response whose
+// head h it read from br as net/http read it (refBody, refErr), and leaves
+// where net/http left the next response: refNext bytes unread (left() of
+// them not yet in br). A body the proxy refuses where net/http reads one is
+// stricter, and passes.
+func sameBody(t *testing.T, br *bufio.Reader, left func() int, h *h1.ResponseHead, bodyless bool, refBody []byte, refErr error, refNext int) {
+	t.Helper()
+	if bodyless {
+		if next := left() + br.Buffered(); refErr != nil || len(refBody) != 0 || next != refNext {
+			t.Fatalf("bodyless: net/http read %q (%v); %d bytes left, for net/http %d", refBody, refErr, next, refNext)
+		}
+		return
+	}
+	p := &Proxy{upstreamTimeout: time.Second, maxHead: 4096}
+	c := &h1.Conn{Net: deadlineConn{}, R: br}
+	w := &recWriter{h: http.Header{}}
+	cs := clientSide{w: w, ctl: w}
+	upErr, clErr := p.copyResponse(&cs, c, h)
+	if clErr != nil {
+		t.Fatalf("client error %v", clErr)
+	}
+	if refErr != nil {
+		if upErr == nil {
+			t.Fatalf("read the body %q where net/http failed: %v", w.body.Bytes(), refErr)
+		}
+		return
+	}
+	if upErr != nil {
+		return // stricter than net/http
+	}
+	if !bytes.Equal(w.body.Bytes(), refBody) {
+		t.Fatalf("body %q, net/http reads %q", w.body.Bytes(), refBody)
+	}
+	if next := left() + br.Buffered(); next != refNext {
+		t.Fatalf("%d bytes left after the response, for net/http %d", next, refNext)
+	}
 }
 
 // FuzzGRPCStatus checks the grpc-status parser against strconv.
