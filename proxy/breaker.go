@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/gate"
+	"github.com/sluicehq/sluice/internal/defaults"
 )
 
 // BreakerParams configures a Breaker. A zero field means its default.
@@ -63,12 +64,12 @@ type BreakerStatus struct {
 // DefaultBreaker is what a zero field of BreakerParams stands for: open at
 // 5 failures in a row, or once the last 10s (counted in 10 buckets) hold 20
 // requests of which half failed; stay open 5s, then close after 3 probes
-// succeed. The daemon's [upstream.circuit] defaults (package configs, which
-// imports nothing of sluice's) are the same figures; a test of cmd/sluice
-// ties them to these.
+// succeed. They are the daemon's [upstream.circuit] defaults too (package
+// internal/defaults holds them once).
 func DefaultBreaker() BreakerParams {
-	return BreakerParams{Window: 10 * time.Second, Buckets: 10, MinRequests: 20, FailureRatio: 0.5,
-		ConsecutiveFailures: 5, Cooldown: 5 * time.Second, Probes: 3}
+	return BreakerParams{Window: defaults.BreakerWindow, Buckets: 10, MinRequests: defaults.BreakerMinRequests,
+		FailureRatio: defaults.BreakerFailureRatio, ConsecutiveFailures: defaults.BreakerConsecutiveFailures,
+		Cooldown: defaults.BreakerOpenDuration, Probes: defaults.BreakerProbes}
 }
 
 const maxBreakerBuckets = 1000

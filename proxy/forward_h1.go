@@ -52,19 +52,31 @@ type h1Exchange struct {
 func (p *Proxy) forwardH1(w http.ResponseWriter, r *http.Request, x *exchange, g grpcKind, ct string) (abort bool) {
 	e := h1Exchange{p: p, w: w, r: r, g: g, ct: ct}
 	e.upgrade = upgradeOffer(r)
+	var st gate.Stream // an upgrade's stream slot, taken before the upstream is asked
+	if e.upgrade != "" {
+		var rej gate.Rejection
+		var ok bool
+		if st, rej, ok = x.reserveStream(); !ok {
+			writeRejection(w, grpcNone, "", &rej)
+			return false
+		}
+	}
 	e.mode = bodyModeOf(r, e.upgrade)
 	e.cs = newClientSide(w, r, p.clientTimeout)
 	defer e.cs.h2.stop()
 	if !e.roundTrip(x) {
+		st.End()
 		return false
 	}
 	if e.h.Status == http.StatusSwitchingProtocols {
 		if upgradeAccepted(&e.h, e.upgrade) && e.sender == nil {
-			return p.splice(w, r, e.c, e.h.UpgradeTo, x, e.watch)
+			return p.splice(w, r, e.c, e.h.UpgradeTo, x, e.watch, st)
 		}
+		st.End()
 		e.refuseSwitch(x)
 		return false
 	}
+	st.End() // the upstream did not switch: an ordinary response
 	var ls *liveStream
 	if e.h.Status == http.StatusOK && isEventStream(w.Header()) {
 		// Server-sent events: a stream from its head on (see streams.go).

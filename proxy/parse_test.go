@@ -152,7 +152,7 @@ func TestServerParamsValidate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.ReadHeaderTimeout <= 0 || s.IdleTimeout <= 0 || s.MaxHeaderBytes != 64<<10 || s.ReadTimeout != 0 || s.WriteTimeout != 0 ||
+	if s.ReadHeaderTimeout <= 0 || s.IdleTimeout <= 0 || s.MaxHeaderBytes != defaultMaxHeaderBytes || s.ReadTimeout != 0 || s.WriteTimeout != 0 ||
 		!s.Protocols.HTTP1() || !s.Protocols.HTTP2() || !s.Protocols.UnencryptedHTTP2() {
 		t.Errorf("server settings: %+v", s)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluicehq/sluice/adaptive"
 	"github.com/sluicehq/sluice/gate"
+	"github.com/sluicehq/sluice/internal/defaults"
 )
 
 // Protocol selects how the proxy talks to the upstream.
@@ -60,7 +61,7 @@ type Params struct {
 	// UpstreamTimeout is the longest the proxy waits for the upstream to make
 	// progress: for the response head, and between reads of the body (as nginx's
 	// proxy_read_timeout) — a slow stream that keeps sending lives on. gRPC calls
-	// are bounded by their own deadline instead. Default 60s.
+	// are bounded by their own deadline instead. Default 30s.
 	UpstreamTimeout time.Duration
 	// ClientTimeout is the longest a client may take to make progress: between
 	// reads of its request body and for each write of the response, over
@@ -70,7 +71,7 @@ type Params struct {
 	// WriteTimeout, which would cut long uploads and streams. Default 60s.
 	ClientTimeout time.Duration
 	// MaxIdleConns bounds the idle HTTP/1.1 connections kept to the upstream.
-	// Default 512.
+	// Default 256.
 	MaxIdleConns int
 	// IdleConnTimeout closes connections idle for longer. Default 90s.
 	IdleConnTimeout time.Duration
@@ -89,13 +90,14 @@ type Params struct {
 	DisableBreaker bool
 }
 
-// Defaults.
+// Defaults: those of the upstream are the daemon's [upstream] defaults too
+// (package internal/defaults holds them once).
 const (
-	defaultDialTimeout     = 2 * time.Second
-	defaultUpstreamTimeout = 60 * time.Second
+	defaultDialTimeout     = defaults.DialTimeout
+	defaultUpstreamTimeout = defaults.UpstreamTimeout
 	defaultClientTimeout   = 60 * time.Second
-	defaultMaxIdleConns    = 512
-	defaultIdleConnTimeout = 90 * time.Second
+	defaultMaxIdleConns    = defaults.MaxIdleConns
+	defaultIdleConnTimeout = defaults.IdleConnTimeout
 	defaultMaxRespHeader   = 64 << 10
 )
 

@@ -60,26 +60,22 @@ func printableASCII(s string) bool {
 }
 
 // splice completes an upgrade (WebSocket and the like) the upstream accepted with
-// 101: the exchange becomes a stream (see streams.go; its latency the time to
-// the 101), or is refused for its group's streams bound before the client sees
-// the 101; then splice takes the client's connection over, sends it the 101
-// head and leaves the bytes to two pumps, one per direction, which run until
-// either side ends and close both (see splicedConn). The handler returns at
-// once: an idle spliced connection holds two small goroutines and no buffer.
-func (p *Proxy) splice(w http.ResponseWriter, r *http.Request, c *h1.Conn, upgradeTo string, x *exchange, watch clientStop) (abort bool) {
+// 101: the exchange becomes the stream st reserved (see streams.go; its
+// latency the time to the 101: an upgrade beyond its group's streams bound
+// was refused before the upstream saw it); then splice takes the client's
+// connection over, sends it the 101 head and leaves the bytes to two pumps,
+// one per direction, which run until either side ends and close both (see
+// splicedConn). st is splice's to end. The handler returns at once: an idle
+// spliced connection holds two small goroutines and no buffer.
+func (p *Proxy) splice(w http.ResponseWriter, r *http.Request, c *h1.Conn, upgradeTo string, x *exchange, watch clientStop, st gate.Stream) (abort bool) {
 	if !watch.stop() {
 		// The client went away while the upstream was answering.
+		st.End()
 		c.Abort()
 		x.finish(gate.Ignored)
 		return false
 	}
-	st, rej, ok := x.openStream(time.Now())
-	if !ok {
-		c.Abort()
-		clear(w.Header())
-		writeRejection(w, grpcNone, "", &rej)
-		return false
-	}
+	x.openReserved(time.Now())
 	var ahead []byte // what the client sent after its request, read already
 	if hw, ok := w.(*h1Writer); ok && hw.c.r < hw.c.w {
 		ahead = append(ahead, (*hw.c.rbuf)[hw.c.r:hw.c.w]...)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/adaptive"
+	"github.com/sluicehq/sluice/internal/defaults"
 )
 
 // Config is what a gate runs: its groups and the settings they share.
@@ -492,8 +493,8 @@ const (
 	DefaultBuckets     = 10
 	DefaultLeakyWait   = 500 * time.Millisecond
 	DefaultMaxKeys     = 100_000
-	DefaultLeasePeriod = 100 * time.Millisecond
-	DefaultLeaseExpiry = 2 * time.Second
+	DefaultLeasePeriod = defaults.LeasePeriod
+	DefaultLeaseExpiry = defaults.LeaseExpiry
 	// MinKeyIdle and MaxKeyIdle bound KeyIdleTimeout's default.
 	MinKeyIdle = time.Minute
 	MaxKeyIdle = 365 * 24 * time.Hour

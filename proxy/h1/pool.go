@@ -316,6 +316,12 @@ func (p *Pool) Close() {
 	}
 }
 
+// MaxIdle returns how many idle connections p keeps at most.
+func (p *Pool) MaxIdle() int { return p.maxIdle }
+
+// IdleTimeout returns how long p keeps a connection idle at most.
+func (p *Pool) IdleTimeout() time.Duration { return p.idleTimeout }
+
 // IdleCount returns how many connections are idle.
 func (p *Pool) IdleCount() int {
 	p.mu.Lock()
