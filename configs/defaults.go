@@ -234,6 +234,10 @@ func (r *Rate) setDefaults(key KeySource) {
 	*r = rateOf(r.spec().WithDefaults(key))
 }
 
+// FixedLimit reports whether c's law holds Limit and reads no bounds
+// (spec.Concurrency.FixedLimit: its adaptive.LawKind says so).
+func (c *Concurrency) FixedLimit() bool { return c.spec().FixedLimit() }
+
 // LeaseBound returns the over-admission bound of a leased global quota, in
 // cost units (see Rate.Sync): 1.5 × PerSecond × LeasePeriod, rounded up; 0
 // unless Sync is "leased".

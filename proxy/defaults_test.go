@@ -24,9 +24,9 @@ func TestDefaultsAreTheDaemons(t *testing.T) {
 		got, want any
 	}{
 		{"upstream timeout (upstream.response_header_timeout)", px.upstreamTimeout, time.Duration(u.ResponseHeaderTimeout)},
-		{"dial timeout (upstream.dial_timeout)", px.pool.dialer.Timeout, time.Duration(u.DialTimeout)},
-		{"idle connections (upstream.max_idle_conns_per_host)", px.pool.maxIdle, u.MaxIdleConnsPerHost},
-		{"idle connection timeout (upstream.idle_conn_timeout)", px.pool.idleTimeout, time.Duration(u.IdleConnTimeout)},
+		{"dial timeout (upstream.dial_timeout)", px.pool.Dialer.Timeout, time.Duration(u.DialTimeout)},
+		{"idle connections (upstream.max_idle_conns_per_host)", px.pool.MaxIdle(), u.MaxIdleConnsPerHost},
+		{"idle connection timeout (upstream.idle_conn_timeout)", px.pool.IdleTimeout(), time.Duration(u.IdleConnTimeout)},
 	} {
 		if c.got != c.want {
 			t.Errorf("proxy.Params' default %s is %v, the daemon's %v", c.name, c.got, c.want)

@@ -281,7 +281,7 @@ func TestLocalErrorsDoNotOpenTheCircuit(t *testing.T) {
 	}
 	var dialErr atomic.Pointer[syscall.Errno] // what socket(2) fails with; nil: nothing
 	px, base := serveProxyWith(t, p, ServerParams{}, func(px *Proxy) {
-		px.pool.dialer.Control = func(string, string, syscall.RawConn) error {
+		px.pool.Dialer.Control = func(string, string, syscall.RawConn) error {
 			if e := dialErr.Load(); e != nil {
 				return *e
 			}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluicehq/sluice/proxy/h1"
+
 	"github.com/sluicehq/sluice/adaptive"
 	"github.com/sluicehq/sluice/gate"
 	"github.com/sluicehq/sluice/internal/defaults"
@@ -111,7 +113,7 @@ func (p Params) Validate() error {
 	if p.Gate != nil && p.TrustedProxies != nil {
 		errs = append(errs, errors.New("proxy: trusted proxies come from the gate's config (server.trusted_proxies) when there is a gate: leave TrustedProxies nil"))
 	}
-	if !validFieldValue(p.Host) {
+	if !h1.ValidFieldValue(p.Host) {
 		errs = append(errs, fmt.Errorf("proxy: host %q holds a line break", p.Host))
 	}
 	for _, d := range []struct {
@@ -169,7 +171,7 @@ type Proxy struct {
 	clientTimeout   time.Duration
 	maxHead         int
 
-	pool         *connPool
+	pool         *h1.Pool
 	h2           *http.Transport
 	breaker      *Breaker
 	stats        counters
@@ -200,7 +202,7 @@ func New(p Params) (*Proxy, error) {
 	}
 	dial := orDuration(p.DialTimeout, defaultDialTimeout)
 	idle := orDuration(p.IdleConnTimeout, defaultIdleConnTimeout)
-	px.pool = newConnPool(up.network, up.addr, dial, orInt(p.MaxIdleConns, defaultMaxIdleConns), idle)
+	px.pool = h1.NewPool(up.network, up.addr, dial, orInt(p.MaxIdleConns, defaultMaxIdleConns), idle, drainTimeout)
 	if p.Protocol != ProtocolHTTP1 {
 		px.h2 = newH2Transport(up, dial, idle)
 	}
@@ -231,7 +233,7 @@ func orInt(v, def int) int {
 // Close closes the idle upstream connections. Requests in flight finish; later
 // ones dial anew.
 func (p *Proxy) Close() error {
-	p.pool.close()
+	p.pool.Close()
 	if p.h2 != nil {
 		p.h2.CloseIdleConnections()
 	}

@@ -365,7 +365,7 @@ func TestUpstreamProtocolErrors(t *testing.T) {
 // closed, so that the upstream stops working on it; the outcome is ignored.
 // Over HTTP/2 (its stream reset) the exchange first gets drainTimeout to
 // end, as a stream reset right after its request left (a rapid reset)
-// would, and then the connection closes (see upConn.clientGone).
+// would, and then the connection closes (see h1.Conn.ClientGone).
 func TestClientCancelIsIgnoredAndReachesUpstream(t *testing.T) {
 	for _, h2 := range []bool{false, true} {
 		arrived := make(chan struct{}, 1)
