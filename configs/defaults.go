@@ -118,8 +118,8 @@ func (r *Rate) reset() {
 }
 
 // defaultCircuit is the breaker of [upstream.circuit] before the file's
-// values: the proxy's own defaults (proxy.DefaultBreaker), which package
-// internal/defaults holds for both.
+// values: the proxy's breaker's own (breaker.Default, package
+// proxy/breaker), which package internal/defaults holds for both.
 func defaultCircuit() Circuit {
 	return Circuit{
 		FailureRatio:        defaults.BreakerFailureRatio,

@@ -109,7 +109,7 @@
 // is no sign of the upstream's health: it is 503 with Sluice-Error: local and
 // Retry-After: 1, counts as ignored (the breaker and the gate's law do not see
 // it) and goes to Params.OnLocalError. Every change of the breaker's state
-// goes to BreakerParams.OnChange, with a reason ("5 failures in a row (last:
+// goes to breaker.Params.OnChange, with a reason ("5 failures in a row (last:
 // connect)"), and Breaker.Status says the state, since when and why. A request that
 // fails on a reused connection before any response byte arrived is sent once
 // more on a fresh connection when that is safe. A response cut mid-body is

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/sluicehq/sluice/gate"
+	"github.com/sluicehq/sluice/proxy/breaker"
 )
 
 func TestGRPCKindOf(t *testing.T) {
@@ -120,7 +121,7 @@ func TestParamsValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := Params{Protocol: 9, Gate: testGate(t, ""), TrustedProxies: &gate.TrustedProxies{}, Host: "a\nb", DialTimeout: -1, UpstreamTimeout: -1, ClientTimeout: -1,
-		IdleConnTimeout: -1, MaxIdleConns: -1, MaxResponseHeaderBytes: -1, Breaker: BreakerParams{Probes: -1}}.Validate()
+		IdleConnTimeout: -1, MaxIdleConns: -1, MaxResponseHeaderBytes: -1, Breaker: breaker.Params{Probes: -1}}.Validate()
 	if err == nil {
 		t.Fatal("no error")
 	}
@@ -133,7 +134,7 @@ func TestParamsValidate(t *testing.T) {
 	if _, err := New(Params{}); err == nil {
 		t.Error("New accepted params without an upstream")
 	}
-	if err := (Params{Upstream: "http://h", DisableBreaker: true, Breaker: BreakerParams{Probes: -1}}).Validate(); err != nil {
+	if err := (Params{Upstream: "http://h", DisableBreaker: true, Breaker: breaker.Params{Probes: -1}}).Validate(); err != nil {
 		t.Errorf("a disabled breaker's params were validated: %v", err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/sluicehq/sluice/adaptive"
 	"github.com/sluicehq/sluice/gate"
 	"github.com/sluicehq/sluice/internal/defaults"
+	"github.com/sluicehq/sluice/proxy/breaker"
 )
 
 // Protocol selects how the proxy talks to the upstream.
@@ -85,7 +86,7 @@ type Params struct {
 	// request's goroutine, as often as that happens: rate-limit what it logs.
 	OnLocalError func(error)
 	// Breaker configures the upstream's circuit breaker.
-	Breaker BreakerParams
+	Breaker breaker.Params
 	// DisableBreaker turns the circuit breaker off.
 	DisableBreaker bool
 }
@@ -173,7 +174,7 @@ type Proxy struct {
 
 	pool         *h1.Pool
 	h2           *http.Transport
-	breaker      *Breaker
+	breaker      *breaker.Breaker
 	stats        counters
 	streams      streamSet // the streams open through the proxy (streams.go)
 	onLocalError func(error)
@@ -207,7 +208,7 @@ func New(p Params) (*Proxy, error) {
 		px.h2 = newH2Transport(up, dial, idle)
 	}
 	if !p.DisableBreaker {
-		b, err := NewBreaker(p.Breaker, time.Now())
+		b, err := breaker.New(p.Breaker, time.Now())
 		if err != nil {
 			return nil, err
 		}
@@ -241,12 +242,12 @@ func (p *Proxy) Close() error {
 }
 
 // Breaker returns the upstream's circuit breaker, or nil if it is disabled.
-func (p *Proxy) Breaker() *Breaker { return p.breaker }
+func (p *Proxy) Breaker() *breaker.Breaker { return p.breaker }
 
 // exchange is one request's bookkeeping: what must be reported once it finishes.
 type exchange struct {
 	p           *Proxy
-	permit      Permit
+	ticket      breaker.Ticket
 	pass        gate.Pass // the zero Pass without a gate: its Done does nothing
 	done        bool
 	closeClient bool // the client's HTTP/1 connection must close after the response
@@ -271,7 +272,7 @@ func (x *exchange) finishAt(o gate.Outcome, end time.Time) {
 	}
 	x.done = true
 	if x.p.breaker != nil {
-		x.p.breaker.record(x.permit, o, end, x.cause)
+		x.p.breaker.Record(x.ticket, o, end, x.cause)
 	}
 	lat := end.Sub(x.start)
 	x.pass.DoneAfter(o, lat)
@@ -329,19 +330,19 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// (its admission instant, Pass.Admitted), else here; the breaker reads
 	// it only when its circuit is not closed.
 	if p.breaker != nil {
-		permit, ok := p.breaker.allow()
+		ticket, ok := p.breaker.AllowNow()
 		if !ok {
 			p.stats.circuitRejected.Add(1)
 			p.rejectCircuitOpen(w, g, ct, class, p.breaker.RetryAfter(time.Now()))
 			return
 		}
-		x.permit = permit
+		x.ticket = ticket
 	}
 	if p.gate != nil {
 		pass, rej, ok := p.gate.EnterClass(r.Context(), class)
 		if !ok {
 			if p.breaker != nil {
-				p.breaker.ignore(x.permit)
+				p.breaker.Ignore(x.ticket)
 			}
 			writeRejection(w, g, ct, &rej)
 			return

@@ -238,7 +238,7 @@ func (x *exchange) openStream(end time.Time) (gate.Stream, gate.Rejection, bool)
 	if !ok {
 		x.done = true
 		if x.p.breaker != nil {
-			x.p.breaker.record(x.permit, gate.Success, end, x.cause) // the upstream answered
+			x.p.breaker.Record(x.ticket, gate.Success, end, x.cause) // the upstream answered
 		}
 		return st, rej, false
 	}
@@ -256,7 +256,7 @@ func (x *exchange) reserveStream() (gate.Stream, gate.Rejection, bool) {
 	if !ok {
 		x.done = true
 		if x.p.breaker != nil {
-			x.p.breaker.record(x.permit, gate.Ignored, time.Now(), x.cause) // nothing of the upstream learnt
+			x.p.breaker.Record(x.ticket, gate.Ignored, time.Now(), x.cause) // nothing of the upstream learnt
 		}
 	}
 	return st, rej, ok
@@ -269,7 +269,7 @@ func (x *exchange) reserveStream() (gate.Stream, gate.Rejection, bool) {
 func (x *exchange) openReserved(end time.Time) {
 	x.done = true
 	if x.p.breaker != nil {
-		x.p.breaker.record(x.permit, gate.Success, end, x.cause)
+		x.p.breaker.Record(x.ticket, gate.Success, end, x.cause)
 	}
 	lat := end.Sub(x.start)
 	x.pass.StreamOpened(gate.Success, lat)

@@ -20,7 +20,7 @@ import (
 	"github.com/sluicehq/sluice/gate/spec"
 	"github.com/sluicehq/sluice/limits/redis"
 	"github.com/sluicehq/sluice/permit"
-	"github.com/sluicehq/sluice/proxy"
+	"github.com/sluicehq/sluice/proxy/breaker"
 )
 
 // The facts of a default live in one place each: the admin address in
@@ -32,12 +32,12 @@ import (
 // TestBreakerDefaults: [upstream.circuit]'s defaults, in the static default
 // and in the embedded default config, are the proxy's own.
 func TestBreakerDefaults(t *testing.T) {
-	want := proxy.DefaultBreaker()
+	want := breaker.Default()
 	want.Buckets = 0 // configs has no key for it: the proxy's default applies
 	for name, c := range map[string]*configs.Config{"configs.New": configs.New(), "the embedded default": configs.Default()} {
 		got, off := breakerParams(&c.Upstream.Circuit)
 		if off || !reflect.DeepEqual(got, want) {
-			t.Errorf("%s: [upstream.circuit] maps to %+v (off %v), want proxy.DefaultBreaker %+v", name, got, off, want)
+			t.Errorf("%s: [upstream.circuit] maps to %+v (off %v), want breaker.Default %+v", name, got, off, want)
 		}
 	}
 }
@@ -135,7 +135,7 @@ func TestDefaultsInDocComments(t *testing.T) {
 		value     any
 		want      int // how many fields quote a default
 	}{
-		{"proxy/breaker.go", "BreakerParams", proxy.DefaultBreaker(), 7},
+		{"proxy/breaker/breaker.go", "Params", breaker.Default(), 7},
 		{"configs/config.go", "Circuit", cfg.Upstream.Circuit, 6},
 		{"configs/config.go", "Admin", cfg.Admin, 1},
 	} {

@@ -39,7 +39,7 @@ const (
 	MaxIdleConns = 256
 )
 
-// The upstream's circuit breaker ([upstream.circuit], proxy.BreakerParams):
+// The upstream's circuit breaker ([upstream.circuit], breaker.Params):
 // open at 5 failures in a row, or once the last 10s hold 20 requests of
 // which half failed; stay open 5s, then close after 3 probes succeed. A
 // sidecar's upstream that restarts is back within seconds, so the circuit
