@@ -276,7 +276,7 @@ const DefaultStreamsMax = 10000
 // Queue defaults.
 const (
 	DefaultQueueMaxWait  = 500 * time.Millisecond
-	DefaultCodelInterval = 100 * time.Millisecond
+	DefaultCodelInterval = adaptive.DefaultCodelInterval
 )
 
 // Order is a queue discipline.
