@@ -264,24 +264,24 @@ func b2i(b bool) int {
 	return 0
 }
 
-// appendPolicy appends the RateLimit-Policy value: "group";q=Q;w=W, a
-// structured field (RFC 9651) list of one item, the policy name as an
-// sf-string, with integer parameters.
+// appendPolicy appends the RateLimit-Policy value: "group";q=Q;w=W.
 func (a *Answer) appendPolicy(b []byte) []byte {
-	b = appendSFString(b, a.Group)
-	b = append(b, ";q="...)
-	b = strconv.AppendInt(b, a.Quota, 10)
-	b = append(b, ";w="...)
-	return strconv.AppendInt(b, a.Window, 10)
+	return appendItem(b, a.Group, ";q=", a.Quota, ";w=", a.Window)
 }
 
 // appendLimit appends the RateLimit value: "group";r=R;t=T.
 func (a *Answer) appendLimit(b []byte) []byte {
-	b = appendSFString(b, a.Group)
-	b = append(b, ";r="...)
-	b = strconv.AppendInt(b, a.Remaining, 10)
-	b = append(b, ";t="...)
-	return strconv.AppendInt(b, a.Reset, 10)
+	return appendItem(b, a.Group, ";r=", a.Remaining, ";t=", a.Reset)
+}
+
+// appendItem appends a structured field (RFC 9651) list of one item: name
+// as an sf-string, with the integer parameters k1 (";q=") v1 and k2 v2.
+func appendItem(b []byte, name, k1 string, v1 int64, k2 string, v2 int64) []byte {
+	b = appendSFString(b, name)
+	b = append(b, k1...)
+	b = strconv.AppendInt(b, v1, 10)
+	b = append(b, k2...)
+	return strconv.AppendInt(b, v2, 10)
 }
 
 // wholeSecondPolicy expresses p as q units per w whole seconds, with the
