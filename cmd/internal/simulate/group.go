@@ -181,13 +181,11 @@ func modelledRate(name configs.Algorithm) bool {
 	return ok && a.Shape == limits.ShapeRate && a.Knobs.Has(limits.KnobBurst)
 }
 
-// priorityOf maps a configured level to the simulator's priority; an
-// empty one is the default level.
+// priorityOf is the simulator's priority of a configured level (that of
+// the gate: spec.Level.Priority); an empty one is the default level.
 func priorityOf(l configs.Level) adaptive.Priority {
-	if p, ok := adaptive.ParsePriority(string(l)); ok {
-		return p
-	}
-	return adaptive.Default
+	p, _ := l.Priority()
+	return p
 }
 
 // mixed reports whether a priority mix is set (some weight given).
