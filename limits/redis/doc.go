@@ -220,7 +220,8 @@
 // The local share divides by the larger of the configured node count and
 // the nodes seen alive: each store registers its node in a sorted set in
 // Redis (KeyPrefix + "nodes") every Heartbeat, and a node is counted for
-// three heartbeats. During an outage the last count seen is kept.
+// three of its own heartbeats, so that nodes with different heartbeats count
+// each other. During an outage the last count seen is kept.
 //
 // Core package: it does not log; callers read Status. (go-redis logs dial
 // failures through its own process-wide logger, redis.SetLogger.)
