@@ -312,9 +312,13 @@ const (
 	// EventBudgetExhausted is a retry the budget refused: the request's
 	// last answer goes back to the caller.
 	EventBudgetExhausted
+	// EventDeadline is a retry not made because the wait its answer asked
+	// for (Wait) would end at or past the request's deadline: the answer
+	// goes back to the caller at once.
+	EventDeadline
 )
 
-var eventNames = [...]string{"attempt", "dropped", "retry", "budget_exhausted"}
+var eventNames = [...]string{"attempt", "dropped", "retry", "budget_exhausted", "deadline"}
 
 func (k EventKind) String() string {
 	if int(k) < len(eventNames) {
@@ -334,7 +338,9 @@ type Event struct {
 	Outcome Outcome // EventAttempt
 	Reason  string  // EventAttempt of a refusal: its Sluice-Reason, if any
 	P       float64 // EventDropped: the drop probability
-	Wait    time.Duration
+	// Wait is, for EventRetry, the wait before the retry; for
+	// EventDeadline, the wait the answer asked for.
+	Wait time.Duration
 }
 
 // admit decides whether an attempt goes out; a dropped one is counted as a
@@ -385,8 +391,11 @@ func (c *Client) record(b *backend, now time.Time, n int, o Outcome, reason stri
 // retryWait decides whether an attempt that ended in o (with r) is retried,
 // and after how long: only an idempotent request, at most MaxRetries times,
 // within the budget, never before what the answer asked for, never past
-// MaxWait or ctx's deadline. n is the retries so far. A granted retry is
-// spent from the budget.
+// MaxWait, and only within ctx's deadline: an answer whose wait would end at
+// or past it goes back at once (EventDeadline), and a retry starts no later
+// than halfway from the answer's wait to the deadline, so that at least half
+// the time left after that wait is the attempt's. n is the retries so far.
+// A granted retry is spent from the budget.
 func (c *Client) retryWait(ctx context.Context, b *backend, now time.Time, n int, idempotent bool, o Outcome, r Result) (time.Duration, bool) {
 	if !idempotent || o == Accepted || o == Cancelled || r.NoRetry || n >= c.cfg.MaxRetries || ctx.Err() != nil {
 		return 0, false
@@ -394,17 +403,25 @@ func (c *Client) retryWait(ctx context.Context, b *backend, now time.Time, n int
 	if r.RetryAfter > c.cfg.MaxWait {
 		return 0, false
 	}
-	ceiling := min(c.cfg.Backoff<<min(n, 30), c.cfg.MaxWait)
-	wait := time.Duration(c.cfg.Rand() * float64(ceiling))
+	backoff := min(c.cfg.Backoff<<min(n, 30), c.cfg.MaxWait) // the jittered backoff's ceiling
+	jitter := r.RetryAfter / 2                               // the most added to the answer's wait
+	if d, ok := ctx.Deadline(); ok {
+		left := d.Sub(now)
+		if r.RetryAfter >= left {
+			if c.cfg.Observe != nil {
+				c.cfg.Observe(Event{Kind: EventDeadline, Backend: b.name, Retry: n + 1, Wait: r.RetryAfter})
+			}
+			return 0, false
+		}
+		room := (left - r.RetryAfter) / 2
+		backoff, jitter = min(backoff, r.RetryAfter+room), min(jitter, room)
+	}
+	wait := time.Duration(c.cfg.Rand() * float64(backoff))
 	if r.RetryAfter > 0 {
 		// Never before the answer's wait; up to half of it again (within
 		// MaxWait), so that clients refused together do not come back
 		// together.
-		jitter := time.Duration(c.cfg.Rand() * float64(r.RetryAfter/2))
-		wait = max(wait, min(r.RetryAfter+jitter, c.cfg.MaxWait))
-	}
-	if d, ok := ctx.Deadline(); ok && !now.Add(wait).Before(d) {
-		return 0, false
+		wait = max(wait, min(r.RetryAfter+time.Duration(c.cfg.Rand()*float64(jitter)), c.cfg.MaxWait))
 	}
 	b.budget.add(now, pair(0, 1))
 	reqs, retries := b.budget.totals()

@@ -51,9 +51,16 @@
 // grpc-retry-pushback-ms, plus up to half that again so that clients
 // refused together come back apart. A request refused for its quota
 // (`rate`) is therefore never retried before its Retry-After. An answer
-// asking for more than MaxWait (10 s), or past the context's deadline, is
-// returned to the caller instead; so is one that asks not to be retried (a
-// negative pushback). Waits are counted on Config.Clock: tests pass a
+// asking for more than MaxWait (10 s) is returned to the caller instead; so
+// is one that asks not to be retried (a negative pushback).
+//
+// A retry is made only within the caller's deadline (the context's): an
+// answer whose wait would end at or past it is returned at once, counted
+// as EventDeadline, rather than held until a moment the caller no longer
+// waits for. A retry that is made starts no later than halfway from the
+// answer's wait to the deadline (the backoff and the jitter are cut to
+// that), so that at least half the time left after the wait is the
+// attempt's own. Waits are counted on Config.Clock: tests pass a
 // hand-moved one and never sleep.
 //
 // # Tags

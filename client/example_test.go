@@ -65,7 +65,7 @@ func Example() {
 func ExampleConfig_prometheus() {
 	events := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "sluice_client_events_total",
-		Help: "What the sluice client did: attempts by outcome, local drops, retries, exhausted retry budgets.",
+		Help: "What the sluice client did: attempts by outcome, local drops, retries, exhausted retry budgets, retries past the deadline.",
 	}, []string{"backend", "event", "outcome"})
 	c, err := client.New(client.Config{Observe: func(e client.Event) {
 		outcome := ""

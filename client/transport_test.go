@@ -130,20 +130,63 @@ func TestTransportQuotaRefusals(t *testing.T) {
 			t.Errorf("got %d %q after %d requests and waits %v, want the 429 itself", resp.StatusCode, body, s.requests(), clock.Sleeps())
 		}
 	})
-	t.Run("past the deadline", func(t *testing.T) {
-		s, url := serve(t, refuse(503, "queue_full", "Retry-After", "2"), ok)
-		clock := newFakeClock()
-		c := mustNew(t, Config{Clock: clock, Rand: noDrop})
-		deadline := time.Now().Add(time.Hour)
-		ctx, cancel := context.WithDeadline(context.Background(), deadline)
-		defer cancel()
-		// The deadline is judged on the Client's clock: a second before it.
-		clock.Set(deadline.Add(-time.Second))
-		resp, _ := get(t, &http.Client{Transport: c.Transport(nil)}, ctx, url)
-		if resp.StatusCode != 503 || s.requests() != 1 {
-			t.Errorf("got %d after %d requests, want the 503 at once", resp.StatusCode, s.requests())
-		}
-	})
+}
+
+// A retry is made only within the caller's deadline: an answer whose wait
+// ends at or past it goes back at once, counted; one that fits is retried
+// no later than halfway from its wait to the deadline, the jitter and the
+// backoff cut to that.
+func TestTransportRetriesWithinDeadline(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		fields      []string      // of the refusal
+		left        time.Duration // from the refusal to the deadline
+		retried     bool
+		least, most time.Duration // the retry's wait
+	}{
+		{name: "retry-after past it", fields: []string{"Retry-After", "2"}, left: 1500 * time.Millisecond},
+		{name: "retry-after at it", fields: []string{"Retry-After", "2"}, left: 2 * time.Second},
+		// Retry-After plus its jitter (2.75 s with noDrop) would pass the
+		// deadline; Retry-After alone does not: the jitter is cut to half
+		// the room.
+		{name: "retry-after within it", fields: []string{"Retry-After", "2"}, left: 2500 * time.Millisecond,
+			retried: true, least: 2 * time.Second, most: 2250 * time.Millisecond},
+		{name: "ratelimit past it", fields: []string{"RateLimit", `"api";r=0;t=3`}, left: 2500 * time.Millisecond},
+		// No wait asked for: the backoff (up to 50 ms) within half the 40 ms
+		// left.
+		{name: "backoff", left: 40 * time.Millisecond, retried: true, most: 20 * time.Millisecond},
+		{name: "far deadline", fields: []string{"Retry-After", "2"}, left: time.Hour,
+			retried: true, least: 2 * time.Second, most: 3 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, url := serve(t, refuse(503, "concurrency", tc.fields...), ok)
+			clock := newFakeClock()
+			var ev events
+			c := mustNew(t, Config{Clock: clock, Rand: noDrop, K: math.Inf(1), Observe: ev.observe})
+			deadline := time.Now().Add(24 * time.Hour)
+			ctx, cancel := context.WithDeadline(context.Background(), deadline)
+			defer cancel()
+			// The deadline is judged on the Client's clock, which the
+			// answer finds tc.left before it.
+			clock.Set(deadline.Add(-tc.left))
+			resp, _ := get(t, &http.Client{Transport: c.Transport(nil)}, ctx, url)
+			sl := clock.Sleeps()
+			if !tc.retried {
+				if resp.StatusCode != 503 || s.requests() != 1 || len(sl) != 0 || ev.count(EventDeadline) != 1 {
+					t.Fatalf("got %d after %d requests, waits %v, %d deadline events; want the 503 at once, one deadline event",
+						resp.StatusCode, s.requests(), sl, ev.count(EventDeadline))
+				}
+				return
+			}
+			if resp.StatusCode != 200 || s.requests() != 2 || len(sl) != 1 || ev.count(EventDeadline) != 0 {
+				t.Fatalf("got %d after %d requests, waits %v, %d deadline events; want 200 after one retry",
+					resp.StatusCode, s.requests(), sl, ev.count(EventDeadline))
+			}
+			if sl[0] < tc.least || sl[0] > tc.most {
+				t.Errorf("waited %v, want %v to %v", sl[0], tc.least, tc.most)
+			}
+		})
+	}
 }
 
 // Retries stop at MaxRetries, and the caller gets the last refusal.

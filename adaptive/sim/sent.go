@@ -8,7 +8,7 @@ import (
 
 // Sent sums up the attempts that arrived at the gate in a stretch of the
 // run, whenever they ended: the lab's way of counting (its load generator
-// files each arrival under its intended send instant, internal/lab/load),
+// files each arrival under its intended send instant, cmd/internal/lab/load),
 // where PhaseReport's figures are by the instant each attempt ended.
 // Latencies are end to end from the attempt's arrival (a retry is an
 // attempt of its own).

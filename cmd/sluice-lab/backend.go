@@ -7,8 +7,8 @@ import (
 	"runtime/debug"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/cli"
-	"github.com/sluicehq/sluice/internal/lab/backend"
+	"github.com/sluicehq/sluice/cmd/internal/cli"
+	"github.com/sluicehq/sluice/cmd/internal/lab/backend"
 )
 
 var backendCommand = cli.Command{

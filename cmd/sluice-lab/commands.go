@@ -1,6 +1,6 @@
 package main
 
-import "github.com/sluicehq/sluice/internal/cli"
+import "github.com/sluicehq/sluice/cmd/internal/cli"
 
 // program is the sluice-lab command line. Its commands are listed in the
 // order "sluice-lab help" shows them (help itself, from package cli, comes

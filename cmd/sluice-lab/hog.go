@@ -6,8 +6,8 @@ import (
 	"io"
 	"os"
 
-	"github.com/sluicehq/sluice/internal/cli"
-	"github.com/sluicehq/sluice/internal/lab/hog"
+	"github.com/sluicehq/sluice/cmd/internal/cli"
+	"github.com/sluicehq/sluice/cmd/internal/lab/hog"
 )
 
 var hogCommand = cli.Command{

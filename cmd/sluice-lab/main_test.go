@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicehq/sluice/internal/lab/report"
+	"github.com/sluicehq/sluice/cmd/internal/lab/report"
 )
 
 // childEnv makes the test binary act as sluice-lab itself, for the backend

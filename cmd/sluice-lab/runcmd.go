@@ -10,10 +10,10 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/sluicehq/sluice/internal/cli"
-	"github.com/sluicehq/sluice/internal/lab"
-	"github.com/sluicehq/sluice/internal/lab/report"
-	"github.com/sluicehq/sluice/internal/lab/scenario"
+	"github.com/sluicehq/sluice/cmd/internal/cli"
+	"github.com/sluicehq/sluice/cmd/internal/lab"
+	"github.com/sluicehq/sluice/cmd/internal/lab/report"
+	"github.com/sluicehq/sluice/cmd/internal/lab/scenario"
 )
 
 var runCommand = cli.Command{

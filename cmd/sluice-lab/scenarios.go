@@ -5,8 +5,8 @@ import (
 	"io"
 	"strings"
 
-	"github.com/sluicehq/sluice/internal/cli"
-	"github.com/sluicehq/sluice/internal/lab"
+	"github.com/sluicehq/sluice/cmd/internal/cli"
+	"github.com/sluicehq/sluice/cmd/internal/lab"
 )
 
 var scenariosCommand = cli.Command{

@@ -6,8 +6,8 @@ import (
 	"flag"
 	"io"
 
+	"github.com/sluicehq/sluice/cmd/internal/cli"
 	"github.com/sluicehq/sluice/configs"
-	"github.com/sluicehq/sluice/internal/cli"
 )
 
 var checkCommand = cli.Command{

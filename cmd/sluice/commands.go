@@ -1,6 +1,6 @@
 package main
 
-import "github.com/sluicehq/sluice/internal/cli"
+import "github.com/sluicehq/sluice/cmd/internal/cli"
 
 // program is the sluice command line. Its commands are listed in the order
 // "sluice help" shows them (help itself, from package cli, comes last); a

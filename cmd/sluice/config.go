@@ -4,8 +4,8 @@ import (
 	"context"
 	"io"
 
+	"github.com/sluicehq/sluice/cmd/internal/cli"
 	"github.com/sluicehq/sluice/configs"
-	"github.com/sluicehq/sluice/internal/cli"
 )
 
 var configCommand = cli.Command{

@@ -1,6 +1,6 @@
 package main
 
-import "github.com/sluicehq/sluice/internal/cli"
+import "github.com/sluicehq/sluice/cmd/internal/cli"
 
 var demoCommand = cli.Command{
 	Name:    "demo",

@@ -17,11 +17,11 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/sluicehq/sluice/cmd/internal/cli"
+	"github.com/sluicehq/sluice/cmd/internal/lab"
+	"github.com/sluicehq/sluice/cmd/internal/lab/report"
+	"github.com/sluicehq/sluice/cmd/internal/lab/scenario"
 	"github.com/sluicehq/sluice/configs"
-	"github.com/sluicehq/sluice/internal/cli"
-	"github.com/sluicehq/sluice/internal/lab"
-	"github.com/sluicehq/sluice/internal/lab/report"
-	"github.com/sluicehq/sluice/internal/lab/scenario"
 )
 
 // demoBinary is the sluice binary the demo runs as its daemon: this one.

@@ -6,7 +6,7 @@ import (
 	"context"
 	"io"
 
-	"github.com/sluicehq/sluice/internal/cli"
+	"github.com/sluicehq/sluice/cmd/internal/cli"
 )
 
 // runDemo of a binary built without the demo (-tags nodemo, a lean build

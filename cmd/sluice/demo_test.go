@@ -97,7 +97,7 @@ func TestDemoLeftOut(t *testing.T) {
 		t.Fatalf("go list: %v\n%s", err, out)
 	}
 	for _, dep := range strings.Fields(string(out)) {
-		if strings.HasPrefix(dep, "github.com/sluicehq/sluice/internal/lab") || strings.HasPrefix(dep, "golang.org/x/image") || dep == "image/png" {
+		if strings.HasPrefix(dep, "github.com/sluicehq/sluice/cmd/internal/lab") || strings.HasPrefix(dep, "golang.org/x/image") || dep == "image/png" {
 			t.Errorf("a nodemo build links %s", dep)
 		}
 	}

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	labload "github.com/sluicehq/sluice/internal/lab/load"
+	labload "github.com/sluicehq/sluice/cmd/internal/lab/load"
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/limits"
 )
@@ -26,7 +26,7 @@ import (
 // scenario starts one redis-server (no persistence) and three real daemons
 // sharing a global token bucket of 2,000/s (burst a second of it; leased:
 // lease_period 100ms, lease_expiry 2s; fallback local; nodes 3), drives
-// each daemon with the lab's open-loop generator (internal/lab/load: Poisson
+// each daemon with the lab's open-loop generator (cmd/internal/lab/load: Poisson
 // arrivals at the node's rate, its tenant header naming the node), and
 // counts what the upstream admitted, by node, at 10 ms resolution. Each
 // target of the issue is a check; the figures are logged.

@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/admin/api"
-	"github.com/sluicehq/sluice/internal/lab"
-	"github.com/sluicehq/sluice/internal/lab/report"
-	"github.com/sluicehq/sluice/internal/lab/scenario"
+	"github.com/sluicehq/sluice/cmd/internal/lab"
+	"github.com/sluicehq/sluice/cmd/internal/lab/report"
+	"github.com/sluicehq/sluice/cmd/internal/lab/scenario"
 )
 
 // TestLabShadow is issue 28's lab for shadow mode, skipped unless

@@ -10,7 +10,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/sluicehq/sluice/internal/cli"
+	"github.com/sluicehq/sluice/cmd/internal/cli"
 )
 
 // main runs the command line. Signals are each command's business: "sluice

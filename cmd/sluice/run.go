@@ -12,8 +12,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/sluicehq/sluice/cmd/internal/cli"
 	"github.com/sluicehq/sluice/configs"
-	"github.com/sluicehq/sluice/internal/cli"
 )
 
 // Exit codes of "sluice run" beyond the shared ones (see main.go).

@@ -8,7 +8,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/lab/report"
+	"github.com/sluicehq/sluice/cmd/internal/lab/report"
 )
 
 // drawSimulated renders, per group, the rates, the concurrency and the

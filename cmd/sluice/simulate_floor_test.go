@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/adaptive/sim"
-	"github.com/sluicehq/sluice/internal/simulate"
+	"github.com/sluicehq/sluice/cmd/internal/simulate"
 )
 
 // TestServiceQuantile: serviceQuantile gives the quantiles of each

@@ -6,7 +6,7 @@ import (
 	"context"
 	"io"
 
-	"github.com/sluicehq/sluice/internal/cli"
+	"github.com/sluicehq/sluice/cmd/internal/cli"
 )
 
 // simulateScenarios is empty in a build without the lab.

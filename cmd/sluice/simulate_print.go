@@ -12,10 +12,10 @@ import (
 
 	"github.com/sluicehq/sluice/adaptive"
 	"github.com/sluicehq/sluice/adaptive/sim"
+	"github.com/sluicehq/sluice/cmd/internal/cli"
+	"github.com/sluicehq/sluice/cmd/internal/lab/report"
+	"github.com/sluicehq/sluice/cmd/internal/simulate"
 	"github.com/sluicehq/sluice/configs"
-	"github.com/sluicehq/sluice/internal/cli"
-	"github.com/sluicehq/sluice/internal/lab/report"
-	"github.com/sluicehq/sluice/internal/simulate"
 )
 
 // printWorkload writes what is simulated: the service, its changes, the

@@ -14,11 +14,11 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/adaptive/sim"
+	"github.com/sluicehq/sluice/cmd/internal/cli"
+	"github.com/sluicehq/sluice/cmd/internal/lab"
+	"github.com/sluicehq/sluice/cmd/internal/lab/report"
+	"github.com/sluicehq/sluice/cmd/internal/simulate"
 	"github.com/sluicehq/sluice/configs"
-	"github.com/sluicehq/sluice/internal/cli"
-	"github.com/sluicehq/sluice/internal/lab"
-	"github.com/sluicehq/sluice/internal/lab/report"
-	"github.com/sluicehq/sluice/internal/simulate"
 )
 
 // simulateScenarios lists the shipped scenarios for the help: the lab's.

@@ -13,13 +13,13 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/adaptive/sim"
+	"github.com/sluicehq/sluice/cmd/internal/lab"
+	"github.com/sluicehq/sluice/cmd/internal/simulate"
 	"github.com/sluicehq/sluice/configs"
-	"github.com/sluicehq/sluice/internal/lab"
-	"github.com/sluicehq/sluice/internal/simulate"
 )
 
 // labConfig is the config the lab's "target" contender runs (its
-// sluice.toml, internal/lab/contenders.toml) for a 300 ms SLO, beside a
+// sluice.toml, cmd/internal/lab/contenders.toml) for a 300 ms SLO, beside a
 // second group that sees nothing in the daemon but is simulated all the
 // same.
 const labConfig = `
@@ -260,7 +260,7 @@ func TestSimulateLeftOut(t *testing.T) {
 		t.Fatalf("go list: %v\n%s", err, out)
 	}
 	for _, dep := range strings.Fields(string(out)) {
-		if dep == "github.com/sluicehq/sluice/adaptive/sim" || dep == "github.com/sluicehq/sluice/internal/simulate" {
+		if dep == "github.com/sluicehq/sluice/adaptive/sim" || dep == "github.com/sluicehq/sluice/cmd/internal/simulate" {
 			t.Errorf("a nodemo build links %s", dep)
 		}
 	}
@@ -271,13 +271,13 @@ func TestSimulateLeftOut(t *testing.T) {
 // step, with simulate.Compare's figures and ratios; -shared-cores puts
 // the service on the lab's shared cores and says so.
 func TestSimulateAgainstTheLab(t *testing.T) {
-	const recorded = "../../internal/simulate/testdata/lab/fast-sweep/sluice.json"
+	const recorded = "../../cmd/internal/simulate/testdata/lab/fast-sweep/sluice.json"
 	code, out, errOut := runArgs("simulate", "-lab", recorded, "-shared-cores", "2")
 	if code != exitOK || errOut != "" {
 		t.Fatalf("code %d, stderr %q", code, errOut)
 	}
 	for _, want := range []string{
-		"sluice simulate: lab scenario fast-sweep, 35s of load, config ../../internal/simulate/testdata/lab/fast-sweep/sluice/sluice.toml",
+		"sluice simulate: lab scenario fast-sweep, 35s of load, config ../../cmd/internal/simulate/testdata/lab/fast-sweep/sluice/sluice.toml",
 		"shared: 2 cores with sluice and the clients; a request costs there send 90µs, forward 100µs or refuse 30µs, handle 90µs; a trip back 1.5ms",
 		"against the lab: " + recorded + " (sluice, started 2026-12-02 01:39:01; its generator sent late by 3.1ms at p99)",
 	} {
@@ -292,7 +292,7 @@ func TestSimulateAgainstTheLab(t *testing.T) {
 	s, _ := lab.LoadScenario("fast-sweep")
 	w, _ := simulate.FromLab(s)
 	w.Scenario.Host, _ = simulate.HostOf(2, "")
-	cfg, err := configs.Load("../../internal/simulate/testdata/lab/fast-sweep/sluice/sluice.toml")
+	cfg, err := configs.Load("../../cmd/internal/simulate/testdata/lab/fast-sweep/sluice/sluice.toml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,8 +21,8 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/admin/api"
+	"github.com/sluicehq/sluice/cmd/internal/cli"
 	"github.com/sluicehq/sluice/configs"
-	"github.com/sluicehq/sluice/internal/cli"
 )
 
 var statusCommand = cli.Command{

@@ -6,7 +6,7 @@ import (
 	"runtime"
 	"runtime/debug"
 
-	"github.com/sluicehq/sluice/internal/cli"
+	"github.com/sluicehq/sluice/cmd/internal/cli"
 )
 
 // version is set at build time with -ldflags "-X main.version=v1.2.3".

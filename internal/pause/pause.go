@@ -2,7 +2,7 @@
 // stop-the-world collection, a stalled disk, a process held by SIGSTOP:
 // periodic pauses during which no work makes progress, and when work that
 // starts at a given instant ends under them. The lab's backend
-// (internal/lab/backend) and the simulator's model backend (adaptive/sim)
+// (cmd/internal/lab/backend) and the simulator's model backend (adaptive/sim)
 // both stall through it, so that a scenario stalls the same way in each.
 //
 // Instants are offsets from the start of a schedule (the backend's start or
