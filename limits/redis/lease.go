@@ -326,14 +326,16 @@ type renewal struct {
 	le *lease
 	// Sent: the units held before (before) and after (held) taking back
 	// ret, the units given back; leave ends the lease; debit, the units
-	// the fallback admitted since the last answered renewal.
+	// the fallback admitted since the last answered renewal (Redis takes
+	// from the stock, of a node of an earlier epoch, only what its share
+	// admitted since the epoch began).
 	before, held, ret, debit int64
 	leave                    bool
-	// The lease's demand, want and epoch as sent: copies, since a call
-	// abandoned at its budget may still read them while the next round
-	// prepares the lease again.
-	sentDem, sentWant, sentEpoch int64
-	requested                    int64 // units admitted and refused since the last renewal
+	// The lease's demand, want, epoch and fallback share (thousandths) as
+	// sent: copies, since a call abandoned at its budget may still read
+	// them while the next round prepares the lease again.
+	sentDem, sentWant, sentEpoch, sentShare int64
+	requested                               int64 // units admitted and refused since the last renewal
 	// Answered (see parseRenewals).
 	grant, heldR, out, dem, avail, life, nodes, epoch, share, under int64
 }
@@ -458,6 +460,7 @@ func (ls *leaser) prepare(le *lease, now time.Time, q *quota, last bool) *renewa
 		le.want = min(le.want, held+max(0, budget))
 	}
 	r.sentDem, r.sentWant, r.sentEpoch = int64(math.Ceil(le.dem)), le.want, le.epoch
+	r.sentShare = int64(math.Ceil(ls.fallbackShare(le) * shareScale))
 	r.leave = last || le.quiet >= quietRounds
 	if r.leave {
 		r.ret = le.a.Close()
@@ -509,7 +512,7 @@ func (ls *leaser) send(ctx context.Context, q *quota, rs []*renewal) error {
 		extra = []any{now.Unix(), int64(now.Nanosecond())}
 	}
 	build := func(verb, script string, part []*renewal) *goredis.Cmd {
-		args := make([]any, 0, 3+2*len(part)+6+7*len(part)+len(extra))
+		args := make([]any, 0, 3+2*len(part)+6+8*len(part)+len(extra))
 		args = append(args, verb, script, 2*len(part))
 		for _, r := range part {
 			args = append(args, r.le.keys[0], r.le.keys[1])
@@ -520,7 +523,7 @@ func (ls *leaser) send(ctx context.Context, q *quota, rs []*renewal) error {
 			if r.leave {
 				leave = "1"
 			}
-			args = append(args, r.held, r.ret, r.sentDem, r.sentWant, leave, r.sentEpoch, r.debit)
+			args = append(args, r.held, r.ret, r.sentDem, r.sentWant, leave, r.sentEpoch, r.debit, r.sentShare)
 		}
 		args = append(args, extra...)
 		return goredis.NewCmd(ctx, args...)
@@ -632,12 +635,8 @@ func (ls *leaser) settle(r *renewal, now time.Time, q *quota) {
 func (ls *leaser) rejoin(le *lease, r *renewal, now time.Time) {
 	rj := &le.rejoin
 	if le.epoch != 0 && r.epoch != le.epoch {
-		share := le.share
-		if share == 0 {
-			share = ls.equalShare()
-		}
 		backoff := time.Duration(1.2 * float64(ls.l.s.p.BackoffMax))
-		*rj = rejoin{end: now.Add(backoff + 2*ls.p.Period), nodes: le.nodes, share: share, since: now}
+		*rj = rejoin{end: now.Add(backoff + 2*ls.p.Period), nodes: le.nodes, share: ls.fallbackShare(le), since: now}
 		ls.rejoins.Add(1)
 	}
 	if !rj.end.IsZero() {
@@ -653,6 +652,16 @@ func (ls *leaser) rejoin(le *lease, r *renewal, now time.Time) {
 		le.shareNow.Store(r.share)
 	}
 	le.rejoining.Store(!rj.end.IsZero())
+}
+
+// fallbackShare is the rate, per second, that le decides by while this node
+// cannot renew it: its share from the last renewal, or the equal share.
+// The renewer's own.
+func (ls *leaser) fallbackShare(le *lease) float64 {
+	if le.share == 0 {
+		return ls.equalShare()
+	}
+	return le.share
 }
 
 // equalShare is the equal part of the quota's rate, per second, that the
@@ -687,10 +696,7 @@ func (ls *leaser) failed(r *renewal, now time.Time) {
 // limiter of this node's fallback share (from its last renewal, or the
 // equal share) of the quota in force, empty from the moment it is made.
 func (ls *leaser) newFallback(le *lease) *leaseFallback {
-	share := le.share
-	if share == 0 {
-		share = ls.equalShare()
-	}
+	share := ls.fallbackShare(le)
 	fb := &leaseFallback{}
 	if ls.l.s.p.Fallback != FallbackLocal {
 		return fb
