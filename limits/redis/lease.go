@@ -488,16 +488,51 @@ func (ls *leaser) call(q *quota, rs []*renewal) error {
 	}
 	done := make(chan error, 1)
 	go func() { done <- ls.send(ctx, q, cp) }()
-	select {
-	case err := <-done:
-		if err == nil {
-			for i, r := range rs {
-				*r = *cp[i]
+	late := time.NewTimer(ls.lateAfter())
+	defer late.Stop()
+	for {
+		select {
+		case err := <-done:
+			if err == nil {
+				for i, r := range rs {
+					*r = *cp[i]
+				}
 			}
+			return err
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-late.C:
+			ls.late(rs)
 		}
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
+	}
+}
+
+// lateAfter is how long a renewal may go unanswered before its leases
+// decide by the fallback once their units are used up (late): twice the
+// decisions' budget (what Redis's answers take, adapted), at least an
+// eighth of a period, at most the renewal's budget.
+func (ls *leaser) lateAfter() time.Duration {
+	return min(ls.budget, max(ls.p.Period/8, 2*ls.l.s.dl.budget()))
+}
+
+// late gives the leases of a renewal still unanswered after lateAfter a
+// fallback, from the instant Redis is late: a hung Redis left a node whose
+// units ran out refusing everything until the renewal's budget had passed
+// (the lab's dip of 120ms as Redis hung). The fallback starts empty and
+// admits at the node's share from then on, and what it admits is debited
+// by the next renewal answered, so a renewal that is merely slow costs the
+// quota nothing; the renewal that answers puts a lease that holds units
+// back on them (settle), one that fails leaves it on this fallback. Only
+// FallbackLocal on a bucket: an open fallback would admit without bound for
+// a renewal that is merely slow, and a window has no rate to start from.
+func (ls *leaser) late(rs []*renewal) {
+	if ls.l.s.p.Fallback != FallbackLocal || ls.l.q.Load().p.Window > 0 {
+		return
+	}
+	for _, r := range rs {
+		if !r.leave && r.le.fb.Load() == nil {
+			r.le.fb.Store(ls.newFallback(r.le, false))
+		}
 	}
 }
 
@@ -688,14 +723,16 @@ func (ls *leaser) failed(r *renewal, now time.Time) {
 		le.after = 0
 	}
 	if le.fb.Load() == nil {
-		le.fb.Store(ls.newFallback(le))
+		le.fb.Store(ls.newFallback(le, true))
 	}
 }
 
 // newFallback is le's fallback while Redis is away: with FallbackLocal, a
 // limiter of this node's fallback share (from its last renewal, or the
-// equal share) of the quota in force, empty from the moment it is made.
-func (ls *leaser) newFallback(le *lease) *leaseFallback {
+// equal share) of the quota in force; with primed, holding what a lease of
+// the share would (less the units held) from the moment it is made, else
+// empty.
+func (ls *leaser) newFallback(le *lease, primed bool) *leaseFallback {
 	share := ls.fallbackShare(le)
 	fb := &leaseFallback{}
 	if ls.l.s.p.Fallback != FallbackLocal {
@@ -710,7 +747,10 @@ func (ls *leaser) newFallback(le *lease) *leaseFallback {
 		p.Rate, p.Burst = max(share, 1e-9), max(1, int64(math.Ceil(float64(p.Burst)*frac)))
 	}
 	held, _ := le.a.Held()
-	start := max(0, int64(math.Ceil(headroom*share*ls.p.Period.Seconds()))-held)
+	start := int64(0)
+	if primed {
+		start = max(0, int64(math.Ceil(headroom*share*ls.p.Period.Seconds()))-held)
+	}
 	local, err := newTemplate(p)
 	if err != nil { // a share too small for the algorithm: refuse
 		return fb
