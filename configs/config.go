@@ -135,9 +135,13 @@ type Upstream struct {
 	// DialTimeout bounds opening a connection to the upstream. Must be
 	// positive. Default 2s.
 	DialTimeout Duration `toml:"dial_timeout" json:"dial_timeout"`
-	// ResponseHeaderTimeout bounds the wait for the upstream's response
-	// headers after the request is sent; 0 means none. A request that times
-	// out is a drop: the strongest overload signal. Default 30s.
+	// ResponseHeaderTimeout bounds how long the upstream may take to make
+	// progress: the wait for its response headers after the request is
+	// sent, and each wait between reads of its response body (as nginx's
+	// proxy_read_timeout: a slow stream that keeps sending lives on; gRPC
+	// calls are bounded by their own deadline instead); 0 means none. A
+	// request that times out is a drop: the strongest overload signal. It is
+	// the proxy's UpstreamTimeout (proxy.Params). Default 30s.
 	ResponseHeaderTimeout Duration `toml:"response_header_timeout" json:"response_header_timeout"`
 	// IdleConnTimeout closes idle upstream connections; 0 means none.
 	// Default 90s.

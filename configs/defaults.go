@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/gate/spec"
+	"github.com/sluicehq/sluice/internal/defaults"
 )
 
 // Defaults live here, in two kinds.
@@ -48,18 +49,18 @@ func New() *Config {
 		Server: Server{
 			Listen:            "127.0.0.1:8080",
 			H2C:               true,
-			ReadHeaderTimeout: Duration(10 * time.Second),
-			IdleTimeout:       Duration(2 * time.Minute),
-			MaxHeaderBytes:    1 << 20,
+			ReadHeaderTimeout: Duration(defaults.ReadHeaderTimeout),
+			IdleTimeout:       Duration(defaults.IdleTimeout),
+			MaxHeaderBytes:    defaults.MaxHeaderBytes,
 			ShutdownGrace:     Duration(30 * time.Second),
 			HTTP1:             HTTP1Sluice,
 		},
 		Upstream: Upstream{
 			Protocol:              ProtocolAuto,
-			DialTimeout:           Duration(2 * time.Second),
-			ResponseHeaderTimeout: Duration(30 * time.Second),
-			IdleConnTimeout:       Duration(90 * time.Second),
-			MaxIdleConnsPerHost:   256,
+			DialTimeout:           Duration(defaults.DialTimeout),
+			ResponseHeaderTimeout: Duration(defaults.UpstreamTimeout),
+			IdleConnTimeout:       Duration(defaults.IdleConnTimeout),
+			MaxIdleConnsPerHost:   defaults.MaxIdleConns,
 			Circuit:               defaultCircuit(),
 		},
 		Probe: Probe{Source: ProbeSourceAuto, Root: "/"},
@@ -117,20 +118,16 @@ func (r *Rate) reset() {
 }
 
 // defaultCircuit is the breaker of [upstream.circuit] before the file's
-// values: open at 5 failures in a row, or at half the requests of the last
-// 10s failed once there were 20; stay open 5s, then close after 3 probes
-// succeed. A sidecar's upstream that restarts is back within seconds, so the
-// circuit does not stay open long. These are the proxy's own defaults
-// (proxy.DefaultBreaker); configs imports nothing of sluice's, so a test of
-// cmd/sluice ties the two.
+// values: the proxy's breaker's own (breaker.Default, package
+// proxy/breaker), which package internal/defaults holds for both.
 func defaultCircuit() Circuit {
 	return Circuit{
-		FailureRatio:        0.5,
-		MinRequests:         20,
-		Window:              Duration(10 * time.Second),
-		ConsecutiveFailures: 5,
-		OpenDuration:        Duration(5 * time.Second),
-		HalfOpenProbes:      3,
+		FailureRatio:        defaults.BreakerFailureRatio,
+		MinRequests:         defaults.BreakerMinRequests,
+		Window:              Duration(defaults.BreakerWindow),
+		ConsecutiveFailures: defaults.BreakerConsecutiveFailures,
+		OpenDuration:        Duration(defaults.BreakerOpenDuration),
+		HalfOpenProbes:      defaults.BreakerProbes,
 	}
 }
 
@@ -155,8 +152,8 @@ func (p *Permit) reset() {
 	*p = Permit{
 		Listen:     "127.0.0.1:7070",
 		SocketMode: 0o660,
-		Lease:      Duration(30 * time.Second),
-		MaxLeases:  1 << 14,
+		Lease:      Duration(defaults.PermitLease),
+		MaxLeases:  defaults.PermitMaxLeases,
 	}
 }
 
@@ -166,10 +163,10 @@ func (r *RLS) reset() {
 
 func (r *Redis) reset() {
 	*r = Redis{
-		Timeout:   Duration(5 * time.Millisecond),
+		Timeout:   Duration(defaults.RedisTimeout),
 		Fallback:  FallbackLocal,
 		Nodes:     1,
-		KeyPrefix: "sluice:",
+		KeyPrefix: defaults.RedisKeyPrefix,
 	}
 }
 
@@ -236,6 +233,10 @@ func (g *Group) SetDefaults() {
 func (r *Rate) setDefaults(key KeySource) {
 	*r = rateOf(r.spec().WithDefaults(key))
 }
+
+// FixedLimit reports whether c's law holds Limit and reads no bounds
+// (spec.Concurrency.FixedLimit: its adaptive.LawKind says so).
+func (c *Concurrency) FixedLimit() bool { return c.spec().FixedLimit() }
 
 // LeaseBound returns the over-admission bound of a leased global quota, in
 // cost units (see Rate.Sync): 1.5 × PerSecond × LeasePeriod, rounded up; 0

@@ -65,7 +65,7 @@ func buildable(c *Group) error {
 		if !ok {
 			return fmt.Errorf("rate: unknown algorithm %q", r.Algorithm)
 		}
-		if _, err := alg.New(rateSpec(r)); err != nil {
+		if _, err := alg.New(r.Limits()); err != nil {
 			return fmt.Errorf("rate: %w", err)
 		}
 	}

@@ -42,39 +42,22 @@ type Pass struct {
 	g  *group
 	ks *keyState
 	t0 int64 // slot taken, ns on the gate's clock
-	// wait is the ns from arrival to t0 (a leaky_queue's pacing and the
-	// queue), with wouldRate set when a shadowed rate rule would have
-	// refused the request; negative for a request a shadowed group admitted
-	// without a slot (its wait is 0): see shadowWait. Packed so that a Pass
-	// stays four words, which the hot path returns by value.
-	wait int64
+	// wait is the time from arrival to t0: a leaky_queue's pacing and the
+	// queue (0 for a request a shadowed group admitted without a slot).
+	wait time.Duration
+	// shadow is what shadow mode made of the request (see shadowMark):
+	// zero for one enforcement admitted as it was.
+	shadow shadowMark
 }
 
-// wouldRate marks Pass.wait: a shadowed rate rule would have refused it.
-const wouldRate int64 = 1 << 62
-
-// waited returns the wait p's wait holds.
-func (p *Pass) waited() time.Duration {
-	if p.wait < 0 {
-		return 0
-	}
-	return time.Duration(p.wait &^ wouldRate)
-}
+// waited returns how long p's request waited to be admitted.
+func (p *Pass) waited() time.Duration { return p.wait }
 
 // Shadowed returns the reason enforcement would have refused the request
 // for, when a shadowed group or rate rule admitted it anyway; RejectNone
 // otherwise. A request enforcement would only have made wait in the queue
 // reports RejectNone (see ShadowStatus.Queued).
-func (p *Pass) Shadowed() adaptive.RejectReason {
-	switch {
-	case p.wait < 0:
-		why, _ := shadowOf(p.wait)
-		return why
-	case p.wait&wouldRate != 0:
-		return adaptive.RejectRate
-	}
-	return adaptive.RejectNone
-}
+func (p *Pass) Shadowed() adaptive.RejectReason { return p.shadow.why }
 
 // Group returns the name of the pass's group, "" for the zero Pass.
 func (p *Pass) Group() string {
@@ -103,8 +86,8 @@ func (p *Pass) DoneAfter(o Outcome, latency time.Duration) {
 		return
 	}
 	gr.silence.heard(p.t0 + int64(latency))
-	if p.wait < 0 {
-		gr.shadowDone(p.wait, latency, o) // before release: p.wait is read
+	if p.shadow.slotless {
+		gr.shadowDone(p.shadow, latency, o)
 	}
 	p.release()
 	switch o {
@@ -125,10 +108,10 @@ func (p *Pass) DoneAfter(o Outcome, latency time.Duration) {
 func (p *Pass) release() {
 	gr := p.g
 	p.g = nil
-	if p.wait >= 0 {
-		gr.conc.Release()
-	} else {
+	if p.shadow.slotless {
 		gr.leaveBeyond()
+	} else {
+		gr.conc.Release()
 	}
 	if ks := p.ks; ks != nil {
 		ks.held.Add(-1)
@@ -181,7 +164,7 @@ func (g *Gate) EnterClassCost(ctx context.Context, c Class, cost int64) (Pass, R
 		return gr.shadowPass(why, p, c.Key, t0), Rejection{}, true
 	}
 
-	var would int64 // wouldRate when a shadowed rate rule refused
+	var would adaptive.RejectReason // RejectRate when a shadowed rate rule refused
 	if rl := gr.rate; rl != nil {
 		if cost == 0 {
 			cost = rl.cost
@@ -197,7 +180,7 @@ func (g *Gate) EnterClassCost(ctx context.Context, c Class, cost int64) (Pass, R
 				return Pass{}, r, false
 			}
 			gr.shadowReject(adaptive.RejectRate, p, c.Key) // on to the stages that enforce
-			would = wouldRate
+			would = adaptive.RejectRate
 		}
 		if res.Delay > 0 && rl.paced && gr.mode.Load()&shadowRate == 0 { // shadow does not pace
 			if end := pace(ctx, res.Delay); end != (waitEnd{}) {
@@ -265,7 +248,7 @@ func (g *Gate) EnterClassCost(ctx context.Context, c Class, cost int64) (Pass, R
 		ks.held.Add(1)
 	}
 	gr.lat.ObserveInflight(n) // in shadow, shadowPass adds those beyond
-	return Pass{g: gr, ks: ks, t0: t0, wait: (t0 - arrived) | would}, Rejection{}, true
+	return Pass{g: gr, ks: ks, t0: t0, wait: time.Duration(t0 - arrived), shadow: shadowMark{why: would}}, Rejection{}, true
 }
 
 // shadowPass admits, without a slot, a request of key in a shadowed group
@@ -275,9 +258,9 @@ func (g *Gate) EnterClassCost(ctx context.Context, c Class, cost int64) (Pass, R
 // refused, it takes nothing from the later stages (no rate units, no key's
 // share, no slot).
 func (gr *group) shadowPass(why adaptive.RejectReason, p adaptive.Priority, key string, t0 int64) Pass {
-	wait := gr.admitBeyond(why, p, key, t0)
+	mark := gr.admitBeyond(why, p, key, t0)
 	gr.lat.ObserveInflight(gr.inFlight())
-	return Pass{g: gr, t0: t0, wait: wait}
+	return Pass{g: gr, t0: t0, shadow: mark}
 }
 
 // AllowRate decides c against its group's rate stage alone, spending cost

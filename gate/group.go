@@ -182,8 +182,10 @@ func (g *Gate) newGroup(c *spec.Group, s seed, groups int, from *group) (_ *grou
 		return nil, err
 	}
 	gr.managedMax = manageable(c)
-	if gr.managedMax > 0 && c.Rate.Algorithm != spec.AlgorithmLeakyQueue {
-		gr.rate.burstSecs = float64(c.Rate.Burst) / c.Rate.PerSecond()
+	if gr.managedMax > 0 {
+		if a, _ := limits.LookupAlgorithm(string(c.Rate.Algorithm)); a.Knobs.Has(limits.KnobBurst) {
+			gr.rate.burstSecs = float64(c.Rate.Burst) / c.Rate.PerSecond()
+		}
 	}
 	if gr.keyKind != keyNone {
 		if from != nil && from.keys != nil {

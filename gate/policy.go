@@ -80,14 +80,7 @@ func newLaw(c *spec.Group, s seed, managedMax float64) (adaptive.Law, error) {
 // (managedMax > 0), the rate between 1 (or managedMax, if lower) and
 // managedMax requests per second, starting at the learned one.
 func lawSettings(c *spec.Group, k *adaptive.LawKind, s seed, managedMax float64) adaptive.LawSettings {
-	cc := &c.Concurrency
-	ls := adaptive.LawSettings{
-		Bounds:  adaptive.Bounds{Min: cc.Min, Max: cc.Max, Initial: cc.Initial},
-		Limit:   cc.Limit,
-		Latency: time.Duration(c.Targets.Latency), Quantile: adaptive.QuantileAtLeast(c.Targets.Quantile),
-		CPU: c.Targets.CPU, Memory: c.Targets.Memory, CPUPressure: c.Targets.CPUPressure,
-		Backoff: cc.Backoff, Tolerance: cc.Tolerance,
-	}
+	ls := c.LawSettings()
 	if s.limit > 0 && !k.FixedLimit {
 		ls.Bounds.Initial = ls.Bounds.Clamp(s.limit)
 	}

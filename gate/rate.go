@@ -81,7 +81,7 @@ func newRate(c *Group, global func(*Group) (RateLimiter, error)) (*rateLimit, er
 		rl.lim = lim
 		return rl, nil
 	}
-	algo, err := alg.New(rateSpec(r))
+	algo, err := alg.New(r.Limits())
 	if err != nil {
 		return nil, fmt.Errorf("gate: group %q: rate: %w", c.Name, err)
 	}
@@ -96,13 +96,6 @@ func newRate(c *Group, global func(*Group) (RateLimiter, error)) (*rateLimit, er
 	}
 	rl.lim = rl.keyed
 	return rl, nil
-}
-
-// rateSpec is what r gives its algorithm.
-func rateSpec(r *spec.Rate) limits.Spec {
-	n, w := r.Quota()
-	return limits.Spec{Rate: r.PerSecond(), Limit: int64(n), Window: w, Burst: int64(r.Burst),
-		Warmup: time.Duration(r.Warmup), MaxWait: time.Duration(r.MaxWait), Buckets: r.Buckets}
 }
 
 // manageable reports the configured rate, in requests per second, of a group
@@ -153,7 +146,7 @@ func (rl *rateLimit) apply(r *spec.Rate) error {
 	if rl.algo == nil {
 		return fmt.Errorf("gate: a global rate limit cannot change at runtime; reload")
 	}
-	errs := limits.Retune(rl.algo, rateSpec(r))
+	errs := limits.Retune(rl.algo, r.Limits())
 	if ps := r.PerSecond(); rl.burstSecs > 0 && ps > 0 {
 		rl.burstSecs = float64(r.Burst) / ps
 	}

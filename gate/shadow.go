@@ -52,23 +52,23 @@ func (gr *group) shadowReject(why adaptive.RejectReason, p adaptive.Priority, ke
 // that reached the concurrency stage, which the model of enforcement
 // decides (shadowmodel.go): a slot, a wait in the queue (counted as
 // would-have-waited), or a would-be rejection. It counts the would-be
-// rejection and returns the Pass.wait of the request (shadowWait).
-func (gr *group) admitBeyond(why adaptive.RejectReason, p adaptive.Priority, key string, t0 int64) int64 {
+// rejection and returns the request's shadowMark.
+func (gr *group) admitBeyond(why adaptive.RejectReason, p adaptive.Priority, key string, t0 int64) shadowMark {
 	c := gr.c
 	inFlight := gr.inFlight()
 	c.beyond.Add(1)
-	var flags int64
+	mark := shadowMark{why: why, slotless: true}
 	if why == adaptive.RejectNone {
-		why, flags = c.model.arrive(t0, p, gr.conc.Limit(), gr.conc.MaxQueue(), gr.bound.Load(), inFlight)
-		if why == adaptive.RejectNone {
-			if flags&shadowWithin == 0 {
+		mark = c.model.arrive(t0, p, gr.conc.Limit(), gr.conc.MaxQueue(), gr.bound.Load(), inFlight)
+		if mark.why == adaptive.RejectNone {
+			if !mark.within {
 				c.shadowQueued.Add(1)
 			}
-			return shadowWait(why, flags)
+			return mark
 		}
 	}
-	gr.shadowReject(why, p, key)
-	return shadowWait(why, flags)
+	gr.shadowReject(mark.why, p, key)
+	return mark
 }
 
 // shadowSlot admits a request of a shadowed group that reached the
@@ -78,7 +78,7 @@ func (gr *group) admitBeyond(why adaptive.RejectReason, p adaptive.Priority, key
 func (gr *group) shadowSlot(ks *keyState, p adaptive.Priority, key string, t0 int64) Pass {
 	ps := gr.shadowPass(adaptive.RejectNone, p, key, t0)
 	if ks != nil {
-		if _, flags := shadowOf(ps.wait); flags&shadowWithin != 0 {
+		if ps.shadow.within {
 			ks.held.Add(1)
 			ps.ks = ks
 		} else {
@@ -101,10 +101,9 @@ func (gr *group) slotsHeld(t0 int64) int {
 func (gr *group) leaveBeyond() { gr.c.beyond.Add(-1) }
 
 // shadowDone tells the model of enforcement how a request admitted without
-// a slot (its Pass.wait is wait) ended: after latency, with outcome o.
-func (gr *group) shadowDone(wait int64, latency time.Duration, o Outcome) {
-	_, flags := shadowOf(wait)
-	gr.c.model.leave(flags, latency, o)
+// a slot (its mark) ended: after latency, with outcome o.
+func (gr *group) shadowDone(mark shadowMark, latency time.Duration, o Outcome) {
+	gr.c.model.leave(mark, latency, o)
 }
 
 // inFlight is the group's requests in the upstream: those holding a slot

@@ -114,23 +114,21 @@ const (
 	minService = 100
 )
 
-// Flags of a shadowed Pass (packed into Pass.wait with the would-be
-// rejection's reason, see shadowWait).
-const (
-	shadowWithin int64 = 1 << 8 // the model admitted it to the service
-	shadowClean  int64 = 1 << 9 // the real service held no more than the model then
-	shadowReason int64 = 1<<8 - 1
-)
-
-// shadowWait is the Pass.wait of a request a shadowed group admitted:
-// negative, with the would-be rejection's reason (RejectNone: admitted or
-// made to wait) and flags.
-func shadowWait(why adaptive.RejectReason, flags int64) int64 { return -1 - (int64(why) | flags) }
-
-// shadowOf unpacks a shadowWait.
-func shadowOf(wait int64) (adaptive.RejectReason, int64) {
-	w := -1 - wait
-	return adaptive.RejectReason(w & shadowReason), w &^ shadowReason
+// shadowMark is what shadow mode made of an admitted request (Pass.shadow):
+// the zero mark for one that enforcement admitted as it was.
+type shadowMark struct {
+	// why is the reason enforcement would have refused the request for
+	// (RejectNone: it would not have; a shadowed rate rule's refusal in a
+	// group that enforces is RejectRate on a request that holds a slot).
+	why adaptive.RejectReason
+	// slotless: a shadowed group admitted the request without a slot (the
+	// model of enforcement decided its concurrency stage).
+	slotless bool
+	// within: the model admitted it to the service (a slot of the model).
+	within bool
+	// clean: the real service held no more requests than the model then,
+	// so its latency is what enforcement would have measured.
+	clean bool
 }
 
 // advance moves the model to now (ns): the calls that ended leave its
@@ -283,24 +281,23 @@ func (m *enforcement) gap() time.Duration {
 
 // arrive decides an arrival at now (ns) of priority p, as enforcement would
 // with the limit, the queue bound maxQueue and the group's published queue
-// bound qb: a slot (RejectNone, flag shadowWithin), a place in the queue
-// (RejectNone), or a refusal's reason. inFlight is the number of requests
-// the real service holds; the arrival is clean (flag shadowClean) when it
+// bound qb, as the arrival's mark (slotless): a slot (RejectNone, within),
+// a place in the queue (RejectNone), or a refusal's reason. inFlight is the
+// number of requests the real service holds; the arrival is clean when it
 // is no more than the model's.
-func (m *enforcement) arrive(now int64, p adaptive.Priority, limit, maxQueue int, qb *adaptive.QueueBound, inFlight int) (adaptive.RejectReason, int64) {
+func (m *enforcement) arrive(now int64, p adaptive.Priority, limit, maxQueue int, qb *adaptive.QueueBound, inFlight int) shadowMark {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.advance(now, limit)
-	var flags int64
-	if inFlight <= m.n {
-		flags |= shadowClean
-	}
+	mark := shadowMark{slotless: true, clean: inFlight <= m.n}
 	if m.q == 0 && m.n < limit {
 		m.push(now, limit)
-		return adaptive.RejectNone, flags | shadowWithin
+		mark.within = true
+		return mark
 	}
 	if maxQueue == 0 {
-		return adaptive.RejectConcurrency, flags
+		mark.why = adaptive.RejectConcurrency
+		return mark
 	}
 	var busy time.Duration
 	if m.queueSince != 0 {
@@ -308,12 +305,14 @@ func (m *enforcement) arrive(now int64, p adaptive.Priority, limit, maxQueue int
 	}
 	wait, _ := qb.Arrival(p, busy)
 	if wait <= 0 {
-		return adaptive.RejectQueueTimeout, flags
+		mark.why = adaptive.RejectQueueTimeout
+		return mark
 	}
 	gap := m.gap()
 	pos := adaptive.Positions(wait, gap, 0)
 	if pos < 0 || m.q+1 > maxQueue || (pos > 0 && m.q+1 > pos) {
-		return adaptive.RejectQueueFull, flags
+		mark.why = adaptive.RejectQueueFull
+		return mark
 	}
 	if m.q == 0 {
 		m.queueSince = now
@@ -327,7 +326,7 @@ func (m *enforcement) arrive(now int64, p adaptive.Priority, limit, maxQueue int
 		}
 		m.waitMax = max(m.waitMax, w)
 	}
-	return adaptive.RejectNone, flags
+	return mark
 }
 
 // known schedules the calls admitted while the service's latency was not
@@ -348,8 +347,8 @@ func (m *enforcement) known() {
 // clean one's latency is what enforcement would have measured. Until the
 // first interval with enough of them, the service's own latency is their
 // mean so far, and its capacity unbounded (the first tick measures it).
-func (m *enforcement) leave(flags int64, latency time.Duration, o Outcome) {
-	if flags&shadowClean == 0 {
+func (m *enforcement) leave(mark shadowMark, latency time.Duration, o Outcome) {
+	if !mark.clean {
 		return
 	}
 	m.mu.Lock()

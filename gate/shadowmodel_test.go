@@ -183,14 +183,14 @@ func TestEnforcementModel(t *testing.T) {
 	qb := adaptive.QueueBound{}
 	admitted, refused := 0, 0
 	for range 30 {
-		why, flags := m.arrive(0, adaptive.Default, 20, 0, &qb, 0)
+		mark := m.arrive(0, adaptive.Default, 20, 0, &qb, 0)
 		switch {
-		case why == adaptive.RejectConcurrency:
+		case mark.why == adaptive.RejectConcurrency:
 			refused++
-		case why == adaptive.RejectNone && flags&shadowWithin != 0:
+		case mark.why == adaptive.RejectNone && mark.within:
 			admitted++
 		default:
-			t.Fatalf("arrival: %v, flags %b", why, flags)
+			t.Fatalf("arrival: %+v", mark)
 		}
 	}
 	if admitted != 20 || refused != 10 {

@@ -16,20 +16,38 @@ type Stream struct{ g *group }
 // Stream turns the pass's request into a stream, at the moment its first
 // response byte is to be sent (a WebSocket's 101, the head of a
 // text/event-stream response, a gRPC call's response headers): the
-// concurrency slot is released and the outcome recorded with latency, the
-// time to that first byte, as DoneAfter does, and a stream slot of the
-// group is taken instead, so that the stream's lifetime neither holds a
-// slot nor reaches the law. When the group holds its maximum of streams
-// (spec.Streams.Max) the stream is refused: the slot is released without a
-// latency sample (the upstream's answer is not delivered), the refusal is
-// counted, reason "streams", and its Rejection returned with ok = false.
-// In shadow mode (the group's) a stream beyond the maximum is counted as a
-// would-be rejection and opened anyway.
+// concurrency slot is released and the outcome recorded with
+// latency, the time to that first byte, as DoneAfter does, and a stream
+// slot of the group is taken instead, so that the stream's lifetime neither
+// holds a slot nor reaches the law. When the group holds its maximum of
+// streams (spec.Streams.Max) the stream is refused: the slot is released
+// without a latency sample (the upstream's answer is not delivered), the
+// refusal is counted, reason "streams", and its Rejection returned with
+// ok = false. In shadow mode (the group's) a stream beyond the maximum is
+// counted as a would-be rejection and opened anyway.
 //
-// After Stream the pass is finished: Done and DoneAfter are no-ops. The
-// zero Pass returns the zero Stream and ok = true. Safe for concurrent use
-// with other passes; it takes no lock.
+// Stream is ReserveStream and StreamOpened at once. After it the pass is
+// finished: Done and DoneAfter are no-ops. The zero Pass returns the zero
+// Stream and ok = true. Safe for concurrent use with other passes; it takes
+// no lock.
 func (p *Pass) Stream(o Outcome, latency time.Duration) (Stream, Rejection, bool) {
+	s, rej, ok := p.ReserveStream()
+	if ok {
+		p.StreamOpened(o, latency)
+	}
+	return s, rej, ok
+}
+
+// ReserveStream takes a stream slot of the group for the pass's request
+// before it is forwarded, for a request that asks to become a stream (a
+// WebSocket upgrade), so that one beyond the group's maximum is refused
+// before its upstream is asked, as Stream refuses it (the pass finished,
+// reason "streams", ok = false). The request keeps its concurrency slot:
+// StreamOpened turns it into the stream reserved at its first response
+// byte; if it does not become one, End the reservation and finish the pass
+// as any other. The reserved slot counts among the group's open streams.
+// Safe for concurrent use with other passes; it takes no lock.
+func (p *Pass) ReserveStream() (Stream, Rejection, bool) {
 	gr := p.g
 	if gr == nil {
 		return Stream{}, Rejection{}, true
@@ -50,9 +68,18 @@ func (p *Pass) Stream(o Outcome, latency time.Duration) (Stream, Rejection, bool
 			break
 		}
 	}
-	gr.c.streamsOpened.Add(1)
-	p.DoneAfter(o, latency)
 	return Stream{g: gr}, Rejection{}, true
+}
+
+// StreamOpened turns the pass's request, whose stream slot ReserveStream
+// took, into that stream, at its first response byte: the concurrency slot
+// released and the outcome recorded with latency, the time to that byte,
+// as DoneAfter does; never refused. After it the pass is finished.
+func (p *Pass) StreamOpened(o Outcome, latency time.Duration) {
+	if gr := p.g; gr != nil {
+		gr.c.streamsOpened.Add(1)
+	}
+	p.DoneAfter(o, latency)
 }
 
 // End releases the stream slot; later calls do nothing.

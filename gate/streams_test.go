@@ -106,3 +106,50 @@ func TestStreamZeroPass(t *testing.T) {
 	}
 	st.End()
 }
+
+// A reserved stream slot is taken before the request is forwarded: beyond
+// streams.max the request is refused at once (its concurrency slot back, no
+// latency); a reservation holds a stream slot while its request keeps its
+// concurrency slot, StreamOpened then makes it the stream (never refused,
+// its latency the time to the first byte), and End gives back one whose
+// request did not become a stream.
+func TestReserveStream(t *testing.T) {
+	g, clk := newGate(t, streamsGroup)
+	var held []Stream
+	for i := range 2 {
+		p := mustEnter(t, g, request("/ws"))
+		st, rej, ok := p.ReserveStream()
+		if !ok {
+			t.Fatalf("reservation %d refused: %v", i, rej.Reason)
+		}
+		if s, _ := g.Group("s"); s.InFlight != 1 || s.Streams.Open != i+1 || s.Streams.Opened != uint64(i) {
+			t.Fatalf("reservation %d: in flight %d, streams %+v; want it in flight, %d open, %d opened", i, s.InFlight, s.Streams, i+1, i)
+		}
+		p.StreamOpened(Success, 10*time.Millisecond)
+		held = append(held, st)
+	}
+	// The third reserves the last slot, and its upstream does not switch.
+	p := mustEnter(t, g, request("/ws"))
+	third, _, ok := p.ReserveStream()
+	if !ok {
+		t.Fatal("third reservation refused")
+	}
+	q := mustEnter(t, g, request("/ws"))
+	if _, rej, ok := q.ReserveStream(); ok || rej.Reason != adaptive.RejectStreams {
+		t.Fatalf("a reservation beyond the maximum: ok %v, reason %v; want refused, streams", ok, rej.Reason)
+	}
+	third.End()
+	clk.Advance(time.Millisecond)
+	p.Done(Ignored)
+	s, _ := g.Group("s")
+	if s.InFlight != 0 || s.Streams.Open != 2 || s.Streams.Opened != 2 || s.Rejected[adaptive.RejectStreams] != 1 {
+		t.Fatalf("in flight %d, streams %+v, rejected %v; want 0, 2 open of 2 opened, one streams refusal", s.InFlight, s.Streams, s.Rejected)
+	}
+	g.Tick(clk.Advance(250 * time.Millisecond))
+	if s, _ = g.Group("s"); s.Latency.Successes != 2 || s.Latency.Max > 11*time.Millisecond {
+		t.Fatalf("latency %d successes, max %v; want the 2 streams' times to their first byte", s.Latency.Successes, s.Latency.Max)
+	}
+	for i := range held {
+		held[i].End()
+	}
+}

@@ -67,5 +67,6 @@ var fixedWindowAlgorithm = Algorithm{
 	Name: "fixed_window", Doc: "counts per aligned window; cheap, lets up to twice the limit through around a window edge",
 	// limits/redis keeps the count as a decimal field of one 64-bit integer.
 	Shape: ShapeWindow, Global: GlobalLeased, GlobalMaxLimit: 9_999_999_999,
-	New: func(s Spec) (Limiter, error) { return NewFixedWindow(WindowParams{Limit: s.Limit, Window: s.Window}) },
+	FreshAfter: windowFresh,
+	New:        func(s Spec) (Limiter, error) { return NewFixedWindow(WindowParams{Limit: s.Limit, Window: s.Window}) },
 }

@@ -114,6 +114,7 @@ func (b *LeakyBucket) newStore(shards, maxKeys int) keyedStore {
 var leakyBucketAlgorithm = Algorithm{
 	Name: "leaky_bucket", Doc: "the leaky bucket as a meter (GCRA): admits a request if the bucket, draining at rate, has room for it in burst",
 	Shape: ShapeRate, Knobs: KnobBurst, Global: GlobalLeased, Adjusts: true,
+	FreshAfter: bucketFresh,
 	New: func(s Spec) (Limiter, error) {
 		return NewLeakyBucket(LeakyBucketParams{Rate: s.Rate, Capacity: s.Burst})
 	},

@@ -110,6 +110,11 @@ func (q *LeakyQueue) newStore(shards, maxKeys int) keyedStore {
 var leakyQueueAlgorithm = Algorithm{
 	Name: "leaky_queue", Doc: "the leaky bucket as a queue: requests wait and leave at exactly rate, refused beyond max_wait",
 	Shape: ShapeRate, Knobs: KnobMaxWait, Paced: true, Adjusts: true,
+	Defaults: Spec{MaxWait: 500 * time.Millisecond},
+	// The last request admitted leaves at most MaxWait after it came (it
+	// still holds the next one back by one interval, 1/rate: a key forgotten
+	// at MaxWait may admit one request early, as before issue 25).
+	FreshAfter: func(s Spec) float64 { return s.MaxWait.Seconds() },
 	New: func(s Spec) (Limiter, error) {
 		return NewLeakyQueue(LeakyQueueParams{Rate: s.Rate, MaxWait: s.MaxWait})
 	},

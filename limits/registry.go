@@ -93,12 +93,47 @@ type Algorithm struct {
 	// Adjusts: its limiters, and Keyed over them, correct a request's cost
 	// after the fact (Adjuster), but for a token bucket with a warm-up.
 	Adjusts bool
-	// Global is what limits/redis implements for it; GlobalMaxLimit, when
-	// not 0, is the highest Spec.Limit it can keep in Redis.
+	// Global is what limits/redis implements for it (under the same Name);
+	// GlobalMaxLimit, when not 0, is the highest Spec.Limit it can keep in
+	// Redis.
 	Global         Global
 	GlobalMaxLimit int64
+	// Defaults holds the default of each knob of Knobs that has a fixed
+	// one (Buckets, MaxWait): what a config's 0 stands for. A burst's
+	// default is a second of the rate, for every algorithm with KnobBurst.
+	Defaults Spec
+	// FreshAfter is how long, in seconds, a key's state left unused takes
+	// to become that of a new key under s (after it, forgetting the key
+	// changes nothing): a window, two for an estimate that reads the
+	// previous one, the time to refill a bucket, the longest wait. 0 when s
+	// has no amount.
+	FreshAfter func(s Spec) float64
 	// New builds a limiter from s, or returns every problem with s.
 	New func(s Spec) (Limiter, error)
+}
+
+// WithDefaults returns s with a's Defaults in its zero knobs.
+func (a *Algorithm) WithDefaults(s Spec) Spec {
+	if s.Buckets == 0 {
+		s.Buckets = a.Defaults.Buckets
+	}
+	if s.MaxWait == 0 {
+		s.MaxWait = a.Defaults.MaxWait
+	}
+	return s
+}
+
+// windowFresh is FreshAfter of an algorithm that forgets a key after one
+// window.
+func windowFresh(s Spec) float64 { return s.Window.Seconds() }
+
+// bucketFresh is FreshAfter of a bucket: the time to refill it, burst /
+// rate.
+func bucketFresh(s Spec) float64 {
+	if s.Rate <= 0 {
+		return 0
+	}
+	return float64(max(s.Burst, 1)) / s.Rate
 }
 
 // algorithms is the registry, in the order errors and docs list them.

@@ -76,3 +76,49 @@ func TestRegistryBadSpec(t *testing.T) {
 		}
 	}
 }
+
+// TestRegistryFreshness ties each algorithm's FreshAfter to its limiters: a
+// key left unused for FreshAfter admits what a new key admits, and its
+// Defaults name only knobs it reads.
+func TestRegistryFreshness(t *testing.T) {
+	start := time.Unix(1_700_000_000, 0)
+	for _, a := range Algorithms() {
+		t.Run(a.Name, func(t *testing.T) {
+			if a.FreshAfter == nil {
+				t.Fatal("no FreshAfter")
+			}
+			if (a.Defaults.Buckets != 0) != a.Knobs.Has(KnobBuckets) || (a.Defaults.MaxWait != 0) != a.Knobs.Has(KnobMaxWait) ||
+				a.Defaults.Burst != 0 || a.Defaults.Rate != 0 || a.Defaults.Limit != 0 {
+				t.Errorf("Defaults %+v for knobs %b", a.Defaults, a.Knobs)
+			}
+			fresh := time.Duration(a.FreshAfter(spec) * float64(time.Second))
+			if fresh <= 0 {
+				t.Fatalf("FreshAfter = %v", fresh)
+			}
+			if a.Paced {
+				// leaky_queue's FreshAfter (max_wait) leaves its last
+				// departure's interval out (see its Algorithm).
+				fresh += time.Duration(float64(time.Second) / spec.Rate)
+			}
+			admitted := func(l Limiter, at time.Time) int {
+				n := 0
+				for range 100 {
+					if r := l.AllowAt(at, 1); r.Allowed && r.Delay == 0 {
+						n++
+					}
+				}
+				return n
+			}
+			used, err := a.New(spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			admitted(used, start) // drain it
+			fresh0, _ := a.New(spec)
+			want := admitted(fresh0, start.Add(fresh))
+			if got := admitted(used, start.Add(fresh)); got != want {
+				t.Errorf("after FreshAfter (%v) a used limiter admits %d, a new one %d", fresh, got, want)
+			}
+		})
+	}
+}

@@ -201,6 +201,7 @@ func (p *sbParams) policy() Policy {
 var slidingBucketsAlgorithm = Algorithm{
 	Name: "sliding_buckets", Doc: "splits the window into sub-window counters",
 	Shape: ShapeWindow, Knobs: KnobBuckets,
+	Defaults: Spec{Buckets: 10}, FreshAfter: windowFresh,
 	New: func(s Spec) (Limiter, error) {
 		return NewSlidingBuckets(SlidingBucketsParams{Limit: s.Limit, Window: s.Window, Buckets: s.Buckets})
 	},

@@ -106,6 +106,6 @@ func (p *slParams) adopt(*logState, *slParams, int64) {}
 
 var slidingLogAlgorithm = Algorithm{
 	Name: "sliding_log", Doc: "keeps a timestamp per request; exact, memory grows with the limit",
-	Shape: ShapeWindow,
-	New:   func(s Spec) (Limiter, error) { return NewSlidingLog(WindowParams{Limit: s.Limit, Window: s.Window}) },
+	Shape: ShapeWindow, FreshAfter: windowFresh,
+	New: func(s Spec) (Limiter, error) { return NewSlidingLog(WindowParams{Limit: s.Limit, Window: s.Window}) },
 }

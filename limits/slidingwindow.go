@@ -135,5 +135,7 @@ var slidingWindowAlgorithm = Algorithm{
 	Name: "sliding_window", Doc: "weights the previous window's count by its overlap; approximate, two counters",
 	// limits/redis keeps the two counts of 9 digits in one Redis integer.
 	Shape: ShapeWindow, Global: GlobalExact, GlobalMaxLimit: 999_999_999,
-	New: func(s Spec) (Limiter, error) { return NewSlidingWindow(WindowParams{Limit: s.Limit, Window: s.Window}) },
+	// Its estimate reads the previous window's count.
+	FreshAfter: func(s Spec) float64 { return 2 * s.Window.Seconds() },
+	New:        func(s Spec) (Limiter, error) { return NewSlidingWindow(WindowParams{Limit: s.Limit, Window: s.Window}) },
 }

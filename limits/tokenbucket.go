@@ -189,6 +189,7 @@ func (b *TokenBucket) newStore(shards, maxKeys int) keyedStore {
 var tokenBucketAlgorithm = Algorithm{
 	Name: "token_bucket", Doc: "refills rate tokens per second up to burst, with an optional warm-up",
 	Shape: ShapeRate, Knobs: KnobBurst | KnobWarmup, Global: GlobalLeased, Adjusts: true,
+	FreshAfter: bucketFresh,
 	New: func(s Spec) (Limiter, error) {
 		return NewTokenBucket(TokenBucketParams{Rate: s.Rate, Burst: s.Burst, Warmup: s.Warmup})
 	},

@@ -11,12 +11,13 @@ import (
 
 	"github.com/sluicehq/sluice/adaptive"
 	"github.com/sluicehq/sluice/configs"
+	"github.com/sluicehq/sluice/internal/defaults"
 )
 
 // Lease bounds.
 const (
 	// DefaultLease is the lease of a group without one of its own.
-	DefaultLease = 30 * time.Second
+	DefaultLease = defaults.PermitLease
 	// MaxLease is the longest lease accepted.
 	MaxLease = 24 * time.Hour
 )

@@ -10,13 +10,14 @@ import (
 
 	"github.com/sluicehq/sluice/adaptive"
 	"github.com/sluicehq/sluice/gate"
+	"github.com/sluicehq/sluice/internal/defaults"
 )
 
 // Defaults and bounds of Params and Request.
 const (
 	// DefaultMaxLeases bounds the permits outstanding at once (about 64
 	// bytes each).
-	DefaultMaxLeases = 1 << 14
+	DefaultMaxLeases = defaults.PermitMaxLeases
 	// MaxLeases is the largest MaxLeases accepted: the slots an ID names.
 	MaxLeases = 1 << slotBits
 	// DefaultSweepEvery is how often Run takes back expired leases: a

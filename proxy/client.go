@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/sluicehq/sluice/proxy/h1"
 )
 
 // writerControls are the per-request controls of net/http's response writers
@@ -41,9 +43,9 @@ type clientSide struct {
 
 	// up is the upstream connection whose response is written; once its
 	// exchange is finishing (the HTTP/2 client went away after the request
-	// left, see upConn.clientGone), what the client can no longer take is
+	// left, see h1.Conn.ClientGone), what the client can no longer take is
 	// dropped, up to maxDrain bytes, and gone is set.
-	up      *upConn
+	up      *h1.Conn
 	gone    bool
 	dropped int64
 }
@@ -126,7 +128,7 @@ func (cs *clientSide) drop(n int, err error) error {
 	switch {
 	case err == nil && !cs.gone:
 		return nil
-	case !cs.gone && (cs.up == nil || !cs.up.finish()):
+	case !cs.gone && (cs.up == nil || !cs.up.Finish()):
 		return err
 	}
 	cs.gone = true

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"os"
 	"sync"
+
+	"github.com/sluicehq/sluice/proxy/h1"
 )
 
 // clientWatch aborts the upstream connection of an HTTP/1 request when its
@@ -160,12 +162,12 @@ type clientStop struct {
 }
 
 // watchClient makes c abort once r's client goes away.
-func watchClient(r *http.Request, c *upConn) clientStop {
+func watchClient(r *http.Request, c *h1.Conn) clientStop {
 	if w := clientWatchOf(r); w != nil {
-		w.arm(r.Context(), c.abortFn)
+		w.arm(r.Context(), c.AbortFn)
 		return clientStop{watch: w}
 	}
-	return clientStop{after: context.AfterFunc(r.Context(), c.abortFn)}
+	return clientStop{after: context.AfterFunc(r.Context(), c.AbortFn)}
 }
 
 // stop stops the abort; it reports false if the abort ran, or is running.

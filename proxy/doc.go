@@ -21,7 +21,7 @@
 //     RESOURCE_EXHAUSTED (over quota) or UNAVAILABLE (overload) and
 //     grpc-retry-pushback-ms;
 //  3. forwards the request: HTTP/1.1 through the proxy's own client (a pool of
-//     upstream connections, the head written straight from the request, the
+//     upstream connections, package proxy/h1's, the head written straight from the request, the
 //     response head parsed straight into the client's header map, small bodies
 //     copied out of the connection's read buffer, no goroutine per request unless
 //     the request body streams), gRPC through net/http's h2c Transport;
@@ -109,7 +109,7 @@
 // is no sign of the upstream's health: it is 503 with Sluice-Error: local and
 // Retry-After: 1, counts as ignored (the breaker and the gate's law do not see
 // it) and goes to Params.OnLocalError. Every change of the breaker's state
-// goes to BreakerParams.OnChange, with a reason ("5 failures in a row (last:
+// goes to breaker.Params.OnChange, with a reason ("5 failures in a row (last:
 // connect)"), and Breaker.Status says the state, since when and why. A request that
 // fails on a reused connection before any response byte arrived is sent once
 // more on a fresh connection when that is safe. A response cut mid-body is
@@ -124,8 +124,8 @@
 //
 // H1Server, sluice's own HTTP/1.1 server, serves a Proxy on plain text (the
 // daemon's default, server.http1 = "sluice"): it reads each request head with
-// the proxy's one request parser (h1parse.go: net/http's server's rules, made
-// stricter where a proxy must not be lax, RFC 9112 §6 and §11), serves it on
+// the proxy's one request parser (package proxy/h1: net/http's server's rules,
+// made stricter where a proxy must not be lax, RFC 9112 §6 and §11), serves it on
 // the connection's goroutine with its fields read in place, writes a gate's
 // refusal from prebuilt bytes, and hands a connection that opens with HTTP/2's
 // preface to net/http's server (h2c).

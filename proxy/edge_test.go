@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/sluicehq/sluice/gate"
+	"github.com/sluicehq/sluice/proxy/breaker"
 )
 
 // These tests drive raw bytes through the real proxy and its server, in front
@@ -267,7 +268,7 @@ func mustTrust(t *testing.T, list ...string) *gate.TrustedProxies {
 // connection, by contrast, is the upstream's failure and opens the circuit.
 func TestLocalErrorsDoNotOpenTheCircuit(t *testing.T) {
 	var localErrs atomic.Int64
-	changes := make(chan BreakerChange, 10)
+	changes := make(chan breaker.Change, 10)
 	up := newScriptedUpstream(t)
 	p := Params{
 		Upstream: up.url,
@@ -277,11 +278,11 @@ func TestLocalErrorsDoNotOpenTheCircuit(t *testing.T) {
 			}
 			localErrs.Add(1)
 		},
-		Breaker: BreakerParams{ConsecutiveFailures: 3, OnChange: func(c BreakerChange) { changes <- c }},
+		Breaker: breaker.Params{ConsecutiveFailures: 3, OnChange: func(c breaker.Change) { changes <- c }},
 	}
 	var dialErr atomic.Pointer[syscall.Errno] // what socket(2) fails with; nil: nothing
 	px, base := serveProxyWith(t, p, ServerParams{}, func(px *Proxy) {
-		px.pool.dialer.Control = func(string, string, syscall.RawConn) error {
+		px.pool.Dialer.Control = func(string, string, syscall.RawConn) error {
 			if e := dialErr.Load(); e != nil {
 				return *e
 			}
@@ -298,7 +299,7 @@ func TestLocalErrorsDoNotOpenTheCircuit(t *testing.T) {
 			}
 		}
 	}
-	if st := px.Breaker().Status(); st.State != BreakerClosed || len(changes) != 0 {
+	if st := px.Breaker().Status(); st.State != breaker.Closed || len(changes) != 0 {
 		t.Fatalf("after 20 local errors the breaker is %+v (%d changes), want closed and unchanged", st, len(changes))
 	}
 	if n, st := localErrs.Load(), px.Stats(); n != 20 || st.LocalErrors != 20 || st.ConnectErrors != 0 {
@@ -329,7 +330,7 @@ func TestLocalErrorsDoNotOpenTheCircuit(t *testing.T) {
 	}
 	st := px.Breaker().Status()
 	ch := recv(t, changes, "the breaker's change")
-	if st.State != BreakerOpen || ch.From != BreakerClosed || ch.To != BreakerOpen || st.Reason != "3 failures in a row (last: connect)" ||
+	if st.State != breaker.Open || ch.From != breaker.Closed || ch.To != breaker.Open || st.Reason != "3 failures in a row (last: connect)" ||
 		ch.Reason != st.Reason || !ch.At.Equal(st.Since) {
 		t.Errorf("after 3 refused connections: %+v, change %+v; want open, for 3 connect failures in a row", st, ch)
 	}

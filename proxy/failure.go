@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"syscall"
 
+	"github.com/sluicehq/sluice/proxy/h1"
+
 	"github.com/sluicehq/sluice/gate"
 )
 
@@ -75,7 +77,7 @@ func isLocal(err error) bool {
 
 // classify names the class of an upstream error.
 func classify(err error, dialing bool) failClass {
-	var pe *protocolError
+	var pe *h1.ProtocolError
 	var ne net.Error
 	switch {
 	case isLocal(err):

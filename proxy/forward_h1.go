@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/sluicehq/sluice/proxy/h1"
+
 	"github.com/sluicehq/sluice/gate"
 )
 
@@ -36,8 +38,8 @@ type h1Exchange struct {
 	mode    bodyMode // how the request body travels
 	cs      clientSide
 
-	c      *upConn
-	h      respHead
+	c      *h1.Conn
+	h      h1.ResponseHead
 	sender *bodySender // the request body's goroutine, if it streams
 	watch  clientStop  // stops aborting c when the client goes away
 
@@ -50,21 +52,33 @@ type h1Exchange struct {
 func (p *Proxy) forwardH1(w http.ResponseWriter, r *http.Request, x *exchange, g grpcKind, ct string) (abort bool) {
 	e := h1Exchange{p: p, w: w, r: r, g: g, ct: ct}
 	e.upgrade = upgradeOffer(r)
+	var st gate.Stream // an upgrade's stream slot, taken before the upstream is asked
+	if e.upgrade != "" {
+		var rej gate.Rejection
+		var ok bool
+		if st, rej, ok = x.reserveStream(); !ok {
+			writeRejection(w, grpcNone, "", &rej)
+			return false
+		}
+	}
 	e.mode = bodyModeOf(r, e.upgrade)
 	e.cs = newClientSide(w, r, p.clientTimeout)
 	defer e.cs.h2.stop()
 	if !e.roundTrip(x) {
+		st.End()
 		return false
 	}
-	if e.h.status == http.StatusSwitchingProtocols {
+	if e.h.Status == http.StatusSwitchingProtocols {
 		if upgradeAccepted(&e.h, e.upgrade) && e.sender == nil {
-			return p.splice(w, r, e.c, e.h.upgradeTo, x, e.watch)
+			return p.splice(w, r, e.c, e.h.UpgradeTo, x, e.watch, st)
 		}
+		st.End()
 		e.refuseSwitch(x)
 		return false
 	}
+	st.End() // the upstream did not switch: an ordinary response
 	var ls *liveStream
-	if e.h.status == http.StatusOK && isEventStream(w.Header()) {
+	if e.h.Status == http.StatusOK && isEventStream(w.Header()) {
 		// Server-sent events: a stream from its head on (see streams.go).
 		st, rej, ok := x.openStream(time.Now())
 		if !ok {
@@ -73,7 +87,7 @@ func (p *Proxy) forwardH1(w http.ResponseWriter, r *http.Request, x *exchange, g
 			writeRejection(w, grpcNone, "", &rej)
 			return false
 		}
-		ls = p.streams.add(st, e.c.abort)
+		ls = p.streams.add(st, e.c.Abort)
 		defer p.streams.remove(ls)
 	}
 	e.cs.up = e.c
@@ -82,7 +96,7 @@ func (p *Proxy) forwardH1(w http.ResponseWriter, r *http.Request, x *exchange, g
 	if ls != nil && ls.gone.Load() {
 		upErr = nil // cut by CloseStreams: the response ends whole, and its client reconnects
 	}
-	o, abort := p.responseOutcome(r.Context(), x, e.h.status, g, w.Header(), upErr, clErr)
+	o, abort := p.responseOutcome(r.Context(), x, e.h.Status, g, w.Header(), upErr, clErr)
 	if e.cs.gone {
 		o = gate.Ignored // the client went away: its response was dropped
 	}
@@ -105,7 +119,7 @@ func (p *Proxy) forwardH1(w http.ResponseWriter, r *http.Request, x *exchange, g
 func (e *h1Exchange) roundTrip(x *exchange) bool {
 	p, r, ctx := e.p, e.r, e.r.Context()
 	for attempt := 0; ; attempt++ {
-		c, reused, err := p.pool.get(ctx, x.start, attempt > 0)
+		c, reused, err := p.pool.Get(ctx, x.start, attempt > 0, dialSlotsOf(ctx))
 		if err != nil {
 			p.fail(ctx, e.w, x, e.g, e.ct, err, true)
 			return false
@@ -114,7 +128,7 @@ func (e *h1Exchange) roundTrip(x *exchange) bool {
 		gone := ctx.Err() != nil
 		if !gone {
 			e.watch = watchClient(r, c)
-			if gone = !c.claim(r.ProtoMajor == 2); gone {
+			if gone = !c.Claim(r.ProtoMajor == 2); gone {
 				e.watch.stop()
 			}
 		}
@@ -123,11 +137,11 @@ func (e *h1Exchange) roundTrip(x *exchange) bool {
 			// connection was dialled, say): the connection is as it was,
 			// and goes back to the pool. (A watch that fired before the
 			// claim only marked the connection: see clientGone.)
-			p.pool.put(c, time.Now())
+			p.pool.Put(c, time.Now())
 			p.fail(ctx, e.w, x, e.g, e.ct, context.Canceled, false)
 			return false
 		}
-		c.armRead(x.start.Add(p.upstreamTimeout), p.upstreamTimeout) // before sendRequest waits for the response
+		c.ArmRead(x.start.Add(p.upstreamTimeout), p.upstreamTimeout) // before sendRequest waits for the response
 		e.sender, err = p.sendRequest(c, r, x.path, &e.cs, e.upgrade, e.mode)
 		if err == nil {
 			e.h, err = p.readHead(c, e.w, r.Method, x.start)
@@ -165,7 +179,7 @@ func retriable(err error, r *http.Request) bool {
 // request body's sender; a body left unfinished closes the client's connection.
 func (e *h1Exchange) drop(x *exchange) {
 	e.watch.stop()
-	e.c.abort()
+	e.c.Abort()
 	if e.sender != nil {
 		x.closeClient = e.sender.abandon(&e.cs) && e.r.ProtoMajor == 1
 	}
@@ -176,7 +190,7 @@ func (e *h1Exchange) drop(x *exchange) {
 // so that no tunnel the client never asked for carries requests past the gate.
 func (e *h1Exchange) refuseSwitch(x *exchange) {
 	e.drop(x)
-	err := protoErr("101 Switching Protocols to %q, not to the upgrade asked for (%q)", clip([]byte(e.h.upgradeTo)), e.upgrade)
+	err := h1.ProtoErr("101 Switching Protocols to %q, not to the upgrade asked for (%q)", h1.Clip([]byte(e.h.UpgradeTo)), e.upgrade)
 	e.p.fail(e.r.Context(), e.w, x, e.g, e.ct, err, false)
 }
 
@@ -191,9 +205,9 @@ func (e *h1Exchange) relayResponse() (upErr, clErr error) {
 		e.w.Header().Set("Connection", "close")
 	}
 	leaveUntyped(e.w.Header())
-	e.w.WriteHeader(e.h.status)
+	e.w.WriteHeader(e.h.Status)
 	e.cs.dirty = true // the head goes out at the first flush, before the proxy waits for more
-	if e.h.bodyless(e.r.Method) {
+	if e.h.Bodyless(e.r.Method) {
 		return nil, nil
 	}
 	return e.p.copyResponse(&e.cs, e.c, &e.h)
@@ -209,7 +223,7 @@ func (e *h1Exchange) relayResponse() (upErr, clErr error) {
 // there.
 func (e *h1Exchange) release(upErr, clErr error) (draining bool) {
 	c := e.c
-	reusable := !e.h.closeConn && upErr == nil && clErr == nil && c.br.Buffered() == 0
+	reusable := !e.h.Close && upErr == nil && clErr == nil && c.R.Buffered() == 0
 	if s := e.sender; s != nil {
 		switch {
 		case s.isDone():
@@ -230,18 +244,18 @@ func (e *h1Exchange) release(upErr, clErr error) (draining bool) {
 			// reset it, maybe before the client read the response.
 			reusable, draining = false, true
 			s.beginDrain(&e.cs, time.Now().Add(drainTimeout))
-			c.abort()
+			c.Abort()
 		}
 	}
-	if !e.watch.stop() && !c.finishing() {
+	if !e.watch.stop() && !c.Finishing() {
 		reusable = false // the client went away and the connection was aborted
 	}
-	c.finished()
+	c.Finished()
 	e.releasedAt = time.Now()
 	if reusable {
-		e.p.pool.put(c, e.releasedAt)
+		e.p.pool.Put(c, e.releasedAt)
 	} else {
-		c.abort()
+		c.Abort()
 	}
 	return draining
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluicehq/sluice/proxy/h1"
+
 	"github.com/sluicehq/sluice/gate"
 )
 
@@ -117,7 +119,7 @@ func (p *Proxy) forwardH2(w http.ResponseWriter, r *http.Request, x *exchange, g
 
 	h := w.Header()
 	for k, vv := range resp.Header {
-		if !responseSkipped(k) {
+		if !h1.ResponseSkipped(k) {
 			h[k] = vv
 		}
 	}
@@ -186,12 +188,12 @@ func (p *Proxy) outgoingHeader(r *http.Request) http.Header {
 	out := make(http.Header, len(r.Header)+2)
 	for k, vv := range r.Header {
 		if k == "Te" {
-			if hasToken(vv, "trailers") {
+			if h1.HasToken(vv, "trailers") {
 				out[k] = []string{"trailers"}
 			}
 			continue
 		}
-		if requestSkipped(k) || connectionListed(conn, k) {
+		if requestSkipped(k) || h1.ConnectionListed(conn, k) {
 			continue
 		}
 		out[k] = vv

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/sluicehq/sluice/proxy/h1/h1test"
 )
 
 // countingReader counts the bytes read through it.
@@ -72,7 +74,7 @@ func checkGuardOracle(t *testing.T, data []byte) {
 			return // answered 400 (or 505, 431) and closed
 		}
 		head := g[pos:at()]
-		if netHTTPReads(head) == nil {
+		if h1test.NetHTTPReads(head) == nil {
 			return // the same, by its server's checks
 		}
 		if cl, te := framingFields(head); te && (cl || req.ProtoMinor == 0) {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/sluicehq/sluice/adaptive"
 	"github.com/sluicehq/sluice/gate"
+	"github.com/sluicehq/sluice/proxy/breaker"
 )
 
 // These tests use grpc-go on both ends: its health service as the upstream (no
@@ -225,7 +226,7 @@ func checkShed(t *testing.T, what string, err error, trailer metadata.MD, code c
 func TestGRPCUpstreamDown(t *testing.T) {
 	adm := newFinishes(t)
 	_, base := startWatched(t, adm, Params{Upstream: "http://" + closedAddr(t),
-		Breaker: BreakerParams{ConsecutiveFailures: 2, Cooldown: time.Hour}}, ServerParams{})
+		Breaker: breaker.Params{ConsecutiveFailures: 2, Cooldown: time.Hour}}, ServerParams{})
 	client := healthpb.NewHealthClient(dialGRPC(t, base))
 	for i, want := range []string{"connect", "connect", "circuit_open"} {
 		var trailer metadata.MD

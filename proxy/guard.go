@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/sluicehq/sluice/proxy/h1"
 )
 
 // GuardListener wraps a plain-text listener (TCP or unix) for the server of
@@ -332,7 +334,7 @@ type reqScan struct {
 	// Within a head (scanHead): where the search for its end resumes, and
 	// the head once parsed.
 	searched int
-	head     reqHead
+	head     h1.RequestHead
 
 	// Within a chunk line or the trailer: where in its line the scan is, the
 	// line's length so far, the chunk size and its digits, the trailer's
@@ -405,7 +407,7 @@ func (s *reqScan) feed(b []byte, from int) (ready int) {
 				}
 				s.begun = true
 			}
-			if !isTokenByte(b[headStart]) {
+			if !h1.IsTokenByte(b[headStart]) {
 				// Not a request line's start: a TLS record, an empty line,
 				// garbage. The scan refuses before it waits for a line.
 				s.state = scanRefused
@@ -454,7 +456,7 @@ func (s *reqScan) feed(b []byte, from int) (ready int) {
 }
 
 // headLines waits for the whole head that starts head, then reads it with the
-// proxy's one request parser (reqHead.parse, h1parse.go, the own server's),
+// proxy's one request parser (h1.RequestHead.Parse, the own server's),
 // so that the guard and the own server decide a request's framing alike: a
 // head the parser refuses is refused (scanRefused: the server answers 400),
 // but for a transfer coding it cannot frame or an HTTP/2-or-later version,
@@ -462,13 +464,13 @@ func (s *reqScan) feed(b []byte, from int) (ready int) {
 // more (scanAnswered). done reports that the head was whole, end the offset just
 // past it. Otherwise it sets the state for the head's body.
 func (s *reqScan) headLines(head []byte) (end int, done bool) {
-	end = headEnd(head, &s.searched)
+	end = h1.HeadEnd(head, &s.searched)
 	if end < 0 {
 		return 0, false
 	}
 	s.searched = 0
-	if err := s.head.parse(head[:end]); err != nil {
-		switch err.status {
+	if err := s.head.Parse(head[:end]); err != nil {
+		switch err.Status {
 		case http.StatusNotImplemented, http.StatusHTTPVersionNotSupported:
 			s.state = scanAnswered
 			return end, true
@@ -477,13 +479,13 @@ func (s *reqScan) headLines(head []byte) (end int, done bool) {
 		return 0, true
 	}
 	h := &s.head
-	s.post = string(h.method.of(head)) == http.MethodPost
+	s.post = string(h.Method.Of(head)) == http.MethodPost
 	switch {
-	case h.chunked:
+	case h.Chunked:
 		s.excess = 0
 		s.startChunkLine()
-	case h.length > 0:
-		s.state, s.left = scanBody, h.length
+	case h.Length > 0:
+		s.state, s.left = scanBody, h.Length
 	default:
 		s.endBody()
 	}
@@ -603,14 +605,14 @@ func (s *reqScan) trailerLine(b []byte, i int) int {
 			switch {
 			case c == '\r':
 				s.line, ok = lineLast, true
-			case isTokenByte(c):
+			case h1.IsTokenByte(c):
 				s.line, ok = lineName, true
 			}
 		case lineName:
 			switch {
 			case c == ':':
 				s.line, ok = lineValue, true
-			case isTokenByte(c):
+			case h1.IsTokenByte(c):
 				ok = true
 			}
 		case lineValue:
@@ -634,21 +636,4 @@ func (s *reqScan) trailerLine(b []byte, i int) int {
 		}
 	}
 	return i
-}
-
-// asciiEqualFold reports whether b equals the lower-case ASCII s, case aside.
-func asciiEqualFold(b []byte, s string) bool {
-	if len(b) != len(s) {
-		return false
-	}
-	for i := 0; i < len(b); i++ {
-		c := b[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != s[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"sync/atomic"
 	"time"
+
+	"github.com/sluicehq/sluice/proxy/h1"
 )
 
 // bodyMode is how a request body travels to an HTTP/1.1 upstream.
@@ -139,8 +141,8 @@ func (s *bodySender) abandon(cs *clientSide) (unfinished bool) {
 
 // sendRequest writes r's head and, depending on mode, its body: inline, or from a
 // goroutine it starts and returns.
-func (p *Proxy) sendRequest(c *upConn, r *http.Request, path string, cs *clientSide, upgrade string, mode bodyMode) (*bodySender, error) {
-	p.writeRequestHead(c.bw, r, path, upgrade, mode)
+func (p *Proxy) sendRequest(c *h1.Conn, r *http.Request, path string, cs *clientSide, upgrade string, mode bodyMode) (*bodySender, error) {
+	p.writeRequestHead(c.W, r, path, upgrade, mode)
 	switch mode {
 	case bodyInline:
 		if err, clientErr := p.sendBody(c, r, cs, nil); err != nil {
@@ -153,7 +155,7 @@ func (p *Proxy) sendRequest(c *upConn, r *http.Request, path string, cs *clientS
 		}
 		return nil, nil
 	case bodyStream:
-		if err := c.bw.Flush(); err != nil {
+		if err := c.W.Flush(); err != nil {
 			return nil, &writeFailedError{err}
 		}
 		_ = cs.ctl.EnableFullDuplex() // HTTP/1: read the body while the response is written
@@ -161,13 +163,13 @@ func (p *Proxy) sendRequest(c *upConn, r *http.Request, path string, cs *clientS
 		go func() {
 			s.err, s.clientErr = p.sendBody(c, r, &s.cs, s)
 			if s.err != nil {
-				c.abort() // let the handler's read of the response fail too
+				c.Abort() // let the handler's read of the response fail too
 			}
 			close(s.done)
 		}()
 		return s, nil
 	}
-	if err := c.flushAwait(); err != nil {
+	if err := c.FlushAwait(); err != nil {
 		return nil, &writeFailedError{err}
 	}
 	return nil, nil
@@ -179,7 +181,7 @@ func (p *Proxy) sendRequest(c *upConn, r *http.Request, path string, cs *clientS
 // rest is drained instead. The client must make progress within the client
 // timeout, the upstream within the upstream timeout. clientErr says which side
 // failed.
-func (p *Proxy) sendBody(c *upConn, r *http.Request, cs *clientSide, s *bodySender) (err error, clientErr bool) {
+func (p *Proxy) sendBody(c *h1.Conn, r *http.Request, cs *clientSide, s *bodySender) (err error, clientErr bool) {
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
 	buf := *bp
@@ -217,47 +219,47 @@ func (p *Proxy) sendBody(c *upConn, r *http.Request, cs *clientSide, s *bodySend
 		return io.ErrUnexpectedEOF, true
 	}
 	if chunked {
-		c.bw.WriteString("0\r\n")
+		c.W.WriteString("0\r\n")
 		for k, vv := range r.Trailer {
-			if !validFieldName(k) || trailerForbidden(k) {
+			if !h1.ValidFieldName(k) || h1.TrailerForbidden(k) {
 				continue
 			}
 			for _, v := range vv {
-				if validFieldValue(v) {
-					c.bw.WriteString(k)
-					c.bw.WriteString(": ")
-					c.bw.WriteString(v)
-					c.bw.WriteString("\r\n")
+				if h1.ValidFieldValue(v) {
+					c.W.WriteString(k)
+					c.W.WriteString(": ")
+					c.W.WriteString(v)
+					c.W.WriteString("\r\n")
 				}
 			}
 		}
-		c.bw.WriteString("\r\n")
+		c.W.WriteString("\r\n")
 	}
-	c.armWrite(time.Now().Add(p.upstreamTimeout), p.upstreamTimeout)
+	c.ArmWrite(time.Now().Add(p.upstreamTimeout), p.upstreamTimeout)
 	if s == nil {
-		err = c.flushAwait() // inline: the response is all that comes next
+		err = c.FlushAwait() // inline: the response is all that comes next
 	} else {
-		err = c.bw.Flush()
+		err = c.W.Flush()
 	}
-	c.armWrite(time.Time{}, 0) // later requests' heads are written without one
+	c.ArmWrite(time.Time{}, 0) // later requests' heads are written without one
 	return err, false
 }
 
 // sendPiece writes one piece of a request body, chunk-framed if chunked, and
 // sends it at once if flush.
-func (p *Proxy) sendPiece(c *upConn, b []byte, chunked, flush bool) error {
-	c.armWrite(time.Now().Add(p.upstreamTimeout), p.upstreamTimeout)
+func (p *Proxy) sendPiece(c *h1.Conn, b []byte, chunked, flush bool) error {
+	c.ArmWrite(time.Now().Add(p.upstreamTimeout), p.upstreamTimeout)
 	if chunked {
-		c.bw.Write(appendChunkHeader(c.bw.AvailableBuffer(), len(b)))
+		c.W.Write(h1.AppendChunkHeader(c.W.AvailableBuffer(), len(b)))
 	}
-	if _, err := c.bw.Write(b); err != nil {
+	if _, err := c.W.Write(b); err != nil {
 		return err
 	}
 	if chunked {
-		c.bw.WriteString("\r\n")
+		c.W.WriteString("\r\n")
 	}
 	if flush {
-		return c.bw.Flush()
+		return c.W.Flush()
 	}
 	return nil
 }

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unsafe"
+
+	"github.com/sluicehq/sluice/proxy/h1"
 )
 
 // Sizes of a client connection's buffers.
@@ -48,7 +50,7 @@ type h1Conn struct {
 	lastPost  bool        // the last request was a POST: leading empty lines are skipped
 	yieldNext bool        // the last answer was a refusal: yield before reading the next request
 
-	head    reqHead
+	head    h1.RequestHead
 	req     *http.Request // reused by every request; its context is the connection's
 	url     url.URL
 	hdr     http.Header
@@ -182,18 +184,18 @@ func (c *h1Conn) makeRoom() {
 
 // view returns s of the head in flight as a string, without copying: valid
 // until the request ends (see H1Server).
-func (c *h1Conn) view(s span) string {
-	if s.empty() {
+func (c *h1Conn) view(s h1.Span) string {
+	if s.Empty() {
 		return ""
 	}
 	b := (*c.rbuf)[c.hs:c.he]
-	return unsafe.String(&b[s.off], int(s.end-s.off))
+	return unsafe.String(&b[s.Off], int(s.End-s.Off))
 }
 
 // readHead reads the next request head into (*rbuf)[hs:he] and parses it
 // into c.head. err is set when the connection must end: herr, when set, is
 // the answer to give first (a malformed head, one too large).
-func (c *h1Conn) readHead(first bool) (herr *headError, err error) {
+func (c *h1Conn) readHead(first bool) (herr *h1.HeadError, err error) {
 	c.hs, c.he = 0, 0
 	if c.r == c.w {
 		c.r, c.w = 0, 0
@@ -227,15 +229,15 @@ func (c *h1Conn) readHead(first bool) (herr *headError, err error) {
 					goto more
 				}
 			}
-			n := headEnd(b, &searched)
+			n := h1.HeadEnd(b, &searched)
 			if n > c.s.maxHead || n < 0 && len(b) >= c.s.maxHead {
-				return errReqTooLarge, errReqTooLarge
+				return h1.ErrReqTooLarge, h1.ErrReqTooLarge
 			}
 			if n >= 0 {
 				c.hs, c.he = c.r, c.r+n
 				c.r = c.he
 				c.idle.Store(false)
-				if herr := c.head.parse((*c.rbuf)[c.hs:c.he]); herr != nil {
+				if herr := c.head.Parse((*c.rbuf)[c.hs:c.he]); herr != nil {
 					return herr, herr
 				}
 				return nil, nil
@@ -310,7 +312,7 @@ func (c *h1Conn) armIdle() {
 		now = time.Now()
 	}
 	want := now.Add(c.s.idleTimeout)
-	if d := want.Sub(c.readDL); !c.dlSet.Swap(false) && !c.readDL.IsZero() && d >= 0 && d < slack(c.s.idleTimeout) {
+	if d := want.Sub(c.readDL); !c.dlSet.Swap(false) && !c.readDL.IsZero() && d >= 0 && d < h1.Slack(c.s.idleTimeout) {
 		return
 	}
 	c.setReadDeadline(want)
@@ -323,9 +325,9 @@ func (c *h1Conn) setReadDeadline(t time.Time) {
 }
 
 // refuseHead answers a head the parser refused and closes the connection.
-func (c *h1Conn) refuseHead(herr *headError) {
+func (c *h1Conn) refuseHead(herr *h1.HeadError) {
 	c.rw.reset(false, true)
-	c.rw.writeError(herr.status, herr.why)
+	c.rw.writeError(herr.Status, herr.Why)
 	c.lingerClose()
 }
 
@@ -352,7 +354,7 @@ func (c *h1Conn) lingerClose() {
 func (c *h1Conn) serveRequest() (keep bool) {
 	h := &c.head
 	c.buildRequest()
-	c.rw.reset(h.minor == 0, h.closeConn)
+	c.rw.reset(h.Minor == 0, h.Close)
 	c.lastPost = c.req.Method == http.MethodPost
 	if c.body.done {
 		c.watchLater()
@@ -561,40 +563,40 @@ func (c *h1Conn) buildRequest() {
 	h := &c.head
 	b := (*c.rbuf)[c.hs:c.he]
 	r := c.req
-	r.Method = c.view(h.method)
+	r.Method = c.view(h.Method)
 	for _, m := range methods {
 		if m == r.Method {
 			r.Method = m
 			break
 		}
 	}
-	r.ProtoMajor, r.ProtoMinor = 1, int(h.minor)
+	r.ProtoMajor, r.ProtoMinor = 1, int(h.Minor)
 	r.Proto = "HTTP/1.1"
-	if h.minor == 0 {
+	if h.Minor == 0 {
 		r.Proto = "HTTP/1.0"
 	}
-	r.Host = c.view(h.host)
+	r.Host = c.view(h.Host)
 	r.RemoteAddr = c.remote
-	r.Close = h.closeConn
+	r.Close = h.Close
 	r.TLS, r.Form, r.PostForm, r.MultipartForm, r.Trailer, r.GetBody, r.Response = nil, nil, nil, nil, nil, nil, nil
 	c.url = url.URL{}
 	r.URL = &c.url
-	switch h.form {
-	case formOrigin:
-		r.RequestURI = c.view(h.target)
+	switch h.Form {
+	case h1.FormOrigin:
+		r.RequestURI = c.view(h.Target)
 		c.url.Path, c.url.RawQuery, _ = cutString(r.RequestURI, '?')
-	case formAbsolute:
+	case h1.FormAbsolute:
 		// The proxy forwards RequestURI's path and query: for absolute-form,
 		// they are the part after the authority.
-		r.RequestURI = c.view(h.uri)
+		r.RequestURI = c.view(h.URI)
 		if r.RequestURI == "" || r.RequestURI[0] != '/' {
 			r.RequestURI = "/" + r.RequestURI
 		}
 		c.url.Host = r.Host
 		c.url.Path, c.url.RawQuery, _ = cutString(r.RequestURI, '?')
 	default: // "*", or CONNECT's authority
-		r.RequestURI = c.view(h.target)
-		if h.form == formAsterisk {
+		r.RequestURI = c.view(h.Target)
+		if h.Form == h1.FormAsterisk {
 			c.url.Path = "*"
 		} else {
 			c.url.Host = r.RequestURI
@@ -602,13 +604,13 @@ func (c *h1Conn) buildRequest() {
 	}
 	hdr := c.hdr
 	r.Header = hdr
-	for _, f := range h.fields {
-		name := f.name.of(b)
-		if asciiEqualFold(name, "host") {
+	for _, f := range h.Fields {
+		name := f.Name.Of(b)
+		if h1.EqualFold(name, "host") {
 			continue // net/http's server keeps it in Host alone
 		}
-		k := c.fieldKey(f.name)
-		c.vals = append(c.vals, c.view(f.value))
+		k := c.fieldKey(f.Name)
+		c.vals = append(c.vals, c.view(f.Value))
 		i := len(c.vals) - 1
 		if old, ok := hdr[k]; ok {
 			hdr[k] = append(old[:len(old):len(old)], c.vals[i])
@@ -624,10 +626,10 @@ func (c *h1Conn) buildRequest() {
 	c.body.reset(h)
 	r.TransferEncoding = nil
 	switch {
-	case h.chunked:
+	case h.Chunked:
 		r.ContentLength, r.TransferEncoding, r.Body = -1, chunkedTE, &c.body
-	case h.length > 0:
-		r.ContentLength, r.Body = h.length, &c.body
+	case h.Length > 0:
+		r.ContentLength, r.Body = h.Length, &c.body
 	default:
 		r.ContentLength, r.Body = 0, http.NoBody
 	}
@@ -635,8 +637,8 @@ func (c *h1Conn) buildRequest() {
 
 // fieldKey returns the canonical key of a field name: interned when frequent,
 // a view of the head when the name is canonical already, else a copy.
-func (c *h1Conn) fieldKey(s span) string {
-	name := (*c.rbuf)[c.hs+int(s.off) : c.hs+int(s.end)]
+func (c *h1Conn) fieldKey(s h1.Span) string {
+	name := (*c.rbuf)[c.hs+int(s.Off) : c.hs+int(s.End)]
 	if len(name) > 64 {
 		return textproto.CanonicalMIMEHeaderKey(string(name))
 	}
@@ -653,7 +655,7 @@ func (c *h1Conn) fieldKey(s span) string {
 		k[i] = ch
 		upper = ch == '-'
 	}
-	if v, ok := commonKeys[string(k)]; ok {
+	if v, ok := h1.CommonKeys[string(k)]; ok {
 		return v
 	}
 	if same {

@@ -8,6 +8,8 @@ import (
 	"net/textproto"
 	"sync"
 	"time"
+
+	"github.com/sluicehq/sluice/proxy/h1"
 )
 
 // h1Body is the body of a request of the own server: by its length or
@@ -28,10 +30,10 @@ type h1Body struct {
 	contSent bool
 }
 
-func (b *h1Body) reset(h *reqHead) {
-	b.chunked, b.left, b.inData, b.excess, b.err = h.chunked, max(h.length, 0), false, 0, nil
-	b.done = !h.hasBody()
-	b.expect, b.contSent = h.expectContinue && !b.done, false
+func (b *h1Body) reset(h *h1.RequestHead) {
+	b.chunked, b.left, b.inData, b.excess, b.err = h.Chunked, max(h.Length, 0), false, 0, nil
+	b.done = !h.HasBody()
+	b.expect, b.contSent = h.ExpectContinue && !b.done, false
 	b.canCont = b.expect
 }
 
@@ -141,7 +143,7 @@ func (b *h1Body) readChunked(p []byte) (n int, err error) {
 			if err != nil {
 				return n, err
 			}
-			size, err := parseChunkSize(line)
+			size, err := h1.ParseChunkSize(line)
 			if err != nil {
 				return n, err
 			}
@@ -189,7 +191,7 @@ func (b *h1Body) line(max int) ([]byte, error) {
 				line := buf[:i]
 				c.r += i + 1
 				if len(line) == 0 || line[len(line)-1] != '\r' {
-					return nil, errBareLF
+					return nil, h1.ErrBareLF
 				}
 				return line[:len(line)-1], nil
 			}
@@ -211,7 +213,7 @@ var errChunkLineTooLong = errors.New("proxy: chunk line too long")
 
 // readTrailer reads the trailer section (at most 64 KiB) into the request's
 // Trailer, with keys made canonical, fields a proxy must not forward as
-// trailers left out by the proxy (trailerForbidden).
+// trailers left out by the proxy (h1.TrailerForbidden).
 func (b *h1Body) readTrailer() error {
 	c := b.c
 	budget := 64 << 10
@@ -224,15 +226,15 @@ func (b *h1Body) readTrailer() error {
 		if len(line) == 0 {
 			return nil
 		}
-		f, herr := fieldLine(line, span{0, int32(len(line))})
+		f, herr := h1.FieldLine(line, h1.Span{Off: 0, End: int32(len(line))})
 		if herr != nil {
 			return herr
 		}
 		if c.trailer == nil {
 			c.trailer = make(http.Header)
 		}
-		k := textproto.CanonicalMIMEHeaderKey(string(f.name.of(line)))
-		c.trailer[k] = append(c.trailer[k], string(f.value.of(line)))
+		k := textproto.CanonicalMIMEHeaderKey(string(f.Name.Of(line)))
+		c.trailer[k] = append(c.trailer[k], string(f.Value.Of(line)))
 		c.req.Trailer = c.trailer
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/sluicehq/sluice/proxy/h1"
 )
 
 // methodWantsLength reports whether a bodyless request with this method should
@@ -30,7 +32,7 @@ func (p *Proxy) writeRequestHead(bw *bufio.Writer, r *http.Request, path, upgrad
 	switch {
 	case p.hostHeader != "":
 		bw.WriteString(p.hostHeader)
-	case r.Host != "" && validFieldValue(r.Host):
+	case r.Host != "" && h1.ValidFieldValue(r.Host):
 		bw.WriteString(r.Host)
 	default:
 		bw.WriteString(p.up.host)
@@ -39,11 +41,11 @@ func (p *Proxy) writeRequestHead(bw *bufio.Writer, r *http.Request, path, upgrad
 
 	conn := r.Header["Connection"]
 	for k, vv := range r.Header {
-		if requestSkipped(k) || connectionListed(conn, k) || !validFieldName(k) {
+		if requestSkipped(k) || h1.ConnectionListed(conn, k) || !h1.ValidFieldName(k) {
 			continue
 		}
 		for _, v := range vv {
-			if !validFieldValue(v) {
+			if !h1.ValidFieldValue(v) {
 				continue
 			}
 			bw.WriteString(k)
@@ -115,14 +117,14 @@ func (p *Proxy) forwardedOf(r *http.Request) forwarded {
 	if trusted {
 		f.prior = r.Header["X-Forwarded-For"]
 		f.forwarded, f.realIP = r.Header["Forwarded"], r.Header["X-Real-Ip"]
-		if v := r.Header["X-Forwarded-Proto"]; len(v) > 0 && v[0] != "" && validFieldValue(v[0]) {
+		if v := r.Header["X-Forwarded-Proto"]; len(v) > 0 && v[0] != "" && h1.ValidFieldValue(v[0]) {
 			f.proto = v[0]
 		}
-		if v := r.Header["X-Forwarded-Host"]; len(v) > 0 && v[0] != "" && validFieldValue(v[0]) {
+		if v := r.Header["X-Forwarded-Host"]; len(v) > 0 && v[0] != "" && h1.ValidFieldValue(v[0]) {
 			f.host = v[0]
 		}
 	}
-	if f.host == "" && p.hostHeader != "" && validFieldValue(r.Host) {
+	if f.host == "" && p.hostHeader != "" && h1.ValidFieldValue(r.Host) {
 		f.host = r.Host
 	}
 	return f
@@ -132,7 +134,7 @@ func (p *Proxy) forwardedOf(r *http.Request) forwarded {
 // retain f.
 func (f *forwarded) forEach(fn func(string)) {
 	for _, v := range f.prior {
-		if v = strings.Trim(v, " \t"); v != "" && validFieldValue(v) {
+		if v = strings.Trim(v, " \t"); v != "" && h1.ValidFieldValue(v) {
 			fn(v)
 		}
 	}
@@ -173,30 +175,10 @@ func (p *Proxy) writeForwarded(bw *bufio.Writer, r *http.Request) {
 // that holds no line break.
 func writeFields(bw *bufio.Writer, prefix string, values []string) {
 	for _, v := range values {
-		if validFieldValue(v) {
+		if h1.ValidFieldValue(v) {
 			bw.WriteString(prefix)
 			bw.WriteString(v)
 			bw.WriteString("\r\n")
 		}
 	}
-}
-
-// validFieldName reports whether k is a token (RFC 9110 §5.6.2). Requests read by
-// net/http always pass; the check guards requests built in-process.
-func validFieldName(k string) bool {
-	if k == "" {
-		return false
-	}
-	for i := 0; i < len(k); i++ {
-		if !tokenTable[k[i]] {
-			return false
-		}
-	}
-	return true
-}
-
-// validFieldValue reports whether v holds no CR, LF or NUL, which would let a
-// value split the message (RFC 9110 §5.5).
-func validFieldValue(v string) bool {
-	return strings.IndexByte(v, '\n') < 0 && strings.IndexByte(v, '\r') < 0 && strings.IndexByte(v, 0) < 0
 }

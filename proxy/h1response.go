@@ -5,6 +5,8 @@ import (
 	"io"
 	"net/http"
 	"time"
+
+	"github.com/sluicehq/sluice/proxy/h1"
 )
 
 // maxInterim bounds the interim (1xx) responses read before the final one, as
@@ -17,26 +19,26 @@ const maxInterim = 5
 // on (103 Early Hints) or dropped (100 Continue: the proxy's server speaks to the
 // client itself; 102), at most maxInterim of them. The upstream has until start +
 // the upstream timeout.
-func (p *Proxy) readHead(c *upConn, w http.ResponseWriter, method string, start time.Time) (respHead, error) {
+func (p *Proxy) readHead(c *h1.Conn, w http.ResponseWriter, method string, start time.Time) (h1.ResponseHead, error) {
 	dst := w.Header()
-	c.armRead(start.Add(p.upstreamTimeout), p.upstreamTimeout)
+	c.ArmRead(start.Add(p.upstreamTimeout), p.upstreamTimeout)
 	budget := p.maxHead
 	for interim := 0; ; interim++ {
-		if _, err := c.br.Peek(1); err != nil {
-			return respHead{}, &noResponseError{err}
+		if _, err := c.R.Peek(1); err != nil {
+			return h1.ResponseHead{}, &noResponseError{err}
 		}
-		h, err := c.sc.readResponseHead(c.br, dst, &budget)
+		h, err := c.Scratch.ReadResponseHead(c.R, dst, &budget)
 		if err != nil {
 			return h, err
 		}
-		if h.status >= 200 || h.status == http.StatusSwitchingProtocols {
+		if h.Status >= 200 || h.Status == http.StatusSwitchingProtocols {
 			return h, nil
 		}
 		if interim == maxInterim {
-			return h, protoErr("more than %d interim responses", maxInterim)
+			return h, h1.ProtoErr("more than %d interim responses", maxInterim)
 		}
-		if h.status == http.StatusEarlyHints {
-			w.WriteHeader(h.status) // sends the fields set so far
+		if h.Status == http.StatusEarlyHints {
+			w.WriteHeader(h.Status) // sends the fields set so far
 		}
 		clear(dst)
 	}
@@ -44,14 +46,14 @@ func (p *Proxy) readHead(c *upConn, w http.ResponseWriter, method string, start 
 
 // copyResponse copies the response body to the client, framed as the head says.
 // upErr is a failure of the upstream, clErr of the client.
-func (p *Proxy) copyResponse(cs *clientSide, c *upConn, h *respHead) (upErr, clErr error) {
+func (p *Proxy) copyResponse(cs *clientSide, c *h1.Conn, h *h1.ResponseHead) (upErr, clErr error) {
 	switch {
-	case h.chunked:
+	case h.Chunked:
 		return p.copyChunked(cs, c)
-	case h.length >= 0:
-		return p.copyN(cs, c, h.length)
+	case h.Length >= 0:
+		return p.copyN(cs, c, h.Length)
 	}
-	h.closeConn = true // the body ends when the connection does
+	h.Close = true // the body ends when the connection does
 	upErr, clErr = p.copyN(cs, c, -1)
 	if upErr == io.ErrUnexpectedEOF {
 		upErr = nil
@@ -62,15 +64,15 @@ func (p *Proxy) copyResponse(cs *clientSide, c *upConn, h *respHead) (upErr, clE
 // fill makes sure c's reader holds at least one byte. Before it blocks, it flushes
 // what the client has not got yet (so streams flow) and gives the upstream the
 // upstream timeout to send more.
-func (p *Proxy) fill(cs *clientSide, c *upConn) (upErr, clErr error) {
-	if c.br.Buffered() > 0 {
+func (p *Proxy) fill(cs *clientSide, c *h1.Conn) (upErr, clErr error) {
+	if c.R.Buffered() > 0 {
 		return nil, nil
 	}
 	if err := cs.flush(); err != nil {
 		return nil, err
 	}
-	c.armRead(time.Now().Add(p.upstreamTimeout), p.upstreamTimeout)
-	if _, err := c.br.Peek(1); err != nil {
+	c.ArmRead(time.Now().Add(p.upstreamTimeout), p.upstreamTimeout)
+	if _, err := c.R.Peek(1); err != nil {
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF
 		}
@@ -81,20 +83,20 @@ func (p *Proxy) fill(cs *clientSide, c *upConn) (upErr, clErr error) {
 
 // copyN copies n bytes (n < 0: until EOF, reported as io.ErrUnexpectedEOF) straight
 // out of c's read buffer to the client.
-func (p *Proxy) copyN(cs *clientSide, c *upConn, n int64) (upErr, clErr error) {
+func (p *Proxy) copyN(cs *clientSide, c *h1.Conn, n int64) (upErr, clErr error) {
 	for n != 0 {
 		if upErr, clErr = p.fill(cs, c); upErr != nil || clErr != nil {
 			return upErr, clErr
 		}
-		k := c.br.Buffered()
+		k := c.R.Buffered()
 		if n > 0 && int64(k) > n {
 			k = int(n)
 		}
-		b, _ := c.br.Peek(k)
+		b, _ := c.R.Peek(k)
 		if err := cs.write(b); err != nil {
 			return nil, err
 		}
-		_, _ = c.br.Discard(k)
+		_, _ = c.R.Discard(k)
 		if n > 0 {
 			n -= int64(k)
 		}
@@ -113,19 +115,19 @@ const (
 	maxChunkExcess = 16 << 10
 )
 
-var errChunkExcess = &protocolError{"chunked encoding spends too much on framing"}
+var errChunkExcess = h1.ProtoErr("chunked encoding spends too much on framing")
 
 // copyChunked decodes a chunked body (RFC 9112 §7.1) to the client, whose server
 // frames it anew, and passes the trailer fields on as trailers. Chunk lines must
 // end in CRLF.
-func (p *Proxy) copyChunked(cs *clientSide, c *upConn) (upErr, clErr error) {
+func (p *Proxy) copyChunked(cs *clientSide, c *h1.Conn) (upErr, clErr error) {
 	var excess int64
 	for {
 		line, upErr, clErr := p.line(cs, c)
 		if upErr != nil || clErr != nil {
 			return upErr, clErr
 		}
-		size, err := parseChunkSize(line)
+		size, err := h1.ParseChunkSize(line)
 		if err != nil {
 			return err, nil
 		}
@@ -144,18 +146,18 @@ func (p *Proxy) copyChunked(cs *clientSide, c *upConn) (upErr, clErr error) {
 			return upErr, clErr
 		}
 		if len(line) != 0 {
-			return protoErr("chunk data longer than its size"), nil
+			return h1.ProtoErr("chunk data longer than its size"), nil
 		}
 	}
-	if c.br.Buffered() == 0 || bytes.IndexByte(peekBuffered(c), '\n') < 0 {
+	if c.R.Buffered() == 0 || bytes.IndexByte(peekBuffered(c), '\n') < 0 {
 		if err := cs.flush(); err != nil {
 			return nil, err
 		}
-		c.armRead(time.Now().Add(p.upstreamTimeout), p.upstreamTimeout)
+		c.ArmRead(time.Now().Add(p.upstreamTimeout), p.upstreamTimeout)
 	}
-	var th respHead
+	var th h1.ResponseHead
 	budget := p.maxHead
-	if err := c.sc.readFields(c.br, cs.w.Header(), &th, modeTrailer, &budget); err != nil {
+	if err := c.Scratch.ReadFields(c.R, cs.w.Header(), &th, h1.ModeTrailer, &budget); err != nil {
 		return err, nil
 	}
 	return nil, nil
@@ -163,15 +165,15 @@ func (p *Proxy) copyChunked(cs *clientSide, c *upConn) (upErr, clErr error) {
 
 // line reads one line of chunked framing; if it is not buffered whole, it first
 // flushes the client and arms the upstream timeout, as fill does.
-func (p *Proxy) line(cs *clientSide, c *upConn) (line []byte, upErr, clErr error) {
+func (p *Proxy) line(cs *clientSide, c *h1.Conn) (line []byte, upErr, clErr error) {
 	if bytes.IndexByte(peekBuffered(c), '\n') < 0 {
 		if err := cs.flush(); err != nil {
 			return nil, nil, err
 		}
-		c.armRead(time.Now().Add(p.upstreamTimeout), p.upstreamTimeout)
+		c.ArmRead(time.Now().Add(p.upstreamTimeout), p.upstreamTimeout)
 	}
 	budget := maxChunkLine
-	line, err := c.sc.readLine(c.br, &budget, crlfOnly)
+	line, err := c.Scratch.ReadLine(c.R, &budget, h1.CRLFOnly)
 	if err == io.EOF {
 		err = io.ErrUnexpectedEOF
 	}
@@ -179,7 +181,7 @@ func (p *Proxy) line(cs *clientSide, c *upConn) (line []byte, upErr, clErr error
 }
 
 // peekBuffered returns the bytes c's reader holds, without reading.
-func peekBuffered(c *upConn) []byte {
-	b, _ := c.br.Peek(c.br.Buffered())
+func peekBuffered(c *h1.Conn) []byte {
+	b, _ := c.R.Peek(c.R.Buffered())
 	return b
 }

@@ -12,7 +12,7 @@ import (
 )
 
 // H1Server is sluice's own HTTP/1.1 server in front of a Proxy: it reads
-// requests with the proxy's one request parser (see h1parse.go), asks the
+// requests with the proxy's one request parser (package h1), asks the
 // proxy about each on the connection's goroutine, and writes the responses
 // itself. A connection that begins with HTTP/2's preface (h2c with prior
 // knowledge) is handed to net/http's server (NewServer's, on a GuardListener),

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/sluicehq/sluice/proxy/h1/h1test"
 )
 
 // FuzzH1Server holds the own server to net/http's server on a whole request
@@ -173,7 +175,7 @@ func readNetHTTPStream(data []byte) []servedRequest {
 		}
 		pos := at()
 		req, err := http.ReadRequest(br)
-		if err != nil || netHTTPReads(data[pos:at()]) == nil {
+		if err != nil || h1test.NetHTTPReads(data[pos:at()]) == nil {
 			return out
 		}
 		s := copyServed(req)

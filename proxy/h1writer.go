@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluicehq/sluice/proxy/h1"
+
 	"github.com/sluicehq/sluice/gate"
 )
 
@@ -102,11 +104,11 @@ func (w *h1Writer) writeHead() {
 	code := w.status
 	w.bodyless = w.c.req.Method == http.MethodHead || code < 200 || code == http.StatusNoContent || code == http.StatusNotModified
 	if v := w.header["Content-Length"]; len(v) > 0 {
-		if n, ok := parseContentLength([]byte(v[0])); ok {
+		if n, ok := h1.ParseContentLength([]byte(v[0])); ok {
 			w.length = n
 		}
 	}
-	if hasToken(w.header["Connection"], "close") {
+	if h1.HasToken(w.header["Connection"], "close") {
 		w.closeConn = true
 	}
 	if w.c.s.closing.Load() {
@@ -155,7 +157,7 @@ func (w *h1Writer) appendFields(b []byte, final bool) []byte {
 			continue
 		}
 		for _, v := range vv {
-			if !validFieldValue(v) {
+			if !h1.ValidFieldValue(v) {
 				continue
 			}
 			b = append(b, k...)
@@ -185,7 +187,7 @@ func (w *h1Writer) Write(p []byte) (int, error) {
 	w.written += int64(len(p))
 	b := *w.buf
 	if w.chunked {
-		b = appendChunkHeader(b, len(p))
+		b = h1.AppendChunkHeader(b, len(p))
 	}
 	if len(b)+len(p) <= cap(b) {
 		b = append(b, p...)
@@ -292,7 +294,7 @@ func (w *h1Writer) finish() bool {
 				continue
 			}
 			for _, v := range vv {
-				if validFieldValue(v) && validFieldName(name) {
+				if h1.ValidFieldValue(v) && h1.ValidFieldName(name) {
 					b = append(b, name...)
 					b = append(b, ": "...)
 					b = append(b, v...)

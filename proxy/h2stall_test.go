@@ -132,35 +132,7 @@ func TestH2StalledStreamsGiveSlotsBack(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			arrived := make(chan struct{}, 16) // the upstream saw a request or a connection
-			h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if r.URL.Path == "/small" {
-					_, _ = io.WriteString(w, "small")
-					return
-				}
-				if tc.grpc {
-					arrived <- struct{}{}
-				}
-				_, _ = io.Copy(io.Discard, r.Body)
-				if tc.grpc {
-					w.Header().Set("Content-Type", "application/grpc")
-					w.Header().Set("Trailer", "Grpc-Status")
-				}
-				_, _ = io.WriteString(w, bigBody)
-				if tc.grpc {
-					w.Header().Set("Grpc-Status", "0")
-				}
-			})
-			up := httptest.NewUnstartedServer(h)
-			if tc.grpc {
-				var p http.Protocols
-				p.SetHTTP1(true)
-				p.SetUnencryptedHTTP2(true)
-				up.Config.Protocols = &p
-			} else {
-				up.Listener = acceptCounter{up.Listener, arrived}
-			}
-			up.Start()
-			t.Cleanup(up.Close)
+			up := stallUpstream(t, tc.grpc, arrived, bigBody)
 
 			g := testGate(t, stallGroup)
 			adm := newFinishes(t)
@@ -228,25 +200,7 @@ func TestH2StalledStreamsGiveSlotsBack(t *testing.T) {
 			}
 
 			// The client timeout ends both streams.
-			for range 2 {
-				if stream {
-					break // finished at their heads
-				}
-				f := adm.outcome(t)
-				if f.outcome != gate.Ignored || f.latency < clientTimeout {
-					t.Errorf("a stalled stream finished %v after %v, want ignored after at least %v", f.outcome, f.latency, clientTimeout)
-				}
-			}
-			for len(ids) > 0 {
-				f := awaitFrame(t, in, "the stalled streams' end", func(f frame) bool { return ids[f.stream] && (f.reset || f.head) })
-				switch {
-				case f.reset && !tc.window:
-					t.Errorf("stream %d reset (%v), want a 408", f.stream, f.code)
-				case f.head && (tc.window || f.status != "408"):
-					t.Errorf("stream %d answered %s, want a reset", f.stream, f.status)
-				}
-				delete(ids, f.stream)
-			}
+			awaitStalledEnds(t, adm, in, ids, stream, tc.window, clientTimeout)
 			resp, err = client.Get(base + "/small")
 			if err != nil {
 				t.Fatal(err)
@@ -257,6 +211,71 @@ func TestH2StalledStreamsGiveSlotsBack(t *testing.T) {
 				t.Fatalf("after the stalled streams ended: %d %q, want 200", resp.StatusCode, body)
 			}
 		})
+	}
+}
+
+// stallUpstream starts the upstream of TestH2StalledStreamsGiveSlotsBack: it
+// answers /small at once and anything else with body after reading the
+// request's body; over gRPC (h2c) it tells arrived of each request, else
+// of each connection.
+func stallUpstream(t *testing.T, grpc bool, arrived chan struct{}, body string) *httptest.Server {
+	t.Helper()
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/small" {
+			_, _ = io.WriteString(w, "small")
+			return
+		}
+		if grpc {
+			arrived <- struct{}{}
+		}
+		_, _ = io.Copy(io.Discard, r.Body)
+		if grpc {
+			w.Header().Set("Content-Type", "application/grpc")
+			w.Header().Set("Trailer", "Grpc-Status")
+		}
+		_, _ = io.WriteString(w, body)
+		if grpc {
+			w.Header().Set("Grpc-Status", "0")
+		}
+	})
+	up := httptest.NewUnstartedServer(h)
+	if grpc {
+		var p http.Protocols
+		p.SetHTTP1(true)
+		p.SetUnencryptedHTTP2(true)
+		up.Config.Protocols = &p
+	} else {
+		up.Listener = acceptCounter{up.Listener, arrived}
+	}
+	up.Start()
+	t.Cleanup(up.Close)
+	return up
+}
+
+// awaitStalledEnds waits for the client timeout to end the streams ids: each
+// finishes ignored after at least timeout (unless stream: they finished at
+// their response heads), and ends by a reset when the client granted no
+// window, else by a 408.
+func awaitStalledEnds(t *testing.T, adm *finishes, in <-chan frame, ids map[uint32]bool, stream, window bool, timeout time.Duration) {
+	t.Helper()
+	for range len(ids) {
+		if stream {
+			break // finished at their heads
+		}
+		f := adm.outcome(t)
+		if f.outcome != gate.Ignored || f.latency < timeout {
+			t.Errorf("a stalled stream finished %v after %v, want ignored after at least %v", f.outcome, f.latency, timeout)
+		}
+	}
+	for len(ids) > 0 {
+		f := awaitFrame(t, in, "the stalled streams' end", func(f frame) bool { return ids[f.stream] && (f.reset || f.head) })
+		switch {
+		case f.reset && !window:
+			t.Errorf("stream %d reset (%v), want a 408", f.stream, f.code)
+		case f.head && (window || f.status != "408"):
+			t.Errorf("stream %d answered %s, want a reset", f.stream, f.status)
+		}
+		delete(ids, f.stream)
 	}
 }
 

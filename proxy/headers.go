@@ -4,52 +4,9 @@ import (
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/sluicehq/sluice/proxy/h1"
 )
-
-// nextToken splits the first element off a comma-separated header list (RFC 9110
-// §5.6.1), trimming optional whitespace; empty elements are skipped. ok is false
-// when s holds no more elements. It does not allocate.
-func nextToken(s string) (tok, rest string, ok bool) {
-	for s != "" {
-		i := strings.IndexByte(s, ',')
-		if i < 0 {
-			tok, s = s, ""
-		} else {
-			tok, s = s[:i], s[i+1:]
-		}
-		tok = strings.Trim(tok, " \t")
-		if tok != "" {
-			return tok, s, true
-		}
-	}
-	return "", "", false
-}
-
-// hasToken reports whether any of the comma-separated lists in values holds token,
-// compared case-insensitively.
-func hasToken(values []string, token string) bool {
-	for _, v := range values {
-		for s := v; ; {
-			tok, rest, ok := nextToken(s)
-			if !ok {
-				break
-			}
-			if strings.EqualFold(tok, token) {
-				return true
-			}
-			s = rest
-		}
-	}
-	return false
-}
-
-// connectionListed reports whether the canonical header key k is named by a
-// Connection header (RFC 9110 §7.6.1: such fields are hop-by-hop). conn holds the
-// Connection values; the usual "close", "keep-alive" and "upgrade" name no field
-// that is forwarded anyway.
-func connectionListed(conn []string, k string) bool {
-	return len(conn) > 0 && hasToken(conn, k)
-}
 
 // requestSkipped reports whether the canonical request header k is not copied to
 // the upstream as it is: hop-by-hop fields (RFC 9110 §7.6.1, plus the
@@ -67,64 +24,12 @@ func requestSkipped(k string) bool {
 		"X-Forwarded-For", "X-Forwarded-Proto", "X-Forwarded-Host", "Forwarded", "X-Real-Ip":
 		return true
 	}
-	return strings.IndexByte(k, '_') >= 0 && forwardingAlias(k)
-}
-
-// forwardingAlias reports whether k, with its underscores read as dashes, names
-// a forwarding field.
-func forwardingAlias(k string) bool {
-	for _, f := range [...]string{"X-Forwarded-For", "X-Forwarded-Proto", "X-Forwarded-Host", "X-Real-Ip"} {
-		if len(k) != len(f) {
-			continue
-		}
-		same := true
-		for i := 0; i < len(k) && same; i++ {
-			c := k[i]
-			if c == '_' {
-				c = '-'
-			}
-			same = c == f[i] || c|0x20 == f[i]|0x20 && c|0x20 >= 'a' && c|0x20 <= 'z'
-		}
-		if same {
-			return true
-		}
-	}
-	return false
-}
-
-// responseSkipped reports whether the canonical response header k is dropped
-// rather than copied to the client: hop-by-hop fields and framing, which the
-// proxy's own server regenerates.
-func responseSkipped(k string) bool {
-	switch k {
-	case "Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate",
-		"Te", "Transfer-Encoding", "Upgrade":
-		return true
-	}
-	return false
-}
-
-// trailerForbidden reports whether the canonical field k must not be forwarded as
-// a trailer (RFC 9110 §6.5.1: framing, routing and the like), nor the
-// forwarding fields, underscore spellings included, which the proxy writes in
-// a request's head alone (see forwardedOf): from a client's trailers, an
-// upstream that merges trailers into the head would take them for the
-// proxy's.
-func trailerForbidden(k string) bool {
-	switch k {
-	case "Connection", "Keep-Alive", "Proxy-Connection", "Te", "Trailer",
-		"Transfer-Encoding", "Upgrade", "Content-Length", "Content-Type",
-		"Content-Encoding", "Content-Range", "Host", "Authorization",
-		"Set-Cookie", "Cache-Control", "Expect", "Max-Forwards", "Pragma", "Range",
-		"X-Forwarded-For", "X-Forwarded-Proto", "X-Forwarded-Host", "Forwarded", "X-Real-Ip":
-		return true
-	}
-	return strings.IndexByte(k, '_') >= 0 && forwardingAlias(k)
+	return strings.IndexByte(k, '_') >= 0 && h1.ForwardingAlias(k)
 }
 
 // trailersOut returns the trailers an h2c request forwards for r, whose
 // trailers (r.Trailer) are filled in when its body ends: their names less
-// those trailerForbidden names, and body, r's body, which fills their values
+// those h1.TrailerForbidden names, and body, r's body, which fills their values
 // in from r.Trailer as it ends. (net/http's Transport declares the names when
 // it sends the head, and reads the values when the body ends.)
 func trailersOut(r *http.Request, body io.ReadCloser) (http.Header, io.ReadCloser) {
@@ -133,7 +38,7 @@ func trailersOut(r *http.Request, body io.ReadCloser) (http.Header, io.ReadClose
 	}
 	out := make(http.Header, len(r.Trailer))
 	for k := range r.Trailer {
-		if !trailerForbidden(k) {
+		if !h1.TrailerForbidden(k) {
 			out[k] = nil
 		}
 	}
@@ -189,7 +94,7 @@ func leaveUntyped(h http.Header) {
 // Sluice-Error value: "method" or "path".
 func requestLineFault(r *http.Request) (class, why string) {
 	for i := 0; i < len(r.Method); i++ {
-		if !isTokenByte(r.Method[i]) {
+		if !h1.IsTokenByte(r.Method[i]) {
 			return "method", "the method is not a token"
 		}
 	}

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/proxy/h1/h1test"
+
 	"github.com/sluicehq/sluice/configs"
 	"github.com/sluicehq/sluice/gate"
 )
@@ -198,14 +200,7 @@ func newClient(t *testing.T, h2c bool) *http.Client {
 // recv waits for a value on ch.
 func recv[T any](t *testing.T, ch <-chan T, what string) T {
 	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(waitLimit):
-		t.Fatalf("waiting for %s: nothing came", what)
-		var zero T
-		return zero
-	}
+	return h1test.Recv(t, ch, what, waitLimit)
 }
 
 // closedAddr returns a loopback address where nothing listens.

@@ -1,13 +1,12 @@
 package proxy
 
 import (
-	"bufio"
 	"net/http"
-	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/sluicehq/sluice/gate"
+	"github.com/sluicehq/sluice/proxy/breaker"
 )
 
 func TestGRPCKindOf(t *testing.T) {
@@ -86,27 +85,6 @@ func TestGRPCResponseOutcome(t *testing.T) {
 	}
 }
 
-func TestTokens(t *testing.T) {
-	if !hasToken([]string{"keep-alive, Upgrade"}, "upgrade") || !hasToken([]string{"close", " x-a ,, x-b "}, "X-B") {
-		t.Error("hasToken missed a token")
-	}
-	if hasToken([]string{"upgrade-insecure"}, "upgrade") || hasToken(nil, "close") || hasToken([]string{" , "}, "") {
-		t.Error("hasToken found a token that is not there")
-	}
-	var got []string
-	for s := " a, ,b ,\tc\t,"; ; {
-		tok, rest, ok := nextToken(s)
-		if !ok {
-			break
-		}
-		got = append(got, tok)
-		s = rest
-	}
-	if !reflect.DeepEqual(got, []string{"a", "b", "c"}) {
-		t.Errorf("tokens %q", got)
-	}
-}
-
 func TestIsIdempotent(t *testing.T) {
 	for m, want := range map[string]bool{"GET": true, "HEAD": true, "OPTIONS": true, "TRACE": true, "PUT": true, "DELETE": true, "POST": false, "PATCH": false} {
 		if isIdempotent(m, false) != want {
@@ -115,201 +93,6 @@ func TestIsIdempotent(t *testing.T) {
 	}
 	if !isIdempotent("POST", true) {
 		t.Error("an Idempotency-Key makes POST idempotent")
-	}
-}
-
-func parseHead(t *testing.T, raw string) (respHead, http.Header, error) {
-	t.Helper()
-	var sc headScratch
-	dst := http.Header{}
-	budget := 1 << 16
-	h, err := sc.readResponseHead(bufio.NewReaderSize(strings.NewReader(raw), 16), dst, &budget)
-	return h, dst, err
-}
-
-func TestReadResponseHead(t *testing.T) {
-	raw := "HTTP/1.1 200 OK\r\n" +
-		"content-type: text/plain\r\n" +
-		"X-Custom :  a value \t\r\n" +
-		"Set-Cookie: a=1\r\n" +
-		"set-cookie: b=2\n" + // a bare LF ends a line too
-		"Connection: keep-alive, X-Hop\r\n" +
-		"X-Hop: secret\r\n" +
-		"Keep-Alive: timeout=5\r\n" +
-		"Content-Length: 5\r\n" +
-		"Content-Length: 5\r\n" +
-		"Upgrade: h2c\r\n" +
-		"Trailer: X-T\r\n" +
-		"X-Very-Long-Header-Name-That-Is-Longer-Than-The-Reader-Buffer-Of-Sixteen: v\r\n" +
-		"\r\n"
-	h, dst, err := parseHead(t, raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if h.status != 200 || h.minor != 1 || h.length != 5 || h.chunked || h.closeConn || h.upgrade || h.upgradeTo != "h2c" {
-		t.Errorf("head %+v", h)
-	}
-	want := http.Header{
-		"Content-Type":   {"text/plain"},
-		"X-Custom":       {"a value"},
-		"Set-Cookie":     {"a=1", "b=2"},
-		"Content-Length": {"5"},
-		"Trailer":        {"X-T"},
-		"X-Very-Long-Header-Name-That-Is-Longer-Than-The-Reader-Buffer-Of-Sixteen": {"v"},
-	}
-	if !reflect.DeepEqual(dst, want) {
-		t.Errorf("fields\n got %q\nwant %q", dst, want)
-	}
-}
-
-func TestReadResponseHeadFraming(t *testing.T) {
-	for _, tc := range []struct {
-		raw                  string
-		length               int64
-		chunked, close, upgr bool
-		hasLength            bool
-	}{
-		{"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", -1, true, false, false, false},
-		{"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: Chunked\r\n\r\n", -1, true, true, false, false},
-		{"HTTP/1.0 200 OK\r\nContent-Length: 3\r\n\r\n", 3, false, true, false, true},
-		{"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 3\r\n\r\n", 3, false, false, false, true},
-		{"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n", -1, false, true, false, false},
-		{"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n", -1, false, false, true, false},
-		{"HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n", 0, false, false, false, false},
-		{"HTTP/1.1 304 Not Modified\r\nContent-Length: 10\r\n\r\n", 10, false, false, false, true},
-		{"HTTP/1.1 200\r\n\r\n", -1, false, false, false, false},
-	} {
-		h, dst, err := parseHead(t, tc.raw)
-		if err != nil {
-			t.Errorf("%q: %v", tc.raw, err)
-			continue
-		}
-		if h.length != tc.length || h.chunked != tc.chunked || h.closeConn != tc.close || h.upgrade != tc.upgr {
-			t.Errorf("%q: head %+v", tc.raw, h)
-		}
-		if _, ok := dst["Content-Length"]; ok != tc.hasLength {
-			t.Errorf("%q: Content-Length forwarded %v, want %v", tc.raw, ok, tc.hasLength)
-		}
-		if dst["Transfer-Encoding"] != nil || dst["Connection"] != nil || dst["Upgrade"] != nil {
-			t.Errorf("%q: hop-by-hop fields forwarded: %q", tc.raw, dst)
-		}
-	}
-}
-
-func TestReadResponseHeadErrors(t *testing.T) {
-	for _, raw := range []string{
-		"",
-		"HTTP/1.1 200 OK\r\n",
-		"HTTP/2 200 OK\r\n\r\n",
-		"HTTP/1.1 2000 OK\r\n\r\n",
-		"HTTP/1.1 099 Low\r\n\r\n",
-		"HTTP/1.1 600 High\r\n\r\n",
-		"HTTP/1.1 20x OK\r\n\r\n",
-		"HTTP/1.1 200OK\r\n\r\n",
-		"HTTP/1.1 200 O\x00K\r\n\r\n",
-		"ICY 200 OK\r\n\r\n",
-		"HTTP/1.1 200 OK\r\nNo-Colon\r\n\r\n",
-		"HTTP/1.1 200 OK\r\n: empty name\r\n\r\n",
-		"HTTP/1.1 200 OK\r\nBad Name: x\r\n\r\n",
-		"HTTP/1.1 200 OK\r\nX: a\r\n folded\r\n\r\n",
-		"HTTP/1.1 200 OK\r\nX: a\x00b\r\n\r\n",
-		"HTTP/1.1 200 OK\r\nX: a\rb\r\n\r\n",
-		"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
-		"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n",
-		"HTTP/1.1 200 OK\r\nContent-Length: 1,2\r\n\r\n",
-		"HTTP/1.1 200 OK\r\nContent-Length: 9999999999999999999\r\n\r\n",
-		"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
-		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n",
-		"HTTP/1.1 200 OK\r\nTransfer-Encoding: identity\r\n\r\n",
-	} {
-		if h, _, err := parseHead(t, raw); err == nil {
-			t.Errorf("%q: accepted as %+v", raw, h)
-		}
-	}
-}
-
-func TestReadResponseHeadTooLarge(t *testing.T) {
-	var sc headScratch
-	raw := "HTTP/1.1 200 OK\r\nX: " + strings.Repeat("a", 5000) + "\r\n\r\n"
-	budget := 4096
-	_, err := sc.readResponseHead(bufio.NewReaderSize(strings.NewReader(raw), 16), http.Header{}, &budget)
-	if err != errHeadTooLarge {
-		t.Fatalf("err %v, want %v", err, errHeadTooLarge)
-	}
-	raw = "HTTP/1.1 200 OK\r\n" + strings.Repeat("X: a\r\n", 1000) + "\r\n"
-	budget = 4096
-	_, err = sc.readResponseHead(bufio.NewReaderSize(strings.NewReader(raw), 4096), http.Header{}, &budget)
-	if err != errHeadTooLarge {
-		t.Fatalf("many fields: err %v, want %v", err, errHeadTooLarge)
-	}
-}
-
-func TestReadTrailers(t *testing.T) {
-	var sc headScratch
-	dst := http.Header{}
-	raw := "X-Sum: abc\r\nContent-Length: 5\r\nGrpc-Status: 0\r\n\r\n"
-	var h respHead
-	budget := 1 << 16
-	if err := sc.readFields(bufio.NewReader(strings.NewReader(raw)), dst, &h, modeTrailer, &budget); err != nil {
-		t.Fatal(err)
-	}
-	want := http.Header{"Trailer:X-Sum": {"abc"}, "Trailer:Grpc-Status": {"0"}}
-	if !reflect.DeepEqual(dst, want) {
-		t.Errorf("trailers %q, want %q", dst, want)
-	}
-}
-
-func TestCanonicalKey(t *testing.T) {
-	for in, want := range map[string]string{
-		"content-type": "Content-Type", "CONTENT-LENGTH": "Content-Length", "x-a-b": "X-A-B",
-		"www-authenticate": "Www-Authenticate", "a": "A", "x_y": "X_y", strings.Repeat("a", 70): "A" + strings.Repeat("a", 69),
-	} {
-		if got, ok := canonicalKey([]byte(in)); !ok || got != want {
-			t.Errorf("canonicalKey(%q) = %q, %v; want %q", in, got, ok, want)
-		}
-	}
-	for _, in := range []string{"", "a b", "a:b", "ä", "a\x00"} {
-		if _, ok := canonicalKey([]byte(in)); ok {
-			t.Errorf("canonicalKey(%q) accepted", in)
-		}
-	}
-	n := testing.AllocsPerRun(100, func() { canonicalKey([]byte("content-type")) })
-	if n != 0 {
-		t.Errorf("canonicalKey of a common field allocates %v times", n)
-	}
-}
-
-func TestParseChunkSize(t *testing.T) {
-	for in, want := range map[string]int64{"0": 0, "a": 10, "FF": 255, "10;ext=1": 16, "1f ; name": 31, "0000000000000001": 1, "7ffffffffffffff": 1<<59 - 1} {
-		if got, err := parseChunkSize([]byte(in)); err != nil || got != want {
-			t.Errorf("parseChunkSize(%q) = %d, %v; want %d", in, got, err, want)
-		}
-	}
-	// net/http refuses more than 16 digits, leading zeros too.
-	for _, in := range []string{"", ";x", "g", "1 2", "-1", "0x10", "1;\x00", "fffffffffffffffff", "00000000000000001", "ffffffffffffffff"} {
-		if _, err := parseChunkSize([]byte(in)); err == nil {
-			t.Errorf("parseChunkSize(%q) accepted", in)
-		}
-	}
-	for n, want := range map[int]string{0: "0\r\n", 9: "9\r\n", 255: "ff\r\n", 32768: "8000\r\n"} {
-		if got := string(appendChunkHeader(nil, n)); got != want {
-			t.Errorf("appendChunkHeader(%d) = %q, want %q", n, got, want)
-		}
-	}
-}
-
-func TestParseContentLength(t *testing.T) {
-	for in, want := range map[string]int64{"0": 0, "42": 42, "007": 7, "999999999999999999": 999999999999999999} {
-		if got, ok := parseContentLength([]byte(in)); !ok || got != want {
-			t.Errorf("parseContentLength(%q) = %d, %v; want %d", in, got, ok, want)
-		}
-	}
-	// A list, even of one value repeated, is refused as net/http and nginx
-	// refuse it; the caller trims the value.
-	for _, in := range []string{"", ",", "-1", "+1", "1 1", "1,2", "7, 7", "7,7", " 8 ", "0x1", "1e3", "9999999999999999999"} {
-		if _, ok := parseContentLength([]byte(in)); ok {
-			t.Errorf("parseContentLength(%q) accepted", in)
-		}
 	}
 }
 
@@ -338,7 +121,7 @@ func TestParamsValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := Params{Protocol: 9, Gate: testGate(t, ""), TrustedProxies: &gate.TrustedProxies{}, Host: "a\nb", DialTimeout: -1, UpstreamTimeout: -1, ClientTimeout: -1,
-		IdleConnTimeout: -1, MaxIdleConns: -1, MaxResponseHeaderBytes: -1, Breaker: BreakerParams{Probes: -1}}.Validate()
+		IdleConnTimeout: -1, MaxIdleConns: -1, MaxResponseHeaderBytes: -1, Breaker: breaker.Params{Probes: -1}}.Validate()
 	if err == nil {
 		t.Fatal("no error")
 	}
@@ -351,7 +134,7 @@ func TestParamsValidate(t *testing.T) {
 	if _, err := New(Params{}); err == nil {
 		t.Error("New accepted params without an upstream")
 	}
-	if err := (Params{Upstream: "http://h", DisableBreaker: true, Breaker: BreakerParams{Probes: -1}}).Validate(); err != nil {
+	if err := (Params{Upstream: "http://h", DisableBreaker: true, Breaker: breaker.Params{Probes: -1}}).Validate(); err != nil {
 		t.Errorf("a disabled breaker's params were validated: %v", err)
 	}
 }
@@ -370,7 +153,7 @@ func TestServerParamsValidate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.ReadHeaderTimeout <= 0 || s.IdleTimeout <= 0 || s.MaxHeaderBytes != 64<<10 || s.ReadTimeout != 0 || s.WriteTimeout != 0 ||
+	if s.ReadHeaderTimeout <= 0 || s.IdleTimeout <= 0 || s.MaxHeaderBytes != defaultMaxHeaderBytes || s.ReadTimeout != 0 || s.WriteTimeout != 0 ||
 		!s.Protocols.HTTP1() || !s.Protocols.HTTP2() || !s.Protocols.UnencryptedHTTP2() {
 		t.Errorf("server settings: %+v", s)
 	}

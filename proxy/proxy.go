@@ -9,8 +9,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluicehq/sluice/proxy/h1"
+
 	"github.com/sluicehq/sluice/adaptive"
 	"github.com/sluicehq/sluice/gate"
+	"github.com/sluicehq/sluice/internal/defaults"
+	"github.com/sluicehq/sluice/proxy/breaker"
 )
 
 // Protocol selects how the proxy talks to the upstream.
@@ -58,7 +62,7 @@ type Params struct {
 	// UpstreamTimeout is the longest the proxy waits for the upstream to make
 	// progress: for the response head, and between reads of the body (as nginx's
 	// proxy_read_timeout) — a slow stream that keeps sending lives on. gRPC calls
-	// are bounded by their own deadline instead. Default 60s.
+	// are bounded by their own deadline instead. Default 30s.
 	UpstreamTimeout time.Duration
 	// ClientTimeout is the longest a client may take to make progress: between
 	// reads of its request body and for each write of the response, over
@@ -68,7 +72,7 @@ type Params struct {
 	// WriteTimeout, which would cut long uploads and streams. Default 60s.
 	ClientTimeout time.Duration
 	// MaxIdleConns bounds the idle HTTP/1.1 connections kept to the upstream.
-	// Default 512.
+	// Default 256.
 	MaxIdleConns int
 	// IdleConnTimeout closes connections idle for longer. Default 90s.
 	IdleConnTimeout time.Duration
@@ -82,18 +86,19 @@ type Params struct {
 	// request's goroutine, as often as that happens: rate-limit what it logs.
 	OnLocalError func(error)
 	// Breaker configures the upstream's circuit breaker.
-	Breaker BreakerParams
+	Breaker breaker.Params
 	// DisableBreaker turns the circuit breaker off.
 	DisableBreaker bool
 }
 
-// Defaults.
+// Defaults: those of the upstream are the daemon's [upstream] defaults too
+// (package internal/defaults holds them once).
 const (
-	defaultDialTimeout     = 2 * time.Second
-	defaultUpstreamTimeout = 60 * time.Second
+	defaultDialTimeout     = defaults.DialTimeout
+	defaultUpstreamTimeout = defaults.UpstreamTimeout
 	defaultClientTimeout   = 60 * time.Second
-	defaultMaxIdleConns    = 512
-	defaultIdleConnTimeout = 90 * time.Second
+	defaultMaxIdleConns    = defaults.MaxIdleConns
+	defaultIdleConnTimeout = defaults.IdleConnTimeout
 	defaultMaxRespHeader   = 64 << 10
 )
 
@@ -109,7 +114,7 @@ func (p Params) Validate() error {
 	if p.Gate != nil && p.TrustedProxies != nil {
 		errs = append(errs, errors.New("proxy: trusted proxies come from the gate's config (server.trusted_proxies) when there is a gate: leave TrustedProxies nil"))
 	}
-	if !validFieldValue(p.Host) {
+	if !h1.ValidFieldValue(p.Host) {
 		errs = append(errs, fmt.Errorf("proxy: host %q holds a line break", p.Host))
 	}
 	for _, d := range []struct {
@@ -167,9 +172,9 @@ type Proxy struct {
 	clientTimeout   time.Duration
 	maxHead         int
 
-	pool         *connPool
+	pool         *h1.Pool
 	h2           *http.Transport
-	breaker      *Breaker
+	breaker      *breaker.Breaker
 	stats        counters
 	streams      streamSet // the streams open through the proxy (streams.go)
 	onLocalError func(error)
@@ -198,12 +203,12 @@ func New(p Params) (*Proxy, error) {
 	}
 	dial := orDuration(p.DialTimeout, defaultDialTimeout)
 	idle := orDuration(p.IdleConnTimeout, defaultIdleConnTimeout)
-	px.pool = newConnPool(up.network, up.addr, dial, orInt(p.MaxIdleConns, defaultMaxIdleConns), idle)
+	px.pool = h1.NewPool(up.network, up.addr, dial, orInt(p.MaxIdleConns, defaultMaxIdleConns), idle, drainTimeout)
 	if p.Protocol != ProtocolHTTP1 {
 		px.h2 = newH2Transport(up, dial, idle)
 	}
 	if !p.DisableBreaker {
-		b, err := NewBreaker(p.Breaker, time.Now())
+		b, err := breaker.New(p.Breaker, time.Now())
 		if err != nil {
 			return nil, err
 		}
@@ -229,7 +234,7 @@ func orInt(v, def int) int {
 // Close closes the idle upstream connections. Requests in flight finish; later
 // ones dial anew.
 func (p *Proxy) Close() error {
-	p.pool.close()
+	p.pool.Close()
 	if p.h2 != nil {
 		p.h2.CloseIdleConnections()
 	}
@@ -237,12 +242,12 @@ func (p *Proxy) Close() error {
 }
 
 // Breaker returns the upstream's circuit breaker, or nil if it is disabled.
-func (p *Proxy) Breaker() *Breaker { return p.breaker }
+func (p *Proxy) Breaker() *breaker.Breaker { return p.breaker }
 
 // exchange is one request's bookkeeping: what must be reported once it finishes.
 type exchange struct {
 	p           *Proxy
-	permit      Permit
+	ticket      breaker.Ticket
 	pass        gate.Pass // the zero Pass without a gate: its Done does nothing
 	done        bool
 	closeClient bool // the client's HTTP/1 connection must close after the response
@@ -267,7 +272,7 @@ func (x *exchange) finishAt(o gate.Outcome, end time.Time) {
 	}
 	x.done = true
 	if x.p.breaker != nil {
-		x.p.breaker.record(x.permit, o, end, x.cause)
+		x.p.breaker.Record(x.ticket, o, end, x.cause)
 	}
 	lat := end.Sub(x.start)
 	x.pass.DoneAfter(o, lat)
@@ -325,19 +330,19 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// (its admission instant, Pass.Admitted), else here; the breaker reads
 	// it only when its circuit is not closed.
 	if p.breaker != nil {
-		permit, ok := p.breaker.allow()
+		ticket, ok := p.breaker.AllowNow()
 		if !ok {
 			p.stats.circuitRejected.Add(1)
 			p.rejectCircuitOpen(w, g, ct, class, p.breaker.RetryAfter(time.Now()))
 			return
 		}
-		x.permit = permit
+		x.ticket = ticket
 	}
 	if p.gate != nil {
 		pass, rej, ok := p.gate.EnterClass(r.Context(), class)
 		if !ok {
 			if p.breaker != nil {
-				p.breaker.ignore(x.permit)
+				p.breaker.Ignore(x.ticket)
 			}
 			writeRejection(w, g, ct, &rej)
 			return

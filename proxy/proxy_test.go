@@ -18,6 +18,7 @@ import (
 
 	"github.com/sluicehq/sluice/adaptive"
 	"github.com/sluicehq/sluice/gate"
+	"github.com/sluicehq/sluice/proxy/breaker"
 )
 
 func TestForwardBasics(t *testing.T) {
@@ -174,7 +175,7 @@ func TestUpstreamDownFailsFastAndOpensCircuit(t *testing.T) {
 	adm := newFinishes(t)
 	g := testGate(t, roomyGroup)
 	px, base := startWatched(t, adm, Params{Upstream: "http://" + closedAddr(t), Gate: g,
-		Breaker: BreakerParams{ConsecutiveFailures: 3, Cooldown: time.Hour}}, ServerParams{})
+		Breaker: breaker.Params{ConsecutiveFailures: 3, Cooldown: time.Hour}}, ServerParams{})
 	c := newClient(t, false)
 	for i := 0; i < 3; i++ {
 		resp, err := c.Get(base + "/")
@@ -190,7 +191,7 @@ func TestUpstreamDownFailsFastAndOpensCircuit(t *testing.T) {
 			t.Fatalf("request %d: outcome %v, want dropped", i, f.outcome)
 		}
 	}
-	if px.Breaker().State() != BreakerOpen {
+	if px.Breaker().State() != breaker.Open {
 		t.Fatalf("breaker %v after 3 connection failures, want open", px.Breaker().State())
 	}
 	resp, err := c.Get(base + "/")
@@ -220,7 +221,7 @@ func TestUpstreamDownFailsFastAndOpensCircuit(t *testing.T) {
 // circuit_open with the cooldown as Retry-After.
 func TestCircuitOpenWithoutGate(t *testing.T) {
 	px, base := startProxy(t, Params{Upstream: "http://" + closedAddr(t),
-		Breaker: BreakerParams{ConsecutiveFailures: 1, Cooldown: time.Minute}}, ServerParams{})
+		Breaker: breaker.Params{ConsecutiveFailures: 1, Cooldown: time.Minute}}, ServerParams{})
 	c := newClient(t, false)
 	for i, want := range []int{http.StatusBadGateway, http.StatusServiceUnavailable} {
 		resp, err := c.Get(base + "/")
@@ -238,7 +239,7 @@ func TestCircuitOpenWithoutGate(t *testing.T) {
 			}
 		}
 	}
-	if px.Breaker().State() != BreakerOpen {
+	if px.Breaker().State() != breaker.Open {
 		t.Errorf("breaker %v, want open", px.Breaker().State())
 	}
 }
@@ -365,7 +366,7 @@ func TestUpstreamProtocolErrors(t *testing.T) {
 // closed, so that the upstream stops working on it; the outcome is ignored.
 // Over HTTP/2 (its stream reset) the exchange first gets drainTimeout to
 // end, as a stream reset right after its request left (a rapid reset)
-// would, and then the connection closes (see upConn.clientGone).
+// would, and then the connection closes (see h1.Conn.ClientGone).
 func TestClientCancelIsIgnoredAndReachesUpstream(t *testing.T) {
 	for _, h2 := range []bool{false, true} {
 		arrived := make(chan struct{}, 1)

@@ -34,9 +34,14 @@ func (l countingListener) Accept() (net.Conn, error) {
 // TestRapidReset sends 5,000 HEADERS + RST_STREAM pairs (CVE-2023-44487's
 // rapid reset) over h2c, on one connection for as long as the proxy keeps it
 // and then on a new one: the reset streams open at most 10 upstream
-// connections; the resets are counted (Stats.ResetStreams), a connection
-// that resets more than 100 streams early is closed (ResetConnections); and
-// a valid request is served afterwards.
+// connections; no connection carries the whole attack; a connection the
+// proxy closes (ResetConnections) had more than maxEarlyResets early resets
+// counted (ResetStreams); and a valid request is served afterwards.
+//
+// It is judged by counts, not by how fast the server runs: on a loaded
+// machine net/http's server may end a connection first (GOAWAY
+// ENHANCE_YOUR_CALM: its handlers fell behind and the reset streams queued),
+// and then fewer handlers start and fewer resets are the proxy's to count.
 func TestRapidReset(t *testing.T) {
 	const pairs = 5000
 	var accepted atomic.Int64
@@ -53,9 +58,12 @@ func TestRapidReset(t *testing.T) {
 	goroutines := runtime.NumGoroutine()
 
 	sent, conns := 0, 0
+	var ends [numEnds]int
 	for sent < pairs {
 		c := dialH2(t, addr)
-		sent += resetPairs(t, c, pairs-sent)
+		n, end := resetPairs(t, c, pairs-sent)
+		sent += n
+		ends[end]++
 		c.Close()
 		conns++
 	}
@@ -65,12 +73,21 @@ func TestRapidReset(t *testing.T) {
 	waitGoroutines(t, func() int { return goroutines + 20 + int(accepted.Load()) })
 	waitFor(t, "the upstream to accept every idle connection", func() bool { return accepted.Load() >= int64(px.Stats().IdleConns) })
 	st := px.Stats()
-	t.Logf("%d pairs on %d connections: %d upstream connections; %+v", sent, conns, accepted.Load(), st)
+	t.Logf("%d pairs on %d connections (ended: %d by a close, %d by GOAWAY; %d open at the end): %d upstream connections; %+v",
+		sent, conns, ends[endClosed], ends[endGoAway], ends[endOpen], accepted.Load(), st)
 	if n := accepted.Load(); n > 10 {
 		t.Errorf("%d reset streams opened %d upstream connections, want at most 10", sent, n)
 	}
-	if st.ResetStreams == 0 || st.ResetConnections == 0 || st.ResetConnections != uint64(conns-1) && st.ResetConnections != uint64(conns) {
-		t.Errorf("%d pairs on %d connections: ResetStreams %d, ResetConnections %d; want the resets counted, and each connection closed but maybe the last", sent, conns, st.ResetStreams, st.ResetConnections)
+	if ends[endClosed]+ends[endGoAway] == 0 {
+		t.Errorf("one connection carried all %d pairs: neither the proxy nor net/http's server ended it", sent)
+	}
+	// A connection closed without a GOAWAY was closed by the proxy's rule;
+	// one the rule closed may have had net/http's GOAWAY first.
+	if c := st.ResetConnections; c < uint64(ends[endClosed]) || c > uint64(ends[endClosed]+ends[endGoAway]) {
+		t.Errorf("ResetConnections %d; want between the %d connections closed without GOAWAY and the %d that ended", c, ends[endClosed], ends[endClosed]+ends[endGoAway])
+	}
+	if st.ResetStreams < (maxEarlyResets+1)*st.ResetConnections {
+		t.Errorf("ResetStreams %d for %d connections closed: each needs more than %d early resets", st.ResetStreams, st.ResetConnections, maxEarlyResets)
 	}
 
 	resp, err := newClient(t, true).Get(base + "/r")
@@ -95,29 +112,46 @@ func dialH2(t *testing.T, addr string) *h2raw.Conn {
 	return c
 }
 
+// How a connection of resetPairs ended.
+const (
+	endOpen   = iota // the PING was answered: the server read every pair and kept the connection
+	endGoAway        // the server sent GOAWAY (net/http's server: ENHANCE_YOUR_CALM)
+	endClosed        // the connection closed without a GOAWAY (the proxy's rule)
+	numEnds
+)
+
 // resetPairs sends n HEADERS + RST_STREAM pairs on c, then a PING, and waits
 // for its ACK (the server has then read every pair) or the connection's end. A goroutine reads (and
 // drops) what the server sends meanwhile, as a client must for the server's
 // writes to go on. It stops early if the connection ends, and returns how
-// many pairs it sent.
-func resetPairs(t *testing.T, c *h2raw.Conn, n int) (sent int) {
+// many pairs it sent and how the connection ended.
+func resetPairs(t *testing.T, c *h2raw.Conn, n int) (sent, end int) {
 	t.Helper()
 	get := []hpack.HeaderField{
 		{Name: ":method", Value: "GET"}, {Name: ":scheme", Value: "http"}, {Name: ":path", Value: "/r"}, {Name: ":authority", Value: "app"},
 	}
-	acked := make(chan bool, 1)
+	ended := make(chan int, 1)
 	go func() {
+		goAway := false
 		for {
 			f, err := c.Fr.ReadFrame()
-			if err != nil {
-				acked <- false
+			switch {
+			case err != nil && goAway:
+				ended <- endGoAway
+				return
+			case err != nil:
+				ended <- endClosed
 				return
 			}
-			if p, ok := f.(*http2.PingFrame); ok && p.IsAck() {
-				acked <- true
-				return
+			switch f := f.(type) {
+			case *http2.GoAwayFrame:
+				goAway = true
+			case *http2.PingFrame:
+				if f.IsAck() && !goAway {
+					ended <- endOpen
+					return
+				}
 			}
-
 		}
 	}()
 	for ; sent < n; sent++ {
@@ -129,10 +163,8 @@ func resetPairs(t *testing.T, c *h2raw.Conn, n int) (sent int) {
 			break
 		}
 	}
-	if err := c.Fr.WritePing(false, [8]byte{'r', 'e', 's', 'e', 't'}); err == nil {
-		recv(t, acked, "the PING's ACK, or the connection's end")
-	}
-	return sent
+	_ = c.Fr.WritePing(false, [8]byte{'r', 'e', 's', 'e', 't'}) // if it fails, the reader sees the end
+	return sent, recv(t, ended, "the PING's ACK, or the connection's end")
 }
 
 // waitFor spins (yielding) until cond holds: synchronisation on state, not a

@@ -6,6 +6,8 @@ import (
 	"log"
 	"net/http"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/defaults"
 )
 
 // ServerParams configures the HTTP server in front of a Proxy. A zero field means
@@ -26,9 +28,9 @@ type ServerParams struct {
 	Handler http.Handler
 	// ReadHeaderTimeout bounds reading a request head. Default 10s.
 	ReadHeaderTimeout time.Duration
-	// IdleTimeout closes keep-alive connections idle for longer. Default 120s.
+	// IdleTimeout closes keep-alive connections idle for longer. Default 2m.
 	IdleTimeout time.Duration
-	// MaxHeaderBytes bounds a request head. Default 64 KiB.
+	// MaxHeaderBytes bounds a request head. Default 1 MiB.
 	MaxHeaderBytes int
 	// MaxConcurrentStreams bounds the streams open at once on one HTTP/2
 	// connection; the client is told in its SETTINGS, and a stream beyond it
@@ -49,11 +51,12 @@ type ServerParams struct {
 	ErrorLog *log.Logger
 }
 
-// Defaults.
+// Defaults: those of the listener are the daemon's [server] defaults too
+// (package internal/defaults holds them once).
 const (
-	defaultReadHeaderTimeout = 10 * time.Second
-	defaultIdleTimeout       = 120 * time.Second
-	defaultMaxHeaderBytes    = 64 << 10
+	defaultReadHeaderTimeout = defaults.ReadHeaderTimeout
+	defaultIdleTimeout       = defaults.IdleTimeout
+	defaultMaxHeaderBytes    = defaults.MaxHeaderBytes
 	defaultMaxStreams        = 100
 )
 

@@ -42,7 +42,7 @@ func (p *Proxy) Stats() Stats {
 		LocalErrors:     c.local.Load(),
 		Retries:         c.retries.Load(),
 		Upgrades:        c.upgrades.Load(),
-		IdleConns:       p.pool.idleCount(),
+		IdleConns:       p.pool.IdleCount(),
 
 		ResetStreams:     c.resetStreams.Load(),
 		ResetRefused:     c.resetRefused.Load(),

@@ -128,16 +128,48 @@ func (p *Proxy) CloseStreams(ctx context.Context) int {
 // x is finished either way. On refusal it returns the gate's Rejection and
 // ok = false: the caller drops the upstream's answer and sends it.
 func (x *exchange) openStream(end time.Time) (gate.Stream, gate.Rejection, bool) {
-	x.done = true
-	if x.p.breaker != nil {
-		x.p.breaker.record(x.permit, gate.Success, end, x.cause)
+	st, rej, ok := x.pass.ReserveStream()
+	if !ok {
+		x.done = true
+		if x.p.breaker != nil {
+			x.p.breaker.Record(x.ticket, gate.Success, end, x.cause) // the upstream answered
+		}
+		return st, rej, false
 	}
-	lat := end.Sub(x.start)
-	st, rej, ok := x.pass.Stream(gate.Success, lat)
-	if ok && x.p.observe != nil {
-		x.p.observe(gate.Success, lat)
+	x.openReserved(end)
+	return st, rej, true
+}
+
+// reserveStream takes the stream slot of x's request before it is
+// forwarded, for a request that asks to become a stream (a WebSocket
+// upgrade: gate.Pass.ReserveStream). Refused, x is finished, the upstream
+// never asked: the caller sends the Rejection. The caller Ends the Stream
+// unless openReserved makes the request that stream.
+func (x *exchange) reserveStream() (gate.Stream, gate.Rejection, bool) {
+	st, rej, ok := x.pass.ReserveStream()
+	if !ok {
+		x.done = true
+		if x.p.breaker != nil {
+			x.p.breaker.Record(x.ticket, gate.Ignored, time.Now(), x.cause) // nothing of the upstream learnt
+		}
 	}
 	return st, rej, ok
+}
+
+// openReserved makes x's request, whose stream slot is reserved, that
+// stream at end, the instant its first response byte is to be sent: the
+// breaker learns a success, the gate gets the time to that byte as the
+// latency (gate.Pass.StreamOpened). x is finished.
+func (x *exchange) openReserved(end time.Time) {
+	x.done = true
+	if x.p.breaker != nil {
+		x.p.breaker.Record(x.ticket, gate.Success, end, x.cause)
+	}
+	lat := end.Sub(x.start)
+	x.pass.StreamOpened(gate.Success, lat)
+	if x.p.observe != nil {
+		x.p.observe(gate.Success, lat)
+	}
 }
 
 // isEventStream reports whether a response's Content-Type is

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluicehq/sluice/proxy/h1"
+
 	"github.com/sluicehq/sluice/gate"
 )
 
@@ -16,13 +18,13 @@ import (
 // with prior knowledge).
 func upgradeOffer(r *http.Request) string {
 	up := r.Header["Upgrade"]
-	if r.ProtoMajor != 1 || len(up) == 0 || !hasToken(r.Header["Connection"], "upgrade") {
+	if r.ProtoMajor != 1 || len(up) == 0 || !h1.HasToken(r.Header["Connection"], "upgrade") {
 		return ""
 	}
 	var b strings.Builder
 	for _, v := range up {
 		for s := v; ; {
-			tok, rest, ok := nextToken(s)
+			tok, rest, ok := h1.NextToken(s)
 			if !ok {
 				break
 			}
@@ -43,8 +45,8 @@ func upgradeOffer(r *http.Request) string {
 // httputil.ReverseProxy checks it: Connection names "upgrade" and Upgrade is the
 // offer, ASCII case aside. Anything else (no Upgrade, another protocol) would
 // splice a tunnel the client never asked for.
-func upgradeAccepted(h *respHead, offer string) bool {
-	return offer != "" && h.upgrade && strings.EqualFold(h.upgradeTo, offer)
+func upgradeAccepted(h *h1.ResponseHead, offer string) bool {
+	return offer != "" && h.Upgrade && strings.EqualFold(h.UpgradeTo, offer)
 }
 
 // printableASCII reports whether s is non-empty and all printable ASCII.
@@ -58,26 +60,22 @@ func printableASCII(s string) bool {
 }
 
 // splice completes an upgrade (WebSocket and the like) the upstream accepted with
-// 101: the exchange becomes a stream (see streams.go; its latency the time to
-// the 101), or is refused for its group's streams bound before the client sees
-// the 101; then splice takes the client's connection over, sends it the 101
-// head and leaves the bytes to two pumps, one per direction, which run until
-// either side ends and close both (see splicedConn). The handler returns at
-// once: an idle spliced connection holds two small goroutines and no buffer.
-func (p *Proxy) splice(w http.ResponseWriter, r *http.Request, c *upConn, upgradeTo string, x *exchange, watch clientStop) (abort bool) {
+// 101: the exchange becomes the stream st reserved (see streams.go; its
+// latency the time to the 101: an upgrade beyond its group's streams bound
+// was refused before the upstream saw it); then splice takes the client's
+// connection over, sends it the 101 head and leaves the bytes to two pumps,
+// one per direction, which run until either side ends and close both (see
+// splicedConn). st is splice's to end. The handler returns at once: an idle
+// spliced connection holds two small goroutines and no buffer.
+func (p *Proxy) splice(w http.ResponseWriter, r *http.Request, c *h1.Conn, upgradeTo string, x *exchange, watch clientStop, st gate.Stream) (abort bool) {
 	if !watch.stop() {
 		// The client went away while the upstream was answering.
-		c.abort()
+		st.End()
+		c.Abort()
 		x.finish(gate.Ignored)
 		return false
 	}
-	st, rej, ok := x.openStream(time.Now())
-	if !ok {
-		c.abort()
-		clear(w.Header())
-		writeRejection(w, grpcNone, "", &rej)
-		return false
-	}
+	x.openReserved(time.Now())
 	var ahead []byte // what the client sent after its request, read already
 	if hw, ok := w.(*h1Writer); ok && hw.c.r < hw.c.w {
 		ahead = append(ahead, (*hw.c.rbuf)[hw.c.r:hw.c.w]...)
@@ -85,8 +83,8 @@ func (p *Proxy) splice(w http.ResponseWriter, r *http.Request, c *upConn, upgrad
 	conn, brw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
 		st.End()
-		c.abort()
-		p.fail(r.Context(), w, x, grpcNone, "", protoErr("cannot take over the client connection: %v", err), false)
+		c.Abort()
+		p.fail(r.Context(), w, x, grpcNone, "", h1.ProtoErr("cannot take over the client connection: %v", err), false)
 		return false
 	}
 	if _, own := w.(*h1Writer); !own {
@@ -104,7 +102,7 @@ func (p *Proxy) splice(w http.ResponseWriter, r *http.Request, c *upConn, upgrad
 		out = g.Conn
 	}
 	_ = conn.SetDeadline(time.Time{})
-	_ = c.nc.SetDeadline(time.Time{})
+	_ = c.Net.SetDeadline(time.Time{})
 
 	bw := brw.Writer
 	bw.WriteString("HTTP/1.1 101 Switching Protocols\r\n")
@@ -114,24 +112,24 @@ func (p *Proxy) splice(w http.ResponseWriter, r *http.Request, c *upConn, upgrad
 	bw.WriteString(upgradeTo) // the offer: printable ASCII (upgradeAccepted)
 	bw.WriteString("\r\n")
 	bw.WriteString("\r\n")
-	if n := c.br.Buffered(); n > 0 { // what the upstream sent right after its head
-		b, _ := c.br.Peek(n)
+	if n := c.R.Buffered(); n > 0 { // what the upstream sent right after its head
+		b, _ := c.R.Peek(n)
 		_, _ = bw.Write(b)
-		_, _ = c.br.Discard(n)
+		_, _ = c.R.Discard(n)
 	}
 	err = bw.Flush()
 	if err == nil && len(ahead) > 0 {
-		_, err = c.nc.Write(ahead)
+		_, err = c.Net.Write(ahead)
 	}
 	if err != nil {
 		st.End()
 		_ = conn.Close()
-		c.abort()
+		c.Abort()
 		return false
 	}
 	ws := strings.EqualFold(upgradeTo, "websocket")
-	sc := &splicedConn{client: conn, up: c.nc,
-		toUp: newPumpSide(conn, c.nc, ws), toCl: newPumpSide(c.nc, out, ws)}
+	sc := &splicedConn{client: conn, up: c.Net,
+		toUp: newPumpSide(conn, c.Net, ws), toCl: newPumpSide(c.Net, out, ws)}
 	ls := p.streams.add(st, sc.cut)
 	go func() {
 		sc.serve()

@@ -83,7 +83,7 @@ type gateState struct {
 	breaker breaker
 }
 
-// breaker is the proxy's circuit breaker with its defaults (proxy.Breaker):
+// breaker is the proxy's circuit breaker with its defaults (proxy/breaker, breaker.Default):
 // closed, it opens after breakerFailures upstream failures in a row; open, it
 // refuses everything for breakerOpen; then it is half-open: breakerProbes
 // requests pass, and it closes when they all succeed or opens again at the

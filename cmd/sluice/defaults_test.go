@@ -17,23 +17,49 @@ import (
 
 	"github.com/sluicehq/sluice/admin"
 	"github.com/sluicehq/sluice/configs"
-	"github.com/sluicehq/sluice/proxy"
+	"github.com/sluicehq/sluice/gate/spec"
+	"github.com/sluicehq/sluice/limits/redis"
+	"github.com/sluicehq/sluice/permit"
+	"github.com/sluicehq/sluice/proxy/breaker"
 )
 
 // The facts of a default live in one place each: the admin address in
-// configs.DefaultAdminListen, the breaker's figures in proxy.DefaultBreaker
-// (configs, which imports nothing of sluice's, writes them again for the
-// TOML schema). These tests tie every other mention to them.
+// configs.DefaultAdminListen, the figures that configs shares with the
+// libraries it configures (the proxy, its breaker, limits/redis, permit) in
+// internal/defaults. These tests tie every other mention to them
+// (proxy's TestDefaultsAreTheDaemons ties proxy.Params and ServerParams).
 
 // TestBreakerDefaults: [upstream.circuit]'s defaults, in the static default
 // and in the embedded default config, are the proxy's own.
 func TestBreakerDefaults(t *testing.T) {
-	want := proxy.DefaultBreaker()
+	want := breaker.Default()
 	want.Buckets = 0 // configs has no key for it: the proxy's default applies
 	for name, c := range map[string]*configs.Config{"configs.New": configs.New(), "the embedded default": configs.Default()} {
 		got, off := breakerParams(&c.Upstream.Circuit)
 		if off || !reflect.DeepEqual(got, want) {
-			t.Errorf("%s: [upstream.circuit] maps to %+v (off %v), want proxy.DefaultBreaker %+v", name, got, off, want)
+			t.Errorf("%s: [upstream.circuit] maps to %+v (off %v), want breaker.Default %+v", name, got, off, want)
+		}
+	}
+}
+
+// TestLibraryDefaultsAreTheDaemons: what limits/redis, permit and gate/spec
+// take for an unset parameter is what the daemon runs when its file leaves
+// the key out.
+func TestLibraryDefaultsAreTheDaemons(t *testing.T) {
+	rd, pm := configs.NewRedis(), configs.NewPermit()
+	for _, c := range []struct {
+		name      string
+		got, want any
+	}{
+		{"redis.timeout: limits/redis.DefaultTimeout", redis.DefaultTimeout, time.Duration(rd.Timeout)},
+		{"redis.key_prefix: limits/redis.DefaultKeyPrefix", redis.DefaultKeyPrefix, rd.KeyPrefix},
+		{"permit.lease: permit.DefaultLease", permit.DefaultLease, time.Duration(pm.Lease)},
+		{"permit.max_leases: permit.DefaultMaxLeases", permit.DefaultMaxLeases, pm.MaxLeases},
+		{"lease_period: limits/redis.DefaultLeasePeriod", redis.DefaultLeasePeriod, spec.DefaultLeasePeriod},
+		{"lease_expiry: limits/redis.DefaultLeaseTTL", redis.DefaultLeaseTTL, spec.DefaultLeaseExpiry},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s is %v, the daemon's %v", c.name, c.got, c.want)
 		}
 	}
 }
@@ -109,7 +135,7 @@ func TestDefaultsInDocComments(t *testing.T) {
 		value     any
 		want      int // how many fields quote a default
 	}{
-		{"proxy/breaker.go", "BreakerParams", proxy.DefaultBreaker(), 7},
+		{"proxy/breaker/breaker.go", "Params", breaker.Default(), 7},
 		{"configs/config.go", "Circuit", cfg.Upstream.Circuit, 6},
 		{"configs/config.go", "Admin", cfg.Admin, 1},
 	} {

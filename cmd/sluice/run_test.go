@@ -23,6 +23,7 @@ import (
 	"github.com/sluicehq/sluice/internal/tlstest"
 	"github.com/sluicehq/sluice/limits/redis"
 	"github.com/sluicehq/sluice/proxy"
+	"github.com/sluicehq/sluice/proxy/breaker"
 )
 
 // These tests drive "sluice run" in this process: run with a context that
@@ -190,7 +191,7 @@ func TestListenRemovesAStaleSocket(t *testing.T) {
 func TestBreakerParams(t *testing.T) {
 	c := configs.New().Upstream.Circuit
 	b, off := breakerParams(&c)
-	want := proxy.BreakerParams{Window: 10 * time.Second, MinRequests: 20, FailureRatio: 0.5, ConsecutiveFailures: 5, Cooldown: 5 * time.Second, Probes: 3}
+	want := breaker.Params{Window: 10 * time.Second, MinRequests: 20, FailureRatio: 0.5, ConsecutiveFailures: 5, Cooldown: 5 * time.Second, Probes: 3}
 	if off || !reflect.DeepEqual(b, want) {
 		t.Errorf("defaults: %+v off %v, want %+v", b, off, want)
 	}

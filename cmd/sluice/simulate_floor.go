@@ -19,7 +19,7 @@ import (
 // the p99 of an exponential service of mean 50ms, 230ms.)
 func targetBelowService(g *configs.Group, svc *sim.Service) string {
 	t := g.Targets
-	if t.Latency <= 0 || g.Concurrency.Law == configs.LawFixed {
+	if t.Latency <= 0 || g.Concurrency.FixedLimit() {
 		return ""
 	}
 	floor, ok := serviceQuantile(svc.Dist, t.Quantile)

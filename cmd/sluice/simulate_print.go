@@ -190,7 +190,7 @@ func outcomeText(what string, o sim.Outcome) string {
 func policyText(g *configs.Group, sc *sim.Scenario) string {
 	cc := g.Concurrency
 	parts := []string{fmt.Sprintf("law %s, limit %d..%d from %d", cc.Law, cc.Min, cc.Max, cc.Initial)}
-	if cc.Law == configs.LawFixed {
+	if cc.FixedLimit() {
 		parts[0] = fmt.Sprintf("law fixed, limit %d", cc.Limit)
 	}
 	t := sc.Targets
@@ -216,7 +216,7 @@ func policyText(g *configs.Group, sc *sim.Scenario) string {
 	}
 	if sc.Gate.Rate > 0 {
 		managed := ""
-		if cc.Law == configs.LawTarget {
+		if k, ok := adaptive.LookupLaw(string(cc.Law)); ok && k.ManagesRate {
 			managed = ", managed by the law"
 		}
 		parts = append(parts, fmt.Sprintf("rate %g/s burst %g%s", sc.Gate.Rate, sc.Gate.Burst, managed))

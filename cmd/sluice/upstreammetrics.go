@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluicehq/sluice/proxy"
+	"github.com/sluicehq/sluice/proxy/breaker"
 )
 
 // upstreamCollector exports what the proxy counts on its own, beside what
@@ -42,7 +43,7 @@ func (upstreamCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c upstreamCollector) Collect(ch chan<- prometheus.Metric) {
 	if b := c.p.Breaker(); b != nil {
 		now := b.State()
-		for _, s := range []proxy.BreakerState{proxy.BreakerClosed, proxy.BreakerOpen, proxy.BreakerHalfOpen} {
+		for _, s := range []breaker.State{breaker.Closed, breaker.Open, breaker.HalfOpen} {
 			v := 0.0
 			if s == now {
 				v = 1

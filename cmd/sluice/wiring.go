@@ -19,6 +19,7 @@ import (
 	"github.com/sluicehq/sluice/limits/redis"
 	"github.com/sluicehq/sluice/probe"
 	"github.com/sluicehq/sluice/proxy"
+	"github.com/sluicehq/sluice/proxy/breaker"
 )
 
 // This file maps the configuration onto the parameters of the parts the
@@ -60,11 +61,11 @@ func proxyParams(cfg *configs.Config) proxy.Params {
 
 // breakerParams maps [upstream.circuit] onto the proxy's breaker: a trigger
 // configs turns off with 0 is negative there.
-func breakerParams(c *configs.Circuit) (proxy.BreakerParams, bool) {
+func breakerParams(c *configs.Circuit) (breaker.Params, bool) {
 	if c.Off() {
-		return proxy.BreakerParams{}, true
+		return breaker.Params{}, true
 	}
-	b := proxy.BreakerParams{
+	b := breaker.Params{
 		Window:              time.Duration(c.Window),
 		MinRequests:         c.MinRequests,
 		FailureRatio:        c.FailureRatio,
@@ -166,7 +167,7 @@ func listen(address string) (net.Listener, error) {
 // want of a local resource (the fd limit, say) at warn, at most one line a
 // second, which says how many more there were.
 func watchProxy(p *proxy.Params, log hclog.Logger) {
-	p.Breaker.OnChange = func(c proxy.BreakerChange) {
+	p.Breaker.OnChange = func(c breaker.Change) {
 		log.Info("circuit breaker "+c.To.String(), "from", c.From.String(), "reason", c.Reason)
 	}
 	var local sometimes

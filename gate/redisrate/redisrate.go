@@ -46,21 +46,19 @@ func Params(g *gate.Group) (redis.LimiterParams, error) {
 	if r == nil {
 		return redis.LimiterParams{}, fmt.Errorf("group %q has no rate", g.Name)
 	}
-	p := redis.LimiterParams{Name: g.Name, MaxKeys: r.MaxKeys}
-	switch r.Algorithm {
-	case spec.AlgorithmTokenBucket:
-		p.Algorithm, p.Rate, p.Burst = redis.TokenBucket, r.PerSecond(), int64(r.Burst)
-	case spec.AlgorithmLeakyBucket:
-		p.Algorithm, p.Rate, p.Burst = redis.LeakyBucket, r.PerSecond(), int64(r.Burst)
-	case spec.AlgorithmFixedWindow, spec.AlgorithmSlidingWindow:
-		p.Algorithm = redis.FixedWindow
-		if r.Algorithm == spec.AlgorithmSlidingWindow {
-			p.Algorithm = redis.SlidingWindow
-		}
-		n, w := r.Quota()
-		p.Limit, p.Window = int64(n), w
-	default:
-		return p, fmt.Errorf("algorithm %q cannot keep its state in Redis", r.Algorithm)
+	a, ok := limits.LookupAlgorithm(string(r.Algorithm))
+	if !ok || a.Global == limits.GlobalNone {
+		return redis.LimiterParams{}, fmt.Errorf("algorithm %q cannot keep its state in Redis", r.Algorithm)
+	}
+	// limits/redis implements a global algorithm under its registry name
+	// (limits.Algorithm.Global), from the amount of its shape.
+	p := redis.LimiterParams{Name: g.Name, MaxKeys: r.MaxKeys, Algorithm: redis.Algorithm(a.Name)}
+	s := r.Limits()
+	switch a.Shape {
+	case limits.ShapeRate:
+		p.Rate, p.Burst = s.Rate, s.Burst
+	case limits.ShapeWindow:
+		p.Limit, p.Window = s.Limit, s.Window
 	}
 	if r.Sync == spec.SyncLeased {
 		p.Sync = redis.SyncLeased

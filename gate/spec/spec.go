@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/adaptive"
+	"github.com/sluicehq/sluice/internal/defaults"
+	"github.com/sluicehq/sluice/limits"
 )
 
 // Config is what a gate runs: its groups and the settings they share.
@@ -353,6 +355,21 @@ func (c Concurrency) WithDefaults() Concurrency {
 	return c
 }
 
+// LawSettings is what g gives its law (adaptive.LawKind.New): its bounds,
+// its fixed limit, its targets and the law's own knobs; the gate adds a
+// learned limit and a managed rate (gate/policy.go), the simulator a
+// managed rate.
+func (g *Group) LawSettings() adaptive.LawSettings {
+	cc := &g.Concurrency
+	return adaptive.LawSettings{
+		Bounds:  adaptive.Bounds{Min: cc.Min, Max: cc.Max, Initial: cc.Initial},
+		Limit:   cc.Limit,
+		Latency: g.Targets.Latency, Quantile: adaptive.QuantileAtLeast(g.Targets.Quantile),
+		CPU: g.Targets.CPU, Memory: g.Targets.Memory, CPUPressure: g.Targets.CPUPressure,
+		Backoff: cc.Backoff, Tolerance: cc.Tolerance,
+	}
+}
+
 // knob is the field of the law's knob called name (adaptive.Knob.Name), nil
 // for a name Concurrency has no field for.
 func (c *Concurrency) knob(name string) *float64 {
@@ -426,11 +443,11 @@ type Rate struct {
 	// Warmup ramps a cold token bucket up to Rate over this long (local
 	// scope only). Default 0: none.
 	Warmup time.Duration
-	// Buckets is how many sub-windows a sliding_buckets window has. Default
-	// DefaultBuckets.
+	// Buckets is how many sub-windows a sliding_buckets window has. Default:
+	// the algorithm's (limits.Algorithm.Defaults: 10).
 	Buckets int
 	// MaxWait is how long a leaky_queue request may wait for its turn.
-	// Default DefaultLeakyWait.
+	// Default: the algorithm's (limits.Algorithm.Defaults: 500ms).
 	MaxWait time.Duration
 	// MaxKeys bounds how many keys keep state (the least recently used is
 	// dropped beyond it), for a group with a key. Default DefaultMaxKeys.
@@ -489,11 +506,9 @@ const (
 
 // Rate defaults.
 const (
-	DefaultBuckets     = 10
-	DefaultLeakyWait   = 500 * time.Millisecond
 	DefaultMaxKeys     = 100_000
-	DefaultLeasePeriod = 100 * time.Millisecond
-	DefaultLeaseExpiry = 2 * time.Second
+	DefaultLeasePeriod = defaults.LeasePeriod
+	DefaultLeaseExpiry = defaults.LeaseExpiry
 	// MinKeyIdle and MaxKeyIdle bound KeyIdleTimeout's default.
 	MinKeyIdle = time.Minute
 	MaxKeyIdle = 365 * 24 * time.Hour
@@ -534,18 +549,16 @@ func (r Rate) WithDefaults(key KeySource) Rate {
 			r.LeaseExpiry = max(DefaultLeaseExpiry, 3*r.LeasePeriod)
 		}
 	}
-	switch r.Algorithm {
-	case AlgorithmTokenBucket, AlgorithmLeakyBucket:
-		if ps := r.PerSecond(); r.Burst == 0 && ps > 0 && ps <= MaxRate {
+	if a, ok := limits.LookupAlgorithm(string(r.Algorithm)); ok {
+		if ps := r.PerSecond(); a.Knobs.Has(limits.KnobBurst) && r.Burst == 0 && ps > 0 && ps <= MaxRate {
 			r.Burst = max(r.Cost, int(math.Ceil(ps)))
 		}
-	case AlgorithmSlidingBuckets:
-		if r.Buckets == 0 {
-			r.Buckets = DefaultBuckets
+		d := a.WithDefaults(limits.Spec{Buckets: r.Buckets, MaxWait: r.MaxWait})
+		if a.Knobs.Has(limits.KnobBuckets) {
+			r.Buckets = d.Buckets
 		}
-	case AlgorithmLeakyQueue:
-		if r.MaxWait == 0 {
-			r.MaxWait = DefaultLeakyWait
+		if a.Knobs.Has(limits.KnobMaxWait) {
+			r.MaxWait = d.MaxWait
 		}
 	}
 	if key != KeyNone && key != "" {
@@ -581,27 +594,28 @@ func (r *Rate) Quota() (limit int, window time.Duration) {
 	return r.Limit, r.Window
 }
 
+// Limits is what r gives its algorithm (limits.Algorithm.New, and
+// limits.Retune at runtime).
+func (r *Rate) Limits() limits.Spec {
+	n, w := r.Quota()
+	return limits.Spec{Rate: r.PerSecond(), Limit: int64(n), Window: w, Burst: int64(r.Burst),
+		Warmup: r.Warmup, MaxWait: r.MaxWait, Buckets: r.Buckets}
+}
+
 // FreshAfter is how long an unused key's state takes to become the same
-// as a new key's: after it, forgetting the key changes nothing. It is the
-// window (two for sliding_window, whose estimate reads the previous one),
-// the time to refill the bucket (burst / rate), or max_wait for
-// leaky_queue. Capped at MaxKeyIdle.
+// as a new key's: after it, forgetting the key changes nothing. The
+// algorithm says (limits.Algorithm.FreshAfter): the window (two for
+// sliding_window, whose estimate reads the previous one), the time to
+// refill the bucket (burst / rate, the burst at least Cost), or max_wait
+// for leaky_queue. Capped at MaxKeyIdle; 0 for an unknown algorithm.
 func (r *Rate) FreshAfter() time.Duration {
-	var secs float64
-	switch r.Algorithm {
-	case AlgorithmFixedWindow, AlgorithmSlidingLog, AlgorithmSlidingBuckets, AlgorithmSlidingWindow:
-		_, w := r.Quota()
-		secs = w.Seconds()
-		if r.Algorithm == AlgorithmSlidingWindow {
-			secs *= 2
-		}
-	case AlgorithmLeakyQueue:
-		secs = r.MaxWait.Seconds()
-	default:
-		if ps := r.PerSecond(); ps > 0 {
-			secs = float64(max(r.Burst, r.Cost, 1)) / ps
-		}
+	a, ok := limits.LookupAlgorithm(string(r.Algorithm))
+	if !ok {
+		return 0
 	}
+	s := r.Limits()
+	s.Burst = max(s.Burst, int64(r.Cost))
+	secs := a.FreshAfter(s)
 	if !(secs < MaxKeyIdle.Seconds()) {
 		return MaxKeyIdle
 	}

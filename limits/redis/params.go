@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/defaults"
 	"github.com/sluicehq/sluice/limits"
 )
 
@@ -59,8 +60,8 @@ const (
 
 // Defaults of LeaseParams.
 const (
-	DefaultLeasePeriod  = 100 * time.Millisecond
-	DefaultLeaseTTL     = 2 * time.Second
+	DefaultLeasePeriod  = defaults.LeasePeriod
+	DefaultLeaseTTL     = defaults.LeaseExpiry
 	DefaultLeaseMaxKeys = 16
 )
 
@@ -99,8 +100,8 @@ func (p LeaseParams) resolved() LeaseParams {
 
 // Defaults of StoreParams.
 const (
-	DefaultTimeout    = 5 * time.Millisecond
-	DefaultKeyPrefix  = "sluice:"
+	DefaultTimeout    = defaults.RedisTimeout
+	DefaultKeyPrefix  = defaults.RedisKeyPrefix
 	DefaultBackoffMin = 50 * time.Millisecond
 	DefaultBackoffMax = 2 * time.Second
 	DefaultHeartbeat  = time.Second

@@ -2,11 +2,13 @@ package simulate
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/sluicehq/sluice/adaptive"
 	"github.com/sluicehq/sluice/adaptive/sim"
 	"github.com/sluicehq/sluice/configs"
+	"github.com/sluicehq/sluice/limits"
 )
 
 // Run is one group of a config in charge of a workload: the scenario the
@@ -59,7 +61,7 @@ func ForGroup(w Workload, cfg *configs.Config, g *configs.Group, slo time.Durati
 
 	cc := g.Concurrency
 	sc.Bounds = adaptive.Bounds{Min: cc.Min, Max: cc.Max, Initial: cc.Initial}
-	if cc.Law == configs.LawFixed {
+	if cc.FixedLimit() {
 		sc.Bounds = adaptive.Bounds{Min: cc.Limit, Max: cc.Limit, Initial: cc.Limit}
 		sc.Static = cc.Limit
 	}
@@ -119,8 +121,9 @@ func ForGroup(w Workload, cfg *configs.Config, g *configs.Group, slo time.Durati
 			r.note("rate with scope \"global\" (a quota shared in Redis): not modelled, the group runs without its rate")
 		case g.Key != configs.KeyNone:
 			r.note("rate per key (%s, %s): not modelled, the group runs without its rate", g.Key, rt.Algorithm)
-		case rt.Algorithm != configs.AlgorithmTokenBucket && rt.Algorithm != configs.AlgorithmLeakyBucket:
-			r.note("rate algorithm %s: not modelled (token_bucket and leaky_bucket are), the group runs without its rate", rt.Algorithm)
+		case !modelledRate(rt.Algorithm):
+			r.note("rate algorithm %s: not modelled (%s are), the group runs without its rate", rt.Algorithm,
+				strings.Join(limits.AlgorithmNames(func(a *limits.Algorithm) bool { return modelledRate(configs.Algorithm(a.Name)) }), " and "))
 		default:
 			cost := float64(max(rt.Cost, 1))
 			sc.Gate.Rate, sc.Gate.Burst = rt.PerSecond()/cost, float64(rt.Burst)/cost
@@ -138,11 +141,11 @@ func ForGroup(w Workload, cfg *configs.Config, g *configs.Group, slo time.Durati
 		r.note("upstream.circuit: the model's breaker opens after 5 failures in a row for 5s and probes with 3 (no failure_ratio)")
 	}
 
-	if cfg.Control.StateFile != "" && cc.Law != configs.LawFixed {
+	if cfg.Control.StateFile != "" && !cc.FixedLimit() {
 		r.note("control.state_file: the law starts from its configured initial limit (%d), not from a learned one", cc.Initial)
 	}
 
-	law, err := lawOf(g, sc.Targets, managed)
+	law, err := lawOf(g, managed)
 	if err != nil {
 		return Run{}, fmt.Errorf("group %q: %w", g.Name, err)
 	}
@@ -157,19 +160,25 @@ func ForGroup(w Workload, cfg *configs.Config, g *configs.Group, slo time.Durati
 // gate gives it (gate/policy.go), from its configured initial limit (a
 // state file's learned one is not read) and, when managed > 0 and the law
 // manages a token rate, a rate of at most managed req/s.
-func lawOf(g *configs.Group, t sim.Targets, managed float64) (adaptive.Law, error) {
-	cc := g.Concurrency
-	k, ok := adaptive.LookupLaw(string(cc.Law))
+func lawOf(g *configs.Group, managed float64) (adaptive.Law, error) {
+	k, ok := adaptive.LookupLaw(string(g.Concurrency.Law))
 	if !ok {
-		return nil, fmt.Errorf("unknown law %q", cc.Law)
+		return nil, fmt.Errorf("unknown law %q", g.Concurrency.Law)
 	}
-	s := adaptive.LawSettings{Bounds: adaptive.Bounds{Min: cc.Min, Max: cc.Max, Initial: cc.Initial}, Limit: cc.Limit,
-		Latency: t.Latency, Quantile: t.Quantile, CPU: t.CPU, Memory: t.Memory, CPUPressure: t.CPUPressure,
-		Backoff: cc.Backoff, Tolerance: cc.Tolerance}
+	sg := g.Spec()
+	s := sg.LawSettings()
 	if k.ManagesRate {
 		s.Rate = adaptive.ManagedRate(managed, 0)
 	}
 	return k.New(s)
+}
+
+// modelledRate reports whether the simulator models a rate of algorithm
+// name: a bucket of a rate (limits.ShapeRate with a burst), which it spends
+// as limits.TokenBucket.
+func modelledRate(name configs.Algorithm) bool {
+	a, ok := limits.LookupAlgorithm(string(name))
+	return ok && a.Shape == limits.ShapeRate && a.Knobs.Has(limits.KnobBurst)
 }
 
 // priorityOf maps a configured level to the simulator's priority; an

@@ -1,11 +1,11 @@
 //go:build !(linux || darwin || freebsd)
 
-package proxy
+package h1
 
 import "net"
 
 // idleProbe cannot look without blocking here: bytes sent to an idle connection
-// are found only if they arrived with its last response (see forwardH1), and a
+// are found only if they arrived with its last response (see the proxy's forwardH1), and a
 // request that fails on a stale connection is retried when that is safe.
 type idleProbe struct{}
 

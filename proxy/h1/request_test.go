@@ -1,66 +1,24 @@
-package proxy
+package h1
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"net/http"
 	"net/textproto"
 	"slices"
-	"strings"
 	"testing"
 
-	"golang.org/x/net/http/httpguts"
+	"github.com/sluicehq/sluice/proxy/h1/h1test"
 )
-
-// netHTTPReads reads b as net/http's server reads a request head (its
-// readRequest and the checks of conn.readRequest and serverHandler), and
-// returns the request, or nil when net/http refuses it.
-func netHTTPReads(b []byte) *http.Request {
-	r, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(b)))
-	if err != nil || r.ProtoMajor != 1 {
-		return nil
-	}
-	// ReadRequest takes Host out of the map, where the server looks for it.
-	tp := textproto.NewReader(bufio.NewReader(bytes.NewReader(b)))
-	_, _ = tp.ReadLine()
-	mh, err := tp.ReadMIMEHeader()
-	if err != nil {
-		return nil
-	}
-	hosts, haveHost := mh["Host"]
-	if r.ProtoAtLeast(1, 1) && (!haveHost || len(hosts) == 0) && r.Method != "CONNECT" {
-		return nil
-	}
-	if len(hosts) == 1 && !httpguts.ValidHostHeader(hosts[0]) {
-		return nil
-	}
-	for k, vv := range r.Header {
-		if !httpguts.ValidHeaderFieldName(k) {
-			return nil
-		}
-		for _, v := range vv {
-			if !httpguts.ValidHeaderFieldValue(v) {
-				return nil
-			}
-		}
-	}
-	expect := r.Header.Get("Expect")
-	if expect != "" && !(r.ProtoAtLeast(1, 1) && strings.EqualFold(expect, "100-continue")) {
-		return nil // 417
-	}
-	return r
-}
 
 // checkAgainstNetHTTP parses b (a whole head) with the proxy's parser and, when
 // it takes it, holds what it read to net/http's reading: net/http must take the
 // head too, and both must read the same request. It returns what went wrong.
 func checkAgainstNetHTTP(b []byte) []string {
-	var h reqHead
-	if h.parse(b) != nil {
+	var h RequestHead
+	if h.Parse(b) != nil {
 		return nil // refusing more than net/http is allowed
 	}
-	r := netHTTPReads(b)
+	r := h1test.NetHTTPReads(b)
 	if r == nil {
 		return []string{"the parser takes a head net/http refuses"}
 	}
@@ -68,22 +26,22 @@ func checkAgainstNetHTTP(b []byte) []string {
 	differ := func(what string, ours, theirs any) {
 		bad = append(bad, fmt.Sprintf("%s: the parser read %#v, net/http %#v", what, ours, theirs))
 	}
-	if m := string(h.method.of(b)); m != r.Method {
+	if m := string(h.Method.Of(b)); m != r.Method {
 		differ("method", m, r.Method)
 	}
-	if u := string(h.target.of(b)); u != r.RequestURI {
+	if u := string(h.Target.Of(b)); u != r.RequestURI {
 		differ("request-target", u, r.RequestURI)
 	}
-	if int(h.minor) != r.ProtoMinor {
-		differ("version", h.minor, r.ProtoMinor)
+	if int(h.Minor) != r.ProtoMinor {
+		differ("version", h.Minor, r.ProtoMinor)
 	}
-	if host := string(h.host.of(b)); host != r.Host {
+	if host := string(h.Host.Of(b)); host != r.Host {
 		differ("host", host, r.Host)
 	}
 	fields := http.Header{}
-	for _, f := range h.fields {
-		k := textproto.CanonicalMIMEHeaderKey(string(f.name.of(b)))
-		fields[k] = append(fields[k], string(f.value.of(b)))
+	for _, f := range h.Fields {
+		k := textproto.CanonicalMIMEHeaderKey(string(f.Name.Of(b)))
+		fields[k] = append(fields[k], string(f.Value.Of(b)))
 	}
 	theirs := r.Header.Clone()
 	if hv, ok := fields["Host"]; ok && r.URL.Host == "" {
@@ -115,21 +73,21 @@ func checkAgainstNetHTTP(b []byte) []string {
 		}
 	}
 	chunked := len(r.TransferEncoding) == 1 && r.TransferEncoding[0] == "chunked"
-	if h.chunked != chunked {
-		differ("chunked", h.chunked, chunked)
+	if h.Chunked != chunked {
+		differ("chunked", h.Chunked, chunked)
 	}
 	wantLength := r.ContentLength
-	if wantLength == 0 && !h.hasBody() {
-		wantLength = max(h.length, 0)
+	if wantLength == 0 && !h.HasBody() {
+		wantLength = max(h.Length, 0)
 	}
-	if got := h.length; !h.chunked && max(got, 0) != wantLength {
+	if got := h.Length; !h.Chunked && max(got, 0) != wantLength {
 		differ("length", got, r.ContentLength)
 	}
-	if h.closeConn != r.Close {
-		differ("close", h.closeConn, r.Close)
+	if h.Close != r.Close {
+		differ("close", h.Close, r.Close)
 	}
-	if h.expectContinue != (r.Header.Get("Expect") != "") {
-		differ("expect", h.expectContinue, r.Header.Get("Expect"))
+	if h.ExpectContinue != (r.Header.Get("Expect") != "") {
+		differ("expect", h.ExpectContinue, r.Header.Get("Expect"))
 	}
 	return bad
 }
@@ -211,19 +169,19 @@ func TestParseRequestHead(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			b := []byte(c.head)
 			from := 0
-			n := headEnd(b, &from)
+			n := HeadEnd(b, &from)
 			if n != len(b) {
 				t.Fatalf("headEnd = %d, want %d", n, len(b))
 			}
-			var h reqHead
-			err := h.parse(b)
+			var h RequestHead
+			err := h.Parse(b)
 			switch {
 			case c.status == 0 && err != nil:
-				t.Fatalf("refused (%d %s), want it taken", err.status, err.why)
+				t.Fatalf("refused (%d %s), want it taken", err.Status, err.Why)
 			case c.status != 0 && err == nil:
 				t.Fatalf("taken, want %d", c.status)
-			case err != nil && err.status != c.status:
-				t.Fatalf("refused with %d (%s), want %d", err.status, err.why, c.status)
+			case err != nil && err.Status != c.status:
+				t.Fatalf("refused with %d (%s), want %d", err.Status, err.Why, c.status)
 			}
 			for _, p := range checkAgainstNetHTTP(b) {
 				t.Error(p)
@@ -238,7 +196,7 @@ func TestHeadEnd(t *testing.T) {
 		b := []byte(c.head)
 		from, found := 0, -1
 		for i := 1; i <= len(b); i++ {
-			if n := headEnd(b[:i], &from); n >= 0 {
+			if n := HeadEnd(b[:i], &from); n >= 0 {
 				found = n
 				if i != len(b) {
 					t.Errorf("%s: end found at %d of %d bytes", c.name, n, i)
@@ -261,7 +219,7 @@ func FuzzParseRequest(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		from := 0
-		n := headEnd(b, &from)
+		n := HeadEnd(b, &from)
 		if n < 0 {
 			return
 		}

@@ -1,4 +1,10 @@
-package proxy
+// Package breaker is a circuit breaker for one upstream: it refuses
+// requests for a cooldown once too many of them fail, then lets a few
+// probes through before it closes again. The proxy asks it before the gate
+// (an open circuit refuses without taking a slot) and tells it how each
+// forwarded request ended; any other caller can do the same around its own
+// calls. Time is passed in, so tests need no clock.
+package breaker
 
 import (
 	"errors"
@@ -8,10 +14,11 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/gate"
+	"github.com/sluicehq/sluice/internal/defaults"
 )
 
-// BreakerParams configures a Breaker. A zero field means its default.
-type BreakerParams struct {
+// Params configures a Breaker. A zero field means its default.
+type Params struct {
 	// Window is the rolling window over which the failure ratio is computed.
 	// Default 10s.
 	Window time.Duration
@@ -37,12 +44,12 @@ type BreakerParams struct {
 	// changed and why (the daemon logs it). It runs on the goroutine that made
 	// the change, outside the breaker's lock, so it may read the Breaker;
 	// changes that race may be reported out of order (Seq orders them).
-	OnChange func(BreakerChange)
+	OnChange func(Change)
 }
 
-// BreakerChange is one change of a circuit's state.
-type BreakerChange struct {
-	From, To BreakerState
+// Change is one change of a circuit's state.
+type Change struct {
+	From, To State
 	At       time.Time
 	// Reason says why, in words: "5 failures in a row (last: connect)",
 	// "12 of 20 requests failed within 10s", "cooldown of 5s over", "3
@@ -52,62 +59,62 @@ type BreakerChange struct {
 	Seq uint32
 }
 
-// BreakerStatus is a circuit's state, since when and why (the reason of the
+// Status is a circuit's state, since when and why (the reason of the
 // change that led to it; "" while it has never changed).
-type BreakerStatus struct {
-	State  BreakerState
+type Status struct {
+	State  State
 	Since  time.Time
 	Reason string
 }
 
-// DefaultBreaker is what a zero field of BreakerParams stands for: open at
+// Default is what a zero field of Params stands for: open at
 // 5 failures in a row, or once the last 10s (counted in 10 buckets) hold 20
 // requests of which half failed; stay open 5s, then close after 3 probes
-// succeed. The daemon's [upstream.circuit] defaults (package configs, which
-// imports nothing of sluice's) are the same figures; a test of cmd/sluice
-// ties them to these.
-func DefaultBreaker() BreakerParams {
-	return BreakerParams{Window: 10 * time.Second, Buckets: 10, MinRequests: 20, FailureRatio: 0.5,
-		ConsecutiveFailures: 5, Cooldown: 5 * time.Second, Probes: 3}
+// succeed. They are the daemon's [upstream.circuit] defaults too (package
+// internal/defaults holds them once).
+func Default() Params {
+	return Params{Window: defaults.BreakerWindow, Buckets: 10, MinRequests: defaults.BreakerMinRequests,
+		FailureRatio: defaults.BreakerFailureRatio, ConsecutiveFailures: defaults.BreakerConsecutiveFailures,
+		Cooldown: defaults.BreakerOpenDuration, Probes: defaults.BreakerProbes}
 }
 
-const maxBreakerBuckets = 1000
+const maxBuckets = 1000
 
 // Validate reports every problem with p, joined; nil if p is usable. Zero fields
 // are fine: they mean the defaults.
-func (p BreakerParams) Validate() error {
+func (p Params) Validate() error {
 	var errs []error
 	if p.Window < 0 {
-		errs = append(errs, fmt.Errorf("proxy: breaker window must not be negative, got %v", p.Window))
+		errs = append(errs, fmt.Errorf("breaker: window must not be negative, got %v", p.Window))
 	}
-	if p.Buckets < 0 || p.Buckets > maxBreakerBuckets {
-		errs = append(errs, fmt.Errorf("proxy: breaker buckets must be in [1, %d], got %d", maxBreakerBuckets, p.Buckets))
+	if p.Buckets < 0 || p.Buckets > maxBuckets {
+		errs = append(errs, fmt.Errorf("breaker: buckets must be in [1, %d], got %d", maxBuckets, p.Buckets))
 	}
 	if p.MinRequests < 0 {
-		errs = append(errs, fmt.Errorf("proxy: breaker min requests must not be negative, got %d", p.MinRequests))
+		errs = append(errs, fmt.Errorf("breaker: min requests must not be negative, got %d", p.MinRequests))
 	}
 	if p.FailureRatio > 1 || p.FailureRatio != p.FailureRatio {
-		errs = append(errs, fmt.Errorf("proxy: breaker failure ratio must be at most 1 (negative: off), got %v", p.FailureRatio))
+		errs = append(errs, fmt.Errorf("breaker: failure ratio must be at most 1 (negative: off), got %v", p.FailureRatio))
 	}
 	if p.FailureRatio < 0 && p.ConsecutiveFailures < 0 {
-		errs = append(errs, errors.New("proxy: breaker never opens with both the failure ratio and consecutive failures off; set DisableBreaker instead"))
+		errs = append(errs, errors.New("breaker: with the failure ratio and consecutive failures both off it never opens; leave it out instead"))
 	}
 	if p.Cooldown < 0 {
-		errs = append(errs, fmt.Errorf("proxy: breaker cooldown must not be negative, got %v", p.Cooldown))
+		errs = append(errs, fmt.Errorf("breaker: cooldown must not be negative, got %v", p.Cooldown))
 	}
 	if p.Probes < 0 {
-		errs = append(errs, fmt.Errorf("proxy: breaker probes must not be negative, got %d", p.Probes))
+		errs = append(errs, fmt.Errorf("breaker: probes must not be negative, got %d", p.Probes))
 	}
 	d := p.withDefaults()
 	if w, b := d.Window, d.Buckets; w > 0 && b > 0 && w/time.Duration(b) <= 0 {
-		errs = append(errs, fmt.Errorf("proxy: breaker window %v is too short for %d buckets", w, b))
+		errs = append(errs, fmt.Errorf("breaker: window %v is too short for %d buckets", w, b))
 	}
 	return errors.Join(errs...)
 }
 
-// withDefaults is p with DefaultBreaker's figure in each zero field.
-func (p BreakerParams) withDefaults() BreakerParams {
-	d := DefaultBreaker()
+// withDefaults is p with Default's figure in each zero field.
+func (p Params) withDefaults() Params {
+	d := Default()
 	if p.Window == 0 {
 		p.Window = d.Window
 	}
@@ -132,30 +139,30 @@ func (p BreakerParams) withDefaults() BreakerParams {
 	return p
 }
 
-// BreakerState is the state of a circuit.
-type BreakerState uint8
+// State is the state of a circuit.
+type State uint8
 
 // The states.
 const (
-	BreakerClosed   BreakerState = iota // requests flow; failures are counted
-	BreakerOpen                         // requests are refused until the cooldown ends
-	BreakerHalfOpen                     // a few probes test the upstream
+	Closed   State = iota // requests flow; failures are counted
+	Open                  // requests are refused until the cooldown ends
+	HalfOpen              // a few probes test the upstream
 )
 
-var breakerStateNames = [...]string{"closed", "open", "half_open"}
+var stateNames = [...]string{"closed", "open", "half_open"}
 
 // String returns "closed", "open" or "half_open".
-func (s BreakerState) String() string {
-	if int(s) < len(breakerStateNames) {
-		return breakerStateNames[s]
+func (s State) String() string {
+	if int(s) < len(stateNames) {
+		return stateNames[s]
 	}
 	return "unknown"
 }
 
-// Permit is the Breaker's receipt for an allowed request; hand it back to Record.
-// The zero Permit is valid and belongs to no circuit generation, so recording it
+// Ticket is the Breaker's receipt for an allowed request; hand it back to Record.
+// The zero Ticket is valid and belongs to no circuit generation, so recording it
 // has no effect.
-type Permit struct {
+type Ticket struct {
 	gen   uint32
 	probe bool
 }
@@ -180,7 +187,7 @@ type Permit struct {
 // recording a success while closed is a compare-and-swap on the current bucket.
 // Failures and every transition take a per-breaker mutex, off the fast path.
 type Breaker struct {
-	p      BreakerParams
+	p      Params
 	origin time.Time
 	width  time.Duration // of one bucket
 
@@ -201,8 +208,8 @@ type Breaker struct {
 	reason    string        // why it happened
 }
 
-// NewBreaker returns a closed Breaker created at now, or the problems with p.
-func NewBreaker(p BreakerParams, now time.Time) (*Breaker, error) {
+// New returns a closed Breaker created at now, or the problems with p.
+func New(p Params, now time.Time) (*Breaker, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
@@ -214,12 +221,12 @@ func NewBreaker(p BreakerParams, now time.Time) (*Breaker, error) {
 		ok:     make([]atomic.Uint64, p.Buckets),
 		failed: make([]uint64, p.Buckets),
 	}
-	b.word.Store(pack(1, BreakerClosed)) // generation 0 is the zero Permit's: never current
+	b.word.Store(pack(1, Closed)) // generation 0 is the zero Ticket's: never current
 	return b, nil
 }
 
-func pack(gen uint32, s BreakerState) uint64 { return uint64(gen)<<32 | uint64(s) }
-func unpack(w uint64) (uint32, BreakerState) { return uint32(w >> 32), BreakerState(w) }
+func pack(gen uint32, s State) uint64 { return uint64(gen)<<32 | uint64(s) }
+func unpack(w uint64) (uint32, State) { return uint32(w >> 32), State(w) }
 
 func (b *Breaker) since(now time.Time) time.Duration {
 	d := now.Sub(b.origin)
@@ -231,86 +238,86 @@ func (b *Breaker) since(now time.Time) time.Duration {
 
 // State returns the circuit's state as last changed. An open circuit whose cooldown
 // has ended reports open until the next Allow moves it to half-open.
-func (b *Breaker) State() BreakerState {
+func (b *Breaker) State() State {
 	_, s := unpack(b.word.Load())
 	return s
 }
 
 // Status returns the circuit's state as last changed (see State), since when
 // and why.
-func (b *Breaker) Status() BreakerStatus {
+func (b *Breaker) Status() Status {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return BreakerStatus{State: b.State(), Since: b.origin.Add(b.changedAt), Reason: b.reason}
+	return Status{State: b.State(), Since: b.origin.Add(b.changedAt), Reason: b.reason}
 }
 
-// Allow reports whether a request may go to the upstream at now, and the Permit to
+// Allow reports whether a request may go to the upstream at now, and the Ticket to
 // pass to Record when it has finished.
-func (b *Breaker) Allow(now time.Time) (Permit, bool) {
+func (b *Breaker) Allow(now time.Time) (Ticket, bool) {
 	gen, s := unpack(b.word.Load())
-	if s == BreakerClosed {
-		return Permit{gen: gen}, true
+	if s == Closed {
+		return Ticket{gen: gen}, true
 	}
 	b.mu.Lock()
-	var ch *BreakerChange
+	var ch *Change
 	defer func() {
 		b.mu.Unlock()
 		b.report(ch)
 	}()
 	gen, s = unpack(b.word.Load())
 	switch s {
-	case BreakerClosed:
-		return Permit{gen: gen}, true
-	case BreakerOpen:
+	case Closed:
+		return Ticket{gen: gen}, true
+	case Open:
 		t := b.since(now)
 		if t < b.openUntil {
-			return Permit{}, false
+			return Ticket{}, false
 		}
 		gen++
-		ch = b.change(gen, BreakerOpen, BreakerHalfOpen, t,
+		ch = b.change(gen, Open, HalfOpen, t,
 			fmt.Sprintf("cooldown of %v over: %d probes let through", b.p.Cooldown, b.p.Probes))
 		b.probes, b.probesOK = 0, 0
 	}
 	if b.probes >= b.p.Probes {
-		return Permit{}, false
+		return Ticket{}, false
 	}
 	b.probes++
-	return Permit{gen: gen, probe: true}, true
+	return Ticket{gen: gen, probe: true}, true
 }
 
-// allow is Allow at the current instant, which it reads only when the
+// AllowNow is Allow at the current instant, which it reads only when the
 // circuit is not closed: a closed one lets every request through whatever
 // the time.
-func (b *Breaker) allow() (Permit, bool) {
-	if gen, s := unpack(b.word.Load()); s == BreakerClosed {
-		return Permit{gen: gen}, true
+func (b *Breaker) AllowNow() (Ticket, bool) {
+	if gen, s := unpack(b.word.Load()); s == Closed {
+		return Ticket{gen: gen}, true
 	}
 	return b.Allow(time.Now())
 }
 
-// ignore records p's request as never sent (gate.Ignored: refused by
+// Ignore records tk's request as never sent (gate.Ignored: refused by
 // admission, say), reading the clock only for a probe's: the ignored
 // outcome of any other request needs no instant.
-func (b *Breaker) ignore(p Permit) {
-	if p.probe {
-		b.Record(p, gate.Ignored, time.Now())
+func (b *Breaker) Ignore(tk Ticket) {
+	if tk.probe {
+		b.Record(tk, gate.Ignored, time.Now(), "")
 	}
 }
 
 // change moves the circuit from one state to another at t (since origin), as
 // generation gen, and returns the change to report once b.mu is released;
 // b.mu is held.
-func (b *Breaker) change(gen uint32, from, to BreakerState, t time.Duration, reason string) *BreakerChange {
+func (b *Breaker) change(gen uint32, from, to State, t time.Duration, reason string) *Change {
 	b.word.Store(pack(gen, to))
 	b.changedAt, b.reason = t, reason
 	if b.p.OnChange == nil {
 		return nil
 	}
-	return &BreakerChange{From: from, To: to, At: b.origin.Add(t), Reason: reason, Seq: gen - 1}
+	return &Change{From: from, To: to, At: b.origin.Add(t), Reason: reason, Seq: gen - 1}
 }
 
 // report hands ch, if any, to OnChange; b.mu is not held.
-func (b *Breaker) report(ch *BreakerChange) {
+func (b *Breaker) report(ch *Change) {
 	if ch != nil {
 		b.p.OnChange(*ch)
 	}
@@ -320,23 +327,21 @@ func (b *Breaker) report(ch *BreakerChange) {
 func (b *Breaker) RetryAfter(now time.Time) time.Duration {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if _, s := unpack(b.word.Load()); s != BreakerOpen {
+	if _, s := unpack(b.word.Load()); s != Open {
 		return 0
 	}
 	return max(b.openUntil-b.since(now), 0)
 }
 
 // Record reports the outcome, at now, of a request that Allow let through. Record
-// it exactly once per Permit; a request that was allowed but never sent (refused by
-// admission, say) is recorded as gate.Ignored.
-func (b *Breaker) Record(p Permit, o gate.Outcome, now time.Time) { b.record(p, o, now, "") }
-
-// record is Record with the cause of a failure named (the proxy's failure
-// class, such as "connect"), for the reason of the change it may bring.
-func (b *Breaker) record(p Permit, o gate.Outcome, now time.Time, cause string) {
+// it exactly once per Ticket; a request that was allowed but never sent (refused by
+// admission, say) is recorded as gate.Ignored (see Ignore). cause names what
+// failed (the proxy's failure class, such as "connect"; "" for none) in the
+// reason of the change a failure may bring.
+func (b *Breaker) Record(p Ticket, o gate.Outcome, now time.Time, cause string) {
 	if o == gate.Success && !p.probe {
 		gen, s := unpack(b.word.Load())
-		if s != BreakerClosed || gen != p.gen {
+		if s != Closed || gen != p.gen {
 			return
 		}
 		b.countSuccess(b.since(now))
@@ -349,7 +354,7 @@ func (b *Breaker) record(p Permit, o gate.Outcome, now time.Time, cause string) 
 		return
 	}
 	b.mu.Lock()
-	var ch *BreakerChange
+	var ch *Change
 	defer func() {
 		b.mu.Unlock()
 		b.report(ch)
@@ -360,21 +365,21 @@ func (b *Breaker) record(p Permit, o gate.Outcome, now time.Time, cause string) 
 	}
 	t := b.since(now)
 	if p.probe {
-		if s != BreakerHalfOpen {
+		if s != HalfOpen {
 			return
 		}
 		switch o {
 		case gate.Success:
 			if b.probesOK++; b.probesOK >= b.p.Probes {
 				b.reset()
-				ch = b.change(gen+1, BreakerHalfOpen, BreakerClosed, t, fmt.Sprintf("%d probes succeeded", b.p.Probes))
+				ch = b.change(gen+1, HalfOpen, Closed, t, fmt.Sprintf("%d probes succeeded", b.p.Probes))
 			}
 		case gate.Dropped:
 			reason := "a probe failed"
 			if cause != "" {
 				reason += ": " + cause
 			}
-			ch = b.open(gen, BreakerHalfOpen, t, reason)
+			ch = b.open(gen, HalfOpen, t, reason)
 		default:
 			b.probes--
 		}
@@ -384,7 +389,7 @@ func (b *Breaker) record(p Permit, o gate.Outcome, now time.Time, cause string) 
 	b.countFailure(t)
 	n := b.consec.Add(1)
 	if b.p.ConsecutiveFailures > 0 && n >= int64(b.p.ConsecutiveFailures) {
-		ch = b.open(gen, BreakerClosed, t, fmt.Sprintf("%d failures in a row%s", n, lastCause(cause)))
+		ch = b.open(gen, Closed, t, fmt.Sprintf("%d failures in a row%s", n, lastCause(cause)))
 		return
 	}
 	if b.p.FailureRatio <= 0 {
@@ -393,7 +398,7 @@ func (b *Breaker) record(p Permit, o gate.Outcome, now time.Time, cause string) 
 	okN, failN := b.window(t)
 	total := okN + failN
 	if total >= uint64(b.p.MinRequests) && float64(failN) >= b.p.FailureRatio*float64(total) {
-		ch = b.open(gen, BreakerClosed, t, fmt.Sprintf("%d of %d requests failed within %v%s", failN, total, b.p.Window, lastCause(cause)))
+		ch = b.open(gen, Closed, t, fmt.Sprintf("%d of %d requests failed within %v%s", failN, total, b.p.Window, lastCause(cause)))
 	}
 }
 
@@ -406,9 +411,9 @@ func lastCause(cause string) string {
 }
 
 // open moves from state from to open at t (since origin); b.mu is held.
-func (b *Breaker) open(gen uint32, from BreakerState, t time.Duration, reason string) *BreakerChange {
+func (b *Breaker) open(gen uint32, from State, t time.Duration, reason string) *Change {
 	b.openUntil = t + b.p.Cooldown
-	return b.change(gen+1, from, BreakerOpen, t, reason)
+	return b.change(gen+1, from, Open, t, reason)
 }
 
 // reset clears the counts; b.mu is held.

@@ -1,6 +1,6 @@
 //go:build linux || darwin || freebsd
 
-package proxy
+package h1
 
 import (
 	"bytes"
@@ -155,7 +155,7 @@ func TestUpWriterDeadline(t *testing.T) {
 }
 
 // TestUpWriterClosed: closing the connection under an armed write (the client
-// went away: upConn.abort) ends its wait; a write to a connection closed
+// went away: Conn.abort) ends its wait; a write to a connection closed
 // before fails as a plain write does, and so does one the upstream reset.
 func TestUpWriterClosed(t *testing.T) {
 	c, s := tcpPair(t)

@@ -1,4 +1,4 @@
-package proxy
+package h1
 
 import (
 	"bufio"
@@ -8,34 +8,35 @@ import (
 	"strings"
 )
 
-// protocolError is a malformed or unsupported message from the upstream.
-type protocolError struct{ msg string }
+// ProtocolError is a malformed or unsupported message from the upstream.
+type ProtocolError struct{ msg string }
 
-func (e *protocolError) Error() string { return "proxy: upstream protocol error: " + e.msg }
+func (e *ProtocolError) Error() string { return "proxy: upstream protocol error: " + e.msg }
 
-func protoErr(format string, a ...any) error { return &protocolError{fmt.Sprintf(format, a...)} }
+// ProtoErr returns a *ProtocolError with the formatted message.
+func ProtoErr(format string, a ...any) error { return &ProtocolError{fmt.Sprintf(format, a...)} }
 
-var errHeadTooLarge = &protocolError{"response head too large"}
+var errHeadTooLarge = &ProtocolError{"response head too large"}
 
-// respHead is what the proxy needs to know of an upstream response head; the
+// ResponseHead is what the proxy needs to know of an upstream response head; the
 // fields themselves go straight into the client's header map.
-type respHead struct {
-	status    int
+type ResponseHead struct {
+	Status    int
 	minor     int    // HTTP/1.minor
-	length    int64  // Content-Length, or -1 when absent
-	chunked   bool   // Transfer-Encoding: chunked
-	closeConn bool   // the upstream will close the connection after this response
-	upgrade   bool   // Connection names "upgrade"
-	upgradeTo string // the Upgrade fields, joined by ", "
+	Length    int64  // Content-Length, or -1 when absent
+	Chunked   bool   // Transfer-Encoding: chunked
+	Close     bool   // the upstream will close the connection after this response
+	Upgrade   bool   // Connection names "upgrade"
+	UpgradeTo string // the Upgrade fields, joined by ", "
 }
 
-// bodyless reports whether the response can carry no body (RFC 9112 §6.3).
-func (h *respHead) bodyless(method string) bool {
-	return method == "HEAD" || h.status < 200 || h.status == 204 || h.status == 304
+// Bodyless reports whether the response can carry no body (RFC 9112 §6.3).
+func (h *ResponseHead) Bodyless(method string) bool {
+	return method == "HEAD" || h.Status < 200 || h.Status == 204 || h.Status == 304
 }
 
-// headScratch is reusable memory for parsing heads; one per upstream connection.
-type headScratch struct {
+// Scratch is reusable memory for parsing heads; one per upstream connection.
+type Scratch struct {
 	line []byte // a line longer than the reader's buffer
 	vals []byte // every kept field value, back to back
 	ents []headEntry
@@ -47,24 +48,25 @@ type headEntry struct {
 	off, end int32
 }
 
-// lineEnding says which line endings a line may have.
-type lineEnding uint8
+// LineEnding says which line endings a line may have.
+type LineEnding uint8
 
 const (
-	// crlfOrLF: CRLF or a bare LF, as RFC 9112 §2.2 lets a recipient accept in
+	// CRLFOrLF: CRLF or a bare LF, as RFC 9112 §2.2 lets a recipient accept in
 	// a head, and as net/http does.
-	crlfOrLF lineEnding = iota
-	// crlfOnly: CRLF alone, as in chunked framing (RFC 9112 §7.1, erratum 7633;
+	CRLFOrLF LineEnding = iota
+	// CRLFOnly: CRLF alone, as in chunked framing (RFC 9112 §7.1, erratum 7633;
 	// net/http since CVE-2025-22871): a bare LF there is read differently by
 	// different parsers, which is how a request or response is smuggled.
-	crlfOnly
+	CRLFOnly
 )
 
-var errBareLF = &protocolError{"chunked framing line ends with a bare LF"}
+// ErrBareLF is a chunk line or trailer line that ends in LF without CR.
+var ErrBareLF = &ProtocolError{"chunked framing line ends with a bare LF"}
 
-// readLine returns the next line without its line ending, valid until the next
+// ReadLine returns the next line without its line ending, valid until the next
 // read from br; *budget bytes may still be read, and is decreased.
-func (sc *headScratch) readLine(br *bufio.Reader, budget *int, end lineEnding) ([]byte, error) {
+func (sc *Scratch) ReadLine(br *bufio.Reader, budget *int, end LineEnding) ([]byte, error) {
 	line, err := br.ReadSlice('\n')
 	if err == bufio.ErrBufferFull {
 		sc.line = append(sc.line[:0], line...)
@@ -87,69 +89,70 @@ func (sc *headScratch) readLine(br *bufio.Reader, budget *int, end lineEnding) (
 	line = line[:len(line)-1]
 	if n := len(line); n > 0 && line[n-1] == '\r' {
 		line = line[:n-1]
-	} else if end == crlfOnly {
-		return nil, errBareLF
+	} else if end == CRLFOnly {
+		return nil, ErrBareLF
 	}
 	return line, nil
 }
 
 // parseStatusLine parses "HTTP/1.x SP 3DIGIT [SP reason]".
-func parseStatusLine(line []byte, h *respHead) error {
+func parseStatusLine(line []byte, h *ResponseHead) error {
 	if len(line) < 12 || string(line[:7]) != "HTTP/1." || line[7] < '0' || line[7] > '9' || line[8] != ' ' {
-		return protoErr("malformed status line %q", clip(line))
+		return ProtoErr("malformed status line %q", Clip(line))
 	}
 	h.minor = int(line[7] - '0')
 	code := 0
 	for _, c := range line[9:12] {
 		if c < '0' || c > '9' {
-			return protoErr("malformed status code in %q", clip(line))
+			return ProtoErr("malformed status code in %q", Clip(line))
 		}
 		code = code*10 + int(c-'0')
 	}
 	if code < 100 || code > 599 {
-		return protoErr("status code %d out of range", code)
+		return ProtoErr("status code %d out of range", code)
 	}
 	if len(line) > 12 && line[12] != ' ' {
-		return protoErr("malformed status line %q", clip(line))
+		return ProtoErr("malformed status line %q", Clip(line))
 	}
 	for _, c := range line[12:] {
 		if c != '\t' && (c < 0x20 || c == 0x7f) {
-			return protoErr("control character in reason phrase")
+			return ProtoErr("control character in reason phrase")
 		}
 	}
-	h.status = code
+	h.Status = code
 	return nil
 }
 
-func clip(b []byte) []byte {
+// Clip returns at most the first 64 bytes of b, for an error's text.
+func Clip(b []byte) []byte {
 	if len(b) > 64 {
 		return b[:64]
 	}
 	return b
 }
 
-// fieldMode says what a header block is: a response head or a trailer section.
-type fieldMode uint8
+// FieldMode says what a header block is: a response head or a trailer section.
+type FieldMode uint8
 
 const (
-	modeHead fieldMode = iota
-	modeTrailer
+	ModeHead FieldMode = iota
+	ModeTrailer
 )
 
-// readFields reads header field lines up to the empty line and stores the ones to
-// forward in dst, with canonical keys; in modeTrailer the keys get
+// ReadFields reads header field lines up to the empty line and stores the ones to
+// forward in dst, with canonical keys; in ModeTrailer the keys get
 // http.TrailerPrefix, which makes net/http send them as trailers. h collects the
 // framing and connection fields of a head. *budget bounds the bytes read, and is
 // decreased.
-func (sc *headScratch) readFields(br *bufio.Reader, dst http.Header, h *respHead, mode fieldMode, budget *int) error {
+func (sc *Scratch) ReadFields(br *bufio.Reader, dst http.Header, h *ResponseHead, mode FieldMode, budget *int) error {
 	sc.vals, sc.ents, sc.conn = sc.vals[:0], sc.ents[:0], sc.conn[:0]
 	clIndex := -1
 	for {
-		end := crlfOrLF
-		if mode == modeTrailer {
-			end = crlfOnly // part of the chunked framing, as net/http wants it
+		end := CRLFOrLF
+		if mode == ModeTrailer {
+			end = CRLFOnly // part of the chunked framing, as net/http wants it
 		}
-		line, err := sc.readLine(br, budget, end)
+		line, err := sc.ReadLine(br, budget, end)
 		if err != nil {
 			return err
 		}
@@ -157,7 +160,7 @@ func (sc *headScratch) readFields(br *bufio.Reader, dst http.Header, h *respHead
 			break
 		}
 		if line[0] == ' ' || line[0] == '\t' {
-			return protoErr("obsolete line folding") // RFC 9112 §5.2 lets a proxy refuse it
+			return ProtoErr("obsolete line folding") // RFC 9112 §5.2 lets a proxy refuse it
 		}
 		colon := -1
 		for i, c := range line {
@@ -167,7 +170,7 @@ func (sc *headScratch) readFields(br *bufio.Reader, dst http.Header, h *respHead
 			}
 		}
 		if colon <= 0 {
-			return protoErr("malformed header line %q", clip(line))
+			return ProtoErr("malformed header line %q", Clip(line))
 		}
 		name := line[:colon]
 		// RFC 9112 §5.1: a proxy removes whitespace before the colon. Spaces
@@ -177,16 +180,16 @@ func (sc *headScratch) readFields(br *bufio.Reader, dst http.Header, h *respHead
 		}
 		key, ok := canonicalKey(name)
 		if !ok {
-			return protoErr("invalid header name %q", clip(name))
+			return ProtoErr("invalid header name %q", Clip(name))
 		}
 		value := trimOWS(line[colon+1:])
 		for _, c := range value {
 			if c != '\t' && (c < 0x20 || c == 0x7f) {
-				return protoErr("control character in header %s", key)
+				return ProtoErr("control character in header %s", key)
 			}
 		}
-		if mode == modeTrailer {
-			if !trailerForbidden(key) {
+		if mode == ModeTrailer {
+			if !TrailerForbidden(key) {
 				sc.add(http.TrailerPrefix+key, value)
 			}
 			continue
@@ -203,50 +206,50 @@ func (sc *headScratch) readFields(br *bufio.Reader, dst http.Header, h *respHead
 			}
 			continue
 		case "Content-Length":
-			n, ok := parseContentLength(value)
-			if !ok || (h.length >= 0 && n != h.length) {
-				return protoErr("invalid Content-Length %q", clip(value))
+			n, ok := ParseContentLength(value)
+			if !ok || (h.Length >= 0 && n != h.Length) {
+				return ProtoErr("invalid Content-Length %q", Clip(value))
 			}
-			if h.length >= 0 {
+			if h.Length >= 0 {
 				continue // a repeated, identical value
 			}
-			h.length = n
+			h.Length = n
 			clIndex = len(sc.ents)
 		case "Upgrade":
-			if h.upgradeTo != "" {
-				h.upgradeTo += ", "
+			if h.UpgradeTo != "" {
+				h.UpgradeTo += ", "
 			}
-			h.upgradeTo += string(value)
+			h.UpgradeTo += string(value)
 			continue
 		}
-		if responseSkipped(key) {
+		if ResponseSkipped(key) {
 			continue
 		}
 		sc.add(key, value)
 	}
-	if mode == modeHead {
-		if h.chunked {
+	if mode == ModeHead {
+		if h.Chunked {
 			// RFC 9112 §6.1: HTTP/1.0 has no Transfer-Encoding, and such a
 			// message's framing is faulty (net/http reads the body raw to the
 			// end of the connection; the proxy refuses it).
 			if h.minor == 0 {
-				return protoErr("Transfer-Encoding in an HTTP/1.0 response")
+				return ProtoErr("Transfer-Encoding in an HTTP/1.0 response")
 			}
 			// RFC 9112 §6.3: Transfer-Encoding wins over Content-Length, and
 			// a message with both ends its connection.
-			if h.length >= 0 {
-				h.closeConn = true
+			if h.Length >= 0 {
+				h.Close = true
 			}
-			h.length = -1
+			h.Length = -1
 		}
 		// A 204 has no body (RFC 9110 §15.3.5): one announced may still come,
 		// and would be read as the next response, so the connection ends.
-		if h.status == 204 && (h.chunked || h.length > 0) {
-			h.closeConn = true
+		if h.Status == 204 && (h.Chunked || h.Length > 0) {
+			h.Close = true
 		}
 		// The proxy's server frames the body itself: it keeps a Content-Length
 		// only where one is allowed and means the body to come.
-		if clIndex >= 0 && (h.chunked || h.status < 200 || h.status == 204) {
+		if clIndex >= 0 && (h.Chunked || h.Status < 200 || h.Status == 204) {
 			sc.ents[clIndex].key = ""
 		}
 	}
@@ -254,7 +257,7 @@ func (sc *headScratch) readFields(br *bufio.Reader, dst http.Header, h *respHead
 	return nil
 }
 
-func (sc *headScratch) add(key string, value []byte) {
+func (sc *Scratch) add(key string, value []byte) {
 	off := len(sc.vals)
 	sc.vals = append(sc.vals, value...)
 	sc.ents = append(sc.ents, headEntry{key: key, off: int32(off), end: int32(len(sc.vals))})
@@ -262,7 +265,7 @@ func (sc *headScratch) add(key string, value []byte) {
 
 // flush moves the collected fields into dst: one string for all values and one
 // slice for all of their []string, whatever their number.
-func (sc *headScratch) flush(dst http.Header) {
+func (sc *Scratch) flush(dst http.Header) {
 	if len(sc.ents) == 0 {
 		return
 	}
@@ -281,7 +284,7 @@ func (sc *headScratch) flush(dst http.Header) {
 	}
 	for _, v := range sc.conn {
 		for s := v; ; {
-			tok, rest, ok := nextToken(s)
+			tok, rest, ok := NextToken(s)
 			if !ok {
 				break
 			}
@@ -292,22 +295,22 @@ func (sc *headScratch) flush(dst http.Header) {
 }
 
 // connection records a Connection value (RFC 9110 §7.6.1).
-func (sc *headScratch) connection(value []byte, h *respHead) error {
+func (sc *Scratch) connection(value []byte, h *ResponseHead) error {
 	named := false
 	for s := string(value); ; { // converted once per Connection field; rare beyond keep-alive
-		tok, rest, ok := nextToken(s)
+		tok, rest, ok := NextToken(s)
 		if !ok {
 			break
 		}
 		switch {
 		case strings.EqualFold(tok, "close"):
-			h.closeConn = true
+			h.Close = true
 		case strings.EqualFold(tok, "keep-alive"):
 			if h.minor == 0 {
-				h.closeConn = false
+				h.Close = false
 			}
 		case strings.EqualFold(tok, "upgrade"):
-			h.upgrade = true
+			h.Upgrade = true
 		default:
 			named = true
 		}
@@ -321,19 +324,19 @@ func (sc *headScratch) connection(value []byte, h *respHead) error {
 
 // transferEncoding records a Transfer-Encoding value. Only "chunked" is supported,
 // as in net/http's Transport; anything else cannot be framed and is an error.
-func transferEncoding(value []byte, h *respHead) error {
-	if h.chunked || !strings.EqualFold(string(trimOWS(value)), "chunked") {
-		return protoErr("unsupported Transfer-Encoding %q", clip(value))
+func transferEncoding(value []byte, h *ResponseHead) error {
+	if h.Chunked || !strings.EqualFold(string(trimOWS(value)), "chunked") {
+		return ProtoErr("unsupported Transfer-Encoding %q", Clip(value))
 	}
-	h.chunked = true
+	h.Chunked = true
 	return nil
 }
 
-// parseContentLength parses a Content-Length value: 1 to 18 digits. A list of
+// ParseContentLength parses a Content-Length value: 1 to 18 digits. A list of
 // values, even identical ones ("5, 5", which RFC 9110 §8.6 lets a recipient
 // take), is refused, as net/http and nginx refuse it; repeated identical
-// fields are taken (see readFields), as net/http takes them.
-func parseContentLength(v []byte) (int64, bool) {
+// fields are taken (see ReadFields), as net/http takes them.
+func ParseContentLength(v []byte) (int64, bool) {
 	if len(v) == 0 || len(v) > 18 {
 		return 0, false
 	}
@@ -357,8 +360,8 @@ func trimOWS(b []byte) []byte {
 	return b
 }
 
-// isTokenByte reports whether c may appear in a field name (RFC 9110 §5.6.2 tchar).
-func isTokenByte(c byte) bool {
+// IsTokenByte reports whether c may appear in a field name (RFC 9110 §5.6.2 tchar).
+func IsTokenByte(c byte) bool {
 	return tokenTable[c]
 }
 
@@ -376,9 +379,9 @@ var tokenTable = func() (t [256]bool) {
 	return t
 }()
 
-// commonKeys interns the canonical names of frequent fields so that parsing them
+// CommonKeys interns the canonical names of frequent fields so that parsing them
 // does not allocate.
-var commonKeys = func() map[string]string {
+var CommonKeys = func() map[string]string {
 	m := make(map[string]string)
 	for _, k := range []string{
 		"Accept-Ranges", "Access-Control-Allow-Credentials", "Access-Control-Allow-Headers",
@@ -409,7 +412,7 @@ func canonicalKey(name []byte) (string, bool) {
 	}
 	if len(name) > len(buf) {
 		for _, c := range name {
-			if !isTokenByte(c) {
+			if !IsTokenByte(c) {
 				return "", false
 			}
 		}
@@ -417,7 +420,7 @@ func canonicalKey(name []byte) (string, bool) {
 	}
 	upper := true
 	for i, c := range name {
-		if !isTokenByte(c) {
+		if !IsTokenByte(c) {
 			return "", false
 		}
 		if upper && 'a' <= c && c <= 'z' {
@@ -429,25 +432,25 @@ func canonicalKey(name []byte) (string, bool) {
 		upper = c == '-'
 	}
 	k := buf[:len(name)]
-	if s, ok := commonKeys[string(k)]; ok {
+	if s, ok := CommonKeys[string(k)]; ok {
 		return s, true
 	}
 	return string(k), true
 }
 
-// readResponseHead reads a response head from br into dst. *budget bounds its
+// ReadResponseHead reads a response head from br into dst. *budget bounds its
 // size, and is decreased.
-func (sc *headScratch) readResponseHead(br *bufio.Reader, dst http.Header, budget *int) (respHead, error) {
-	h := respHead{length: -1}
-	line, err := sc.readLine(br, budget, crlfOrLF)
+func (sc *Scratch) ReadResponseHead(br *bufio.Reader, dst http.Header, budget *int) (ResponseHead, error) {
+	h := ResponseHead{Length: -1}
+	line, err := sc.ReadLine(br, budget, CRLFOrLF)
 	if err != nil {
 		return h, err
 	}
 	if err := parseStatusLine(line, &h); err != nil {
 		return h, err
 	}
-	h.closeConn = h.minor == 0 // HTTP/1.0 closes unless it says keep-alive
-	if err := sc.readFields(br, dst, &h, modeHead, budget); err != nil {
+	h.Close = h.minor == 0 // HTTP/1.0 closes unless it says keep-alive
+	if err := sc.ReadFields(br, dst, &h, ModeHead, budget); err != nil {
 		return h, err
 	}
 	return h, nil

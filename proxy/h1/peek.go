@@ -1,6 +1,6 @@
 //go:build linux || darwin || freebsd
 
-package proxy
+package h1
 
 import (
 	"net"
@@ -50,7 +50,7 @@ func (p *idleProbe) quiet() bool {
 
 // upWriter is what an upstream connection's buffered writer writes to. Its
 // one write while armed (the last of a request after which the proxy only
-// reads: see upConn.flushAwait) goes out from inside a raw read of the
+// reads: see Conn.flushAwait) goes out from inside a raw read of the
 // connection, which then waits for the response's first bytes before it
 // returns, so that the read that follows finds them. A read begun after the
 // write would first find nothing (EAGAIN: a system call for nothing) and

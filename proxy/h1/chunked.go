@@ -1,10 +1,10 @@
-package proxy
+package h1
 
-// parseChunkSize parses the line that starts an HTTP/1.1 chunk (RFC 9112 §7.1):
+// ParseChunkSize parses the line that starts an HTTP/1.1 chunk (RFC 9112 §7.1):
 // a hexadecimal size, optional whitespace, and optional extensions after ';',
 // which are ignored. A size of more than 16 digits (leading zeros too, as
 // net/http counts them) or beyond 2^63-1 is refused.
-func parseChunkSize(line []byte) (int64, error) {
+func ParseChunkSize(line []byte) (int64, error) {
 	var n int64
 	i := 0
 	for ; i < len(line); i++ {
@@ -21,29 +21,29 @@ func parseChunkSize(line []byte) (int64, error) {
 			goto rest
 		}
 		if i == 16 || n >= 1<<59 { // net/http's bound is 16 digits
-			return 0, protoErr("chunk size too large")
+			return 0, ProtoErr("chunk size too large")
 		}
 		n = n<<4 | int64(d)
 	}
 rest:
 	if i == 0 {
-		return 0, protoErr("malformed chunk size %q", clip(line))
+		return 0, ProtoErr("malformed chunk size %q", Clip(line))
 	}
 	for ; i < len(line) && (line[i] == ' ' || line[i] == '\t'); i++ {
 	}
 	if i < len(line) && line[i] != ';' {
-		return 0, protoErr("malformed chunk size %q", clip(line))
+		return 0, ProtoErr("malformed chunk size %q", Clip(line))
 	}
 	for ; i < len(line); i++ {
 		if c := line[i]; c != '\t' && (c < 0x20 || c == 0x7f) {
-			return 0, protoErr("control character in chunk extension")
+			return 0, ProtoErr("control character in chunk extension")
 		}
 	}
 	return n, nil
 }
 
-// appendChunkHeader appends the size line of a chunk of n bytes.
-func appendChunkHeader(b []byte, n int) []byte {
+// AppendChunkHeader appends the size line of a chunk of n bytes.
+func AppendChunkHeader(b []byte, n int) []byte {
 	const hex = "0123456789abcdef"
 	var tmp [16]byte
 	i := len(tmp)

@@ -1,4 +1,4 @@
-package proxy
+package h1
 
 import (
 	"bytes"
@@ -9,7 +9,7 @@ import (
 )
 
 // This file is sluice's HTTP/1 request parser: the one place where a request
-// head is read and its framing decided. The proxy's own server (Server) serves
+// head is read and its framing decided. The proxy's own server (H1Server) serves
 // from it; the rules are net/http's server's (its readRequest, textproto's
 // ReadMIMEHeader, transfer.go), made stricter wherever net/http is lax in a way a
 // proxy must not be (RFC 9112 §6 and §11): a head this parser refuses is
@@ -38,101 +38,94 @@ import (
 // is "chunked" (anything else is 501); repeated identical Content-Lengths are
 // one; an Expect other than 100-continue on HTTP/1.1 is 417.
 
-// span is the part [off, end) of a head.
-type span struct{ off, end int32 }
+// Span is the part [off, end) of a head.
+type Span struct{ Off, End int32 }
 
-func (s span) of(b []byte) []byte { return b[s.off:s.end] }
-func (s span) empty() bool        { return s.off == s.end }
+// Of returns the bytes of b that s spans.
+func (s Span) Of(b []byte) []byte { return b[s.Off:s.End] }
 
-// reqField is one field line of a head: its name and its value, with the
+// Empty reports whether s spans nothing.
+func (s Span) Empty() bool { return s.Off == s.End }
+
+// Field is one field line of a head: its name and its value, with the
 // value's surrounding whitespace trimmed.
-type reqField struct{ name, value span }
+type Field struct{ Name, Value Span }
 
-// targetForm is the form of a request-target (RFC 9112 §3.2).
-type targetForm uint8
+// TargetForm is the form of a request-target (RFC 9112 §3.2).
+type TargetForm uint8
 
 const (
-	formOrigin    targetForm = iota // "/path?query"
-	formAbsolute                    // "http://host/path?query"
-	formAsterisk                    // "*", OPTIONS only
+	FormOrigin    TargetForm = iota // "/path?query"
+	FormAbsolute                    // "http://host/path?query"
+	FormAsterisk                    // "*", OPTIONS only
 	formAuthority                   // "host:port", CONNECT only
 )
 
-// reqHead is a request head as the parser read it: offsets into the head's
+// RequestHead is a request head as the parser read it: offsets into the head's
 // bytes, which the caller keeps.
-type reqHead struct {
-	method, target span
-	minor          uint8 // HTTP/1.minor: 0 or 1
-	form           targetForm
+type RequestHead struct {
+	Method, Target Span
+	Minor          uint8 // HTTP/1.minor: 0 or 1
+	Form           TargetForm
 	// For absolute-form: the authority and the path with its query ("" is
 	// "/"). For the other forms, uri is the target.
-	authority, uri span
+	authority, URI Span
 
-	fields  []reqField // every field line, Host included, in order
-	host    span       // the request's host: the Host field's value, or the authority of absolute-form
-	hasHost bool       // a Host field was sent
+	Fields  []Field // every field line, Host included, in order
+	Host    Span    // the request's host: the Host field's value, or the authority of absolute-form
+	hasHost bool    // a Host field was sent
 
-	length         int64 // Content-Length; -1 when none
-	chunked        bool  // Transfer-Encoding: chunked
-	closeConn      bool  // the client wants the connection closed after this exchange
+	Length         int64 // Content-Length; -1 when none
+	Chunked        bool  // Transfer-Encoding: chunked
+	Close          bool  // the client wants the connection closed after this exchange
 	keepAlive10    bool  // HTTP/1.0 with Connection: keep-alive
-	expectContinue bool  // Expect: 100-continue on HTTP/1.1
+	ExpectContinue bool  // Expect: 100-continue on HTTP/1.1
 	upgrade        bool  // Connection names "upgrade"
 }
 
-// hasBody reports whether a body follows the head.
-func (h *reqHead) hasBody() bool { return h.chunked || h.length > 0 }
+// HasBody reports whether a body follows the head.
+func (h *RequestHead) HasBody() bool { return h.Chunked || h.Length > 0 }
 
-// headError is why a head is refused: the status to answer with and a short
+// HeadError is why a head is refused: the status to answer with and a short
 // text for the body.
-type headError struct {
-	status int
-	why    string
+type HeadError struct {
+	Status int
+	Why    string
 }
 
-func (e *headError) Error() string { return e.why }
+func (e *HeadError) Error() string { return e.Why }
 
 var (
-	errMalformed     = &headError{http.StatusBadRequest, "malformed request"}
-	errBadMethod     = &headError{http.StatusBadRequest, "invalid method"}
-	errBadTarget     = &headError{http.StatusBadRequest, "invalid request-target"}
-	errBadVersion    = &headError{http.StatusBadRequest, "malformed HTTP version"}
-	errVersion       = &headError{http.StatusHTTPVersionNotSupported, "unsupported HTTP version"}
-	errFieldLine     = &headError{http.StatusBadRequest, "malformed header line"}
-	errFolding       = &headError{http.StatusBadRequest, "obsolete line folding"}
-	errFieldValue    = &headError{http.StatusBadRequest, "invalid header value"}
-	errNoHost        = &headError{http.StatusBadRequest, "missing required Host header"}
-	errHosts         = &headError{http.StatusBadRequest, "too many Host headers"}
-	errBadHost       = &headError{http.StatusBadRequest, "malformed Host header"}
-	errBadLength     = &headError{http.StatusBadRequest, "invalid Content-Length"}
-	errLengths       = &headError{http.StatusBadRequest, "conflicting Content-Length headers"}
-	errTEAndLength   = &headError{http.StatusBadRequest, "both Transfer-Encoding and Content-Length"}
-	errTE10          = &headError{http.StatusBadRequest, "Transfer-Encoding in an HTTP/1.0 request"}
-	errTEs           = &headError{http.StatusBadRequest, "too many Transfer-Encoding headers"}
-	errTE            = &headError{http.StatusNotImplemented, "unsupported Transfer-Encoding"}
-	errExpect        = &headError{http.StatusExpectationFailed, "unsupported Expect"}
-	errReqTooLarge   = &headError{http.StatusRequestHeaderFieldsTooLarge, "request header too large"}
-	errTooManyFields = &headError{http.StatusRequestHeaderFieldsTooLarge, "too many header fields"}
+	errMalformed     = &HeadError{http.StatusBadRequest, "malformed request"}
+	errBadMethod     = &HeadError{http.StatusBadRequest, "invalid method"}
+	errBadTarget     = &HeadError{http.StatusBadRequest, "invalid request-target"}
+	errBadVersion    = &HeadError{http.StatusBadRequest, "malformed HTTP version"}
+	errVersion       = &HeadError{http.StatusHTTPVersionNotSupported, "unsupported HTTP version"}
+	errFieldLine     = &HeadError{http.StatusBadRequest, "malformed header line"}
+	errFolding       = &HeadError{http.StatusBadRequest, "obsolete line folding"}
+	errFieldValue    = &HeadError{http.StatusBadRequest, "invalid header value"}
+	errNoHost        = &HeadError{http.StatusBadRequest, "missing required Host header"}
+	errHosts         = &HeadError{http.StatusBadRequest, "too many Host headers"}
+	errBadHost       = &HeadError{http.StatusBadRequest, "malformed Host header"}
+	errBadLength     = &HeadError{http.StatusBadRequest, "invalid Content-Length"}
+	errLengths       = &HeadError{http.StatusBadRequest, "conflicting Content-Length headers"}
+	errTEAndLength   = &HeadError{http.StatusBadRequest, "both Transfer-Encoding and Content-Length"}
+	errTE10          = &HeadError{http.StatusBadRequest, "Transfer-Encoding in an HTTP/1.0 request"}
+	errTEs           = &HeadError{http.StatusBadRequest, "too many Transfer-Encoding headers"}
+	errTE            = &HeadError{http.StatusNotImplemented, "unsupported Transfer-Encoding"}
+	errExpect        = &HeadError{http.StatusExpectationFailed, "unsupported Expect"}
+	ErrReqTooLarge   = &HeadError{http.StatusRequestHeaderFieldsTooLarge, "request header too large"}
+	errTooManyFields = &HeadError{http.StatusRequestHeaderFieldsTooLarge, "too many header fields"}
 )
 
 // maxReqFields bounds the field lines of a head (net/http's textproto bounds
 // them by memory; MaxHeaderBytes bounds the bytes).
 const maxReqFields = 1000
 
-// leadingEmpty returns how many CR or LF bytes begin b, at most four: what
-// net/http skips before a request that follows a POST.
-func leadingEmpty(b []byte) int {
-	n := 0
-	for n < len(b) && n < 4 && (b[n] == '\r' || b[n] == '\n') {
-		n++
-	}
-	return n
-}
-
-// headEnd returns the length of the head that begins b, through the empty line
+// HeadEnd returns the length of the head that begins b, through the empty line
 // that ends it, or -1 when b does not hold all of it yet. *from is where the
 // search resumes (0 at first); it is moved on for the next call.
-func headEnd(b []byte, from *int) int {
+func HeadEnd(b []byte, from *int) int {
 	i := *from
 	for {
 		nl := bytes.IndexByte(b[i:], '\n')
@@ -154,11 +147,11 @@ func headEnd(b []byte, from *int) int {
 	}
 }
 
-// parse reads the head b (a whole head, as headEnd found it) into h, reusing
-// h's memory. A head it refuses gets a *headError.
-func (h *reqHead) parse(b []byte) *headError {
-	fields := h.fields[:0]
-	*h = reqHead{fields: fields, length: -1}
+// Parse reads the head b (a whole head, as HeadEnd found it) into h, reusing
+// h's memory. A head it refuses gets a *HeadError.
+func (h *RequestHead) Parse(b []byte) *HeadError {
+	fields := h.Fields[:0]
+	*h = RequestHead{Fields: fields, Length: -1}
 	line, rest := nextLine(b, 0)
 	if err := h.requestLine(b, line); err != nil {
 		return err
@@ -166,92 +159,92 @@ func (h *reqHead) parse(b []byte) *headError {
 	var te, cl int
 	for {
 		line, rest = nextLine(b, rest)
-		if line.empty() {
+		if line.Empty() {
 			break
 		}
-		if len(h.fields) == maxReqFields {
+		if len(h.Fields) == maxReqFields {
 			return errTooManyFields
 		}
-		f, err := fieldLine(b, line)
+		f, err := FieldLine(b, line)
 		if err != nil {
 			return err
 		}
-		h.fields = append(h.fields, f)
-		name, value := f.name.of(b), f.value.of(b)
+		h.Fields = append(h.Fields, f)
+		name, value := f.Name.Of(b), f.Value.Of(b)
 		switch {
-		case asciiEqualFold(name, "host"):
+		case EqualFold(name, "host"):
 			if h.hasHost {
 				return errHosts
 			}
-			h.hasHost, h.host = true, f.value
+			h.hasHost, h.Host = true, f.Value
 			if !validHost(value) {
 				return errBadHost
 			}
-		case asciiEqualFold(name, "content-length"):
-			n, ok := parseContentLength(value)
+		case EqualFold(name, "content-length"):
+			n, ok := ParseContentLength(value)
 			if !ok {
 				return errBadLength
 			}
-			if cl > 0 && n != h.length {
+			if cl > 0 && n != h.Length {
 				return errLengths
 			}
 			cl++
-			h.length = n
-		case asciiEqualFold(name, "transfer-encoding"):
+			h.Length = n
+		case EqualFold(name, "transfer-encoding"):
 			te++
-			h.chunked = asciiEqualFold(value, "chunked")
-		case asciiEqualFold(name, "connection"):
+			h.Chunked = EqualFold(value, "chunked")
+		case EqualFold(name, "connection"):
 			h.connection(value)
-		case asciiEqualFold(name, "expect"):
-			if h.minor == 0 || !asciiEqualFold(value, "100-continue") || h.expectContinue {
+		case EqualFold(name, "expect"):
+			if h.Minor == 0 || !EqualFold(value, "100-continue") || h.ExpectContinue {
 				return errExpect
 			}
-			h.expectContinue = true
+			h.ExpectContinue = true
 		}
 	}
-	if h.minor == 1 && !h.hasHost && string(h.method.of(b)) != "CONNECT" {
+	if h.Minor == 1 && !h.hasHost && string(h.Method.Of(b)) != "CONNECT" {
 		return errNoHost
 	}
-	switch h.form {
-	case formAbsolute:
-		h.host = h.authority // RFC 9112 §3.2.2: it wins over Host, as in net/http
+	switch h.Form {
+	case FormAbsolute:
+		h.Host = h.authority // RFC 9112 §3.2.2: it wins over Host, as in net/http
 	case formAuthority:
-		h.host = h.target
+		h.Host = h.Target
 	}
 	if te > 0 {
 		switch {
 		case cl > 0:
 			return errTEAndLength
-		case h.minor == 0:
+		case h.Minor == 0:
 			return errTE10
 		case te > 1:
 			return errTEs
-		case !h.chunked:
+		case !h.Chunked:
 			return errTE
 		}
-		h.length = -1
+		h.Length = -1
 	}
-	if h.minor == 0 && !h.keepAlive10 {
-		h.closeConn = true
+	if h.Minor == 0 && !h.keepAlive10 {
+		h.Close = true
 	}
 	return nil
 }
 
 // nextLine returns the line of b that starts at from, without its line ending
 // (CRLF or LF), and where the next one starts. b ends in a line ending.
-func nextLine(b []byte, from int) (line span, next int) {
+func nextLine(b []byte, from int) (line Span, next int) {
 	nl := bytes.IndexByte(b[from:], '\n')
 	end := from + nl
 	next = end + 1
 	if end > from && b[end-1] == '\r' {
 		end--
 	}
-	return span{int32(from), int32(end)}, next
+	return Span{int32(from), int32(end)}, next
 }
 
 // requestLine reads "method SP request-target SP HTTP/1.x".
-func (h *reqHead) requestLine(b []byte, line span) *headError {
-	l := line.of(b)
+func (h *RequestHead) requestLine(b []byte, line Span) *HeadError {
+	l := line.Of(b)
 	sp1 := bytes.IndexByte(l, ' ')
 	if sp1 < 0 {
 		return errMalformed
@@ -272,9 +265,9 @@ func (h *reqHead) requestLine(b []byte, line span) *headError {
 	}
 	switch string(version) {
 	case "HTTP/1.1":
-		h.minor = 1
+		h.Minor = 1
 	case "HTTP/1.0":
-		h.minor = 0
+		h.Minor = 0
 	default:
 		// HTTP/2 and later are answered 505, as net/http's server answers
 		// them; another HTTP/1 minor is malformed here (testdata/requests).
@@ -283,10 +276,10 @@ func (h *reqHead) requestLine(b []byte, line span) *headError {
 		}
 		return errBadVersion
 	}
-	off := line.off
-	h.method = span{off, off + int32(sp1)}
-	h.target = span{off + int32(sp1) + 1, off + int32(sp2)}
-	h.uri = h.target
+	off := line.Off
+	h.Method = Span{off, off + int32(sp1)}
+	h.Target = Span{off + int32(sp1) + 1, off + int32(sp2)}
+	h.URI = h.Target
 	if len(target) == 0 {
 		return errBadTarget
 	}
@@ -301,17 +294,17 @@ func (h *reqHead) requestLine(b []byte, line span) *headError {
 		if !validEscapes(target) {
 			return errBadTarget
 		}
-		h.form = formOrigin
+		h.Form = FormOrigin
 	case string(target) == "*":
 		if string(method) != "OPTIONS" {
 			return errBadTarget
 		}
-		h.form = formAsterisk
+		h.Form = FormAsterisk
 	case isConnect:
 		if !validAuthority(target) {
 			return errBadTarget
 		}
-		h.form = formAuthority
+		h.Form = formAuthority
 	default:
 		return h.absoluteTarget(target)
 	}
@@ -321,12 +314,12 @@ func (h *reqHead) requestLine(b []byte, line span) *headError {
 // absoluteTarget reads an absolute-form request-target: "http://" or
 // "https://" (in any case), an authority without user info, then the path and
 // query, if any.
-func (h *reqHead) absoluteTarget(target []byte) *headError {
+func (h *RequestHead) absoluteTarget(target []byte) *HeadError {
 	var n int
 	switch {
-	case len(target) >= 7 && asciiEqualFold(target[:7], "http://"):
+	case len(target) >= 7 && EqualFold(target[:7], "http://"):
 		n = 7
-	case len(target) >= 8 && asciiEqualFold(target[:8], "https://"):
+	case len(target) >= 8 && EqualFold(target[:8], "https://"):
 		n = 8
 	default:
 		return errBadTarget
@@ -340,33 +333,33 @@ func (h *reqHead) absoluteTarget(target []byte) *headError {
 	if !validAuthority(authority) || !validEscapes(rest[end:]) {
 		return errBadTarget
 	}
-	t := h.target.off
-	h.form = formAbsolute
-	h.authority = span{t + int32(n), t + int32(n+end)}
-	h.uri = span{t + int32(n+end), h.target.end}
+	t := h.Target.Off
+	h.Form = FormAbsolute
+	h.authority = Span{t + int32(n), t + int32(n+end)}
+	h.URI = Span{t + int32(n+end), h.Target.End}
 	return nil
 }
 
-// fieldLine reads "name: value" (RFC 9112 §5): a token, a colon, the value
+// FieldLine reads "name: value" (RFC 9112 §5): a token, a colon, the value
 // with its surrounding whitespace trimmed.
-func fieldLine(b []byte, line span) (reqField, *headError) {
-	l := line.of(b)
+func FieldLine(b []byte, line Span) (Field, *HeadError) {
+	l := line.Of(b)
 	if l[0] == ' ' || l[0] == '\t' {
-		return reqField{}, errFolding
+		return Field{}, errFolding
 	}
 	colon := bytes.IndexByte(l, ':')
 	if colon <= 0 {
-		return reqField{}, errFieldLine
+		return Field{}, errFieldLine
 	}
 	for _, c := range l[:colon] {
 		if !tokenTable[c] {
-			return reqField{}, errFieldLine
+			return Field{}, errFieldLine
 		}
 	}
 	v := l[colon+1:]
 	for _, c := range v {
 		if c < ' ' && c != '\t' || c == 0x7f {
-			return reqField{}, errFieldValue
+			return Field{}, errFieldValue
 		}
 	}
 	start, end := colon+1, len(l)
@@ -376,13 +369,13 @@ func fieldLine(b []byte, line span) (reqField, *headError) {
 	for end > start && (l[end-1] == ' ' || l[end-1] == '\t') {
 		end--
 	}
-	off := line.off
-	return reqField{name: span{off, off + int32(colon)}, value: span{off + int32(start), off + int32(end)}}, nil
+	off := line.Off
+	return Field{Name: Span{off, off + int32(colon)}, Value: Span{off + int32(start), off + int32(end)}}, nil
 }
 
 // connection reads a Connection value: close, keep-alive (for HTTP/1.0) and
 // upgrade, as net/http's shouldClose reads them.
-func (h *reqHead) connection(value []byte) {
+func (h *RequestHead) connection(value []byte) {
 	for len(value) > 0 {
 		var tok []byte
 		if i := bytes.IndexByte(value, ','); i >= 0 {
@@ -392,11 +385,11 @@ func (h *reqHead) connection(value []byte) {
 		}
 		tok = trimOWS(tok)
 		switch {
-		case asciiEqualFold(tok, "close"):
-			h.closeConn = true
-		case asciiEqualFold(tok, "keep-alive"):
-			h.keepAlive10 = h.minor == 0
-		case asciiEqualFold(tok, "upgrade"):
+		case EqualFold(tok, "close"):
+			h.Close = true
+		case EqualFold(tok, "keep-alive"):
+			h.keepAlive10 = h.Minor == 0
+		case EqualFold(tok, "upgrade"):
 			h.upgrade = true
 		}
 	}

@@ -1,6 +1,6 @@
 //go:build linux || darwin || freebsd
 
-package proxy
+package h1
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/proxy/h1/h1test"
 )
 
 // socketPair returns two connected unix stream sockets; closing one end is seen
@@ -87,122 +89,104 @@ func unixListener(t *testing.T) (string, <-chan net.Conn) {
 	return path, conns
 }
 
+// acceptLimit bounds the wait for a connection the pool dials.
+const acceptLimit = 10 * time.Second
+
 func TestPoolReuseAndLiveness(t *testing.T) {
 	path, accepted := unixListener(t)
-	p := newConnPool("unix", path, time.Second, 2, time.Minute)
+	p := NewPool("unix", path, time.Second, 2, time.Minute, time.Second)
 	now := time.Now()
 	ctx := context.Background()
 
-	c1, reused, err := p.get(ctx, now, false)
+	c1, reused, err := p.Get(ctx, now, false, nil)
 	if err != nil || reused {
 		t.Fatalf("first get: %v, reused %v", err, reused)
 	}
-	peer1 := recv(t, accepted, "the first connection")
-	p.put(c1, now)
-	c, reused, _ := p.get(ctx, now.Add(500*time.Millisecond), false)
+	peer1 := h1test.Recv(t, accepted, "the first connection", acceptLimit)
+	p.Put(c1, now)
+	c, reused, _ := p.Get(ctx, now.Add(500*time.Millisecond), false, nil)
 	if c != c1 || !reused {
 		t.Fatal("a fresh idle connection was not reused")
 	}
 
 	// Closed by the upstream while idle, however briefly: discarded, a new
 	// connection is dialled.
-	p.put(c1, now)
+	p.Put(c1, now)
 	peer1.Close()
-	c2, reused, err := p.get(ctx, now, false)
+	c2, reused, err := p.Get(ctx, now, false, nil)
 	if err != nil || reused || c2 == c1 {
 		t.Fatalf("a connection the upstream closed was reused (%v, %v)", reused, err)
 	}
-	peer2 := recv(t, accepted, "the second connection")
+	peer2 := h1test.Recv(t, accepted, "the second connection", acceptLimit)
 
 	// Open and quiet: reused after the look.
-	p.put(c2, now)
-	if c, reused, _ := p.get(ctx, now.Add(2*time.Second), false); c != c2 || !reused {
+	p.Put(c2, now)
+	if c, reused, _ := p.Get(ctx, now.Add(2*time.Second), false, nil); c != c2 || !reused {
 		t.Fatal("an open connection idle for 2s was not reused")
 	}
 
 	// Its last read deadline passed while it was idle: still reused.
-	p.put(c2, now)
-	c2.armRead(now.Add(-time.Second), time.Minute)
-	if c, reused, _ := p.get(ctx, now, false); c != c2 || !reused {
+	p.Put(c2, now)
+	c2.ArmRead(now.Add(-time.Second), time.Minute)
+	if c, reused, _ := p.Get(ctx, now, false, nil); c != c2 || !reused {
 		t.Fatal("a connection whose read deadline passed while idle was not reused")
 	}
 
 	// Bytes arrived while it was idle: discarded at once.
-	p.put(c2, now)
+	p.Put(c2, now)
 	peer2.Write([]byte("HTTP/1.1 200 OK\r\n"))
-	if c, reused, _ := p.get(ctx, now, false); c == c2 || reused {
+	if c, reused, _ := p.Get(ctx, now, false, nil); c == c2 || reused {
 		t.Fatal("a connection holding unsolicited bytes was reused")
 	}
 	c2 = c
-	recv(t, accepted, "the third connection")
+	h1test.Recv(t, accepted, "the third connection", acceptLimit)
 
 	// A fresh connection is asked for: the idle one stays idle.
-	p.put(c2, now)
-	if c, reused, _ := p.get(ctx, now, true); c == c2 || reused || p.idleCount() != 1 {
+	p.Put(c2, now)
+	if c, reused, _ := p.Get(ctx, now, true, nil); c == c2 || reused || p.IdleCount() != 1 {
 		t.Fatal("get(fresh) handed out an idle connection")
 	}
 
 	// Idle past the idle timeout: discarded without a look.
-	p.put(c2, now)
-	if c, reused, _ := p.get(ctx, now.Add(2*time.Minute), false); c == c2 || reused {
+	p.Put(c2, now)
+	if c, reused, _ := p.Get(ctx, now.Add(2*time.Minute), false, nil); c == c2 || reused {
 		t.Fatal("a connection idle past the timeout was reused")
 	}
 }
 
 func TestPoolBounds(t *testing.T) {
 	path, _ := unixListener(t)
-	p := newConnPool("unix", path, time.Second, 2, time.Minute)
+	p := NewPool("unix", path, time.Second, 2, time.Minute, time.Second)
 	now := time.Now()
-	var cs []*upConn
+	var cs []*Conn
 	for i := 0; i < 3; i++ {
-		c, _, err := p.get(context.Background(), now, false)
+		c, _, err := p.Get(context.Background(), now, false, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		cs = append(cs, c)
 	}
 	for _, c := range cs {
-		p.put(c, now)
+		p.Put(c, now)
 	}
-	if n := p.idleCount(); n != 2 {
+	if n := p.IdleCount(); n != 2 {
 		t.Fatalf("%d idle, want the bound of 2", n)
 	}
 	// The oldest idle connection outlived the timeout: a put sweeps it.
-	fresh := &upConn{nc: cs[2].nc}
-	p.put(fresh, now.Add(2*time.Minute))
+	fresh := &Conn{Net: cs[2].Net}
+	p.Put(fresh, now.Add(2*time.Minute))
 	p.mu.Lock()
 	kept := len(p.idle) == 2 && p.idle[1] == fresh && p.idle[0] == cs[1]
 	p.mu.Unlock()
 	if !kept {
 		t.Fatal("the put did not sweep the oldest stale connection to make room")
 	}
-	p.close()
-	if n := p.idleCount(); n != 0 {
+	p.Close()
+	if n := p.IdleCount(); n != 0 {
 		t.Fatalf("%d idle after close", n)
 	}
-	p.put(cs[0], now)
-	if n := p.idleCount(); n != 0 {
+	p.Put(cs[0], now)
+	if n := p.IdleCount(); n != 0 {
 		t.Fatal("a closed pool kept a connection")
-	}
-}
-
-func TestUnixUpstream(t *testing.T) {
-	path, accepted := unixListener(t)
-	go func() {
-		c := <-accepted
-		buf := make([]byte, 4096)
-		c.Read(buf)
-		c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nunix"))
-	}()
-	_, base := startProxy(t, Params{Upstream: "unix://" + path}, ServerParams{})
-	resp, err := newClient(t, false).Get(base + "/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b := make([]byte, 8)
-	n, _ := resp.Body.Read(b)
-	if resp.StatusCode != 200 || string(b[:n]) != "unix" {
-		t.Fatalf("%d %q", resp.StatusCode, b[:n])
 	}
 }
