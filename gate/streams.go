@@ -8,15 +8,16 @@ import (
 
 // Stream is a long-lived stream's claim on a stream slot of its group
 // (spec.Streams): a WebSocket, a text/event-stream response or a gRPC call
-// that has sent its first response byte. End it exactly once when the
+// that has sent its first response byte (and, for a gRPC call, outlived it:
+// a unary call is a request). End it exactly once when the
 // stream closes; the zero Stream holds nothing. As with a Pass, pass a
 // *Stream around, not copies.
 type Stream struct{ g *group }
 
 // Stream turns the pass's request into a stream, at the moment its first
 // response byte is to be sent (a WebSocket's 101, the head of a
-// text/event-stream response, a gRPC call's response headers): the
-// concurrency slot is released and the outcome recorded with
+// text/event-stream response, the response headers of a gRPC call that
+// outlives them): the concurrency slot is released and the outcome recorded with
 // latency, the time to that first byte, as DoneAfter does, and a stream
 // slot of the group is taken instead, so that the stream's lifetime neither
 // holds a slot nor reaches the law. When the group holds its maximum of

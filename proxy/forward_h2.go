@@ -104,9 +104,12 @@ func (p *Proxy) forwardH2(w http.ResponseWriter, r *http.Request, x *exchange, g
 	defer resp.Body.Close()
 	_, trailersOnly := resp.Header[headerGRPCStatus]
 	var ls *liveStream
-	if resp.StatusCode == http.StatusOK && (g != grpcNone && !trailersOnly || isEventStream(resp.Header)) {
-		// A gRPC call or server-sent events: a stream from its headers on
-		// (see streams.go). Refused, its upstream stream is reset.
+	var call *grpcCall
+	switch {
+	case resp.StatusCode != http.StatusOK:
+	case isEventStream(resp.Header):
+		// Server-sent events: a stream from its head on (see streams.go).
+		// Refused, its upstream stream is reset.
 		st, rej, ok := x.openStream(time.Now())
 		if !ok {
 			writeRejection(w, g, ct, &rej)
@@ -115,6 +118,11 @@ func (p *Proxy) forwardH2(w http.ResponseWriter, r *http.Request, x *exchange, g
 		body := resp.Body
 		ls = p.streams.add(st, func() { _ = body.Close() })
 		defer p.streams.remove(ls)
+	case g != grpcNone && !trailersOnly:
+		// A gRPC call: a request while it ends as a unary call does, a
+		// stream once it outlives its headers by grpcStreamAfter (see
+		// grpcCall).
+		call = p.watchCall(x, resp.Body, time.Now())
 	}
 
 	h := w.Header()
@@ -164,6 +172,19 @@ func (p *Proxy) forwardH2(w http.ResponseWriter, r *http.Request, x *exchange, g
 	}
 	for k, vv := range resp.Trailer {
 		h[http.TrailerPrefix+k] = vv
+	}
+	if call != nil {
+		switch call.end() {
+		case callStream:
+			ls = call.ls
+			defer p.streams.remove(ls)
+		case callRefused:
+			// Beyond the streams bound when it outlived its headers: its
+			// upstream stream was reset, and the call ends with the
+			// refusal's status.
+			upErr = nil
+			refuseInTrailers(h, g, ct, &call.rej)
+		}
 	}
 	if ls != nil && ls.gone.Load() {
 		// Cut by CloseStreams: the call ends with its own status, not as a

@@ -114,10 +114,10 @@ func TestGRPCServerStreaming(t *testing.T) {
 			hs.SetServingStatus("svc", healthpb.HealthCheckResponse_SERVING)
 		}
 	}
-	// A stream: its outcome came at its response headers, and its end
-	// reports nothing more.
-	if f := adm.outcome(t); f.outcome != gate.Success {
-		t.Errorf("a stream at its headers: outcome %v, want success", f.outcome)
+	// A stream: its outcome came once it outlived its response headers
+	// (grpcStreamAfter), as of them, and its end reports nothing more.
+	if f := adm.outcome(t); f.outcome != gate.Success || f.latency >= grpcStreamAfter {
+		t.Errorf("a stream: outcome %v after %v, want success at its headers", f.outcome, f.latency)
 	}
 	cancel()
 	adm.noMoreFinishes(t)
@@ -166,7 +166,7 @@ func TestGRPCShed(t *testing.T) {
 	client := healthpb.NewHealthClient(dialGRPC(t, base))
 
 	// The first stream takes the watch group's only stream slot and keeps
-	// it; its outcome comes at its headers.
+	// it; its outcome comes once it outlives its headers.
 	ctx, cancel := context.WithCancel(grpcCtx(t))
 	defer cancel()
 	first, err := client.Watch(ctx, &healthpb.HealthCheckRequest{Service: "svc"})
@@ -182,6 +182,11 @@ func TestGRPCShed(t *testing.T) {
 	second, err := client.Watch(grpcCtx(t), &healthpb.HealthCheckRequest{Service: "svc"})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// A request until it outlives its headers: its first message comes,
+	// then the refusal, in its trailers.
+	if _, err := second.Recv(); err != nil {
+		t.Fatalf("second Watch's first message: %v", err)
 	}
 	_, err = second.Recv()
 	checkShed(t, "second Watch", err, second.Trailer(), codes.Unavailable, "streams")

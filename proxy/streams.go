@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -12,15 +13,120 @@ import (
 )
 
 // Streams (see gate.Pass.Stream): a WebSocket upgrade, a text/event-stream
-// response and a gRPC call are admitted as any request, and become streams
-// when their first response byte is to be sent — the 101, the head of an
-// event stream, a gRPC call's response headers (a trailers-only gRPC
-// response ends at once and is no stream) — holding a stream slot of their
-// group instead of a concurrency slot, the time to that byte their latency.
-// A stream beyond its group's bound is refused then: the upstream's answer is
-// dropped and the client gets the gate's rejection (503, reason streams;
-// UNAVAILABLE for gRPC). The proxy keeps the open streams in a set, so that a
-// shutdown can close them with their protocol's own close (CloseStreams).
+// response and a long-lived gRPC call are admitted as any request, and
+// become streams at their first response byte — the 101, the head of an
+// event stream, a gRPC call's response headers — holding a stream slot of
+// their group instead of a concurrency slot, the time to that byte their
+// latency. A WebSocket upgrade takes its stream slot before it is forwarded,
+// so that one beyond its group's bound is refused before its upstream is
+// asked; an event stream beyond it is refused at its head, the upstream's
+// answer dropped (503, reason streams). A gRPC call is told a stream by its
+// life (see grpcCall): one that ends within grpcStreamAfter of its response
+// headers, as a unary call does, stays a request; one that outlives that
+// becomes a stream then, as of its headers, or, beyond the bound, ends with
+// UNAVAILABLE (reason streams) in its trailers. The proxy keeps the open
+// streams in a set, so that a shutdown can close them with their protocol's
+// own close (CloseStreams).
+
+// grpcStreamAfter is how long a gRPC call may outlive its response headers
+// and still be a request. On the wire nothing tells a unary call from a
+// streaming one (the method's descriptor, which only its two ends have,
+// does): both are one HTTP/2 stream, headers, messages, trailers. A unary
+// call's server sends its headers, its one message and its status together,
+// once the handler has returned, so its trailers follow its headers at once
+// (a trailers-only answer carries no headers at all); a call still open
+// this long after its headers is waiting for messages that have yet to be
+// made, which is a stream's life.
+const grpcStreamAfter = 100 * time.Millisecond
+
+// grpcCall is a gRPC call between its response headers and its end, which
+// becomes a stream (x.openStream, as of its headers) if it lasts
+// grpcStreamAfter. Its state moves once from callRequest, under mu: to
+// callStream or callRefused by its timer, or to callEnded by end.
+type grpcCall struct {
+	mu      sync.Mutex
+	state   uint8
+	p       *Proxy
+	x       *exchange
+	headers time.Time
+	body    io.Closer // the upstream's response: closed, its stream is reset
+	timer   *time.Timer
+	ls      *liveStream    // callStream
+	rej     gate.Rejection // callRefused
+}
+
+const (
+	callRequest = iota // not yet decided: a request
+	callEnded          // ended within grpcStreamAfter: a request
+	callStream         // a stream, ls
+	callRefused        // beyond its group's streams bound, rej; body closed
+)
+
+// watchCall starts the watch of a gRPC call whose response headers arrived
+// at headers. The caller must end it. x is the timer's to touch until then.
+func (p *Proxy) watchCall(x *exchange, body io.Closer, headers time.Time) *grpcCall {
+	c := &grpcCall{p: p, x: x, headers: headers, body: body}
+	c.timer = time.AfterFunc(grpcStreamAfter, c.promote)
+	return c
+}
+
+// promote makes the call a stream, or refuses it and resets its upstream.
+func (c *grpcCall) promote() {
+	c.mu.Lock()
+	if c.state != callRequest {
+		c.mu.Unlock()
+		return
+	}
+	st, rej, ok := c.x.openStream(c.headers)
+	if ok {
+		c.state = callStream
+		body := c.body
+		c.ls = c.p.streams.add(st, func() { _ = body.Close() })
+		c.mu.Unlock()
+		return
+	}
+	c.state, c.rej = callRefused, rej
+	c.mu.Unlock()
+	// The copy's read ends at once; Close itself waits for the upstream
+	// stream's end, which may wait for the handler: not under mu, which
+	// end takes.
+	_ = c.body.Close()
+}
+
+// end is called once the call's response is over, and returns what the call
+// was: callEnded (still a request: the caller finishes x), callStream (the
+// caller removes ls) or callRefused.
+func (c *grpcCall) end() uint8 {
+	c.timer.Stop()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.state == callRequest {
+		c.state = callEnded
+	}
+	return c.state
+}
+
+// refuseInTrailers sets in h, as trailers, the fields of the refusal rej
+// that writeRejection sends in a trailers-only gRPC answer: for a call whose
+// headers went out already. A grpc-web call carries its status in its body,
+// which has gone: it gets only the fields.
+func refuseInTrailers(h http.Header, g grpcKind, ct string, rej *gate.Rejection) {
+	var f fieldsOnly
+	f.h = make(http.Header)
+	writeRejection(&f, g, ct, rej)
+	for k, vv := range f.h {
+		if k != "Content-Type" {
+			h[http.TrailerPrefix+k] = vv
+		}
+	}
+}
+
+// fieldsOnly is a ResponseWriter that keeps the fields written to it.
+type fieldsOnly struct{ h http.Header }
+
+func (f *fieldsOnly) Header() http.Header         { return f.h }
+func (f *fieldsOnly) Write(b []byte) (int, error) { return len(b), nil }
+func (f *fieldsOnly) WriteHeader(int)             {}
 
 // streamSet is the streams open through a proxy. Adding and removing take a
 // lock of one of its shards, never a lock shared by every stream.

@@ -2,12 +2,18 @@ package proxy
 
 import (
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	"golang.org/x/net/websocket"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 
 	"github.com/sluicehq/sluice/adaptive"
 	"github.com/sluicehq/sluice/gate"
@@ -92,4 +98,50 @@ match = { path = "/declined" }
 	if st := groupStatus(t, g, "declined"); st.Streams.Open != 0 || st.Streams.Opened != 0 || st.Completed[gate.Ignored] != 2 {
 		t.Errorf("declined group: streams %+v, completed %v; want none open or opened, 2 ignored", st.Streams, st.Completed)
 	}
+}
+
+// TestGRPCUnaryIsNoStream: a unary gRPC call is a request, not a stream, even
+// when its server sends its headers before it fails (grpc-go, SendHeader
+// and then an error): the law learns the failure in its trailers as a drop,
+// with the call's whole latency, and the group opens no stream; a call that
+// ends well with a message is a success, no stream either.
+func TestGRPCUnaryIsNoStream(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := grpc.NewServer(grpc.UnknownServiceHandler(func(_ any, stream grpc.ServerStream) error {
+		if err := stream.SendHeader(metadata.Pairs("x-early", "1")); err != nil {
+			return err
+		}
+		if m, _ := grpc.MethodFromServerStream(stream); m == "/early/ok" {
+			return stream.SendMsg(&healthpb.HealthCheckResponse{})
+		}
+		return status.Error(codes.Unavailable, "overloaded after all")
+	}))
+	go func() { _ = s.Serve(ln) }()
+	t.Cleanup(s.Stop)
+	g := testGate(t, roomyGroup)
+	adm := newFinishes(t)
+	_, base := startWatched(t, adm, Params{Upstream: "http://" + ln.Addr().String(), Gate: g, DisableBreaker: true}, ServerParams{})
+	cc := dialGRPC(t, base)
+
+	var header metadata.MD
+	err = cc.Invoke(grpcCtx(t), "/early/fail", &healthpb.HealthCheckRequest{}, &healthpb.HealthCheckResponse{}, grpc.Header(&header))
+	if status.Code(err) != codes.Unavailable || len(header.Get("x-early")) != 1 {
+		t.Fatalf("call: %v, headers %v; want Unavailable after its headers", err, header)
+	}
+	if f := adm.outcome(t); f.outcome != gate.Dropped {
+		t.Errorf("a unary call failing after its headers: outcome %v, want dropped", f.outcome)
+	}
+	if err := cc.Invoke(grpcCtx(t), "/early/ok", &healthpb.HealthCheckRequest{}, &healthpb.HealthCheckResponse{}); err != nil {
+		t.Fatal(err)
+	}
+	if f := adm.outcome(t); f.outcome != gate.Success {
+		t.Errorf("a unary call: outcome %v, want success", f.outcome)
+	}
+	if st := groupStatus(t, g, "all"); st.Streams.Opened != 0 || st.Streams.Open != 0 || st.InFlight != 0 {
+		t.Errorf("streams %+v, in flight %d; want no stream opened, none in flight", st.Streams, st.InFlight)
+	}
+	adm.noMoreFinishes(t)
 }

@@ -156,8 +156,10 @@ type grpcWatch struct {
 
 // openWatches opens n Watch streams through s, over connections of at most
 // 50 streams each (sluice takes 100 streams per HTTP/2 connection), and
-// reads each one's first message: each is past its response headers.
-func openWatches(t *testing.T, ctx context.Context, s *sluice, n int) []grpcWatch {
+// reads each one's first message: each is past its response headers. A call
+// is a request until it outlives its headers (by 100 ms): each batch waits
+// until the group "all" (on the admin API at admin) has none in flight.
+func openWatches(t *testing.T, ctx context.Context, s *sluice, c *http.Client, admin string, n int) []grpcWatch {
 	t.Helper()
 	var ccs []*grpc.ClientConn
 	for i := 0; i < n; i += 50 {
@@ -169,7 +171,7 @@ func openWatches(t *testing.T, ctx context.Context, s *sluice, n int) []grpcWatc
 		ccs = append(ccs, cc)
 	}
 	out := make([]grpcWatch, n)
-	for from := 0; from < n; from += 16 { // until its headers a call is a request: under the limit of 20
+	for from := 0; from < n; from += 16 { // until it is a stream a call is a request: under the limit of 20
 		to := min(n, from+16)
 		for i := from; i < to; i++ {
 			sctx, cancel := context.WithCancel(ctx)
@@ -185,6 +187,7 @@ func openWatches(t *testing.T, ctx context.Context, s *sluice, n int) []grpcWatc
 				t.Fatalf("watch %d: first message %v, %v", i, m, err)
 			}
 		}
+		awaitGroup(t, c, admin, "all", "watches become streams", func(g api.Group) bool { return g.InFlight == 0 })
 	}
 	return out
 }
@@ -295,7 +298,7 @@ func TestE2EStreams(t *testing.T) {
 	defer cancel()
 
 	ws := openWebSockets(t, ctx, s, nWS)
-	watches := openWatches(t, ctx, s, nGRPC)
+	watches := openWatches(t, ctx, s, c, admin, nGRPC)
 	opened := time.Now()
 	sse, err := c.Get(s.url("/sse"))
 	if err != nil || sse.StatusCode != 200 {
@@ -388,7 +391,11 @@ func openGRPCRefused(t *testing.T, ctx context.Context, s *sluice) error {
 	if err != nil {
 		return err
 	}
-	_, err = st.Recv()
+	// A request until it outlives its headers: its first message comes,
+	// then the refusal, in its trailers.
+	for err == nil {
+		_, err = st.Recv()
+	}
 	return err
 }
 
@@ -529,7 +536,7 @@ func TestLabIdleStreams(t *testing.T) {
 	}
 	t0 := time.Now()
 	ws := openWebSockets(t, ctx, s, nWS)
-	watches := openWatches(t, ctx, s, nGRPC)
+	watches := openWatches(t, ctx, s, c, admin, nGRPC)
 	t.Logf("opened %d WebSockets and %d gRPC streams in %v", len(ws), len(watches), time.Since(t0))
 	if g := groupView(t, c, admin, "all"); other == "" && g.Streams.Open != nWS+nGRPC {
 		t.Fatalf("streams %+v, want %d open", g.Streams, nWS+nGRPC)

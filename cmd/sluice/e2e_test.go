@@ -584,6 +584,11 @@ match = { path = "/grpc.health.v1.Health/Watch" }
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A request until it outlives its headers: its first message comes,
+	// then the refusal, in its trailers.
+	if _, err := second.Recv(); err != nil {
+		t.Fatalf("second Watch's first message: %v", err)
+	}
 	_, err = second.Recv()
 	if status.Code(err) != codes.Unavailable {
 		t.Fatalf("second Watch: %v, want Unavailable", err)
