@@ -133,6 +133,11 @@ type lease struct {
 // nodes together start the outage with about the bound.
 type leaseFallback struct {
 	local limits.Limiter // nil unless FallbackLocal
+	// late marks the fallback of a renewal still unanswered (see late):
+	// it started empty, and admitted units so far. A failed renewal
+	// replaces it with the outage's, primed less what it admitted.
+	late     bool
+	admitted atomic.Int64
 }
 
 // rejoin caps the grants of a lease whose hash came back with a new epoch
@@ -237,6 +242,7 @@ func (ls *leaser) fallback(r *limits.Result, le *lease, fb *leaseFallback, q *qu
 		*r = limits.Result{Allowed: n == 0, Limit: q.limit, RetryAfter: time.Duration(max(le.next.Load()-now.UnixNano(), int64(time.Millisecond)))}
 	}
 	if r.Allowed {
+		fb.admitted.Add(n)
 		le.fbAdmitted.Add(n)
 	}
 }
@@ -522,7 +528,8 @@ func (ls *leaser) lateAfter() time.Duration {
 // admits at the node's share from then on, and what it admits is debited
 // by the next renewal answered, so a renewal that is merely slow costs the
 // quota nothing; the renewal that answers puts a lease that holds units
-// back on them (settle), one that fails leaves it on this fallback. Only
+// back on them (settle), one that fails replaces it with the outage's
+// fallback, primed less what this one admitted (failed). Only
 // FallbackLocal on a bucket: an open fallback would admit without bound for
 // a renewal that is merely slow, and a window has no rate to start from.
 func (ls *leaser) late(rs []*renewal) {
@@ -531,7 +538,7 @@ func (ls *leaser) late(rs []*renewal) {
 	}
 	for _, r := range rs {
 		if !r.leave && r.le.fb.Load() == nil {
-			r.le.fb.Store(ls.newFallback(r.le, false))
+			r.le.fb.Store(ls.newFallback(r.le, false, 0))
 		}
 	}
 }
@@ -722,19 +729,23 @@ func (ls *leaser) failed(r *renewal, now time.Time) {
 		le.a.Close()
 		le.after = 0
 	}
-	if le.fb.Load() == nil {
-		le.fb.Store(ls.newFallback(le, true))
+	if fb := le.fb.Load(); fb == nil || fb.late {
+		used := int64(0)
+		if fb != nil {
+			used = fb.admitted.Load()
+		}
+		le.fb.Store(ls.newFallback(le, true, used))
 	}
 }
 
 // newFallback is le's fallback while Redis is away: with FallbackLocal, a
 // limiter of this node's fallback share (from its last renewal, or the
-// equal share) of the quota in force; with primed, holding what a lease of
-// the share would (less the units held) from the moment it is made, else
-// empty.
-func (ls *leaser) newFallback(le *lease, primed bool) *leaseFallback {
+// equal share) of the quota in force; primed, holding what a lease of the
+// share would, less the units held and used (admitted by a late fallback
+// it replaces), from the moment it is made; else empty, and marked late.
+func (ls *leaser) newFallback(le *lease, primed bool, used int64) *leaseFallback {
 	share := ls.fallbackShare(le)
-	fb := &leaseFallback{}
+	fb := &leaseFallback{late: !primed}
 	if ls.l.s.p.Fallback != FallbackLocal {
 		return fb
 	}
@@ -749,7 +760,7 @@ func (ls *leaser) newFallback(le *lease, primed bool) *leaseFallback {
 	held, _ := le.a.Held()
 	start := int64(0)
 	if primed {
-		start = max(0, int64(math.Ceil(headroom*share*ls.p.Period.Seconds()))-held)
+		start = max(0, int64(math.Ceil(headroom*share*ls.p.Period.Seconds()))-held-used)
 	}
 	local, err := newTemplate(p)
 	if err != nil { // a share too small for the algorithm: refuse
