@@ -3,6 +3,7 @@ package adaptive
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 )
@@ -155,6 +156,50 @@ func LawName(l Law) string {
 		}
 	}
 	return ""
+}
+
+// Knob returns the field of s that holds the knob called name: the float64
+// field of that name, capitalised in Go's way ("backoff" is Backoff,
+// "rate_headroom" RateHeadroom); nil for none. Callers that fill a
+// LawSettings from a config's knobs (gate/spec) read and write them through
+// it, so that a new knob is a field here and an entry in its LawKind.Knobs.
+func (s *LawSettings) Knob(name string) *float64 {
+	return floatField(reflect.ValueOf(s).Elem(), goName(name))
+}
+
+// goName is a knob's name as a Go field's.
+func goName(knob string) string {
+	var b strings.Builder
+	for part := range strings.SplitSeq(knob, "_") {
+		if part != "" {
+			b.WriteString(strings.ToUpper(part[:1]) + part[1:])
+		}
+	}
+	return b.String()
+}
+
+// floatField is the float64 field called name of the struct v, nil for
+// none.
+func floatField(v reflect.Value, name string) *float64 {
+	f := v.FieldByName(name)
+	if !f.IsValid() || f.Kind() != reflect.Float64 || !f.CanAddr() {
+		return nil
+	}
+	return f.Addr().Interface().(*float64)
+}
+
+// KnobNames returns the names of every law's knobs, each once, in the
+// order of Laws.
+func KnobNames() []string {
+	var names []string
+	for _, k := range laws {
+		for _, kn := range k.Knobs {
+			if !slices.Contains(names, kn.Name) {
+				names = append(names, kn.Name)
+			}
+		}
+	}
+	return names
 }
 
 // Knob returns the law's knob named name.

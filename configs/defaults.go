@@ -208,7 +208,7 @@ func (g *Group) SetDefaults() {
 	// one header both are kept, for Validate to report). An empty table of
 	// headers is none, as the effective config writes it (an empty list of
 	// methods is an error Validate reports).
-	n := g.Match.spec().Normal()
+	n := g.Match.Normal()
 	g.Match.Methods, g.Match.Host, g.Match.Headers = n.Methods, n.Host, n.Headers
 	if len(g.Match.Headers) == 0 {
 		g.Match.Headers = nil
@@ -221,7 +221,7 @@ func (g *Group) SetDefaults() {
 	s := g.Spec()
 	d := s.WithDefaults()
 	g.Key, g.Priority, g.DefaultPriority = d.Key, d.Priority, d.DefaultPriority
-	g.Concurrency = concurrencyOf(d.Concurrency)
+	g.Concurrency = d.Concurrency
 	if g.Rate != nil {
 		g.Rate.setDefaults(g.Key)
 	}
@@ -233,10 +233,6 @@ func (g *Group) SetDefaults() {
 func (r *Rate) setDefaults(key KeySource) {
 	*r = rateOf(r.spec().WithDefaults(key))
 }
-
-// FixedLimit reports whether c's law holds Limit and reads no bounds
-// (spec.Concurrency.FixedLimit: its adaptive.LawKind says so).
-func (c *Concurrency) FixedLimit() bool { return c.spec().FixedLimit() }
 
 // LeaseBound returns the over-admission bound of a leased global quota, in
 // cost units (see Rate.Sync): 1.5 × PerSecond × LeasePeriod, rounded up; 0

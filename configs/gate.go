@@ -33,16 +33,16 @@ func (g *Group) Spec() spec.Group {
 	c := g.Clone()
 	s := spec.Group{
 		Name:            c.Name,
-		Match:           c.Match.spec(),
+		Match:           c.Match,
 		Key:             c.Key,
 		Priority:        c.Priority,
 		DefaultPriority: c.DefaultPriority,
-		Concurrency:     c.Concurrency.spec(),
+		Concurrency:     c.Concurrency,
 		Targets: spec.Targets{Latency: time.Duration(c.Targets.Latency), Quantile: c.Targets.Quantile,
 			CPU: c.Targets.CPU, Memory: c.Targets.Memory, CPUPressure: c.Targets.CPUPressure},
 		Queue: spec.Queue{Order: c.Queue.Order, Max: c.Queue.Max, MaxWait: time.Duration(c.Queue.MaxWait),
 			CodelTarget: time.Duration(c.Queue.CodelTarget), CodelInterval: time.Duration(c.Queue.CodelInterval)},
-		Streams: spec.Streams{Max: c.Streams.Max},
+		Streams: c.Streams,
 		Mode:    c.Mode,
 	}
 	if c.Rate != nil {
@@ -58,16 +58,16 @@ func GroupOf(s spec.Group) Group {
 	s = s.Clone()
 	g := Group{
 		Name:            s.Name,
-		Match:           Match(s.Match),
+		Match:           s.Match,
 		Key:             s.Key,
 		Priority:        s.Priority,
 		DefaultPriority: s.DefaultPriority,
-		Concurrency:     concurrencyOf(s.Concurrency),
+		Concurrency:     s.Concurrency,
 		Targets: Targets{Latency: Duration(s.Targets.Latency), Quantile: s.Targets.Quantile,
 			CPU: s.Targets.CPU, Memory: s.Targets.Memory, CPUPressure: s.Targets.CPUPressure},
 		Queue: Queue{Order: s.Queue.Order, Max: s.Queue.Max, MaxWait: Duration(s.Queue.MaxWait),
 			CodelTarget: Duration(s.Queue.CodelTarget), CodelInterval: Duration(s.Queue.CodelInterval)},
-		Streams: Streams{Max: s.Streams.Max},
+		Streams: s.Streams,
 		Mode:    s.Mode,
 	}
 	if s.Rate != nil {
@@ -75,16 +75,6 @@ func GroupOf(s spec.Group) Group {
 		g.Rate = &r
 	}
 	return g
-}
-
-func (c *Concurrency) spec() spec.Concurrency {
-	return spec.Concurrency{Law: c.Law, Limit: c.Limit, Initial: c.Initial, Min: c.Min, Max: c.Max,
-		Backoff: c.Backoff, Tolerance: c.Tolerance}
-}
-
-func concurrencyOf(s spec.Concurrency) Concurrency {
-	return Concurrency{Law: s.Law, Limit: s.Limit, Initial: s.Initial, Min: s.Min, Max: s.Max,
-		Backoff: s.Backoff, Tolerance: s.Tolerance}
 }
 
 func (r *Rate) spec() spec.Rate {

@@ -59,37 +59,12 @@ const (
 	ModeShadow  = spec.ModeShadow
 )
 
-// Match selects requests. Every field that is set must accept the request;
-// an empty Match accepts every request. See [Match.Matches] for the exact
-// rules, which the gate uses and the shadowed-group check relies on.
-type Match struct {
-	// Path accepts exactly this URL path. Not together with PathPrefix.
-	Path string `toml:"path,omitempty" json:"path,omitempty"`
-	// PathPrefix accepts URL paths that start with it, byte for byte:
-	// "/api/" accepts "/api/users" but not "/api"; "/api" also accepts
-	// "/apiary". gRPC methods are paths: "/pkg.Service/".
-	PathPrefix string `toml:"path_prefix,omitempty" json:"path_prefix,omitempty"`
-	// Methods accepts these HTTP methods, upper case ("get" is read as
-	// "GET"); empty accepts all.
-	Methods []string `toml:"methods,omitempty" json:"methods,omitempty"`
-	// Host accepts this host, without port, case-insensitively;
-	// "*.example.com" accepts any subdomain of example.com (not
-	// example.com itself).
-	Host string `toml:"host,omitempty" json:"host,omitempty"`
-	// Headers accepts requests whose header NAME has exactly the value
-	// given, for every entry. Names are canonicalised ("x-env" is "X-Env");
-	// the whitespace around a value is not part of it.
-	Headers map[string]string `toml:"headers,omitempty" json:"headers,omitempty"`
-	// CaseInsensitive compares path and path_prefix with the request's path
-	// ignoring ASCII case ("/login" accepts "/LOGIN"), for an upstream that
-	// routes so. Default false.
-	CaseInsensitive bool `toml:"case_insensitive,omitempty" json:"case_insensitive,omitempty"`
-	// TrailingSlash accepts a path that differs from path by a trailing "/"
-	// only ("/login" accepts "/login/" and the reverse), and the path that a
-	// path_prefix ending in "/" names without it ("/api/" accepts "/api"),
-	// for an upstream that routes both to one handler. Default false.
-	TrailingSlash bool `toml:"trailing_slash,omitempty" json:"trailing_slash,omitempty"`
-}
+// Match is a [group.match]: it selects requests (spec.Match, whose fields
+// and their toml tags are the table's keys). Every field that is set must
+// accept the request; an empty Match accepts every request. See
+// [spec.Match.Matches] for the exact rules, which the gate uses and the
+// shadowed-group check relies on.
+type Match = spec.Match
 
 // Rate is a [group.rate]: a static rate limit. Give either Rate (per second)
 // or Limit and Window. Which other fields apply depends on Algorithm; a field
@@ -239,31 +214,10 @@ const (
 )
 
 // Concurrency is a [group.concurrency]: how many requests of the group may
-// be in the upstream at once, and the control law that moves that limit.
-type Concurrency struct {
-	// Law is the control law. Derived: "target" when the group has a target
-	// (latency, cpu, memory or cpu_pressure), else "gradient", which needs
-	// none (the same default as the library's, spec.Concurrency.Law).
-	Law Law `toml:"law" json:"law"`
-	// Limit is the limit of law "fixed", from 1 to 1e6; only with "fixed".
-	Limit int `toml:"limit,omitzero" json:"limit,omitempty"`
-	// Initial is where an adaptive law starts (unless the state file has a
-	// learned limit), within [Min, Max]. Derived: 20, clamped to [Min, Max].
-	Initial int `toml:"initial,omitzero" json:"initial,omitempty"`
-	// Min is the lowest limit an adaptive law may set, at least 1.
-	// Derived: 1.
-	Min int `toml:"min,omitzero" json:"min,omitempty"`
-	// Max is the highest limit an adaptive law may set, at most 1e6.
-	// Derived: 1000 (or Min, or Initial, if larger).
-	Max int `toml:"max,omitzero" json:"max,omitempty"`
-	// Backoff is the factor the limit is multiplied by on a drop (law
-	// "aimd"), from 0.5 to 0.99. Derived: 0.9.
-	Backoff float64 `toml:"backoff,omitzero" json:"backoff,omitempty"`
-	// Tolerance is how far the short-term latency may rise above the
-	// long-term one before the limit shrinks (law "gradient"), from 1 to 10.
-	// Derived: 1.5.
-	Tolerance float64 `toml:"tolerance,omitzero" json:"tolerance,omitempty"`
-}
+// be in the upstream at once, and the control law that moves that limit
+// (spec.Concurrency, whose fields and their toml tags are the table's keys;
+// the law, bounds and knobs are derived as the gate derives them).
+type Concurrency = spec.Concurrency
 
 // Law is a concurrency control law: the gate's (spec.Law).
 type Law = spec.Law
@@ -327,14 +281,9 @@ type Queue struct {
 	CodelInterval Duration `toml:"codel_interval" json:"codel_interval"`
 }
 
-// Streams is a [group.streams]: the bound on a group's long-lived streams.
-type Streams struct {
-	// Max is how many streams the group holds open at once, from 1 to 1e7;
-	// a stream beyond it is refused with 503, reason "streams", when its
-	// first response byte would be sent (its upstream's answer is
-	// dropped). Default 10000.
-	Max int `toml:"max" json:"max"`
-}
+// Streams is a [group.streams]: the bound on a group's long-lived streams
+// (spec.Streams).
+type Streams = spec.Streams
 
 // Order is a queue discipline: the gate's (spec.Order).
 type Order = spec.Order

@@ -109,14 +109,9 @@ func queueOrder(o spec.Order) adaptive.Order {
 	return adaptive.OrderFIFO
 }
 
-// priorityOf maps a configured level to the adaptive priority the queue and
-// the shedders rank by.
+// priorityOf is the priority a configured level names, which the queue and
+// the shedders rank by (adaptive.Default for none).
 func priorityOf(l spec.Level) adaptive.Priority {
-	switch l {
-	case spec.LevelCritical:
-		return adaptive.Critical
-	case spec.LevelSheddable:
-		return adaptive.Sheddable
-	}
-	return adaptive.Default
+	p, _ := l.Priority()
+	return p
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluicehq/sluice/adaptive"
 	"github.com/sluicehq/sluice/gate/spec"
 )
 
@@ -322,8 +323,29 @@ func rateField(path string, get func(*spec.Rate) any, set func(dst, src *spec.Ra
 		}}
 }
 
+// knobFields are the fields of the laws' knobs (adaptive.KnobNames), in
+// the order of the registry of laws.
+func knobFields() []field {
+	var fs []field
+	for _, name := range adaptive.KnobNames() {
+		fs = append(fs, field{"concurrency." + name,
+			func(g *spec.Group) any {
+				if v := g.Concurrency.Knob(name); v != nil {
+					return *v
+				}
+				return nil
+			},
+			func(d, s *spec.Group) {
+				if dv, sv := d.Concurrency.Knob(name), s.Concurrency.Knob(name); dv != nil && sv != nil {
+					*dv = *sv
+				}
+			}})
+	}
+	return fs
+}
+
 // overridable are the fields Override may change.
-var overridable = []field{
+var overridable = slices.Concat([]field{
 	{"mode", func(g *spec.Group) any { return g.Mode }, func(d, s *spec.Group) { d.Mode = s.Mode }},
 	rateField("rate.mode", func(r *spec.Rate) any { return r.Mode }, func(d, s *spec.Rate) { d.Mode = s.Mode }),
 	{"targets.latency", func(g *spec.Group) any { return g.Targets.Latency }, func(d, s *spec.Group) { d.Targets.Latency = s.Targets.Latency }},
@@ -334,8 +356,7 @@ var overridable = []field{
 	{"concurrency.initial", func(g *spec.Group) any { return g.Concurrency.Initial }, func(d, s *spec.Group) { d.Concurrency.Initial = s.Concurrency.Initial }},
 	{"concurrency.min", func(g *spec.Group) any { return g.Concurrency.Min }, func(d, s *spec.Group) { d.Concurrency.Min = s.Concurrency.Min }},
 	{"concurrency.max", func(g *spec.Group) any { return g.Concurrency.Max }, func(d, s *spec.Group) { d.Concurrency.Max = s.Concurrency.Max }},
-	{"concurrency.backoff", func(g *spec.Group) any { return g.Concurrency.Backoff }, func(d, s *spec.Group) { d.Concurrency.Backoff = s.Concurrency.Backoff }},
-	{"concurrency.tolerance", func(g *spec.Group) any { return g.Concurrency.Tolerance }, func(d, s *spec.Group) { d.Concurrency.Tolerance = s.Concurrency.Tolerance }},
+}, knobFields(), []field{
 	rateField("rate.rate", func(r *spec.Rate) any { return r.Rate }, func(d, s *spec.Rate) { d.Rate = s.Rate }),
 	rateField("rate.limit", func(r *spec.Rate) any { return r.Limit }, func(d, s *spec.Rate) { d.Limit = s.Limit }),
 	rateField("rate.window", func(r *spec.Rate) any { return r.Window }, func(d, s *spec.Rate) { d.Window = s.Window }),
@@ -346,7 +367,7 @@ var overridable = []field{
 	{"queue.max_wait", func(g *spec.Group) any { return g.Queue.MaxWait }, func(d, s *spec.Group) { d.Queue.MaxWait = s.Queue.MaxWait }},
 	{"queue.codel_target", func(g *spec.Group) any { return g.Queue.CodelTarget }, func(d, s *spec.Group) { d.Queue.CodelTarget = s.Queue.CodelTarget }},
 	{"queue.codel_interval", func(g *spec.Group) any { return g.Queue.CodelInterval }, func(d, s *spec.Group) { d.Queue.CodelInterval = s.Queue.CodelInterval }},
-}
+})
 
 func fieldByPath(path string) field {
 	for _, f := range overridable {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/adaptive"
+	"github.com/sluicehq/sluice/internal/defaults"
 	"github.com/sluicehq/sluice/limits"
 )
 
@@ -98,9 +99,9 @@ type breaker struct {
 }
 
 const (
-	breakerFailures = 5
-	breakerOpen     = int64(5 * time.Second)
-	breakerProbes   = 3
+	breakerFailures = defaults.BreakerConsecutiveFailures
+	breakerOpen     = int64(defaults.BreakerOpenDuration)
+	breakerProbes   = defaults.BreakerProbes
 )
 
 // allow reports whether a request may pass at now.

@@ -5,6 +5,8 @@ import (
 	"net/netip"
 	"net/textproto"
 	"strings"
+
+	"github.com/sluicehq/sluice/adaptive"
 )
 
 // headerPrefix starts a KeySource or Priority read from a request header.
@@ -57,27 +59,42 @@ func (k KeySource) Check() error {
 	return fmt.Errorf(`must be "none", "ip", "path" or "header:NAME", got %q`, string(k))
 }
 
-// Level is a request priority. Under overload the lowest level present is
-// shed first: sheddable, then default, then critical.
+// Level is a request's priority (adaptive.Priority) by the name a config
+// and a priority header give it: one of adaptive.Priority's named levels.
+// Under overload the lowest priority present is shed first: sheddable,
+// then default, then critical. The names, their order and their priorities
+// are adaptive's (adaptive.Priority.String); Level is only their text.
 type Level string
 
-// Levels, from most to least important.
+// Levels, from most to least important: the names of adaptive.Critical,
+// adaptive.Default and adaptive.Sheddable.
 const (
 	LevelCritical  Level = "critical"
 	LevelDefault   Level = "default"
 	LevelSheddable Level = "sheddable"
 )
 
+// levels are the priorities a Level names, most important first.
+var levels = [...]adaptive.Priority{adaptive.Critical, adaptive.Default, adaptive.Sheddable}
+
+// Priority returns the priority l names and true, or adaptive.Default and
+// false when l names none.
+func (l Level) Priority() (adaptive.Priority, bool) {
+	for _, p := range levels {
+		if string(l) == p.String() {
+			return p, true
+		}
+	}
+	return adaptive.Default, false
+}
+
 // Rank orders levels: 0 for critical, 1 for default, 2 for sheddable, and -1
 // for anything else. A higher rank is shed earlier.
 func (l Level) Rank() int {
-	switch l {
-	case LevelCritical:
-		return 0
-	case LevelDefault:
-		return 1
-	case LevelSheddable:
-		return 2
+	for i, p := range levels {
+		if string(l) == p.String() {
+			return i
+		}
 	}
 	return -1
 }
@@ -85,9 +102,9 @@ func (l Level) Rank() int {
 // ParseLevel reads a level as a client sends it in a priority header,
 // ignoring ASCII case. It does not allocate.
 func ParseLevel(s string) (Level, bool) {
-	for _, l := range [...]Level{LevelCritical, LevelDefault, LevelSheddable} {
-		if strings.EqualFold(s, string(l)) {
-			return l, true
+	for _, p := range levels {
+		if strings.EqualFold(s, p.String()) {
+			return Level(p.String()), true
 		}
 	}
 	return "", false

@@ -8,32 +8,35 @@ import (
 
 // Match selects requests. Every field that is set must accept the request;
 // an empty Match accepts every request. See Match.Matches for the exact
-// rules.
+// rules. It is also the config file's [group.match] (package configs, by
+// the toml tags; the json tags are the admin API's).
 type Match struct {
 	// Path accepts exactly this URL path. Not together with PathPrefix.
-	Path string
+	Path string `toml:"path,omitempty" json:"path,omitempty"`
 	// PathPrefix accepts URL paths that start with it, byte for byte:
 	// "/api/" accepts "/api/users" but not "/api"; "/api" also accepts
 	// "/apiary". gRPC methods are paths: "/pkg.Service/".
-	PathPrefix string
-	// Methods accepts these HTTP methods; empty accepts all.
-	Methods []string
+	PathPrefix string `toml:"path_prefix,omitempty" json:"path_prefix,omitempty"`
+	// Methods accepts these HTTP methods, upper case ("get" is read as
+	// "GET"); empty accepts all.
+	Methods []string `toml:"methods,omitempty" json:"methods,omitempty"`
 	// Host accepts this host, without port, case-insensitively;
 	// "*.example.com" accepts any subdomain of example.com (not
 	// example.com itself).
-	Host string
+	Host string `toml:"host,omitempty" json:"host,omitempty"`
 	// Headers accepts requests whose header NAME has exactly the value
 	// given, for every entry (the whitespace around either aside).
-	Headers map[string]string
+	Headers map[string]string `toml:"headers,omitempty" json:"headers,omitempty"`
 	// CaseInsensitive compares Path and PathPrefix with the request's path
 	// ignoring ASCII case: "/login" accepts "/LOGIN" (for an upstream that
-	// routes so: ASP.NET, Express by default).
-	CaseInsensitive bool
+	// routes so: ASP.NET, Express by default). Default false.
+	CaseInsensitive bool `toml:"case_insensitive,omitempty" json:"case_insensitive,omitempty"`
 	// TrailingSlash accepts a path that differs from Path by a trailing "/"
 	// only ("/login" accepts "/login/", "/login/" accepts "/login"), and
 	// the path a PathPrefix that ends in "/" names without it ("/api/"
 	// accepts "/api"): for an upstream that routes both to one handler.
-	TrailingSlash bool
+	// Default false.
+	TrailingSlash bool `toml:"trailing_slash,omitempty" json:"trailing_slash,omitempty"`
 }
 
 // TrimOWS returns v without the optional whitespace (SP and HTAB) around

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"reflect"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/sluicehq/sluice/adaptive"
@@ -137,34 +139,42 @@ func (g *Group) Clone() Group {
 }
 
 // Concurrency is how many requests of a group may be in the upstream at
-// once, and the control law that moves that limit.
+// once, and the control law that moves that limit. It is also the config
+// file's [group.concurrency] (package configs, by the toml tags; the json
+// tags are the admin API's).
 type Concurrency struct {
 	// Law is the control law. Default LawTarget when the group has a
-	// target (Targets), else LawGradient, which needs none: it backs off
-	// when the latency of the last intervals rises above that of the long
-	// run.
-	Law Law
-	// Limit is the limit of law "fixed" (required there); unused otherwise.
-	Limit int
+	// target (Targets: latency, cpu, memory or cpu_pressure), else
+	// LawGradient, which needs none: it backs off when the latency of the
+	// last intervals rises above that of the long run.
+	Law Law `toml:"law" json:"law"`
+	// Limit is the limit of law "fixed", from 1 to 1e6 (required there);
+	// only with "fixed".
+	Limit int `toml:"limit,omitzero" json:"limit,omitempty"`
 	// Initial is where an adaptive law starts (unless the state file has a
 	// learned limit), within [Min, Max]. Default
-	// adaptive.DefaultInitialLimit, clamped to [Min, Max].
-	Initial int
-	// Min and Max bound the limit an adaptive law sets. Default
-	// adaptive.DefaultMinLimit and adaptive.DefaultMaxLimit (or Min, or
-	// Initial, if larger).
-	Min, Max int
-	// Backoff is the factor law "aimd" multiplies the limit by on a drop.
-	// Default: the law's (0.9).
-	Backoff float64
+	// adaptive.DefaultInitialLimit (20), clamped to [Min, Max].
+	Initial int `toml:"initial,omitzero" json:"initial,omitempty"`
+	// Min is the lowest limit an adaptive law may set, at least 1. Default
+	// adaptive.DefaultMinLimit (1).
+	Min int `toml:"min,omitzero" json:"min,omitempty"`
+	// Max is the highest limit an adaptive law may set, at most 1e6.
+	// Default adaptive.DefaultMaxLimit (1000; or Min, or Initial, if
+	// larger).
+	Max int `toml:"max,omitzero" json:"max,omitempty"`
+	// Backoff is the factor law "aimd" multiplies the limit by on a drop,
+	// from 0.5 to 0.99. Default: the law's (0.9).
+	Backoff float64 `toml:"backoff,omitzero" json:"backoff,omitempty"`
 	// Tolerance is how far law "gradient" lets the short-term latency rise
-	// above the long-term one. Default: the law's (1.5).
-	Tolerance float64
+	// above the long-term one before the limit shrinks, from 1 to 10.
+	// Default: the law's (1.5).
+	Tolerance float64 `toml:"tolerance,omitzero" json:"tolerance,omitempty"`
 	// Custom, if set, builds a law of your own for the group instead of one
 	// of the laws above; Law is then only its name in read-outs (default
 	// LawCustom). The gate gives it the bounds, with a learned limit as
 	// Initial, whenever it builds the group's law (New, Reload, Override).
-	Custom LawMaker
+	// A config file cannot set it.
+	Custom LawMaker `toml:"-" json:"-"`
 }
 
 // LawMaker builds a control law of your own (Concurrency.Custom). Its value
@@ -253,10 +263,11 @@ type Queue struct {
 // and the latency its group's law sees is that time to the first byte, not
 // the stream's lifetime.
 type Streams struct {
-	// Max is how many streams the group holds open at once; a stream beyond
-	// it is refused, reason "streams" (503), when its first byte would be
-	// sent. Default DefaultStreamsMax.
-	Max int
+	// Max is how many streams the group holds open at once, from 1 to 1e7;
+	// a stream beyond it is refused, reason "streams" (503), when its first
+	// byte would be sent (its upstream's answer is dropped). Default
+	// DefaultStreamsMax (10000).
+	Max int `toml:"max" json:"max"`
 }
 
 // DefaultStreamsMax is Streams.Max's default.
@@ -338,7 +349,7 @@ func (c Concurrency) WithDefaults() Concurrency {
 	}
 	if k, ok := adaptive.LookupLaw(string(c.Law)); ok && c.Custom == nil {
 		for _, kn := range k.Knobs {
-			if v := c.knob(kn.Name); v != nil && *v == 0 {
+			if v := c.Knob(kn.Name); v != nil && *v == 0 {
 				*v = kn.Default
 			}
 		}
@@ -361,23 +372,29 @@ func (c Concurrency) WithDefaults() Concurrency {
 // managed rate.
 func (g *Group) LawSettings() adaptive.LawSettings {
 	cc := &g.Concurrency
-	return adaptive.LawSettings{
+	ls := adaptive.LawSettings{
 		Bounds:  adaptive.Bounds{Min: cc.Min, Max: cc.Max, Initial: cc.Initial},
 		Limit:   cc.Limit,
 		Latency: g.Targets.Latency, Quantile: adaptive.QuantileAtLeast(g.Targets.Quantile),
 		CPU: g.Targets.CPU, Memory: g.Targets.Memory, CPUPressure: g.Targets.CPUPressure,
-		Backoff: cc.Backoff, Tolerance: cc.Tolerance,
 	}
+	for _, name := range adaptive.KnobNames() {
+		if v, dst := cc.Knob(name), ls.Knob(name); v != nil && dst != nil {
+			*dst = *v
+		}
+	}
+	return ls
 }
 
-// knob is the field of the law's knob called name (adaptive.Knob.Name), nil
-// for a name Concurrency has no field for.
-func (c *Concurrency) knob(name string) *float64 {
-	switch name {
-	case "backoff":
-		return &c.Backoff
-	case "tolerance":
-		return &c.Tolerance
+// Knob is the field of the law's knob called name (adaptive.Knob.Name): the
+// float64 field whose toml key is name; nil for a name Concurrency has no
+// field for. A law's new knob is such a field, and nothing more here.
+func (c *Concurrency) Knob(name string) *float64 {
+	v := reflect.ValueOf(c).Elem()
+	for i, f := range reflect.VisibleFields(v.Type()) {
+		if key, _, _ := strings.Cut(f.Tag.Get("toml"), ","); key == name && f.Type.Kind() == reflect.Float64 {
+			return v.Field(i).Addr().Interface().(*float64)
+		}
 	}
 	return nil
 }

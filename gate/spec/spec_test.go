@@ -27,3 +27,29 @@ func TestFixedLimit(t *testing.T) {
 type maker struct{}
 
 func (maker) NewLaw(adaptive.Bounds) (adaptive.Law, error) { return nil, nil }
+
+// TestKnobsHaveFields: every knob of the registry of laws is a field of
+// Concurrency (by its toml key) and of adaptive.LawSettings, and what a
+// group sets reaches its law's settings.
+func TestKnobsHaveFields(t *testing.T) {
+	names := adaptive.KnobNames()
+	if len(names) < 2 {
+		t.Fatalf("KnobNames = %q", names)
+	}
+	for i, name := range names {
+		var g Group
+		f := g.Concurrency.Knob(name)
+		if f == nil {
+			t.Errorf("knob %q: no field of Concurrency has that toml key", name)
+			continue
+		}
+		*f = float64(i) + 0.5
+		ls := g.LawSettings()
+		if got := ls.Knob(name); got == nil || *got != *f {
+			t.Errorf("knob %q: LawSettings holds %v, want %v", name, got, *f)
+		}
+	}
+	if (&Concurrency{}).Knob("law") != nil || (&Concurrency{}).Knob("nope") != nil {
+		t.Error("Knob answers for a name that is no knob")
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"github.com/sluicehq/sluice/adaptive"
 	"github.com/sluicehq/sluice/adaptive/sim"
 	"github.com/sluicehq/sluice/configs"
+	"github.com/sluicehq/sluice/internal/defaults"
 	"github.com/sluicehq/sluice/limits"
 )
 
@@ -85,20 +86,7 @@ func ForGroup(w Workload, cfg *configs.Config, g *configs.Group, slo time.Durati
 		r.note("queue.max_wait %v: the model bounds a wait by CoDel and the client's timeout only", time.Duration(q.MaxWait))
 	}
 
-	level, fixed := g.Priority.Level()
-	if fixed {
-		p := priorityOf(level)
-		if mixed(sc.Priorities) {
-			r.note("the load's priority mix: every request of this group is %s (its fixed priority)", level)
-		}
-		sc.Priorities = [adaptive.NumPriorities]float64{}
-		sc.Priorities[p] = 1
-	} else if !mixed(sc.Priorities) {
-		p := priorityOf(g.DefaultPriority)
-		sc.Priorities = [adaptive.NumPriorities]float64{}
-		sc.Priorities[p] = 1
-	}
-
+	r.priorities(g)
 	sc.Gate.Fair = g.Key != configs.KeyNone
 	switch {
 	case sc.Gate.Fair && len(sc.Tenants) < 2:
@@ -114,31 +102,14 @@ func ForGroup(w Workload, cfg *configs.Config, g *configs.Group, slo time.Durati
 		r.note("rate.mode = \"shadow\": the rate is simulated as it would enforce (the daemon in shadow admits what it refuses)")
 	}
 
-	managed := 0.0
-	if rt := g.Rate; rt != nil {
-		switch {
-		case rt.Scope == configs.ScopeGlobal:
-			r.note("rate with scope \"global\" (a quota shared in Redis): not modelled, the group runs without its rate")
-		case g.Key != configs.KeyNone:
-			r.note("rate per key (%s, %s): not modelled, the group runs without its rate", g.Key, rt.Algorithm)
-		case !modelledRate(rt.Algorithm):
-			r.note("rate algorithm %s: not modelled (%s are), the group runs without its rate", rt.Algorithm,
-				strings.Join(limits.AlgorithmNames(func(a *limits.Algorithm) bool { return modelledRate(configs.Algorithm(a.Name)) }), " and "))
-		default:
-			cost := float64(max(rt.Cost, 1))
-			sc.Gate.Rate, sc.Gate.Burst = rt.PerSecond()/cost, float64(rt.Burst)/cost
-			managed = sc.Gate.Rate
-			if rt.Warmup > 0 {
-				r.note("rate.warmup %v: not modelled, the bucket starts full", time.Duration(rt.Warmup))
-			}
-		}
-	}
+	managed := r.rate(g)
 
 	c := cfg.Upstream.Circuit
 	sc.Gate.Breaker = !c.Off()
-	if sc.Gate.Breaker && len(sc.Outages) > 0 &&
-		(c.FailureRatio > 0 || c.ConsecutiveFailures != 5 || time.Duration(c.OpenDuration) != 5*time.Second || c.HalfOpenProbes != 3) {
-		r.note("upstream.circuit: the model's breaker opens after 5 failures in a row for 5s and probes with 3 (no failure_ratio)")
+	if sc.Gate.Breaker && len(sc.Outages) > 0 && (c.FailureRatio > 0 || c.ConsecutiveFailures != defaults.BreakerConsecutiveFailures ||
+		time.Duration(c.OpenDuration) != defaults.BreakerOpenDuration || c.HalfOpenProbes != defaults.BreakerProbes) {
+		r.note("upstream.circuit: the model's breaker opens after %d failures in a row for %v and probes with %d (no failure_ratio)",
+			defaults.BreakerConsecutiveFailures, defaults.BreakerOpenDuration, defaults.BreakerProbes)
 	}
 
 	if cfg.Control.StateFile != "" && !cc.FixedLimit() {
@@ -154,6 +125,53 @@ func ForGroup(w Workload, cfg *configs.Config, g *configs.Group, slo time.Durati
 		return Run{}, fmt.Errorf("group %q: %w", g.Name, err)
 	}
 	return r, nil
+}
+
+// priorities sets the load's priority mix as g ranks its requests: all at
+// its fixed priority, or the load's own mix under a header priority (the
+// default priority when the load has none).
+func (r *Run) priorities(g *configs.Group) {
+	sc := &r.Scenario
+	level, fixed := g.Priority.Level()
+	if fixed {
+		p := priorityOf(level)
+		if mixed(sc.Priorities) {
+			r.note("the load's priority mix: every request of this group is %s (its fixed priority)", level)
+		}
+		sc.Priorities = [adaptive.NumPriorities]float64{}
+		sc.Priorities[p] = 1
+	} else if !mixed(sc.Priorities) {
+		p := priorityOf(g.DefaultPriority)
+		sc.Priorities = [adaptive.NumPriorities]float64{}
+		sc.Priorities[p] = 1
+	}
+}
+
+// rate sets g's rate in the model when the model can run it (one
+// group-wide local bucket), else notes why it runs without; it returns the
+// rate a law may manage, in requests per second (0: none).
+func (r *Run) rate(g *configs.Group) float64 {
+	rt := g.Rate
+	switch {
+	case rt == nil:
+		return 0
+	case rt.Scope == configs.ScopeGlobal:
+		r.note("rate with scope \"global\" (a quota shared in Redis): not modelled, the group runs without its rate")
+	case g.Key != configs.KeyNone:
+		r.note("rate per key (%s, %s): not modelled, the group runs without its rate", g.Key, rt.Algorithm)
+	case !modelledRate(rt.Algorithm):
+		r.note("rate algorithm %s: not modelled (%s are), the group runs without its rate", rt.Algorithm,
+			strings.Join(limits.AlgorithmNames(func(a *limits.Algorithm) bool { return modelledRate(configs.Algorithm(a.Name)) }), " and "))
+	default:
+		cost := float64(max(rt.Cost, 1))
+		sc := &r.Scenario
+		sc.Gate.Rate, sc.Gate.Burst = rt.PerSecond()/cost, float64(rt.Burst)/cost
+		if rt.Warmup > 0 {
+			r.note("rate.warmup %v: not modelled, the bucket starts full", time.Duration(rt.Warmup))
+		}
+		return sc.Gate.Rate
+	}
+	return 0
 }
 
 // lawOf builds g's law through the registry of laws, with the settings the
@@ -181,13 +199,11 @@ func modelledRate(name configs.Algorithm) bool {
 	return ok && a.Shape == limits.ShapeRate && a.Knobs.Has(limits.KnobBurst)
 }
 
-// priorityOf maps a configured level to the simulator's priority; an
-// empty one is the default level.
+// priorityOf is the simulator's priority of a configured level (that of
+// the gate: spec.Level.Priority); an empty one is the default level.
 func priorityOf(l configs.Level) adaptive.Priority {
-	if p, ok := adaptive.ParsePriority(string(l)); ok {
-		return p
-	}
-	return adaptive.Default
+	p, _ := l.Priority()
+	return p
 }
 
 // mixed reports whether a priority mix is set (some weight given).
