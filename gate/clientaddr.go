@@ -56,7 +56,7 @@ func (t *TrustedProxies) contains(a netip.Addr) bool {
 // RemoteAddr (see PeerAddr), and whether the set trusts that peer. A peer
 // without an address (a unix socket's) is trusted if the set holds "unix".
 func (t *TrustedProxies) Peer(remoteAddr string) (addr string, trusted bool) {
-	addr = PeerAddr(remoteAddr)
+	addr, a := peerAddr(remoteAddr)
 	if t == nil {
 		return addr, false
 	}
@@ -66,8 +66,7 @@ func (t *TrustedProxies) Peer(remoteAddr string) (addr string, trusted bool) {
 	if len(t.prefixes) == 0 {
 		return addr, false
 	}
-	a, err := netip.ParseAddr(addr)
-	return addr, err == nil && t.contains(a.Unmap())
+	return addr, t.contains(a)
 }
 
 // ClientAddr returns the client's address for a request from remoteAddr
@@ -168,22 +167,30 @@ func canonical(a netip.Addr, s string) string {
 // (see ClientAddr). It returns a substring of remoteAddr: no allocation, but
 // for a form that is not canonical (an IPv6 zone, an IPv4-mapped address).
 func PeerAddr(remoteAddr string) string {
+	addr, _ := peerAddr(remoteAddr)
+	return addr
+}
+
+// peerAddr is PeerAddr, with the address parsed (unmapped, without zone; the
+// zero Addr with "").
+func peerAddr(remoteAddr string) (string, netip.Addr) {
 	host := remoteAddr
 	if strings.HasPrefix(host, "[") {
 		end := strings.IndexByte(host, ']')
 		if end < 0 {
-			return ""
+			return "", netip.Addr{}
 		}
 		host = host[1:end]
 	} else if i := strings.LastIndexByte(host, ':'); i >= 0 && strings.IndexByte(host, ':') == i {
 		host = host[:i] // "1.2.3.4:80"; a bare IPv6 address keeps its colons
 	}
 	if host == "" || !isHex(host[0]) && host[0] != ':' {
-		return "" // a unix socket's "" or "@": spared ParseAddr's error value
+		return "", netip.Addr{} // a unix socket's "" or "@": spared ParseAddr's error value
 	}
 	a, err := netip.ParseAddr(host)
 	if err != nil {
-		return ""
+		return "", netip.Addr{}
 	}
-	return canonical(a.WithZone("").Unmap(), host)
+	a = a.WithZone("").Unmap()
+	return canonical(a, host), a
 }

@@ -223,3 +223,26 @@ key = "ip"
 		t.Errorf("without trusted proxies: key %q (want the peer's), set %v", k, plain.TrustedProxies())
 	}
 }
+
+// BenchmarkClientAddr finds the client's address of a request from a peer
+// the set trusts (its X-Forwarded-For read) and from one it does not: what
+// the "ip" key costs every request.
+func BenchmarkClientAddr(b *testing.B) {
+	lb := mustTrust(b, "10.0.0.0/8", "127.0.0.1")
+	for _, c := range []struct {
+		name, remote string
+		xff          []string
+	}{
+		{"trusted", "127.0.0.1:40000", []string{"203.0.113.9"}},
+		{"untrusted", "198.51.100.1:40000", nil},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if lb.ClientAddr(c.remote, c.xff) == "" {
+					b.Fatal("no address")
+				}
+			}
+		})
+	}
+}

@@ -183,6 +183,68 @@ func (g *Gate) tickGroup(gr *group, now time.Time, elapsed time.Duration, res *p
 		}
 		c.decayedAt = now
 	}
+	s, lat, qwait := g.sampleGroup(gr, now, elapsed, res)
+	limit, inflight := s.Limit, s.InFlight
+
+	// The law, then the queue bound, then the floor (adaptive/sim's order).
+	rateFrom := lawRate(gr.pol.law)
+	d := gr.pol.law.Update(s)
+	if d.Limit >= 1 && d.Limit != limit {
+		_ = gr.conc.SetLimit(min(d.Limit, limits.MaxConcurrency)) // in range: checked above
+	}
+	if d.Rate > 0 && gr.managedMax > 0 && d.Rate != rateFrom {
+		_ = gr.rate.setRate(d.Rate) // a law's rate is positive and finite
+	}
+	qb := *gr.bound.Load()
+	if gr.pol.qw != nil {
+		qb = gr.pol.qw.Update(s)
+		gr.publishBound(qb)
+		var busy time.Duration
+		if since := gr.busySince.Load(); since != 0 {
+			busy = now.Sub(g.at(since))
+		}
+		if _, lifo := qb.Arrival(adaptive.Sheddable, busy); gr.conc.Order() != orderOf(lifo) {
+			_ = gr.conc.SetOrder(orderOf(lifo))
+		}
+	}
+	if lat.Successes > 0 {
+		gr.silence.meanNs.Store(int64(lat.Mean))
+	}
+	// The interval between completions, which with a waiter's position
+	// tells its wait (adaptive.Positions): unknown while nothing is in
+	// flight, at least the interval while nothing completed.
+	switch done := lat.Successes + lat.Drops; {
+	case done > 0:
+		gr.gapNs.Store(int64(elapsed) / int64(done))
+	case inflight > 0:
+		gr.gapNs.Store(int64(elapsed))
+	default:
+		gr.gapNs.Store(0)
+	}
+	// The guard sheds on no signal the law found its limit does not move.
+	unmoved := adaptive.UnmovedOf(gr.pol.law)
+	floor := gr.pol.guard.Update(unmoved.Mask(s)).Max(gr.pol.shed.Update(s))
+	gr.floor.Store(floor.Pack())
+
+	gr.lastInflight = inflight
+	gr.addDone(&lat)
+	g.reportTick(gr, now, limit, rateFrom, d, unmoved)
+	gr.info.Store(&tickInfo{at: now, sample: s, latency: lat, queueWait: qwait, decision: d, floor: floor,
+		bound: qb, unmoved: unmoved})
+
+	if gr.keys != nil {
+		gr.keys.sweep(int(gr.recTicks % keyShards))
+	}
+	if rl := gr.rate; rl != nil && rl.keyed != nil && now.Sub(gr.lastKeyed) >= gr.keyedEvery {
+		rl.keyed.Sweep(now)
+		gr.lastKeyed = now
+	}
+}
+
+// sampleGroup is gr's adaptive.Sample of the interval of length elapsed
+// that ends at now, with the latency and queue-wait snapshots it was made
+// of. It moves gr's recorder ticks and its previous counts on.
+func (g *Gate) sampleGroup(gr *group, now time.Time, elapsed time.Duration, res *probe.Resources) (adaptive.Sample, probe.Snapshot, probe.Snapshot) {
 	gr.recTicks++
 	rt := gr.tickTime(gr.recTicks)
 	lat := gr.lat.Snapshot(rt)
@@ -231,49 +293,13 @@ func (g *Gate) tickGroup(gr *group, now time.Time, elapsed time.Duration, res *p
 		}
 	}
 	gr.shadowSample(&s, &cur, &prev, int64(now.Sub(g.base)))
+	return s, lat, qwait
+}
 
-	// The law, then the queue bound, then the floor (adaptive/sim's order).
-	rateFrom := lawRate(gr.pol.law)
-	d := gr.pol.law.Update(s)
-	if d.Limit >= 1 && d.Limit != limit {
-		_ = gr.conc.SetLimit(min(d.Limit, limits.MaxConcurrency)) // in range: checked above
-	}
-	if d.Rate > 0 && gr.managedMax > 0 && d.Rate != rateFrom {
-		_ = gr.rate.setRate(d.Rate) // a law's rate is positive and finite
-	}
-	qb := *gr.bound.Load()
-	if gr.pol.qw != nil {
-		qb = gr.pol.qw.Update(s)
-		gr.publishBound(qb)
-		var busy time.Duration
-		if since := gr.busySince.Load(); since != 0 {
-			busy = now.Sub(g.at(since))
-		}
-		if _, lifo := qb.Arrival(adaptive.Sheddable, busy); gr.conc.Order() != orderOf(lifo) {
-			_ = gr.conc.SetOrder(orderOf(lifo))
-		}
-	}
-	if lat.Successes > 0 {
-		gr.silence.meanNs.Store(int64(lat.Mean))
-	}
-	// The interval between completions, which with a waiter's position
-	// tells its wait (adaptive.Positions): unknown while nothing is in
-	// flight, at least the interval while nothing completed.
-	switch done := lat.Successes + lat.Drops; {
-	case done > 0:
-		gr.gapNs.Store(int64(elapsed) / int64(done))
-	case inflight > 0:
-		gr.gapNs.Store(int64(elapsed))
-	default:
-		gr.gapNs.Store(0)
-	}
-	// The guard sheds on no signal the law found its limit does not move.
-	unmoved := adaptive.UnmovedOf(gr.pol.law)
-	floor := gr.pol.guard.Update(unmoved.Mask(s)).Max(gr.pol.shed.Update(s))
-	gr.floor.Store(floor.Pack())
-
-	gr.lastInflight = inflight
-	gr.addDone(&lat)
+// reportTick records and reports what a tick of gr changed: the law's
+// decision d (from limit and rate rateFrom) and the signals it found
+// unmoved.
+func (g *Gate) reportTick(gr *group, now time.Time, limit int, rateFrom float64, d adaptive.Decision, unmoved adaptive.Unmoved) {
 	if d.Changed {
 		ch := &lastChange{at: now, from: limit, to: d.Limit, rateFrom: rateFrom, rate: d.Rate, reason: d.Reason.String()}
 		gr.change.Store(ch)
@@ -291,16 +317,6 @@ func (g *Gate) tickGroup(gr *group, now time.Time, elapsed time.Duration, res *p
 			g.onUnmoved(uc)
 		}
 		gr.unmoved = unmoved
-	}
-	gr.info.Store(&tickInfo{at: now, sample: s, latency: lat, queueWait: qwait, decision: d, floor: floor,
-		bound: qb, unmoved: unmoved})
-
-	if gr.keys != nil {
-		gr.keys.sweep(int(gr.recTicks % keyShards))
-	}
-	if rl := gr.rate; rl != nil && rl.keyed != nil && now.Sub(gr.lastKeyed) >= gr.keyedEvery {
-		rl.keyed.Sweep(now)
-		gr.lastKeyed = now
 	}
 }
 

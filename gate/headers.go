@@ -69,12 +69,56 @@ var reasonValues = func() (v [adaptive.NumRejections][]string) {
 	return v
 }()
 
-// WriteHeaders sets the rejection's fields on h: Retry-After (whole seconds,
-// jittered, see the package's retryAfterSeconds: at least the RetryAfter it
-// carries rounded up, plus up to half that again), Sluice-Reason, and for
-// "rate" the IETF RateLimit-Policy and RateLimit fields. It returns the
-// Retry-After it wrote in seconds, for a caller that also needs it elsewhere
-// (a gRPC retry pushback).
+// Answer is what a refusal tells its client: its status, the fields and
+// the body, decided here once (Rejection.Answer) and written by each door
+// in its own form (SetFields on an http.Header, AppendHead on the wire,
+// WriteResponse; the proxy's gRPC status, the permit service's JSON and
+// Envoy's rate limit service read its figures). Retry-After's jitter is
+// drawn once, so every form of one Answer says the same.
+type Answer struct {
+	// Status is 429 when the client is over its quota, 503 when the
+	// service is overloaded (Rejection.Status).
+	Status int
+	// RetryAfter is the Retry-After field in whole seconds, jittered (see
+	// the package's retryAfterSeconds: at least the rejection's RetryAfter
+	// rounded up, plus up to half that again).
+	RetryAfter int64
+	// Reason is the Sluice-Reason field.
+	Reason adaptive.RejectReason
+	// Group names the rate-limit policy of the RateLimit fields.
+	Group string
+	// RateLimit reports that the answer carries the IETF RateLimit-Policy
+	// and RateLimit fields (reason "rate" with a policy): Quota units per
+	// Window whole seconds (the policy's q and w, see wholeSecondPolicy),
+	// Remaining units, Reset seconds until the quota is whole again (the
+	// limit's r and t).
+	RateLimit                       bool
+	Quota, Window, Remaining, Reset int64
+}
+
+// Answer decides what the refusal r tells its client (see Answer).
+func (r Rejection) Answer() Answer {
+	a := Answer{Status: r.Status(), RetryAfter: retryAfterSeconds(r.RetryAfter, rand.Uint64()),
+		Reason: r.Reason, Group: r.Group}
+	if r.Reason == adaptive.RejectRate && r.Policy.Quota > 0 {
+		a.RateLimit = true
+		a.Quota, a.Window = wholeSecondPolicy(r.Policy)
+		a.Remaining, a.Reset = max(r.Rate.Remaining, 0), ceilSeconds(r.Rate.ResetAfter)
+	}
+	return a
+}
+
+// RateFields is the Answer a refusal for reason "rate" by the limiter's
+// decision res under policy pol of group would give, for a door that sends
+// the RateLimit fields with an allowed decision too (Envoy's rate limit
+// service); its RetryAfter and Reason are a refusal's.
+func RateFields(group string, res limits.Result, pol limits.Policy) Answer {
+	return Rejection{Reason: adaptive.RejectRate, Group: group, Rate: res, Policy: pol}.Answer()
+}
+
+// WriteHeaders sets the rejection's fields on h (Answer.SetFields) and
+// returns the Retry-After it wrote in seconds, for a caller that also
+// needs it elsewhere (a gRPC retry pushback).
 //
 // The rate-limit fields follow draft-ietf-httpapi-ratelimit-headers-10, one
 // policy named after the group: `RateLimit-Policy: "api";q=100;w=1` and
@@ -85,82 +129,116 @@ var reasonValues = func() (v [adaptive.NumRejections][]string) {
 // remaining, t the seconds until the quota is whole again,
 // rounded up.
 func (r Rejection) WriteHeaders(h http.Header) int64 {
-	secs := retryAfterSeconds(r.RetryAfter, rand.Uint64())
-	h[HeaderRetryAfter] = intValue(secs)
-	if int(r.Reason) < len(reasonValues) {
-		h[HeaderReason] = reasonValues[r.Reason]
-	}
-	if r.Reason == adaptive.RejectRate && r.Policy.Quota > 0 {
-		setRateLimitFields(h, r.Group, r.Policy, r.Rate)
-	}
-	return secs
+	a := r.Answer()
+	a.SetFields(h)
+	return a.RetryAfter
 }
 
-// AppendFields appends the fields WriteHeaders sets, in their HTTP/1.1 wire
-// form ("Retry-After: 2\r\nSluice-Reason: rate\r\n", and the RateLimit
-// fields for "rate"), to b, for a server that writes its responses itself. It
-// returns the Retry-After in seconds, as WriteHeaders does. It does not
-// allocate when b has room.
-func (r Rejection) AppendFields(b []byte) ([]byte, int64) {
-	secs := retryAfterSeconds(r.RetryAfter, rand.Uint64())
-	b = append(b, HeaderRetryAfter+": "...)
-	b = strconv.AppendInt(b, secs, 10)
+// SetFields sets a's fields on h: Retry-After, Sluice-Reason, and with
+// RateLimit the RateLimit-Policy and RateLimit fields.
+func (a *Answer) SetFields(h http.Header) {
+	h[HeaderRetryAfter] = intValue(a.RetryAfter)
+	if int(a.Reason) < len(reasonValues) {
+		h[HeaderReason] = reasonValues[a.Reason]
+	}
+	if a.RateLimit {
+		var buf [192]byte
+		b := a.appendPolicy(buf[:0])
+		policyEnd := len(b)
+		b = a.appendLimit(b)
+		s := string(b)
+		v := []string{s[:policyEnd], s[policyEnd:]}
+		h[HeaderRateLimitPolicy] = v[0:1:1]
+		h[HeaderRateLimit] = v[1:2:2]
+	}
+}
+
+// AppendHead appends a's fields in their HTTP/1.1 wire form to b, for a
+// server that writes its responses itself: those WriteResponse sets
+// (Content-Type, X-Content-Type-Options, Content-Length of Body) and those
+// of SetFields ("Retry-After: 2\r\nSluice-Reason: rate\r\n", and the
+// RateLimit fields). The status line, the connection's own fields and the
+// blank line are the caller's. It does not allocate when b has room.
+func (a *Answer) AppendHead(b []byte) []byte {
+	b = append(b, "Content-Type: "+textPlainValue+"\r\nX-Content-Type-Options: nosniff\r\nContent-Length: "...)
+	b = append(b, a.body().length[0]...)
+	b = append(b, "\r\n"+HeaderRetryAfter+": "...)
+	b = strconv.AppendInt(b, a.RetryAfter, 10)
 	b = append(b, "\r\n"...)
-	if int(r.Reason) < len(reasonValues) {
+	if int(a.Reason) < len(reasonValues) {
 		b = append(b, HeaderReason+": "...)
-		b = append(b, reasonValues[r.Reason][0]...)
+		b = append(b, reasonValues[a.Reason][0]...)
 		b = append(b, "\r\n"...)
 	}
-	if r.Reason == adaptive.RejectRate && r.Policy.Quota > 0 {
+	if a.RateLimit {
 		b = append(b, "RateLimit-Policy: "...)
-		b = appendPolicy(b, r.Group, r.Policy)
+		b = a.appendPolicy(b)
 		b = append(b, "\r\nRateLimit: "...)
-		b = appendRemaining(b, r.Group, r.Rate)
+		b = a.appendLimit(b)
 		b = append(b, "\r\n"...)
 	}
-	return b, secs
+	return b
 }
 
-// Body returns the one-line text WriteResponse answers with ("too many
-// requests (rate)\n"); shared by every rejection of its reason: never modify
-// it.
-func (r Rejection) Body() []byte {
-	reason := r.Reason
+// Policy returns the RateLimit-Policy field's value, "" without RateLimit.
+func (a *Answer) Policy() string {
+	if !a.RateLimit {
+		return ""
+	}
+	return string(a.appendPolicy(nil))
+}
+
+// Limit returns the RateLimit field's value, "" without RateLimit.
+func (a *Answer) Limit() string {
+	if !a.RateLimit {
+		return ""
+	}
+	return string(a.appendLimit(nil))
+}
+
+// Body returns the one-line text the answer's body is ("too many requests
+// (rate)\n"); shared by every answer of its reason: never modify it.
+func (a *Answer) Body() []byte { return a.body().text }
+
+func (a *Answer) body() *answerBody {
+	reason := a.Reason
 	if int(reason) >= len(bodies) {
 		reason = adaptive.RejectNone
 	}
-	return bodies[reason][b2i(r.OverQuota())].text
+	return &bodies[reason][b2i(a.Status == http.StatusTooManyRequests)]
 }
 
-// WriteResponse answers the rejected request: WriteHeaders, then the status
-// (Status: 429 or 503) and a one-line plain-text body naming the reason.
-func (r Rejection) WriteResponse(w http.ResponseWriter) {
+// WriteResponse answers the rejected request: SetFields, Content-Type,
+// X-Content-Type-Options and Content-Length, then the status (429 or 503)
+// and a one-line plain-text body naming the reason.
+func (a *Answer) WriteResponse(w http.ResponseWriter) {
 	h := w.Header()
-	r.WriteHeaders(h)
-	reason := r.Reason
-	if int(reason) >= len(bodies) {
-		reason = adaptive.RejectNone
-	}
-	b := &bodies[reason][b2i(r.OverQuota())]
+	a.SetFields(h)
+	b := a.body()
 	h["Content-Type"] = textPlain
 	h["Content-Length"] = b.length
 	h["X-Content-Type-Options"] = noSniff
-	w.WriteHeader(r.Status())
+	w.WriteHeader(a.Status)
 	_, _ = w.Write(b.text) // the client may be gone: nothing to do
 }
 
+// WriteResponse answers the rejected request with its Answer.
+func (r Rejection) WriteResponse(w http.ResponseWriter) {
+	a := r.Answer()
+	a.WriteResponse(w)
+}
+
+const textPlainValue = "text/plain; charset=utf-8"
+
 var (
-	textPlain = one("text/plain; charset=utf-8")
+	textPlain = one(textPlainValue)
 	noSniff   = one("nosniff")
 )
 
 // bodies holds the response body of every reason, for overload [0] and for
 // a client over its quota [1]: "service overloaded (queue_full)", "too many
 // requests (rate)", and "upstream failing (circuit_open)" for the breaker.
-var bodies = func() (b [adaptive.NumRejections][2]struct {
-	text   []byte
-	length []string
-}) {
+var bodies = func() (b [adaptive.NumRejections][2]answerBody) {
 	for i := range b {
 		for k, lead := range [2]string{"service overloaded", "too many requests"} {
 			if adaptive.RejectReason(i) == adaptive.RejectCircuitOpen && k == 0 {
@@ -173,6 +251,12 @@ var bodies = func() (b [adaptive.NumRejections][2]struct {
 	return b
 }()
 
+// answerBody is a refusal's body and its Content-Length value.
+type answerBody struct {
+	text   []byte
+	length []string
+}
+
 func b2i(b bool) int {
 	if b {
 		return 1
@@ -180,39 +264,24 @@ func b2i(b bool) int {
 	return 0
 }
 
-// setRateLimitFields sets RateLimit-Policy and RateLimit: each a structured
-// field (RFC 9651) list of one item, the policy name as an sf-string, with
-// integer parameters.
-func setRateLimitFields(h http.Header, name string, p limits.Policy, res limits.Result) {
-	var buf [192]byte
-	b := appendPolicy(buf[:0], name, p)
-	policyEnd := len(b)
-	b = appendRemaining(b, name, res)
-	s := string(b)
-	v := []string{s[:policyEnd], s[policyEnd:]}
-	h[HeaderRateLimitPolicy] = v[0:1:1]
-	h[HeaderRateLimit] = v[1:2:2]
+// appendPolicy appends the RateLimit-Policy value: "group";q=Q;w=W.
+func (a *Answer) appendPolicy(b []byte) []byte {
+	return appendItem(b, a.Group, ";q=", a.Quota, ";w=", a.Window)
 }
 
-// appendPolicy appends the RateLimit-Policy value of p under name:
-// "name";q=Q;w=W.
-func appendPolicy(b []byte, name string, p limits.Policy) []byte {
-	q, w := wholeSecondPolicy(p)
-	b = appendSFString(b, name)
-	b = append(b, ";q="...)
-	b = strconv.AppendInt(b, q, 10)
-	b = append(b, ";w="...)
-	return strconv.AppendInt(b, w, 10)
+// appendLimit appends the RateLimit value: "group";r=R;t=T.
+func (a *Answer) appendLimit(b []byte) []byte {
+	return appendItem(b, a.Group, ";r=", a.Remaining, ";t=", a.Reset)
 }
 
-// appendRemaining appends the RateLimit value of res under name:
-// "name";r=R;t=T.
-func appendRemaining(b []byte, name string, res limits.Result) []byte {
+// appendItem appends a structured field (RFC 9651) list of one item: name
+// as an sf-string, with the integer parameters k1 (";q=") v1 and k2 v2.
+func appendItem(b []byte, name, k1 string, v1 int64, k2 string, v2 int64) []byte {
 	b = appendSFString(b, name)
-	b = append(b, ";r="...)
-	b = strconv.AppendInt(b, max(res.Remaining, 0), 10)
-	b = append(b, ";t="...)
-	return strconv.AppendInt(b, ceilSeconds(res.ResetAfter), 10)
+	b = append(b, k1...)
+	b = strconv.AppendInt(b, v1, 10)
+	b = append(b, k2...)
+	return strconv.AppendInt(b, v2, 10)
 }
 
 // wholeSecondPolicy expresses p as q units per w whole seconds, with the

@@ -14,10 +14,12 @@ import (
 	"github.com/sluicehq/sluice/limits"
 )
 
-// TestAppendFields: the wire form of a rejection's fields says what
-// WriteHeaders sets on a header map, Retry-After within the same jittered
-// range, and AppendFields and Body allocate nothing.
-func TestAppendFields(t *testing.T) {
+// TestAnswerForms: one Answer says the same in every form: the wire
+// fields of AppendHead are the header fields WriteResponse sets, to the
+// Retry-After, Body is what WriteResponse writes, Retry-After is in the
+// jittered range of the rejection's RetryAfter, and AppendHead and Body
+// allocate nothing.
+func TestAnswerForms(t *testing.T) {
 	for _, r := range []Rejection{
 		{Reason: adaptive.RejectRate, Group: `a "b"`, RetryAfter: 2500 * time.Millisecond,
 			Rate:   limits.Result{Remaining: 0, ResetAfter: 1500 * time.Millisecond},
@@ -26,36 +28,39 @@ func TestAppendFields(t *testing.T) {
 		{Reason: adaptive.RejectCircuitOpen, RetryAfter: 10 * time.Second},
 	} {
 		t.Run(r.Reason.String(), func(t *testing.T) {
-			b, secs := r.AppendFields(nil)
+			a := r.Answer()
+			b := a.AppendHead(nil)
 			mh, err := textproto.NewReader(bufio.NewReader(strings.NewReader(string(b) + "\r\n"))).ReadMIMEHeader()
 			if err != nil {
 				t.Fatalf("%q: %v", b, err)
 			}
 			got := http.Header(mh)
-			want := http.Header{}
-			r.WriteHeaders(want)
+			rec := httptest.NewRecorder()
+			a.WriteResponse(rec)
+			want := rec.Header()
 			if len(got) != len(want) {
-				t.Errorf("fields %v, WriteHeaders sets %v", got, want)
+				t.Errorf("fields %v, WriteResponse sets %v", got, want)
+			}
+			for k, v := range want {
+				if got.Get(k) != v[0] {
+					t.Errorf("%s: %q, WriteResponse sets %q", k, got.Get(k), v[0])
+				}
+			}
+			if rec.Code != a.Status || a.Status != r.Status() {
+				t.Errorf("status %d, answer %d, rejection %d", rec.Code, a.Status, r.Status())
 			}
 			base := int64((r.RetryAfter-1)/time.Second) + 1
-			for k, v := range want {
-				if k == HeaderRetryAfter {
-					if n, _ := strconv.ParseInt(got.Get(k), 10, 64); n != secs || n < base || n > base+(base+1)/2 {
-						t.Errorf("Retry-After %q (returned %d), want %d to %d", got.Get(k), secs, base, base+(base+1)/2)
-					}
-					continue
-				}
-				if got.Get(k) != v[0] {
-					t.Errorf("%s: %q, WriteHeaders sets %q", k, got.Get(k), v[0])
-				}
+			if n, _ := strconv.ParseInt(got.Get(HeaderRetryAfter), 10, 64); n != a.RetryAfter || n < base || n > base+(base+1)/2 {
+				t.Errorf("Retry-After %q (answer %d), want %d to %d", got.Get(HeaderRetryAfter), a.RetryAfter, base, base+(base+1)/2)
 			}
-			rec := httptest.NewRecorder()
-			r.WriteResponse(rec)
-			if string(r.Body()) != rec.Body.String() {
-				t.Errorf("Body %q, WriteResponse writes %q", r.Body(), rec.Body.String())
+			if string(a.Body()) != rec.Body.String() {
+				t.Errorf("Body %q, WriteResponse writes %q", a.Body(), rec.Body.String())
+			}
+			if p, l := a.Policy(), a.Limit(); p != want.Get(HeaderRateLimitPolicy) || l != want.Get(HeaderRateLimit) {
+				t.Errorf("Policy %q, Limit %q; the fields %q, %q", p, l, want.Get(HeaderRateLimitPolicy), want.Get(HeaderRateLimit))
 			}
 			buf := make([]byte, 0, 512)
-			if n := testing.AllocsPerRun(100, func() { buf, _ = r.AppendFields(buf[:0]); _ = r.Body() }); n != 0 {
+			if n := testing.AllocsPerRun(100, func() { a := r.Answer(); buf = a.AppendHead(buf[:0]); _ = a.Body() }); n != 0 {
 				t.Errorf("%v allocations", n)
 			}
 		})

@@ -33,7 +33,7 @@
 // its answer says which it was (Result).
 //
 // A refusal carries what the proxy's 429/503 response to the same
-// gate.Rejection carries, rendered by the gate (Rejection.WriteHeaders):
+// gate.Rejection carries, decided by the gate (Rejection.Answer):
 // the reason, the status class (429 over quota: rate, fair_share; 503
 // overload), a jittered Retry-After in whole seconds, and for reason rate
 // the IETF RateLimit-Policy and RateLimit field values (draft -10).

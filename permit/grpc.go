@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"math"
-	"net/http"
 	"sync"
 	"time"
 
@@ -81,7 +80,7 @@ func (g *grpcService) acquire(ctx context.Context, sess Session, in *permitpb.Ac
 		return grpcError(err)
 	}
 	if rej.Rejected() {
-		r := refusalOf(rej, make(http.Header, 4))
+		r := refusalOf(rej, nil)
 		out.Result = &permitpb.AcquireResponse_Refusal{Refusal: &permitpb.Refusal{
 			Reason: r.Reason, Status: uint32(r.Status), RetryAfterS: uint32(min(r.RetryAfter, math.MaxUint32)),
 			RatelimitPolicy: r.RateLimitPolicy, Ratelimit: r.RateLimit, Group: r.Group,

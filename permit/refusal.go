@@ -8,7 +8,7 @@ import (
 
 // Refusal is a refused permit as the service's answers carry it: the
 // figures of the proxy's 429/503 response to the same gate.Rejection,
-// rendered by the gate itself (gate.Rejection.WriteHeaders), so that both
+// decided by the gate itself (gate.Rejection.Answer), so that both
 // front-ends say the same.
 type Refusal struct {
 	// Group is the group that refused.
@@ -26,23 +26,19 @@ type Refusal struct {
 	RateLimit       string `json:"ratelimit,omitempty"`
 }
 
-// refusalOf renders rej onto h (the HTTP answer's header, or a scratch one)
-// and reads the fields back.
+// refusalOf is what rej tells the client (its gate.Answer), with its
+// fields also set on h when h is not nil (the HTTP answer's header).
 func refusalOf(rej gate.Rejection, h http.Header) Refusal {
-	secs := rej.WriteHeaders(h)
+	a := rej.Answer()
+	if h != nil {
+		a.SetFields(h)
+	}
 	return Refusal{
 		Group:           rej.Group,
 		Reason:          rej.Reason.String(),
-		Status:          rej.Status(),
-		RetryAfter:      secs,
-		RateLimitPolicy: first(h[gate.HeaderRateLimitPolicy]),
-		RateLimit:       first(h[gate.HeaderRateLimit]),
+		Status:          a.Status,
+		RetryAfter:      a.RetryAfter,
+		RateLimitPolicy: a.Policy(),
+		RateLimit:       a.Limit(),
 	}
-}
-
-func first(v []string) string {
-	if len(v) == 0 {
-		return ""
-	}
-	return v[0]
 }

@@ -50,30 +50,7 @@ func (p *Proxy) forwardH2(w http.ResponseWriter, r *http.Request, x *exchange, g
 	ctx := r.Context()
 	cs := newClientSide(w, r, p.clientTimeout) // r.Body is now timed
 	defer cs.h2.stop()
-	out := new(http.Request)
-	*out = *r
-	path, raw := match, ""
-	if x.path != match {
-		raw = x.path
-	}
-	if p.up.prefix != "" {
-		unescaped, _ := url.PathUnescape(p.up.prefix)
-		path = unescaped + path
-		if raw != "" {
-			raw = p.up.prefix + raw
-		}
-	}
-	out.URL = &url.URL{Scheme: "http", Host: p.up.host, Path: path, RawPath: raw, RawQuery: r.URL.RawQuery}
-	out.RequestURI = ""
-	out.Close = false
-	if p.hostHeader != "" {
-		out.Host = p.hostHeader
-	}
-	out.Header = p.outgoingHeader(r)
-	if r.ContentLength == 0 {
-		out.Body = nil
-	}
-	out.Trailer, out.Body = trailersOut(r, out.Body)
+	out := p.h2Request(r, x, match)
 	var timer *time.Timer
 	var cancel context.CancelCauseFunc
 	if g == grpcNone {
@@ -145,30 +122,9 @@ func (p *Proxy) forwardH2(w http.ResponseWriter, r *http.Request, x *exchange, g
 		cs.dirty = true
 		clErr = cs.flush()
 	}
-	bp := bufPool.Get().(*[]byte)
-	defer bufPool.Put(bp)
 	var upErr error
-	for clErr == nil {
-		n, err := resp.Body.Read(*bp)
-		if n > 0 {
-			if clErr = cs.write((*bp)[:n]); clErr == nil {
-				clErr = cs.flush()
-			}
-			if clErr != nil {
-				break
-			}
-		}
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			if cs.h2.clientBodyErr() != nil {
-				clErr = err // the upstream's stream ended for want of the client's body
-			} else {
-				upErr = err
-			}
-			break
-		}
+	if clErr == nil {
+		upErr, clErr = relayH2Body(&cs, resp.Body)
 	}
 	for k, vv := range resp.Trailer {
 		h[http.TrailerPrefix+k] = vv
@@ -199,6 +155,67 @@ func (p *Proxy) forwardH2(w http.ResponseWriter, r *http.Request, x *exchange, g
 	o, abort := p.responseOutcome(ctx, x, resp.StatusCode, g, h, upErr, clErr)
 	x.finish(o)
 	return abort
+}
+
+// h2Request returns the request forwardH2 sends the upstream for r: its path
+// as the gate matched it (match, with x.path as the raw path when they
+// differ) under the upstream's prefix, its query, the outgoing fields (see
+// outgoingHeader), Host rewritten when Params.Host says so, no body for an
+// empty one, and the trailers that may follow (see trailersOut).
+func (p *Proxy) h2Request(r *http.Request, x *exchange, match string) *http.Request {
+	out := new(http.Request)
+	*out = *r
+	path, raw := match, ""
+	if x.path != match {
+		raw = x.path
+	}
+	if p.up.prefix != "" {
+		unescaped, _ := url.PathUnescape(p.up.prefix)
+		path = unescaped + path
+		if raw != "" {
+			raw = p.up.prefix + raw
+		}
+	}
+	out.URL = &url.URL{Scheme: "http", Host: p.up.host, Path: path, RawPath: raw, RawQuery: r.URL.RawQuery}
+	out.RequestURI = ""
+	out.Close = false
+	if p.hostHeader != "" {
+		out.Host = p.hostHeader
+	}
+	out.Header = p.outgoingHeader(r)
+	if r.ContentLength == 0 {
+		out.Body = nil
+	}
+	out.Trailer, out.Body = trailersOut(r, out.Body)
+	return out
+}
+
+// relayH2Body copies an h2c upstream's response body to the client, flushing
+// every read, until it ends. A read that fails because the client's own body
+// stalled or was reset is the client's error, not the upstream's.
+func relayH2Body(cs *clientSide, body io.Reader) (upErr, clErr error) {
+	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+	for {
+		n, err := body.Read(*bp)
+		if n > 0 {
+			if clErr = cs.write((*bp)[:n]); clErr == nil {
+				clErr = cs.flush()
+			}
+			if clErr != nil {
+				return nil, clErr
+			}
+		}
+		if err == io.EOF {
+			return nil, nil
+		}
+		if err != nil {
+			if cs.h2.clientBodyErr() != nil {
+				return nil, err // the upstream's stream ended for want of the client's body
+			}
+			return err, nil
+		}
+	}
 }
 
 // outgoingHeader copies r's fields for an h2c request: without hop-by-hop fields

@@ -315,22 +315,20 @@ func (w *h1Writer) finish() bool {
 
 var zeroLength = one("0")
 
-// refuse writes a gate's refusal of the request from prebuilt bytes: the
-// status line and fixed fields of its status and reason, the fields that
-// change (Retry-After, the RateLimit fields) appended, the Date of the
-// current second, and the body. It allocates nothing.
+// refuse writes a gate's refusal of the request as the gate decides it
+// (gate.Answer: its status, fields and body; AppendHead writes the fields),
+// with the connection's own fields and the Date of the current second. It
+// allocates nothing.
 func (w *h1Writer) refuse(rej *gate.Rejection) {
 	if w.wroteHead {
 		return
 	}
-	w.status, w.wroteHead, w.refused = rej.Status(), true, true
+	a := rej.Answer()
+	w.status, w.wroteHead, w.refused = a.Status, true, true
 	w.c.body.headWritten()
-	body := rej.Body()
+	body := a.Body()
 	b := appendStatusLine(*w.buf, w.status)
-	b = append(b, refusalFields...)
-	b = strconv.AppendInt(b, int64(len(body)), 10)
-	b = append(b, "\r\n"...)
-	b, _ = rej.AppendFields(b)
+	b = a.AppendHead(b)
 	if w.closeConn || w.c.s.closing.Load() || !w.c.body.done && !w.c.body.cheapToDrop() {
 		w.closeConn = true
 		b = append(b, "Connection: close\r\n"...)
@@ -345,8 +343,6 @@ func (w *h1Writer) refuse(rej *gate.Rejection) {
 	*w.buf = b
 	w.length, w.written, w.bodyless = int64(len(body)), int64(len(body)), true
 }
-
-const refusalFields = "Content-Type: text/plain; charset=utf-8\r\nX-Content-Type-Options: nosniff\r\nContent-Length: "
 
 // cheapToDrop reports whether the rest of the body is already buffered and
 // within the bound of what a refused request may cost to read.

@@ -3,16 +3,13 @@ package rls
 import (
 	"fmt"
 	"math"
-	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
-	"github.com/sluicehq/sluice/adaptive"
 	"github.com/sluicehq/sluice/gate"
 	"github.com/sluicehq/sluice/limits"
 )
@@ -61,61 +58,34 @@ func ParseHeaders(s string) (Headers, error) {
 type figures struct {
 	group         string
 	policy, limit string // the IETF field values, "" without a policy
-	quota, window int64  // the policy's q and w (whole seconds), read back from policy
-	resetSecs     int64  // the limit's t, read back from limit
+	quota, window int64  // the policy's q and w (whole seconds)
+	resetSecs     int64  // the limit's t
 	remaining     int64  // the limiter's figures, exact
 	reset         time.Duration
 	retryAfter    int64  // seconds, jittered; OVER_LIMIT only
 	reason        string // Sluice-Reason; OVER_LIMIT only
 }
 
-// render has the gate render a decision: rej for a refusal, else an
-// allowed decision of the rate limiter (res, pol), rendered as the gate
-// renders a rate refusal but for Retry-After and Sluice-Reason. h is a
-// scratch header, cleared.
-//
-// The gate renders the RateLimit fields of rejections only, and keeps the
-// whole-second policy (q, w) they carry to itself; a gate helper that
-// returns both (see the package doc) will replace the detour through a
-// header and the parse of q and w back from the policy field.
-func render(h http.Header, group string, res limits.Result, pol limits.Policy, rej *gate.Rejection) figures {
-	clear(h)
+// render has the gate decide what a decision tells the client: rej for a
+// refusal (its gate.Answer), else an allowed decision of the rate limiter
+// (res, pol), with the RateLimit fields the gate would give a rate refusal
+// (gate.RateFields) but no Retry-After or Sluice-Reason.
+func render(group string, res limits.Result, pol limits.Policy, rej *gate.Rejection) figures {
 	f := figures{group: group, remaining: res.Remaining, reset: res.ResetAfter}
-	if rej != nil {
-		f.retryAfter = rej.WriteHeaders(h)
-		f.reason = rej.Reason.String()
+	var a gate.Answer
+	switch {
+	case rej != nil:
+		a = rej.Answer()
+		f.retryAfter, f.reason = a.RetryAfter, a.Reason.String()
 		f.remaining, f.reset = rej.Rate.Remaining, rej.Rate.ResetAfter
-		pol = rej.Policy
-	} else if pol.Quota > 0 {
-		gate.Rejection{Reason: adaptive.RejectRate, Group: group, Rate: res, Policy: pol}.WriteHeaders(h)
+	case pol.Quota > 0:
+		a = gate.RateFields(group, res, pol)
 	}
-	pv, lv := h[gate.HeaderRateLimitPolicy], h[gate.HeaderRateLimit]
-	if len(pv) == 1 && len(lv) == 1 {
-		f.policy, f.limit = pv[0], lv[0]
-		var ok1, ok2 bool
-		f.quota, f.window, ok1 = lastParams(f.policy, "q", "w")
-		_, f.resetSecs, ok2 = lastParams(f.limit, "r", "t")
-		if !ok1 || !ok2 || f.window <= 0 {
-			f.policy, f.limit = "", "" // not as the gate renders them: leave them out
-		}
+	if a.RateLimit && a.Window > 0 {
+		f.policy, f.limit = a.Policy(), a.Limit()
+		f.quota, f.window, f.resetSecs = a.Quota, a.Window, a.Reset
 	}
 	return f
-}
-
-// lastParams reads the integer parameters a and b that end an item the
-// gate rendered: `"name";a=A;b=B`.
-func lastParams(item, a, b string) (va, vb int64, ok bool) {
-	i := strings.LastIndex(item, ";"+a+"=")
-	if i < 0 {
-		return 0, 0, false
-	}
-	as, bs, ok := strings.Cut(item[i+len(a)+2:], ";"+b+"=")
-	if !ok {
-		return 0, 0, false
-	}
-	va, err1 := strconv.ParseInt(as, 10, 64)
-	vb, err2 := strconv.ParseInt(bs, 10, 64)
-	return va, vb, err1 == nil && err2 == nil
 }
 
 // currentLimit expresses f's policy, q units per w seconds, in Envoy's

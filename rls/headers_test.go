@@ -1,7 +1,6 @@
 package rls
 
 import (
-	"net/http"
 	"testing"
 	"time"
 
@@ -43,32 +42,13 @@ func TestCurrentLimitUnits(t *testing.T) {
 		{limits.Policy{Quota: 3, Window: 1500 * time.Millisecond}, 4, sec, 2},
 		{limits.Policy{Quota: 1 << 40, Window: time.Second}, 1<<32 - 1, sec, 0},
 	} {
-		f := render(http.Header{}, "g", limits.Result{Allowed: true, Remaining: 1}, c.pol, nil)
+		f := render("g", limits.Result{Allowed: true, Remaining: 1}, c.pol, nil)
 		l := currentLimit(&f)
 		if l.GetRequestsPerUnit() != c.q || l.GetUnit() != c.unit || l.GetUnitMultiplier().GetValue() != c.multi || l.GetName() != "g" {
 			t.Errorf("%+v (%s): %v, want %d per %v × %d", c.pol, f.policy, l, c.q, c.unit, c.multi)
 		}
 	}
-	if f := render(http.Header{}, "g", limits.Result{Allowed: true}, limits.Policy{}, nil); currentLimit(&f) != nil || f.policy != "" {
+	if f := render("g", limits.Result{Allowed: true}, limits.Policy{}, nil); currentLimit(&f) != nil || f.policy != "" {
 		t.Errorf("no policy: %+v", f)
-	}
-}
-
-func TestLastParams(t *testing.T) {
-	for _, c := range []struct {
-		item   string
-		a, b   int64
-		wantOK bool
-	}{
-		{`"api";q=100;w=1`, 100, 1, true},
-		{`"a;q=5;w=6";q=7;w=8`, 7, 8, true},
-		{`"api";q=100`, 0, 0, false},
-		{`"api";q=x;w=1`, 0, 0, false},
-		{``, 0, 0, false},
-	} {
-		a, b, ok := lastParams(c.item, "q", "w")
-		if ok != c.wantOK || ok && (a != c.a || b != c.b) {
-			t.Errorf("lastParams(%q) = %d, %d, %v", c.item, a, b, ok)
-		}
 	}
 }

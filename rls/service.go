@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net/http"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -75,7 +74,6 @@ func (c *counters) group(name string) *groupCounts {
 
 // call is the per-call scratch of ShouldRateLimit.
 type call struct {
-	h  http.Header
 	fs []figures
 }
 
@@ -86,7 +84,7 @@ func New(p Params) (*Service, error) {
 		return nil, errors.New("rls: no gate")
 	}
 	s := &Service{gate: p.Gate, shadow: p.Shadow}
-	s.scratch.New = func() any { return &call{h: make(http.Header, 4)} }
+	s.scratch.New = func() any { return new(call) }
 	if err := s.SetMapping(p.Mapping); err != nil {
 		return nil, err
 	}
@@ -189,11 +187,11 @@ func (s *Service) ShouldRateLimit(_ context.Context, req *rlsv3.RateLimitRequest
 		res, pol, rej, allowed := s.gate.AllowRate(class, cost(req, desc))
 		var f figures
 		if allowed && !rej.Rejected() {
-			f = render(c.h, ds.Group, res, pol, nil)
+			f = render(ds.Group, res, pol, nil)
 			s.stats.ok.Add(1)
 			ds.counts.ok.Add(1)
 		} else {
-			f = render(c.h, ds.Group, res, pol, &rej)
+			f = render(ds.Group, res, pol, &rej)
 			// allowed with a rejection: the group or its rate rule is in
 			// shadow mode (the gate counted it as a would-be rejection).
 			if allowed || s.shadow != nil && s.shadow(ds.Group) {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/adaptive"
+	"github.com/sluicehq/sluice/internal/pause"
 )
 
 // LoadScenario reads and parses a scenario file; the scenario is named after the
@@ -197,9 +198,19 @@ func (d *directive) keys(set func(k, v string) bool) {
 	}
 }
 
+// apply sets what d says in sc (see directives).
 func (d *directive) apply(sc *Scenario) {
-	switch d.name {
-	case "seed":
+	set, ok := directives[d.name]
+	if !ok {
+		d.fail("unknown directive")
+		return
+	}
+	set(d, sc)
+}
+
+// directives holds, by name, what each directive of a scenario file sets.
+var directives = map[string]func(*directive, *Scenario){
+	"seed": func(d *directive, sc *Scenario) {
 		if v, ok := d.one(); ok {
 			x, err := strconv.ParseUint(v, 10, 64)
 			if err != nil {
@@ -207,276 +218,167 @@ func (d *directive) apply(sc *Scenario) {
 			}
 			sc.Seed = x
 		}
-	case "duration":
-		if v, ok := d.one(); ok {
-			sc.Duration = d.dur("duration", v)
-		}
-	case "interval":
-		if v, ok := d.one(); ok {
-			sc.Interval = d.dur("interval", v)
-		}
-	case "slo":
-		if v, ok := d.one(); ok {
-			sc.SLO = d.dur("slo", v)
-		}
-	case "static":
-		if v, ok := d.one(); ok {
-			sc.Static = d.int("static", v)
-		}
-	case "service":
-		d.service(&sc.Service)
-	case "slowdown":
-		var s Slowdown
-		d.keys(func(k, v string) bool {
-			switch k {
-			case "at":
-				s.At = d.dur(k, v)
-			case "x":
-				s.Factor = d.float(k, v)
-			default:
-				return false
-			}
-			return true
-		})
-		sc.Slowdowns = append(sc.Slowdowns, s)
-	case "workers":
-		var w WorkerChange
-		d.keys(func(k, v string) bool {
-			switch k {
-			case "at":
-				w.At = d.dur(k, v)
-			case "n":
-				w.Workers = d.int(k, v)
-			default:
-				return false
-			}
-			return true
-		})
-		sc.WorkerChanges = append(sc.WorkerChanges, w)
-	case "outage":
-		var o Outage
-		d.keys(func(k, v string) bool {
-			switch k {
-			case "at":
-				o.At = d.dur(k, v)
-			case "for":
-				o.For = d.dur(k, v)
-			default:
-				return false
-			}
-			return true
-		})
-		sc.Outages = append(sc.Outages, o)
-	case "stall":
-		st := &sc.Stall
-		from := false
-		d.keys(func(k, v string) bool {
-			switch k {
-			case "for":
-				st.For = d.dur(k, v)
-			case "every":
-				st.Every = d.dur(k, v)
-			case "from":
-				st.From, from = d.dur(k, v), true
-			default:
-				return false
-			}
-			return true
-		})
-		if !from {
-			st.From = st.Every
-		}
-	case "host":
-		h := &sc.Host
-		d.keys(func(k, v string) bool {
-			switch k {
-			case "cores":
-				h.Cores = d.float(k, v)
-			case "send":
-				h.Send = d.dur(k, v)
-			case "forward":
-				h.Forward = d.dur(k, v)
-			case "refuse":
-				h.Refuse = d.dur(k, v)
-			case "handle":
-				h.Handle = d.dur(k, v)
-			case "wake":
-				h.Wake = d.dur(k, v)
-			default:
-				return false
-			}
-			return true
-		})
-	case "hog":
-		var h Hog
-		d.keys(func(k, v string) bool {
-			switch k {
-			case "at":
-				h.At = d.dur(k, v)
-			case "threads":
-				h.Threads = d.int(k, v)
-			case "nice":
-				h.Nice = d.int(k, v)
-			default:
-				return false
-			}
-			return true
-		})
-		sc.Hogs = append(sc.Hogs, h)
-	case "load":
-		d.load(sc)
-	case "clients":
-		c := &sc.Clients
-		d.keys(func(k, v string) bool {
-			switch k {
-			case "timeout":
-				c.Timeout = d.dur(k, v)
-			case "retries":
-				c.Retries = d.int(k, v)
-			case "backoff":
-				c.Backoff = d.dur(k, v)
-			case "retry_after":
-				c.RetryAfter = d.bool(k, v)
-			case "at_once":
-				c.AtOnce = d.bool(k, v)
-			default:
-				return false
-			}
-			return true
-		})
-	case "priorities":
-		d.keys(func(k, v string) bool {
-			p, ok := adaptive.ParsePriority(k)
-			if !ok {
-				return false
-			}
-			sc.Priorities[p] = d.float(k, v)
-			return true
-		})
-	case "tenants":
-		if len(d.args) == 0 {
-			d.fail("want at least one weight")
-		}
-		for _, a := range d.args {
-			sc.Tenants = append(sc.Tenants, d.float("weight", a))
-		}
-	case "gate":
-		d.gate(&sc.Gate)
-	case "guard":
-		g := &sc.Gate.Guard
-		d.keys(func(k, v string) bool {
-			switch k {
-			case "cpu":
-				g.CPU = d.float(k, v)
-			case "memory":
-				g.Memory = d.float(k, v)
-			case "hysteresis":
-				g.Hysteresis = d.float(k, v)
-			default:
-				return false
-			}
-			return true
-		})
-	case "targets":
-		t := &sc.Targets
-		d.keys(func(k, v string) bool {
-			switch k {
-			case "latency":
-				t.Latency = d.dur(k, v)
-			case "quantile":
-				q, ok := adaptive.ParseQuantile(v)
-				if !ok {
-					d.fail("unknown quantile %q", v)
-				}
-				t.Quantile = q
-			case "cpu":
-				t.CPU = d.float(k, v)
-			case "memory":
-				t.Memory = d.float(k, v)
-			case "cpu_pressure":
-				t.CPUPressure = d.float(k, v)
-			default:
-				return false
-			}
-			return true
-		})
-	case "limits":
-		b := &sc.Bounds
-		d.keys(func(k, v string) bool {
-			switch k {
-			case "min":
-				b.Min = d.int(k, v)
-			case "max":
-				b.Max = d.int(k, v)
-			case "initial":
-				b.Initial = d.int(k, v)
-			default:
-				return false
-			}
-			return true
-		})
-	case "phase":
-		if len(d.args) < 1 {
-			d.fail("want a name")
-			return
-		}
-		p := Phase{Name: d.args[0]}
-		d.args = d.args[1:]
-		d.keys(func(k, v string) bool {
-			if k != "at" {
-				return false
-			}
-			p.At = d.dur(k, v)
-			return true
-		})
-		sc.Phases = append(sc.Phases, p)
-	default:
-		d.fail("unknown directive")
+	},
+	"duration":   func(d *directive, sc *Scenario) { d.oneDur(&sc.Duration) },
+	"interval":   func(d *directive, sc *Scenario) { d.oneDur(&sc.Interval) },
+	"slo":        func(d *directive, sc *Scenario) { d.oneDur(&sc.SLO) },
+	"static":     func(d *directive, sc *Scenario) { d.oneInt(&sc.Static) },
+	"service":    func(d *directive, sc *Scenario) { d.service(&sc.Service) },
+	"slowdown":   (*directive).slowdown,
+	"workers":    (*directive).workers,
+	"outage":     (*directive).outage,
+	"stall":      func(d *directive, sc *Scenario) { d.stall(&sc.Stall) },
+	"host":       func(d *directive, sc *Scenario) { d.host(&sc.Host) },
+	"hog":        (*directive).hog,
+	"load":       (*directive).load,
+	"clients":    func(d *directive, sc *Scenario) { d.clients(&sc.Clients) },
+	"priorities": (*directive).priorities,
+	"tenants":    (*directive).tenants,
+	"gate":       func(d *directive, sc *Scenario) { d.gate(&sc.Gate) },
+	"guard":      func(d *directive, sc *Scenario) { d.guard(&sc.Gate.Guard) },
+	"targets":    func(d *directive, sc *Scenario) { d.targets(&sc.Targets) },
+	"limits":     func(d *directive, sc *Scenario) { d.limits(&sc.Bounds) },
+	"phase":      (*directive).phase,
+}
+
+// oneDur sets *x to the directive's one duration argument.
+func (d *directive) oneDur(x *time.Duration) {
+	if v, ok := d.one(); ok {
+		*x = d.dur(d.name, v)
 	}
+}
+
+// oneInt sets *x to the directive's one integer argument.
+func (d *directive) oneInt(x *int) {
+	if v, ok := d.one(); ok {
+		*x = d.int(d.name, v)
+	}
+}
+
+// field sets one key's value, as the directive reads it, in its place.
+type field func(d *directive, k, v string)
+
+func durField(p *time.Duration) field { return func(d *directive, k, v string) { *p = d.dur(k, v) } }
+func floatField(p *float64) field     { return func(d *directive, k, v string) { *p = d.float(k, v) } }
+func intField(p *int) field           { return func(d *directive, k, v string) { *p = d.int(k, v) } }
+func boolField(p *bool) field         { return func(d *directive, k, v string) { *p = d.bool(k, v) } }
+func textField(p *string) field       { return func(_ *directive, _, v string) { *p = v } }
+
+// fields applies each key=value argument to the field of its key in fs
+// (see keys: a key fs lacks is unknown).
+func (d *directive) fields(fs map[string]field) {
+	d.keys(func(k, v string) bool {
+		f, ok := fs[k]
+		if ok {
+			f(d, k, v)
+		}
+		return ok
+	})
+}
+
+func (d *directive) slowdown(sc *Scenario) {
+	var s Slowdown
+	d.fields(map[string]field{"at": durField(&s.At), "x": floatField(&s.Factor)})
+	sc.Slowdowns = append(sc.Slowdowns, s)
+}
+
+func (d *directive) workers(sc *Scenario) {
+	var w WorkerChange
+	d.fields(map[string]field{"at": durField(&w.At), "n": intField(&w.Workers)})
+	sc.WorkerChanges = append(sc.WorkerChanges, w)
+}
+
+func (d *directive) outage(sc *Scenario) {
+	var o Outage
+	d.fields(map[string]field{"at": durField(&o.At), "for": durField(&o.For)})
+	sc.Outages = append(sc.Outages, o)
+}
+
+// stall sets the service's periodic stall; from defaults to every.
+func (d *directive) stall(st *pause.Periodic) {
+	from := false
+	d.fields(map[string]field{"for": durField(&st.For), "every": durField(&st.Every),
+		"from": func(d *directive, k, v string) { st.From, from = d.dur(k, v), true }})
+	if !from {
+		st.From = st.Every
+	}
+}
+
+func (d *directive) host(h *Host) {
+	d.fields(map[string]field{"cores": floatField(&h.Cores), "send": durField(&h.Send), "forward": durField(&h.Forward),
+		"refuse": durField(&h.Refuse), "handle": durField(&h.Handle), "wake": durField(&h.Wake)})
+}
+
+func (d *directive) hog(sc *Scenario) {
+	var h Hog
+	d.fields(map[string]field{"at": durField(&h.At), "threads": intField(&h.Threads), "nice": intField(&h.Nice)})
+	sc.Hogs = append(sc.Hogs, h)
+}
+
+func (d *directive) clients(c *Clients) {
+	d.fields(map[string]field{"timeout": durField(&c.Timeout), "retries": intField(&c.Retries), "backoff": durField(&c.Backoff),
+		"retry_after": boolField(&c.RetryAfter), "at_once": boolField(&c.AtOnce)})
+}
+
+func (d *directive) priorities(sc *Scenario) {
+	d.keys(func(k, v string) bool {
+		p, ok := adaptive.ParsePriority(k)
+		if !ok {
+			return false
+		}
+		sc.Priorities[p] = d.float(k, v)
+		return true
+	})
+}
+
+func (d *directive) tenants(sc *Scenario) {
+	if len(d.args) == 0 {
+		d.fail("want at least one weight")
+	}
+	for _, a := range d.args {
+		sc.Tenants = append(sc.Tenants, d.float("weight", a))
+	}
+}
+
+func (d *directive) guard(g *adaptive.ResourceGuardParams) {
+	d.fields(map[string]field{"cpu": floatField(&g.CPU), "memory": floatField(&g.Memory), "hysteresis": floatField(&g.Hysteresis)})
+}
+
+func (d *directive) targets(t *Targets) {
+	d.fields(map[string]field{"latency": durField(&t.Latency), "cpu": floatField(&t.CPU), "memory": floatField(&t.Memory),
+		"cpu_pressure": floatField(&t.CPUPressure), "quantile": func(d *directive, _, v string) {
+			q, ok := adaptive.ParseQuantile(v)
+			if !ok {
+				d.fail("unknown quantile %q", v)
+			}
+			t.Quantile = q
+		}})
+}
+
+func (d *directive) limits(b *adaptive.Bounds) {
+	d.fields(map[string]field{"min": intField(&b.Min), "max": intField(&b.Max), "initial": intField(&b.Initial)})
+}
+
+func (d *directive) phase(sc *Scenario) {
+	if len(d.args) < 1 {
+		d.fail("want a name")
+		return
+	}
+	p := Phase{Name: d.args[0]}
+	d.args = d.args[1:]
+	d.fields(map[string]field{"at": durField(&p.At)})
+	sc.Phases = append(sc.Phases, p)
 }
 
 func (d *directive) service(s *Service) {
 	kind := ""
-	d.keys(func(k, v string) bool {
-		switch k {
-		case "workers":
-			s.Workers = d.int(k, v)
-		case "dist":
-			kind = v
-		case "mean":
-			s.Dist.Mean = d.dur(k, v)
-		case "sigma":
-			s.Dist.Sigma = d.float(k, v)
-		case "fast":
-			s.Dist.Fast = d.dur(k, v)
-		case "slow":
-			s.Dist.Slow = d.dur(k, v)
-		case "p_slow":
-			s.Dist.PSlow = d.float(k, v)
-		case "contention":
-			s.Contention = d.float(k, v)
-		case "cpu_base":
-			s.CPUBase = d.float(k, v)
-		case "cpu_worker":
-			s.CPUPerWorker = d.float(k, v)
-		case "mem_base":
-			s.MemBase = d.float(k, v)
-		case "mem_request":
-			s.MemPerRequest = d.float(k, v)
-		case "mem_queued":
-			s.MemPerQueued = d.float(k, v)
-		case "cancel":
-			s.Cancel = d.bool(k, v)
-		case "cores":
-			s.Cores = d.float(k, v)
-		case "cpu_from":
-			s.CPUFrom = v
-		case "psi":
-			s.PSI = v
-		default:
-			return false
-		}
-		return true
+	ds := &s.Dist
+	d.fields(map[string]field{
+		"workers": intField(&s.Workers), "dist": textField(&kind), "mean": durField(&ds.Mean), "sigma": floatField(&ds.Sigma),
+		"fast": durField(&ds.Fast), "slow": durField(&ds.Slow), "p_slow": floatField(&ds.PSlow),
+		"contention": floatField(&s.Contention), "cpu_base": floatField(&s.CPUBase), "cpu_worker": floatField(&s.CPUPerWorker),
+		"mem_base": floatField(&s.MemBase), "mem_request": floatField(&s.MemPerRequest), "mem_queued": floatField(&s.MemPerQueued),
+		"cancel": boolField(&s.Cancel), "cores": floatField(&s.Cores), "cpu_from": textField(&s.CPUFrom), "psi": textField(&s.PSI),
 	})
 	switch kind {
 	case "", "lognormal":
@@ -495,26 +397,12 @@ func (d *directive) service(s *Service) {
 func (d *directive) load(sc *Scenario) {
 	var g Segment
 	has := map[string]bool{}
-	d.keys(func(k, v string) bool {
+	for _, a := range d.args {
+		k, _, _ := strings.Cut(a, "=")
 		has[k] = true
-		switch k {
-		case "at":
-			g.At = d.dur(k, v)
-		case "x":
-			g.X = d.float(k, v)
-		case "from":
-			g.From = d.float(k, v)
-		case "to":
-			g.To = d.float(k, v)
-		case "amp":
-			g.Amp = d.float(k, v)
-		case "period":
-			g.Period = d.dur(k, v)
-		default:
-			return false
-		}
-		return true
-	})
+	}
+	d.fields(map[string]field{"at": durField(&g.At), "x": floatField(&g.X), "from": floatField(&g.From),
+		"to": floatField(&g.To), "amp": floatField(&g.Amp), "period": durField(&g.Period)})
 	switch {
 	case !has["at"]:
 		d.fail("want at=")
@@ -534,40 +422,22 @@ func (d *directive) load(sc *Scenario) {
 }
 
 func (d *directive) gate(g *Gate) {
-	d.keys(func(k, v string) bool {
-		switch k {
-		case "queue":
-			g.Queue = d.int(k, v)
-			if g.Queue == 0 {
+	d.fields(map[string]field{
+		"queue": func(d *directive, k, v string) {
+			if g.Queue = d.int(k, v); g.Queue == 0 {
 				g.Queue = -1
 			}
-		case "order":
+		},
+		"order": func(d *directive, _, v string) {
 			o, ok := adaptive.ParseOrder(v)
 			if !ok {
 				d.fail("unknown order %q (adaptive, fifo, lifo)", v)
 			}
 			g.Order = o
-		case "queue_target":
-			g.QueueTarget = d.dur(k, v)
-		case "queue_interval":
-			g.QueueInterval = d.dur(k, v)
-		case "max_wait":
-			g.MaxWait = d.dur(k, v)
-		case "codel":
-			g.NoCoDel = !d.bool(k, v)
-		case "fair":
-			g.Fair = d.bool(k, v)
-		case "rate":
-			g.Rate = d.float(k, v)
-		case "burst":
-			g.Burst = d.float(k, v)
-		case "shedder":
-			g.NoShedder = !d.bool(k, v)
-		case "breaker":
-			g.Breaker = d.bool(k, v)
-		default:
-			return false
-		}
-		return true
+		},
+		"queue_target": durField(&g.QueueTarget), "queue_interval": durField(&g.QueueInterval), "max_wait": durField(&g.MaxWait),
+		"codel":   func(d *directive, k, v string) { g.NoCoDel = !d.bool(k, v) },
+		"shedder": func(d *directive, k, v string) { g.NoShedder = !d.bool(k, v) },
+		"fair":    boolField(&g.Fair), "rate": floatField(&g.Rate), "burst": floatField(&g.Burst), "breaker": boolField(&g.Breaker),
 	})
 }

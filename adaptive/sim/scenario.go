@@ -272,33 +272,54 @@ func (sc Scenario) withDefaults() Scenario {
 
 // Validate reports every problem with the scenario.
 func (sc Scenario) Validate() error {
-	var errs []error
-	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf("sim: "+format, args...)) }
+	var ps problems
 	if sc.Duration <= 0 {
-		bad("duration %v must be positive", sc.Duration)
+		ps.bad("duration %v must be positive", sc.Duration)
 	}
 	if sc.Interval < 0 {
-		bad("interval %v must be positive", sc.Interval)
+		ps.bad("interval %v must be positive", sc.Interval)
 	}
 	if sc.SLO <= 0 {
-		bad("slo %v must be positive", sc.SLO)
+		ps.bad("slo %v must be positive", sc.SLO)
 	}
-	s := sc.Service
+	sc.Service.validate(&ps)
+	sc.validateChanges(&ps)
+	sc.validateLoad(&ps)
+	sc.validateGate(&ps)
+	return errors.Join(ps...)
+}
+
+// problems collects what Validate finds, each error prefixed "sim: ".
+type problems []error
+
+func (ps *problems) bad(format string, args ...any) {
+	*ps = append(*ps, fmt.Errorf("sim: "+format, args...))
+}
+
+// add adds err, if any, as it is.
+func (ps *problems) add(err error) {
+	if err != nil {
+		*ps = append(*ps, err)
+	}
+}
+
+// validate checks the described service.
+func (s Service) validate(ps *problems) {
 	if s.Workers < 0 {
-		bad("service workers %d must be positive", s.Workers)
+		ps.bad("service workers %d must be positive", s.Workers)
 	}
 	if s.Dist != (Dist{}) {
 		d := s.Dist
 		switch {
 		case d.Kind == Bimodal && (d.Fast <= 0 || d.Slow <= 0):
-			bad("service bimodal fast %v and slow %v must be positive", d.Fast, d.Slow)
+			ps.bad("service bimodal fast %v and slow %v must be positive", d.Fast, d.Slow)
 		case d.Kind == Bimodal && !(d.PSlow >= 0 && d.PSlow <= 1):
-			bad("service bimodal p_slow %v must be in [0, 1]", d.PSlow)
+			ps.bad("service bimodal p_slow %v must be in [0, 1]", d.PSlow)
 		case d.Kind != Bimodal && d.Mean <= 0:
-			bad("service mean %v must be positive", d.Mean)
+			ps.bad("service mean %v must be positive", d.Mean)
 		}
 		if !(d.Sigma >= 0 && d.Sigma <= 3) {
-			bad("service sigma %v must be in [0, 3]", d.Sigma)
+			ps.bad("service sigma %v must be in [0, 3]", d.Sigma)
 		}
 	}
 	for _, f := range []struct {
@@ -307,123 +328,131 @@ func (sc Scenario) Validate() error {
 	}{{"contention", s.Contention}, {"cpu_base", s.CPUBase}, {"cpu_worker", s.CPUPerWorker},
 		{"mem_base", s.MemBase}, {"mem_request", s.MemPerRequest}, {"mem_queued", s.MemPerQueued}} {
 		if !(f.v >= 0) || math.IsInf(f.v, 0) {
-			bad("service %s %v must be a non-negative number", f.name, f.v)
-		}
-	}
-	for _, sl := range sc.Slowdowns {
-		if sl.At < 0 || !(sl.Factor > 0) || math.IsInf(sl.Factor, 0) {
-			bad("slowdown at %v by %v: time must be non-negative and factor positive", sl.At, sl.Factor)
+			ps.bad("service %s %v must be a non-negative number", f.name, f.v)
 		}
 	}
 	if !(s.Cores >= 0) || math.IsInf(s.Cores, 0) || s.Cores > 1024 {
-		bad("service cores %v must be in [0, 1024]", s.Cores)
+		ps.bad("service cores %v must be in [0, 1024]", s.Cores)
 	}
 	switch s.CPUFrom {
 	case "", CPUFromHost, CPUFromService:
 	default:
-		bad("service cpu_from %q: want %q or %q", s.CPUFrom, CPUFromHost, CPUFromService)
+		ps.bad("service cpu_from %q: want %q or %q", s.CPUFrom, CPUFromHost, CPUFromService)
 	}
 	switch s.PSI {
 	case "", PSIAvg10, PSIInterval:
 	default:
-		bad("service psi %q: want %q or %q", s.PSI, PSIAvg10, PSIInterval)
+		ps.bad("service psi %q: want %q or %q", s.PSI, PSIAvg10, PSIInterval)
+	}
+}
+
+// validateChanges checks what changes during the run: slowdowns, worker
+// changes, outages, the stall, hogs and the host.
+func (sc Scenario) validateChanges(ps *problems) {
+	for _, sl := range sc.Slowdowns {
+		if sl.At < 0 || !(sl.Factor > 0) || math.IsInf(sl.Factor, 0) {
+			ps.bad("slowdown at %v by %v: time must be non-negative and factor positive", sl.At, sl.Factor)
+		}
 	}
 	for _, w := range sc.WorkerChanges {
 		if w.At < 0 || w.Workers < 1 {
-			bad("workers at %v: %d: time must be non-negative and workers at least 1", w.At, w.Workers)
+			ps.bad("workers at %v: %d: time must be non-negative and workers at least 1", w.At, w.Workers)
 		}
 	}
 	for _, o := range sc.Outages {
 		if o.At < 0 || o.For <= 0 {
-			bad("outage at %v for %v: time must be non-negative and length positive", o.At, o.For)
+			ps.bad("outage at %v for %v: time must be non-negative and length positive", o.At, o.For)
 		}
 	}
 	if err := sc.Stall.Validate(); err != nil {
-		bad("stall: %v", err)
+		ps.bad("stall: %v", err)
 	}
-	if sc.Stall.On() && s.Cores > 0 {
-		bad("stall: not modelled with a CPU-bound service (service cores=N)")
+	if sc.Stall.On() && sc.Service.Cores > 0 {
+		ps.bad("stall: not modelled with a CPU-bound service (service cores=N)")
 	}
 	for _, h := range sc.Hogs {
 		if h.At < 0 || h.Threads < 0 || h.Threads > 1024 || h.Nice < -20 || h.Nice > 19 {
-			bad("hog at %v: %d threads at nice %d: want a non-negative time, 0..1024 threads, nice -20..19", h.At, h.Threads, h.Nice)
+			ps.bad("hog at %v: %d threads at nice %d: want a non-negative time, 0..1024 threads, nice -20..19", h.At, h.Threads, h.Nice)
 		}
-		if s.Cores == 0 {
-			bad("hog at %v: a hog needs a CPU-bound service (service cores=N)", h.At)
+		if sc.Service.Cores == 0 {
+			ps.bad("hog at %v: a hog needs a CPU-bound service (service cores=N)", h.At)
 		}
 	}
-	if err := sc.Host.Validate(); err != nil {
-		errs = append(errs, err)
-	}
+	ps.add(sc.Host.Validate())
+}
+
+// validateLoad checks the load profile, the clients and the mix of
+// priorities and tenants.
+func (sc Scenario) validateLoad(ps *problems) {
 	if len(sc.Load) == 0 {
-		bad("no load profile")
+		ps.bad("no load profile")
 	}
 	for i, g := range sc.Load {
 		if g.At < 0 || (i > 0 && g.At < sc.Load[i-1].At) {
-			bad("load at %v: segments must start at non-negative, non-decreasing times", g.At)
+			ps.bad("load at %v: segments must start at non-negative, non-decreasing times", g.At)
 		}
 		for _, v := range []float64{g.X, g.From, g.To, math.Abs(g.Amp)} {
 			if !(v >= 0 && v <= 1000) {
-				bad("load at %v: multiple %v must be in [0, 1000]", g.At, v)
+				ps.bad("load at %v: multiple %v must be in [0, 1000]", g.At, v)
 			}
 		}
 		if g.Period < 0 {
-			bad("load at %v: period %v must be positive", g.At, g.Period)
+			ps.bad("load at %v: period %v must be positive", g.At, g.Period)
 		}
 	}
 	c := sc.Clients
 	if c.Timeout < 0 || c.Backoff < 0 {
-		bad("clients timeout %v and backoff %v must be positive", c.Timeout, c.Backoff)
+		ps.bad("clients timeout %v and backoff %v must be positive", c.Timeout, c.Backoff)
 	}
 	if c.Retries < 0 || c.Retries > 100 {
-		bad("clients retries %d must be in [0, 100]", c.Retries)
+		ps.bad("clients retries %d must be in [0, 100]", c.Retries)
 	}
 	for p, w := range sc.Priorities {
 		if !(w >= 0) || math.IsInf(w, 0) {
-			bad("priority %d weight %v must be non-negative", p, w)
+			ps.bad("priority %d weight %v must be non-negative", p, w)
 		}
 	}
 	if len(sc.Tenants) > 255 {
-		bad("%d tenants: at most 255", len(sc.Tenants))
+		ps.bad("%d tenants: at most 255", len(sc.Tenants))
 	}
 	sum := 0.0
 	for i, w := range sc.Tenants {
 		if !(w >= 0) || math.IsInf(w, 0) {
-			bad("tenant %d weight %v must be non-negative", i, w)
+			ps.bad("tenant %d weight %v must be non-negative", i, w)
 		}
 		sum += w
 	}
 	if len(sc.Tenants) > 0 && !(sum > 0) {
-		bad("tenant weights must not all be zero")
+		ps.bad("tenant weights must not all be zero")
 	}
+}
+
+// validateGate checks the model of the gate, the targets, the bounds and
+// the phases.
+func (sc Scenario) validateGate(ps *problems) {
 	g := sc.Gate
 	if !(g.Rate >= 0) || !(g.Burst >= 0) || math.IsInf(g.Rate, 0) || math.IsInf(g.Burst, 0) {
-		bad("gate rate %v and burst %v must be non-negative", g.Rate, g.Burst)
+		ps.bad("gate rate %v and burst %v must be non-negative", g.Rate, g.Burst)
 	}
 	if g.QueueTarget < 0 || g.QueueInterval < 0 || g.MaxWait < 0 {
-		bad("gate queue wait bounds %v, %v and max_wait %v must be positive", g.QueueTarget, g.QueueInterval, g.MaxWait)
+		ps.bad("gate queue wait bounds %v, %v and max_wait %v must be positive", g.QueueTarget, g.QueueInterval, g.MaxWait)
 	}
 	if g.NoCoDel && g.Queue >= 0 && g.MaxWait <= 0 {
-		bad("gate codel=false needs a max_wait")
+		ps.bad("gate codel=false needs a max_wait")
 	}
-	if err := g.Guard.Validate(); err != nil {
-		errs = append(errs, err)
-	}
-	if err := sc.Bounds.Validate(); err != nil {
-		errs = append(errs, err)
-	}
+	ps.add(g.Guard.Validate())
+	ps.add(sc.Bounds.Validate())
 	if sc.Static < 0 {
-		bad("static limit %d must be positive", sc.Static)
+		ps.bad("static limit %d must be positive", sc.Static)
 	}
 	t := sc.Targets
 	if t.Latency < 0 || !(t.CPU >= 0 && t.CPU <= 1) || !(t.Memory >= 0 && t.Memory <= 1) ||
 		!(t.CPUPressure >= 0 && t.CPUPressure <= 1) {
-		bad("targets: latency must be positive and cpu, memory, cpu_pressure in [0, 1]")
+		ps.bad("targets: latency must be positive and cpu, memory, cpu_pressure in [0, 1]")
 	}
 	for i, p := range sc.Phases {
 		if p.At < 0 || (i > 0 && p.At <= sc.Phases[i-1].At) {
-			bad("phase %q at %v: phases must start at increasing, non-negative times", p.Name, p.At)
+			ps.bad("phase %q at %v: phases must start at increasing, non-negative times", p.Name, p.At)
 		}
 	}
-	return errors.Join(errs...)
 }

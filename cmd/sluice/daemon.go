@@ -73,7 +73,7 @@ func newDaemon(path string, cfg *configs.Config, log hclog.Logger) (*daemon, err
 
 // build makes the parts of d for d.started.
 func (d *daemon) build() error {
-	cfg, path, log := d.started, d.path, d.log
+	cfg := d.started
 	sp, err := samplerParams(cfg)
 	if err != nil {
 		return err
@@ -82,16 +82,39 @@ func (d *daemon) build() error {
 		return err
 	}
 
-	ctl := log.Named("control")
-	source := path
-	if source == "" {
-		source = "embedded default"
-	}
 	// The metrics exist only where the admin API serves them; without it the
 	// gate observes nothing per request.
 	var metrics *admin.Metrics
 	if cfg.Admin.Listen != "" {
 		metrics = admin.NewMetrics(admin.MetricsParams{})
+	}
+	if err := d.buildGate(metrics); err != nil {
+		return err
+	}
+	if err := d.buildServer(); err != nil {
+		return err
+	}
+	if err := checkFronts(cfg); err != nil {
+		return err
+	}
+	if err := d.buildFronts(); err != nil {
+		return err
+	}
+	if metrics != nil {
+		return d.buildAdmin(metrics)
+	}
+	return nil
+}
+
+// buildGate makes d's gate (and the Redis store of its global quotas) for
+// d.started, observed by metrics (nil: none).
+func (d *daemon) buildGate(metrics *admin.Metrics) error {
+	cfg, path, log := d.started, d.path, d.log
+	var err error
+	ctl := log.Named("control")
+	source := path
+	if source == "" {
+		source = "embedded default"
 	}
 	gp := gate.Params{
 		Config:       cfg.Gate(),
@@ -135,10 +158,15 @@ func (d *daemon) build() error {
 		}
 		gp.GlobalRate = redisrate.New(d.store)
 	}
-	if d.gate, err = gate.New(gp); err != nil {
-		return err
-	}
+	d.gate, err = gate.New(gp)
+	return err
+}
 
+// buildServer makes d's proxy in front of its gate, the server that serves
+// it, and opens the server's listener.
+func (d *daemon) buildServer() error {
+	cfg, log := d.started, d.log
+	var err error
 	pp := proxyParams(cfg)
 	pp.Gate = d.gate
 	watchProxy(&pp, log.Named("upstream"))
@@ -186,15 +214,6 @@ func (d *daemon) build() error {
 		return fmt.Errorf("server.listen %s: %w", s.Listen, err)
 	}
 	d.ln = serverListener(d.ln, s, tlsConfig, own, log.Named("server"))
-	if err := checkFronts(cfg); err != nil {
-		return err
-	}
-	if err := d.buildFronts(); err != nil {
-		return err
-	}
-	if metrics != nil {
-		return d.buildAdmin(metrics)
-	}
 	return nil
 }
 

@@ -481,7 +481,10 @@ func TestE2ELeasedShares(t *testing.T) {
 		"decisions %d (%.1f× the quota); calls to Redis %d (%.3f %% of the decisions), commands Redis ran with those inside the scripts %d (%.3f %%: %v)",
 		admitted, to.Sub(from).Round(time.Millisecond), by["n1"], by["n2"], by["n3"], quota, 100*(float64(admitted)/quota-1), net,
 		bound, 100*float64(bound)/quota, decisions, float64(decisions)/quota, sent, 100*float64(sent)/float64(decisions), cmds, 100*float64(cmds)/float64(decisions), callsSince(byCmd, byCmdTo))
-	if float64(decisions) < 1.5*quota {
+	// The judgements need the nodes to contend, not the full load: a busy
+	// machine whose generator reaches 1.36 times the quota (seen at load
+	// 14) still shows whether the split is max-min fair of what it offered.
+	if float64(decisions) < 1.2*quota {
 		t.Fatalf("the load offered %d decisions in %v for a quota of %.0f: not well above it, the test cannot judge", decisions, window, quota)
 	}
 	if want := int64(math.Ceil(1.5 * rate * 0.1)); bound != want {

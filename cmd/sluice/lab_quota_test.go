@@ -37,7 +37,8 @@ func TestLabGlobalQuota(t *testing.T) {
 	if bin := os.Getenv("SLUICE_QUOTA_LAB_BINARY"); bin != "" {
 		binOnce.Do(func() { binPath = bin }) // the contender instead of this code's build
 	}
-	t.Run("steady", labSteady)
+	t.Run("steady", func(t *testing.T) { labSteady(t, labOffered, true) })
+	t.Run("steady-6000", func(t *testing.T) { labSteady(t, []float64{labRate, labRate, labRate}, false) })
 	t.Run("killed", func(t *testing.T) { labOutage(t, "killed") })
 	t.Run("hung", func(t *testing.T) { labOutage(t, "hung") })
 	t.Run("restarted-empty", labRestart)
@@ -235,12 +236,16 @@ func (r *labRun) dip(from, to time.Duration, floor float64) (longest, at time.Du
 	return longest, at
 }
 
-// labSteady: 1,000/s offered to each node (1.5 times the quota) for
-// 13 s: from 2 s to 12 s the nodes admit the quota within ±2 %, once what
-// the stock gave up meanwhile is set aside (the bucket starts full, a
-// second of the quota, and the stock is read from Redis at both ends), and
-// they call Redis (MONITOR) for at most 1 % of the decisions.
-func labSteady(t *testing.T) {
+// labSteady: rates offered to the nodes (steady: 1,000/s each, 1.5 times
+// the quota; steady-6000: 2,000/s each, the load) for 13 s: from
+// 2 s to 12 s the nodes admit the quota within ±2 %, once what the stock
+// gave up meanwhile is set aside (the bucket starts full, a second of the
+// quota, and the stock is read from Redis at both ends), and they call
+// Redis (MONITOR) for at most 1 % of the decisions. At 6,000/s only the
+// calls are judged (accurate is false): on two shared cores the arrivals
+// there trail the decisions by up to seconds (see labOffered), which the
+// counts at the window's ends are off by.
+func labSteady(t *testing.T, rates []float64, accurate bool) {
 	r := labStart(t, quotaLabLeased)
 	rdb := r.srv.Client()
 	mon := r.srv.Monitor()
@@ -254,7 +259,7 @@ func labSteady(t *testing.T) {
 			mu.Unlock()
 		}
 	}
-	r.drive(t, labOffered, 13*time.Second, map[time.Duration]func(){2 * time.Second: read(0), 12 * time.Second: read(1)})
+	r.drive(t, rates, 13*time.Second, map[time.Duration]func(){2 * time.Second: read(0), 12 * time.Second: read(1)})
 	calls := nodeCalls(mon.Stop())
 	by, admitted := r.between(2*time.Second, 12*time.Second)
 	decisions := int64(0)
@@ -268,7 +273,7 @@ func labSteady(t *testing.T) {
 	steady := float64(admitted) - drained
 	t.Logf("steady: admitted %d in 10 s (%v): %+.2f %% of the quota; less what the stock gave up (%.0f): %+.2f %%; Redis calls %d for %d decisions (%.3f %%)",
 		admitted, by, 100*(float64(admitted)/quota-1), drained, 100*(steady/quota-1), calls, decisions, 100*float64(calls)/float64(decisions))
-	if math.Abs(steady/quota-1) > 0.02 {
+	if accurate && math.Abs(steady/quota-1) > 0.02 {
 		t.Errorf("steady: admitted %d in 10 s (%.0f less what the stock gave up), want the quota %.0f ± 2 %%", admitted, steady, quota)
 	}
 	if float64(calls) > 0.01*float64(decisions) {

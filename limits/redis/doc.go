@@ -186,10 +186,16 @@
 // with FallbackClosed it is refused; with FallbackOpen admitted, counted
 // and unbounded.
 //
-// In leased mode, a renewal that fails (its budget is half a period, far
-// longer than a decision's) takes the store to ModeFallback at once, and
-// from that round on (within one period of the outage) each lease decides
-// by the fallback: first the units the node still holds (Redis counted
+// In leased mode, a renewal still unanswered after twice the decisions'
+// budget (at least an eighth of a period) lets its leases decide, once
+// their units are used up, by a local fallback of the node's share that
+// starts empty (FallbackLocal, buckets): a hung Redis no longer leaves a dry
+// node refusing everything until the renewal's budget has passed, and a
+// renewal merely slow costs nothing, what the share admitted being debited
+// by the next one answered (TestLeasedHungLate). A renewal that fails (its
+// budget is half a period, far longer than a decision's) takes the store
+// to ModeFallback at once, and from that round on (within one period of
+// the outage) each lease decides by the fallback: first the units the node still holds (Redis counted
 // them), then, with FallbackLocal, a local limiter of the node's fallback
 // share that starts empty, so that what it held counts toward the share.
 // The share is answered by every renewal: the max-min fair split of the
@@ -209,7 +215,9 @@
 // an epoch (the Redis time of its creation), answered by every renewal. The
 // first node of an earlier epoch to renew on a hash that is gone empties
 // the fresh stock (what the nodes admitted by their shares meanwhile is not
-// in it), and every node that finds a new epoch takes from Redis no more
+// in it), a node of the earlier epoch that comes back later debits only
+// what its share admitted since the new epoch began (TestLeasedRestartDebit),
+// and every node that finds a new epoch takes from Redis no more
 // than the share it decided by, until as many leases are back as there
 // were or until the others must have probed Redis again (1.2 × BackoffMax
 // and two periods); so across a restart the nodes admit at most the quota
@@ -220,7 +228,8 @@
 // The local share divides by the larger of the configured node count and
 // the nodes seen alive: each store registers its node in a sorted set in
 // Redis (KeyPrefix + "nodes") every Heartbeat, and a node is counted for
-// three heartbeats. During an outage the last count seen is kept.
+// three of its own heartbeats, so that nodes with different heartbeats count
+// each other. During an outage the last count seen is kept.
 //
 // Core package: it does not log; callers read Status. (go-redis logs dial
 // failures through its own process-wide logger, redis.SetLogger.)

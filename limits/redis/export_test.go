@@ -11,6 +11,7 @@ const testClock = `local sec, nsec, ttl_scale = tonumber(ARGV[#ARGV - 1]), tonum
 var (
 	callerTimeScripts  = limiterScripts(testClock)
 	callerTimeRenewals = renewalScripts(testClock)
+	callerTimeNodes    = newScript(testClock, file("nodes.lua"))
 )
 
 // openAtCallerTime opens a store whose scripts decide at the now passed to
@@ -21,7 +22,7 @@ func openAtCallerTime(p StoreParams) (*Store, error) {
 		return nil, err
 	}
 	// One instant per script call: no batches of several callers.
-	s.clock, s.renew, s.argvTime = callerTimeScripts, callerTimeRenewals, true
+	s.clock, s.renew, s.nodes, s.argvTime = callerTimeScripts, callerTimeRenewals, callerTimeNodes, true
 	return s, s.unbatched()
 }
 

@@ -191,6 +191,43 @@ func TestNodes(t *testing.T) {
 	}
 }
 
+// TestNodesHeartbeatMix: nodes with different heartbeats count each other,
+// each for three of its own heartbeats (the beats at injected instants).
+// A node used to drop every node whose last beat was older than three of
+// its own heartbeats: one beating every 100ms dropped one beating every
+// second between that one's beats, and the local shares grew.
+func TestNodesHeartbeatMix(t *testing.T) {
+	srv := startServer(t)
+	open := func(heartbeat time.Duration) *Store {
+		s, err := openAtCallerTime(StoreParams{Address: srv.Addr(), Heartbeat: -1, Timeout: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		s.p.Heartbeat = heartbeat // only a beat reads it: the beats are the test's
+		return s
+	}
+	slow, fast := open(time.Second), open(100*time.Millisecond)
+	t0 := time.Unix(1_700_000_000, 0)
+	beat := func(s *Store, at time.Duration, leave bool, want int) {
+		t.Helper()
+		if n, err := s.beatAt(t0.Add(at), leave); err != nil || n != want {
+			t.Errorf("beat at +%v (heartbeat %v, leave %v): %d nodes, %v; want %d", at, s.p.Heartbeat, leave, n, err, want)
+		}
+	}
+	beat(slow, 0, false, 1)
+	beat(fast, 500*time.Millisecond, false, 2)
+	beat(fast, 900*time.Millisecond, false, 2) // slow's beat is 900ms old: alive for 3 s
+	beat(fast, 2900*time.Millisecond, false, 2)
+	beat(slow, 3000*time.Millisecond, false, 2) // fast's beat keeps it until 3.2 s
+	beat(slow, 3300*time.Millisecond, false, 1) // fast missed three of its beats
+	beat(fast, 6400*time.Millisecond, false, 1) // slow's last beat held until 6.3 s
+	beat(fast, 6500*time.Millisecond, true, 0)
+	if n := srv.Client().Exists(bg, slow.nodesKey).Val(); n != 0 {
+		t.Errorf("the registry outlived its last node")
+	}
+}
+
 // localAdmitted counts what the local fallback admits for a fresh key at
 // one instant: its share of the burst.
 func localAdmitted(l *Limiter, key string, at time.Time) int {

@@ -133,6 +133,11 @@ type lease struct {
 // nodes together start the outage with about the bound.
 type leaseFallback struct {
 	local limits.Limiter // nil unless FallbackLocal
+	// late marks the fallback of a renewal still unanswered (see late):
+	// it started empty, and admitted units so far. A failed renewal
+	// replaces it with the outage's, primed less what it admitted.
+	late     bool
+	admitted atomic.Int64
 }
 
 // rejoin caps the grants of a lease whose hash came back with a new epoch
@@ -237,6 +242,7 @@ func (ls *leaser) fallback(r *limits.Result, le *lease, fb *leaseFallback, q *qu
 		*r = limits.Result{Allowed: n == 0, Limit: q.limit, RetryAfter: time.Duration(max(le.next.Load()-now.UnixNano(), int64(time.Millisecond)))}
 	}
 	if r.Allowed {
+		fb.admitted.Add(n)
 		le.fbAdmitted.Add(n)
 	}
 }
@@ -326,14 +332,16 @@ type renewal struct {
 	le *lease
 	// Sent: the units held before (before) and after (held) taking back
 	// ret, the units given back; leave ends the lease; debit, the units
-	// the fallback admitted since the last answered renewal.
+	// the fallback admitted since the last answered renewal (Redis takes
+	// from the stock, of a node of an earlier epoch, only what its share
+	// admitted since the epoch began).
 	before, held, ret, debit int64
 	leave                    bool
-	// The lease's demand, want and epoch as sent: copies, since a call
-	// abandoned at its budget may still read them while the next round
-	// prepares the lease again.
-	sentDem, sentWant, sentEpoch int64
-	requested                    int64 // units admitted and refused since the last renewal
+	// The lease's demand, want, epoch and fallback share (thousandths) as
+	// sent: copies, since a call abandoned at its budget may still read
+	// them while the next round prepares the lease again.
+	sentDem, sentWant, sentEpoch, sentShare int64
+	requested                               int64 // units admitted and refused since the last renewal
 	// Answered (see parseRenewals).
 	grant, heldR, out, dem, avail, life, nodes, epoch, share, under int64
 }
@@ -458,6 +466,7 @@ func (ls *leaser) prepare(le *lease, now time.Time, q *quota, last bool) *renewa
 		le.want = min(le.want, held+max(0, budget))
 	}
 	r.sentDem, r.sentWant, r.sentEpoch = int64(math.Ceil(le.dem)), le.want, le.epoch
+	r.sentShare = int64(math.Ceil(ls.fallbackShare(le) * shareScale))
 	r.leave = last || le.quiet >= quietRounds
 	if r.leave {
 		r.ret = le.a.Close()
@@ -485,16 +494,52 @@ func (ls *leaser) call(q *quota, rs []*renewal) error {
 	}
 	done := make(chan error, 1)
 	go func() { done <- ls.send(ctx, q, cp) }()
-	select {
-	case err := <-done:
-		if err == nil {
-			for i, r := range rs {
-				*r = *cp[i]
+	late := time.NewTimer(ls.lateAfter())
+	defer late.Stop()
+	for {
+		select {
+		case err := <-done:
+			if err == nil {
+				for i, r := range rs {
+					*r = *cp[i]
+				}
 			}
+			return err
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-late.C:
+			ls.late(rs)
 		}
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
+	}
+}
+
+// lateAfter is how long a renewal may go unanswered before its leases
+// decide by the fallback once their units are used up (late): twice the
+// decisions' budget (what Redis's answers take, adapted), at least an
+// eighth of a period, at most the renewal's budget.
+func (ls *leaser) lateAfter() time.Duration {
+	return min(ls.budget, max(ls.p.Period/8, 2*ls.l.s.dl.budget()))
+}
+
+// late gives the leases of a renewal still unanswered after lateAfter a
+// fallback, from the instant Redis is late: a hung Redis left a node whose
+// units ran out refusing everything until the renewal's budget had passed
+// (the lab's dip of 120ms as Redis hung). The fallback starts empty and
+// admits at the node's share from then on, and what it admits is debited
+// by the next renewal answered, so a renewal that is merely slow costs the
+// quota nothing; the renewal that answers puts a lease that holds units
+// back on them (settle), one that fails replaces it with the outage's
+// fallback, primed less what this one admitted (failed). Only
+// FallbackLocal on a bucket: an open fallback would admit without bound for
+// a renewal that is merely slow, and a window has no rate to start from.
+func (ls *leaser) late(rs []*renewal) {
+	if ls.l.s.p.Fallback != FallbackLocal || ls.l.q.Load().p.Window > 0 {
+		return
+	}
+	for _, r := range rs {
+		if !r.leave && r.le.fb.Load() == nil {
+			r.le.fb.Store(ls.newFallback(r.le, false, 0))
+		}
 	}
 }
 
@@ -509,7 +554,7 @@ func (ls *leaser) send(ctx context.Context, q *quota, rs []*renewal) error {
 		extra = []any{now.Unix(), int64(now.Nanosecond())}
 	}
 	build := func(verb, script string, part []*renewal) *goredis.Cmd {
-		args := make([]any, 0, 3+2*len(part)+6+7*len(part)+len(extra))
+		args := make([]any, 0, 3+2*len(part)+6+8*len(part)+len(extra))
 		args = append(args, verb, script, 2*len(part))
 		for _, r := range part {
 			args = append(args, r.le.keys[0], r.le.keys[1])
@@ -520,7 +565,7 @@ func (ls *leaser) send(ctx context.Context, q *quota, rs []*renewal) error {
 			if r.leave {
 				leave = "1"
 			}
-			args = append(args, r.held, r.ret, r.sentDem, r.sentWant, leave, r.sentEpoch, r.debit)
+			args = append(args, r.held, r.ret, r.sentDem, r.sentWant, leave, r.sentEpoch, r.debit, r.sentShare)
 		}
 		args = append(args, extra...)
 		return goredis.NewCmd(ctx, args...)
@@ -632,12 +677,8 @@ func (ls *leaser) settle(r *renewal, now time.Time, q *quota) {
 func (ls *leaser) rejoin(le *lease, r *renewal, now time.Time) {
 	rj := &le.rejoin
 	if le.epoch != 0 && r.epoch != le.epoch {
-		share := le.share
-		if share == 0 {
-			share = ls.equalShare()
-		}
 		backoff := time.Duration(1.2 * float64(ls.l.s.p.BackoffMax))
-		*rj = rejoin{end: now.Add(backoff + 2*ls.p.Period), nodes: le.nodes, share: share, since: now}
+		*rj = rejoin{end: now.Add(backoff + 2*ls.p.Period), nodes: le.nodes, share: ls.fallbackShare(le), since: now}
 		ls.rejoins.Add(1)
 	}
 	if !rj.end.IsZero() {
@@ -653,6 +694,16 @@ func (ls *leaser) rejoin(le *lease, r *renewal, now time.Time) {
 		le.shareNow.Store(r.share)
 	}
 	le.rejoining.Store(!rj.end.IsZero())
+}
+
+// fallbackShare is the rate, per second, that le decides by while this node
+// cannot renew it: its share from the last renewal, or the equal share.
+// The renewer's own.
+func (ls *leaser) fallbackShare(le *lease) float64 {
+	if le.share == 0 {
+		return ls.equalShare()
+	}
+	return le.share
 }
 
 // equalShare is the equal part of the quota's rate, per second, that the
@@ -678,20 +729,23 @@ func (ls *leaser) failed(r *renewal, now time.Time) {
 		le.a.Close()
 		le.after = 0
 	}
-	if le.fb.Load() == nil {
-		le.fb.Store(ls.newFallback(le))
+	if fb := le.fb.Load(); fb == nil || fb.late {
+		used := int64(0)
+		if fb != nil {
+			used = fb.admitted.Load()
+		}
+		le.fb.Store(ls.newFallback(le, true, used))
 	}
 }
 
 // newFallback is le's fallback while Redis is away: with FallbackLocal, a
 // limiter of this node's fallback share (from its last renewal, or the
-// equal share) of the quota in force, empty from the moment it is made.
-func (ls *leaser) newFallback(le *lease) *leaseFallback {
-	share := le.share
-	if share == 0 {
-		share = ls.equalShare()
-	}
-	fb := &leaseFallback{}
+// equal share) of the quota in force; primed, holding what a lease of the
+// share would, less the units held and used (admitted by a late fallback
+// it replaces), from the moment it is made; else empty, and marked late.
+func (ls *leaser) newFallback(le *lease, primed bool, used int64) *leaseFallback {
+	share := ls.fallbackShare(le)
+	fb := &leaseFallback{late: !primed}
 	if ls.l.s.p.Fallback != FallbackLocal {
 		return fb
 	}
@@ -704,7 +758,10 @@ func (ls *leaser) newFallback(le *lease) *leaseFallback {
 		p.Rate, p.Burst = max(share, 1e-9), max(1, int64(math.Ceil(float64(p.Burst)*frac)))
 	}
 	held, _ := le.a.Held()
-	start := max(0, int64(math.Ceil(headroom*share*ls.p.Period.Seconds()))-held)
+	start := int64(0)
+	if primed {
+		start = max(0, int64(math.Ceil(headroom*share*ls.p.Period.Seconds()))-held-used)
+	}
 	local, err := newTemplate(p)
 	if err != nil { // a share too small for the algorithm: refuse
 		return fb

@@ -65,5 +65,5 @@ func renewalScripts(clock string) map[Algorithm]*script {
 var (
 	scripts     = limiterScripts(file("clock.lua"))
 	renewals    = renewalScripts(file("clock.lua"))
-	nodesScript = newScript(file("nodes.lua"))
+	nodesScript = newScript(file("clock.lua"), file("nodes.lua"))
 )

@@ -38,6 +38,7 @@ type Store struct {
 	dl     *deadline             // the decisions' budget
 	clock  map[Algorithm]*script // the limiter scripts (tests use another clock)
 	renew  map[Algorithm]*script // the renewal scripts of leased mode, likewise
+	nodes  *script               // the node registry's script, likewise
 	// argvTime passes each decision's now to the scripts; only the tests'
 	// clock reads it (export_test.go).
 	argvTime bool
@@ -137,7 +138,7 @@ func openStore(p StoreParams, beaten func(n int, err error)) (*Store, error) {
 	_, _ = rand.Read(id[:])
 	host, _ := os.Hostname()
 	s := &Store{
-		p: p, client: client, clock: scripts, renew: renewals, batch: len(p.ClusterAddresses) == 0,
+		p: p, client: client, clock: scripts, renew: renewals, nodes: nodesScript, batch: len(p.ClusterAddresses) == 0,
 		link:     newLink(p.BackoffMin, p.BackoffMax, quietFor(p.Timeout), time.Now().UnixNano()),
 		dl:       newDeadline(p.Timeout, time.Now().UnixNano()),
 		nodeID:   fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(id[:])),
@@ -273,9 +274,13 @@ func (s *Store) heartbeat() {
 	}
 }
 
-// beat registers this node (or, with leave, removes it), and updates the
-// node count from the live nodes Redis reports.
-func (s *Store) beat(leave bool) (int, error) {
+// beat registers this node (or, with leave, removes it) for three of its
+// heartbeats, and updates the node count from the live nodes Redis reports.
+func (s *Store) beat(leave bool) (int, error) { return s.beatAt(time.Now(), leave) }
+
+// beatAt is beat; now reaches the script only under the tests' clock
+// (argvTime).
+func (s *Store) beatAt(now time.Time, leave bool) (int, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), ioTimeout(s.p.Timeout))
 	defer cancel()
 	every := s.p.Heartbeat
@@ -287,10 +292,13 @@ func (s *Store) beat(leave bool) (int, error) {
 	if leave {
 		flag = "1"
 	}
-	keys := []string{s.nodesKey}
-	n, err := s.client.EvalSha(ctx, nodesScript.sha, keys, s.nodeID, ttl, flag).Int()
+	keys, args := []string{s.nodesKey}, []any{s.nodeID, ttl, flag}
+	if s.argvTime {
+		args = append(args, now.Unix(), int64(now.Nanosecond()))
+	}
+	n, err := s.client.EvalSha(ctx, s.nodes.sha, keys, args...).Int()
 	if isNoScript(err) {
-		n, err = s.client.Eval(ctx, nodesScript.src, keys, s.nodeID, ttl, flag).Int()
+		n, err = s.client.Eval(ctx, s.nodes.src, keys, args...).Int()
 	}
 	if err != nil {
 		return 0, err

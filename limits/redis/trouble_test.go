@@ -2,6 +2,7 @@ package redis
 
 import (
 	"math"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -388,5 +389,122 @@ func TestExactLateBounded(t *testing.T) {
 	}
 	if st.LateBound != Overshoot*rate {
 		t.Errorf("late bound %v/s, want %v of the rate", st.LateBound, Overshoot)
+	}
+}
+
+// abs is |v|.
+func abs(v int64) int64 { return max(v, -v) }
+
+// renewAt runs the renewal script of a token bucket (rate and burst 2,000,
+// ttl 2 s, period 100ms, 3 nodes) for node on key "" at the instant at, as
+// lease.go sends it (ARGV: lua/lease.lua), and returns the answer's fields.
+func renewAt(t *testing.T, c *goredis.Client, at time.Time, node string, held, dem, want, epoch, debit int64, share float64) []int64 {
+	t.Helper()
+	scr := callerTimeRenewals[TokenBucket]
+	args := []any{node, 2000, 100, formatRate(2000), 2000, 3,
+		held, 0, dem, want, "0", epoch, debit, int64(math.Ceil(share * shareScale)), at.Unix(), int64(at.Nanosecond())}
+	text, err := c.EvalSha(bg, scr.sha, []string{"sluice:api:gcra:{}", "sluice:api:lease:{}"}, args...).Text()
+	if isNoScript(err) {
+		text, err = c.Eval(bg, scr.src, []string{"sluice:api:gcra:{}", "sluice:api:lease:{}"}, args...).Text()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int64
+	for _, f := range strings.Fields(text) {
+		v, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			t.Fatalf("renewal answer %q", text)
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// TestLeasedRestartDebit: after Redis restarted empty, a node of the earlier
+// epoch debits from the stock only what its fallback share admitted since
+// the new epoch began (the renewals at injected instants; the stock's
+// figures within a unit: the GCRA keeps nanoseconds). The first node
+// back empties the fresh stock, which settles what every node admitted by
+// its share before; a node that came back later used to debit its whole
+// outage on top, emptying the refill the nodes already back were owed, and
+// they ran dry (the lab's 200ms dip after Redis came back).
+func TestLeasedRestartDebit(t *testing.T) {
+	srv := startServer(t)
+	c := srv.Client()
+	t0 := time.Unix(1_700_000_000, 0)
+	const share = 2000.0 / 3 // each node's fallback share, units per second
+	for _, n := range []string{"a", "b", "c"} {
+		renewAt(t, c, t0, n, 0, 1000, 150, 0, 0, 0)
+	}
+	e1 := t0.UnixMilli()
+	if err := c.FlushAll(bg).Err(); err != nil { // restarted empty
+		t.Fatal(err)
+	}
+	t1 := t0.Add(10 * time.Second)
+	// a is back first, with its outage's admissions: it empties the stock.
+	if f := renewAt(t, c, t1, "a", 0, 1000, 0, e1, 6667, share); f[4] != 0 || f[7] != t1.UnixMilli() {
+		t.Fatalf("the first node back: answer %v, want the stock emptied (avail 0) and the epoch %d", f, t1.UnixMilli())
+	}
+	// b comes back 600ms later, with its whole outage's admissions: of
+	// the 1,200 units refilled since, it debits what its share admitted
+	// since t1 (400).
+	t2 := t1.Add(600 * time.Millisecond)
+	since := int64(math.Ceil(share * t2.Sub(t1).Seconds()))
+	if f := renewAt(t, c, t2, "b", 0, 1000, 0, e1, 7067, share); abs(f[4]-(1200-since)) > 1 {
+		t.Errorf("a node of the earlier epoch back 600ms after the restart: %d units left in the stock, want 1200 less the %d its share admitted since the restart (%d)", f[4], since, 1200-since)
+	}
+	// A node of the current epoch debits all it reports.
+	if f := renewAt(t, c, t2, "a", 0, 1000, 0, t1.UnixMilli(), 50, share); abs(f[4]-(1200-since-50)) > 1 {
+		t.Errorf("a debit of the current epoch: %d units left, want %d", f[4], 1200-since-50)
+	}
+}
+
+// TestLeasedHungLate: Redis hangs (SIGSTOP) under a node whose lease has run
+// dry. Once its renewal is late (lateAfter: here a quarter of a second of
+// the renewal's budget of 400ms and its socket's timeout), the node
+// decides by its fallback share,
+// while the renewal still waits and the link is still up; it used to refuse
+// everything until the renewal's budget had passed (the lab's dip of 120ms
+// as Redis hung, with a budget of 50ms).
+func TestLeasedHungLate(t *testing.T) {
+	srv := startServer(t)
+	const period = 800 * time.Millisecond
+	l, err := New(Params{StoreParams: StoreParams{Address: srv.Addr(), Heartbeat: -1, Timeout: 20 * time.Millisecond},
+		LimiterParams: LimiterParams{Name: "api", Algorithm: TokenBucket, Rate: 400, Burst: 400, Sync: SyncLeased,
+			Lease: LeaseParams{Period: period, TTL: 10 * time.Second}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	awaitLease(t, l, "", 10*time.Second)
+	if late, budget := l.lease.lateAfter(), l.lease.budget; late != period/8 || budget != period/2 {
+		t.Fatalf("late after %v, budget %v: want %v and %v", late, budget, period/8, period/2)
+	}
+	for l.Allow("", 1).Allowed { // the lease runs dry
+	}
+	before := l.Status()
+	srv.Pause()
+	t.Cleanup(srv.Resume)
+	// A round now (the earliest one allowed), whose call Redis does not
+	// answer.
+	select {
+	case l.lease.kick <- struct{}{}:
+	default:
+	}
+	deadline := time.Now().Add(10 * time.Second) // a failure's bound, not a pace
+	for !l.Allow("", 1).Allowed {
+		if time.Now().After(deadline) {
+			t.Fatalf("nothing admitted within 10s of the hang: %+v", l.Status())
+		}
+		runtime.Gosched()
+	}
+	st := l.Status()
+	if st.RenewalErrors != before.RenewalErrors || st.Mode != ModeRedis {
+		t.Errorf("the first admission after the hang came after the renewal failed (%d renewal errors, was %d; mode %v): want it once the renewal was late, before its budget ran out",
+			st.RenewalErrors, before.RenewalErrors, st.Mode)
+	}
+	if st.FallbackDecisions == before.FallbackDecisions {
+		t.Errorf("admitted, but not by the fallback: %+v", st)
 	}
 }

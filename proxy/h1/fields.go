@@ -86,7 +86,7 @@ func ResponseSkipped(k string) bool {
 // TrailerForbidden reports whether the canonical field k must not be forwarded as
 // a trailer (RFC 9110 §6.5.1: framing, routing and the like), nor the
 // forwarding fields, underscore spellings included, which the proxy writes in
-// a request's head alone (see forwardedOf): from a client's trailers, an
+// a request's head alone (see the proxy's forwardedOf): from a client's trailers, an
 // upstream that merges trailers into the head would take them for the
 // proxy's.
 func TrailerForbidden(k string) bool {

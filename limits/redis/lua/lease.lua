@@ -51,15 +51,21 @@
 -- ARGV[3]    the renewal period, in ms
 -- ARGV[4..5] the quota's amounts (see the stock)
 -- ARGV[6]    the node count the equal fallback share divides by
--- ARGV[7i..7i+6] for key i: held (units the node still holds), ret (units
---            it gives back, no longer held), d (its demand, units per
+-- ARGV[8i-1..8i+6] for key i: held (units the node still holds), ret
+--            (units it gives back, no longer held), d (its demand, units per
 --            second), want (the units it asks to hold), leave ("1": the
 --            lease ends after the return), the epoch of the node's last
---            renewal (0: none) and debit. A node of an earlier epoch that finds
---            no hash (Redis restarted empty) empties the stock before it is
---            granted anything: the units the nodes admitted by their
---            fallback shares meanwhile are not in it, and Redis's fresh
---            burst would add to them.
+--            renewal (0: none), debit, and the fallback share it decided by
+--            (thousandths of a unit per second). A node of an earlier epoch
+--            that finds no hash (Redis restarted empty) empties the stock
+--            before it is granted anything: the units the nodes admitted by
+--            their fallback shares meanwhile are not in it, and Redis's
+--            fresh burst would add to them. A node of an earlier epoch that
+--            finds a later one debits only what its share admitted since
+--            that epoch began: what it admitted before was never in this
+--            stock (the first node back emptied it), and taking it too ate
+--            the refill the nodes back already were owed (a dip of two
+--            periods in the lab, after a restart).
 -- Returns, per key, "grant held outstanding demand avail life nodes epoch
 -- share under" separated by spaces: the units granted, the held units
 -- Redis counts (fewer than the node sent when its lease had lapsed: it must
@@ -117,9 +123,10 @@ end
 local out = {}
 for i = 1, #KEYS / 2 do
   local skey, hkey = KEYS[2 * i - 1], KEYS[2 * i]
-  local a = 7 * i - 1
+  local a = 8 * i - 2
   local held, ret, dem, want = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4])
   local leave, before, debit = ARGV[a + 5] == '1', tonumber(ARGV[a + 6]), tonumber(ARGV[a + 7])
+  local fbshare = tonumber(ARGV[a + 8]) / 1000
   local sharekey = '#s:' .. id
   local f = redis.call('HMGET', hkey, id, '#O', '#D', '#N', '#next', '#E', '#S', sharekey)
   local mine = f[1]
@@ -127,6 +134,9 @@ for i = 1, #KEYS / 2 do
   local S, myshare = tonumber(f[7]) or 0, tonumber(f[8]) or 0
   local epoch, reseed = tonumber(f[6]), false
   if not epoch then epoch, reseed = now_ms, before ~= 0 end
+  if before ~= 0 and before ~= epoch then
+    debit = math.min(debit, math.ceil(fbshare * math.max(0, now_ms - epoch) / 1000))
+  end
   local renew_life = N == 0 -- a new hash, or (below) a scanned one
   if nxt and now_ms >= nxt then
     renew_life = true

@@ -55,6 +55,21 @@ func respond(code int, hdr ...string) *http.Response {
 	return &http.Response{StatusCode: code, Header: h, Body: io.NopCloser(strings.NewReader("ok"))}
 }
 
+// run runs a generator for p to its end and checks its totals add up.
+func run(t *testing.T, p Params) Result {
+	t.Helper()
+	g, err := New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := g.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCounts(t, "totals", res.Totals.Counts)
+	return res
+}
+
 func checkCounts(t *testing.T, what string, c Counts) {
 	t.Helper()
 	if c.OK+c.Rejected+c.Errors != c.Offered || c.Good > c.OK || c.Sent > c.Offered {
@@ -163,7 +178,7 @@ func TestGeneratorRetries(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var tries atomic.Int64
 			clock := newFakeClock()
-			g, err := New(Params{
+			res := run(t, Params{
 				Target: "http://lab.invalid/", Schedule: Schedule{{For: sec, From: 20, To: 20}}, Seed: 3,
 				Clock: clock, Retry: tc.retry, Timeout: 10 * sec,
 				Transport: roundTrip(func(r *http.Request) (*http.Response, error) {
@@ -171,15 +186,7 @@ func TestGeneratorRetries(t *testing.T) {
 					return respond(503, "Retry-After", tc.header), nil
 				}),
 			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := g.Run(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
 			tot := res.Totals
-			checkCounts(t, "totals", tot.Counts)
 			if tot.Offered < 5 || tot.Rejected != tot.Offered || tot.Attempts != tc.triesEach*tot.Offered ||
 				tot.Attempts != tries.Load() || tot.RejectedTries != tot.Attempts || tot.RejectsByStatus[503] != tot.Offered {
 				t.Fatalf("totals %+v after %d tries", tot, tries.Load())
@@ -215,7 +222,7 @@ func TestGeneratorDeadline(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("%s/%v", tc.mode, tc.deadline), func(t *testing.T) {
 			var tries atomic.Int64
-			g, err := New(Params{
+			res := run(t, Params{
 				Target: "http://lab.invalid/", Schedule: Schedule{{For: sec, From: 20, To: 20}}, Seed: 3,
 				// From the wall clock's now: a context's deadline is on it.
 				Clock: &fakeClock{now: time.Now()}, Retry: Retry{Attempts: 3, Mode: tc.mode}, Timeout: 100 * sec, Deadline: tc.deadline,
@@ -224,15 +231,7 @@ func TestGeneratorDeadline(t *testing.T) {
 					return respond(503, "Retry-After", "5", "Sluice-Reason", "concurrency"), nil
 				}),
 			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := g.Run(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
 			tot := res.Totals
-			checkCounts(t, "totals", tot.Counts)
 			if tot.Sent < 1 || tot.Offered < 5 || tot.Rejected != tot.Offered || tot.Attempts != tc.triesEach*tot.Sent || tot.Attempts != tries.Load() {
 				t.Fatalf("totals %+v after %d tries, want %d tries of each request sent", tot, tries.Load(), tc.triesEach)
 			}
@@ -248,7 +247,7 @@ func TestGeneratorDeadline(t *testing.T) {
 func TestGeneratorThroughClient(t *testing.T) {
 	var tries atomic.Int64
 	clock := newFakeClock()
-	g, err := New(Params{
+	res := run(t, Params{
 		Target: "http://lab.invalid/", Schedule: Schedule{{For: 10 * sec, From: 50, To: 50}}, Seed: 3,
 		Clock: clock, Retry: Retry{Attempts: 3, Mode: Client}, Timeout: 10 * sec,
 		Transport: roundTrip(func(r *http.Request) (*http.Response, error) {
@@ -261,15 +260,7 @@ func TestGeneratorThroughClient(t *testing.T) {
 			return respond(503, "Retry-After", "1", "Sluice-Reason", "concurrency"), nil
 		}),
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := g.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
 	tot := res.Totals
-	checkCounts(t, "totals", tot.Counts)
 	var drops, concurrency int64
 	for _, s := range res.Seconds {
 		drops += s.Reasons[dropReason]

@@ -3,9 +3,9 @@ package load
 import (
 	"fmt"
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/sluicehq/sluice/client"
 )
 
 // RetryMode is how a retrying client waits before trying again.
@@ -70,7 +70,7 @@ func (r Retry) wait(n int, retryAfter string, now time.Time, u float64) time.Dur
 	case Immediate:
 		return 0
 	case RetryAfter:
-		if d, ok := parseRetryAfter(retryAfter, now); ok {
+		if d, ok := client.ParseRetryAfter(retryAfter, now); ok {
 			return d
 		}
 	}
@@ -80,20 +80,4 @@ func (r Retry) wait(n int, retryAfter string, now time.Time, u float64) time.Dur
 	}
 	ceiling := base << min(n-1, 20)
 	return time.Duration(u * float64(ceiling))
-}
-
-// parseRetryAfter reads a Retry-After value: delay-seconds or an HTTP-date
-// (RFC 9110 §10.2.3).
-func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0, false
-	}
-	if secs, err := strconv.ParseUint(v, 10, 32); err == nil {
-		return time.Duration(secs) * time.Second, true
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(t.Sub(now), 0), true
-	}
-	return 0, false
 }
