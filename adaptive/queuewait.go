@@ -37,6 +37,13 @@ func ParseOrder(s string) (Order, bool) {
 	return OrderAdaptive, false
 }
 
+// CoDel's defaults, QueueWaitParams' (and a group's queue.codel_target and
+// codel_interval).
+const (
+	DefaultCodelTarget   = 5 * time.Millisecond
+	DefaultCodelInterval = 100 * time.Millisecond
+)
+
 // QueueWaitParams configures QueueWait. Zero fields mean the defaults.
 type QueueWaitParams struct {
 	// Target is the wait bound while a standing queue persists, and the wait below
@@ -73,10 +80,10 @@ func (p QueueWaitParams) Validate() error {
 	}
 	t, i := p.Target, p.Interval
 	if t == 0 {
-		t = 5 * time.Millisecond
+		t = DefaultCodelTarget
 	}
 	if i == 0 {
-		i = 100 * time.Millisecond
+		i = DefaultCodelInterval
 	}
 	if t > 0 && i > 0 && i < t {
 		pr.add("queue wait interval %v is below target %v", i, t)
@@ -215,10 +222,10 @@ func NewQueueWait(p QueueWaitParams) (*QueueWait, error) {
 		return nil, err
 	}
 	if p.Target == 0 {
-		p.Target = 5 * time.Millisecond
+		p.Target = DefaultCodelTarget
 	}
 	if p.Interval == 0 {
-		p.Interval = 100 * time.Millisecond
+		p.Interval = DefaultCodelInterval
 	}
 	return &QueueWait{p: p}, nil
 }

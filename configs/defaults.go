@@ -4,6 +4,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluicehq/sluice/adaptive"
 	"github.com/sluicehq/sluice/gate/spec"
 	"github.com/sluicehq/sluice/internal/defaults"
 )
@@ -106,7 +107,7 @@ func (g *Group) reset() {
 			Order:         OrderFIFO,
 			Max:           100,
 			MaxWait:       Duration(spec.DefaultQueueMaxWait),
-			CodelTarget:   Duration(5 * time.Millisecond),
+			CodelTarget:   Duration(adaptive.DefaultCodelTarget),
 			CodelInterval: Duration(spec.DefaultCodelInterval),
 		},
 		Streams: Streams{Max: spec.DefaultStreamsMax},

@@ -36,8 +36,8 @@ import (
 // once the handler has returned, so its trailers follow its headers at once
 // (a trailers-only answer carries no headers at all); a call still open
 // this long after its headers is waiting for messages that have yet to be
-// made, which is a stream's life.
-const grpcStreamAfter = 100 * time.Millisecond
+// made, which is a stream's life. A variable for tests only.
+var grpcStreamAfter = 100 * time.Millisecond
 
 // grpcCall is a gRPC call between its response headers and its end, which
 // becomes a stream (x.openStream, as of its headers) if it lasts

@@ -276,7 +276,7 @@ const DefaultStreamsMax = 10000
 // Queue defaults.
 const (
 	DefaultQueueMaxWait  = 500 * time.Millisecond
-	DefaultCodelInterval = 100 * time.Millisecond
+	DefaultCodelInterval = adaptive.DefaultCodelInterval
 )
 
 // Order is a queue discipline.
@@ -391,9 +391,9 @@ func (g *Group) LawSettings() adaptive.LawSettings {
 // field for. A law's new knob is such a field, and nothing more here.
 func (c *Concurrency) Knob(name string) *float64 {
 	v := reflect.ValueOf(c).Elem()
-	for i, f := range reflect.VisibleFields(v.Type()) {
+	for _, f := range reflect.VisibleFields(v.Type()) {
 		if key, _, _ := strings.Cut(f.Tag.Get("toml"), ","); key == name && f.Type.Kind() == reflect.Float64 {
-			return v.Field(i).Addr().Interface().(*float64)
+			return v.FieldByIndex(f.Index).Addr().Interface().(*float64)
 		}
 	}
 	return nil

@@ -79,7 +79,8 @@ func ForGroup(w Workload, cfg *configs.Config, g *configs.Group, slo time.Durati
 	}
 	sc.Gate.Order = order
 	if q.Max > 0 && q.CodelTarget == 0 {
-		r.note("queue.codel_target = 0 (CoDel off): the model always runs CoDel, with its defaults (5ms, 100ms)")
+		r.note("queue.codel_target = 0 (CoDel off): the model always runs CoDel, with its defaults (%v, %v)",
+			adaptive.DefaultCodelTarget, adaptive.DefaultCodelInterval)
 		sc.Gate.QueueTarget, sc.Gate.QueueInterval = 0, 0
 	}
 	if q.Max > 0 && time.Duration(q.MaxWait) < time.Duration(q.CodelInterval) {
