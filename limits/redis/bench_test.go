@@ -207,6 +207,43 @@ func BenchmarkINCR(b *testing.B) {
 			budget.stop()
 		})
 	})
+	// The fixed window as envoyproxy/ratelimit decides it, the candidate
+	// for exact mode (issue 25): INCRBY on the window's own key (named by
+	// its index) and PEXPIRE … NX (Redis 7) pipelined, the two through the
+	// same auto-pipeliner, a decision done when both are answered. Not
+	// what the package does (a script): its cost beside INCR's and the
+	// script's (BenchmarkDecisions/fixed_window), measured first.
+	b.Run("incrby_pexpire_nx", func(b *testing.B) {
+		s, err := Open(StoreParams{Address: srv.Addr(), Heartbeat: -1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		if err := s.unbatched(); err != nil {
+			b.Fatal(err)
+		}
+		c.Del(bg, "incr:{check}:1")
+		if n, err := c.IncrBy(bg, "incr:{check}:1", 1).Result(); err != nil || n != 1 {
+			b.Fatalf("INCRBY: %d, %v", n, err)
+		}
+		if ok, err := c.Do(bg, "pexpire", "incr:{check}:1", 2000, "nx").Bool(); err != nil || !ok {
+			b.Fatalf("PEXPIRE NX (Redis 7): %v, %v", ok, err)
+		}
+		c.ConfigResetStat(bg)
+		runCallers(b, func(caller, i int) {
+			window := time.Now().UnixNano() / int64(time.Second)
+			key := keys[(caller*7919+i)%len(keys)] + ":" + strconv.FormatInt(window, 10)
+			budget := startBudget(s.p.Timeout)
+			ctx := context.Background()
+			incr := goredis.NewIntCmd(ctx, "incrby", key, 1)
+			exp := goredis.NewBoolCmd(ctx, "pexpire", key, 2000, "nx")
+			a, e := s.pipe.Submit(ctx, incr), s.pipe.Submit(ctx, exp)
+			_ = a.WaitContext(budget)
+			_ = e.WaitContext(budget)
+			budget.stop()
+		})
+		b.ReportMetric(serverMicros(b, c, "incrby", "pexpire")/float64(b.N), "redis-µs/op")
+	})
 	b.Run("plain", func(b *testing.B) {
 		p := goredis.NewClient(&goredis.Options{Addr: srv.Addr(), PoolSize: callers})
 		defer p.Close()
