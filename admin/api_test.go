@@ -220,94 +220,99 @@ func TestRoutingErrors(t *testing.T) {
 	}
 }
 
+// patchCase is a case of TestPatch.
+type patchCase struct {
+	name   string
+	group  string
+	body   string
+	status int
+	field  string // of the error
+	msg    string // in the error, or in the notes of a success
+	check  func(t *testing.T, v api.Group)
+}
+
+// patchCases are the cases of TestPatch.
+var patchCases = []patchCase{
+	{name: "latency target", group: "api", body: `{"targets": {"latency": "150ms"}}`, status: 200,
+		check: func(t *testing.T, v api.Group) {
+			if v.Override == nil || len(v.Override.Changes) != 1 ||
+				v.Override.Changes[0] != (api.FieldChange{Field: "targets.latency", From: "200ms", To: "150ms"}) || v.Override.KeepOnReload {
+				t.Errorf("override %+v, want targets.latency 200ms → 150ms, not kept", v.Override)
+			}
+			if *v.Targets.Latency != 0.15 {
+				t.Errorf("target %v, want 0.15", *v.Targets.Latency)
+			}
+		}},
+	{name: "max below initial moves initial", group: "api", body: `{"concurrency": {"max": 5}}`, status: 200,
+		msg: "concurrency.initial lowered from 10 to 5, the new max",
+		check: func(t *testing.T, v api.Group) {
+			if v.Limit != 5 || v.Max != 5 || v.Config.Concurrency.Initial != 5 {
+				t.Errorf("limit %d max %d initial %d, want 5, 5, 5", v.Limit, v.Max, v.Config.Concurrency.Initial)
+			}
+		}},
+	{name: "min above initial moves initial", group: "api", body: `{"concurrency": {"min": 20}}`, status: 200,
+		msg: "concurrency.initial raised from 10 to 20, the new min",
+		check: func(t *testing.T, v api.Group) {
+			if v.Limit != 20 || v.Min != 20 {
+				t.Errorf("limit %d min %d, want 20, 20", v.Limit, v.Min)
+			}
+		}},
+	{name: "fixed limit, rate and queue, kept", group: "batch", body: `{"concurrency": {"limit": 8}, "queue": {"max": 10, "max_wait": "20ms"}, "keep_on_reload": true}`, status: 200,
+		check: func(t *testing.T, v api.Group) {
+			if v.Limit != 8 || v.Queue.Max != 10 || v.Override == nil || !v.Override.KeepOnReload || len(v.Override.Changes) != 3 {
+				t.Errorf("limit %d queue max %d override %+v", v.Limit, v.Queue.Max, v.Override)
+			}
+		}},
+	{name: "rate", group: "api", body: `{"rate": {"rate": 50, "burst": 10}}`, status: 200,
+		check: func(t *testing.T, v api.Group) {
+			if v.Rate == nil || v.Rate.PerSecond != 50 {
+				t.Errorf("rate %+v, want 50/s", v.Rate)
+			}
+		}},
+
+	{name: "bad duration", group: "api", body: `{"targets": {"latency": "fast"}}`, status: 400,
+		field: "targets.latency", msg: `invalid duration "fast"`},
+	{name: "number for a duration", group: "api", body: `{"targets": {"latency": 150}}`, status: 400,
+		field: "targets.latency", msg: `must be a duration string such as "250ms", got number`},
+	{name: "fraction for a whole number", group: "api", body: `{"concurrency": {"max": 1.5}}`, status: 400,
+		field: "concurrency.max", msg: "must be a whole number, got number 1.5"},
+	{name: "string for a number", group: "api", body: `{"targets": {"cpu": "high"}}`, status: 400,
+		field: "targets.cpu", msg: "must be a number, got string"},
+	{name: "null", group: "api", body: `{"targets": {"latency": null}}`, status: 400,
+		field: "targets.latency", msg: "must be a value, got null"},
+	{name: "law", group: "api", body: `{"concurrency": {"law": "fixed"}}`, status: 400,
+		field: "concurrency.law", msg: "cannot change at runtime: edit the config file and reload"},
+	{name: "match", group: "api", body: `{"match": {"path": "/x"}}`, status: 400,
+		field: "match", msg: "cannot change at runtime"},
+	{name: "name", group: "api", body: `{"name": "other"}`, status: 400,
+		field: "name", msg: "cannot change at runtime"},
+	{name: "misspelt", group: "api", body: `{"targets": {"latncy": "1s"}}`, status: 400,
+		field: "targets.latncy", msg: `unknown field "targets.latncy" (did you mean "targets.latency"?)`},
+	{name: "unknown", group: "api", body: `{"bogus": 1}`, status: 400,
+		field: "bogus", msg: `unknown field "bogus"`},
+	{name: "section not an object", group: "api", body: `{"targets": 5}`, status: 400,
+		field: "targets", msg: "must be an object of the fields to change, got a number"},
+	{name: "no rate to change", group: "batch", body: `{"rate": {"rate": 5}}`, status: 400,
+		field: "rate", msg: "the group has no rate limit"},
+	{name: "keep not a bool", group: "api", body: `{"keep_on_reload": "yes"}`, status: 400,
+		field: "keep_on_reload", msg: "must be true or false, got a string"},
+	{name: "empty object", group: "api", body: `{}`, status: 400, msg: "changes nothing"},
+	{name: "array", group: "api", body: `[1]`, status: 400, msg: "must be one JSON object"},
+	{name: "two objects", group: "api", body: `{"targets": {"cpu": 0.5}} {}`, status: 400, msg: "more than one JSON value"},
+	{name: "truncated", group: "api", body: `{"targets": {"cpu": 0.5}`, status: 400, msg: "must be one JSON object"},
+
+	{name: "min above max", group: "api", body: `{"concurrency": {"min": 50, "max": 20}}`, status: 422,
+		field: "concurrency.min", msg: "must be ≤ max (20), got 50"},
+	{name: "initial outside, given", group: "api", body: `{"concurrency": {"max": 5, "initial": 8}}`, status: 422,
+		field: "concurrency.initial"},
+	{name: "cpu out of range", group: "api", body: `{"targets": {"cpu": 1.5}}`, status: 422,
+		field: "targets.cpu", msg: "must be a ratio from 0 to 1"},
+	{name: "bad order", group: "api", body: `{"queue": {"order": "sideways"}}`, status: 422,
+		field: "queue.order", msg: `got "sideways"`},
+}
+
 func TestPatch(t *testing.T) {
-	cases := []struct {
-		name   string
-		group  string
-		body   string
-		status int
-		field  string // of the error
-		msg    string // in the error, or in the notes of a success
-		check  func(t *testing.T, v api.Group)
-	}{
-		{name: "latency target", group: "api", body: `{"targets": {"latency": "150ms"}}`, status: 200,
-			check: func(t *testing.T, v api.Group) {
-				if v.Override == nil || len(v.Override.Changes) != 1 ||
-					v.Override.Changes[0] != (api.FieldChange{Field: "targets.latency", From: "200ms", To: "150ms"}) || v.Override.KeepOnReload {
-					t.Errorf("override %+v, want targets.latency 200ms → 150ms, not kept", v.Override)
-				}
-				if *v.Targets.Latency != 0.15 {
-					t.Errorf("target %v, want 0.15", *v.Targets.Latency)
-				}
-			}},
-		{name: "max below initial moves initial", group: "api", body: `{"concurrency": {"max": 5}}`, status: 200,
-			msg: "concurrency.initial lowered from 10 to 5, the new max",
-			check: func(t *testing.T, v api.Group) {
-				if v.Limit != 5 || v.Max != 5 || v.Config.Concurrency.Initial != 5 {
-					t.Errorf("limit %d max %d initial %d, want 5, 5, 5", v.Limit, v.Max, v.Config.Concurrency.Initial)
-				}
-			}},
-		{name: "min above initial moves initial", group: "api", body: `{"concurrency": {"min": 20}}`, status: 200,
-			msg: "concurrency.initial raised from 10 to 20, the new min",
-			check: func(t *testing.T, v api.Group) {
-				if v.Limit != 20 || v.Min != 20 {
-					t.Errorf("limit %d min %d, want 20, 20", v.Limit, v.Min)
-				}
-			}},
-		{name: "fixed limit, rate and queue, kept", group: "batch", body: `{"concurrency": {"limit": 8}, "queue": {"max": 10, "max_wait": "20ms"}, "keep_on_reload": true}`, status: 200,
-			check: func(t *testing.T, v api.Group) {
-				if v.Limit != 8 || v.Queue.Max != 10 || v.Override == nil || !v.Override.KeepOnReload || len(v.Override.Changes) != 3 {
-					t.Errorf("limit %d queue max %d override %+v", v.Limit, v.Queue.Max, v.Override)
-				}
-			}},
-		{name: "rate", group: "api", body: `{"rate": {"rate": 50, "burst": 10}}`, status: 200,
-			check: func(t *testing.T, v api.Group) {
-				if v.Rate == nil || v.Rate.PerSecond != 50 {
-					t.Errorf("rate %+v, want 50/s", v.Rate)
-				}
-			}},
-
-		{name: "bad duration", group: "api", body: `{"targets": {"latency": "fast"}}`, status: 400,
-			field: "targets.latency", msg: `invalid duration "fast"`},
-		{name: "number for a duration", group: "api", body: `{"targets": {"latency": 150}}`, status: 400,
-			field: "targets.latency", msg: `must be a duration string such as "250ms", got number`},
-		{name: "fraction for a whole number", group: "api", body: `{"concurrency": {"max": 1.5}}`, status: 400,
-			field: "concurrency.max", msg: "must be a whole number, got number 1.5"},
-		{name: "string for a number", group: "api", body: `{"targets": {"cpu": "high"}}`, status: 400,
-			field: "targets.cpu", msg: "must be a number, got string"},
-		{name: "null", group: "api", body: `{"targets": {"latency": null}}`, status: 400,
-			field: "targets.latency", msg: "must be a value, got null"},
-		{name: "law", group: "api", body: `{"concurrency": {"law": "fixed"}}`, status: 400,
-			field: "concurrency.law", msg: "cannot change at runtime: edit the config file and reload"},
-		{name: "match", group: "api", body: `{"match": {"path": "/x"}}`, status: 400,
-			field: "match", msg: "cannot change at runtime"},
-		{name: "name", group: "api", body: `{"name": "other"}`, status: 400,
-			field: "name", msg: "cannot change at runtime"},
-		{name: "misspelt", group: "api", body: `{"targets": {"latncy": "1s"}}`, status: 400,
-			field: "targets.latncy", msg: `unknown field "targets.latncy" (did you mean "targets.latency"?)`},
-		{name: "unknown", group: "api", body: `{"bogus": 1}`, status: 400,
-			field: "bogus", msg: `unknown field "bogus"`},
-		{name: "section not an object", group: "api", body: `{"targets": 5}`, status: 400,
-			field: "targets", msg: "must be an object of the fields to change, got a number"},
-		{name: "no rate to change", group: "batch", body: `{"rate": {"rate": 5}}`, status: 400,
-			field: "rate", msg: "the group has no rate limit"},
-		{name: "keep not a bool", group: "api", body: `{"keep_on_reload": "yes"}`, status: 400,
-			field: "keep_on_reload", msg: "must be true or false, got a string"},
-		{name: "empty object", group: "api", body: `{}`, status: 400, msg: "changes nothing"},
-		{name: "array", group: "api", body: `[1]`, status: 400, msg: "must be one JSON object"},
-		{name: "two objects", group: "api", body: `{"targets": {"cpu": 0.5}} {}`, status: 400, msg: "more than one JSON value"},
-		{name: "truncated", group: "api", body: `{"targets": {"cpu": 0.5}`, status: 400, msg: "must be one JSON object"},
-
-		{name: "min above max", group: "api", body: `{"concurrency": {"min": 50, "max": 20}}`, status: 422,
-			field: "concurrency.min", msg: "must be ≤ max (20), got 50"},
-		{name: "initial outside, given", group: "api", body: `{"concurrency": {"max": 5, "initial": 8}}`, status: 422,
-			field: "concurrency.initial"},
-		{name: "cpu out of range", group: "api", body: `{"targets": {"cpu": 1.5}}`, status: 422,
-			field: "targets.cpu", msg: "must be a ratio from 0 to 1"},
-		{name: "bad order", group: "api", body: `{"queue": {"order": "sideways"}}`, status: 422,
-			field: "queue.order", msg: `got "sideways"`},
-	}
-	for _, c := range cases {
+	for _, c := range patchCases {
 		t.Run(c.name, func(t *testing.T) {
 			f := newFixture(t, testConfig)
 			before := f.group(t, c.group)

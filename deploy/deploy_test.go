@@ -230,6 +230,26 @@ func TestKubernetes(t *testing.T) {
 		t.Errorf("upstream.url %s: the app container's comment says 127.0.0.1:9000", cfg.Upstream.URL)
 	}
 
+	checkDrainAndHardening(t, spec, s, app, cfg)
+
+	// The Service sends traffic to sluice and selects this Deployment's pods.
+	labels := m.deployment.Spec.Template.Labels
+	for k, v := range m.service.Spec.Selector {
+		if labels[k] != v {
+			t.Errorf("the Service selects %s=%s, the pods have %v", k, v, labels)
+		}
+	}
+	for _, p := range m.service.Spec.Ports {
+		if _, ok := ports[p.TargetPort.String()]; !ok {
+			t.Errorf("the Service's port %s targets %s, not a port of sluice", p.Name, p.TargetPort.String())
+		}
+	}
+}
+
+// checkDrainAndHardening checks the pod's shutdown timing and the sluice
+// container s's lockdown (app is the app's container, cfg the config).
+func checkDrainAndHardening(t *testing.T, spec corev1.PodSpec, s, app corev1.Container, cfg *configs.Config) {
+	t.Helper()
 	// Drain: the app's preStop, then its drain, then sluice's grace, within
 	// terminationGracePeriodSeconds.
 	if app.Lifecycle == nil || app.Lifecycle.PreStop == nil || app.Lifecycle.PreStop.Sleep == nil {
@@ -253,19 +273,6 @@ func TestKubernetes(t *testing.T) {
 	}
 	if psc := spec.SecurityContext; psc == nil || psc.FSGroup == nil || *psc.FSGroup != nonroot {
 		t.Errorf("the pod's fsGroup must be %d so that sluice reads the token and writes the state", nonroot)
-	}
-
-	// The Service sends traffic to sluice and selects this Deployment's pods.
-	labels := m.deployment.Spec.Template.Labels
-	for k, v := range m.service.Spec.Selector {
-		if labels[k] != v {
-			t.Errorf("the Service selects %s=%s, the pods have %v", k, v, labels)
-		}
-	}
-	for _, p := range m.service.Spec.Ports {
-		if _, ok := ports[p.TargetPort.String()]; !ok {
-			t.Errorf("the Service's port %s targets %s, not a port of sluice", p.Name, p.TargetPort.String())
-		}
 	}
 }
 

@@ -8,31 +8,24 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/adaptive"
+	"github.com/sluicehq/sluice/internal/outcome"
 	"github.com/sluicehq/sluice/limits"
 )
 
-// Outcome is how an admitted request ended, as the control loop reads it.
-type Outcome uint8
+// Outcome is how an admitted request ended, as the control loop reads it
+// (see package internal/outcome, which the permit service's client names too).
+type Outcome = outcome.Outcome
 
+// The outcomes.
 const (
 	// Success: the upstream answered (1xx, 2xx, 3xx); its latency is a sample.
-	Success Outcome = iota
+	Success = outcome.Success
 	// Dropped: the upstream failed in a way that signals overload (a 5xx, a
 	// timeout, a connection error). No latency sample.
-	Dropped
+	Dropped = outcome.Dropped
 	// Ignored: no signal (the client cancelled, a 4xx, a panic).
-	Ignored
+	Ignored = outcome.Ignored
 )
-
-var outcomeNames = [...]string{"success", "dropped", "ignored"}
-
-// String returns "success", "dropped" or "ignored".
-func (o Outcome) String() string {
-	if int(o) < len(outcomeNames) {
-		return outcomeNames[o]
-	}
-	return "unknown"
-}
 
 // Pass is an admitted request's claim on a slot of its group. Call Done
 // exactly once when the request is finished; a second call on the same Pass

@@ -124,32 +124,7 @@ func TestSamplerRealCgroupV1(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: starts a busy process")
 	}
-	name := "sluice-probe-test-" + strconv.Itoa(os.Getpid())
-	made := map[string]string{} // hierarchy → directory made
-	for _, h := range []string{"cpu", "cpuacct", "memory", "unified"} {
-		mp := "/sys/fs/cgroup/" + h
-		if _, err := os.Stat(filepath.Join(mp, "cgroup.procs")); err != nil {
-			if h == "unified" {
-				continue // PSI is optional
-			}
-			t.Skipf("no cgroup v1 %s hierarchy at %s: %v", h, mp, err)
-		}
-		if h == "cpu" {
-			if _, err := os.Stat(filepath.Join(mp, "cpu.cfs_quota_us")); err != nil {
-				t.Skipf("%s is not a cgroup v1 cpu hierarchy: %v", mp, err)
-			}
-		}
-		dir := filepath.Join(mp, name)
-		if err := os.Mkdir(dir, 0o755); err != nil {
-			t.Skipf("cannot make a cgroup (not root?): %v", err)
-		}
-		made[h] = dir
-		t.Cleanup(func() {
-			if err := os.Remove(dir); err != nil {
-				t.Errorf("removing %s: %v", dir, err)
-			}
-		})
-	}
+	made := makeCgroups(t, "sluice-probe-test-"+strconv.Itoa(os.Getpid()))
 	write := func(path, s string) {
 		t.Helper()
 		if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
@@ -240,6 +215,40 @@ func TestSamplerRealCgroupV1(t *testing.T) {
 	t.Logf("cpu %v: %s (throttled %v)", r.CPU, r.CPUSource, r.Cgroup.Throttled)
 	t.Logf("memory %v: %s", r.Memory, r.MemorySource)
 	t.Logf("cpu pressure %v: %s", r.CPUPressure, r.CPUPressureSource)
+}
+
+// makeCgroups makes a cgroup called name in the cgroup v1 cpu, cpuacct and
+// memory hierarchies and, where it is mounted, in cgroup v2 ("unified"),
+// removed when t ends, and returns the directory made in each; it skips t
+// where it cannot.
+func makeCgroups(t *testing.T, name string) map[string]string {
+	t.Helper()
+	made := map[string]string{} // hierarchy → directory made
+	for _, h := range []string{"cpu", "cpuacct", "memory", "unified"} {
+		mp := "/sys/fs/cgroup/" + h
+		if _, err := os.Stat(filepath.Join(mp, "cgroup.procs")); err != nil {
+			if h == "unified" {
+				continue // PSI is optional
+			}
+			t.Skipf("no cgroup v1 %s hierarchy at %s: %v", h, mp, err)
+		}
+		if h == "cpu" {
+			if _, err := os.Stat(filepath.Join(mp, "cpu.cfs_quota_us")); err != nil {
+				t.Skipf("%s is not a cgroup v1 cpu hierarchy: %v", mp, err)
+			}
+		}
+		dir := filepath.Join(mp, name)
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Skipf("cannot make a cgroup (not root?): %v", err)
+		}
+		made[h] = dir
+		t.Cleanup(func() {
+			if err := os.Remove(dir); err != nil {
+				t.Errorf("removing %s: %v", dir, err)
+			}
+		})
+	}
+	return made
 }
 
 // TestHelperBusy is the busy process of TestSamplerRealCgroupV1, run as a

@@ -19,6 +19,269 @@ type want map[string]any
 
 var t0 = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 
+// The figures the fake trees of TestSamplerTrees share.
+var (
+	hostWant = want{ // the same host in every tree
+		"Host.CPU": 0.75, "Host.Memory": 0.75, "Host.MemoryTotal": 16000000 * 1024.0,
+	}
+	svc     = want{"Process.RSS": 500 * float64(os.Getpagesize())} // the service's
+	hostPSI = want{
+		"Host.Pressure.CPUSome": 0.05, "Host.Pressure.CPUFull": 0.0,
+		"Host.Pressure.MemorySome": 0.02, "Host.Pressure.MemoryFull": 0.01,
+	}
+	cgroupPSIs = want{
+		"CPUPressure":             0.125,
+		"Cgroup.Pressure.CPUSome": 0.125, "Cgroup.Pressure.CPUFull": 0.03,
+		"Cgroup.Pressure.MemorySome": 0.01, "Cgroup.Pressure.MemoryFull": 0.005,
+	}
+	cgroupMem = want{"Cgroup.MemoryWorkingSet": float64(256 << 20), "Cgroup.MemoryLimit": float64(512 << 20), "Cgroup.Memory": 0.5}
+	// The share of the host's memory the process's RSS is.
+	rssShare = 500 * float64(os.Getpagesize()) / (16000000 * 1024)
+)
+
+// The PIDs TestSamplerTrees watches: the service's (as probe.pid_file
+// says) and sluice's own.
+const service, sluice = 4242, 0
+
+// samplerTree is a case of TestSamplerTrees.
+type samplerTree struct {
+	name, tree    string
+	p             SamplerParams
+	edit          map[string]string // files written over the tree before sampling
+	first, second []want
+	from          [3]string // CPUFrom, MemoryFrom, CPUPressureFrom
+	source        [3]string // in CPUSource, MemorySource, CPUPressureSource
+}
+
+// samplerTrees are the cases of TestSamplerTrees.
+var samplerTrees = []samplerTree{
+	{
+		name: "limited", tree: "limited", p: SamplerParams{PID: service},
+		first: []want{hostPSI, cgroupPSIs, cgroupMem, {
+			"CPU": warmingUp, "Host.CPU": warmingUp, "Process.CPU": warmingUp,
+			"Cgroup.CPU": warmingUp, "Cgroup.Throttled": warmingUp,
+			"Cgroup.CPULimit": 1.5, "Memory": 0.5,
+		}},
+		second: []want{hostWant, hostPSI, cgroupPSIs, cgroupMem, {
+			"CPU": 0.5, "Memory": 0.5, "Cgroup.CPU": 0.5, "Cgroup.CPULimit": 1.5, "Cgroup.Throttled": 0.5,
+			"Process.CPU": 0.25,
+		}},
+		from: [3]string{"cgroup", "cgroup", "cgroup"},
+		source: [3]string{"cgroup v2 /sys/fs/cgroup/kubepods/pod1/c1 (cpu.max 1.5 cores)",
+			"cgroup v2 /sys/fs/cgroup/kubepods/pod1/c1 (working set of memory.max 512 MiB)",
+			"psi some avg10 of cgroup v2 /sys/fs/cgroup/kubepods/pod1/c1"},
+	},
+	{
+		// sluice in the service's container: its cgroup holds the
+		// service too, and is the guarded one.
+		name: "limited/shared", tree: "limited", p: SamplerParams{PID: sluice},
+		second: []want{hostWant, cgroupPSIs, cgroupMem, {"CPU": 0.5, "Memory": 0.5}},
+		from:   [3]string{"cgroup", "cgroup", "cgroup"},
+		source: [3]string{"/kubepods/pod1/c1 (cpu.max 1.5 cores)", "/kubepods/pod1/c1 (working set of memory.max 512 MiB)", "/kubepods/pod1/c1"},
+	},
+	{
+		// A systemd service without limits: its own CPU of the host's
+		// cores, its RSS of the host's memory, its cgroup's pressure.
+		name: "unlimited", tree: "unlimited", p: SamplerParams{PID: service},
+		first: []want{{"Memory": rssShare, "Cgroup.CPULimit": "no CPU limit on process 4242's cgroup", "Cgroup.MemoryLimit": "no memory limit on"}},
+		second: []want{hostWant, hostPSI, cgroupPSIs, {
+			"CPU": 0.25, "Process.CPU": 0.25, "Memory": rssShare,
+			"Cgroup.CPU":    "no CPU limit on process 4242's cgroup /sys/fs/cgroup/system.slice/app.service or above",
+			"Cgroup.Memory": "no memory limit on process 4242's cgroup",
+		}},
+		from: [3]string{"process", "process", "cgroup"},
+		source: [3]string{"process 4242 (its CPU time of the host's 4 CPUs; no CPU limit on process 4242's cgroup /sys/fs/cgroup/system.slice/app.service or above)",
+			"process 4242 RSS of the host's 15.3 GiB (no memory limit on",
+			"psi some avg10 of cgroup v2 /sys/fs/cgroup/system.slice/app.service (no cpu limit)"},
+	},
+	{
+		// sluice in that service's cgroup: no limit, so no CPU or memory
+		// utilisation, but the cgroup's pressure.
+		name: "unlimited/shared", tree: "unlimited", p: SamplerParams{PID: sluice},
+		second: []want{hostWant, cgroupPSIs, {
+			"CPU":    "none: no CPU limit on sluice's cgroup /sys/fs/cgroup/system.slice/app.service or above: CPU utilisation has no allotment",
+			"Memory": "none: no memory limit on sluice's cgroup",
+		}},
+		from: [3]string{"", "", "cgroup"},
+		source: [3]string{"none: no CPU limit on sluice's cgroup", `or measure the whole host with probe.source = "host"`,
+			"app.service (no cpu limit)"},
+	},
+	{
+		name: "cpuset", tree: "cpuset", p: SamplerParams{PID: service},
+		second: []want{hostWant, {
+			"CPU": 0.375, "Cgroup.CPU": 0.375, "Cgroup.CPULimit": 2.0, // 0.75 s over 2 CPUs
+			"Process.CPU": 0.5, // 1 s over the 2 CPUs of its affinity
+			"Memory":      rssShare, "Cgroup.MemoryLimit": "no memory limit",
+		}},
+		from:   [3]string{"cgroup", "process", "cgroup"},
+		source: [3]string{"/sys/fs/cgroup/pinned (cpuset 2 CPUs)", "process 4242 RSS", "pinned"},
+	},
+	{
+		name: "nopsi", tree: "nopsi", p: SamplerParams{PID: service},
+		second: []want{hostWant, cgroupMem, {
+			"CPU": 0.5, "Memory": 0.5,
+			"CPUPressure":                "kubepods/pod1/c1/cpu.pressure (a kernel without PSI",
+			"Host.Pressure.CPUSome":      "PSI not available: ",
+			"Host.Pressure.MemoryFull":   "proc/pressure/memory: no such file",
+			"Cgroup.Pressure.CPUFull":    "kubepods/pod1/c1/cpu.pressure (a kernel without PSI",
+			"Cgroup.Pressure.MemorySome": "a kernel without PSI",
+		}},
+		from:   [3]string{"cgroup", "cgroup", ""},
+		source: [3]string{"c1 (cpu.max 1.5 cores)", "c1 (working set", "none: no "},
+	},
+	{
+		// cgroup v1: CFS quota 2 cores, 0.75 s used; 512 MiB used less
+		// 128 MiB inactive file of 1 GiB; no PSI without cgroup v2.
+		name: "v1", tree: "v1", p: SamplerParams{PID: service},
+		second: []want{hostWant, hostPSI, {
+			"CPU": 0.375, "Cgroup.CPU": 0.375, "Cgroup.CPULimit": 2.0, "Cgroup.Throttled": 0.2,
+			"Memory": 0.375, "Cgroup.Memory": 0.375, "Cgroup.MemoryLimit": float64(1 << 30), "Cgroup.MemoryWorkingSet": float64(384 << 20),
+			"CPUPressure": "cgroup v2 is not mounted", "Cgroup.Pressure.CPUSome": "only cgroup v2 has pressure",
+		}},
+		from: [3]string{"cgroup", "cgroup", ""},
+		source: [3]string{"cgroup v1 /sys/fs/cgroup/cpu,cpuacct/user.slice (cfs quota 2 cores)",
+			"cgroup v1 /sys/fs/cgroup/memory/user.slice (working set of memory.limit_in_bytes 1 GiB)", "none: cgroup v2 is not mounted"},
+	},
+	{
+		// The build machine's layout: v1 controllers each in a
+		// hierarchy of its own, PSI from the v2 cgroup of the same path.
+		name: "hybrid", tree: "hybrid", p: SamplerParams{PID: service},
+		second: []want{hostWant, hostPSI, cgroupPSIs, {
+			"CPU": 0.5, "Cgroup.CPULimit": 0.5, "Cgroup.Throttled": 0.5,
+			"Memory": 0.5, "Cgroup.MemoryWorkingSet": float64(128 << 20), "Cgroup.MemoryLimit": float64(256 << 20),
+		}},
+		from: [3]string{"cgroup", "cgroup", "cgroup"},
+		source: [3]string{"cgroup v1 /sys/fs/cgroup/cpu/app (cfs quota 0.5 cores)",
+			"cgroup v1 /sys/fs/cgroup/memory/app (working set of memory.limit_in_bytes 256 MiB)",
+			"psi some avg10 of cgroup v2 /sys/fs/cgroup/unified/app"},
+	},
+	{
+		// sluice in the root cgroups (as on the build machine): the
+		// host, which is measured only when asked.
+		name: "hybrid/root", tree: "hybrid", p: SamplerParams{PID: sluice},
+		second: []want{hostWant, hostPSI, {
+			"CPU":         "none: sluice's cgroup is the root cgroup ",
+			"Memory":      "none: sluice's cgroup is the root cgroup ",
+			"CPUPressure": "none: sluice's cgroup is the root cgroup v2, whose pressure is the host's",
+			"Cgroup.CPU":  "sluice's cgroup is the root cgroup ",
+		}},
+		from: [3]string{"", "", ""},
+		source: [3]string{"sluice's cgroup is the root cgroup " + "/sys/fs/cgroup/cpu, the whole host",
+			"sluice's cgroup is the root cgroup /sys/fs/cgroup/memory", "root cgroup v2"},
+	},
+	{
+		// Kubernetes: sluice's container has its own limits (not the
+		// service's) and holds only sluice; the pod's cgroup above is
+		// shared with the service and carries 2 cores and 1 GiB.
+		name: "pod", tree: "pod", p: SamplerParams{PID: sluice},
+		second: []want{hostWant, cgroupPSIs, {
+			"CPU": 0.75, "Cgroup.CPULimit": 2.0, "Memory": 0.5, "Cgroup.MemoryLimit": float64(1 << 30),
+		}},
+		from: [3]string{"cgroup", "cgroup", "cgroup"},
+		source: [3]string{"cgroup v2 /sys/fs/cgroup/kubepods/pod1 (cpu.max 2 cores), above sluice's cgroup /kubepods/pod1/sluice",
+			"cgroup v2 /sys/fs/cgroup/kubepods/pod1 (working set of memory.max 1 GiB), above sluice's cgroup /kubepods/pod1/sluice",
+			"psi some avg10 of cgroup v2 /sys/fs/cgroup/kubepods/pod1"},
+	},
+	{
+		name: "pod/service", tree: "pod", p: SamplerParams{PID: service},
+		second: []want{hostWant, cgroupPSIs, {"CPU": 0.75, "Memory": 0.5}},
+		from:   [3]string{"cgroup", "cgroup", "cgroup"},
+		source: [3]string{"/kubepods/pod1 (cpu.max 2 cores), above process 4242's cgroup /kubepods/pod1/app", "above process 4242's cgroup", "kubepods/pod1"},
+	},
+	{
+		// A pod without a CPU limit: no CPU utilisation, the pod's
+		// pressure instead.
+		name: "pod/no cpu limit", tree: "pod", p: SamplerParams{PID: sluice},
+		edit: map[string]string{"sys/fs/cgroup/kubepods/pod1/cpu.max": "max 100000\n"},
+		second: []want{hostWant, cgroupPSIs, {
+			"CPU":    "none: no CPU limit on the cgroups above sluice's cgroup /kubepods/pod1/sluice, which holds only sluice: CPU utilisation has no allotment to be measured against",
+			"Memory": 0.5,
+		}},
+		from:   [3]string{"", "cgroup", "cgroup"},
+		source: [3]string{"which holds only sluice", "kubepods/pod1 (working set of memory.max 1 GiB)", "/sys/fs/cgroup/kubepods/pod1 (no cpu limit)"},
+	},
+	{
+		// sluice and the service in one container: its own limits.
+		name: "pod/shared", tree: "pod", p: SamplerParams{PID: sluice},
+		edit:   map[string]string{"sys/fs/cgroup/kubepods/pod1/sluice/cgroup.procs": "SELF\n4242\n"},
+		second: []want{{"Cgroup.CPULimit": 0.5, "CPU": 1.0, "Memory": 1.0}}, // 1.5 s in 1 s of 0.5 cores; 512 MiB of 64 MiB
+		from:   [3]string{"cgroup", "cgroup", "cgroup"},
+		source: [3]string{"/kubepods/pod1/sluice (cpu.max 0.5 cores)", "sluice (working set of memory.max 64 MiB)", "kubepods/pod1/sluice"},
+	},
+	{
+		// A private cgroup namespace: sluice's own cgroup looks like
+		// the root, holds only sluice, and hides the pod's above it.
+		name: "podns", tree: "podns", p: SamplerParams{PID: sluice},
+		second: []want{hostWant, {
+			"CPU":         "the cgroups above " + "/sys/fs/cgroup are hidden from sluice (a private cgroup namespace?), a pod-level cgroup among them",
+			"Memory":      "which holds only sluice; the cgroups above",
+			"CPUPressure": "its own, /, holds only sluice; the cgroups above",
+		}},
+		from:   [3]string{"", "", ""},
+		source: [3]string{"none: no CPU limit on the cgroups above sluice's cgroup /, which holds only sluice", "private cgroup namespace", "private cgroup namespace"},
+	},
+	{
+		name: "podns/shared", tree: "podns", p: SamplerParams{PID: sluice},
+		edit:   map[string]string{"sys/fs/cgroup/cgroup.procs": "SELF\n4242\n"},
+		second: []want{cgroupPSIs, {"CPU": 0.5, "Memory": 0.5}},
+		from:   [3]string{"cgroup", "cgroup", "cgroup"},
+		source: [3]string{"cgroup v2 /sys/fs/cgroup (cpu.max 0.5 cores)", "(working set of memory.max 64 MiB)", "of cgroup v2 /sys/fs/cgroup"},
+	},
+	{
+		name: "host", tree: "limited", p: SamplerParams{Host: true},
+		second: []want{hostWant, hostPSI, {
+			"CPU": 0.75, "Memory": 0.75, "CPUPressure": 0.05,
+			"Cgroup.CPU": `probe.source = "host"`, "Cgroup.Pressure.CPUSome": `probe.source = "host"`,
+		}},
+		from: [3]string{"host", "host", "host"},
+		source: [3]string{`host (probe.source = "host"): the busy share of its 4 CPUs`,
+			`host (probe.source = "host"): 1 − MemAvailable/MemTotal of the host's 15.3 GiB`,
+			`host (probe.source = "host"): psi some avg10 of `},
+	},
+	{
+		name: "outside", tree: "outside", p: SamplerParams{PID: service},
+		second: []want{hostWant, {
+			"CPU": 0.25, "Cgroup.CPU": "cgroup /../sibling/c2 is outside this process's cgroup namespace",
+			"CPUPressure": "none: cgroup /../sibling/c2 is outside",
+		}},
+		from:   [3]string{"process", "process", ""},
+		source: [3]string{"process 4242 (its CPU time of the host's 4 CPUs; cgroup /../sibling/c2 is outside", "outside", "outside"},
+	},
+	{
+		name: "malformed", tree: "malformed", p: SamplerParams{PID: service},
+		first: []want{{
+			"Host.CPU":                   `host CPU: no cpu line in /proc/stat`,
+			"Host.Memory":                `host memory: strconv.ParseUint: parsing "lots"`,
+			"Process.CPU":                "process 4242: gopsutil panicked on malformed input",
+			"Process.RSS":                "process 4242: ",
+			"Cgroup.CPULimit":            `/sys/fs/cgroup/bad or above (no CPU limit: `,
+			"Cgroup.Throttled":           `bad/cpu.max: not a number: "abc")`,
+			"Cgroup.MemoryLimit":         `bad/memory.max: not a number: "-5"`,
+			"Cgroup.Pressure.CPUSome":    `cpu.pressure: line 1: avg10: not a number: "bogus"`,
+			"Cgroup.Pressure.MemoryFull": `memory.pressure: line 1: want "some" or "full"`,
+			"Host.Pressure.CPUSome":      "avg10 500 is over 100%",
+			"Host.Pressure.MemorySome":   `no "some" line`,
+			"CPU":                        "process 4242: ", "Memory": "process 4242: ",
+			"CPUPressure": `cpu.pressure: line 1: avg10: not a number: "bogus"`,
+		}},
+		from: [3]string{"process", "process", "cgroup"},
+	},
+	{
+		// Valid limits over the malformed counters: these are read now.
+		name: "malformed/counters", tree: "malformed", p: SamplerParams{PID: service},
+		edit: map[string]string{"sys/fs/cgroup/bad/cpu.max": "100000 100000\n", "sys/fs/cgroup/bad/memory.max": "1048576\n"},
+		first: []want{{
+			"CPU":              `bad/cpu.stat: line 1: want "key value"`,
+			"Cgroup.Throttled": `bad/cpu.stat: line 1: want "key value"`,
+			"Memory":           `memory.current: not a number: "12abc"`,
+		}},
+		second: []want{{
+			"Cgroup.CPU": `bad/cpu.stat: line 1: usage_usec: not a number: "12x"`,
+		}},
+		from: [3]string{"cgroup", "cgroup", "cgroup"},
+	},
+}
+
 // TestSamplerTrees samples each fake tree in testdata twice, 1 s apart, with
 // the CPU counters of NAME.next/ in between, watching the service (PID 4242,
 // as probe.pid_file does), sluice itself (PID 0) or the host, and checks
@@ -27,258 +290,7 @@ var t0 = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 // limited cgroup used 0.75 s of CPU in 1 s against a 1.5-core quota (0.5),
 // and its working set is 384 MiB − 128 MiB inactive file of 512 MiB.
 func TestSamplerTrees(t *testing.T) {
-	host := want{ // the same host in every tree
-		"Host.CPU": 0.75, "Host.Memory": 0.75, "Host.MemoryTotal": 16000000 * 1024.0,
-	}
-	svc := want{"Process.RSS": 500 * float64(os.Getpagesize())} // the service's
-	hostPSI := want{
-		"Host.Pressure.CPUSome": 0.05, "Host.Pressure.CPUFull": 0.0,
-		"Host.Pressure.MemorySome": 0.02, "Host.Pressure.MemoryFull": 0.01,
-	}
-	cgroupPSI := want{
-		"CPUPressure":             0.125,
-		"Cgroup.Pressure.CPUSome": 0.125, "Cgroup.Pressure.CPUFull": 0.03,
-		"Cgroup.Pressure.MemorySome": 0.01, "Cgroup.Pressure.MemoryFull": 0.005,
-	}
-	cgroupMem := want{"Cgroup.MemoryWorkingSet": float64(256 << 20), "Cgroup.MemoryLimit": float64(512 << 20), "Cgroup.Memory": 0.5}
-	// The share of the host's memory the process's RSS is.
-	rssShare := 500 * float64(os.Getpagesize()) / (16000000 * 1024)
-	const service, sluice = 4242, 0
-	cases := []struct {
-		name, tree    string
-		p             SamplerParams
-		edit          map[string]string // files written over the tree before sampling
-		first, second []want
-		from          [3]string // CPUFrom, MemoryFrom, CPUPressureFrom
-		source        [3]string // in CPUSource, MemorySource, CPUPressureSource
-	}{
-		{
-			name: "limited", tree: "limited", p: SamplerParams{PID: service},
-			first: []want{hostPSI, cgroupPSI, cgroupMem, {
-				"CPU": warmingUp, "Host.CPU": warmingUp, "Process.CPU": warmingUp,
-				"Cgroup.CPU": warmingUp, "Cgroup.Throttled": warmingUp,
-				"Cgroup.CPULimit": 1.5, "Memory": 0.5,
-			}},
-			second: []want{host, hostPSI, cgroupPSI, cgroupMem, {
-				"CPU": 0.5, "Memory": 0.5, "Cgroup.CPU": 0.5, "Cgroup.CPULimit": 1.5, "Cgroup.Throttled": 0.5,
-				"Process.CPU": 0.25,
-			}},
-			from: [3]string{"cgroup", "cgroup", "cgroup"},
-			source: [3]string{"cgroup v2 /sys/fs/cgroup/kubepods/pod1/c1 (cpu.max 1.5 cores)",
-				"cgroup v2 /sys/fs/cgroup/kubepods/pod1/c1 (working set of memory.max 512 MiB)",
-				"psi some avg10 of cgroup v2 /sys/fs/cgroup/kubepods/pod1/c1"},
-		},
-		{
-			// sluice in the service's container: its cgroup holds the
-			// service too, and is the guarded one.
-			name: "limited/shared", tree: "limited", p: SamplerParams{PID: sluice},
-			second: []want{host, cgroupPSI, cgroupMem, {"CPU": 0.5, "Memory": 0.5}},
-			from:   [3]string{"cgroup", "cgroup", "cgroup"},
-			source: [3]string{"/kubepods/pod1/c1 (cpu.max 1.5 cores)", "/kubepods/pod1/c1 (working set of memory.max 512 MiB)", "/kubepods/pod1/c1"},
-		},
-		{
-			// A systemd service without limits: its own CPU of the host's
-			// cores, its RSS of the host's memory, its cgroup's pressure.
-			name: "unlimited", tree: "unlimited", p: SamplerParams{PID: service},
-			first: []want{{"Memory": rssShare, "Cgroup.CPULimit": "no CPU limit on process 4242's cgroup", "Cgroup.MemoryLimit": "no memory limit on"}},
-			second: []want{host, hostPSI, cgroupPSI, {
-				"CPU": 0.25, "Process.CPU": 0.25, "Memory": rssShare,
-				"Cgroup.CPU":    "no CPU limit on process 4242's cgroup /sys/fs/cgroup/system.slice/app.service or above",
-				"Cgroup.Memory": "no memory limit on process 4242's cgroup",
-			}},
-			from: [3]string{"process", "process", "cgroup"},
-			source: [3]string{"process 4242 (its CPU time of the host's 4 CPUs; no CPU limit on process 4242's cgroup /sys/fs/cgroup/system.slice/app.service or above)",
-				"process 4242 RSS of the host's 15.3 GiB (no memory limit on",
-				"psi some avg10 of cgroup v2 /sys/fs/cgroup/system.slice/app.service (no cpu limit)"},
-		},
-		{
-			// sluice in that service's cgroup: no limit, so no CPU or memory
-			// utilisation, but the cgroup's pressure.
-			name: "unlimited/shared", tree: "unlimited", p: SamplerParams{PID: sluice},
-			second: []want{host, cgroupPSI, {
-				"CPU":    "none: no CPU limit on sluice's cgroup /sys/fs/cgroup/system.slice/app.service or above: CPU utilisation has no allotment",
-				"Memory": "none: no memory limit on sluice's cgroup",
-			}},
-			from: [3]string{"", "", "cgroup"},
-			source: [3]string{"none: no CPU limit on sluice's cgroup", `or measure the whole host with probe.source = "host"`,
-				"app.service (no cpu limit)"},
-		},
-		{
-			name: "cpuset", tree: "cpuset", p: SamplerParams{PID: service},
-			second: []want{host, {
-				"CPU": 0.375, "Cgroup.CPU": 0.375, "Cgroup.CPULimit": 2.0, // 0.75 s over 2 CPUs
-				"Process.CPU": 0.5, // 1 s over the 2 CPUs of its affinity
-				"Memory":      rssShare, "Cgroup.MemoryLimit": "no memory limit",
-			}},
-			from:   [3]string{"cgroup", "process", "cgroup"},
-			source: [3]string{"/sys/fs/cgroup/pinned (cpuset 2 CPUs)", "process 4242 RSS", "pinned"},
-		},
-		{
-			name: "nopsi", tree: "nopsi", p: SamplerParams{PID: service},
-			second: []want{host, cgroupMem, {
-				"CPU": 0.5, "Memory": 0.5,
-				"CPUPressure":                "kubepods/pod1/c1/cpu.pressure (a kernel without PSI",
-				"Host.Pressure.CPUSome":      "PSI not available: ",
-				"Host.Pressure.MemoryFull":   "proc/pressure/memory: no such file",
-				"Cgroup.Pressure.CPUFull":    "kubepods/pod1/c1/cpu.pressure (a kernel without PSI",
-				"Cgroup.Pressure.MemorySome": "a kernel without PSI",
-			}},
-			from:   [3]string{"cgroup", "cgroup", ""},
-			source: [3]string{"c1 (cpu.max 1.5 cores)", "c1 (working set", "none: no "},
-		},
-		{
-			// cgroup v1: CFS quota 2 cores, 0.75 s used; 512 MiB used less
-			// 128 MiB inactive file of 1 GiB; no PSI without cgroup v2.
-			name: "v1", tree: "v1", p: SamplerParams{PID: service},
-			second: []want{host, hostPSI, {
-				"CPU": 0.375, "Cgroup.CPU": 0.375, "Cgroup.CPULimit": 2.0, "Cgroup.Throttled": 0.2,
-				"Memory": 0.375, "Cgroup.Memory": 0.375, "Cgroup.MemoryLimit": float64(1 << 30), "Cgroup.MemoryWorkingSet": float64(384 << 20),
-				"CPUPressure": "cgroup v2 is not mounted", "Cgroup.Pressure.CPUSome": "only cgroup v2 has pressure",
-			}},
-			from: [3]string{"cgroup", "cgroup", ""},
-			source: [3]string{"cgroup v1 /sys/fs/cgroup/cpu,cpuacct/user.slice (cfs quota 2 cores)",
-				"cgroup v1 /sys/fs/cgroup/memory/user.slice (working set of memory.limit_in_bytes 1 GiB)", "none: cgroup v2 is not mounted"},
-		},
-		{
-			// The build machine's layout: v1 controllers each in a
-			// hierarchy of its own, PSI from the v2 cgroup of the same path.
-			name: "hybrid", tree: "hybrid", p: SamplerParams{PID: service},
-			second: []want{host, hostPSI, cgroupPSI, {
-				"CPU": 0.5, "Cgroup.CPULimit": 0.5, "Cgroup.Throttled": 0.5,
-				"Memory": 0.5, "Cgroup.MemoryWorkingSet": float64(128 << 20), "Cgroup.MemoryLimit": float64(256 << 20),
-			}},
-			from: [3]string{"cgroup", "cgroup", "cgroup"},
-			source: [3]string{"cgroup v1 /sys/fs/cgroup/cpu/app (cfs quota 0.5 cores)",
-				"cgroup v1 /sys/fs/cgroup/memory/app (working set of memory.limit_in_bytes 256 MiB)",
-				"psi some avg10 of cgroup v2 /sys/fs/cgroup/unified/app"},
-		},
-		{
-			// sluice in the root cgroups (as on the build machine): the
-			// host, which is measured only when asked.
-			name: "hybrid/root", tree: "hybrid", p: SamplerParams{PID: sluice},
-			second: []want{host, hostPSI, {
-				"CPU":         "none: sluice's cgroup is the root cgroup ",
-				"Memory":      "none: sluice's cgroup is the root cgroup ",
-				"CPUPressure": "none: sluice's cgroup is the root cgroup v2, whose pressure is the host's",
-				"Cgroup.CPU":  "sluice's cgroup is the root cgroup ",
-			}},
-			from: [3]string{"", "", ""},
-			source: [3]string{"sluice's cgroup is the root cgroup " + "/sys/fs/cgroup/cpu, the whole host",
-				"sluice's cgroup is the root cgroup /sys/fs/cgroup/memory", "root cgroup v2"},
-		},
-		{
-			// Kubernetes: sluice's container has its own limits (not the
-			// service's) and holds only sluice; the pod's cgroup above is
-			// shared with the service and carries 2 cores and 1 GiB.
-			name: "pod", tree: "pod", p: SamplerParams{PID: sluice},
-			second: []want{host, cgroupPSI, {
-				"CPU": 0.75, "Cgroup.CPULimit": 2.0, "Memory": 0.5, "Cgroup.MemoryLimit": float64(1 << 30),
-			}},
-			from: [3]string{"cgroup", "cgroup", "cgroup"},
-			source: [3]string{"cgroup v2 /sys/fs/cgroup/kubepods/pod1 (cpu.max 2 cores), above sluice's cgroup /kubepods/pod1/sluice",
-				"cgroup v2 /sys/fs/cgroup/kubepods/pod1 (working set of memory.max 1 GiB), above sluice's cgroup /kubepods/pod1/sluice",
-				"psi some avg10 of cgroup v2 /sys/fs/cgroup/kubepods/pod1"},
-		},
-		{
-			name: "pod/service", tree: "pod", p: SamplerParams{PID: service},
-			second: []want{host, cgroupPSI, {"CPU": 0.75, "Memory": 0.5}},
-			from:   [3]string{"cgroup", "cgroup", "cgroup"},
-			source: [3]string{"/kubepods/pod1 (cpu.max 2 cores), above process 4242's cgroup /kubepods/pod1/app", "above process 4242's cgroup", "kubepods/pod1"},
-		},
-		{
-			// A pod without a CPU limit: no CPU utilisation, the pod's
-			// pressure instead.
-			name: "pod/no cpu limit", tree: "pod", p: SamplerParams{PID: sluice},
-			edit: map[string]string{"sys/fs/cgroup/kubepods/pod1/cpu.max": "max 100000\n"},
-			second: []want{host, cgroupPSI, {
-				"CPU":    "none: no CPU limit on the cgroups above sluice's cgroup /kubepods/pod1/sluice, which holds only sluice: CPU utilisation has no allotment to be measured against",
-				"Memory": 0.5,
-			}},
-			from:   [3]string{"", "cgroup", "cgroup"},
-			source: [3]string{"which holds only sluice", "kubepods/pod1 (working set of memory.max 1 GiB)", "/sys/fs/cgroup/kubepods/pod1 (no cpu limit)"},
-		},
-		{
-			// sluice and the service in one container: its own limits.
-			name: "pod/shared", tree: "pod", p: SamplerParams{PID: sluice},
-			edit:   map[string]string{"sys/fs/cgroup/kubepods/pod1/sluice/cgroup.procs": "SELF\n4242\n"},
-			second: []want{{"Cgroup.CPULimit": 0.5, "CPU": 1.0, "Memory": 1.0}}, // 1.5 s in 1 s of 0.5 cores; 512 MiB of 64 MiB
-			from:   [3]string{"cgroup", "cgroup", "cgroup"},
-			source: [3]string{"/kubepods/pod1/sluice (cpu.max 0.5 cores)", "sluice (working set of memory.max 64 MiB)", "kubepods/pod1/sluice"},
-		},
-		{
-			// A private cgroup namespace: sluice's own cgroup looks like
-			// the root, holds only sluice, and hides the pod's above it.
-			name: "podns", tree: "podns", p: SamplerParams{PID: sluice},
-			second: []want{host, {
-				"CPU":         "the cgroups above " + "/sys/fs/cgroup are hidden from sluice (a private cgroup namespace?), a pod-level cgroup among them",
-				"Memory":      "which holds only sluice; the cgroups above",
-				"CPUPressure": "its own, /, holds only sluice; the cgroups above",
-			}},
-			from:   [3]string{"", "", ""},
-			source: [3]string{"none: no CPU limit on the cgroups above sluice's cgroup /, which holds only sluice", "private cgroup namespace", "private cgroup namespace"},
-		},
-		{
-			name: "podns/shared", tree: "podns", p: SamplerParams{PID: sluice},
-			edit:   map[string]string{"sys/fs/cgroup/cgroup.procs": "SELF\n4242\n"},
-			second: []want{cgroupPSI, {"CPU": 0.5, "Memory": 0.5}},
-			from:   [3]string{"cgroup", "cgroup", "cgroup"},
-			source: [3]string{"cgroup v2 /sys/fs/cgroup (cpu.max 0.5 cores)", "(working set of memory.max 64 MiB)", "of cgroup v2 /sys/fs/cgroup"},
-		},
-		{
-			name: "host", tree: "limited", p: SamplerParams{Host: true},
-			second: []want{host, hostPSI, {
-				"CPU": 0.75, "Memory": 0.75, "CPUPressure": 0.05,
-				"Cgroup.CPU": `probe.source = "host"`, "Cgroup.Pressure.CPUSome": `probe.source = "host"`,
-			}},
-			from: [3]string{"host", "host", "host"},
-			source: [3]string{`host (probe.source = "host"): the busy share of its 4 CPUs`,
-				`host (probe.source = "host"): 1 − MemAvailable/MemTotal of the host's 15.3 GiB`,
-				`host (probe.source = "host"): psi some avg10 of `},
-		},
-		{
-			name: "outside", tree: "outside", p: SamplerParams{PID: service},
-			second: []want{host, {
-				"CPU": 0.25, "Cgroup.CPU": "cgroup /../sibling/c2 is outside this process's cgroup namespace",
-				"CPUPressure": "none: cgroup /../sibling/c2 is outside",
-			}},
-			from:   [3]string{"process", "process", ""},
-			source: [3]string{"process 4242 (its CPU time of the host's 4 CPUs; cgroup /../sibling/c2 is outside", "outside", "outside"},
-		},
-		{
-			name: "malformed", tree: "malformed", p: SamplerParams{PID: service},
-			first: []want{{
-				"Host.CPU":                   `host CPU: no cpu line in /proc/stat`,
-				"Host.Memory":                `host memory: strconv.ParseUint: parsing "lots"`,
-				"Process.CPU":                "process 4242: gopsutil panicked on malformed input",
-				"Process.RSS":                "process 4242: ",
-				"Cgroup.CPULimit":            `/sys/fs/cgroup/bad or above (no CPU limit: `,
-				"Cgroup.Throttled":           `bad/cpu.max: not a number: "abc")`,
-				"Cgroup.MemoryLimit":         `bad/memory.max: not a number: "-5"`,
-				"Cgroup.Pressure.CPUSome":    `cpu.pressure: line 1: avg10: not a number: "bogus"`,
-				"Cgroup.Pressure.MemoryFull": `memory.pressure: line 1: want "some" or "full"`,
-				"Host.Pressure.CPUSome":      "avg10 500 is over 100%",
-				"Host.Pressure.MemorySome":   `no "some" line`,
-				"CPU":                        "process 4242: ", "Memory": "process 4242: ",
-				"CPUPressure": `cpu.pressure: line 1: avg10: not a number: "bogus"`,
-			}},
-			from: [3]string{"process", "process", "cgroup"},
-		},
-		{
-			// Valid limits over the malformed counters: these are read now.
-			name: "malformed/counters", tree: "malformed", p: SamplerParams{PID: service},
-			edit: map[string]string{"sys/fs/cgroup/bad/cpu.max": "100000 100000\n", "sys/fs/cgroup/bad/memory.max": "1048576\n"},
-			first: []want{{
-				"CPU":              `bad/cpu.stat: line 1: want "key value"`,
-				"Cgroup.Throttled": `bad/cpu.stat: line 1: want "key value"`,
-				"Memory":           `memory.current: not a number: "12abc"`,
-			}},
-			second: []want{{
-				"Cgroup.CPU": `bad/cpu.stat: line 1: usage_usec: not a number: "12x"`,
-			}},
-			from: [3]string{"cgroup", "cgroup", "cgroup"},
-		},
-	}
-	for _, c := range cases {
+	for _, c := range samplerTrees {
 		t.Run(c.name, func(t *testing.T) {
 			root := t.TempDir()
 			copyTree(t, filepath.Join("testdata", c.tree), root)

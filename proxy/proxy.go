@@ -314,7 +314,6 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		refusePath(w, err)
 		return
 	}
-	x := exchange{p: p, path: path}
 	var class gate.Class
 	if p.gate != nil {
 		class = p.gate.ClassifyPath(r, match)
@@ -329,20 +328,23 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The clock is read once on the way in: by the gate when there is one
 	// (its admission instant, Pass.Admitted), else here; the breaker reads
 	// it only when its circuit is not closed.
+	var ticket breaker.Ticket
 	if p.breaker != nil {
-		ticket, ok := p.breaker.AllowNow()
-		if !ok {
+		var ok bool
+		if ticket, ok = p.breaker.AllowNow(); !ok {
 			p.stats.circuitRejected.Add(1)
 			p.rejectCircuitOpen(w, g, ct, class, p.breaker.RetryAfter(time.Now()))
 			return
 		}
-		x.ticket = ticket
 	}
+	// The exchange begins once the request is admitted: a refusal allocates
+	// nothing (see serveH2 for why an exchange may live on the heap).
+	x := exchange{p: p, path: path, ticket: ticket}
 	if p.gate != nil {
 		pass, rej, ok := p.gate.EnterClass(r.Context(), class)
 		if !ok {
 			if p.breaker != nil {
-				p.breaker.Ignore(x.ticket)
+				p.breaker.Ignore(ticket)
 			}
 			writeRejection(w, g, ct, &rej)
 			return
@@ -351,15 +353,28 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	} else {
 		x.start = time.Now()
 	}
+	if p.protocol == ProtocolH2C || (p.protocol == ProtocolAuto && r.ProtoMajor == 2 && g == grpcNative) {
+		p.serveH2(w, r, x, class, g, ct, match)
+		return
+	}
 	// Whatever happens below, even a panic, the outcome is reported once; a
 	// panic is reported as dropped.
 	defer x.finish(gate.Dropped)
-	var abort bool
-	if p.protocol == ProtocolH2C || (p.protocol == ProtocolAuto && r.ProtoMajor == 2 && g == grpcNative) {
-		abort = p.forwardH2(w, r, &x, g, ct, match)
-	} else {
-		abort = p.forwardH1(w, r, &x, g, ct)
-	}
+	p.ended(w, &x, class, p.forwardH1(w, r, &x, g, ct))
+}
+
+// serveH2 is ServeHTTP's forwarding over h2c, with the exchange x0 on the
+// heap: a gRPC call's watch may hold it beyond (see watchCall), which would
+// otherwise put every request's exchange there, refusals' included.
+func (p *Proxy) serveH2(w http.ResponseWriter, r *http.Request, x0 exchange, class gate.Class, g grpcKind, ct, match string) {
+	x := &x0
+	defer x.finish(gate.Dropped)
+	p.ended(w, x, class, p.forwardH2(w, r, x, g, ct, match))
+}
+
+// ended finishes what forwarding x began: a response cut short (abort) ends
+// visibly, and a cost header charges the rate stage what the request cost.
+func (p *Proxy) ended(w http.ResponseWriter, x *exchange, class gate.Class, abort bool) {
 	if abort {
 		// The response was cut short: make the server end it visibly (no final
 		// chunk; a stream reset) instead of passing a truncated body as whole.

@@ -23,7 +23,7 @@ func TestE2EAdmin(t *testing.T) {
 	up := startUpstream(t)
 	dir := t.TempDir()
 	token := filepath.Join(dir, "token")
-	if err := os.WriteFile(token, []byte("e2e-admin-token-0123456789\n"), 0o600); err != nil {
+	if err := os.WriteFile(token, []byte(e2eAdminToken+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	config := strings.Replace(prelude, "[admin]", "[admin]\ntoken_file = \""+token+"\"", 1) + `
@@ -78,18 +78,7 @@ match = { path_prefix = "/api" }
 	)
 
 	patch := func(body string, auth bool) result {
-		req, _ := http.NewRequest("PATCH", admin+"/v1/groups/api", strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		if auth {
-			req.Header.Set("Authorization", "Bearer e2e-admin-token-0123456789")
-		}
-		resp, err := c.Do(req)
-		if err != nil {
-			return result{err: err}
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return result{status: resp.StatusCode, body: string(b)}
+		return sendJSON(c, "PATCH", admin+"/v1/groups/api", body, map[bool]string{true: e2eAdminToken}[auth])
 	}
 	if r := patch(`{"concurrency": {"limit": 3}}`, false); r.status != 401 {
 		t.Fatalf("PATCH without the token: %d, want 401", r.status)
@@ -106,18 +95,7 @@ match = { path_prefix = "/api" }
 		t.Errorf("the PATCH's line says it came from %q", by)
 	}
 
-	reload := func() result {
-		req, _ := http.NewRequest("POST", admin+"/v1/reload", strings.NewReader("{}"))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer e2e-admin-token-0123456789")
-		resp, err := c.Do(req)
-		if err != nil {
-			return result{err: err}
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return result{status: resp.StatusCode, body: string(b)}
-	}
+	reload := func() result { return sendJSON(c, "POST", admin+"/v1/reload", "{}", e2eAdminToken) }
 	writeConfig(t, dir, up.url, strings.Replace(config, "limit = 7", "limit = -7", 1))
 	if r := reload(); r.status != 422 || !strings.Contains(r.body, "concurrency.limit") {
 		t.Fatalf("POST /v1/reload of a bad file: %d %s", r.status, r.body)
@@ -144,6 +122,26 @@ match = { path_prefix = "/api" }
 	if n := strings.Count(s.log.String(), `"@message":"config reloaded"`); n != 1 {
 		t.Errorf("one reload logged %d times:\n%s", n, s.log)
 	}
+}
+
+// e2eAdminToken is TestE2EAdmin's bearer token.
+const e2eAdminToken = "e2e-admin-token-0123456789"
+
+// sendJSON sends body as JSON to url with method, with the bearer token
+// when token is not "", and returns the answer.
+func sendJSON(c *http.Client, method, url, body, token string) result {
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return result{err: err}
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return result{status: resp.StatusCode, body: string(b)}
 }
 
 // scrapeUntil scrapes admin's /metrics until every wanted line is there, for

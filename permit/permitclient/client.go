@@ -31,6 +31,8 @@ import (
 	"net"
 	"strings"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/outcome"
 )
 
 // Transport is the protocol a Client speaks.
@@ -77,28 +79,20 @@ type Request struct {
 	Wait time.Duration
 }
 
-// Outcome is how the work of a permit ended.
-type Outcome uint8
+// Outcome is how the work of a permit ended (the gate's own enum, see
+// package internal/outcome).
+type Outcome = outcome.Outcome
 
+// The outcomes.
 const (
 	// Success: the work was done; its latency is a sample for sluice's law.
-	Success Outcome = iota
+	Success = outcome.Success
 	// Dropped: it failed in a way that signals overload (a timeout, the
 	// resource refused or failed).
-	Dropped
+	Dropped = outcome.Dropped
 	// Ignored: no signal (the caller gave up, the input was bad).
-	Ignored
+	Ignored = outcome.Ignored
 )
-
-var outcomeNames = [...]string{"success", "dropped", "ignored"}
-
-// String returns "success", "dropped" or "ignored".
-func (o Outcome) String() string {
-	if int(o) < len(outcomeNames) {
-		return outcomeNames[o]
-	}
-	return "invalid"
-}
 
 // OutcomeOf is Success for a nil error, Ignored for a cancelled context and
 // Dropped for anything else (a deadline exceeded included).

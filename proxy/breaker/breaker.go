@@ -115,28 +115,19 @@ func (p Params) Validate() error {
 // withDefaults is p with Default's figure in each zero field.
 func (p Params) withDefaults() Params {
 	d := Default()
-	if p.Window == 0 {
-		p.Window = d.Window
-	}
-	if p.Buckets == 0 {
-		p.Buckets = d.Buckets
-	}
-	if p.MinRequests == 0 {
-		p.MinRequests = d.MinRequests
-	}
-	if p.FailureRatio == 0 {
-		p.FailureRatio = d.FailureRatio
-	}
-	if p.ConsecutiveFailures == 0 {
-		p.ConsecutiveFailures = d.ConsecutiveFailures
-	}
-	if p.Cooldown == 0 {
-		p.Cooldown = d.Cooldown
-	}
-	if p.Probes == 0 {
-		p.Probes = d.Probes
-	}
+	p.Window, p.Buckets, p.MinRequests = or(p.Window, d.Window), or(p.Buckets, d.Buckets), or(p.MinRequests, d.MinRequests)
+	p.FailureRatio, p.ConsecutiveFailures = or(p.FailureRatio, d.FailureRatio), or(p.ConsecutiveFailures, d.ConsecutiveFailures)
+	p.Cooldown, p.Probes = or(p.Cooldown, d.Cooldown), or(p.Probes, d.Probes)
 	return p
+}
+
+// or is v, or def when v is zero.
+func or[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
 }
 
 // State is the state of a circuit.
