@@ -191,15 +191,20 @@ func BenchmarkINCR(b *testing.B) {
 		runCallers(b, op)
 		b.ReportMetric(serverMicros(b, c, "incr")/float64(b.N), "redis-µs/op")
 	}
-	b.Run("autopipeline", func(b *testing.B) {
+	// piped is a store whose commands go through the auto-pipeliner.
+	piped := func(b *testing.B) *Store {
 		s, err := Open(StoreParams{Address: srv.Addr(), Heartbeat: -1})
 		if err != nil {
 			b.Fatal(err)
 		}
-		defer s.Close()
+		b.Cleanup(func() { s.Close() })
 		if err := s.unbatched(); err != nil {
 			b.Fatal(err)
 		}
+		return s
+	}
+	b.Run("autopipeline", func(b *testing.B) {
+		s := piped(b)
 		run(b, func(caller, i int) {
 			budget := startBudget(s.p.Timeout)
 			cmd := goredis.NewIntCmd(context.Background(), "incr", keys[(caller*7919+i)%len(keys)])
@@ -214,14 +219,7 @@ func BenchmarkINCR(b *testing.B) {
 	// what the package does (a script): its cost beside INCR's and the
 	// script's (BenchmarkDecisions/fixed_window), measured first.
 	b.Run("incrby_pexpire_nx", func(b *testing.B) {
-		s, err := Open(StoreParams{Address: srv.Addr(), Heartbeat: -1})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer s.Close()
-		if err := s.unbatched(); err != nil {
-			b.Fatal(err)
-		}
+		s := piped(b)
 		c.Del(bg, "incr:{check}:1")
 		if n, err := c.IncrBy(bg, "incr:{check}:1", 1).Result(); err != nil || n != 1 {
 			b.Fatalf("INCRBY: %d, %v", n, err)

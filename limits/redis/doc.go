@@ -186,16 +186,10 @@
 // with FallbackClosed it is refused; with FallbackOpen admitted, counted
 // and unbounded.
 //
-// In leased mode, a renewal still unanswered after twice the decisions'
-// budget (at least an eighth of a period) lets its leases decide, once
-// their units are used up, by a local fallback of the node's share that
-// starts empty (FallbackLocal, buckets): a hung Redis no longer leaves a dry
-// node refusing everything until the renewal's budget has passed, and a
-// renewal merely slow costs nothing, what the share admitted being debited
-// by the next one answered (TestLeasedHungLate). A renewal that fails (its
-// budget is half a period, far longer than a decision's) takes the store
-// to ModeFallback at once, and from that round on (within one period of
-// the outage) each lease decides by the fallback: first the units the node still holds (Redis counted
+// In leased mode, a renewal that fails (its budget is half a period, far
+// longer than a decision's) takes the store to ModeFallback at once, and
+// from that round on (within one period of the outage) each lease decides
+// by the fallback: first the units the node still holds (Redis counted
 // them), then, with FallbackLocal, a local limiter of the node's fallback
 // share that starts empty, so that what it held counts toward the share.
 // The share is answered by every renewal: the max-min fair split of the

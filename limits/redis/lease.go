@@ -133,11 +133,6 @@ type lease struct {
 // nodes together start the outage with about the bound.
 type leaseFallback struct {
 	local limits.Limiter // nil unless FallbackLocal
-	// late marks the fallback of a renewal still unanswered (see late):
-	// it started empty, and admitted units so far. A failed renewal
-	// replaces it with the outage's, primed less what it admitted.
-	late     bool
-	admitted atomic.Int64
 }
 
 // rejoin caps the grants of a lease whose hash came back with a new epoch
@@ -242,7 +237,6 @@ func (ls *leaser) fallback(r *limits.Result, le *lease, fb *leaseFallback, q *qu
 		*r = limits.Result{Allowed: n == 0, Limit: q.limit, RetryAfter: time.Duration(max(le.next.Load()-now.UnixNano(), int64(time.Millisecond)))}
 	}
 	if r.Allowed {
-		fb.admitted.Add(n)
 		le.fbAdmitted.Add(n)
 	}
 }
@@ -494,52 +488,16 @@ func (ls *leaser) call(q *quota, rs []*renewal) error {
 	}
 	done := make(chan error, 1)
 	go func() { done <- ls.send(ctx, q, cp) }()
-	late := time.NewTimer(ls.lateAfter())
-	defer late.Stop()
-	for {
-		select {
-		case err := <-done:
-			if err == nil {
-				for i, r := range rs {
-					*r = *cp[i]
-				}
+	select {
+	case err := <-done:
+		if err == nil {
+			for i, r := range rs {
+				*r = *cp[i]
 			}
-			return err
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-late.C:
-			ls.late(rs)
 		}
-	}
-}
-
-// lateAfter is how long a renewal may go unanswered before its leases
-// decide by the fallback once their units are used up (late): twice the
-// decisions' budget (what Redis's answers take, adapted), at least an
-// eighth of a period, at most the renewal's budget.
-func (ls *leaser) lateAfter() time.Duration {
-	return min(ls.budget, max(ls.p.Period/8, 2*ls.l.s.dl.budget()))
-}
-
-// late gives the leases of a renewal still unanswered after lateAfter a
-// fallback, from the instant Redis is late: a hung Redis left a node whose
-// units ran out refusing everything until the renewal's budget had passed
-// (the lab's dip of 120ms as Redis hung). The fallback starts empty and
-// admits at the node's share from then on, and what it admits is debited
-// by the next renewal answered, so a renewal that is merely slow costs the
-// quota nothing; the renewal that answers puts a lease that holds units
-// back on them (settle), one that fails replaces it with the outage's
-// fallback, primed less what this one admitted (failed). Only
-// FallbackLocal on a bucket: an open fallback would admit without bound for
-// a renewal that is merely slow, and a window has no rate to start from.
-func (ls *leaser) late(rs []*renewal) {
-	if ls.l.s.p.Fallback != FallbackLocal || ls.l.q.Load().p.Window > 0 {
-		return
-	}
-	for _, r := range rs {
-		if !r.leave && r.le.fb.Load() == nil {
-			r.le.fb.Store(ls.newFallback(r.le, false, 0))
-		}
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 
@@ -729,23 +687,17 @@ func (ls *leaser) failed(r *renewal, now time.Time) {
 		le.a.Close()
 		le.after = 0
 	}
-	if fb := le.fb.Load(); fb == nil || fb.late {
-		used := int64(0)
-		if fb != nil {
-			used = fb.admitted.Load()
-		}
-		le.fb.Store(ls.newFallback(le, true, used))
+	if le.fb.Load() == nil {
+		le.fb.Store(ls.newFallback(le))
 	}
 }
 
 // newFallback is le's fallback while Redis is away: with FallbackLocal, a
 // limiter of this node's fallback share (from its last renewal, or the
-// equal share) of the quota in force; primed, holding what a lease of the
-// share would, less the units held and used (admitted by a late fallback
-// it replaces), from the moment it is made; else empty, and marked late.
-func (ls *leaser) newFallback(le *lease, primed bool, used int64) *leaseFallback {
+// equal share) of the quota in force, empty from the moment it is made.
+func (ls *leaser) newFallback(le *lease) *leaseFallback {
 	share := ls.fallbackShare(le)
-	fb := &leaseFallback{late: !primed}
+	fb := &leaseFallback{}
 	if ls.l.s.p.Fallback != FallbackLocal {
 		return fb
 	}
@@ -758,10 +710,7 @@ func (ls *leaser) newFallback(le *lease, primed bool, used int64) *leaseFallback
 		p.Rate, p.Burst = max(share, 1e-9), max(1, int64(math.Ceil(float64(p.Burst)*frac)))
 	}
 	held, _ := le.a.Held()
-	start := int64(0)
-	if primed {
-		start = max(0, int64(math.Ceil(headroom*share*ls.p.Period.Seconds()))-held-used)
-	}
+	start := max(0, int64(math.Ceil(headroom*share*ls.p.Period.Seconds()))-held)
 	local, err := newTemplate(p)
 	if err != nil { // a share too small for the algorithm: refuse
 		return fb

@@ -2,7 +2,6 @@ package redis
 
 import (
 	"math"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -457,54 +456,5 @@ func TestLeasedRestartDebit(t *testing.T) {
 	// A node of the current epoch debits all it reports.
 	if f := renewAt(t, c, t2, "a", 0, 1000, 0, t1.UnixMilli(), 50, share); abs(f[4]-(1200-since-50)) > 1 {
 		t.Errorf("a debit of the current epoch: %d units left, want %d", f[4], 1200-since-50)
-	}
-}
-
-// TestLeasedHungLate: Redis hangs (SIGSTOP) under a node whose lease has run
-// dry. Once its renewal is late (lateAfter: here a quarter of a second of
-// the renewal's budget of 400ms and its socket's timeout), the node
-// decides by its fallback share,
-// while the renewal still waits and the link is still up; it used to refuse
-// everything until the renewal's budget had passed (the lab's dip of 120ms
-// as Redis hung, with a budget of 50ms).
-func TestLeasedHungLate(t *testing.T) {
-	srv := startServer(t)
-	const period = 800 * time.Millisecond
-	l, err := New(Params{StoreParams: StoreParams{Address: srv.Addr(), Heartbeat: -1, Timeout: 20 * time.Millisecond},
-		LimiterParams: LimiterParams{Name: "api", Algorithm: TokenBucket, Rate: 400, Burst: 400, Sync: SyncLeased,
-			Lease: LeaseParams{Period: period, TTL: 10 * time.Second}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	awaitLease(t, l, "", 10*time.Second)
-	if late, budget := l.lease.lateAfter(), l.lease.budget; late != period/8 || budget != period/2 {
-		t.Fatalf("late after %v, budget %v: want %v and %v", late, budget, period/8, period/2)
-	}
-	for l.Allow("", 1).Allowed { // the lease runs dry
-	}
-	before := l.Status()
-	srv.Pause()
-	t.Cleanup(srv.Resume)
-	// A round now (the earliest one allowed), whose call Redis does not
-	// answer.
-	select {
-	case l.lease.kick <- struct{}{}:
-	default:
-	}
-	deadline := time.Now().Add(10 * time.Second) // a failure's bound, not a pace
-	for !l.Allow("", 1).Allowed {
-		if time.Now().After(deadline) {
-			t.Fatalf("nothing admitted within 10s of the hang: %+v", l.Status())
-		}
-		runtime.Gosched()
-	}
-	st := l.Status()
-	if st.RenewalErrors != before.RenewalErrors || st.Mode != ModeRedis {
-		t.Errorf("the first admission after the hang came after the renewal failed (%d renewal errors, was %d; mode %v): want it once the renewal was late, before its budget ran out",
-			st.RenewalErrors, before.RenewalErrors, st.Mode)
-	}
-	if st.FallbackDecisions == before.FallbackDecisions {
-		t.Errorf("admitted, but not by the fallback: %+v", st)
 	}
 }
