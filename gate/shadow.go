@@ -78,7 +78,7 @@ func (gr *group) admitBeyond(why adaptive.RejectReason, p adaptive.Priority, key
 func (gr *group) shadowSlot(ks *keyState, p adaptive.Priority, key string, t0 int64) Pass {
 	ps := gr.shadowPass(adaptive.RejectNone, p, key, t0)
 	if ks != nil {
-		if ps.shadow.within {
+		if ps.how.shadow.within {
 			ks.held.Add(1)
 			ps.ks = ks
 		} else {

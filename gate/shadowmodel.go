@@ -114,7 +114,7 @@ const (
 	minService = 100
 )
 
-// shadowMark is what shadow mode made of an admitted request (Pass.shadow):
+// shadowMark is what shadow mode made of an admitted request (Pass.how):
 // the zero mark for one that enforcement admitted as it was.
 type shadowMark struct {
 	// why is the reason enforcement would have refused the request for
