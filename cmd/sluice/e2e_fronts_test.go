@@ -350,6 +350,7 @@ func TestPermitRefusalAndKilledClient(t *testing.T) {
 	// expire.
 	wctx, cancel := context.WithTimeout(ctx, waitLimit)
 	defer cancel()
+	var ours []permitclient.Permit
 	for range 2 {
 		p, err := c.Acquire(wctx, permitclient.Request{Group: "leased", Wait: waitLimit})
 		if err != nil {
@@ -358,18 +359,33 @@ func TestPermitRefusalAndKilledClient(t *testing.T) {
 		if p.Lease != 300*time.Millisecond {
 			t.Errorf("lease %v, want leased's 300ms", p.Lease)
 		}
-		defer p.Done(permitclient.Success)
+		ours = append(ours, p)
 	}
+	// Our own two permits are held or, on a machine slow enough to let
+	// 300 ms pass, expired too: the accounts are judged exactly either way.
 	_, _, counts := d.status(t, "permit")
-	if counts["expired"] != 2 || counts["held"] != 2 {
-		t.Fatalf("/v1/status permit counts %v, want 2 expired, 2 held", counts)
+	if counts["expired"] < 2 || counts["expired"]+counts["held"] != 4 {
+		t.Fatalf("/v1/status permit counts %v, want the dead client's 2 expired and ours held or expired (4 in all)", counts)
 	}
-	if v := d.metric(t, `sluice_permit_releases_total{group="leased",result="expired"}`); v != 2 {
-		t.Fatalf("sluice_permit_releases_total expired = %v, want 2", v)
+	expired := 2
+	for _, p := range ours {
+		switch err := p.Done(permitclient.Success); {
+		case errors.Is(err, permitclient.ErrExpired):
+			expired++
+		case err != nil:
+			t.Fatal(err)
+		}
+	}
+	_, _, counts = d.status(t, "permit")
+	if counts["expired"] != uint64(expired) || counts["held"] != 0 {
+		t.Fatalf("/v1/status permit counts %v after our releases, want %d expired, 0 held", counts, expired)
+	}
+	if v := d.metric(t, `sluice_permit_releases_total{group="leased",result="expired"}`); v != float64(expired) {
+		t.Fatalf("sluice_permit_releases_total expired = %v, want %d", v, expired)
 	}
 
 	st, err := exec.Command(binary(t), "status", "-admin", d.admin).CombinedOutput()
-	if err != nil || !strings.Contains(string(st), "permit "+d.front+" · no token (socket mode) · ") || !strings.Contains(string(st), "expired 2") {
+	if err != nil || !strings.Contains(string(st), "permit "+d.front+" · no token (socket mode) · ") || !strings.Contains(string(st), fmt.Sprintf("expired %d", expired)) {
 		t.Fatalf("sluice status: %v\n%s", err, st)
 	}
 }
