@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -312,6 +313,26 @@ func TestLeasedRestartEmpty(t *testing.T) {
 // the node admits at most the quota plus that: the timed-out decisions used
 // to be admitted by the node's whole share.
 func TestExactLateBounded(t *testing.T) {
+	// A run is judged only when the stalls made decisions late with the
+	// link up and the load stayed well above the quota. On a starved
+	// machine a stall can outlast the link's second, or the callers fall
+	// behind: such a run cannot judge, and is made again.
+	for attempt := 1; ; attempt++ {
+		err := exactLateBoundedRun(t)
+		if err == nil {
+			return
+		}
+		if attempt == 3 {
+			t.Fatalf("%v: the test cannot judge (%d runs)", err, attempt)
+		}
+		t.Logf("run %d cannot judge (%v): again", attempt, err)
+	}
+}
+
+// exactLateBoundedRun is one run of TestExactLateBounded: it reports what
+// breaks the bound on t, and returns an error when the run cannot judge.
+func exactLateBoundedRun(t *testing.T) error {
+	t.Helper()
 	srv := startServer(t)
 	c := srv.Client()
 	const rate, burst = 500.0, 500
@@ -375,10 +396,10 @@ func TestExactLateBounded(t *testing.T) {
 	t.Logf("offered %d, admitted %d in %v; the quota %.0f, the overshoot bound %.1f (%.0f/s stated); %d timeouts, %d late units admitted; budget %v, mode %v",
 		offered, admitted, end.Sub(start).Round(time.Millisecond), quota, late, st.LateBound, st.Timeouts, st.LateAdmitted, st.Timeout, st.Mode)
 	if st.Timeouts < 50 || st.Mode != ModeRedis || st.Since.After(wall) {
-		t.Fatalf("%d timeouts, mode %v since %v: the stalls did not make decisions late with the link up, the test cannot judge", st.Timeouts, st.Mode, st.Since)
+		return fmt.Errorf("%d timeouts, mode %v since %v: the stalls did not make decisions late with the link up", st.Timeouts, st.Mode, st.Since)
 	}
 	if float64(offered) < 2*quota {
-		t.Fatalf("offered %d for a quota of %.0f: the test cannot judge", offered, quota)
+		return fmt.Errorf("offered %d for a quota of %.0f: not well above it", offered, quota)
 	}
 	if float64(admitted) > quota+late+1 {
 		t.Errorf("admitted %d, beyond the quota %.0f plus the overshoot bound %.1f", admitted, quota, late)
@@ -389,6 +410,7 @@ func TestExactLateBounded(t *testing.T) {
 	if st.LateBound != Overshoot*rate {
 		t.Errorf("late bound %v/s, want %v of the rate", st.LateBound, Overshoot)
 	}
+	return nil
 }
 
 // abs is |v|.
