@@ -402,6 +402,26 @@ func gcraDecisions(cmd redistest.Command, key string) ([]int64, error) {
 // under -race.
 const stallBound = time.Second
 
+// judgeSlow fails the test when the answers beyond bound are more than a
+// busy machine's few: a decision that waits on a dead or hung Redis waits
+// on every request of the outage (hundreds here), while a starved
+// scheduler delays a handful (seen: one answer of 2,121 at 1.46 s under
+// -race at load 20). Beyond max(5, 1 %) of the answers, decisions waited.
+func judgeSlow(t *testing.T, tooks []time.Duration, slowest, bound time.Duration) {
+	t.Helper()
+	slow := 0
+	for _, d := range tooks {
+		if d > bound {
+			slow++
+		}
+	}
+	if allowed := max(5, len(tooks)/100); slow > allowed {
+		t.Errorf("%d of %d answers took longer than %v (the slowest %v), more than %d: decisions waited on Redis", slow, len(tooks), bound, slowest, allowed)
+	} else if slow > 0 {
+		t.Logf("%d of %d answers took longer than %v (the slowest %v): the machine's delays, not Redis's", slow, len(tooks), bound, slowest)
+	}
+}
+
 // TestE2EGlobalQuotaRedisKilled: Redis is killed under load with three
 // nodes. Every request is still answered (200 or 429, never an error or a
 // 5xx) and none stalls; each node logs and reports that it fell back, and
@@ -493,7 +513,13 @@ func TestE2EGlobalQuotaRedisKilled(t *testing.T) {
 	if len(l.status) != 2 || l.status[200] == 0 || l.status[429] == 0 {
 		t.Errorf("answers %v, want 200 and 429 only", l.status)
 	}
-	if l.slowest > stallBound {
-		t.Errorf("the slowest answer took %v, beyond %v: a request waited on Redis", l.slowest, stallBound)
+	var tooks []time.Duration
+	for _, ss := range l.sent {
+		for _, r := range ss {
+			if r.status != 0 {
+				tooks = append(tooks, r.took)
+			}
+		}
 	}
+	judgeSlow(t, tooks, l.slowest, stallBound)
 }
