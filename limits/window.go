@@ -63,6 +63,8 @@ type windowModel[S, P any] interface {
 	// settle checks parameters a setter changed and derives what the
 	// algorithm derives from them; it returns every problem.
 	settle() error
+	// adjustState is adjustWindow over its counter (windowdebt.go).
+	adjustState(s *S, now, n int64)
 }
 
 // counter is the part of a window decision that is the algorithm's own:
@@ -86,15 +88,17 @@ type counter[S any] interface {
 }
 
 // decide is every window algorithm's decision on n units (n >= 0) at now,
-// c counting: a probe (n = 0) is allowed and takes nothing; n over the
-// limit can never be allowed (RetryAfter = InfDuration); n within the room
-// is admitted and counted; otherwise it is refused for c.wait. Remaining is
-// the room left, ResetAfter the time until the window is empty. It runs
-// under the limiter's (or the Keyed shard's) mutex and allocates nothing: s
-// is the limiter's or the shard's, and c's methods are called through the
-// generic dictionary.
-func decide[S any, C counter[S]](c C, limit int64, s *S, now, n int64) Result {
+// c counting: what the key owes takes the room first (windowdebt.go); a
+// probe (n = 0) is allowed and takes nothing; n over the limit can never be
+// allowed (RetryAfter = InfDuration); n within the room is admitted and
+// counted; otherwise it is refused for c.wait (until n and the debt fit).
+// Remaining is the room left, ResetAfter the time until the window is
+// empty. It runs under the limiter's (or the Keyed shard's) mutex and
+// allocates nothing: s is the limiter's or the shard's, and c's methods are
+// called through the generic dictionary.
+func decide[S any, C debtor[S]](c C, limit int64, s *S, now, n int64) Result {
 	at, room := c.advance(s, now, n)
+	room = payDebt(c, s, at, room)
 	r := Result{Limit: limit}
 	switch {
 	case n == 0:
@@ -106,7 +110,7 @@ func decide[S any, C counter[S]](c C, limit int64, s *S, now, n int64) Result {
 		c.take(s, at, n)
 		room -= n
 	default:
-		r.RetryAfter = span(c.wait(s, at, n))
+		r.RetryAfter = span(c.wait(s, at, n+min(limit-n, int64(*c.owed(s)))))
 	}
 	r.Remaining = max(0, room)
 	r.ResetAfter = span(c.reset(s, at))
