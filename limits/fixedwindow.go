@@ -35,11 +35,11 @@ type fwParams struct{ WindowParams }
 
 func (p *fwParams) allow(s *fwState, now, n int64) Result { return decide(p, p.Limit, s, now, n) }
 
-func (p *fwParams) advance(s *fwState, now, _ int64) (int64, int64) {
+func (p *fwParams) advance(s *fwState, now, _ int64) (int64, int64, bool) {
 	if now >= p.end(s) {
 		s.start, s.count = windowStart(now, int64(p.Window)), 0
 	}
-	return now, p.Limit - s.count
+	return now, p.Limit - s.count, s.debt != 0
 }
 
 // end is when the current window, and its count, end.

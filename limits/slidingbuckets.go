@@ -141,12 +141,12 @@ func (p *sbParams) expiry(s *sbState, j int) (count, at int64) {
 	return s.counts[(s.pos+j)%p.buckets], s.head + int64(j)*p.width
 }
 
-func (p *sbParams) advance(s *sbState, now, n int64) (int64, int64) {
+func (p *sbParams) advance(s *sbState, now, n int64) (int64, int64, bool) {
 	if n == 0 && s.sum == 0 && s.debt == 0 { // a probe of an empty window allocates nothing
-		return now, p.Limit
+		return now, p.Limit, s.debt != 0
 	}
 	p.roll(s, now)
-	return now, p.Limit - s.sum
+	return now, p.Limit - s.sum, s.debt != 0
 }
 
 func (p *sbParams) take(s *sbState, _, n int64) {

@@ -83,12 +83,12 @@ type slParams struct{ WindowParams }
 
 func (p *slParams) allow(s *logState, now, n int64) Result { return decide(p, p.Limit, s, now, n) }
 
-func (p *slParams) advance(s *logState, now, _ int64) (int64, int64) {
+func (p *slParams) advance(s *logState, now, _ int64) (int64, int64, bool) {
 	if s.size > 0 {
 		now = max(now, s.newest())
 	}
 	s.expire(now - int64(p.Window))
-	return now, p.Limit - s.total
+	return now, p.Limit - s.total, s.debt != 0
 }
 
 func (p *slParams) take(s *logState, at, n int64) { s.push(at, n) }

@@ -69,7 +69,7 @@ func (p *swParams) elapsed(s *swState, now int64) int64 { return max(0, now-s.st
 
 // advance: the room is Limit minus the estimate, rounded down, in
 // [0, Limit] (n fits exactly when estimate + n <= Limit).
-func (p *swParams) advance(s *swState, now, _ int64) (int64, int64) {
+func (p *swParams) advance(s *swState, now, _ int64) (int64, int64, bool) {
 	p.roll(s, now)
 	t := int64(p.Window)
 	weight := float64(t-p.elapsed(s, now)) / float64(t)
@@ -77,11 +77,11 @@ func (p *swParams) advance(s *swState, now, _ int64) (int64, int64) {
 	limit := float64(p.Limit)
 	switch free := limit - estimate + swSlack; {
 	case free < 1:
-		return now, 0
+		return now, 0, s.debt != 0
 	case free >= limit: // an empty window; and no overflow converting a Limit near 2^63
-		return now, p.Limit
+		return now, p.Limit, s.debt != 0
 	default:
-		return now, int64(free)
+		return now, int64(free), s.debt != 0
 	}
 }
 

@@ -73,10 +73,11 @@ type windowModel[S, P any] interface {
 type counter[S any] interface {
 	// advance moves s to now, dropping what has left the window, ahead of
 	// a decision on n units. It returns the instant the decision is made
-	// at (now, or an instant already seen when time went backwards) and
-	// the room: how many units fit in the window at that instant (negative
-	// when a lowered limit left more counted).
-	advance(s *S, now, n int64) (at, room int64)
+	// at (now, or an instant already seen when time went backwards), the
+	// room: how many units fit in the window at that instant (negative
+	// when a lowered limit left more counted), and whether s owes
+	// (windowdebt.go).
+	advance(s *S, now, n int64) (at, room int64, owes bool)
 	// take counts n admitted units.
 	take(s *S, at, n int64)
 	// wait is the time (ns) until n units fit, n being more than the room
@@ -97,8 +98,10 @@ type counter[S any] interface {
 // allocates nothing: s is the limiter's or the shard's, and c's methods are
 // called through the generic dictionary.
 func decide[S any, C debtor[S]](c C, limit int64, s *S, now, n int64) Result {
-	at, room := c.advance(s, now, n)
-	room = payDebt(c, s, at, room)
+	at, room, owes := c.advance(s, now, n)
+	if owes {
+		room = payDebt(c, s, at, room)
+	}
 	r := Result{Limit: limit}
 	switch {
 	case n == 0:
@@ -109,8 +112,10 @@ func decide[S any, C debtor[S]](c C, limit int64, s *S, now, n int64) Result {
 		r.Allowed = true
 		c.take(s, at, n)
 		room -= n
-	default:
+	case owes:
 		r.RetryAfter = span(c.wait(s, at, n+min(limit-n, int64(*c.owed(s)))))
+	default:
+		r.RetryAfter = span(c.wait(s, at, n))
 	}
 	r.Remaining = max(0, room)
 	r.ResetAfter = span(c.reset(s, at))

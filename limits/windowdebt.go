@@ -64,7 +64,7 @@ type debtor[S any] interface {
 // counting (see the corrections above). It runs under the limiter's (or
 // the Keyed shard's) mutex and allocates nothing but what take does.
 func adjustWindow[S any, C debtor[S]](c C, s *S, now, n int64) {
-	at, room := c.advance(s, now, max(0, n))
+	at, room, _ := c.advance(s, now, max(0, n))
 	d := c.owed(s)
 	switch {
 	case n > 0:
@@ -81,11 +81,7 @@ func adjustWindow[S any, C debtor[S]](c C, s *S, now, n int64) {
 // payDebt pays what room can of s's debt ahead of a decision at at, and
 // returns the room left.
 func payDebt[S any, C debtor[S]](c C, s *S, at, room int64) int64 {
-	d := c.owed(s)
-	if *d == 0 {
-		return room
-	}
-	if p := d.pay(room); p > 0 {
+	if p := c.owed(s).pay(room); p > 0 {
 		c.take(s, at, p)
 		room -= p
 	}
