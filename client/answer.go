@@ -22,7 +22,7 @@ const (
 // no units left, r=0, is whole again after t seconds). now is when the
 // answer came, for a date. It does not allocate.
 func ResultOf(resp *http.Response, now time.Time) Result {
-	if resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode != http.StatusServiceUnavailable {
+	if !refusal(resp.StatusCode) {
 		return Result{}
 	}
 	r := Result{Refused: true, Quota: resp.StatusCode == http.StatusTooManyRequests}
@@ -37,6 +37,11 @@ func ResultOf(resp *http.Response, now time.Time) Result {
 		r.RetryAfter = max(r.RetryAfter, rateLimitWait(v))
 	}
 	return r
+}
+
+// refusal reports whether an HTTP status is a refusal (ResultOf).
+func refusal(status int) bool {
+	return status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable
 }
 
 // ParseRetryAfter reads a Retry-After value: delay-seconds or an HTTP date

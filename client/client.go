@@ -171,6 +171,8 @@ type Client struct {
 	tagVals  tagValues
 	// throttleOff is K = +Inf: no request is ever dropped.
 	throttleOff bool
+	// wall is the wall clock as Config.Clock (see nanos).
+	wall bool
 }
 
 // backend is what a Client knows of one backend.
@@ -187,6 +189,7 @@ func New(c Config) (*Client, error) {
 		return nil, err
 	}
 	cl := &Client{cfg: c, tagVals: c.Tags.values(), throttleOff: math.IsInf(c.K, 1)}
+	_, cl.wall = c.Clock.(wallClock)
 	cl.other = cl.newBackend("")
 	return cl, nil
 }
@@ -351,7 +354,7 @@ func (c *Client) admit(b *backend, n int) error {
 	if c.throttleOff || float64(req) <= c.cfg.K*float64(acc) {
 		return nil
 	}
-	now := c.cfg.Clock.Now()
+	now := c.nanos()
 	if b.throttle.stale(now) {
 		b.throttle.advance(now)
 		req, acc = b.throttle.totals()
@@ -372,8 +375,9 @@ func dropProbability(requests, accepts int64, k float64) float64 {
 	return max(0, (float64(requests)-k*float64(accepts))/(float64(requests)+1))
 }
 
-// record counts an attempt's outcome at now. n is its retry number.
-func (c *Client) record(b *backend, now time.Time, n int, o Outcome, reason string) {
+// record counts an attempt's outcome at now (a nanos reading). n is its
+// retry number.
+func (c *Client) record(b *backend, now int64, n int, o Outcome, reason string) {
 	switch o {
 	case Accepted:
 		b.throttle.add(now, pair(1, 1))
@@ -395,8 +399,8 @@ func (c *Client) record(b *backend, now time.Time, n int, o Outcome, reason stri
 // or past it goes back at once (EventDeadline), and a retry starts no later
 // than halfway from the answer's wait to the deadline, so that at least half
 // the time left after that wait is the attempt's. n is the retries so far.
-// A granted retry is spent from the budget.
-func (c *Client) retryWait(ctx context.Context, b *backend, now time.Time, n int, idempotent bool, o Outcome, r Result) (time.Duration, bool) {
+// A granted retry is spent from the budget. now is a nanos reading.
+func (c *Client) retryWait(ctx context.Context, b *backend, now int64, n int, idempotent bool, o Outcome, r Result) (time.Duration, bool) {
 	if !idempotent || o == Accepted || o == Cancelled || r.NoRetry || n >= c.cfg.MaxRetries || ctx.Err() != nil {
 		return 0, false
 	}
@@ -406,7 +410,7 @@ func (c *Client) retryWait(ctx context.Context, b *backend, now time.Time, n int
 	backoff := min(c.cfg.Backoff<<min(n, 30), c.cfg.MaxWait) // the jittered backoff's ceiling
 	jitter := r.RetryAfter / 2                               // the most added to the answer's wait
 	if d, ok := ctx.Deadline(); ok {
-		left := d.Sub(now)
+		left := d.Sub(c.timeAt(now))
 		if r.RetryAfter >= left {
 			if c.cfg.Observe != nil {
 				c.cfg.Observe(Event{Kind: EventDeadline, Backend: b.name, Retry: n + 1, Wait: r.RetryAfter})
@@ -462,7 +466,7 @@ func (c *Client) Do(ctx context.Context, backendName string, idempotent bool, at
 			return err
 		}
 		r, err := attempt(ctx)
-		now := c.cfg.Clock.Now()
+		now := c.nanos()
 		o := outcomeOf(ctx, r, err)
 		c.record(b, now, n, o, r.Reason)
 		wait, retry := c.retryWait(ctx, b, now, n, idempotent, o, r)
@@ -502,7 +506,7 @@ func (a Attempt) End(ctx context.Context, r Result, err error) {
 	if a.c == nil {
 		return
 	}
-	a.c.record(a.b, a.c.cfg.Clock.Now(), 0, outcomeOf(ctx, r, err), r.Reason)
+	a.c.record(a.b, a.c.nanos(), 0, outcomeOf(ctx, r, err), r.Reason)
 }
 
 // Stats is what a Client knows of one backend now.
@@ -525,7 +529,7 @@ func (c *Client) Stats(backendName string) Stats {
 		return Stats{}
 	}
 	b := v.(*backend)
-	now := c.cfg.Clock.Now()
+	now := c.nanos()
 	b.throttle.advance(now)
 	b.budget.advance(now)
 	var s Stats

@@ -98,10 +98,14 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 		}
 		resp, err := t.base.RoundTrip(send)
-		now := c.cfg.Clock.Now()
+		now := c.nanos()
+		if err == nil && !refusal(resp.StatusCode) { // accepted: nothing more to read
+			c.record(b, now, n, Accepted, "")
+			return resp, nil
+		}
 		r := Result{Failed: err != nil}
 		if err == nil {
-			r = ResultOf(resp, now)
+			r = ResultOf(resp, c.timeAt(now))
 		}
 		o := outcomeOf(ctx, r, err)
 		c.record(b, now, n, o, r.Reason)

@@ -28,17 +28,18 @@ func NewFixedWindow(p WindowParams) (*FixedWindow, error) {
 type fwState struct {
 	start int64 // start of the current window
 	count int64
+	debt  debt // what corrections charged beyond the limit
 }
 
 type fwParams struct{ WindowParams }
 
 func (p *fwParams) allow(s *fwState, now, n int64) Result { return decide(p, p.Limit, s, now, n) }
 
-func (p *fwParams) advance(s *fwState, now, _ int64) (int64, int64) {
+func (p *fwParams) advance(s *fwState, now, _ int64) (int64, int64, bool) {
 	if now >= p.end(s) {
 		s.start, s.count = windowStart(now, int64(p.Window)), 0
 	}
-	return now, p.Limit - s.count
+	return now, p.Limit - s.count, s.debt != 0
 }
 
 // end is when the current window, and its count, end.
@@ -56,8 +57,14 @@ func (p *fwParams) reset(s *fwState, now int64) int64 {
 }
 
 func (p *fwParams) idle(s *fwState, now int64) bool {
-	return s.count == 0 || now >= p.end(s)
+	return s.debt == 0 && (s.count == 0 || now >= p.end(s))
 }
+
+func (p *fwParams) owed(s *fwState) *debt { return &s.debt }
+
+func (p *fwParams) give(s *fwState, _, m int64) { s.count -= min(s.count, m) }
+
+func (p *fwParams) adjustState(s *fwState, now, n int64) { adjustWindow(p, s, now, n) }
 
 func (p *fwParams) adopt(s *fwState, old *fwParams, now int64) {
 	p.realign(&s.start, &old.WindowParams, now)
@@ -66,7 +73,7 @@ func (p *fwParams) adopt(s *fwState, old *fwParams, now int64) {
 var fixedWindowAlgorithm = Algorithm{
 	Name: "fixed_window", Doc: "counts per aligned window; cheap, lets up to twice the limit through around a window edge",
 	// limits/redis keeps the count as a decimal field of one 64-bit integer.
-	Shape: ShapeWindow, Global: GlobalLeased, GlobalMaxLimit: 9_999_999_999,
+	Shape: ShapeWindow, Global: GlobalLeased, GlobalMaxLimit: 9_999_999_999, Adjusts: true,
 	FreshAfter: windowFresh,
 	New:        func(s Spec) (Limiter, error) { return NewFixedWindow(WindowParams{Limit: s.Limit, Window: s.Window}) },
 }

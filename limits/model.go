@@ -62,14 +62,20 @@ func (l *single[S, P, M]) allowAt(now time.Time, n int64) Result {
 	t := nanos(now)
 	n = units(n)
 	l.mu.Lock()
+	r := l.current(t).allow(&l.s, t, n)
+	l.mu.Unlock()
+	return r
+}
+
+// current returns the parameters in force, with the state carried over to
+// them at t if they changed since it last saw them. Called with mu held.
+func (l *single[S, P, M]) current(t int64) M {
 	p := l.cur.Load()
 	if p != l.seen {
 		M(p).adopt(&l.s, l.seen, t)
 		l.seen = p
 	}
-	r := M(p).allow(&l.s, t, n)
-	l.mu.Unlock()
-	return r
+	return M(p)
 }
 
 func (l *single[S, P, M]) policy() Policy { return M(l.cur.Load()).policy() }

@@ -83,6 +83,7 @@ type sbState struct {
 	head   int64
 	pos    int
 	sum    int64
+	debt   debt // what corrections charged beyond the limit
 }
 
 // sbParams are the parameters as SlidingBuckets runs them: Limit and Window
@@ -140,12 +141,12 @@ func (p *sbParams) expiry(s *sbState, j int) (count, at int64) {
 	return s.counts[(s.pos+j)%p.buckets], s.head + int64(j)*p.width
 }
 
-func (p *sbParams) advance(s *sbState, now, n int64) (int64, int64) {
-	if n == 0 && s.sum == 0 { // a probe of an empty window allocates nothing
-		return now, p.Limit
+func (p *sbParams) advance(s *sbState, now, n int64) (int64, int64, bool) {
+	if n == 0 && s.sum == 0 && s.debt == 0 { // a probe of an empty window allocates nothing
+		return now, p.Limit, s.debt != 0
 	}
 	p.roll(s, now)
-	return now, p.Limit - s.sum
+	return now, p.Limit - s.sum, s.debt != 0
 }
 
 func (p *sbParams) take(s *sbState, _, n int64) {
@@ -176,8 +177,21 @@ func (p *sbParams) reset(s *sbState, now int64) int64 {
 }
 
 func (p *sbParams) idle(s *sbState, now int64) bool {
-	return s.sum == 0 || now >= s.head+int64(p.buckets)*p.width
+	return s.debt == 0 && (s.sum == 0 || now >= s.head+int64(p.buckets)*p.width)
 }
+
+func (p *sbParams) owed(s *sbState) *debt { return &s.debt }
+
+// give takes up to m units out of the newest sub-windows.
+func (p *sbParams) give(s *sbState, _, m int64) {
+	for j := p.buckets; j >= 1 && m > 0 && s.sum > 0; j-- {
+		c := &s.counts[(s.pos+j)%p.buckets]
+		d := min(*c, m)
+		*c, s.sum, m = *c-d, s.sum-d, m-d
+	}
+}
+
+func (p *sbParams) adjustState(s *sbState, now, n int64) { adjustWindow(p, s, now, n) }
 
 // adopt keeps the total count; on a new layout it moves it into the current
 // sub-window.
@@ -200,7 +214,7 @@ func (p *sbParams) policy() Policy {
 
 var slidingBucketsAlgorithm = Algorithm{
 	Name: "sliding_buckets", Doc: "splits the window into sub-window counters",
-	Shape: ShapeWindow, Knobs: KnobBuckets,
+	Shape: ShapeWindow, Knobs: KnobBuckets, Adjusts: true,
 	Defaults: Spec{Buckets: 10}, FreshAfter: windowFresh,
 	New: func(s Spec) (Limiter, error) {
 		return NewSlidingBuckets(SlidingBucketsParams{Limit: s.Limit, Window: s.Window, Buckets: s.Buckets})

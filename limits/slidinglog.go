@@ -30,6 +30,7 @@ type logState struct {
 	head  int
 	size  int
 	total int64
+	debt  debt // what corrections charged beyond the limit
 }
 
 type logEntry struct{ at, n int64 }
@@ -65,16 +66,29 @@ func (s *logState) push(at, n int64) {
 	s.total += n
 }
 
+// pop takes up to m units out of the newest entries.
+func (s *logState) pop(m int64) {
+	for m > 0 && s.size > 0 {
+		e := s.at(s.size - 1)
+		d := min(e.n, m)
+		e.n, s.total, m = e.n-d, s.total-d, m-d
+		if e.n == 0 {
+			*e = logEntry{}
+			s.size--
+		}
+	}
+}
+
 type slParams struct{ WindowParams }
 
 func (p *slParams) allow(s *logState, now, n int64) Result { return decide(p, p.Limit, s, now, n) }
 
-func (p *slParams) advance(s *logState, now, _ int64) (int64, int64) {
+func (p *slParams) advance(s *logState, now, _ int64) (int64, int64, bool) {
 	if s.size > 0 {
 		now = max(now, s.newest())
 	}
 	s.expire(now - int64(p.Window))
-	return now, p.Limit - s.total
+	return now, p.Limit - s.total, s.debt != 0
 }
 
 func (p *slParams) take(s *logState, at, n int64) { s.push(at, n) }
@@ -99,13 +113,19 @@ func (p *slParams) reset(s *logState, now int64) int64 {
 }
 
 func (p *slParams) idle(s *logState, now int64) bool {
-	return s.size == 0 || s.newest() <= now-int64(p.Window)
+	return s.debt == 0 && (s.size == 0 || s.newest() <= now-int64(p.Window))
 }
+
+func (p *slParams) owed(s *logState) *debt { return &s.debt }
+
+func (p *slParams) give(s *logState, _, m int64) { s.pop(m) }
+
+func (p *slParams) adjustState(s *logState, now, n int64) { adjustWindow(p, s, now, n) }
 
 func (p *slParams) adopt(*logState, *slParams, int64) {}
 
 var slidingLogAlgorithm = Algorithm{
 	Name: "sliding_log", Doc: "keeps a timestamp per request; exact, memory grows with the limit",
-	Shape: ShapeWindow, FreshAfter: windowFresh,
+	Shape: ShapeWindow, Adjusts: true, FreshAfter: windowFresh,
 	New: func(s Spec) (Limiter, error) { return NewSlidingLog(WindowParams{Limit: s.Limit, Window: s.Window}) },
 }

@@ -39,6 +39,7 @@ func NewSlidingWindow(p WindowParams) (*SlidingWindow, error) {
 type swState struct {
 	start     int64 // start of the current window
 	prev, cur int64
+	debt      debt // what corrections charged beyond the limit
 }
 
 type swParams struct{ WindowParams }
@@ -68,7 +69,7 @@ func (p *swParams) elapsed(s *swState, now int64) int64 { return max(0, now-s.st
 
 // advance: the room is Limit minus the estimate, rounded down, in
 // [0, Limit] (n fits exactly when estimate + n <= Limit).
-func (p *swParams) advance(s *swState, now, _ int64) (int64, int64) {
+func (p *swParams) advance(s *swState, now, _ int64) (int64, int64, bool) {
 	p.roll(s, now)
 	t := int64(p.Window)
 	weight := float64(t-p.elapsed(s, now)) / float64(t)
@@ -76,11 +77,11 @@ func (p *swParams) advance(s *swState, now, _ int64) (int64, int64) {
 	limit := float64(p.Limit)
 	switch free := limit - estimate + swSlack; {
 	case free < 1:
-		return now, 0
+		return now, 0, s.debt != 0
 	case free >= limit: // an empty window; and no overflow converting a Limit near 2^63
-		return now, p.Limit
+		return now, p.Limit, s.debt != 0
 	default:
-		return now, int64(free)
+		return now, int64(free), s.debt != 0
 	}
 }
 
@@ -113,6 +114,8 @@ func (p *swParams) reset(s *swState, now int64) int64 {
 func (p *swParams) idle(s *swState, now int64) bool {
 	t := int64(p.Window)
 	switch {
+	case s.debt != 0:
+		return false
 	case now >= s.start+2*t:
 		return true
 	case now >= s.start+t:
@@ -120,6 +123,14 @@ func (p *swParams) idle(s *swState, now int64) bool {
 	}
 	return s.cur == 0 && s.prev == 0
 }
+
+func (p *swParams) owed(s *swState) *debt { return &s.debt }
+
+// give takes from the current window's count only: the previous window's
+// weighs less than a unit each.
+func (p *swParams) give(s *swState, _, m int64) { s.cur -= min(s.cur, m) }
+
+func (p *swParams) adjustState(s *swState, now, n int64) { adjustWindow(p, s, now, n) }
 
 func (p *swParams) adopt(s *swState, old *swParams, now int64) {
 	p.realign(&s.start, &old.WindowParams, now)
@@ -134,7 +145,7 @@ func (p *swParams) policy() Policy {
 var slidingWindowAlgorithm = Algorithm{
 	Name: "sliding_window", Doc: "weights the previous window's count by its overlap; approximate, two counters",
 	// limits/redis keeps the two counts of 9 digits in one Redis integer.
-	Shape: ShapeWindow, Global: GlobalExact, GlobalMaxLimit: 999_999_999,
+	Shape: ShapeWindow, Global: GlobalExact, GlobalMaxLimit: 999_999_999, Adjusts: true,
 	// Its estimate reads the previous window's count.
 	FreshAfter: func(s Spec) float64 { return 2 * s.Window.Seconds() },
 	New:        func(s Spec) (Limiter, error) { return NewSlidingWindow(WindowParams{Limit: s.Limit, Window: s.Window}) },

@@ -63,6 +63,8 @@ type windowModel[S, P any] interface {
 	// settle checks parameters a setter changed and derives what the
 	// algorithm derives from them; it returns every problem.
 	settle() error
+	// adjustState is adjustWindow over its counter (windowdebt.go).
+	adjustState(s *S, now, n int64)
 }
 
 // counter is the part of a window decision that is the algorithm's own:
@@ -71,10 +73,11 @@ type windowModel[S, P any] interface {
 type counter[S any] interface {
 	// advance moves s to now, dropping what has left the window, ahead of
 	// a decision on n units. It returns the instant the decision is made
-	// at (now, or an instant already seen when time went backwards) and
-	// the room: how many units fit in the window at that instant (negative
-	// when a lowered limit left more counted).
-	advance(s *S, now, n int64) (at, room int64)
+	// at (now, or an instant already seen when time went backwards), the
+	// room: how many units fit in the window at that instant (negative
+	// when a lowered limit left more counted), and whether s owes
+	// (windowdebt.go).
+	advance(s *S, now, n int64) (at, room int64, owes bool)
 	// take counts n admitted units.
 	take(s *S, at, n int64)
 	// wait is the time (ns) until n units fit, n being more than the room
@@ -86,15 +89,19 @@ type counter[S any] interface {
 }
 
 // decide is every window algorithm's decision on n units (n >= 0) at now,
-// c counting: a probe (n = 0) is allowed and takes nothing; n over the
-// limit can never be allowed (RetryAfter = InfDuration); n within the room
-// is admitted and counted; otherwise it is refused for c.wait. Remaining is
-// the room left, ResetAfter the time until the window is empty. It runs
-// under the limiter's (or the Keyed shard's) mutex and allocates nothing: s
-// is the limiter's or the shard's, and c's methods are called through the
-// generic dictionary.
-func decide[S any, C counter[S]](c C, limit int64, s *S, now, n int64) Result {
-	at, room := c.advance(s, now, n)
+// c counting: what the key owes takes the room first (windowdebt.go); a
+// probe (n = 0) is allowed and takes nothing; n over the limit can never be
+// allowed (RetryAfter = InfDuration); n within the room is admitted and
+// counted; otherwise it is refused for c.wait (until n and the debt fit).
+// Remaining is the room left, ResetAfter the time until the window is
+// empty. It runs under the limiter's (or the Keyed shard's) mutex and
+// allocates nothing: s is the limiter's or the shard's, and c's methods are
+// called through the generic dictionary.
+func decide[S any, C debtor[S]](c C, limit int64, s *S, now, n int64) Result {
+	at, room, owes := c.advance(s, now, n)
+	if owes {
+		room = payDebt(c, s, at, room)
+	}
 	r := Result{Limit: limit}
 	switch {
 	case n == 0:
@@ -105,6 +112,8 @@ func decide[S any, C counter[S]](c C, limit int64, s *S, now, n int64) Result {
 		r.Allowed = true
 		c.take(s, at, n)
 		room -= n
+	case owes:
+		r.RetryAfter = span(c.wait(s, at, n+min(limit-n, int64(*c.owed(s)))))
 	default:
 		r.RetryAfter = span(c.wait(s, at, n))
 	}

@@ -457,7 +457,10 @@ func (r *Rate) check(ck *check.Checker, p string, key KeySource) {
 			ck.Errorf(at("cost_header"), "algorithm %q cannot take a cost known after the work: use %s", r.Algorithm,
 				check.OrList(limits.AlgorithmNames(func(a *limits.Algorithm) bool { return a.Adjusts })))
 		case scopeOK && r.Scope == ScopeGlobal:
-			ck.Errorf(at("cost_header"), `not supported with scope "global"`)
+			// limits/redis's scripts refuse what does not fit, so a debt has no
+			// place in Redis, and a correction would be a second round trip
+			// per response.
+			ck.Errorf(at("cost_header"), `not supported with scope "global": the quota's state is in Redis, which keeps no debt for a charge beyond the room; use scope "local"`)
 		}
 	}
 	if scopeOK && r.Scope == ScopeGlobal {
