@@ -498,8 +498,9 @@ type Rate struct {
 	// should; a response without it, or with a value that is not a whole
 	// number from 0 to 1e6, costs Cost. The header is passed on to the
 	// client. An algorithm that can take the correction only
-	// (limits.Algorithm.Adjusts: token_bucket without warmup, leaky_bucket,
-	// leaky_queue), scope local. Default "": none.
+	// (limits.Algorithm.Adjusts: all but a token bucket with a warm-up; a
+	// window carries what does not fit into the next windows), scope local.
+	// Default "": none.
 	CostHeader string `toml:"cost_header,omitempty" json:"cost_header,omitempty"`
 	// Warmup ramps a cold token bucket up to Rate over this long
 	// (token_bucket, local scope only), as Guava's SmoothWarmingUp does.
