@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluicehq/sluice/configs"
 	"github.com/sluicehq/sluice/gate"
+	"github.com/sluicehq/sluice/internal/durtext"
 )
 
 // Change is one runtime change made through the admin API, for the log
@@ -115,10 +116,11 @@ func leaf(v reflect.Value) string {
 		}
 		v = v.Elem()
 	}
-	if v.Kind() == reflect.String {
-		if v.Len() == 0 {
-			return `""`
-		}
+	switch {
+	case v.Kind() == reflect.String && v.Len() == 0:
+		return `""`
+	case v.Type() == durtext.Type: // gate/spec's: spelled as the file does, "1m"
+		return durtext.Duration(v.Int()).String()
 	}
 	return fmt.Sprint(v.Interface())
 }

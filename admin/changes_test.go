@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/sluicehq/sluice/gate"
 )
@@ -76,10 +77,13 @@ func TestFieldChanges(t *testing.T) {
 	b.Rate = nil
 	b.Concurrency.Max = 50
 	b.Match.Methods = []string{"GET"}
+	b.Targets.Latency, b.Queue.MaxWait = time.Minute, 90*time.Second
 	want := []gate.FieldChange{
 		{Path: "match.methods", From: "[]", To: "[GET]"},
 		{Path: "rate", From: "(set)", To: "(none)"},
 		{Path: "concurrency.max", From: "100", To: "50"},
+		{Path: "targets.latency", From: a.Targets.Latency.String(), To: "1m"}, // as the file spells it, not 1m0s
+		{Path: "queue.max_wait", From: a.Queue.MaxWait.String(), To: "1m30s"},
 	}
 	if got := FieldChanges(&a, &b); !reflect.DeepEqual(got, want) {
 		t.Errorf("FieldChanges:\n got %+v\nwant %+v", got, want)

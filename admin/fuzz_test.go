@@ -52,7 +52,7 @@ func FuzzDecodePatch(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		effective := cfg.Clone()
 		for i, gc := range g.Config().Groups {
-			effective.Groups[i] = configs.GroupOf(gc)
+			effective.Groups[i] = gc.Clone()
 		}
 		cur := effective.Group("api")
 		p, aerr := decodePatch(cur, body)
@@ -77,7 +77,7 @@ func FuzzDecodePatch(f *testing.F) {
 		}
 		next, err := effective.ReplaceGroup(p.group)
 		if err == nil {
-			if err := g.Override(next.Group("api").Spec()); err != nil {
+			if err := g.Override(next.Group("api").Clone()); err != nil {
 				t.Fatalf("the gate refused what the config's rules accept: %v", err)
 			}
 			return

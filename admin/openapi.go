@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/admin/api"
+	"github.com/sluicehq/sluice/internal/durtext"
 )
 
 // The OpenAPI 3.1 document of the API, GET /v1/openapi.json: built from the
@@ -252,7 +253,9 @@ func (ss schemaSet) schema(t reflect.Type) jsonObject {
 		return jsonObject{"type": "string", "format": "date-time"}
 	case t == seriesType:
 		return jsonObject{"type": []any{"array", "null"}, "items": jsonObject{"type": []any{"number", "null"}}}
-	case t.Kind() != reflect.Pointer && t.Implements(textMarshaler):
+	case t.Kind() != reflect.Pointer && t.Implements(textMarshaler), t == durtext.Type:
+		// A time.Duration is in gate/spec's types, whose MarshalJSON writes
+		// it as text (durtext): no answer of package api holds one.
 		return jsonObject{"type": "string"}
 	}
 	switch t.Kind() {

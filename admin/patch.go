@@ -16,6 +16,7 @@ import (
 	"github.com/sluicehq/sluice/adaptive"
 	"github.com/sluicehq/sluice/configs"
 	"github.com/sluicehq/sluice/gate"
+	"github.com/sluicehq/sluice/internal/durtext"
 )
 
 // keepField is the one PATCH field that is not a group field.
@@ -82,7 +83,7 @@ func decodePatch(cur *configs.Group, body []byte) (patch, *apiError) {
 				given[k] = true
 			}
 		case !sections[k]:
-			bad(k, notOverridable(cur, k, nil))
+			bad(k, notOverridable(k, nil))
 		case k == "rate" && cur.Rate == nil:
 			bad(k, "the group has no rate limit: add [group.rate] to the config file and reload")
 		default:
@@ -95,7 +96,7 @@ func decodePatch(cur *configs.Group, body []byte) (patch, *apiError) {
 				path := k + "." + f
 				switch v := fields[f]; {
 				case !overridable[path]:
-					bad(path, notOverridable(cur, k, &f))
+					bad(path, notOverridable(k, &f))
 				case isNull(v):
 					bad(path, "must be a value, got null")
 				default:
@@ -176,22 +177,37 @@ func decodeLeaf(g *configs.Group, sec, f string, v json.RawMessage) error {
 
 // notOverridable explains why a body field is refused: it is not a field
 // of the group at all, or it cannot change at runtime.
-func notOverridable(cur *configs.Group, sec string, f *string) string {
-	probe := map[string]any{sec: nil}
+func notOverridable(sec string, f *string) string {
 	path := sec
+	t, ok := jsonField(reflect.TypeFor[configs.Group](), sec)
 	if f != nil {
-		probe[sec] = map[string]any{*f: nil}
 		path += "." + *f
+		_, ok = jsonField(t, *f)
 	}
-	b, _ := json.Marshal(probe)
-	scratch := cur.Clone()
-	if scratch.Rate == nil {
-		scratch.Rate = configs.NewRate() // so that rate's fields are known
-	}
-	if err := decodeOne(b, &scratch); err != nil && strings.HasPrefix(err.Error(), "json: unknown field") {
+	if !ok {
 		return "unknown field " + strconv.Quote(path) + suggest(path)
 	}
 	return "cannot change at runtime: edit the config file and reload"
+}
+
+// jsonField returns the type of the field of struct type t (or of what t
+// points to) whose JSON name is name; false for none.
+func jsonField(t reflect.Type, name string) (reflect.Type, bool) {
+	if t == nil {
+		return nil, false
+	}
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return nil, false
+	}
+	for f := range t.Fields() {
+		if key, _, _ := strings.Cut(f.Tag.Get("json"), ","); f.IsExported() && key == name && key != "-" {
+			return f.Type, true
+		}
+	}
+	return nil, false
 }
 
 // suggest proposes the overridable field nearest to path, when one is close.
@@ -208,11 +224,9 @@ func suggest(path string) string {
 	return fmt.Sprintf(" (did you mean %q?)", best)
 }
 
-var durationType = reflect.TypeFor[configs.Duration]()
-
 // typeWord names what a field of type t takes, for a message.
 func typeWord(t reflect.Type) string {
-	if t == durationType {
+	if t == durtext.Text {
 		return `a duration string such as "250ms"`
 	}
 	switch t.Kind() {
@@ -312,7 +326,7 @@ func (s *Server) patchGroup(w http.ResponseWriter, r *http.Request) {
 		writeError(w, overrideError(name, err))
 		return
 	}
-	if err := s.gate.Override(next.Group(name).Spec()); err != nil {
+	if err := s.gate.Override(next.Group(name).Clone()); err != nil {
 		writeError(w, overrideError(name, err))
 		return
 	}

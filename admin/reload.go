@@ -53,8 +53,7 @@ func ConfigChanges(before, after gate.Config) []GroupFields {
 		if bg == nil {
 			continue
 		}
-		b, a := configs.GroupOf(*bg), configs.GroupOf(ag)
-		if f := FieldChanges(&b, &a); len(f) > 0 {
+		if f := FieldChanges(bg, &ag); len(f) > 0 {
 			out = append(out, GroupFields{Group: ag.Name, Fields: f})
 		}
 	}

@@ -154,7 +154,7 @@ func (s *Server) config() *configs.Config {
 	gc := s.gate.Config()
 	c.Groups = make([]configs.Group, len(gc.Groups))
 	for i := range gc.Groups {
-		c.Groups[i] = configs.GroupOf(gc.Groups[i])
+		c.Groups[i] = gc.Groups[i].Clone()
 	}
 	return c
 }
@@ -166,7 +166,7 @@ func (s *Server) groupConfig(name string) *configs.Group {
 	if g == nil {
 		return nil
 	}
-	c := configs.GroupOf(*g)
+	c := g.Clone()
 	return &c
 }
 

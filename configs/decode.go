@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sluicehq/sluice/internal/check"
+	"github.com/sluicehq/sluice/internal/durtext"
 )
 
 // utf8BOM is the UTF-8 byte order mark, which a TOML file may start with.
@@ -71,12 +72,6 @@ type decoder struct {
 	ck *checker
 }
 
-// resetter is a table type with static defaults, applied before the file's
-// values are decoded onto it (see defaults.go).
-type resetter interface{ reset() }
-
-var durationType = reflect.TypeFor[Duration]()
-
 // fail records a problem at path and marks the path so that validation does
 // not report its stand-in value again.
 func (d *decoder) fail(path, format string, args ...any) {
@@ -119,13 +114,13 @@ func (d *decoder) sortedKeys(path string, m map[string]any) []string {
 func (d *decoder) value(path string, v any, rv reflect.Value) {
 	t := rv.Type()
 	switch {
-	case t == durationType:
+	case t == durtext.Text || t == durtext.Type:
 		s, ok := v.(string)
 		if !ok {
 			d.fail(path, `must be a duration string such as "250ms", got %s`, describe(v))
 			return
 		}
-		dur, err := parseDuration(s)
+		dur, err := durtext.Parse(s)
 		if err != nil {
 			d.fail(path, "%v", err)
 			return
@@ -185,7 +180,7 @@ func (d *decoder) value(path string, v any, rv reflect.Value) {
 			return
 		}
 		p := reflect.New(t.Elem())
-		p.Interface().(resetter).reset()
+		reset(p.Interface())
 		d.table(path, m, p.Elem())
 		rv.Set(p)
 	default:
@@ -235,7 +230,7 @@ func (d *decoder) tables(path string, v any, rv reflect.Value) {
 	out := reflect.MakeSlice(rv.Type(), len(elems), len(elems))
 	for i, m := range elems {
 		e := out.Index(i)
-		e.Addr().Interface().(resetter).reset()
+		reset(e.Addr().Interface())
 		d.table(index(path, i), m, e)
 	}
 	rv.Set(out)
@@ -349,7 +344,7 @@ func (d *decoder) standIn(path, key string, m map[string]any, rv reflect.Value, 
 	case reflect.Pointer:
 		t = t.Elem()
 	}
-	if t.Kind() != reflect.Struct || t == durationType || !shaped {
+	if t.Kind() != reflect.Struct || !shaped {
 		return // a plain value, or not the shape of the key meant: nothing to read as it
 	}
 	d.ck.src.alias(join(path, key), join(path, best))

@@ -1,6 +1,7 @@
 package configs
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
@@ -11,9 +12,10 @@ import (
 
 // Defaults live here, in two kinds.
 //
-// Static defaults are where decoding starts: New for the whole config, and
-// the reset methods for each table that can repeat or is optional (a group,
-// a rate, a circuit, redis, permit, rls). A key in the file overrides them,
+// Static defaults are where decoding starts: New for the whole config,
+// NewGroup and NewRate for a group and its rate (gate/spec's types), and the
+// reset methods of the other tables that can repeat or are optional (redis,
+// permit, rls and theirs); reset picks the one for a table. A key in the file overrides them,
 // so an explicit zero stays zero: queue.max = 0 means "no queue", targets.cpu = 0 means
 // "no CPU target".
 //
@@ -72,21 +74,30 @@ func New() *Config {
 }
 
 // NewGroup returns a group with every static default, matching every
-// request: no target (so SetDefaults derives law "gradient", which needs
-// none), no rate limit, a FIFO queue of 100 with CoDel.
+// request: no target (so SetGroupDefaults derives law "gradient", which
+// needs none), no rate limit, a FIFO queue of 100 with CoDel.
 func NewGroup(name string) Group {
-	var g Group
-	g.reset()
-	g.Name = name
-	return g
+	return Group{
+		Name:     name,
+		Key:      KeyNone,
+		Priority: Priority(LevelDefault),
+		Mode:     ModeEnforce,
+		Targets:  Targets{Quantile: spec.DefaultQuantile},
+		Queue: Queue{
+			Order:         OrderFIFO,
+			Max:           100,
+			MaxWait:       spec.DefaultQueueMaxWait,
+			CodelTarget:   adaptive.DefaultCodelTarget,
+			CodelInterval: spec.DefaultCodelInterval,
+		},
+		Streams: Streams{Max: spec.DefaultStreamsMax},
+	}
 }
 
 // NewRate returns a rate limit with its static defaults: a local token
 // bucket of cost 1. Set Rate, or Limit and Window.
 func NewRate() *Rate {
-	r := new(Rate)
-	r.reset()
-	return r
+	return &Rate{Algorithm: AlgorithmTokenBucket, Cost: 1, Scope: ScopeLocal, Mode: ModeEnforce}
 }
 
 // NewRedis returns a [redis] section with its static defaults. Set Address
@@ -97,25 +108,20 @@ func NewRedis() *Redis {
 	return r
 }
 
-func (g *Group) reset() {
-	*g = Group{
-		Key:      KeyNone,
-		Priority: Priority(LevelDefault),
-		Mode:     ModeEnforce,
-		Targets:  Targets{Quantile: spec.DefaultQuantile},
-		Queue: Queue{
-			Order:         OrderFIFO,
-			Max:           100,
-			MaxWait:       Duration(spec.DefaultQueueMaxWait),
-			CodelTarget:   Duration(adaptive.DefaultCodelTarget),
-			CodelInterval: Duration(spec.DefaultCodelInterval),
-		},
-		Streams: Streams{Max: spec.DefaultStreamsMax},
+// reset sets the table *p to its static defaults, where decoding starts:
+// the reset method of a type of this package's, the New function of one of
+// gate/spec's.
+func reset(p any) {
+	switch p := p.(type) {
+	case *Group:
+		*p = NewGroup("")
+	case *Rate:
+		*p = *NewRate()
+	case interface{ reset() }:
+		p.reset()
+	default:
+		panic(fmt.Sprintf("configs: no static defaults for %T", p)) // a schema bug, caught by the tests
 	}
-}
-
-func (r *Rate) reset() {
-	*r = Rate{Algorithm: AlgorithmTokenBucket, Cost: 1, Scope: ScopeLocal, Mode: ModeEnforce}
 }
 
 // defaultCircuit is the breaker of [upstream.circuit] before the file's
@@ -172,7 +178,7 @@ func (r *Redis) reset() {
 }
 
 // SetDefaults fills the derived defaults of every group (see
-// [Group.SetDefaults]) and, unless some group already matches every request
+// [SetGroupDefaults]) and, unless some group already matches every request
 // or a group is named "default", appends the catch-all group: NewGroup
 // ("default"). Requests that match no group of the file go there, so they
 // are limited with the default settings rather than passed through
@@ -182,13 +188,13 @@ func (c *Config) SetDefaults() {
 	catchAll, named := false, false
 	for i := range c.Groups {
 		g := &c.Groups[i]
-		g.SetDefaults()
+		SetGroupDefaults(g)
 		catchAll = catchAll || g.Match.CatchAll()
 		named = named || g.Name == CatchAllName
 	}
 	if !catchAll && !named {
 		g := NewGroup(CatchAllName)
-		g.SetDefaults()
+		SetGroupDefaults(&g)
 		c.Groups = append(c.Groups, g)
 	}
 	if c.Redis != nil {
@@ -198,13 +204,13 @@ func (c *Config) SetDefaults() {
 	}
 }
 
-// SetDefaults fills the derived defaults of g: the concurrency bounds of an
-// adaptive law and its own knob, the burst, buckets, wait and per-key bounds
-// of the rate, the default priority of a header priority. Fields already set
-// are kept. It also normalises spelling: methods to upper case, header names
-// to canonical form, the host to lower case without a trailing dot.
-// Empty enum fields get their static default. It is idempotent.
-func (g *Group) SetDefaults() {
+// SetGroupDefaults fills the derived defaults of g: the concurrency bounds
+// of an adaptive law and its own knob, the burst, buckets, wait and per-key
+// bounds of the rate, the default priority of a header priority. Fields
+// already set are kept. It also normalises spelling: methods to upper case,
+// header names to canonical form, the host to lower case without a trailing
+// dot. Empty enum fields get their static default. It is idempotent.
+func SetGroupDefaults(g *Group) {
 	// Spelled as the gate matches (spec.Match.Normal: of two spellings of
 	// one header both are kept, for Validate to report). An empty table of
 	// headers is none, as the effective config writes it (an empty list of
@@ -219,38 +225,13 @@ func (g *Group) SetDefaults() {
 	// (spec.Group.WithDefaults: the law from the targets, the bounds and
 	// knobs from the law); the other fields keep an explicit zero for
 	// Validate to judge.
-	s := g.Spec()
-	d := s.WithDefaults()
+	d := g.WithDefaults()
 	g.Key, g.Priority, g.DefaultPriority = d.Key, d.Priority, d.DefaultPriority
 	g.Concurrency = d.Concurrency
 	if g.Rate != nil {
-		g.Rate.setDefaults(g.Key)
+		*g.Rate = g.Rate.WithDefaults(g.Key)
 	}
 	if g.Queue.Order == "" {
 		g.Queue.Order = OrderFIFO
 	}
 }
-
-func (r *Rate) setDefaults(key KeySource) {
-	*r = rateOf(r.spec().WithDefaults(key))
-}
-
-// LeaseBound returns the over-admission bound of a leased global quota, in
-// cost units (see Rate.Sync): 1.5 × PerSecond × LeasePeriod, rounded up; 0
-// unless Sync is "leased".
-func (r *Rate) LeaseBound() int64 { s := r.spec(); return s.LeaseBound() }
-
-// PerSecond returns the sustained rate in cost units per second: Rate, or
-// Limit / Window. It is 0 when neither is set.
-func (r *Rate) PerSecond() float64 { s := r.spec(); return s.PerSecond() }
-
-// Quota returns the limit per window of a window algorithm: Limit and
-// Window, or Rate per second when Rate is a whole number (Validate insists
-// on that for window algorithms).
-func (r *Rate) Quota() (limit int, window time.Duration) { s := r.spec(); return s.Quota() }
-
-// FreshAfter is how long an unused key's state takes to become the same
-// as a new key's (spec.Rate.FreshAfter): the window (two for
-// sliding_window), the time to refill the bucket (burst / rate), or
-// max_wait for leaky_queue. Capped at a year.
-func (r *Rate) FreshAfter() Duration { s := r.spec(); return Duration(s.FreshAfter()) }

@@ -101,9 +101,9 @@ func TestRateHelpers(t *testing.T) {
 		freshAfter time.Duration
 	}{
 		{Rate{Algorithm: AlgorithmTokenBucket, Rate: 10, Burst: 50, Cost: 1}, 10, 10, time.Second, 5 * time.Second},
-		{Rate{Algorithm: AlgorithmFixedWindow, Limit: 600, Window: Duration(time.Minute), Cost: 1}, 10, 600, time.Minute, time.Minute},
-		{Rate{Algorithm: AlgorithmSlidingWindow, Limit: 6, Window: Duration(time.Hour), Cost: 1}, 6.0 / 3600, 6, time.Hour, 2 * time.Hour},
-		{Rate{Algorithm: AlgorithmLeakyQueue, Rate: 5, MaxWait: Duration(time.Second), Cost: 1}, 5, 5, time.Second, time.Second},
+		{Rate{Algorithm: AlgorithmFixedWindow, Limit: 600, Window: time.Minute, Cost: 1}, 10, 600, time.Minute, time.Minute},
+		{Rate{Algorithm: AlgorithmSlidingWindow, Limit: 6, Window: time.Hour, Cost: 1}, 6.0 / 3600, 6, time.Hour, 2 * time.Hour},
+		{Rate{Algorithm: AlgorithmLeakyQueue, Rate: 5, MaxWait: time.Second, Cost: 1}, 5, 5, time.Second, time.Second},
 		{Rate{Algorithm: AlgorithmLeakyBucket, Rate: 1e-6, Burst: 1e9, Cost: 1}, 1e-6, 0, time.Second, time.Duration(maxKeyIdle)},
 	}
 	for i, tt := range tests {

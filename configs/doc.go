@@ -21,11 +21,14 @@
 //
 // # The gate's types
 //
-// The gate runs plain Go types of its own (package gate/spec); a Config
-// converts into them with [Config.Gate] (and a group back with [GroupOf],
-// for the admin API's read-outs). The defaults a file shares with the
-// library (bounds, quantile, waits, key bounds) and the rules of matching
-// are the gate's, read from there: each is written once.
+// The gate runs plain Go types of its own (package gate/spec), and a
+// [[group]] decodes into them: [Group], [Rate], [Targets], [Queue] and the
+// rest are gate/spec's types, whose toml tags are the file's keys (their
+// durations are time.Duration, written as text, "250ms", in the file, the
+// effective config and the admin API's JSON). [Config.Gate] hands the
+// groups to the gate with the settings they share. The defaults a file
+// shares with the library (bounds, quantile, waits, key bounds) and the
+// rules of matching are the gate's, read from there: each is written once.
 //
 // # Errors
 //
@@ -54,9 +57,10 @@
 // # Runtime changes
 //
 // The admin API changes a group by decoding a JSON body (the same names as
-// the TOML; durations as strings) onto [Group.Clone] and passing the result
-// to [Config.ReplaceGroup], which checks the whole new config as the file
-// is checked. [Group.Validate] checks one group alone.
+// the TOML; durations as strings) onto a copy of the group (spec.Group.Clone)
+// and passing the result to [Config.ReplaceGroup], which checks the whole
+// new config as the file is checked. [ValidateGroup] checks one group
+// alone.
 //
 // # Files
 //

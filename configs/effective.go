@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/sluicehq/sluice/internal/durtext"
 )
 
 // ErrNoGroup is returned (wrapped) by ReplaceGroup for a name that no
@@ -19,7 +20,10 @@ var ErrNoGroup = errors.New("configs: no such group")
 // not apply (another law's, another algorithm's) are left out.
 func (c *Config) Effective() ([]byte, error) {
 	var b bytes.Buffer
-	if err := toml.NewEncoder(&b).Encode(c); err != nil {
+	// The groups' durations are time.Duration (gate/spec's types), which
+	// the TOML library writes as "1m0s": the view writes them as the file
+	// does, "1m".
+	if err := toml.NewEncoder(&b).Encode(durtext.View(c)); err != nil {
 		return nil, fmt.Errorf("configs: render: %w", err)
 	}
 	return b.Bytes(), nil
@@ -65,19 +69,6 @@ func (c *Config) Clone() *Config {
 	return &n
 }
 
-// Clone returns a deep copy of g that shares nothing with it. To change a
-// group at runtime, change a clone, then ReplaceGroup.
-func (g *Group) Clone() Group {
-	n := *g
-	n.Match.Methods = slices.Clone(g.Match.Methods)
-	n.Match.Headers = maps.Clone(g.Match.Headers)
-	if g.Rate != nil {
-		r := *g.Rate
-		n.Rate = &r
-	}
-	return n
-}
-
 // Group returns the group called name, or nil.
 func (c *Config) Group(name string) *Group {
 	for i := range c.Groups {
@@ -107,7 +98,7 @@ func (c *Config) ReplaceGroup(g Group) (*Config, error) {
 		return nil, fmt.Errorf("%w: %q", ErrNoGroup, g.Name)
 	}
 	n.Groups[i] = g.Clone()
-	n.Groups[i].SetDefaults()
+	SetGroupDefaults(&n.Groups[i])
 	if err := n.Validate(); err != nil {
 		return nil, err
 	}

@@ -39,7 +39,7 @@ func TestDefaultIsValid(t *testing.T) {
 		t.Fatalf("default has groups %v, want one", groupNames(c))
 	}
 	g := c.Groups[0]
-	want := Targets{Latency: Duration(200 * time.Millisecond), Quantile: 0.99, Memory: 0.85}
+	want := Targets{Latency: 200 * time.Millisecond, Quantile: 0.99, Memory: 0.85}
 	if !g.Match.CatchAll() || g.Concurrency.Law != LawTarget || g.Targets != want {
 		t.Errorf("default group = %+v", g)
 	}

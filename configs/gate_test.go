@@ -33,8 +33,8 @@ func gateConfigs(t *testing.T) map[string]*Config {
 	return out
 }
 
-// TestGateSpecRoundTrip: the gate's plain types hold every setting of a
-// group (GroupOf undoes Spec), and the defaults SetDefaults fills in are the
+// TestGateSpecRoundTrip: the gate gets every setting of a group (Gate's
+// groups are the file's), and the defaults SetDefaults fills in are the
 // gate's (spec's WithDefaults changes nothing of a loaded config), so each
 // default the file and the library share is written once.
 func TestGateSpecRoundTrip(t *testing.T) {
@@ -52,8 +52,8 @@ func gateRoundTrip(t *testing.T, c *Config) {
 		t.Fatalf("%d groups, want %d", len(s.Groups), len(c.Groups))
 	}
 	for i := range c.Groups {
-		if back := GroupOf(s.Groups[i]); !reflect.DeepEqual(back, c.Groups[i]) {
-			t.Errorf("group %q does not survive Spec and GroupOf:\n got %+v\nwant %+v", c.Groups[i].Name, back, c.Groups[i])
+		if back := s.Groups[i]; !reflect.DeepEqual(back, c.Groups[i]) {
+			t.Errorf("group %q does not survive Gate:\n got %+v\nwant %+v", c.Groups[i].Name, back, c.Groups[i])
 		}
 	}
 	if d := s.WithDefaults(); !reflect.DeepEqual(d, s) {
@@ -73,8 +73,8 @@ func TestDefaultsAreTheGates(t *testing.T) {
 		{"control.save_interval", c.Control.SaveInterval, Duration(spec.DefaultSaveInterval)},
 		{"control.state_max_age", c.Control.StateMaxAge, Duration(spec.DefaultStateMaxAge)},
 		{"targets.quantile", g.Targets.Quantile, spec.DefaultQuantile},
-		{"queue.max_wait", g.Queue.MaxWait, Duration(spec.DefaultQueueMaxWait)},
-		{"queue.codel_interval", g.Queue.CodelInterval, Duration(spec.DefaultCodelInterval)},
+		{"queue.max_wait", g.Queue.MaxWait, spec.DefaultQueueMaxWait},
+		{"queue.codel_interval", g.Queue.CodelInterval, spec.DefaultCodelInterval},
 	} {
 		if tt.got != tt.want {
 			t.Errorf("%s: configs' default %v, the gate's %v", tt.name, tt.got, tt.want)

@@ -81,8 +81,8 @@ func TestReplaceGroup(t *testing.T) {
 // TestGroupValidate checks one group on its own, with paths relative to it.
 func TestGroupValidate(t *testing.T) {
 	g := NewGroup("api")
-	g.SetDefaults()
-	if err := g.Validate(); err != nil {
+	SetGroupDefaults(&g)
+	if err := ValidateGroup(&g); err != nil {
 		t.Fatal(err)
 	}
 	g.Concurrency.Initial = 5000
@@ -91,13 +91,13 @@ func TestGroupValidate(t *testing.T) {
 	g.Rate.Rate = 10
 	g.Rate.Burst = 0
 	g.Rate.Cost = 20
-	g.SetDefaults() // derives burst = max(cost, 10) = 20
+	SetGroupDefaults(&g) // derives burst = max(cost, 10) = 20
 	g.Rate.Burst = 3
 	want := "configs: 3 problems:\n" +
 		"  rate.burst: must be ≥ cost (20), got 3\n" +
 		"  concurrency.initial: must be ≤ max (1000), got 5000\n" +
 		"  targets.cpu: must be a ratio from 0 to 1, got 85 (for 85%, write 0.85)"
-	if err := g.Validate(); err == nil || err.Error() != want {
+	if err := ValidateGroup(&g); err == nil || err.Error() != want {
 		t.Errorf("got  %v\nwant %s", err, want)
 	}
 }

@@ -14,16 +14,15 @@ import (
 // file's key paths and lines, and the file adds what is its own: a global
 // quota needs [redis], and the name of the catch-all SetDefaults appends.
 
-// Validate checks g on its own and returns every problem, as an [Errors]
+// ValidateGroup checks g on its own and returns every problem, as an [Errors]
 // with paths relative to the group ("rate.burst"), or nil. It is what the
 // admin API runs on a changed group before applying it. Checks that need the
 // whole config (unique names, shadowed matches, scope "global" needing
 // [redis]) are in [Config.Validate]; [Config.ReplaceGroup] runs both.
-// Call SetDefaults first on a group built in Go.
-func (g *Group) Validate() error {
+// Call SetGroupDefaults first on a group built in Go.
+func ValidateGroup(g *Group) error {
 	ck := &checker{}
-	s := g.Spec()
-	for _, p := range s.Check() {
+	for _, p := range g.Check() {
 		ck.report(p.Path, p.Msg, p.Incomplete)
 	}
 	return ck.errs.err()

@@ -78,7 +78,7 @@ func logStart(d *daemon) {
 			args = append(args, "mode", "shadow: admits every request, counts what it would refuse")
 		}
 		if g.Queue.Max > 0 {
-			args = append(args, "queue", fmt.Sprintf("%s, %d, max_wait %s", g.Queue.Order, g.Queue.Max, g.Queue.MaxWait))
+			args = append(args, "queue", fmt.Sprintf("%s, %d, max_wait %s", g.Queue.Order, g.Queue.Max, configs.Duration(g.Queue.MaxWait)))
 		} else {
 			args = append(args, "queue", "none")
 		}
@@ -143,7 +143,7 @@ func describeSync(r *configs.Rate) string {
 		return "exact: every decision in redis"
 	}
 	return fmt.Sprintf("leased: lease_period %s, lease_expiry %s, over-admission bound %d units (1.5 × rate × lease_period)",
-		r.LeasePeriod, r.LeaseExpiry, r.LeaseBound())
+		configs.Duration(r.LeasePeriod), configs.Duration(r.LeaseExpiry), r.LeaseBound())
 }
 
 // describeMatch renders a group's match for the log: "*" for every request.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluicehq/sluice/adaptive"
 	"github.com/sluicehq/sluice/internal/defaults"
+	"github.com/sluicehq/sluice/internal/durtext"
 	"github.com/sluicehq/sluice/limits"
 )
 
@@ -70,37 +71,45 @@ func (c Config) Group(name string) *Group {
 // Group is a class of requests with its own limits. Within a group,
 // requests are told apart by Key (for per-key rate limits and the fair
 // share) and ranked by Priority (for shedding), and the group has one
-// adaptive concurrency limit.
+// adaptive concurrency limit. It is also the config file's [[group]]
+// (package configs, by the toml tags; the json tags are the admin API's),
+// where a request belongs to the first group whose Match accepts it.
 type Group struct {
-	// Name names the group in read-outs and logs. Unique, required.
-	Name string
+	// Name names the group in metrics, logs and the admin API: 1 to 64
+	// letters, digits, '.', '_' or '-'. Unique. Required.
+	Name string `toml:"name" json:"name"`
 	// Match selects the requests of this group; empty matches every request.
-	Match Match
-	// Key tells clients apart. Default KeyNone.
-	Key KeySource
+	Match Match `toml:"match" json:"match"`
+	// Key tells clients apart for per-key rate limits and the fair share.
+	// Default KeyNone ("none").
+	Key KeySource `toml:"key" json:"key"`
 	// Priority is a fixed Level for the whole group, or "header:NAME"
-	// (PriorityHeader) to read each request's level from a header. Default
-	// LevelDefault.
-	Priority Priority
+	// (PriorityHeader) to read each request's level from a header. Lower
+	// levels are shed first. Default LevelDefault ("default").
+	Priority Priority `toml:"priority" json:"priority"`
 	// DefaultPriority is the level of a request whose priority header is
 	// missing or not a level; only with a header Priority. Default
 	// LevelDefault there.
-	DefaultPriority Level
+	DefaultPriority Level `toml:"default_priority,omitempty" json:"default_priority,omitempty"`
 	// Rate is the static rate limit, applied per key before the concurrency
 	// limit; nil means none.
-	Rate *Rate
+	Rate *Rate `toml:"rate,omitempty" json:"rate,omitempty"`
 	// Concurrency is the adaptive concurrency limit of the group.
-	Concurrency Concurrency
+	Concurrency Concurrency `toml:"concurrency" json:"concurrency"`
 	// Targets are what the limit keeps the service inside.
-	Targets Targets
+	Targets Targets `toml:"targets" json:"targets"`
 	// Queue is where requests wait for a concurrency slot.
-	Queue Queue
-	// Streams bounds the group's long-lived streams (see Streams).
-	Streams Streams
+	Queue Queue `toml:"queue" json:"queue"`
+	// Streams bounds the group's long-lived streams (see Streams): WebSocket
+	// upgrades, text/event-stream responses, gRPC calls.
+	Streams Streams `toml:"streams" json:"streams"`
 	// Mode is ModeEnforce (the default) or ModeShadow: a shadowed group
-	// runs every stage and counts what it would have refused, and why, but
-	// admits every request (see package gate, "Shadow mode").
-	Mode Mode
+	// runs every stage and counts what it would have refused, and why (the
+	// decision "shadow_rejected" of sluice_decisions_total, the admin API,
+	// the dashboard), but admits every request (see package gate, "Shadow
+	// mode"); the law keeps learning, so switching to enforce (reload or
+	// PATCH) starts from the limit it learned.
+	Mode Mode `toml:"mode" json:"mode"`
 }
 
 // Mode is whether a group, or its rate rule, enforces its decisions.
@@ -198,27 +207,45 @@ const (
 	LawCustom   Law = "custom"   // Concurrency.Custom's, unless named otherwise
 )
 
-// Targets are what a group's limit keeps the service inside. Law "target"
-// tracks all that are set and follows the most restrictive; with every law,
-// CPU and memory beyond their targets shed the lowest priorities first. A
-// zero target is off, which is every target's default but Quantile's.
+// Targets are what a group's limit keeps the service inside (the config
+// file's [group.targets]). Law "target" tracks all that are set and follows
+// the most restrictive, and stops acting on a resource target (CPU, memory,
+// CPU pressure) it finds the limit cannot move, until the resource is back
+// under it; with every law, CPU and memory beyond their targets shed the
+// lowest priorities first. A zero target is off, which is every target's
+// default but Quantile's.
 //
 // CPU, Memory and CPUPressure need a resource sampler (gate.Params.Resources):
 // the gate refuses them without one.
 type Targets struct {
-	// Latency is the highest acceptable latency at Quantile, the wait in the
-	// group's queue included.
-	Latency time.Duration
+	// Latency is the highest acceptable latency at Quantile, end to end: the
+	// wait in the group's queue plus the upstream's answer; 0 is off.
+	Latency time.Duration `toml:"latency" json:"latency"`
 	// Quantile is the latency quantile Latency applies to, from 0.5 to
-	// 0.9999. Default DefaultQuantile (p99).
-	Quantile float64
-	// CPU and Memory are the highest acceptable utilisations of what the
-	// sampler watches, ratios in [0, 1].
-	CPU, Memory float64
+	// 0.9999: 0.99 is p99. Default DefaultQuantile (p99).
+	Quantile float64 `toml:"quantile" json:"quantile"`
+	// CPU is the highest acceptable CPU utilisation of what the sampler
+	// watches, a ratio in [0, 1]; 0 is off. A cap: the limit holds the CPU
+	// under it even when the service could do more within its latency
+	// target.
+	CPU float64 `toml:"cpu" json:"cpu"`
+	// Memory is the highest acceptable memory utilisation, a ratio in
+	// [0, 1]; 0 is off.
+	Memory float64 `toml:"memory" json:"memory"`
 	// CPUPressure is the highest acceptable share of time in which runnable
-	// work waits for a CPU (Linux PSI "some", avg10), a ratio in [0, 1].
-	CPUPressure float64
+	// work of what the sampler watches waits for a CPU (Linux PSI,
+	// cpu.pressure "some", averaged over 10 s), a ratio in [0, 1]; 0 is off.
+	// It has a meaning where CPU utilisation has none (no CPU limit to
+	// measure against).
+	CPUPressure float64 `toml:"cpu_pressure" json:"cpu_pressure"`
 }
+
+// MarshalJSON writes t with its durations as text ("250ms"), as the
+// admin API does.
+func (t Targets) MarshalJSON() ([]byte, error) { return durtext.MarshalJSON(&t) }
+
+// UnmarshalJSON reads what MarshalJSON writes onto t.
+func (t *Targets) UnmarshalJSON(b []byte) error { return durtext.UnmarshalJSON(b, t) }
 
 // Any reports whether t sets a target: latency, CPU, memory or CPU
 // pressure.
@@ -235,26 +262,35 @@ func (t *Targets) NeedsResources() bool {
 // DefaultQuantile is Targets.Quantile's default.
 const DefaultQuantile = 0.99
 
-// Queue is where requests wait for a concurrency slot.
+// Queue is where requests wait for a concurrency slot (the config file's
+// [group.queue], whose static defaults are configs.NewGroup's: a FIFO
+// queue of 100 with CoDel).
 type Queue struct {
 	// Order is the order in which waiting requests get a slot. Default
 	// OrderFIFO.
-	Order Order
-	// Max is how many requests may wait; 0, the default, rejects at once
-	// when the group is at its limit.
-	Max int
+	Order Order `toml:"order" json:"order"`
+	// Max is how many requests may wait, from 0 to 1e6; 0, the default,
+	// rejects at once when the group is at its limit.
+	Max int `toml:"max" json:"max"`
 	// MaxWait is the longest a request waits, however calm the queue (a
-	// request's own deadline also applies). Default DefaultQueueMaxWait
-	// when Max > 0.
-	MaxWait time.Duration
+	// request's own deadline also applies). Positive when Max > 0. Default
+	// DefaultQueueMaxWait (500ms) when Max > 0.
+	MaxWait time.Duration `toml:"max_wait" json:"max_wait"`
 	// CodelTarget is CoDel's target: once the queue has not been empty for
-	// CodelInterval, a request waits at most this long. 0, the default, is
-	// off.
-	CodelTarget time.Duration
-	// CodelInterval is CoDel's interval. Default DefaultCodelInterval when
-	// CodelTarget is set.
-	CodelInterval time.Duration
+	// CodelInterval, a request waits at most this long. Below CodelInterval
+	// and at most MaxWait. 0, the default, is off.
+	CodelTarget time.Duration `toml:"codel_target" json:"codel_target"`
+	// CodelInterval is CoDel's interval. Default DefaultCodelInterval
+	// (100ms) when CodelTarget is set.
+	CodelInterval time.Duration `toml:"codel_interval" json:"codel_interval"`
 }
+
+// MarshalJSON writes q with its durations as text ("250ms"), as the
+// admin API does.
+func (q Queue) MarshalJSON() ([]byte, error) { return durtext.MarshalJSON(&q) }
+
+// UnmarshalJSON reads what MarshalJSON writes onto q.
+func (q *Queue) UnmarshalJSON(b []byte) error { return durtext.UnmarshalJSON(b, q) }
 
 // Streams bounds a group's long-lived streams: a WebSocket upgrade, a
 // text/event-stream response, a gRPC call. Such a request is admitted as any
@@ -434,60 +470,121 @@ func (c Concurrency) FixedLimit() bool {
 	return ok && k.FixedLimit
 }
 
-// Rate is a static rate limit. Give either Rate (per second) or Limit and
-// Window. Which other fields apply depends on Algorithm.
+// Rate is a static rate limit (the config file's [group.rate]). Give
+// either Rate (per second) or Limit and Window. Which other fields apply
+// depends on Algorithm; a field set for an algorithm that does not use it
+// is an error.
 type Rate struct {
 	// Algorithm is the rate limiting algorithm. Default AlgorithmTokenBucket.
-	Algorithm Algorithm
-	// Rate is the sustained rate in cost units per second. Not together with
-	// Limit and Window.
-	Rate float64
-	// Limit is how many cost units a key may spend per Window.
-	Limit  int
-	Window time.Duration
-	// Burst is the bucket size in cost units (token_bucket, leaky_bucket).
-	// Default: one second of Rate, at least Cost.
-	Burst int
-	// Cost is what one request spends. Default 1.
-	Cost int
-	// CostHeader names an upstream response header that carries the
-	// request's real cost, known only after its work (such as "X-Cost", a
-	// whole number of units): the rate stage is charged the difference from
-	// what it charged at admission, or given it back (see gate's
-	// Gate.CorrectCost). An algorithm that can take the correction only
-	// (limits.Algorithm.Adjusts), scope local. Default "": none.
-	CostHeader string
-	// Warmup ramps a cold token bucket up to Rate over this long (local
-	// scope only). Default 0: none.
-	Warmup time.Duration
-	// Buckets is how many sub-windows a sliding_buckets window has. Default:
-	// the algorithm's (limits.Algorithm.Defaults: 10).
-	Buckets int
-	// MaxWait is how long a leaky_queue request may wait for its turn.
-	// Default: the algorithm's (limits.Algorithm.Defaults: 500ms).
-	MaxWait time.Duration
-	// MaxKeys bounds how many keys keep state (the least recently used is
-	// dropped beyond it), for a group with a key. Default DefaultMaxKeys.
-	MaxKeys int
-	// KeyIdleTimeout drops the state of a key unused this long, for a group
-	// with a key. Default FreshAfter, at least MinKeyIdle.
-	KeyIdleTimeout time.Duration
-	// Scope is where the quota lives. Default ScopeLocal.
-	Scope Scope
-	// Sync is how the nodes share a global quota (ScopeGlobal). Default
-	// SyncExact there.
-	Sync Sync
-	// LeasePeriod is how often a node renews its leases of a global quota
-	// (SyncLeased); LeaseExpiry how long a renewal keeps a node's lease.
-	// Defaults DefaultLeasePeriod and DefaultLeaseExpiry (at least three
-	// lease periods).
-	LeasePeriod, LeaseExpiry time.Duration
+	Algorithm Algorithm `toml:"algorithm" json:"algorithm"`
+	// Rate is the sustained rate in cost units per second, > 0 and at most
+	// MaxRate. Not together with Limit and Window.
+	Rate float64 `toml:"rate,omitzero" json:"rate,omitempty"`
+	// Limit is how many cost units a key may spend per Window, with Window.
+	Limit int `toml:"limit,omitzero" json:"limit,omitempty"`
+	// Window is the period of Limit, from 1ms to 24h.
+	Window time.Duration `toml:"window,omitzero" json:"window,omitempty"`
+	// Burst is the bucket size in cost units (token_bucket and
+	// leaky_bucket): how far above the sustained rate a key may go after
+	// being idle. At least Cost. Default: one second of Rate, at least Cost.
+	Burst int `toml:"burst,omitzero" json:"burst,omitempty"`
+	// Cost is what one request spends, from 1 to 1e6. Default 1.
+	Cost int `toml:"cost" json:"cost"`
+	// CostHeader names an upstream response header carrying the request's
+	// real cost, a whole number of units known only after the work (such
+	// as "X-Cost"): once the response head came, the rate stage is charged
+	// the difference from Cost (or given it back; see gate's
+	// Gate.CorrectCost), so expensive requests drain a key's quota as they
+	// should; a response without it, or with a value that is not a whole
+	// number from 0 to 1e6, costs Cost. The header is passed on to the
+	// client. An algorithm that can take the correction only
+	// (limits.Algorithm.Adjusts: all but a token bucket with a warm-up; a
+	// window carries what does not fit into the next windows), scope local.
+	// Default "": none.
+	CostHeader string `toml:"cost_header,omitempty" json:"cost_header,omitempty"`
+	// Warmup ramps a cold token bucket up to Rate over this long
+	// (token_bucket, local scope only), as Guava's SmoothWarmingUp does.
+	// Default 0: no warm-up.
+	Warmup time.Duration `toml:"warmup,omitzero" json:"warmup,omitempty"`
+	// Buckets is how many sub-windows a sliding_buckets window has, from 2 to
+	// 1000. Default: the algorithm's (limits.Algorithm.Defaults: 10).
+	Buckets int `toml:"buckets,omitzero" json:"buckets,omitempty"`
+	// MaxWait is how long a leaky_queue request may wait for its turn
+	// before it is rejected. Default: the algorithm's
+	// (limits.Algorithm.Defaults: 500ms).
+	MaxWait time.Duration `toml:"max_wait,omitzero" json:"max_wait,omitempty"`
+	// MaxKeys bounds how many keys keep state; the least recently used is
+	// dropped beyond it. Only when the group's Key is not "none". Default
+	// DefaultMaxKeys.
+	MaxKeys int `toml:"max_keys,omitzero" json:"max_keys,omitempty"`
+	// KeyIdleTimeout drops the state of a key unused this long. It must be at
+	// least the time the key's state takes to return to fresh (FreshAfter:
+	// the window, or burst / rate), else forgetting a key would reset its
+	// quota early. Only when the group's Key is not "none". Default
+	// FreshAfter, at least MinKeyIdle.
+	KeyIdleTimeout time.Duration `toml:"key_idle_timeout,omitzero" json:"key_idle_timeout,omitempty"`
+	// Scope is ScopeLocal ("local", this node; the default) or ScopeGlobal
+	// ("global", shared by every node through the shared store,
+	// gate.Params.GlobalRate, which is [redis] for the daemon: token_bucket
+	// and leaky_bucket with burst/rate up to 720h, fixed_window, and
+	// sliding_window up to 999999999 a window; no warm-up).
+	Scope Scope `toml:"scope" json:"scope"`
 	// Mode is ModeEnforce (the default) or ModeShadow: a shadowed rate rule
 	// counts the requests over it as would-be rejections (reason "rate")
-	// and lets them on to the next stage. A shadowed group shadows its rate
+	// and lets them on to the concurrency limit, which still enforces
+	// (unless the group is shadowed too). A shadowed group shadows its rate
 	// too, whatever this says.
-	Mode Mode
+	Mode Mode `toml:"mode" json:"mode"`
+	// Sync is how the nodes share a global quota (scope "global" only):
+	//
+	//   - "exact": every decision is a Redis script call (batched per round
+	//     trip); the nodes together never admit more than the quota. For
+	//     strict quotas (billing). The default there.
+	//   - "leased": each node leases blocks of the quota from Redis and
+	//     decides locally against them, at a local limiter's cost; Redis
+	//     serves one renewal per node every lease_period, whatever the
+	//     request rate. A renewal asks for LeaseHeadroom (1.5) lease_periods
+	//     of the node's demand, so a busy node gets more of the quota than
+	//     an idle one. Only for the algorithms whose quota can be cut into
+	//     blocks: token_bucket, leaky_bucket and fixed_window
+	//     (sliding_window stays exact, and sync = "leased" is refused for
+	//     it).
+	//
+	// Over-admission bound of "leased": over any interval, the nodes
+	// together admit at most what "exact" would, plus the units leased out
+	// when the interval starts. Each node holds about 1.5 lease_periods of
+	// its demand, and while the nodes want more than the quota they are
+	// granted its refill, so the units leased out are about
+	//
+	//	bound = 1.5 × rate × lease_period (units)
+	//
+	// (rate: per second; for fixed_window limit / window; LeaseBound), e.g.
+	// 300 units for 2000/s and the default 100ms. A fixed window's units
+	// lapse at the window's end: a leased window never admits more than its
+	// limit. The bound is exported as sluice_redis_lease_bound_units, the
+	// units Redis counts as leased out now as
+	// sluice_redis_lease_outstanding_units, and both in /v1/status.
+	Sync Sync `toml:"sync,omitempty" json:"sync,omitempty"`
+	// LeasePeriod is how often a node renews its leases (sync = "leased"),
+	// from 10ms to 10s: shorter lowers the bound above, longer lowers the
+	// Redis traffic (nodes / lease_period renewals a second). Keep it under
+	// burst / rate. Default DefaultLeasePeriod (100ms).
+	LeasePeriod time.Duration `toml:"lease_period,omitzero" json:"lease_period,omitempty"`
+	// LeaseExpiry is how long a renewal keeps a node's lease (sync =
+	// "leased"): a node that dies (kill -9) or loses Redis stops counting
+	// against the quota this long after its last renewal, and the other
+	// nodes get its share; the node itself stops using its units before
+	// then. From 3 lease_periods to 1h. Default DefaultLeaseExpiry (2s), at
+	// least 3 lease_periods.
+	LeaseExpiry time.Duration `toml:"lease_expiry,omitzero" json:"lease_expiry,omitempty"`
 }
+
+// MarshalJSON writes r with its durations as text ("250ms"), as the
+// admin API does.
+func (r Rate) MarshalJSON() ([]byte, error) { return durtext.MarshalJSON(&r) }
+
+// UnmarshalJSON reads what MarshalJSON writes onto r.
+func (r *Rate) UnmarshalJSON(b []byte) error { return durtext.UnmarshalJSON(b, r) }
 
 // Algorithm is a static rate limiting algorithm (see package limits).
 type Algorithm string

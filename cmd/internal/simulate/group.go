@@ -184,8 +184,7 @@ func lawOf(g *configs.Group, managed float64) (adaptive.Law, error) {
 	if !ok {
 		return nil, fmt.Errorf("unknown law %q", g.Concurrency.Law)
 	}
-	sg := g.Spec()
-	s := sg.LawSettings()
+	s := g.LawSettings()
 	if k.ManagesRate {
 		s.Rate = adaptive.ManagedRate(managed, 0)
 	}
