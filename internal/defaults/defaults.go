@@ -74,4 +74,20 @@ const (
 	PermitLease = 30 * time.Second
 	// PermitMaxLeases bounds the permits outstanding at once.
 	PermitMaxLeases = 1 << 14
+	// PermitListen is where the permit service listens: loopback TCP,
+	// which needs a bearer token (every local user can reach the port).
+	PermitListen = "127.0.0.1:7070"
 )
+
+// The rate limit service for Envoy ([rls], package rls).
+const (
+	// RLSListen is where it listens: a unix socket, which needs no token
+	// (an Envoy cluster reaches it through a pipe address).
+	RLSListen = "unix:///run/sluice/rls.sock"
+)
+
+// SocketMode is the file mode of a unix socket sluice listens on when none
+// is given ([server], [admin], [permit] and [rls] socket_mode,
+// internal/listen): read and write, which is connect, for its owner and
+// group.
+const SocketMode = 0o660
