@@ -1,10 +1,10 @@
 // Package defaults holds the figures that packages which cannot import one
 // another each take for a setting left unset: the daemon's config (package
 // configs, the TOML schema) and the libraries it configures (proxy, its
-// server and circuit breaker, limits/redis, permit). Each figure is written
-// here once; every package that defaults the setting reads it from here,
-// so that a zero parameter of a library and an absent key of the file mean
-// the same thing.
+// server and circuit breaker, limits/redis, permit, rls, the listeners of
+// internal/listen). Each figure is written here once; every package that
+// defaults the setting reads it from here, so that a zero parameter of a
+// library and an absent key of the file mean the same thing.
 //
 // It imports nothing, so that it can sit below every package of sluice.
 // A figure only one package needs stays in that package.
