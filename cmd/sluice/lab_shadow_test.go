@@ -200,7 +200,6 @@ func (p *arrivalsPoll) add(t time.Time, g api.Group) {
 	p.at, p.n = slices.Insert(p.at, i, t), slices.Insert(p.n, i, float64(g.Requests.Arrived))
 }
 
-
 // perSecond is the arrivals the gate counted in each of the seconds
 // [from+i s, from+(i+1) s), i < n, of a load that began at from (the
 // group's count is 0 then). The admin API's count moves at the control
