@@ -29,8 +29,8 @@ import (
 //
 // (SLUICE_SHADOW_LAB_SEEDS="1 2 3" by default; SLUICE_SHADOW_LAB_BINARY
 // names another sluice binary to measure instead of this code's build;
-// SLUICE_SHADOW_LAB_OUT a directory to keep the runs in, for
-// `sluice simulate -lab`).
+// SLUICE_SHADOW_LAB_OUT a directory to keep the runs in, one directory a
+// subtest, for `sluice simulate -lab`).
 // One group, law target, latency target 100 ms at p99, in front of the lab's
 // backend (16 workers, lognormal service of mean 10 ms: C = 1,600 req/s),
 // open-loop Poisson load at 1,500 req/s for 10 s and at 4,500 req/s for
@@ -283,9 +283,9 @@ phases = [{ rate = "%d", for = "%v" }]
 	patchLimit := -1
 	var atGate arrivalsPoll
 	go atGate.poll(ctx, admin)
-	dir := os.Getenv("SLUICE_SHADOW_LAB_OUT")
-	if dir == "" {
-		dir = t.TempDir()
+	dir := t.TempDir()
+	if keep := os.Getenv("SLUICE_SHADOW_LAB_OUT"); keep != "" {
+		dir = filepath.Join(keep, t.Name()) // TestLabShadow/3x-s1/...
 	}
 	r := &lab.Runner{
 		Out: dir, Program: "TestLabShadow",
