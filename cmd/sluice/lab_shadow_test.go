@@ -56,7 +56,8 @@ import (
 // and at its end), with their ratios; then a run in shadow at 4,500 req/s
 // switched to enforce by a PATCH of mode 8 s in, and the 2xx answers of
 // each second sent after it against 0.9 × C. The targets are
-// checks: would-be refusals within ±15 %, the learned limit within ±25 %,
+// checks: would-be refusals within ±15 % (within 1 point of the arrivals
+// where enforcement refuses under 1 %), the learned limit within ±25 %,
 // ≥ 0.9 × C served from 2 s after the PATCH.
 func TestLabShadow(t *testing.T) {
 	if os.Getenv("SLUICE_SHADOW_LAB") == "" {
@@ -95,8 +96,16 @@ func TestLabShadow(t *testing.T) {
 				for _, r := range []*shadowRun{e, s} {
 					r.checkOpenLoop(t)
 				}
-				if r := (would / sa) / (refused / ea); refused > 0 && (r < 0.85 || r > 1.15) {
-					t.Errorf("would-be refusals %.1f %% against enforce's %.1f %%: ratio %.3f, want within ±15 %%", 100*would/sa, 100*refused/ea, r)
+				// Where enforcement refuses under 1 % (at 1×: a few to a few
+				// tens of 15,000, whose count alone varies by more than
+				// ±15 % from seed to seed), the shares must agree within 1
+				// point of the arrivals instead.
+				if refused >= ea/100 {
+					if r := (would / sa) / (refused / ea); r < 0.85 || r > 1.15 {
+						t.Errorf("would-be refusals %.1f %% against enforce's %.1f %%: ratio %.3f, want within ±15 %%", 100*would/sa, 100*refused/ea, r)
+					}
+				} else if d := would/sa - refused/ea; d > 0.01 || d < -0.01 {
+					t.Errorf("would-be refusals %.2f %% against enforce's %.2f %%: want within 1 point of the arrivals", 100*would/sa, 100*refused/ea)
 				}
 				if r := s.limit / e.limit; r < 0.75 || r > 1.25 {
 					t.Errorf("learned limit %.1f against enforce's %.1f: ratio %.3f, want within ±25 %%", s.limit, e.limit, r)
