@@ -22,6 +22,8 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+
+	"github.com/sluicehq/sluice/admin/api"
 )
 
 // prelude starts every test config: a free loopback port, the upstream, a
@@ -580,6 +582,11 @@ match = { path = "/grpc.health.v1.Health/Watch" }
 	if _, err := first.Recv(); err != nil {
 		t.Fatalf("first Watch: %v", err)
 	}
+	// The first Watch holds the one stream slot before the second opens:
+	// a call becomes a stream only once it outlives its headers by 100 ms,
+	// and on a busy machine the second's promotion could run first.
+	admin := "http://" + str(s.log.wait(t, "the admin line", message("admin API, metrics and dashboard"))["addr"])
+	awaitGroup(t, client(t), admin, "watch", "the first Watch as a stream", func(g api.Group) bool { return g.Streams.Open == 1 })
 	second, err := hc.Watch(ctx, &healthpb.HealthCheckRequest{Service: "svc"})
 	if err != nil {
 		t.Fatal(err)

@@ -204,6 +204,12 @@
 // renewal, so a slow spell that put it in fallback is not paid twice. Status, the decision counts (fallback) and Store.Changed
 // tell it at that moment. The renewals, in the background, bring the node
 // back to leases by themselves once Redis answers.
+// A renewal that Redis applied but whose answer came after its budget (a
+// starved host) is undone by the lease's next answered renewal: each
+// renewal is numbered and names the last one its node received, so the
+// grant that never reached the node goes back to the stock, and what it
+// gave back or debited is not counted twice (TestLeasedAbandonedRenewal;
+// before, the grant was lost to the quota).
 //
 // A Redis that comes back empty is not a fresh quota. Each lease hash holds
 // an epoch (the Redis time of its creation), answered by every renewal. The

@@ -56,6 +56,10 @@ type leaser struct {
 	prefix string      // lease hashes: prefix + key + "}"
 	budget time.Duration
 	chunk  int
+	// inst numbers this leaser among its store's (a reload makes a new one
+	// beside the old, with the same node id), for lua/lease.lua's record of
+	// the last renewal applied.
+	inst int64
 
 	// leases is replaced (copy on write) by the renewer only.
 	leases atomic.Pointer[map[string]*lease]
@@ -122,6 +126,10 @@ type lease struct {
 	share        float64
 	epoch, nodes int64
 	rejoin       rejoin
+	// acked is the number (renewal.seq) of the last renewal answered, or,
+	// before the first, one taken when the lease was made: Redis undoes a
+	// renewal applied after it, which this node never received.
+	acked int64
 }
 
 // leaseFallback is how a lease decides while its node cannot renew it: its
@@ -156,6 +164,7 @@ func newLeaser(l *Limiter) *leaser {
 		prefix:    l.s.p.KeyPrefix + l.p.Name + ":lease:{",
 		budget:    min(max(l.s.p.Timeout, p.Period/2), time.Second),
 		chunk:     renewChunk,
+		inst:      l.s.renewSeq.Add(1),
 		cand:      make(map[string]int),
 		candSince: time.Now(),
 		kick:      make(chan struct{}, 1),
@@ -335,7 +344,10 @@ type renewal struct {
 	// sent: copies, since a call abandoned at its budget may still read
 	// them while the next round prepares the lease again.
 	sentDem, sentWant, sentEpoch, sentShare int64
-	requested                               int64 // units admitted and refused since the last renewal
+	// seq numbers the round's call (increasing on the store); acked is the
+	// lease's, as sent.
+	seq, acked int64
+	requested  int64 // units admitted and refused since the last renewal
 	// Answered (see parseRenewals).
 	grant, heldR, out, dem, avail, life, nodes, epoch, share, under int64
 }
@@ -352,8 +364,11 @@ func (ls *leaser) round(now time.Time, last bool) {
 	}
 	q := ls.l.q.Load()
 	rs := make([]*renewal, 0, len(leases))
+	seq := ls.l.s.renewSeq.Add(1)
 	for _, le := range leases {
-		rs = append(rs, ls.prepare(le, now, q, last))
+		r := ls.prepare(le, now, q, last)
+		r.seq, r.acked = seq, le.acked
+		rs = append(rs, r)
 	}
 	t := now.UnixNano()
 	toRedis, probe := ls.l.s.link.route(t)
@@ -418,7 +433,7 @@ func (ls *leaser) promote(now time.Time, leases map[string]*lease) map[string]*l
 	next := maps.Clone(leases)
 	elapsed := max(now.Sub(since), ls.p.Period/4).Seconds()
 	for _, k := range keys[:min(room, len(keys))] {
-		le := &lease{key: k, dem: float64(cand[k]) / elapsed, since: now}
+		le := &lease{key: k, dem: float64(cand[k]) / elapsed, since: now, acked: ls.l.s.renewSeq.Add(1)}
 		le.keys = [2]string{ls.l.prefix + k + "}", ls.prefix + k + "}"}
 		le.a.Close() // nothing to decide with until the first grant
 		next[k] = le
@@ -476,8 +491,9 @@ func (ls *leaser) prepare(le *lease, now time.Time, q *quota, last bool) *renewa
 // the context: against a hung Redis the call itself would hold the renewer
 // for the I/O timeout, while the node must decide by its fallback at once.
 // The call works on copies of rs, whose answers are taken only when in
-// time; one abandoned may still be applied by Redis, its grant then lost
-// (counted in Redis until the lease expires).
+// time. One abandoned may still be applied by Redis: the lease's next
+// answered renewal undoes it there (lua/lease.lua), so that its grant,
+// which never reached this node, goes back to the stock.
 func (ls *leaser) call(q *quota, rs []*renewal) error {
 	ctx, cancel := context.WithTimeout(context.Background(), ls.budget)
 	defer cancel()
@@ -512,18 +528,18 @@ func (ls *leaser) send(ctx context.Context, q *quota, rs []*renewal) error {
 		extra = []any{now.Unix(), int64(now.Nanosecond())}
 	}
 	build := func(verb, script string, part []*renewal) *goredis.Cmd {
-		args := make([]any, 0, 3+2*len(part)+6+8*len(part)+len(extra))
+		args := make([]any, 0, 3+2*len(part)+7+10*len(part)+len(extra))
 		args = append(args, verb, script, 2*len(part))
 		for _, r := range part {
 			args = append(args, r.le.keys[0], r.le.keys[1])
 		}
-		args = append(args, s.nodeID, ttl, ls.p.Period.Milliseconds(), q.a1, q.a2, s.divisor.Load())
+		args = append(args, s.nodeID, ttl, ls.p.Period.Milliseconds(), q.a1, q.a2, s.divisor.Load(), ls.inst)
 		for _, r := range part {
 			leave := "0"
 			if r.leave {
 				leave = "1"
 			}
-			args = append(args, r.held, r.ret, r.sentDem, r.sentWant, leave, r.sentEpoch, r.debit, r.sentShare)
+			args = append(args, r.held, r.ret, r.sentDem, r.sentWant, leave, r.sentEpoch, r.debit, r.sentShare, r.seq, r.acked)
 		}
 		args = append(args, extra...)
 		return goredis.NewCmd(ctx, args...)
@@ -597,6 +613,7 @@ func parseRenewals(s string, part []*renewal) error {
 // settle applies a renewal Redis answered.
 func (ls *leaser) settle(r *renewal, now time.Time, q *quota) {
 	le := r.le
+	le.acked = r.seq
 	if r.heldR < r.held {
 		le.a.Withdraw(r.held - r.heldR) // Redis no longer counted them
 	}

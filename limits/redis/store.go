@@ -49,6 +49,9 @@ type Store struct {
 	nodeID   string
 	nodesKey string
 	observed atomic.Int32 // live nodes at the last heartbeat; 0: not known
+	// renewSeq numbers leased mode's limiters and renewal calls on this
+	// store, increasing (see leaser.inst, lease.acked).
+	renewSeq atomic.Int64
 	divisor  atomic.Int32 // the node count the local fallback divides by
 
 	mu       sync.Mutex

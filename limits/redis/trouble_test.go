@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -413,17 +414,29 @@ func exactLateBoundedRun(t *testing.T) error {
 	return nil
 }
 
+// renewAtSeq numbers renewAt's calls.
+var renewAtSeq atomic.Int64
+
 // abs is |v|.
 func abs(v int64) int64 { return max(v, -v) }
 
 // renewAt runs the renewal script of a token bucket (rate and burst 2,000,
 // ttl 2 s, period 100ms, 3 nodes) for node on key "" at the instant at, as
 // lease.go sends it (ARGV: lua/lease.lua), and returns the answer's fields.
+// Each call is numbered after the last, which its node received.
 func renewAt(t *testing.T, c *goredis.Client, at time.Time, node string, held, dem, want, epoch, debit int64, share float64) []int64 {
 	t.Helper()
+	seq := renewAtSeq.Add(1)
+	return renewCall(t, c, at, node, held, dem, want, epoch, debit, share, seq, seq-1)
+}
+
+// renewCall is renewAt with the call's number and the last one its node
+// received given.
+func renewCall(t *testing.T, c *goredis.Client, at time.Time, node string, held, dem, want, epoch, debit int64, share float64, seq, acked int64) []int64 {
+	t.Helper()
 	scr := callerTimeRenewals[TokenBucket]
-	args := []any{node, 2000, 100, formatRate(2000), 2000, 3,
-		held, 0, dem, want, "0", epoch, debit, int64(math.Ceil(share * shareScale)), at.Unix(), int64(at.Nanosecond())}
+	args := []any{node, 2000, 100, formatRate(2000), 2000, 3, 1,
+		held, 0, dem, want, "0", epoch, debit, int64(math.Ceil(share * shareScale)), seq, acked, at.Unix(), int64(at.Nanosecond())}
 	text, err := c.EvalSha(bg, scr.sha, []string{"sluice:api:gcra:{}", "sluice:api:lease:{}"}, args...).Text()
 	if isNoScript(err) {
 		text, err = c.Eval(bg, scr.src, []string{"sluice:api:gcra:{}", "sluice:api:lease:{}"}, args...).Text()

@@ -44,6 +44,21 @@
 -- as it holds them) before anything is granted, since the stock refilled
 -- meanwhile as if nobody had admitted them.
 --
+-- A renewal whose answer came after its budget was applied here but never
+-- reached the node: its grant left the stock, while the node holds again
+-- what it gave back and reports its debit again. So each renewal is
+-- numbered (seq, increasing on a node), the hash keeps per node the last
+-- one applied, by which of the node's limiters (inst: a reload makes a new
+-- one beside the old), and what it did (#c:<node>: "inst seq grant ret
+-- debit", the units as applied), and each renewal sends the number of the
+-- last one its limiter received (acked; a new lease sends a number from
+-- before its first renewal). When the last one applied, by the same
+-- limiter, is later than that, it is undone first: its grant and debit
+-- back to the stock, its return taken out again, the node's record without
+-- its grant. A renewal whose number is not above the last one its limiter
+-- had applied was overtaken by a later one (it was abandoned): it changes
+-- nothing.
+--
 -- One call renews the leases of one node on several keys.
 -- KEYS[2i-1] the state key of key i; KEYS[2i] its lease hash
 -- ARGV[1]    the node's id
@@ -51,12 +66,13 @@
 -- ARGV[3]    the renewal period, in ms
 -- ARGV[4..5] the quota's amounts (see the stock)
 -- ARGV[6]    the node count the equal fallback share divides by
--- ARGV[8i-1..8i+6] for key i: held (units the node still holds), ret
+-- ARGV[7]    inst: the number of the node's limiter (above)
+-- ARGV[10i-2..10i+7] for key i: held (units the node still holds), ret
 --            (units it gives back, no longer held), d (its demand, units per
 --            second), want (the units it asks to hold), leave ("1": the
 --            lease ends after the return), the epoch of the node's last
---            renewal (0: none), debit, and the fallback share it decided by
---            (thousandths of a unit per second). A node of an earlier epoch
+--            renewal (0: none), debit, the fallback share it decided by
+--            (thousandths of a unit per second), seq and acked (above). A node of an earlier epoch
 --            that finds no hash (Redis restarted empty) empties the stock
 --            before it is granted anything: the units the nodes admitted by
 --            their fallback shares meanwhile are not in it, and Redis's
@@ -74,7 +90,7 @@
 -- the node's fallback share in thousandths of a unit per second, and 1 if
 -- its demand is under the fair level (it is granted its demand), else 0.
 local id, ttl, period = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]) / 1000
-local nodes = tonumber(ARGV[6])
+local nodes, inst = tonumber(ARGV[6]), tonumber(ARGV[7])
 local now_ms = sec * 1000 + math.floor(nsec / 1e6)
 
 -- lease_parse reads a node's record "o d e w t g".
@@ -120,18 +136,32 @@ local function demands(hkey, dem)
   return ds
 end
 
-local out = {}
-for i = 1, #KEYS / 2 do
+-- call_parse reads a node's last renewal applied, "inst seq grant ret
+-- debit": nil unless it was inst's.
+local function call_parse(v)
+  if not v then return nil end
+  local n, q, g, r, b = string.match(v, '^(%d+) (%d+) (%d+) (%d+) (%d+)$')
+  if not n or tonumber(n) ~= inst then return nil end
+  return tonumber(q), tonumber(g), tonumber(r), tonumber(b)
+end
+
+-- renew renews the lease of key i and returns its answer.
+local function renew(i)
   local skey, hkey = KEYS[2 * i - 1], KEYS[2 * i]
-  local a = 8 * i - 2
+  local a = 10 * i - 3
   local held, ret, dem, want = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4])
   local leave, before, debit = ARGV[a + 5] == '1', tonumber(ARGV[a + 6]), tonumber(ARGV[a + 7])
   local fbshare = tonumber(ARGV[a + 8]) / 1000
-  local sharekey = '#s:' .. id
-  local f = redis.call('HMGET', hkey, id, '#O', '#D', '#N', '#next', '#E', '#S', sharekey)
-  local mine = f[1]
+  local seq, acked = tonumber(ARGV[a + 9]), tonumber(ARGV[a + 10])
+  local sharekey, callkey = '#s:' .. id, '#c:' .. id
+  local f = redis.call('HMGET', hkey, id, '#O', '#D', '#N', '#next', '#E', '#S', sharekey, callkey)
+  local mine, last = f[1], f[9]
   local O, D, N, nxt = tonumber(f[2]) or 0, tonumber(f[3]) or 0, tonumber(f[4]) or 0, tonumber(f[5])
   local S, myshare = tonumber(f[7]) or 0, tonumber(f[8]) or 0
+  local lseq, lgrant, lret, ldebit = call_parse(last)
+  if lseq and seq <= lseq then
+    return '0 0 0 0 0 -1 0 0 0 0' -- overtaken: abandoned by its node
+  end
   local epoch, reseed = tonumber(f[6]), false
   if not epoch then epoch, reseed = now_ms, before ~= 0 end
   if before ~= 0 and before ~= epoch then
@@ -141,11 +171,14 @@ for i = 1, #KEYS / 2 do
   if nxt and now_ms >= nxt then
     renew_life = true
     O, D, N, S, nxt, mine = 0, 0, 0, 0, nil, nil
-    local all, shares, live = redis.call('HGETALL', hkey), {}, {}
+    local all, shares, calls, live = redis.call('HGETALL', hkey), {}, {}, {}
     for j = 1, #all, 2 do
       local name = all[j]
-      if string.sub(name, 1, 3) == '#s:' then
+      local tag = string.sub(name, 1, 3)
+      if tag == '#s:' then
         shares[string.sub(name, 4)] = tonumber(all[j + 1]) or 0
+      elseif tag == '#c:' then
+        calls[#calls + 1] = string.sub(name, 4)
       elseif string.sub(name, 1, 1) ~= '#' then
         local o, d, e = lease_parse(all[j + 1])
         if e <= now_ms then
@@ -161,24 +194,34 @@ for i = 1, #KEYS / 2 do
     for name, sh in pairs(shares) do
       if live[name] then S = S + sh else redis.call('HDEL', hkey, '#s:' .. name) end
     end
-    if not live[id] then myshare = 0 end
+    for _, name in ipairs(calls) do
+      if not live[name] then redis.call('HDEL', hkey, '#c:' .. name) end
+    end
+    if not live[id] then myshare, lseq = 0, nil end
   end
   -- This node's record is replaced; its units count only if its lease is
-  -- live and of the stock's current window.
+  -- live and of the stock's current window. The last renewal applied, if
+  -- the node never received it, is undone on a live record.
   local valid, dt, granted = false, period, 0
+  local undo = lseq ~= nil and lseq > acked
   if mine then
     local o, d, e, w, t, g = lease_parse(mine)
     O, D, N = O - o, D - d, N - 1
     valid = e > now_ms and w == stock_tag
     if valid then
+      if undo then o, g = math.max(0, o - lgrant + lret), math.max(0, g - lgrant) end
       held = math.max(0, math.min(held, o))
       ret = math.max(0, math.min(ret, o - held))
       dt, granted = math.min(math.max(0, now_ms - t), ttl) / 1000, g
     end
   end
-  if not valid then held, ret = 0, 0 end
+  if not valid then held, ret, undo = 0, 0, false end
   local s = stock_open(skey)
   if reseed then s = stock_take(s, stock_avail(s)) end
+  if undo then
+    local back = lgrant + ldebit - lret
+    if back > 0 then s = stock_give(s, back) elseif back < 0 then s = stock_take(s, -back) end
+  end
   local grant, share, under = 0, 0, 1
   local record = {} -- this node's record, written with the sums
   if ret > 0 then s = stock_give(s, ret) end
@@ -188,7 +231,7 @@ for i = 1, #KEYS / 2 do
   end
   S = S - myshare
   if leave then
-    redis.call('HDEL', hkey, id, sharekey)
+    redis.call('HDEL', hkey, id, sharekey, callkey)
   else
     D, N = D + dem, N + 1
     local avail = stock_avail(s)
@@ -223,7 +266,8 @@ for i = 1, #KEYS / 2 do
     O = O + held + grant
     local e = now_ms + ttl
     if not nxt or e < nxt then nxt = e end
-    record = {id, string.format('%d %d %d %d %d %d', held + grant, dem, e, stock_tag, now_ms, granted + grant), sharekey, int(share)}
+    record = {id, string.format('%d %d %d %d %d %d', held + grant, dem, e, stock_tag, now_ms, granted + grant), sharekey, int(share),
+      callkey, string.format('%d %d %d %d %d', inst, seq, grant, ret, debit)}
   end
   if N > 0 then
     redis.call('HSET', hkey, '#O', int(O), '#D', int(D), '#N', int(N), '#next', int(nxt or now_ms), '#E', int(epoch), '#S', int(S), unpack(record))
@@ -231,9 +275,12 @@ for i = 1, #KEYS / 2 do
   else
     redis.call('DEL', hkey)
   end
-  if ret > 0 or grant > 0 or reseed or debit > 0 then stock_save(skey, s) end
+  if ret > 0 or grant > 0 or reseed or debit > 0 or undo then stock_save(skey, s) end
   local life = -1
   if stock_life then life = stock_life end
-  out[i] = string.format('%d %d %d %d %d %d %d %d %d %d', grant, held, O, D, stock_avail(s), life, N, epoch, share, under)
+  return string.format('%d %d %d %d %d %d %d %d %d %d', grant, held, O, D, stock_avail(s), life, N, epoch, share, under)
 end
+
+local out = {}
+for i = 1, #KEYS / 2 do out[i] = renew(i) end
 return table.concat(out, ' ')
