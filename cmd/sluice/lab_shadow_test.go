@@ -309,32 +309,10 @@ phases = [{ rate = "%d", for = "%v" }]
 			if err != nil {
 				t.Errorf("%s: %v", run.Contender, err)
 			}
-			sr := &shadowRun{run: run, group: g, offered: run.Load.Totals.Offered, capacity: run.Capacity}
 			if err == nil {
 				atGate.add(time.Now(), g) // a poll after the load's last second
 			}
-			secs := int(d / time.Second)
-			sr.atGate = atGate.perSecond(run.Load.Start, secs)
-			for _, sec := range run.Load.Seconds {
-				if sec.T < secs {
-					sr.sent = append(sr.sent, float64(sec.Attempts)) // no retries: the first tries, by their send instant
-				}
-			}
-			var sum float64
-			var n int
-			for _, s := range run.Samples {
-				if s.Limit == nil {
-					continue
-				}
-				sr.limits = append(sr.limits, *s.Limit)
-				if s.T >= d.Seconds()/2 && s.T <= d.Seconds() {
-					sum += *s.Limit
-					n++
-				}
-			}
-			if n > 0 {
-				sr.limit = sum / float64(n)
-			}
+			sr := measured(run, g, &atGate, d)
 			mu.Lock()
 			sr.patchLimit = patchLimit
 			mu.Unlock()
@@ -377,6 +355,35 @@ phases = [{ rate = "%d", for = "%v" }]
 		}
 	}
 	return out
+}
+
+// measured is what a run of d measured: g is its group at the end, atGate
+// the gate's arrivals polled.
+func measured(run report.Run, g api.Group, atGate *arrivalsPoll, d time.Duration) *shadowRun {
+	sr := &shadowRun{run: run, group: g, offered: run.Load.Totals.Offered, capacity: run.Capacity}
+	secs := int(d / time.Second)
+	sr.atGate = atGate.perSecond(run.Load.Start, secs)
+	for _, sec := range run.Load.Seconds {
+		if sec.T < secs {
+			sr.sent = append(sr.sent, float64(sec.Attempts)) // no retries: the first tries, by their send instant
+		}
+	}
+	var sum float64
+	var n int
+	for _, s := range run.Samples {
+		if s.Limit == nil {
+			continue
+		}
+		sr.limits = append(sr.limits, *s.Limit)
+		if s.T >= d.Seconds()/2 && s.T <= d.Seconds() {
+			sum += *s.Limit
+			n++
+		}
+	}
+	if n > 0 {
+		sr.limit = sum / float64(n)
+	}
+	return sr
 }
 
 // labBackend builds sluice-lab, whose "backend" command runs the lab's
