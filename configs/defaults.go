@@ -157,15 +157,15 @@ func NewRLS() *RLS {
 // 0o660; leases of 30s, at most 16384 at once.
 func (p *Permit) reset() {
 	*p = Permit{
-		Listen:     "127.0.0.1:7070",
-		SocketMode: 0o660,
+		Listen:     defaults.PermitListen,
+		SocketMode: defaults.SocketMode,
 		Lease:      Duration(defaults.PermitLease),
 		MaxLeases:  defaults.PermitMaxLeases,
 	}
 }
 
 func (r *RLS) reset() {
-	*r = RLS{Listen: "unix:///run/sluice/rls.sock", SocketMode: 0o660, Headers: RLSHeadersIETF}
+	*r = RLS{Listen: defaults.RLSListen, SocketMode: defaults.SocketMode, Headers: RLSHeadersIETF}
 }
 
 func (r *Redis) reset() {
