@@ -155,16 +155,7 @@ func runSimulate(_ context.Context, args []string, stdout, stderr io.Writer) int
 		}
 	}
 	cfg, err := loadConfig(f.config)
-	var problems configs.Errors
-	switch {
-	case errors.As(err, &problems):
-		for _, p := range problems {
-			cli.Fprintf(stderr, "%s\n", p)
-		}
-		cli.Fprintf(stderr, "sluice simulate: %s: %d problem%s\n", f.config, len(problems), plural(len(problems)))
-		return exitError
-	case err != nil:
-		cli.Fprintf(stderr, "sluice simulate: %v\n", err)
+	if configFailed(stderr, "sluice simulate", f.config, err) {
 		return exitError
 	}
 	groups, err := simulateGroups(cfg, f.group)
