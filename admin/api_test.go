@@ -17,6 +17,7 @@ import (
 	"github.com/sluicehq/sluice/admin/api"
 	"github.com/sluicehq/sluice/configs"
 	"github.com/sluicehq/sluice/gate"
+	"github.com/sluicehq/sluice/gate/spec"
 )
 
 func TestStatus(t *testing.T) {
@@ -148,7 +149,7 @@ func TestGroups(t *testing.T) {
 		t.Fatalf("groups %+v, want api then batch", all.Groups)
 	}
 
-	want := api.Group{Name: "api", Law: configs.LawAIMD, Min: 1, Max: 100}
+	want := api.Group{Name: "api", Law: spec.LawAIMD, Min: 1, Max: 100}
 	api := f.group(t, "api")
 	if api.Name != want.Name || api.Law != want.Law || api.Min != want.Min || api.Max != want.Max {
 		t.Errorf("api = %s %s [%d, %d], want %s %s [%d, %d]", api.Name, api.Law, api.Min, api.Max, want.Name, want.Law, want.Min, want.Max)

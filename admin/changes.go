@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluicehq/sluice/configs"
 	"github.com/sluicehq/sluice/gate"
+	"github.com/sluicehq/sluice/gate/spec"
 	"github.com/sluicehq/sluice/internal/durtext"
 )
 
@@ -58,7 +59,7 @@ func (s *Server) onChange(r *http.Request, group string, fields []gate.FieldChan
 // "rate.mode"), each with its value before and after as the file would
 // spell it ("" for a table that is absent). Fields are compared leaf by
 // leaf; a list counts as one value.
-func FieldChanges(before, after *configs.Group) []gate.FieldChange {
+func FieldChanges(before, after *spec.Group) []gate.FieldChange {
 	return diffValues(nil, "", reflect.ValueOf(before).Elem(), reflect.ValueOf(after).Elem())
 }
 

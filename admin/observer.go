@@ -1,13 +1,12 @@
 package admin
 
 import (
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluicehq/sluice/gate"
+	"github.com/sluicehq/sluice/internal/cowmap"
 )
 
 // Metrics are the metrics that need every event rather than the gate's
@@ -32,8 +31,7 @@ type Metrics struct {
 	saves     *prometheus.CounterVec
 	changes   *prometheus.CounterVec
 
-	mu     sync.Mutex // serialises adding groups
-	groups atomic.Pointer[map[string]*groupObservers]
+	groups cowmap.Map[string, *groupObservers]
 }
 
 // groupObservers are a group's histogram series, resolved once.
@@ -109,7 +107,6 @@ func NewMetrics(p MetricsParams) *Metrics {
 	}
 	m.saves.WithLabelValues("success")
 	m.saves.WithLabelValues("failure")
-	m.groups.Store(&map[string]*groupObservers{})
 	return m
 }
 
@@ -157,26 +154,15 @@ func (m *Metrics) ObserveChange(c gate.Change) {
 // group returns the series of the group called name, creating them the
 // first time.
 func (m *Metrics) group(name string) *groupObservers {
-	if g := (*m.groups.Load())[name]; g != nil {
-		return g
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	old := *m.groups.Load()
-	if g := old[name]; g != nil {
-		return g
-	}
+	return m.groups.LoadOrNew(name, m.newGroup)
+}
+
+func (m *Metrics) newGroup(name string) *groupObservers {
 	g := &groupObservers{wait: m.queueWait.WithLabelValues(name)}
 	for o := range g.done {
 		g.done[o] = m.duration.WithLabelValues(name, gate.Outcome(o).String())
 		g.endToEnd[o] = m.endToEnd.WithLabelValues(name, gate.Outcome(o).String())
 	}
-	next := make(map[string]*groupObservers, len(old)+1)
-	for k, v := range old {
-		next[k] = v
-	}
-	next[name] = g
-	m.groups.Store(&next)
 	return g
 }
 
@@ -187,21 +173,16 @@ func (m *Metrics) retain(names []string) {
 	for _, n := range names {
 		keep[n] = true
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	old := *m.groups.Load()
-	next := make(map[string]*groupObservers, len(old))
-	for k, v := range old {
+	m.groups.Retain(func(k string, _ *groupObservers) bool {
 		if keep[k] {
-			next[k] = v
-			continue
+			return true
 		}
 		m.duration.DeletePartialMatch(prometheus.Labels{"group": k})
 		m.endToEnd.DeletePartialMatch(prometheus.Labels{"group": k})
 		m.queueWait.DeleteLabelValues(k)
 		m.changes.DeleteLabelValues(k)
-	}
-	m.groups.Store(&next)
+		return false
+	})
 }
 
 // Describe implements prometheus.Collector.

@@ -218,7 +218,7 @@ func operation(o op, errRef jsonObject, schemas *schemaSet) jsonObject {
 }
 
 // schemaSet holds the named schemas of the document's components: one per
-// struct type, named after it ("Group"; "configs.Group" for another
+// struct type, named after it ("Group"; "spec.Group" for another
 // package's).
 type schemaSet jsonObject
 

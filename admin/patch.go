@@ -16,6 +16,7 @@ import (
 	"github.com/sluicehq/sluice/adaptive"
 	"github.com/sluicehq/sluice/configs"
 	"github.com/sluicehq/sluice/gate"
+	"github.com/sluicehq/sluice/gate/spec"
 	"github.com/sluicehq/sluice/internal/durtext"
 )
 
@@ -26,7 +27,7 @@ const keepField = "keep_on_reload"
 type patch struct {
 	// group is the group as it should be: the current one with the body's
 	// fields set.
-	group configs.Group
+	group spec.Group
 	// keep is the body's keep_on_reload.
 	keep bool
 	// notes say what was adjusted beyond the body (an initial limit moved
@@ -51,7 +52,7 @@ var overridable, sections = func() (map[string]bool, map[string]bool) {
 // is not a group field, one that cannot change at runtime, and a value of the
 // wrong type or form. Ranges and the rules between fields are left to the
 // gate's Override, which checks the result as the file is checked.
-func decodePatch(cur *configs.Group, body []byte) (patch, *apiError) {
+func decodePatch(cur *spec.Group, body []byte) (patch, *apiError) {
 	p := patch{group: cur.Clone()}
 	var top map[string]json.RawMessage
 	if err := decodeOne(body, &top); err != nil || top == nil {
@@ -120,7 +121,7 @@ func decodePatch(cur *configs.Group, body []byte) (patch, *apiError) {
 // body set without setting it, rather than refusing the change: the initial
 // limit matters only at a cold start, and the limit in force is clamped to
 // the new bounds anyway. It returns a note for each move.
-func fitInitial(c *configs.Concurrency, law configs.Law, given map[string]bool) []string {
+func fitInitial(c *spec.Concurrency, law spec.Law, given map[string]bool) []string {
 	if k, ok := adaptive.LookupLaw(string(law)); ok && k.FixedLimit || given["concurrency.initial"] || c.Min > c.Max {
 		return nil
 	}
@@ -155,7 +156,7 @@ func decodeOne(b []byte, v any) error {
 
 // decodeLeaf sets field f of table sec of g (of g itself for sec "") from
 // the JSON value v, and says what is wrong with v if it cannot.
-func decodeLeaf(g *configs.Group, sec, f string, v json.RawMessage) error {
+func decodeLeaf(g *spec.Group, sec, f string, v json.RawMessage) error {
 	var body any = map[string]map[string]json.RawMessage{sec: {f: v}}
 	if sec == "" {
 		body = map[string]json.RawMessage{f: v}
@@ -179,7 +180,7 @@ func decodeLeaf(g *configs.Group, sec, f string, v json.RawMessage) error {
 // of the group at all, or it cannot change at runtime.
 func notOverridable(sec string, f *string) string {
 	path := sec
-	t, ok := jsonField(reflect.TypeFor[configs.Group](), sec)
+	t, ok := jsonField(reflect.TypeFor[spec.Group](), sec)
 	if f != nil {
 		path += "." + *f
 		_, ok = jsonField(t, *f)

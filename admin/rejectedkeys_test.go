@@ -39,11 +39,23 @@ key = "header:X-Tenant"
 			}
 			g := f.group(t, "api")
 			counting, other := g.RejectedKeys, g.Shadow.RejectedKeys
+			st := f.gate.Groups()[0]
+			skipped := st.RejectedKeysSkipped
 			if mode == "shadow" {
 				counting, other = other, counting
+				skipped = st.Shadow.RejectedKeysSkipped
 			}
-			if got := fmt.Sprintf("%+v", counting); got != "[{Key:greedy Count:12 Error:0 Reason:rate} {Key:calm Count:2 Error:0 Reason:rate}]" {
-				t.Errorf("%s: the keys refused (or, in shadow, that would be): %s", mode, got)
+			// The summary skips a rejection rather than wait for a reader
+			// (topk.Summary.Add): the admin server's history sampler reads
+			// the group's status while the requests run, and once in a few
+			// hundred runs it was reading at a rejection.
+			if skipped == 0 {
+				if got := fmt.Sprintf("%+v", counting); got != "[{Key:greedy Count:12 Error:0 Reason:rate} {Key:calm Count:2 Error:0 Reason:rate}]" {
+					t.Errorf("%s: the keys refused (or, in shadow, that would be): %s", mode, got)
+				}
+			} else if len(counting) != 2 || counting[0].Key != "greedy" || counting[1].Key != "calm" ||
+				counting[0].Count+counting[1].Count+skipped != 14 || counting[0].Count < 12-skipped || counting[1].Count < 2-min(skipped, 2) {
+				t.Errorf("%s: %d rejections skipped, and the keys refused (or, in shadow, that would be): %+v", mode, skipped, counting)
 			}
 			if other == nil || len(other) != 0 {
 				t.Errorf("%s: the other list %#v, want [] (never null)", mode, other)

@@ -17,6 +17,7 @@ import (
 	"github.com/sluicehq/sluice/admin/api"
 	"github.com/sluicehq/sluice/configs"
 	"github.com/sluicehq/sluice/gate"
+	"github.com/sluicehq/sluice/gate/spec"
 	"github.com/sluicehq/sluice/internal/listen"
 )
 
@@ -152,7 +153,7 @@ type Server struct {
 func (s *Server) config() *configs.Config {
 	c := s.file.Load().Clone()
 	gc := s.gate.Config()
-	c.Groups = make([]configs.Group, len(gc.Groups))
+	c.Groups = make([]spec.Group, len(gc.Groups))
 	for i := range gc.Groups {
 		c.Groups[i] = gc.Groups[i].Clone()
 	}
@@ -161,7 +162,7 @@ func (s *Server) config() *configs.Config {
 
 // groupConfig is the group called name as the gate runs it, in configs'
 // terms; nil when there is none.
-func (s *Server) groupConfig(name string) *configs.Group {
+func (s *Server) groupConfig(name string) *spec.Group {
 	g := s.gate.Config().Group(name)
 	if g == nil {
 		return nil

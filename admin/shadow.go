@@ -8,12 +8,12 @@ import (
 
 	"github.com/sluicehq/sluice/adaptive"
 	"github.com/sluicehq/sluice/admin/api"
-	"github.com/sluicehq/sluice/configs"
 	"github.com/sluicehq/sluice/gate"
+	"github.com/sluicehq/sluice/gate/spec"
 )
 
 // shadowView is a group's mode and shadow read-out for the API.
-func shadowView(s *gate.ShadowStatus) (configs.Mode, api.Shadow) {
+func shadowView(s *gate.ShadowStatus) (spec.Mode, api.Shadow) {
 	v := api.Shadow{RateMode: s.RateMode, WouldQueue: s.Queued, Beyond: s.Beyond,
 		ByReason: make(map[string]uint64, adaptive.NumRejections-1), RejectedKeys: rejectedKeysView(s.RejectedKeys)}
 	for r := 1; r < adaptive.NumRejections; r++ {
@@ -36,12 +36,12 @@ func collectShadow(counter func(*prometheus.Desc, float64, ...string), g *gate.G
 
 // shadowLine says what a group's shadow mode would have refused (api.Shadow's
 // Line): "" for a group that enforces everything and has counted nothing.
-func shadowLine(mode configs.Mode, s *api.Shadow) string {
+func shadowLine(mode spec.Mode, s *api.Shadow) string {
 	var who string
 	switch {
-	case mode == configs.ModeShadow:
+	case mode == spec.ModeShadow:
 		who = "shadow mode: admitting every request"
-	case s.RateMode == configs.ModeShadow:
+	case s.RateMode == spec.ModeShadow:
 		who = "rate rule in shadow mode: admitting what it refuses"
 	case s.WouldReject == 0 && s.WouldQueue == 0:
 		return ""

@@ -9,8 +9,8 @@ import (
 
 	"github.com/sluicehq/sluice/adaptive"
 	"github.com/sluicehq/sluice/admin/api"
-	"github.com/sluicehq/sluice/configs"
 	"github.com/sluicehq/sluice/gate"
+	"github.com/sluicehq/sluice/gate/spec"
 )
 
 const shadowConfig = `
@@ -67,7 +67,7 @@ func TestShadowCountsAgree(t *testing.T) {
 	list := all.Groups
 	conc := adaptive.RejectConcurrency.String()
 	if st.Shadow.Rejected[adaptive.RejectConcurrency] != 8 || g.Shadow.WouldReject != 8 || g.Shadow.ByReason[conc] != 8 ||
-		len(list) != 2 || list[0].Shadow.ByReason[conc] != 8 || g.Requests.Rejected != 0 || g.Mode != configs.ModeShadow {
+		len(list) != 2 || list[0].Shadow.ByReason[conc] != 8 || g.Requests.Rejected != 0 || g.Mode != spec.ModeShadow {
 		t.Fatalf("would-be: gate %d, group %+v, list %+v; rejected %d; want 8 everywhere, none rejected",
 			st.Shadow.Rejected[adaptive.RejectConcurrency], g.Shadow, list[0].Shadow, g.Requests.Rejected)
 	}
@@ -92,7 +92,7 @@ func TestShadowCountsAgree(t *testing.T) {
 		t.Fatalf("PATCH mode enforce: %d %s", a.status, a.body)
 	}
 	after := f.group(t, "edge")
-	if after.Mode != configs.ModeEnforce || after.Limit != g.Limit || after.Override == nil {
+	if after.Mode != spec.ModeEnforce || after.Limit != g.Limit || after.Override == nil {
 		t.Fatalf("after PATCH: mode %q, limit %d (was %d), override %+v", after.Mode, after.Limit, g.Limit, after.Override)
 	}
 	passes = passes[:0]

@@ -5,8 +5,8 @@ import (
 
 	"github.com/sluicehq/sluice/adaptive"
 	"github.com/sluicehq/sluice/admin/api"
-	"github.com/sluicehq/sluice/configs"
 	"github.com/sluicehq/sluice/gate"
+	"github.com/sluicehq/sluice/gate/spec"
 	"github.com/sluicehq/sluice/probe"
 )
 
@@ -16,10 +16,10 @@ import (
 // newGroupView renders st; c is the group's config in force (nil if the
 // group was just removed), keep whether its override survives reloads and
 // off the targets switched off for want of a signal.
-func newGroupView(st gate.GroupStatus, c *configs.Group, keep bool, off switchedOff) api.Group {
+func newGroupView(st gate.GroupStatus, c *spec.Group, keep bool, off switchedOff) api.Group {
 	v := api.Group{
 		Name:     st.Name,
-		Law:      configs.Law(st.Law),
+		Law:      spec.Law(st.Law),
 		Limit:    st.Limit,
 		Min:      st.Min,
 		Max:      st.Max,

@@ -1,5 +1,7 @@
 package configs
 
+import "github.com/sluicehq/sluice/gate/spec"
+
 // Config is one sluice configuration: what the daemon listens on, the
 // upstream it guards, how it watches that upstream's resources, its admin API,
 // its control loop, the optional Redis for global quotas, and the groups of
@@ -32,7 +34,7 @@ type Config struct {
 	// takes it. After SetDefaults the last group always matches every
 	// request: if the file's last group does not, a group named "default"
 	// with default settings is appended ([Config.SetDefaults]).
-	Groups []Group `toml:"group" json:"groups"`
+	Groups []spec.Group `toml:"group" json:"groups"`
 
 	src *source // the file this config was read from; nil when built in Go
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/sluicehq/sluice/gate/spec"
 	"github.com/sluicehq/sluice/internal/check"
 	"github.com/sluicehq/sluice/internal/durtext"
 )
@@ -303,7 +304,7 @@ var moved = map[reflect.Type]map[string]string{
 	reflect.TypeFor[Server](): {
 		"upstream": `; the upstream is set in [upstream] as url = "http://host:port"`,
 	},
-	reflect.TypeFor[Targets](): {
+	reflect.TypeFor[spec.Targets](): {
 		"latency_p50":   `; write latency = "200ms" and quantile = 0.5`,
 		"latency_p90":   `; write latency = "200ms" and quantile = 0.9`,
 		"latency_p95":   `; write latency = "200ms" and quantile = 0.95`,
@@ -311,7 +312,7 @@ var moved = map[reflect.Type]map[string]string{
 		"latency_p999":  `; write latency = "200ms" and quantile = 0.999`,
 		"latency_p99.9": `; write latency = "200ms" and quantile = 0.999`,
 	},
-	reflect.TypeFor[Group](): {
+	reflect.TypeFor[spec.Group](): {
 		"limit":   `; a fixed concurrency limit is [group.concurrency] law = "fixed" and limit`,
 		"circuit": `; the circuit breaker is the upstream's: [upstream.circuit]`,
 		"max_concurrency": `; the most requests in the upstream at once is [group.concurrency] max, ` +
@@ -319,7 +320,7 @@ var moved = map[reflect.Type]map[string]string{
 		"concurrency_limit": `; the concurrency limit is [group.concurrency] limit, with law = "fixed" ` +
 			`(an adaptive law moves it between min and max)`,
 	},
-	reflect.TypeFor[Concurrency](): {
+	reflect.TypeFor[spec.Concurrency](): {
 		"max_concurrency": `; the largest limit of an adaptive law is max (with law = "fixed", limit)`,
 	},
 }

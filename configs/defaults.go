@@ -76,28 +76,28 @@ func New() *Config {
 // NewGroup returns a group with every static default, matching every
 // request: no target (so SetGroupDefaults derives law "gradient", which
 // needs none), no rate limit, a FIFO queue of 100 with CoDel.
-func NewGroup(name string) Group {
-	return Group{
+func NewGroup(name string) spec.Group {
+	return spec.Group{
 		Name:     name,
-		Key:      KeyNone,
-		Priority: Priority(LevelDefault),
-		Mode:     ModeEnforce,
-		Targets:  Targets{Quantile: spec.DefaultQuantile},
-		Queue: Queue{
-			Order:         OrderFIFO,
+		Key:      spec.KeyNone,
+		Priority: spec.Priority(spec.LevelDefault),
+		Mode:     spec.ModeEnforce,
+		Targets:  spec.Targets{Quantile: spec.DefaultQuantile},
+		Queue: spec.Queue{
+			Order:         spec.OrderFIFO,
 			Max:           100,
 			MaxWait:       spec.DefaultQueueMaxWait,
 			CodelTarget:   adaptive.DefaultCodelTarget,
 			CodelInterval: spec.DefaultCodelInterval,
 		},
-		Streams: Streams{Max: spec.DefaultStreamsMax},
+		Streams: spec.Streams{Max: spec.DefaultStreamsMax},
 	}
 }
 
 // NewRate returns a rate limit with its static defaults: a local token
 // bucket of cost 1. Set Rate, or Limit and Window.
-func NewRate() *Rate {
-	return &Rate{Algorithm: AlgorithmTokenBucket, Cost: 1, Scope: ScopeLocal, Mode: ModeEnforce}
+func NewRate() *spec.Rate {
+	return &spec.Rate{Algorithm: spec.AlgorithmTokenBucket, Cost: 1, Scope: spec.ScopeLocal, Mode: spec.ModeEnforce}
 }
 
 // NewRedis returns a [redis] section with its static defaults. Set Address
@@ -113,9 +113,9 @@ func NewRedis() *Redis {
 // gate/spec's.
 func reset(p any) {
 	switch p := p.(type) {
-	case *Group:
+	case *spec.Group:
 		*p = NewGroup("")
-	case *Rate:
+	case *spec.Rate:
 		*p = *NewRate()
 	case interface{ reset() }:
 		p.reset()
@@ -157,15 +157,15 @@ func NewRLS() *RLS {
 // 0o660; leases of 30s, at most 16384 at once.
 func (p *Permit) reset() {
 	*p = Permit{
-		Listen:     "127.0.0.1:7070",
-		SocketMode: 0o660,
+		Listen:     defaults.PermitListen,
+		SocketMode: defaults.SocketMode,
 		Lease:      Duration(defaults.PermitLease),
 		MaxLeases:  defaults.PermitMaxLeases,
 	}
 }
 
 func (r *RLS) reset() {
-	*r = RLS{Listen: "unix:///run/sluice/rls.sock", SocketMode: 0o660, Headers: RLSHeadersIETF}
+	*r = RLS{Listen: defaults.RLSListen, SocketMode: defaults.SocketMode, Headers: RLSHeadersIETF}
 }
 
 func (r *Redis) reset() {
@@ -210,7 +210,7 @@ func (c *Config) SetDefaults() {
 // already set are kept. It also normalises spelling: methods to upper case,
 // header names to canonical form, the host to lower case without a trailing
 // dot. Empty enum fields get their static default. It is idempotent.
-func SetGroupDefaults(g *Group) {
+func SetGroupDefaults(g *spec.Group) {
 	// Spelled as the gate matches (spec.Match.Normal: of two spellings of
 	// one header both are kept, for Validate to report). An empty table of
 	// headers is none, as the effective config writes it (an empty list of
@@ -232,6 +232,6 @@ func SetGroupDefaults(g *Group) {
 		*g.Rate = g.Rate.WithDefaults(g.Key)
 	}
 	if g.Queue.Order == "" {
-		g.Queue.Order = OrderFIFO
+		g.Queue.Order = spec.OrderFIFO
 	}
 }

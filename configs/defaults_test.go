@@ -4,20 +4,22 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/gate/spec"
 )
 
 func TestSetDefaultsAppendsCatchAll(t *testing.T) {
 	tests := []struct {
 		name   string
-		groups []Group
+		groups []spec.Group
 		want   []string
 	}{
 		{"no groups", nil, []string{"default"}},
-		{"no catch-all", []Group{withMatch(NewGroup("api"), Match{PathPrefix: "/api/"})}, []string{"api", "default"}},
-		{"own catch-all", []Group{NewGroup("all")}, []string{"all"}},
-		{"slash catch-all", []Group{withMatch(NewGroup("all"), Match{PathPrefix: "/"})}, []string{"all"}},
+		{"no catch-all", []spec.Group{withMatch(NewGroup("api"), spec.Match{PathPrefix: "/api/"})}, []string{"api", "default"}},
+		{"own catch-all", []spec.Group{NewGroup("all")}, []string{"all"}},
+		{"slash catch-all", []spec.Group{withMatch(NewGroup("all"), spec.Match{PathPrefix: "/"})}, []string{"all"}},
 		// A group that takes the name stays alone; Validate explains.
-		{"name taken", []Group{withMatch(NewGroup("default"), Match{Path: "/x"})}, []string{"default"}},
+		{"name taken", []spec.Group{withMatch(NewGroup("default"), spec.Match{Path: "/x"})}, []string{"default"}},
 	}
 	for _, tt := range tests {
 		c := New()
@@ -30,7 +32,7 @@ func TestSetDefaultsAppendsCatchAll(t *testing.T) {
 	}
 }
 
-func withMatch(g Group, m Match) Group {
+func withMatch(g spec.Group, m spec.Match) spec.Group {
 	g.Match = m
 	return g
 }
@@ -56,10 +58,10 @@ func TestBuiltInGo(t *testing.T) {
 	c.Upstream.URL = "http://127.0.0.1:9000"
 	g := NewGroup("api")
 	g.Match.PathPrefix = "/api/"
-	g.Key = KeyHeader("x-tenant")
+	g.Key = spec.KeyHeader("x-tenant")
 	g.Rate = NewRate()
 	g.Rate.Rate = 20
-	c.Groups = []Group{g}
+	c.Groups = []spec.Group{g}
 	c.SetDefaults()
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
@@ -68,7 +70,7 @@ func TestBuiltInGo(t *testing.T) {
 		t.Errorf("derived: key %q, burst %d, initial %d", got.Key, got.Rate.Burst, got.Concurrency.Initial)
 	}
 
-	c.Groups[0].Rate.Scope = ScopeGlobal
+	c.Groups[0].Rate.Scope = spec.ScopeGlobal
 	c.Groups[0].Concurrency.Min = 0
 	err := c.Validate()
 	want := "configs: 2 problems:\n" +
@@ -94,17 +96,17 @@ func TestBuiltInGo(t *testing.T) {
 
 func TestRateHelpers(t *testing.T) {
 	tests := []struct {
-		r          Rate
+		r          spec.Rate
 		perSecond  float64
 		limit      int
 		window     time.Duration
 		freshAfter time.Duration
 	}{
-		{Rate{Algorithm: AlgorithmTokenBucket, Rate: 10, Burst: 50, Cost: 1}, 10, 10, time.Second, 5 * time.Second},
-		{Rate{Algorithm: AlgorithmFixedWindow, Limit: 600, Window: time.Minute, Cost: 1}, 10, 600, time.Minute, time.Minute},
-		{Rate{Algorithm: AlgorithmSlidingWindow, Limit: 6, Window: time.Hour, Cost: 1}, 6.0 / 3600, 6, time.Hour, 2 * time.Hour},
-		{Rate{Algorithm: AlgorithmLeakyQueue, Rate: 5, MaxWait: time.Second, Cost: 1}, 5, 5, time.Second, time.Second},
-		{Rate{Algorithm: AlgorithmLeakyBucket, Rate: 1e-6, Burst: 1e9, Cost: 1}, 1e-6, 0, time.Second, time.Duration(maxKeyIdle)},
+		{spec.Rate{Algorithm: spec.AlgorithmTokenBucket, Rate: 10, Burst: 50, Cost: 1}, 10, 10, time.Second, 5 * time.Second},
+		{spec.Rate{Algorithm: spec.AlgorithmFixedWindow, Limit: 600, Window: time.Minute, Cost: 1}, 10, 600, time.Minute, time.Minute},
+		{spec.Rate{Algorithm: spec.AlgorithmSlidingWindow, Limit: 6, Window: time.Hour, Cost: 1}, 6.0 / 3600, 6, time.Hour, 2 * time.Hour},
+		{spec.Rate{Algorithm: spec.AlgorithmLeakyQueue, Rate: 5, MaxWait: time.Second, Cost: 1}, 5, 5, time.Second, time.Second},
+		{spec.Rate{Algorithm: spec.AlgorithmLeakyBucket, Rate: 1e-6, Burst: 1e9, Cost: 1}, 1e-6, 0, time.Second, time.Duration(maxKeyIdle)},
 	}
 	for i, tt := range tests {
 		if got := tt.r.PerSecond(); got != tt.perSecond {
@@ -143,20 +145,20 @@ func TestDuration(t *testing.T) {
 }
 
 func TestLevels(t *testing.T) {
-	if !(LevelCritical.Rank() < LevelDefault.Rank() && LevelDefault.Rank() < LevelSheddable.Rank()) || Level("x").Rank() != -1 {
+	if !(spec.LevelCritical.Rank() < spec.LevelDefault.Rank() && spec.LevelDefault.Rank() < spec.LevelSheddable.Rank()) || spec.Level("x").Rank() != -1 {
 		t.Error("ranks out of order")
 	}
-	p := PriorityHeader("X-Priority")
+	p := spec.PriorityHeader("X-Priority")
 	if name, ok := p.Header(); !ok || name != "X-Priority" {
 		t.Errorf("Header() = %q, %v", name, ok)
 	}
 	if _, ok := p.Level(); ok {
 		t.Error("a header priority has a fixed level")
 	}
-	if l, ok := Priority("critical").Level(); !ok || l != LevelCritical {
+	if l, ok := spec.Priority("critical").Level(); !ok || l != spec.LevelCritical {
 		t.Errorf("Level() = %q, %v", l, ok)
 	}
-	if name, ok := KeyIP.Header(); ok || name != "" {
+	if name, ok := spec.KeyIP.Header(); ok || name != "" {
 		t.Errorf("KeyIP.Header() = %q, %v", name, ok)
 	}
 }
@@ -166,7 +168,7 @@ func TestLevels(t *testing.T) {
 // (spec.Targets): its law is then "gradient", which needs none, and
 // "target" once a target is set.
 func TestDefaultTargets(t *testing.T) {
-	want := Targets{Quantile: 0.99}
+	want := spec.Targets{Quantile: 0.99}
 	if got := NewGroup("g").Targets; got != want {
 		t.Errorf("NewGroup targets %+v, want %+v", got, want)
 	}
@@ -181,7 +183,7 @@ func TestDefaultTargets(t *testing.T) {
 	if got := c.Group("b").Targets; got.CPUPressure != 0.4 || got.CPU != 0 || got.Memory != 0 {
 		t.Errorf("targets with cpu_pressure %+v", got)
 	}
-	if a, b := c.Group("a").Concurrency.Law, c.Group("b").Concurrency.Law; a != LawGradient || b != LawTarget {
+	if a, b := c.Group("a").Concurrency.Law, c.Group("b").Concurrency.Law; a != spec.LawGradient || b != spec.LawTarget {
 		t.Errorf("laws %q without a target and %q with one, want gradient and target", a, b)
 	}
 }

@@ -22,10 +22,11 @@
 // # The gate's types
 //
 // The gate runs plain Go types of its own (package gate/spec), and a
-// [[group]] decodes into them: [Group], [Rate], [Targets], [Queue] and the
-// rest are gate/spec's types, whose toml tags are the file's keys (their
-// durations are time.Duration, written as text, "250ms", in the file, the
-// effective config and the admin API's JSON). [Config.Gate] hands the
+// [[group]] decodes into them: a group is a [spec.Group], with its
+// [spec.Rate], [spec.Targets], [spec.Queue] and the rest, whose toml tags
+// are the file's keys (their durations are time.Duration, written as
+// text, "250ms", in the file, the effective config and the admin API's
+// JSON). This package gives them no second name. [Config.Gate] hands the
 // groups to the gate with the settings they share. The defaults a file
 // shares with the library (bounds, quantile, waits, key bounds) and the
 // rules of matching are the gate's, read from there: each is written once.
@@ -47,9 +48,9 @@
 //
 // # Groups and routing
 //
-// Requests are matched against the groups in order ([Match.Matches]); the
+// Requests are matched against the groups in order ([spec.Match.Matches]); the
 // first match takes the request. A group that an earlier group's match
-// covers ([Match.Covers]) can never be reached and is an error naming both.
+// covers ([spec.Match.Covers]) can never be reached and is an error naming both.
 // A request that no group of the file matches goes to the catch-all group
 // "default", which SetDefaults appends with default settings unless the
 // file ends with a group of its own that matches everything.

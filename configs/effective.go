@@ -8,6 +8,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/sluicehq/sluice/gate/spec"
 	"github.com/sluicehq/sluice/internal/durtext"
 )
 
@@ -59,7 +60,7 @@ func (c *Config) Clone() *Config {
 		}
 		n.RLS = &r
 	}
-	n.Groups = make([]Group, len(c.Groups))
+	n.Groups = make([]spec.Group, len(c.Groups))
 	for i := range c.Groups {
 		n.Groups[i] = c.Groups[i].Clone()
 	}
@@ -70,7 +71,7 @@ func (c *Config) Clone() *Config {
 }
 
 // Group returns the group called name, or nil.
-func (c *Config) Group(name string) *Group {
+func (c *Config) Group(name string) *spec.Group {
 	for i := range c.Groups {
 		if c.Groups[i].Name == name {
 			return &c.Groups[i]
@@ -91,9 +92,9 @@ func (c *Config) Group(name string) *Group {
 // law's initial limit, a token bucket's burst) are concrete numbers by
 // now, and stay as they were unless the change sets them: lowering max
 // below initial is refused until initial is lowered too.
-func (c *Config) ReplaceGroup(g Group) (*Config, error) {
+func (c *Config) ReplaceGroup(g spec.Group) (*Config, error) {
 	n := c.Clone()
-	i := slices.IndexFunc(n.Groups, func(x Group) bool { return x.Name == g.Name })
+	i := slices.IndexFunc(n.Groups, func(x spec.Group) bool { return x.Name == g.Name })
 	if i < 0 {
 		return nil, fmt.Errorf("%w: %q", ErrNoGroup, g.Name)
 	}

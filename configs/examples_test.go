@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/gate/spec"
 )
 
 // TestExamplesAreValid loads every example an operator may copy, and checks
@@ -39,8 +41,8 @@ func TestDefaultIsValid(t *testing.T) {
 		t.Fatalf("default has groups %v, want one", groupNames(c))
 	}
 	g := c.Groups[0]
-	want := Targets{Latency: 200 * time.Millisecond, Quantile: 0.99, Memory: 0.85}
-	if !g.Match.CatchAll() || g.Concurrency.Law != LawTarget || g.Targets != want {
+	want := spec.Targets{Latency: 200 * time.Millisecond, Quantile: 0.99, Memory: 0.85}
+	if !g.Match.CatchAll() || g.Concurrency.Law != spec.LawTarget || g.Targets != want {
 		t.Errorf("default group = %+v", g)
 	}
 	roundTrip(t, c)

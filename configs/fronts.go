@@ -124,17 +124,26 @@ func (p *Permit) check(ck *checker, path string, groups map[string]bool) {
 	seen := map[string]bool{}
 	for i, g := range p.Groups {
 		at := index(join(path, "group"), i)
-		switch {
-		case g.Name == "":
-			ck.incompletef(at, "needs name (a group's name)")
-		case !groups[g.Name]:
-			ck.errorf(join(at, "name"), "no group is named %q", g.Name)
-		case seen[g.Name]:
+		if ck.groupRef(at, "name", g.Name, groups, "a group's name") && seen[g.Name] {
 			ck.errorf(join(at, "name"), "group %q has a lease already", g.Name)
 		}
 		seen[g.Name] = true
 		ck.duration(join(at, "lease"), g.Lease, ms, day)
 	}
+}
+
+// groupRef checks that key, under at, names one of groups: a key left out
+// is incomplete (what says what it names). It reports whether it does.
+func (ck *checker) groupRef(at, key, name string, groups map[string]bool, what string) bool {
+	switch {
+	case name == "":
+		ck.incompletef(at, "needs %s (%s)", key, what)
+	case !groups[name]:
+		ck.errorf(join(at, key), "no group is named %q", name)
+	default:
+		return true
+	}
+	return false
 }
 
 func (r *RLS) check(ck *checker, path string, groups map[string]bool) {
@@ -152,12 +161,7 @@ func (r *RLS) check(ck *checker, path string, groups map[string]bool) {
 		domains[d.Name] = true
 		for j, desc := range d.Descriptors {
 			dat := index(join(at, "descriptor"), j)
-			switch {
-			case desc.Group == "":
-				ck.incompletef(dat, "needs group (the group whose rate limit it spends)")
-			case !groups[desc.Group]:
-				ck.errorf(join(dat, "group"), "no group is named %q", desc.Group)
-			}
+			ck.groupRef(dat, "group", desc.Group, groups, "the group whose rate limit it spends")
 			if len(desc.Entries) == 0 {
 				ck.incompletef(dat, `needs entries, such as [{ key = "remote_address" }]`)
 			}

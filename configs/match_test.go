@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/sluicehq/sluice/gate/spec"
 )
 
 type request struct {
@@ -13,34 +15,34 @@ type request struct {
 }
 
 func TestMatches(t *testing.T) {
-	api := Match{PathPrefix: "/api/", Methods: []string{"GET", "POST"}}
+	api := spec.Match{PathPrefix: "/api/", Methods: []string{"GET", "POST"}}
 	tests := []struct {
-		m    Match
+		m    spec.Match
 		r    request
 		want bool
 	}{
-		{Match{}, request{"DELETE", "x", "/anything", nil}, true},
-		{Match{PathPrefix: "/"}, request{"OPTIONS", "x", "*", nil}, true},
+		{spec.Match{}, request{"DELETE", "x", "/anything", nil}, true},
+		{spec.Match{PathPrefix: "/"}, request{"OPTIONS", "x", "*", nil}, true},
 		{api, request{"GET", "h", "/api/users", nil}, true},
 		{api, request{"GET", "h", "/api", nil}, false},
 		{api, request{"PUT", "h", "/api/users", nil}, false},
-		{Match{PathPrefix: "/api"}, request{"GET", "h", "/apiary", nil}, true},
-		{Match{Path: "/healthz"}, request{"GET", "h", "/healthz", nil}, true},
-		{Match{Path: "/healthz"}, request{"GET", "h", "/healthz/", nil}, false},
-		{Match{Host: "api.example.com"}, request{"GET", "API.Example.com:8443", "/", nil}, true},
-		{Match{Host: "api.example.com"}, request{"GET", "api.example.com.", "/", nil}, true},
-		{Match{Host: "api.example.com"}, request{"GET", "example.com", "/", nil}, false},
-		{Match{Host: "*.example.com"}, request{"GET", "a.b.example.com:80", "/", nil}, true},
-		{Match{Host: "*.example.com"}, request{"GET", "example.com", "/", nil}, false},
-		{Match{Host: "*.example.com"}, request{"GET", "badexample.com", "/", nil}, false},
-		{Match{Host: "::1"}, request{"GET", "[::1]:8080", "/", nil}, true},
-		{Match{Host: "10.0.0.1"}, request{"GET", "10.0.0.1:80", "/", nil}, true},
-		{Match{Headers: map[string]string{"X-Env": "canary"}}, request{"GET", "h", "/", map[string][]string{"X-Env": {"canary", "prod"}}}, true},
-		{Match{Headers: map[string]string{"X-Env": "canary"}}, request{"GET", "h", "/", map[string][]string{"X-Env": {"prod"}}}, false},
-		{Match{Headers: map[string]string{"X-Env": "canary"}}, request{"GET", "h", "/", nil}, false},
+		{spec.Match{PathPrefix: "/api"}, request{"GET", "h", "/apiary", nil}, true},
+		{spec.Match{Path: "/healthz"}, request{"GET", "h", "/healthz", nil}, true},
+		{spec.Match{Path: "/healthz"}, request{"GET", "h", "/healthz/", nil}, false},
+		{spec.Match{Host: "api.example.com"}, request{"GET", "API.Example.com:8443", "/", nil}, true},
+		{spec.Match{Host: "api.example.com"}, request{"GET", "api.example.com.", "/", nil}, true},
+		{spec.Match{Host: "api.example.com"}, request{"GET", "example.com", "/", nil}, false},
+		{spec.Match{Host: "*.example.com"}, request{"GET", "a.b.example.com:80", "/", nil}, true},
+		{spec.Match{Host: "*.example.com"}, request{"GET", "example.com", "/", nil}, false},
+		{spec.Match{Host: "*.example.com"}, request{"GET", "badexample.com", "/", nil}, false},
+		{spec.Match{Host: "::1"}, request{"GET", "[::1]:8080", "/", nil}, true},
+		{spec.Match{Host: "10.0.0.1"}, request{"GET", "10.0.0.1:80", "/", nil}, true},
+		{spec.Match{Headers: map[string]string{"X-Env": "canary"}}, request{"GET", "h", "/", map[string][]string{"X-Env": {"canary", "prod"}}}, true},
+		{spec.Match{Headers: map[string]string{"X-Env": "canary"}}, request{"GET", "h", "/", map[string][]string{"X-Env": {"prod"}}}, false},
+		{spec.Match{Headers: map[string]string{"X-Env": "canary"}}, request{"GET", "h", "/", nil}, false},
 		// The whitespace around a value is not part of it (issue 23, item 4).
-		{Match{Headers: map[string]string{"X-Env": "canary"}}, request{"GET", "h", "/", map[string][]string{"X-Env": {" canary\t"}}}, true},
-		{Match{Headers: map[string]string{"X-Env": "canary"}}, request{"GET", "h", "/", map[string][]string{"X-Env": {"can ary"}}}, false},
+		{spec.Match{Headers: map[string]string{"X-Env": "canary"}}, request{"GET", "h", "/", map[string][]string{"X-Env": {" canary\t"}}}, true},
+		{spec.Match{Headers: map[string]string{"X-Env": "canary"}}, request{"GET", "h", "/", map[string][]string{"X-Env": {"can ary"}}}, false},
 	}
 	for i, tt := range tests {
 		if got := tt.m.Matches(tt.r.method, tt.r.host, tt.r.path, tt.r.header); got != tt.want {
@@ -50,7 +52,7 @@ func TestMatches(t *testing.T) {
 }
 
 func TestMatchesDoesNotAllocate(t *testing.T) {
-	m := Match{PathPrefix: "/api/", Methods: []string{"GET"}, Host: "*.example.com", Headers: map[string]string{"X-Env": "a"}}
+	m := spec.Match{PathPrefix: "/api/", Methods: []string{"GET"}, Host: "*.example.com", Headers: map[string]string{"X-Env": "a"}}
 	h := map[string][]string{"X-Env": {"a"}}
 	allocs := testing.AllocsPerRun(100, func() {
 		if !m.Matches("GET", "x.example.com:443", "/api/v1", h) {
@@ -64,26 +66,26 @@ func TestMatchesDoesNotAllocate(t *testing.T) {
 
 func TestCovers(t *testing.T) {
 	tests := []struct {
-		a, b Match
+		a, b spec.Match
 		want bool
 	}{
-		{Match{}, Match{Path: "/x", Methods: []string{"GET"}}, true},
-		{Match{PathPrefix: "/"}, Match{Host: "a.com"}, true},
-		{Match{PathPrefix: "/api/"}, Match{PathPrefix: "/api/v1/"}, true},
-		{Match{PathPrefix: "/api/v1/"}, Match{PathPrefix: "/api/"}, false},
-		{Match{PathPrefix: "/api/"}, Match{Path: "/api/x"}, true},
-		{Match{Path: "/api/x"}, Match{PathPrefix: "/api/x"}, false},
-		{Match{PathPrefix: "/api/"}, Match{}, false},
-		{Match{Methods: []string{"GET", "POST"}}, Match{Methods: []string{"GET"}}, true},
-		{Match{Methods: []string{"GET"}}, Match{Methods: []string{"GET", "POST"}}, false},
-		{Match{Methods: []string{"GET"}}, Match{}, false},
-		{Match{Host: "*.example.com"}, Match{Host: "a.example.com"}, true},
-		{Match{Host: "*.example.com"}, Match{Host: "*.a.example.com"}, true},
-		{Match{Host: "*.a.example.com"}, Match{Host: "*.example.com"}, false},
-		{Match{Host: "*.example.com"}, Match{Host: "example.com"}, false},
-		{Match{Host: "a.example.com"}, Match{Host: "*.example.com"}, false},
-		{Match{Headers: map[string]string{"X-A": "1"}}, Match{Headers: map[string]string{"X-A": "1", "X-B": "2"}}, true},
-		{Match{Headers: map[string]string{"X-A": "1", "X-B": "2"}}, Match{Headers: map[string]string{"X-A": "1"}}, false},
+		{spec.Match{}, spec.Match{Path: "/x", Methods: []string{"GET"}}, true},
+		{spec.Match{PathPrefix: "/"}, spec.Match{Host: "a.com"}, true},
+		{spec.Match{PathPrefix: "/api/"}, spec.Match{PathPrefix: "/api/v1/"}, true},
+		{spec.Match{PathPrefix: "/api/v1/"}, spec.Match{PathPrefix: "/api/"}, false},
+		{spec.Match{PathPrefix: "/api/"}, spec.Match{Path: "/api/x"}, true},
+		{spec.Match{Path: "/api/x"}, spec.Match{PathPrefix: "/api/x"}, false},
+		{spec.Match{PathPrefix: "/api/"}, spec.Match{}, false},
+		{spec.Match{Methods: []string{"GET", "POST"}}, spec.Match{Methods: []string{"GET"}}, true},
+		{spec.Match{Methods: []string{"GET"}}, spec.Match{Methods: []string{"GET", "POST"}}, false},
+		{spec.Match{Methods: []string{"GET"}}, spec.Match{}, false},
+		{spec.Match{Host: "*.example.com"}, spec.Match{Host: "a.example.com"}, true},
+		{spec.Match{Host: "*.example.com"}, spec.Match{Host: "*.a.example.com"}, true},
+		{spec.Match{Host: "*.a.example.com"}, spec.Match{Host: "*.example.com"}, false},
+		{spec.Match{Host: "*.example.com"}, spec.Match{Host: "example.com"}, false},
+		{spec.Match{Host: "a.example.com"}, spec.Match{Host: "*.example.com"}, false},
+		{spec.Match{Headers: map[string]string{"X-A": "1"}}, spec.Match{Headers: map[string]string{"X-A": "1", "X-B": "2"}}, true},
+		{spec.Match{Headers: map[string]string{"X-A": "1", "X-B": "2"}}, spec.Match{Headers: map[string]string{"X-A": "1"}}, false},
 	}
 	for i, tt := range tests {
 		if got := tt.a.Covers(&tt.b); got != tt.want {
@@ -101,8 +103,8 @@ func TestCoversImpliesMatches(t *testing.T) {
 	pick := func(xs ...string) string { return xs[rng.IntN(len(xs))] }
 	paths := []string{"/", "/a", "/a/", "/a/b", "/ab", "/b", "*"}
 	hosts := []string{"x.com", "a.x.com", "b.a.x.com", "y.com", "X.COM:80"}
-	randMatch := func() Match {
-		var m Match
+	randMatch := func() spec.Match {
+		var m spec.Match
 		switch rng.IntN(3) {
 		case 0:
 			m.Path = pick(paths...)
@@ -149,7 +151,7 @@ func TestCoversImpliesMatches(t *testing.T) {
 	}
 }
 
-func show(m Match) string { return fmt.Sprintf("%+v", m) }
+func show(m spec.Match) string { return fmt.Sprintf("%+v", m) }
 
 // TestMatchOptionsReachTheGate: case_insensitive and trailing_slash are
 // read from the file into the gate's Match, and back.

@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/gate/spec"
 )
 
 // patchGroup does what the admin API's PATCH /v1/groups/{name} is expected
@@ -16,7 +18,7 @@ func patchGroup(t *testing.T, c *Config, name, body string) (*Config, error) {
 	t.Helper()
 	g := c.Group(name)
 	if g == nil {
-		return c.ReplaceGroup(Group{Name: name})
+		return c.ReplaceGroup(spec.Group{Name: name})
 	}
 	patched := g.Clone()
 	dec := json.NewDecoder(bytes.NewReader([]byte(body)))
@@ -40,7 +42,7 @@ func TestReplaceGroup(t *testing.T) {
 	}
 	g := n.Group("api")
 	if g.Concurrency.Max != 800 || g.Concurrency.Min != 10 || time.Duration(g.Targets.Latency) != 250*time.Millisecond ||
-		g.Rate.Rate != 80 || g.Rate.Burst != 160 || g.Rate.Scope != ScopeGlobal || g.Targets.CPU != 0.75 {
+		g.Rate.Rate != 80 || g.Rate.Burst != 160 || g.Rate.Scope != spec.ScopeGlobal || g.Targets.CPU != 0.75 {
 		t.Errorf("patched group = %+v, rate %+v", g, g.Rate)
 	}
 	if !reflect.DeepEqual(c.Clone(), before) {
@@ -65,7 +67,7 @@ func TestReplaceGroup(t *testing.T) {
 	noRedis.Redis = nil
 	for i := range noRedis.Groups {
 		if r := noRedis.Groups[i].Rate; r != nil {
-			r.Scope = ScopeLocal
+			r.Scope = spec.ScopeLocal
 		}
 	}
 	_, err = patchGroup(t, noRedis, "public", `{"rate": {"scope": "global", "warmup": "0s"}}`)
@@ -73,7 +75,7 @@ func TestReplaceGroup(t *testing.T) {
 		t.Errorf("global without redis: %v", err)
 	}
 
-	if _, err := c.ReplaceGroup(Group{Name: "nope"}); !errors.Is(err, ErrNoGroup) {
+	if _, err := c.ReplaceGroup(spec.Group{Name: "nope"}); !errors.Is(err, ErrNoGroup) {
 		t.Errorf("unknown group: %v", err)
 	}
 }
@@ -115,7 +117,7 @@ func TestJSON(t *testing.T) {
 			t.Errorf("JSON lacks %s: %s", frag, b)
 		}
 	}
-	var back Group
+	var back spec.Group
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf16"
+
+	"github.com/sluicehq/sluice/gate/spec"
 )
 
 // wants returns the "# want: " lines of a test file: the exact problems,
@@ -115,7 +117,7 @@ var validChecks = map[string]func(t *testing.T, c *Config){
 			t.Fatalf("groups = %v", got)
 		}
 		a, b := c.Groups[0], c.Groups[1]
-		if !slices.Equal(a.Match.Methods, []string{"GET", "POST"}) || a.Concurrency.Law != LawAIMD || a.Concurrency.Backoff != 0.9 {
+		if !slices.Equal(a.Match.Methods, []string{"GET", "POST"}) || a.Concurrency.Law != spec.LawAIMD || a.Concurrency.Backoff != 0.9 {
 			t.Errorf("group a = %+v", a)
 		}
 		if b.Match.Host != "api.example.com" || b.Match.Headers["X-Env"] != "canary" || b.Key != "header:X-User" {
@@ -133,7 +135,7 @@ var validChecks = map[string]func(t *testing.T, c *Config){
 		if small.Min != 1 || small.Max != 5 || small.Initial != 5 {
 			t.Errorf("max 5 only: %+v, want min 1, initial 5", small)
 		}
-		if g := c.Groups[1]; g.Priority != "header:X-Priority" || g.DefaultPriority != LevelDefault {
+		if g := c.Groups[1]; g.Priority != "header:X-Priority" || g.DefaultPriority != spec.LevelDefault {
 			t.Errorf("priority %q, default %q", g.Priority, g.DefaultPriority)
 		}
 		if r := c.Groups[2].Rate; r.Buckets != 10 || r.MaxKeys != 100_000 || time.Duration(r.KeyIdleTimeout) != time.Hour {
@@ -153,14 +155,14 @@ var validChecks = map[string]func(t *testing.T, c *Config){
 			t.Errorf("redis = %+v", r)
 		}
 		b, w, s := c.Groups[0].Rate, c.Groups[1].Rate, c.Groups[2].Rate
-		if b.Sync != SyncLeased || time.Duration(b.LeasePeriod) != 100*time.Millisecond || time.Duration(b.LeaseExpiry) != 2*time.Second || b.LeaseBound() != 300 {
+		if b.Sync != spec.SyncLeased || time.Duration(b.LeasePeriod) != 100*time.Millisecond || time.Duration(b.LeaseExpiry) != 2*time.Second || b.LeaseBound() != 300 {
 			t.Errorf("leased bucket: %+v, bound %d; want 100ms, 2s, 1.5 × 2000/s × 100ms = 300", b, b.LeaseBound())
 		}
 		// 600 a minute is 10/s: 1.5 × 10/s × 1s.
-		if w.Sync != SyncLeased || time.Duration(w.LeaseExpiry) != 10*time.Second || w.LeaseBound() != 15 {
+		if w.Sync != spec.SyncLeased || time.Duration(w.LeaseExpiry) != 10*time.Second || w.LeaseBound() != 15 {
 			t.Errorf("leased window: %+v, bound %d; want 10s, 15", w, w.LeaseBound())
 		}
-		if s.Sync != SyncExact || s.LeasePeriod != 0 || s.LeaseBound() != 0 {
+		if s.Sync != spec.SyncExact || s.LeasePeriod != 0 || s.LeaseBound() != 0 {
 			t.Errorf("sliding window: %+v, want exact", s)
 		}
 	},
@@ -185,7 +187,7 @@ var validChecks = map[string]func(t *testing.T, c *Config){
 			t.Errorf("redis = %+v", c.Redis)
 		}
 		g := c.Groups[0]
-		if g.Rate.Burst != 20 || g.Queue.Order != OrderAdaptive || g.Targets.Quantile != 0.95 {
+		if g.Rate.Burst != 20 || g.Queue.Order != spec.OrderAdaptive || g.Targets.Quantile != 0.95 {
 			t.Errorf("group api = %+v", g)
 		}
 		if s := c.Server; !slices.Equal(s.TrustedProxies, []string{"10.0.0.0/8", "fd00::/8", "192.0.2.7", "unix"}) || s.MaxConnections != 4096 {

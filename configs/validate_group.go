@@ -20,7 +20,7 @@ import (
 // whole config (unique names, shadowed matches, scope "global" needing
 // [redis]) are in [Config.Validate]; [Config.ReplaceGroup] runs both.
 // Call SetGroupDefaults first on a group built in Go.
-func ValidateGroup(g *Group) error {
+func ValidateGroup(g *spec.Group) error {
 	ck := &checker{}
 	for _, p := range g.Check() {
 		ck.report(p.Path, p.Msg, p.Incomplete)
@@ -59,7 +59,7 @@ func (c *Config) checkGroups(ck *checker) {
 	}
 	for i := range c.Groups {
 		g := &c.Groups[i]
-		if g.Rate != nil && g.Rate.Scope == ScopeGlobal && c.Redis == nil {
+		if g.Rate != nil && g.Rate.Scope == spec.ScopeGlobal && c.Redis == nil {
 			ck.errorf(join(join(index("group", i), "rate"), "scope"), `"global" keeps the quota in Redis: add a [redis] section`)
 		}
 	}

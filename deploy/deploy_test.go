@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/sluicehq/sluice/configs"
+	"github.com/sluicehq/sluice/gate/spec"
 )
 
 // The image's user and the paths the files share.
@@ -148,11 +149,11 @@ func TestKubernetes(t *testing.T) {
 			i+1, strings.Join(gl[i:min(i+1, len(gl))], ""), strings.Join(wl[i:min(i+1, len(wl))], ""))
 	}
 
-	spec := m.deployment.Spec.Template.Spec
-	if len(spec.InitContainers) != 1 || len(spec.Containers) != 1 {
+	pod := m.deployment.Spec.Template.Spec
+	if len(pod.InitContainers) != 1 || len(pod.Containers) != 1 {
 		t.Fatalf("want sluice as the one init container and the app as the one container")
 	}
-	s, app := spec.InitContainers[0], spec.Containers[0]
+	s, app := pod.InitContainers[0], pod.Containers[0]
 	if s.RestartPolicy == nil || *s.RestartPolicy != corev1.ContainerRestartPolicyAlways {
 		t.Errorf("sluice is not a native sidecar: restartPolicy %v", s.RestartPolicy)
 	}
@@ -162,7 +163,7 @@ func TestKubernetes(t *testing.T) {
 		mounts[vm.Name] = vm
 	}
 	volumes := map[string]corev1.Volume{}
-	for _, v := range spec.Volumes {
+	for _, v := range pod.Volumes {
 		volumes[v.Name] = v
 	}
 	mountOf := func(path string, source func(corev1.Volume) bool) (corev1.VolumeMount, corev1.Volume) {
@@ -223,14 +224,14 @@ func TestKubernetes(t *testing.T) {
 	// never shed.
 	if p := app.ReadinessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Port.String() != "http" {
 		t.Errorf("the app's readiness probe does not go through sluice: %+v", p)
-	} else if g := firstMatch(cfg, p.HTTPGet.Path); g == nil || g.Priority != configs.Priority(configs.LevelCritical) {
+	} else if g := firstMatch(cfg, p.HTTPGet.Path); g == nil || g.Priority != spec.Priority(spec.LevelCritical) {
 		t.Errorf("the app's readiness probe %s lands in group %+v, want a critical one", p.HTTPGet.Path, g)
 	}
 	if cfg.Upstream.URL != "http://127.0.0.1:9000" {
 		t.Errorf("upstream.url %s: the app container's comment says 127.0.0.1:9000", cfg.Upstream.URL)
 	}
 
-	checkDrainAndHardening(t, spec, s, app, cfg)
+	checkDrainAndHardening(t, pod, s, app, cfg)
 
 	// The Service sends traffic to sluice and selects this Deployment's pods.
 	labels := m.deployment.Spec.Template.Labels
@@ -278,7 +279,7 @@ func checkDrainAndHardening(t *testing.T, spec corev1.PodSpec, s, app corev1.Con
 
 // firstMatch returns the group that takes a GET of path: the first whose
 // match it meets.
-func firstMatch(c *configs.Config, path string) *configs.Group {
+func firstMatch(c *configs.Config, path string) *spec.Group {
 	for i := range c.Groups {
 		if c.Groups[i].Match.Matches("GET", "", path, nil) {
 			return &c.Groups[i]

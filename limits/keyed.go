@@ -12,7 +12,8 @@ import (
 
 // KeyedParams configures a Keyed limiter. Zero fields mean their default.
 type KeyedParams struct {
-	// MaxKeys bounds the number of keys held at once (default 1<<20). When
+	// MaxKeys bounds the number of keys held at once (default
+	// DefaultMaxKeys, 100,000: the daemon's max_keys too). When
 	// a new key arrives and the limiter is full, its shard drops an idle
 	// key, else the least recently used of a sample (see Keyed).
 	MaxKeys int
@@ -23,7 +24,10 @@ type KeyedParams struct {
 
 // Defaults for KeyedParams.
 const (
-	DefaultMaxKeys = 1 << 20
+	// DefaultMaxKeys is also the default of a group's rate.max_keys
+	// (spec.DefaultMaxKeys), so a zero KeyedParams and a config file that
+	// leaves max_keys out bound the keys alike.
+	DefaultMaxKeys = 100_000
 	DefaultShards  = 256
 )
 

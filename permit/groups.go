@@ -3,14 +3,13 @@ package permit
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"sort"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/sluicehq/sluice/adaptive"
 	"github.com/sluicehq/sluice/configs"
+	"github.com/sluicehq/sluice/internal/cowmap"
 	"github.com/sluicehq/sluice/internal/defaults"
 )
 
@@ -89,61 +88,51 @@ type groupEntry struct {
 	late     atomic.Uint64    // releases that came after their lease expired
 }
 
-// groups is the copy-on-write map of the group entries: a lookup is one
-// atomic load and a map read; a new group copies the map under mu.
+// groups is the group entries, in a copy-on-write map: a lookup is one
+// atomic load and a map read; a new group copies the map.
 type groups struct {
-	m      atomic.Pointer[map[string]*groupEntry]
-	mu     sync.Mutex
-	leases Leases // guarded by mu
+	m cowmap.Map[string, *groupEntry]
+	// leases is stored under m's write lock (setLeases), so that a group
+	// entered meanwhile takes the new leases.
+	leases atomic.Pointer[Leases]
 }
 
 func newGroups(l Leases) *groups {
-	g := &groups{leases: l}
-	m := map[string]*groupEntry{}
-	g.m.Store(&m)
+	g := &groups{}
+	g.leases.Store(&l)
 	return g
 }
 
 func (g *groups) get(name string) *groupEntry {
-	if e := (*g.m.Load())[name]; e != nil {
-		return e
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	old := *g.m.Load()
-	if e := old[name]; e != nil {
-		return e
-	}
+	return g.m.LoadOrNew(name, g.newEntry)
+}
+
+func (g *groups) newEntry(name string) *groupEntry {
 	e := &groupEntry{name: name}
-	e.lease.Store(int64(g.leases.of(name)))
-	m := maps.Clone(old)
-	m[name] = e
-	g.m.Store(&m)
+	e.lease.Store(int64(g.leases.Load().of(name)))
 	return e
 }
 
 // setLeases applies l to every group, known and to come.
 func (g *groups) setLeases(l Leases) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.leases = l
-	for name, e := range *g.m.Load() {
-		e.lease.Store(int64(l.of(name)))
-	}
+	g.m.Locked(func(all map[string]*groupEntry) {
+		g.leases.Store(&l)
+		for name, e := range all {
+			e.lease.Store(int64(l.of(name)))
+		}
+	})
 }
 
 // leaseOf returns the lease a permit of group name gets now.
 func (g *groups) leaseOf(name string) time.Duration {
-	if e := (*g.m.Load())[name]; e != nil {
+	if e, ok := g.m.Load(name); ok {
 		return time.Duration(e.lease.Load())
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.leases.of(name)
+	return g.leases.Load().of(name)
 }
 
 func (g *groups) all() []*groupEntry {
-	m := *g.m.Load()
+	m := g.m.All()
 	out := make([]*groupEntry, 0, len(m))
 	for _, e := range m {
 		out = append(out, e)

@@ -41,16 +41,9 @@ var results = [...]permitpb.ReleaseResult{
 	Expired:         permitpb.ReleaseResult_EXPIRED,
 }
 
-// sessionOf returns the Session of a call's metadata (ParseSession; two
-// values are an error too).
+// sessionOf returns the Session of a call's metadata.
 func sessionOf(ctx context.Context) (Session, error) {
-	switch v := metadata.ValueFromIncomingContext(ctx, permitpb.SessionKey); len(v) {
-	case 0:
-		return 0, nil
-	case 1:
-		return ParseSession(v[0])
-	}
-	return 0, &FieldError{"session", "sent twice"}
+	return sessionOfValues(metadata.ValueFromIncomingContext(ctx, permitpb.SessionKey))
 }
 
 func (g *grpcService) Acquire(ctx context.Context, in *permitpb.AcquireRequest) (*permitpb.AcquireResponse, error) {

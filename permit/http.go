@@ -76,16 +76,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// sessionOfHeader returns the Session of a request's permitpb.SessionHeader
-// (ParseSession; two values are an error too).
+// sessionOfHeader returns the Session of a request's permitpb.SessionHeader.
 func sessionOfHeader(h http.Header) (Session, error) {
-	switch v := h[permitpb.SessionHeader]; len(v) {
-	case 0:
-		return 0, nil
-	case 1:
-		return ParseSession(v[0])
-	}
-	return 0, &FieldError{"session", "sent twice"}
+	return sessionOfValues(h[permitpb.SessionHeader])
 }
 
 func (h *handler) acquire(w http.ResponseWriter, r *http.Request, sess Session, body []byte) {

@@ -74,6 +74,19 @@ func ParseSession(v string) (Session, error) {
 	return Session(id), nil
 }
 
+// sessionOfValues returns the Session of the values of a request's session
+// header or a call's session metadata: none is no session, one is read by
+// ParseSession, two or more are an error.
+func sessionOfValues(v []string) (Session, error) {
+	switch len(v) {
+	case 0:
+		return 0, nil
+	case 1:
+		return ParseSession(v[0])
+	}
+	return 0, &FieldError{"session", "sent twice"}
+}
+
 // state is where a lease slot is in its life.
 type state uint8
 

@@ -13,14 +13,17 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/sluicehq/sluice/internal/defaults"
 	"github.com/sluicehq/sluice/internal/front"
 	"github.com/sluicehq/sluice/internal/listen"
 	"github.com/sluicehq/sluice/permit/permitpb"
 )
 
 // DefaultListen is where a Server listens when ServerParams.Listen is
-// empty: a unix socket, which needs no token.
-const DefaultListen = "unix:///run/sluice/permit.sock"
+// empty: loopback TCP, which needs a Token (the daemon's permit.listen
+// default too). A unix socket ("unix:///run/sluice/permit.sock") needs
+// none: its file mode decides who connects.
+const DefaultListen = defaults.PermitListen
 
 // ServerParams configures a Server. Service is required; the zero value of
 // every other field means its default.

@@ -168,14 +168,10 @@ func (c *cgroupCPU) sampleUsage(rd *fileReader, now time.Time, g *Cgroup, found,
 		g.CPU = unknown(c.noUsage)
 		return
 	case c.v1:
-		data, err := rd.readFile(c.usage)
-		if err != nil {
+		data, why := rd.readOr(c.usage, c.noUsageFile)
+		if why != "" {
 			c.usageRate = rate{}
-			if missing(err) {
-				g.CPU = unknown(c.noUsageFile)
-			} else {
-				g.CPU = unknown(err.Error())
-			}
+			g.CPU = unknown(why)
 			return
 		}
 		ns, unlimited, err := parseSingle(data)
@@ -251,12 +247,9 @@ const v1Unlimited = 1 << 62
 
 // limit returns the cgroup's memory limit in bytes.
 func (m *cgroupMemory) limit(rd *fileReader) Signal {
-	data, err := rd.readFile(m.limitFile)
-	if err != nil {
-		if missing(err) {
-			return unknown(m.noLimitFile)
-		}
-		return unknown(err.Error())
+	data, why := rd.readOr(m.limitFile, m.noLimitFile)
+	if why != "" {
+		return unknown(why)
 	}
 	v, unlimited, err := parseSingle(data)
 	switch {
@@ -294,12 +287,9 @@ func (m *cgroupMemory) sample(rd *fileReader, g *Cgroup) {
 // container_memory_working_set_bytes. On v1 usage_in_bytes counts the
 // cgroup's descendants, and so does total_inactive_file.
 func (m *cgroupMemory) workingSet(rd *fileReader) Signal {
-	data, err := rd.readFile(m.usage)
-	if err != nil {
-		if missing(err) {
-			return unknown(m.noUsage)
-		}
-		return unknown(err.Error())
+	data, why := rd.readOr(m.usage, m.noUsage)
+	if why != "" {
+		return unknown(why)
 	}
 	current, unlimited, err := parseSingle(data)
 	if err == nil && unlimited {
@@ -325,12 +315,9 @@ func (m *cgroupMemory) workingSet(rd *fileReader) Signal {
 
 // readKeyed reads a flat-keyed file, returning a reason instead of an error.
 func readKeyed(rd *fileReader, f *pseudoFile, noFile string, keys []string, out []uint64) (uint64, string) {
-	data, err := rd.readFile(f)
-	if err != nil {
-		if missing(err) {
-			return 0, noFile
-		}
-		return 0, err.Error()
+	data, why := rd.readOr(f, noFile)
+	if why != "" {
+		return 0, why
 	}
 	found, err := parseKeyed(data, keys, out)
 	if err != nil {

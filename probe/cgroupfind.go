@@ -42,12 +42,7 @@ type procCgroups struct {
 // comma-separated ("name=systemd" for a named hierarchy without any).
 func parseProcCgroup(data []byte) (procCgroups, error) {
 	var pc procCgroups
-	for n := 1; len(data) > 0; n++ {
-		var line []byte
-		line, data = nextLine(data)
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
+	for n, line := range lines(data) {
 		id, rest, ok1 := bytes.Cut(line, []byte{':'})
 		ctrls, p, ok2 := bytes.Cut(rest, []byte{':'})
 		if !ok1 || !ok2 {
@@ -95,12 +90,7 @@ func (m mount) has(c controller) bool { return m.ctrls&(1<<c) != 0 }
 // controllers are among its super options ("rw,cpu,cpuacct").
 func parseMountinfo(data []byte) ([]mount, error) {
 	var out []mount
-	for n := 1; len(data) > 0; n++ {
-		var line []byte
-		line, data = nextLine(data)
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
+	for n, line := range lines(data) {
 		f := strings.Fields(string(line))
 		sep := -1
 		for i := 6; i < len(f); i++ {

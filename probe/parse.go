@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"iter"
 	"math"
 )
 
@@ -21,6 +22,20 @@ func nextLine(data []byte) (line, rest []byte) {
 		return data[:i], data[i+1:]
 	}
 	return data, nil
+}
+
+// lines yields the lines of data that hold more than white space, each
+// with its number (from 1) and without its newline.
+func lines(data []byte) iter.Seq2[int, []byte] {
+	return func(yield func(int, []byte) bool) {
+		for n := 1; len(data) > 0; n++ {
+			var line []byte
+			line, data = nextLine(data)
+			if len(bytes.TrimSpace(line)) != 0 && !yield(n, line) {
+				return
+			}
+		}
+	}
 }
 
 // field splits s at the first run of spaces or tabs.
@@ -129,12 +144,7 @@ func parseCPUMax(data []byte) (quota, period uint64, err error) {
 // when that key is present. Every line must have exactly two fields; values
 // of the keys asked for must be unsigned integers.
 func parseKeyed(data []byte, keys []string, out []uint64) (found uint64, err error) {
-	for n := 1; len(data) > 0; n++ {
-		var line []byte
-		line, data = nextLine(data)
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
+	for n, line := range lines(data) {
 		k, rest := field(line)
 		v, rest := field(rest)
 		if len(v) == 0 || len(bytes.TrimSpace(rest)) != 0 {
@@ -231,13 +241,8 @@ func parseStatusCPUs(data []byte) (int, error) {
 // parseHoldsOthers reports whether a cgroup.procs file (one process ID a
 // line) lists any process but self.
 func parseHoldsOthers(data []byte, self int) (bool, error) {
-	for n := 1; len(data) > 0; n++ {
-		var line []byte
-		line, data = nextLine(data)
+	for n, line := range lines(data) {
 		line = bytes.TrimSpace(line)
-		if len(line) == 0 {
-			continue
-		}
 		pid, err := parseUint(line)
 		if err != nil {
 			return false, fmt.Errorf("line %d: %w", n, err)

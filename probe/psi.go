@@ -23,12 +23,7 @@ type psi struct {
 func parsePSI(data []byte) (psi, error) {
 	var p psi
 	hasSome := false
-	for n := 1; len(data) > 0; n++ {
-		var line []byte
-		line, data = nextLine(data)
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
+	for n, line := range lines(data) {
 		kind, rest := field(line)
 		avg10, err := psiAvg10(rest)
 		if err != nil {

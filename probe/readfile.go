@@ -49,5 +49,18 @@ func (r *fileReader) read(path string) ([]byte, error) {
 // readFile reads a pseudoFile into the same buffer.
 func (r *fileReader) readFile(f *pseudoFile) ([]byte, error) { return f.read(&r.buf) }
 
+// readOr reads f into the same buffer, or says why it cannot: noFile when
+// f does not exist, else the error.
+func (r *fileReader) readOr(f *pseudoFile, noFile string) (data []byte, why string) {
+	data, err := r.readFile(f)
+	switch {
+	case err == nil:
+		return data, ""
+	case missing(err):
+		return nil, noFile
+	}
+	return nil, err.Error()
+}
+
 // missing reports whether err says a file does not exist.
 func missing(err error) bool { return errors.Is(err, fs.ErrNotExist) }

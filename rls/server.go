@@ -10,6 +10,7 @@ import (
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"google.golang.org/grpc"
 
+	"github.com/sluicehq/sluice/internal/defaults"
 	"github.com/sluicehq/sluice/internal/front"
 	"github.com/sluicehq/sluice/internal/listen"
 )
@@ -17,7 +18,7 @@ import (
 // DefaultListen is where a Server listens when ServerParams.Listen is
 // empty: a unix socket (an Envoy cluster can reach one through a pipe
 // address), which needs no token.
-const DefaultListen = "unix:///run/sluice/rls.sock"
+const DefaultListen = defaults.RLSListen
 
 // maxStreams bounds the calls open at once on one connection (RFC 9113's
 // recommended minimum, nginx's 128 aside): Envoy opens another connection

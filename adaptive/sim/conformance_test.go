@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluicehq/sluice/adaptive"
 	"github.com/sluicehq/sluice/configs"
+	"github.com/sluicehq/sluice/gate/spec"
 	"github.com/sluicehq/sluice/internal/conformance"
 )
 
@@ -36,7 +37,7 @@ func TestConformance(t *testing.T) {
 // traceScenario is the scenario of the gate model configured as the trace's
 // group, with a backend that never finishes a request on its own (the trace
 // says when) and clients that never give up or retry.
-func traceScenario(t *testing.T, tr *conformance.Trace) (Scenario, adaptive.Law, *configs.Group) {
+func traceScenario(t *testing.T, tr *conformance.Trace) (Scenario, adaptive.Law, *spec.Group) {
 	t.Helper()
 	cfg, err := configs.Parse(tr.Name+".toml", []byte("[upstream]\nurl = \"http://127.0.0.1:9\"\n"+tr.Config))
 	if err != nil {
@@ -64,23 +65,23 @@ func traceScenario(t *testing.T, tr *conformance.Trace) (Scenario, adaptive.Law,
 	sc.Gate.QueueTarget, sc.Gate.QueueInterval = time.Duration(q.CodelTarget), time.Duration(q.CodelInterval)
 	sc.Gate.MaxWait, sc.Gate.NoCoDel = time.Duration(q.MaxWait), q.CodelTarget == 0
 	switch q.Order {
-	case configs.OrderLIFO:
+	case spec.OrderLIFO:
 		sc.Gate.Order = adaptive.OrderLIFO
-	case configs.OrderAdaptive:
+	case spec.OrderAdaptive:
 		sc.Gate.Order = adaptive.OrderAdaptive
 	default:
 		sc.Gate.Order = adaptive.OrderFIFO
 	}
-	sc.Gate.Fair = g.Key != configs.KeyNone
+	sc.Gate.Fair = g.Key != spec.KeyNone
 	if r := g.Rate; r != nil {
-		if r.Algorithm != configs.AlgorithmTokenBucket || g.Key != configs.KeyNone || r.Cost != 1 || r.Warmup != 0 {
+		if r.Algorithm != spec.AlgorithmTokenBucket || g.Key != spec.KeyNone || r.Cost != 1 || r.Warmup != 0 {
 			unmodelled("a rate other than one token bucket for the whole group at cost 1")
 		}
 		sc.Gate.Rate, sc.Gate.Burst = r.PerSecond(), float64(r.Burst)
 	}
 	cc := g.Concurrency
 	sc.Bounds = adaptive.Bounds{Min: cc.Min, Max: cc.Max, Initial: cc.Initial}
-	if cc.Law == configs.LawFixed {
+	if cc.Law == spec.LawFixed {
 		sc.Bounds = adaptive.Bounds{Min: cc.Limit, Max: cc.Limit, Initial: cc.Limit}
 		sc.Static = cc.Limit
 	}
@@ -96,7 +97,7 @@ func traceScenario(t *testing.T, tr *conformance.Trace) (Scenario, adaptive.Law,
 	default:
 		unmodelled(fmt.Sprintf("quantile %v in this test's mapping", g.Targets.Quantile))
 	}
-	if cc.Law == configs.LawAIMD && cc.Backoff != 0.9 {
+	if cc.Law == spec.LawAIMD && cc.Backoff != 0.9 {
 		unmodelled("an aimd backoff other than the default")
 	}
 	law, err := sc.Law(string(cc.Law))

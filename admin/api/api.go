@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/configs"
+	"github.com/sluicehq/sluice/gate/spec"
 )
 
 // Error is the body of every error answer.
@@ -48,8 +49,8 @@ type Groups struct {
 // Group is one group: GET /v1/groups/{name}, an element of GET /v1/groups,
 // and the answer of PATCH /v1/groups/{name}.
 type Group struct {
-	Name string      `json:"name"`
-	Law  configs.Law `json:"law"`
+	Name string   `json:"name"`
+	Law  spec.Law `json:"law"`
 	// Limit is the concurrency limit now, within [Min, Max].
 	Limit    int `json:"limit"`
 	Min      int `json:"min"`
@@ -57,8 +58,8 @@ type Group struct {
 	InFlight int `json:"in_flight"`
 	// Mode is "enforce" or "shadow" (every request admitted, what would
 	// have been refused counted in Shadow).
-	Mode   configs.Mode `json:"mode"`
-	Shadow Shadow       `json:"shadow"`
+	Mode   spec.Mode `json:"mode"`
+	Shadow Shadow    `json:"shadow"`
 
 	Queue   Queue   `json:"queue"`
 	Streams Streams `json:"streams"`
@@ -84,7 +85,7 @@ type Group struct {
 	Override   *Override `json:"override"`
 	// Config is the group's settings in force, overrides included, in the
 	// shape PATCH takes.
-	Config *configs.Group `json:"config,omitempty"`
+	Config *spec.Group `json:"config,omitempty"`
 	// Notes say what a PATCH adjusted on its own (only in its answer).
 	Notes []string `json:"notes,omitempty"`
 }
@@ -94,7 +95,7 @@ type Group struct {
 // that would have refused it), or made wait.
 type Shadow struct {
 	// RateMode is the rate rule's mode, "" without a rate limit.
-	RateMode configs.Mode `json:"rate_mode,omitempty"`
+	RateMode spec.Mode `json:"rate_mode,omitempty"`
 	// WouldReject is the would-be rejections since the group was built,
 	// ByReason the same by reason (the reasons of rejected_by_reason).
 	WouldReject uint64            `json:"would_reject"`

@@ -52,16 +52,7 @@ func runCheck(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	file := fs.Arg(0)
 	cfg, err := configs.Load(file)
-	var problems configs.Errors
-	switch {
-	case errors.As(err, &problems):
-		for _, p := range problems {
-			cli.Fprintf(stderr, "%s\n", p)
-		}
-		cli.Fprintf(stderr, "sluice check: %s: %d problem%s\n", file, len(problems), plural(len(problems)))
-		return exitError
-	case err != nil:
-		cli.Fprintf(stderr, "sluice check: %v\n", err)
+	if configFailed(stderr, "sluice check", file, err) {
 		return exitError
 	}
 	if err := checkFronts(cfg); err != nil {
@@ -78,6 +69,26 @@ func runCheck(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	cli.Fprintf(stdout, "# %s is valid; the effective configuration, every default filled in:\n\n%s", file, out)
 	return exitOK
+}
+
+// configFailed writes why the config file did not load, as the commands
+// that read one say it (cmd is the command's name): each problem on a line
+// of its own, then "CMD: FILE: N problems"; or "CMD: ERR" for an error that
+// is not a list of problems. It reports whether err is not nil.
+func configFailed(stderr io.Writer, cmd, file string, err error) bool {
+	var problems configs.Errors
+	switch {
+	case errors.As(err, &problems):
+		for _, p := range problems {
+			cli.Fprintf(stderr, "%s\n", p)
+		}
+		cli.Fprintf(stderr, "%s: %s: %d problem%s\n", cmd, file, len(problems), plural(len(problems)))
+	case err != nil:
+		cli.Fprintf(stderr, "%s: %v\n", cmd, err)
+	default:
+		return false
+	}
+	return true
 }
 
 func plural(n int) string {

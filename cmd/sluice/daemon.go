@@ -290,27 +290,32 @@ func (d *daemon) close() {
 	}
 }
 
+// serve runs a server's serve on a goroutine of its own: an end other than
+// closed (the error it returns once shut down) is the daemon's failure,
+// sent on d.failed with name before it ("" sends the error as it is).
+func (d *daemon) serve(name string, serve func() error, closed error) {
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		if err := serve(); !errors.Is(err, closed) {
+			if name != "" {
+				err = fmt.Errorf("%s: %w", name, err)
+			}
+			d.failed <- err
+		}
+	}()
+}
+
 // start runs the daemon's goroutines: the server, the control loop, the
 // upstream probe and the admin API.
 func (d *daemon) start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	d.stopCtl = cancel
 	if d.admin != nil {
-		d.wg.Add(1)
-		go func() {
-			defer d.wg.Done()
-			if err := d.admin.Serve(d.adminLn); !errors.Is(err, http.ErrServerClosed) {
-				d.failed <- fmt.Errorf("admin: %w", err)
-			}
-		}()
+		d.serve("admin", func() error { return d.admin.Serve(d.adminLn) }, http.ErrServerClosed)
 	}
-	d.wg.Add(3)
-	go func() {
-		defer d.wg.Done()
-		if err := d.server.Serve(d.ln); !errors.Is(err, http.ErrServerClosed) {
-			d.failed <- err
-		}
-	}()
+	d.serve("", func() error { return d.server.Serve(d.ln) }, http.ErrServerClosed)
+	d.wg.Add(2)
 	go func() {
 		defer d.wg.Done()
 		d.ctlErr = d.gate.Run(ctx)

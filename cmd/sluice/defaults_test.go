@@ -4,6 +4,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -18,9 +19,11 @@ import (
 	"github.com/sluicehq/sluice/admin"
 	"github.com/sluicehq/sluice/configs"
 	"github.com/sluicehq/sluice/gate/spec"
+	ilisten "github.com/sluicehq/sluice/internal/listen"
 	"github.com/sluicehq/sluice/limits/redis"
 	"github.com/sluicehq/sluice/permit"
 	"github.com/sluicehq/sluice/proxy/breaker"
+	"github.com/sluicehq/sluice/rls"
 )
 
 // The facts of a default live in one place each: the admin address in
@@ -42,15 +45,19 @@ func TestBreakerDefaults(t *testing.T) {
 	}
 }
 
-// TestLibraryDefaultsAreTheDaemons: what limits/redis, permit and gate/spec
-// take for an unset parameter is what the daemon runs when its file leaves
-// the key out.
+// TestLibraryDefaultsAreTheDaemons: what limits/redis, permit, rls, the
+// front-ends' listener and gate/spec take for an unset parameter is what
+// the daemon runs when its file leaves the key out.
 func TestLibraryDefaultsAreTheDaemons(t *testing.T) {
-	rd, pm := configs.NewRedis(), configs.NewPermit()
+	rd, pm, rl := configs.NewRedis(), configs.NewPermit(), configs.NewRLS()
 	for _, c := range []struct {
 		name      string
 		got, want any
 	}{
+		{"permit.listen: permit.DefaultListen", permit.DefaultListen, pm.Listen},
+		{"rls.listen: rls.DefaultListen", rls.DefaultListen, rl.Listen},
+		{"permit.socket_mode: internal/listen.DefaultSocketMode", ilisten.DefaultSocketMode, fs.FileMode(pm.SocketMode)},
+		{"rls.socket_mode: internal/listen.DefaultSocketMode", ilisten.DefaultSocketMode, fs.FileMode(rl.SocketMode)},
 		{"redis.timeout: limits/redis.DefaultTimeout", redis.DefaultTimeout, time.Duration(rd.Timeout)},
 		{"redis.key_prefix: limits/redis.DefaultKeyPrefix", redis.DefaultKeyPrefix, rd.KeyPrefix},
 		{"permit.lease: permit.DefaultLease", permit.DefaultLease, time.Duration(pm.Lease)},

@@ -111,26 +111,15 @@ func (f *fronts) closeFronts() {
 // until ctx ends (the sweeper) or shutdown (the servers).
 func (d *daemon) startFronts(ctx context.Context) {
 	if d.permitSrv != nil {
-		d.wg.Add(2)
-		go func() {
-			defer d.wg.Done()
-			if err := d.permitSrv.Serve(d.permitLn); !errors.Is(err, http.ErrServerClosed) {
-				d.failed <- fmt.Errorf("permit: %w", err)
-			}
-		}()
+		d.serve("permit", func() error { return d.permitSrv.Serve(d.permitLn) }, http.ErrServerClosed)
+		d.wg.Add(1)
 		go func() {
 			defer d.wg.Done()
 			_ = d.permit.Run(ctx)
 		}()
 	}
 	if d.rlsSrv != nil {
-		d.wg.Add(1)
-		go func() {
-			defer d.wg.Done()
-			if err := d.rlsSrv.Serve(d.rlsLn); !errors.Is(err, grpc.ErrServerStopped) {
-				d.failed <- fmt.Errorf("rls: %w", err)
-			}
-		}()
+		d.serve("rls", func() error { return d.rlsSrv.Serve(d.rlsLn) }, grpc.ErrServerStopped)
 	}
 }
 

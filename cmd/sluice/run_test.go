@@ -19,6 +19,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/sluicehq/sluice/configs"
+	"github.com/sluicehq/sluice/gate/spec"
 	ilisten "github.com/sluicehq/sluice/internal/listen"
 	"github.com/sluicehq/sluice/internal/tlstest"
 	"github.com/sluicehq/sluice/limits/redis"
@@ -275,11 +276,11 @@ func TestReloadWithoutFile(t *testing.T) {
 }
 
 func TestDescribeMatch(t *testing.T) {
-	m := configs.Match{Methods: []string{"GET", "POST"}, Host: "*.example.com", PathPrefix: "/api/", Headers: map[string]string{"X-B": "2", "X-A": "1"}}
+	m := spec.Match{Methods: []string{"GET", "POST"}, Host: "*.example.com", PathPrefix: "/api/", Headers: map[string]string{"X-B": "2", "X-A": "1"}}
 	if got := describeMatch(&m); got != "GET|POST host *.example.com prefix /api/ X-A=1 X-B=2" {
 		t.Errorf("describeMatch = %q", got)
 	}
-	if got := describeMatch(&configs.Match{PathPrefix: "/"}); got != "*" {
+	if got := describeMatch(&spec.Match{PathPrefix: "/"}); got != "*" {
 		t.Errorf("catch-all: %q", got)
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/adaptive/sim"
-	"github.com/sluicehq/sluice/configs"
+	"github.com/sluicehq/sluice/gate/spec"
 )
 
 // targetBelowService says why a group's latency target cannot be met by
@@ -17,7 +17,7 @@ import (
 // quantile is missed by that share of requests whatever the limit, and the
 // law keeps cutting for it. (The embedded default's p99 of 200ms is under
 // the p99 of an exponential service of mean 50ms, 230ms.)
-func targetBelowService(g *configs.Group, svc *sim.Service) string {
+func targetBelowService(g *spec.Group, svc *sim.Service) string {
 	t := g.Targets
 	if t.Latency <= 0 || g.Concurrency.FixedLimit() {
 		return ""

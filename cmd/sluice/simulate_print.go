@@ -15,7 +15,7 @@ import (
 	"github.com/sluicehq/sluice/cmd/internal/cli"
 	"github.com/sluicehq/sluice/cmd/internal/lab/report"
 	"github.com/sluicehq/sluice/cmd/internal/simulate"
-	"github.com/sluicehq/sluice/configs"
+	"github.com/sluicehq/sluice/gate/spec"
 )
 
 // printWorkload writes what is simulated: the service, its changes, the
@@ -187,7 +187,7 @@ func outcomeText(what string, o sim.Outcome) string {
 }
 
 // policyText sums up what the group runs in the simulator.
-func policyText(g *configs.Group, sc *sim.Scenario) string {
+func policyText(g *spec.Group, sc *sim.Scenario) string {
 	cc := g.Concurrency
 	parts := []string{fmt.Sprintf("law %s, limit %d..%d from %d", cc.Law, cc.Min, cc.Max, cc.Initial)}
 	if cc.FixedLimit() {

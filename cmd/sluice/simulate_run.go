@@ -19,6 +19,7 @@ import (
 	"github.com/sluicehq/sluice/cmd/internal/lab/report"
 	"github.com/sluicehq/sluice/cmd/internal/simulate"
 	"github.com/sluicehq/sluice/configs"
+	"github.com/sluicehq/sluice/gate/spec"
 )
 
 // simulateScenarios lists the shipped scenarios for the help: the lab's.
@@ -154,16 +155,7 @@ func runSimulate(_ context.Context, args []string, stdout, stderr io.Writer) int
 		}
 	}
 	cfg, err := loadConfig(f.config)
-	var problems configs.Errors
-	switch {
-	case errors.As(err, &problems):
-		for _, p := range problems {
-			cli.Fprintf(stderr, "%s\n", p)
-		}
-		cli.Fprintf(stderr, "sluice simulate: %s: %d problem%s\n", f.config, len(problems), plural(len(problems)))
-		return exitError
-	case err != nil:
-		cli.Fprintf(stderr, "sluice simulate: %v\n", err)
+	if configFailed(stderr, "sluice simulate", f.config, err) {
 		return exitError
 	}
 	groups, err := simulateGroups(cfg, f.group)
@@ -225,19 +217,19 @@ func runSimulate(_ context.Context, args []string, stdout, stderr io.Writer) int
 // simulated is one group's simulation.
 type simulated struct {
 	run    simulate.Run
-	group  *configs.Group
+	group  *spec.Group
 	report *sim.Report
 }
 
 // simulateGroups returns the groups to simulate: every one, or the one
 // named.
-func simulateGroups(cfg *configs.Config, name string) ([]*configs.Group, error) {
-	var all []*configs.Group
+func simulateGroups(cfg *configs.Config, name string) ([]*spec.Group, error) {
+	var all []*spec.Group
 	var names []string
 	for i := range cfg.Groups {
 		g := &cfg.Groups[i]
 		if g.Name == name {
-			return []*configs.Group{g}, nil
+			return []*spec.Group{g}, nil
 		}
 		all, names = append(all, g), append(names, g.Name)
 	}

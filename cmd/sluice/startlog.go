@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/sluicehq/sluice/configs"
+	"github.com/sluicehq/sluice/gate/spec"
 	"github.com/sluicehq/sluice/probe"
 )
 
@@ -67,14 +68,14 @@ func logStart(d *daemon) {
 			"limit", st.Limit, "min", st.Min, "max", st.Max, "key", g.Key, "priority", g.Priority}
 		if r := g.Rate; r != nil {
 			args = append(args, "rate", fmt.Sprintf("%s %s %g/s per %s key", r.Scope, r.Algorithm, r.PerSecond(), g.Key))
-			if r.Scope == configs.ScopeGlobal {
+			if r.Scope == spec.ScopeGlobal {
 				args = append(args, "sync", describeSync(r))
 			}
-			if r.Mode == configs.ModeShadow {
+			if r.Mode == spec.ModeShadow {
 				args = append(args, "rate_mode", r.Mode)
 			}
 		}
-		if g.Mode == configs.ModeShadow {
+		if g.Mode == spec.ModeShadow {
 			args = append(args, "mode", "shadow: admits every request, counts what it would refuse")
 		}
 		if g.Queue.Max > 0 {
@@ -104,11 +105,11 @@ func logStart(d *daemon) {
 var guardedTargets = []struct {
 	name   string
 	signal func(probe.Sources) probe.Source
-	set    func(*configs.Targets) bool
+	set    func(*spec.Targets) bool
 }{
-	{"cpu", func(s probe.Sources) probe.Source { return s.CPU }, func(t *configs.Targets) bool { return t.CPU > 0 }},
-	{"memory", func(s probe.Sources) probe.Source { return s.Memory }, func(t *configs.Targets) bool { return t.Memory > 0 }},
-	{"cpu_pressure", func(s probe.Sources) probe.Source { return s.CPUPressure }, func(t *configs.Targets) bool { return t.CPUPressure > 0 }},
+	{"cpu", func(s probe.Sources) probe.Source { return s.CPU }, func(t *spec.Targets) bool { return t.CPU > 0 }},
+	{"memory", func(s probe.Sources) probe.Source { return s.Memory }, func(t *spec.Targets) bool { return t.Memory > 0 }},
+	{"cpu_pressure", func(s probe.Sources) probe.Source { return s.CPUPressure }, func(t *spec.Targets) bool { return t.CPUPressure > 0 }},
 }
 
 // logSources logs where each guarded signal comes from, and, once for each
@@ -138,8 +139,8 @@ func logSources(log hclog.Logger, cfg *configs.Config, src probe.Sources) {
 // describeSync tells how the nodes share a global quota: exact, or leased
 // with the lease's period, expiry and over-admission bound, which the
 // operator otherwise finds only in /v1/status.
-func describeSync(r *configs.Rate) string {
-	if r.Sync != configs.SyncLeased {
+func describeSync(r *spec.Rate) string {
+	if r.Sync != spec.SyncLeased {
 		return "exact: every decision in redis"
 	}
 	return fmt.Sprintf("leased: lease_period %s, lease_expiry %s, over-admission bound %d units (1.5 × rate × lease_period)",
@@ -147,7 +148,7 @@ func describeSync(r *configs.Rate) string {
 }
 
 // describeMatch renders a group's match for the log: "*" for every request.
-func describeMatch(m *configs.Match) string {
+func describeMatch(m *spec.Match) string {
 	var parts []string
 	if len(m.Methods) > 0 {
 		parts = append(parts, strings.Join(m.Methods, "|"))

@@ -23,6 +23,7 @@ import (
 	"github.com/sluicehq/sluice/admin/api"
 	"github.com/sluicehq/sluice/cmd/internal/cli"
 	"github.com/sluicehq/sluice/configs"
+	"github.com/sluicehq/sluice/gate/spec"
 )
 
 var statusCommand = cli.Command{
@@ -297,7 +298,7 @@ func printStatus(w io.Writer, st *api.Status, gs []api.Group, now time.Time) {
 	for _, g := range gs {
 		name := g.Name
 		if g.Shadow.Line != "" {
-			if g.Mode == configs.ModeShadow {
+			if g.Mode == spec.ModeShadow {
 				name += " (shadow)"
 			}
 			shadowed = append(shadowed, g.Name+": "+g.Shadow.Line)

@@ -620,7 +620,7 @@ const (
 
 // Rate defaults.
 const (
-	DefaultMaxKeys     = 100_000
+	DefaultMaxKeys     = limits.DefaultMaxKeys
 	DefaultLeasePeriod = defaults.LeasePeriod
 	DefaultLeaseExpiry = defaults.LeaseExpiry
 	// MinKeyIdle and MaxKeyIdle bound KeyIdleTimeout's default.

@@ -2,8 +2,10 @@ package spec
 
 import (
 	"testing"
+	"time"
 
 	"github.com/sluicehq/sluice/adaptive"
+	"github.com/sluicehq/sluice/limits"
 )
 
 func TestFixedLimit(t *testing.T) {
@@ -51,5 +53,20 @@ func TestKnobsHaveFields(t *testing.T) {
 	}
 	if (&Concurrency{}).Knob("law") != nil || (&Concurrency{}).Knob("nope") != nil {
 		t.Error("Knob answers for a name that is no knob")
+	}
+}
+
+// TestKeyBoundIsTheLimiters: a group's rate that leaves max_keys out bounds
+// its keys as a zero limits.KeyedParams does (one figure, in limits), for
+// every algorithm; a keyless rate keeps no key bound.
+func TestKeyBoundIsTheLimiters(t *testing.T) {
+	for _, name := range limits.AlgorithmNames(nil) {
+		r := Rate{Algorithm: Algorithm(name), Rate: 10, Burst: 10, Limit: 10, Window: time.Second}
+		if got := r.WithDefaults(KeyIP).MaxKeys; got != limits.DefaultMaxKeys {
+			t.Errorf("%s per ip: max_keys default %d, want limits.DefaultMaxKeys %d", name, got, limits.DefaultMaxKeys)
+		}
+		if got := r.WithDefaults(KeyNone).MaxKeys; got != 0 {
+			t.Errorf("%s keyless: max_keys default %d, want 0", name, got)
+		}
 	}
 }

@@ -1,10 +1,10 @@
 // Package defaults holds the figures that packages which cannot import one
 // another each take for a setting left unset: the daemon's config (package
 // configs, the TOML schema) and the libraries it configures (proxy, its
-// server and circuit breaker, limits/redis, permit). Each figure is written
-// here once; every package that defaults the setting reads it from here,
-// so that a zero parameter of a library and an absent key of the file mean
-// the same thing.
+// server and circuit breaker, limits/redis, permit, rls, the listeners of
+// internal/listen). Each figure is written here once; every package that
+// defaults the setting reads it from here, so that a zero parameter of a
+// library and an absent key of the file mean the same thing.
 //
 // It imports nothing, so that it can sit below every package of sluice.
 // A figure only one package needs stays in that package.
@@ -74,4 +74,20 @@ const (
 	PermitLease = 30 * time.Second
 	// PermitMaxLeases bounds the permits outstanding at once.
 	PermitMaxLeases = 1 << 14
+	// PermitListen is where the permit service listens: loopback TCP,
+	// which needs a bearer token (every local user can reach the port).
+	PermitListen = "127.0.0.1:7070"
 )
+
+// The rate limit service for Envoy ([rls], package rls).
+const (
+	// RLSListen is where it listens: a unix socket, which needs no token
+	// (an Envoy cluster reaches it through a pipe address).
+	RLSListen = "unix:///run/sluice/rls.sock"
+)
+
+// SocketMode is the file mode of a unix socket sluice listens on when none
+// is given ([server], [admin], [permit] and [rls] socket_mode,
+// internal/listen): read and write, which is connect, for its owner and
+// group.
+const SocketMode = 0o660

@@ -11,11 +11,13 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+
+	"github.com/sluicehq/sluice/internal/defaults"
 )
 
 // DefaultSocketMode is the file mode of a unix socket when none is given:
 // read and write (connect) for its owner and group.
-const DefaultSocketMode fs.FileMode = 0o660
+const DefaultSocketMode fs.FileMode = defaults.SocketMode
 
 // Reach is who can connect to a listener.
 type Reach uint8

@@ -23,6 +23,7 @@ import (
 	"github.com/sluicehq/sluice/cmd/internal/lab/report"
 	"github.com/sluicehq/sluice/cmd/internal/lab/scenario"
 	"github.com/sluicehq/sluice/configs"
+	"github.com/sluicehq/sluice/gate/spec"
 )
 
 // helperEnv makes the test binary a tiny reverse proxy with Prometheus
@@ -305,27 +306,27 @@ func TestShippedSluiceConfigs(t *testing.T) {
 			t.Fatal(err)
 		}
 		vars["slo"] = time.Duration(s.SLO).String()
-		var groups []configs.Group
-		for _, spec := range s.Contenders {
-			if spec.Kind != scenario.KindCommand || spec.Files["sluice.toml"] == "" {
+		var groups []spec.Group
+		for _, con := range s.Contenders {
+			if con.Kind != scenario.KindCommand || con.Files["sluice.toml"] == "" {
 				continue
 			}
-			x, err := NewCommand(spec).expand(vars)
+			x, err := NewCommand(con).expand(vars)
 			if err != nil {
-				t.Fatalf("%s/%s: %v", name, spec.Name, err)
+				t.Fatalf("%s/%s: %v", name, con.Name, err)
 			}
-			cfg, err := configs.Parse(name+"/"+spec.Name+"/sluice.toml", []byte(x.files["sluice.toml"]))
+			cfg, err := configs.Parse(name+"/"+con.Name+"/sluice.toml", []byte(x.files["sluice.toml"]))
 			if err != nil {
 				t.Errorf("%v", err)
 				continue
 			}
 			sluiceRuns++
 			g := *cfg.Group("api")
-			if g.Concurrency.Law != configs.LawFixed && time.Duration(g.Targets.Latency) != time.Duration(s.SLO) {
-				t.Errorf("%s/%s: latency target %v, SLO %v", name, spec.Name, g.Targets.Latency, s.SLO)
+			if g.Concurrency.Law != spec.LawFixed && time.Duration(g.Targets.Latency) != time.Duration(s.SLO) {
+				t.Errorf("%s/%s: latency target %v, SLO %v", name, con.Name, g.Targets.Latency, s.SLO)
 			}
-			if (g.Concurrency.Law == configs.LawFixed && g.Concurrency.Limit >= 4096) != (g.Queue.Max == 0) {
-				t.Errorf("%s/%s: only no-limit goes without a queue: %+v", name, spec.Name, g.Queue)
+			if (g.Concurrency.Law == spec.LawFixed && g.Concurrency.Limit >= 4096) != (g.Queue.Max == 0) {
+				t.Errorf("%s/%s: only no-limit goes without a queue: %+v", name, con.Name, g.Queue)
 			}
 			groups = append(groups, g)
 		}
@@ -334,8 +335,8 @@ func TestShippedSluiceConfigs(t *testing.T) {
 		// without a managed rate).
 		for i := 1; i < len(groups); i++ {
 			a, b := groups[0], groups[i]
-			a.Concurrency, b.Concurrency = configs.Concurrency{}, configs.Concurrency{}
-			a.Queue, b.Queue = configs.Queue{}, configs.Queue{}
+			a.Concurrency, b.Concurrency = spec.Concurrency{}, spec.Concurrency{}
+			a.Queue, b.Queue = spec.Queue{}, spec.Queue{}
 			if name == "managed-rate" {
 				a.Rate, b.Rate = nil, nil
 			}

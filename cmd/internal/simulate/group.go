@@ -8,6 +8,7 @@ import (
 	"github.com/sluicehq/sluice/adaptive"
 	"github.com/sluicehq/sluice/adaptive/sim"
 	"github.com/sluicehq/sluice/configs"
+	"github.com/sluicehq/sluice/gate/spec"
 	"github.com/sluicehq/sluice/internal/defaults"
 	"github.com/sluicehq/sluice/limits"
 )
@@ -31,7 +32,7 @@ type Run struct {
 // load's tenants when g has a key; the resource guard on its CPU and
 // memory targets; cfg's control interval and circuit breaker. slo is the
 // goodput SLO; 0 means g's latency target, else the workload's.
-func ForGroup(w Workload, cfg *configs.Config, g *configs.Group, slo time.Duration) (Run, error) {
+func ForGroup(w Workload, cfg *configs.Config, g *spec.Group, slo time.Duration) (Run, error) {
 	r := Run{Group: g.Name, Scenario: w.Scenario}
 	sc := &r.Scenario
 	switch {
@@ -88,7 +89,7 @@ func ForGroup(w Workload, cfg *configs.Config, g *configs.Group, slo time.Durati
 	}
 
 	r.priorities(g)
-	sc.Gate.Fair = g.Key != configs.KeyNone
+	sc.Gate.Fair = g.Key != spec.KeyNone
 	switch {
 	case sc.Gate.Fair && len(sc.Tenants) < 2:
 		r.note("key %q: the load has one client key, so fair share never acts (give tenants)", g.Key)
@@ -97,9 +98,9 @@ func ForGroup(w Workload, cfg *configs.Config, g *configs.Group, slo time.Durati
 	}
 
 	switch {
-	case g.Mode == configs.ModeShadow:
+	case g.Mode == spec.ModeShadow:
 		r.note("mode = \"shadow\": simulated as the group would enforce (the daemon in shadow admits everything and only counts these refusals)")
-	case g.Rate != nil && g.Rate.Mode == configs.ModeShadow:
+	case g.Rate != nil && g.Rate.Mode == spec.ModeShadow:
 		r.note("rate.mode = \"shadow\": the rate is simulated as it would enforce (the daemon in shadow admits what it refuses)")
 	}
 
@@ -131,7 +132,7 @@ func ForGroup(w Workload, cfg *configs.Config, g *configs.Group, slo time.Durati
 // priorities sets the load's priority mix as g ranks its requests: all at
 // its fixed priority, or the load's own mix under a header priority (the
 // default priority when the load has none).
-func (r *Run) priorities(g *configs.Group) {
+func (r *Run) priorities(g *spec.Group) {
 	sc := &r.Scenario
 	level, fixed := g.Priority.Level()
 	if fixed {
@@ -151,18 +152,18 @@ func (r *Run) priorities(g *configs.Group) {
 // rate sets g's rate in the model when the model can run it (one
 // group-wide local bucket), else notes why it runs without; it returns the
 // rate a law may manage, in requests per second (0: none).
-func (r *Run) rate(g *configs.Group) float64 {
+func (r *Run) rate(g *spec.Group) float64 {
 	rt := g.Rate
 	switch {
 	case rt == nil:
 		return 0
-	case rt.Scope == configs.ScopeGlobal:
+	case rt.Scope == spec.ScopeGlobal:
 		r.note("rate with scope \"global\" (a quota shared in Redis): not modelled, the group runs without its rate")
-	case g.Key != configs.KeyNone:
+	case g.Key != spec.KeyNone:
 		r.note("rate per key (%s, %s): not modelled, the group runs without its rate", g.Key, rt.Algorithm)
 	case !modelledRate(rt.Algorithm):
 		r.note("rate algorithm %s: not modelled (%s are), the group runs without its rate", rt.Algorithm,
-			strings.Join(limits.AlgorithmNames(func(a *limits.Algorithm) bool { return modelledRate(configs.Algorithm(a.Name)) }), " and "))
+			strings.Join(limits.AlgorithmNames(func(a *limits.Algorithm) bool { return modelledRate(spec.Algorithm(a.Name)) }), " and "))
 	default:
 		cost := float64(max(rt.Cost, 1))
 		sc := &r.Scenario
@@ -179,7 +180,7 @@ func (r *Run) rate(g *configs.Group) float64 {
 // gate gives it (gate/policy.go), from its configured initial limit (a
 // state file's learned one is not read) and, when managed > 0 and the law
 // manages a token rate, a rate of at most managed req/s.
-func lawOf(g *configs.Group, managed float64) (adaptive.Law, error) {
+func lawOf(g *spec.Group, managed float64) (adaptive.Law, error) {
 	k, ok := adaptive.LookupLaw(string(g.Concurrency.Law))
 	if !ok {
 		return nil, fmt.Errorf("unknown law %q", g.Concurrency.Law)
@@ -194,14 +195,14 @@ func lawOf(g *configs.Group, managed float64) (adaptive.Law, error) {
 // modelledRate reports whether the simulator models a rate of algorithm
 // name: a bucket of a rate (limits.ShapeRate with a burst), which it spends
 // as limits.TokenBucket.
-func modelledRate(name configs.Algorithm) bool {
+func modelledRate(name spec.Algorithm) bool {
 	a, ok := limits.LookupAlgorithm(string(name))
 	return ok && a.Shape == limits.ShapeRate && a.Knobs.Has(limits.KnobBurst)
 }
 
 // priorityOf is the simulator's priority of a configured level (that of
 // the gate: spec.Level.Priority); an empty one is the default level.
-func priorityOf(l configs.Level) adaptive.Priority {
+func priorityOf(l spec.Level) adaptive.Priority {
 	p, _ := l.Priority()
 	return p
 }

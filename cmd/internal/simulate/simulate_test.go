@@ -13,6 +13,7 @@ import (
 	"github.com/sluicehq/sluice/adaptive/sim"
 	"github.com/sluicehq/sluice/cmd/internal/lab"
 	"github.com/sluicehq/sluice/configs"
+	"github.com/sluicehq/sluice/gate/spec"
 )
 
 func TestLoad(t *testing.T) {
@@ -368,12 +369,12 @@ func TestForGroupShadow(t *testing.T) {
 		t.Fatal(err)
 	}
 	group, rate := cfg.Groups[1], cfg.Groups[1]
-	group.Mode = configs.ModeShadow
+	group.Mode = spec.ModeShadow
 	rr := *rate.Rate
-	rr.Mode = configs.ModeShadow
+	rr.Mode = spec.ModeShadow
 	rate.Rate = &rr
 	for _, c := range []struct {
-		g    configs.Group
+		g    spec.Group
 		note string
 	}{{group, `mode = "shadow"`}, {rate, `rate.mode = "shadow"`}} {
 		r, err := ForGroup(w, cfg, &c.g, 0)
