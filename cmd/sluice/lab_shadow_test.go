@@ -467,3 +467,31 @@ func groupOf(ctx context.Context, base, patch string) (api.Group, error) {
 	}
 	return g, json.NewDecoder(resp.Body).Decode(&g)
 }
+
+// TestArrivalsPerSecond: the shadow lab's count of arrivals at the gate
+// per second, from polls every 50 ms of a count that moves at 250 ms ticks
+// (arrivals at 1,000/s for 3 s from the load's start, then none): each
+// second is within a poll's worth of 1,000, the last poll after the load
+// is needed, and a count that begins before the load (another daemon's)
+// does not leak into it.
+func TestArrivalsPerSecond(t *testing.T) {
+	from := time.Unix(1000, 0)
+	var p arrivalsPoll
+	p.add(from.Add(-300*time.Millisecond), api.Group{Requests: api.Requests{Arrived: 5000}}) // the daemon before
+	for ms := 20; ms <= 3600; ms += 50 {
+		tick := min(ms/250*250, 3000) // the count at the last tick, ≤ the load's end
+		p.add(from.Add(time.Duration(ms)*time.Millisecond), api.Group{Requests: api.Requests{Arrived: uint64(tick)}})
+	}
+	if got := p.perSecond(from, 4); got != nil {
+		t.Errorf("4 s of a load polled 3.6 s: %v, want nil (no poll after its end)", got)
+	}
+	got := p.perSecond(from, 3)
+	if len(got) != 3 {
+		t.Fatalf("per second %v, want 3 seconds", got)
+	}
+	for i, n := range got {
+		if n < 950 || n > 1050 {
+			t.Errorf("second %d: %.0f arrivals, want 1,000 ± a poll's 50", i, n)
+		}
+	}
+}
