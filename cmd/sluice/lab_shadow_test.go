@@ -151,8 +151,8 @@ type shadowRun struct {
 // checkOpenLoop fails the test unless the gate saw what was offered, the
 // premise of comparing shadow with enforcement: no arrival turned away by
 // the generator for want of room, the gate's arrivals over the load within
-// 3 % of those sent, and in each two whole seconds from the second on
-// within 10 % (the admin API's count moves at the control loop's ticks,
+// 3 % of those sent, and in each pair of whole seconds from the third
+// second on (seconds 2–3, 4–5, …) within 10 % (the admin API's count moves at the control loop's ticks,
 // and a poll of a loaded daemon may come late, so one second's figure can
 // be off by a tick's arrivals at either end; in the first two seconds at
 // 3× every arrival opens a connection, and the first thousand may reach
