@@ -31,7 +31,8 @@ import (
 // (SLUICE_SHADOW_LAB_SEEDS="1 2 3" by default; SLUICE_SHADOW_LAB_BINARY
 // names another sluice binary to measure instead of this code's build;
 // SLUICE_SHADOW_LAB_OUT a directory to keep the runs in, one directory a
-// subtest, for `sluice simulate -lab`).
+// subtest, for `sluice simulate -lab`; beside each run's CONTENDER.json,
+// CONTENDER-gate.json holds its gate's arrivals per second).
 // One group, law target, latency target 100 ms at p99, in front of the lab's
 // backend (16 workers, lognormal service of mean 10 ms: C = 1,600 req/s),
 // open-loop Poisson load at 1,500 req/s for 10 s and at 4,500 req/s for
@@ -313,6 +314,7 @@ phases = [{ rate = "%d", for = "%v" }]
 				atGate.add(time.Now(), g) // a poll after the load's last second
 			}
 			sr := measured(run, g, &atGate, d)
+			recordAtGate(t, filepath.Join(dir, "shadow-lab", run.Contender+"-gate.json"), sr)
 			mu.Lock()
 			sr.patchLimit = patchLimit
 			mu.Unlock()
@@ -384,6 +386,21 @@ func measured(run report.Run, g api.Group, atGate *arrivalsPoll, d time.Duration
 		sr.limit = sum / float64(n)
 	}
 	return sr
+}
+
+// recordAtGate writes beside a run's own file what its gate saw: the
+// arrivals it counted each second and those the generator sent.
+func recordAtGate(t *testing.T, file string, sr *shadowRun) {
+	b, err := json.MarshalIndent(struct {
+		AtGate []float64 `json:"arrivals_at_gate_per_second"`
+		Sent   []float64 `json:"sent_per_second"`
+	}{sr.atGate, sr.sent}, "", "  ")
+	if err == nil {
+		err = os.WriteFile(file, b, 0o644)
+	}
+	if err != nil {
+		t.Errorf("the gate's arrivals: %v", err)
+	}
 }
 
 // labBackend builds sluice-lab, whose "backend" command runs the lab's
