@@ -72,16 +72,16 @@
 --            second), want (the units it asks to hold), leave ("1": the
 --            lease ends after the return), the epoch of the node's last
 --            renewal (0: none), debit, the fallback share it decided by
---            (thousandths of a unit per second), seq and acked (above). A node of an earlier epoch
---            that finds no hash (Redis restarted empty) empties the stock
---            before it is granted anything: the units the nodes admitted by
---            their fallback shares meanwhile are not in it, and Redis's
---            fresh burst would add to them. A node of an earlier epoch that
---            finds a later one debits only what its share admitted since
---            that epoch began: what it admitted before was never in this
---            stock (the first node back emptied it), and taking it too ate
---            the refill the nodes back already were owed (a dip of two
---            periods in the lab, after a restart).
+--            (thousandths of a unit per second), seq and acked (above). A
+--            node of an earlier epoch that finds no hash (Redis restarted
+--            empty) empties the stock before it is granted anything: the
+--            units the nodes admitted by their fallback shares meanwhile are
+--            not in it, and Redis's fresh burst would add to them. A node of
+--            an earlier epoch that finds a later one debits only what its
+--            share admitted since that epoch began: what it admitted before
+--            was never in this stock (the first node back emptied it), and
+--            taking it too ate the refill the nodes back already were owed
+--            (a dip of two periods in the lab, after a restart).
 -- Returns, per key, "grant held outstanding demand avail life nodes epoch
 -- share under" separated by spaces: the units granted, the held units
 -- Redis counts (fewer than the node sent when its lease had lapsed: it must
