@@ -240,3 +240,40 @@ func TestLeasedUndo(t *testing.T) {
 		t.Errorf("a second limiter's first renewal: %q, want 150 granted from 1700, nothing undone", text)
 	}
 }
+
+// TestLeasedUndoFixedWindow: the same undo on a fixed window's stock (a
+// window of 10 s and 1,000 units, the calls at one injected instant inside
+// it): the lost grant and debit go back to the window's count.
+func TestLeasedUndoFixedWindow(t *testing.T) {
+	srv := startServer(t)
+	c := srv.Client()
+	at := time.Unix(1_700_000_005, 0) // mid-window
+	scr := callerTimeRenewals[FixedWindow]
+	renew := func(held, want, debit, seq, acked int64) []int64 {
+		t.Helper()
+		args := []any{"a", 20_000, 100, int64(10 * time.Second), 1000, 3, 1,
+			held, 0, 50, want, "0", 0, debit, 0, seq, acked, at.Unix(), int64(at.Nanosecond())}
+		text, err := c.Eval(bg, scr.src, []string{"sluice:api:fw:{}", "sluice:api:lease:{}"}, args...).Text()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []int64
+		for _, f := range strings.Fields(text) {
+			v, err := strconv.ParseInt(f, 10, 64)
+			if err != nil {
+				t.Fatalf("renewal answer %q", text)
+			}
+			out = append(out, v)
+		}
+		return out
+	}
+	if f := renew(0, 150, 0, 1, 0); f[0] != 150 || f[4] != 850 {
+		t.Fatalf("first renewal: %v, want 150 granted of 1000", f)
+	}
+	if f := renew(100, 300, 100, 2, 1); f[0] != 200 || f[4] != 550 {
+		t.Fatalf("renewal 2 (its answer lost): %v, want 200 granted and 100 debited", f)
+	}
+	if f := renew(100, 150, 100, 3, 1); f[0] != 50 || f[2] != 150 || f[4] != 700 {
+		t.Errorf("renewal 3 after renewal 2 was lost: %v, want 50 granted, 150 outstanding, 700 left", f)
+	}
+}
