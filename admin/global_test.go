@@ -74,11 +74,11 @@ func (q *fakeQuota) set(st gate.GlobalStatus) {
 // fakes, in fallback mode with known counts.
 func globalFixture(t *testing.T) (*fixture, map[string]*fakeQuota) {
 	t.Helper()
-	link := gate.GlobalStatus{
-		Mode: "fallback", Since: t0, NextProbe: t0.Add(2 * time.Second),
+	link := gate.GlobalStatus{Mode: "fallback", Fallback: "local", StoreStatus: limits.StoreStatus{
+		Since: t0, NextProbe: t0.Add(2 * time.Second),
 		LastError: "dial tcp 127.0.0.1:6379: connect: connection refused", LastErrorAt: t0.Add(time.Millisecond),
-		Fallback: "local", Nodes: 3, ObservedNodes: 3, Timeout: 7 * time.Millisecond,
-	}
+		Nodes: 3, ObservedNodes: 3, Timeout: 7 * time.Millisecond,
+	}}
 	api, search := link, link
 	api.StoreDecisions, api.FallbackDecisions, api.Errors, api.Timeouts = 10, 5, 4, 1
 	api.LateBound, api.LateAdmitted = 1.5, 3

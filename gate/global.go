@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"time"
+
+	"github.com/sluicehq/sluice/limits"
 )
 
 // A rate with scope "global" is the quota of every node together, kept in a
@@ -19,60 +21,21 @@ type GlobalReporter interface {
 	GlobalStatus() GlobalStatus
 }
 
-// GlobalStatus is a global quota's state on this node. Times are on the
-// clock of the decisions.
+// GlobalStatus is a global quota's state on this node: where decisions are
+// made, the fallback policy and how the nodes share the quota, in the words
+// of the config and the admin API, and the figures (limits.StoreStatus; its
+// decision counts are since the group was first built: reloads carry them
+// over). Times are on the clock of the decisions.
 type GlobalStatus struct {
 	// Mode is where decisions are made, since Since: "redis" (the shared
 	// store), or "fallback" while the store is down and Fallback decides.
-	// NextProbe is, in fallback, the earliest instant a decision tries the
-	// store again.
-	Mode             string
-	Since, NextProbe time.Time
-	// LastError is the last failure of a call to the store ("" if none), at
-	// LastErrorAt.
-	LastError   string
-	LastErrorAt time.Time
+	Mode string
 	// Fallback is the policy for decisions the store does not make:
 	// "local" (this node's share of the quota), "open" or "closed".
 	Fallback string
-	// Nodes is the node count the local fallback divides the quota by;
-	// ObservedNodes the live nodes seen (0 if not known).
-	Nodes, ObservedNodes int
-	// Decisions made by the store and by the fallback, calls to the store
-	// that failed, and those of them that timed out: since the group was
-	// first built (reloads carry them over).
-	StoreDecisions, FallbackDecisions, Errors, Timeouts uint64
-	// Timeout is how long a decision waits for the store now. LateBound
-	// is what the decisions the store did not answer in time may admit,
-	// units per second on all nodes together (-1: no bound, fallback
-	// "open"); LateAdmitted the units they admitted here.
-	Timeout      time.Duration
-	LateBound    float64
-	LateAdmitted uint64
 	// Sync is how the nodes share the quota: "exact" or "leased".
 	Sync Sync
-	// QuotaVersion is the version of the quota's definition in the store in
-	// force (GlobalQuota.Define); 0: the configured quota. QuotaError says
-	// why a definition found there is not applied.
-	QuotaVersion int64
-	QuotaError   string
-	// Leased mode: the keys leased now and the units held on them; the
-	// over-admission bound of those keys as the store counted them
-	// (Outstanding) and of one key in theory (Bound); the units admitted
-	// and refused against the leases; the renewals answered and failed,
-	// and when the last answered one was sent.
-	Leases                    int
-	Held, Outstanding, Bound  int64
-	LeasedUnits, RefusedUnits uint64
-	Renewals, RenewalErrors   uint64
-	LastRenewal               time.Time
-	// Share is the rate (units per second, over the leased keys) this node
-	// decides by while the store is away, the units it holds counting
-	// toward it; Rejoins counts the store's restarts found (a new epoch),
-	// and Rejoining the keys still capped to their share since.
-	Share     float64
-	Rejoins   uint64
-	Rejoining int
+	limits.StoreStatus
 }
 
 // GlobalQuota is a group's global quota whose definition lives in the

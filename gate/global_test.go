@@ -43,7 +43,7 @@ func (f *fakeGlobal) Close() error {
 func (f *fakeGlobal) GlobalStatus() GlobalStatus {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return GlobalStatus{Mode: "redis", Fallback: "local", Nodes: 3, StoreDecisions: f.calls}
+	return GlobalStatus{Mode: "redis", Fallback: "local", StoreStatus: limits.StoreStatus{Nodes: 3, StoreDecisions: f.calls}}
 }
 
 func (f *fakeGlobal) isClosed() bool {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluicehq/sluice/adaptive"
 	"github.com/sluicehq/sluice/gate/spec"
+	"github.com/sluicehq/sluice/limits"
 )
 
 // ReloadOptions qualify a Reload.
@@ -193,8 +194,8 @@ func (gr *group) inherit(o *group) {
 	gr.drained.Store(o.drained.Load())
 	gr.change.Store(o.change.Load())
 	if st := o.globalStatus(); st != nil && gr.rate != nil {
-		gr.rate.before = GlobalStatus{StoreDecisions: st.StoreDecisions, FallbackDecisions: st.FallbackDecisions,
-			Errors: st.Errors, Timeouts: st.Timeouts}
+		gr.rate.before = GlobalStatus{StoreStatus: limits.StoreStatus{StoreDecisions: st.StoreDecisions,
+			FallbackDecisions: st.FallbackDecisions, Errors: st.Errors, Timeouts: st.Timeouts}}
 	}
 }
 

@@ -2,8 +2,10 @@
 // (fixed window, sliding log, sliding window, sliding buckets, token bucket with
 // optional warm-up, leaky bucket as a meter, leaky bucket as a queue), a per-key
 // wrapper with bounded memory (Keyed), the concurrency counter with its
-// bounded wait queue (Concurrency), and a lock-free stock of units for
-// quotas leased from elsewhere (Allowance, used by limits/redis).
+// bounded wait queue (Concurrency), a lock-free stock of units for
+// quotas leased from elsewhere (Allowance, used by limits/redis), and the
+// figures of a quota kept in a shared store (StoreStatus, which
+// limits/redis's Status and gate.GlobalStatus embed).
 //
 // # Time
 //

@@ -85,18 +85,8 @@ func (l Limiter) Close() error { return l.l.Close() }
 // GlobalStatus tells where the decisions are made now (gate.GlobalReporter).
 func (l Limiter) GlobalStatus() gate.GlobalStatus {
 	s := l.l.Status()
-	return gate.GlobalStatus{
-		Mode: s.Mode.String(), Since: s.Since, NextProbe: s.NextProbe,
-		LastError: s.LastError, LastErrorAt: s.LastErrorAt,
-		Fallback: string(s.Fallback), Nodes: s.Nodes, ObservedNodes: s.ObservedNodes,
-		StoreDecisions: s.RedisDecisions, FallbackDecisions: s.FallbackDecisions, Errors: s.Errors, Timeouts: s.Timeouts,
-		Timeout: s.Timeout, LateBound: s.LateBound, LateAdmitted: s.LateAdmitted,
-		Sync: spec.Sync(s.Sync), QuotaVersion: s.QuotaVersion, QuotaError: s.QuotaError,
-		Leases: s.Leases, Held: s.Held, Outstanding: s.Outstanding, Bound: s.Bound,
-		LeasedUnits: s.LeasedUnits, RefusedUnits: s.RefusedUnits,
-		Renewals: s.Renewals, RenewalErrors: s.RenewalErrors, LastRenewal: s.LastRenewal,
-		Share: s.Share, Rejoins: s.Rejoins, Rejoining: s.Rejoining,
-	}
+	return gate.GlobalStatus{Mode: s.Mode.String(), Fallback: string(s.Fallback), Sync: spec.Sync(s.Sync),
+		StoreStatus: s.StoreStatus}
 }
 
 // Quota is the quota in force on this node (gate.GlobalQuota).

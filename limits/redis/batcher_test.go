@@ -47,7 +47,7 @@ func TestBatches(t *testing.T) {
 			}
 			wg.Wait()
 			st := l.Status()
-			if st.RedisDecisions != 640 {
+			if st.StoreDecisions != 640 {
 				t.Fatalf("want all 640 decisions made by Redis, got %+v", st)
 			}
 			for _, k := range keys {

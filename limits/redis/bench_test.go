@@ -132,7 +132,7 @@ func benchDecisions(b *testing.B, p LimiterParams, batch bool, nkeys int) {
 	for i := range keys {
 		keys[i] = "tenant-" + strconv.Itoa(i)
 	}
-	for l.Status().RedisDecisions == 0 { // connections up before timing
+	for l.Status().StoreDecisions == 0 { // connections up before timing
 		l.Allow(keys[0], 1)
 	}
 	c := srv.Client()
@@ -145,7 +145,7 @@ func benchDecisions(b *testing.B, p LimiterParams, batch bool, nkeys int) {
 	runCallers(b, func(caller, i int) {
 		l.Allow(keys[(caller*7919+i)%len(keys)], 1)
 	})
-	made := l.Status().RedisDecisions - before.RedisDecisions
+	made := l.Status().StoreDecisions - before.StoreDecisions
 	b.ReportMetric(100*float64(made)/float64(b.N), "redis-%")
 	if l.b != nil {
 		b.ReportMetric(float64(made)/float64(l.b.calls.Load()-calls), "decisions/call")
@@ -291,7 +291,7 @@ func BenchmarkIdleKeyMemory(b *testing.B) {
 				}()
 			}
 			wg.Wait()
-			if st := l.Status(); st.RedisDecisions != count+1 {
+			if st := l.Status(); st.StoreDecisions != count+1 {
 				b.Fatalf("not every key was written by Redis: %+v", st)
 			}
 			grown := used() - before

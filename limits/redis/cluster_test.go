@@ -98,7 +98,7 @@ func TestCluster(t *testing.T) {
 			t.Fatalf("production clock on the cluster: %+v; status %+v", r, prod.Status())
 		}
 	}
-	if st := prod.Status(); st.RedisDecisions != 30 || st.Errors != 0 {
+	if st := prod.Status(); st.StoreDecisions != 30 || st.Errors != 0 {
 		t.Fatalf("status %+v", st)
 	}
 	// The heartbeat registry lives on one of the masters like any key.

@@ -184,7 +184,7 @@ func TestExact(t *testing.T) {
 						t.Fatalf("step %d: AllowAt(t0+%v, %d)\n redis %+v\n local %+v\n status %+v", i, st.at, st.n, got, want, l.Status())
 					}
 				}
-				if st := l.Status(); st.FallbackDecisions != 0 || st.RedisDecisions != uint64(len(steps)) {
+				if st := l.Status(); st.FallbackDecisions != 0 || st.StoreDecisions != uint64(len(steps)) {
 					t.Fatalf("want every decision from Redis, got %+v", st)
 				}
 			})

@@ -87,7 +87,7 @@ func TestRedisKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	driveUntil(t, l, 10*time.Second, "first decision by Redis", func(s Status) bool { return s.RedisDecisions > 0 })
+	driveUntil(t, l, 10*time.Second, "first decision by Redis", func(s Status) bool { return s.StoreDecisions > 0 })
 
 	// Load from 8 callers while Redis is killed. They stop once the
 	// limiter has fallen back and made some decisions that way.
@@ -133,7 +133,7 @@ func TestRedisKilled(t *testing.T) {
 	srv.Restart()
 	before := l.Status()
 	driveUntil(t, l, 10*time.Second, "back to Redis after the restart", func(s Status) bool {
-		return s.Mode == ModeRedis && s.RedisDecisions > before.RedisDecisions
+		return s.Mode == ModeRedis && s.StoreDecisions > before.StoreDecisions
 	})
 	deadline := time.Now().Add(10 * time.Second) // a failure's bound, not a pace
 	for attempt := 0; ; attempt++ {
@@ -143,7 +143,7 @@ func TestRedisKilled(t *testing.T) {
 		// (the local share would leave 24).
 		s0 := l.Status()
 		r := l.Allow("fresh"+strconv.Itoa(attempt), 1)
-		if l.Status().RedisDecisions > s0.RedisDecisions {
+		if l.Status().StoreDecisions > s0.StoreDecisions {
 			if !r.Allowed || r.Remaining != 99 || r.Limit != 100 {
 				t.Fatalf("back on Redis, a fresh key's first request: %+v, want 99 of 100 remaining", r)
 			}
@@ -221,7 +221,7 @@ func TestScriptFlush(t *testing.T) {
 			t.Fatalf("script not cached again after decision %d: %v %v", i, exists, err)
 		}
 	}
-	if st := l.Status(); st.Errors != 0 || st.FallbackDecisions != 0 || st.RedisDecisions != 3 {
+	if st := l.Status(); st.Errors != 0 || st.FallbackDecisions != 0 || st.StoreDecisions != 3 {
 		t.Fatalf("status %+v", st)
 	}
 }

@@ -44,7 +44,7 @@ func TestFallbackPolicies(t *testing.T) {
 			t.Errorf("admitted %d of 100, want the share 90/3 = 30", n)
 		}
 		st := l.Status()
-		if st.Mode != ModeFallback || st.RedisDecisions != 0 || st.FallbackDecisions != 100 || st.Errors != failThreshold || st.Nodes != 3 {
+		if st.Mode != ModeFallback || st.StoreDecisions != 0 || st.FallbackDecisions != 100 || st.Errors != failThreshold || st.Nodes != 3 {
 			t.Errorf("status %+v: want fallback mode after %d errors, then no Redis call", st, failThreshold)
 		}
 		if !st.NextProbe.After(at) || st.LastError == "" {
@@ -90,10 +90,10 @@ func TestClosed(t *testing.T) {
 	a.Close()
 	a.Allow("k", 1)
 	b.Allow("k", 1)
-	if st := a.Status(); st.RedisDecisions != 0 || st.FallbackDecisions != 1 {
+	if st := a.Status(); st.StoreDecisions != 0 || st.FallbackDecisions != 1 {
 		t.Errorf("closed limiter: %+v", st)
 	}
-	if st := b.Status(); st.RedisDecisions != 1 {
+	if st := b.Status(); st.StoreDecisions != 1 {
 		t.Errorf("open limiter: %+v", st)
 	}
 	if err := s.Close(); err != nil {
@@ -101,7 +101,7 @@ func TestClosed(t *testing.T) {
 	}
 	s.Close() // idempotent
 	b.Allow("k", 1)
-	if st := b.Status(); st.RedisDecisions != 1 || st.FallbackDecisions != 1 || st.Errors != 0 {
+	if st := b.Status(); st.StoreDecisions != 1 || st.FallbackDecisions != 1 || st.Errors != 0 {
 		t.Errorf("limiter on a closed store: %+v", st)
 	}
 	if _, err := s.NewLimiter(LimiterParams{Name: "c", Algorithm: TokenBucket, Rate: 1, Burst: 1}); err == nil {

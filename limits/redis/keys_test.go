@@ -50,7 +50,7 @@ func TestKeys(t *testing.T) {
 			if n, _ := c.Exists(bg, tc.key).Result(); n != 0 {
 				t.Fatal("a probe of cost 0 wrote the key")
 			}
-			if r := l.Allow("t-1", 1); !r.Allowed || l.Status().RedisDecisions != 2 {
+			if r := l.Allow("t-1", 1); !r.Allowed || l.Status().StoreDecisions != 2 {
 				t.Fatalf("first request: %+v, %+v", r, l.Status())
 			}
 			if enc, err := c.ObjectEncoding(bg, tc.key).Result(); err != nil || enc != "int" {
@@ -261,7 +261,7 @@ func TestOddKeys(t *testing.T) {
 			t.Errorf("key %q: second request allowed: %+v", k, r)
 		}
 	}
-	if st := l.Status(); st.RedisDecisions != uint64(2*len(keys)) {
+	if st := l.Status(); st.StoreDecisions != uint64(2*len(keys)) {
 		t.Fatalf("status %+v", st)
 	}
 }

@@ -89,7 +89,7 @@ func TestLeasedDecidesLocally(t *testing.T) {
 	l := leasedNode(t, srv.Addr(), LimiterParams{Name: "api", Algorithm: TokenBucket, Rate: 1, Burst: 1000,
 		Lease: LeaseParams{Period: 20 * time.Millisecond}})
 	admitted := awaitLease(t, l, "", 10*time.Second)
-	exact := l.Status().RedisDecisions
+	exact := l.Status().StoreDecisions
 	if exact < promoteAt || exact > 1000 {
 		t.Fatalf("%d exact decisions before the lease, want at least %d", exact, promoteAt)
 	}
@@ -107,8 +107,8 @@ func TestLeasedDecidesLocally(t *testing.T) {
 	}
 	end := redisTime(t, c)
 	st := l.Status()
-	if st.RedisDecisions != exact {
-		t.Errorf("%d exact decisions after the lease came, want none", st.RedisDecisions-exact)
+	if st.StoreDecisions != exact {
+		t.Errorf("%d exact decisions after the lease came, want none", st.StoreDecisions-exact)
 	}
 	bound := 1000 + int64(math.Ceil(end.Sub(start).Seconds()))
 	if admitted < 990 || admitted > bound {
@@ -521,11 +521,11 @@ func TestLeasedKeyed(t *testing.T) {
 	if leased != 2 {
 		t.Fatalf("%d of the hot keys leased, want MaxKeys 2", leased)
 	}
-	before := l.Status().RedisDecisions
+	before := l.Status().StoreDecisions
 	if r := l.Allow("cold", 1); !r.Allowed || r.Remaining != 99 {
 		t.Fatalf("a cold key: %+v", r)
 	}
-	if l.Status().RedisDecisions != before+1 {
+	if l.Status().StoreDecisions != before+1 {
 		t.Fatal("a cold key's decision was not made by Redis")
 	}
 }

@@ -359,7 +359,7 @@ func (l *Limiter) Policy() limits.Policy { return l.q.Load().policy }
 func (l *Limiter) Status() Status {
 	st := l.s.Status()
 	st.Sync = SyncExact
-	st.RedisDecisions = l.redisN.Load()
+	st.StoreDecisions = l.redisN.Load()
 	st.FallbackDecisions = l.fallbackN.Load()
 	st.Errors = l.errN.Load()
 	st.Timeouts = l.timeoutN.Load()

@@ -46,7 +46,7 @@ func TestSentinelFailover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	driveUntil(t, exact, 10*time.Second, "first decision by the master", func(st Status) bool { return st.RedisDecisions > 0 })
+	driveUntil(t, exact, 10*time.Second, "first decision by the master", func(st Status) bool { return st.StoreDecisions > 0 })
 	awaitLease(t, leased, "", 10*time.Second)
 
 	stop := load(4, func(now time.Time) {
@@ -64,7 +64,7 @@ func TestSentinelFailover(t *testing.T) {
 	t.Logf("replica promoted %v after the kill", time.Since(killed).Round(time.Millisecond))
 	promoted := exact.Status()
 	driveUntil(t, exact, 20*time.Second, "decisions by the new master", func(st Status) bool {
-		return st.Mode == ModeRedis && st.RedisDecisions > promoted.RedisDecisions+100
+		return st.Mode == ModeRedis && st.StoreDecisions > promoted.StoreDecisions+100
 	})
 	t.Logf("decisions by the new master %v after the kill", time.Since(killed).Round(time.Millisecond))
 	renewed := leased.Status()
@@ -81,7 +81,7 @@ func TestSentinelFailover(t *testing.T) {
 	// decision Redis made since the promotion was the new master's (the old
 	// one is dead), a call deciding at most maxBatch of them (how many
 	// depends on how busy the machine is).
-	made := exact.Status().RedisDecisions - promoted.RedisDecisions
+	made := exact.Status().StoreDecisions - promoted.StoreDecisions
 	if n := scriptCalls(t, replica.Client()); n == 0 || uint64(n) < made/maxBatch {
 		t.Errorf("the new master ran %d script calls, want at least the %d decisions after the failover in batches of %d", n, made, maxBatch)
 	}
@@ -134,7 +134,7 @@ func TestSentinelPassword(t *testing.T) {
 		driveUntil(t, l, 10*time.Second, "fallback without the sentinel password "+without, func(st Status) bool {
 			return st.Mode == ModeFallback
 		})
-		if st := l.Status(); st.RedisDecisions != 0 || st.LastError == "" {
+		if st := l.Status(); st.StoreDecisions != 0 || st.LastError == "" {
 			t.Errorf("sentinel password file %q: %+v, want every decision by the fallback, and the error", without, st)
 		} else {
 			t.Logf("sentinel password file %q: %s", without, st.LastError)
@@ -154,7 +154,7 @@ func TestSentinelPassword(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	driveUntil(t, l, 10*time.Second, "decisions by the master", func(st Status) bool { return st.RedisDecisions > 0 })
+	driveUntil(t, l, 10*time.Second, "decisions by the master", func(st Status) bool { return st.StoreDecisions > 0 })
 	if n := scriptCalls(t, master.Client()); n == calls {
 		t.Error("the master ran no script call")
 	}

@@ -229,14 +229,9 @@ func (s *Store) autopipeline() error {
 // are zero (they are per Limiter).
 func (s *Store) Status() Status {
 	ls := s.link.state()
-	st := Status{
-		Mode:          ModeRedis,
-		Since:         time.Unix(0, ls.since),
-		LastError:     ls.lastErr,
-		Fallback:      s.p.Fallback,
-		Nodes:         int(s.divisor.Load()),
-		ObservedNodes: int(s.observed.Load()),
-	}
+	st := Status{Mode: ModeRedis, Fallback: s.p.Fallback}
+	st.Since, st.LastError = time.Unix(0, ls.since), ls.lastErr
+	st.Nodes, st.ObservedNodes = int(s.divisor.Load()), int(s.observed.Load())
 	if ls.down {
 		st.Mode, st.NextProbe = ModeFallback, time.Unix(0, ls.next)
 	}

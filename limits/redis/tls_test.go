@@ -38,7 +38,7 @@ func TestTLSAndPassword(t *testing.T) {
 	}
 
 	l := open(StoreParams{TLS: &tls.Config{MinVersion: tls.VersionTLS12}, CAFile: cert, PasswordFile: pwFile})
-	if r := l.Allow("k", 1); !r.Allowed || r.Remaining != 1 || l.Status().RedisDecisions != 1 {
+	if r := l.Allow("k", 1); !r.Allowed || r.Remaining != 1 || l.Status().StoreDecisions != 1 {
 		t.Fatalf("over TLS with the password: %+v, %+v", r, l.Status())
 	}
 	for _, c := range []struct {
@@ -53,7 +53,7 @@ func TestTLSAndPassword(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			l := open(c.p)
 			l.Allow("k", 1)
-			if st := l.Status(); st.RedisDecisions != 0 || st.Errors != 1 || !strings.Contains(st.LastError, c.want) {
+			if st := l.Status(); st.StoreDecisions != 0 || st.Errors != 1 || !strings.Contains(st.LastError, c.want) {
 				t.Fatalf("want one failed call mentioning %q, got %+v", c.want, st)
 			}
 		})
