@@ -133,7 +133,9 @@ func (c *h1Conn) serve() {
 // buffers.
 func (c *h1Conn) finish() {
 	c.s.forget(c)
+	c.wmu.Lock() // a Done on a request's context may arm the watch from another goroutine
 	c.s.hangups.forget(c)
+	c.wmu.Unlock()
 	c.cancel()
 	if !c.hijacked && !c.handed {
 		_ = c.nc.Close()

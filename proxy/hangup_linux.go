@@ -110,6 +110,7 @@ func (h *hangups) arm(c *h1Conn) bool {
 	})
 	if cerr != nil || err != nil {
 		c.hOff = true
+		h.forget(c) // no event will come
 		return false
 	}
 	c.hAdded, c.hArmed = true, true
@@ -134,8 +135,9 @@ func (h *hangups) register(c *h1Conn) bool {
 	return true
 }
 
-// forget drops c (it ended). Its descriptor leaves the epoll instance when it
-// closes; an event that comes first finds no connection.
+// forget drops c (it ended, or cannot be watched). Its descriptor leaves the
+// epoll instance when it closes; an event that comes first finds no
+// connection. c.wmu is held.
 func (h *hangups) forget(c *h1Conn) {
 	if c.hID == 0 {
 		return
