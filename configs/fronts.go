@@ -17,8 +17,9 @@ type Permit struct {
 	Listen string `toml:"listen" json:"listen"`
 	// TokenFile holds the bearer token every call on a TCP listener must
 	// carry (Authorization: Bearer TOKEN, or gRPC metadata
-	// "authorization"), read as admin.token_file is. Required on TCP; not
-	// used on a unix socket. Read again by a reload.
+	// "authorization"), read as admin.token_file is. Required on TCP;
+	// refused on a unix socket, which does not use it. Read again by a
+	// reload.
 	TokenFile string `toml:"token_file" json:"token_file"`
 	// SocketMode is the file mode of a unix socket, written in octal
 	// (0o660: its owner and group may connect). Default 0o660.
@@ -54,8 +55,8 @@ type RLS struct {
 	Listen string `toml:"listen" json:"listen"`
 	// TokenFile holds the bearer token every call on a TCP listener must
 	// carry as gRPC metadata "authorization: Bearer TOKEN" (Envoy:
-	// grpc_service.initial_metadata). Required on TCP. Read again by a
-	// reload.
+	// grpc_service.initial_metadata). Required on TCP; refused on a unix
+	// socket, which does not use it. Read again by a reload.
 	TokenFile string `toml:"token_file" json:"token_file"`
 	// SocketMode is the file mode of a unix socket, in octal. Default
 	// 0o660.
@@ -175,12 +176,14 @@ func (r *RLS) check(ck *checker, path string, groups map[string]bool) {
 }
 
 // frontListen checks a front-end's listen address, token file and socket
-// mode: a TCP listener needs a token, a unix socket a mode.
+// mode: a TCP listener needs a token, a unix socket a mode and no token
+// (its file mode decides who connects; the servers ignore a token there).
 func (c *checker) frontListen(path, listen, tokenFile string, mode int) {
 	if !c.listenAddress(join(path, "listen"), listen, true) {
 		return
 	}
 	if strings.HasPrefix(listen, "unix://") {
+		c.unused(join(path, "token_file"), tokenFile != "", "on a unix socket (its file mode, socket_mode, decides who connects)")
 		if mode < 0 || mode > maxSocketMode {
 			hint := ""
 			if d := strconv.Itoa(mode); len(d) <= 3 && strings.Trim(d, "01234567") == "" {
