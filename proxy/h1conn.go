@@ -10,7 +10,6 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 	"unsafe"
 
@@ -66,24 +65,17 @@ type h1Conn struct {
 	watch  clientWatch
 
 	// The client-gone watch of a request that waits for something (see
-	// wantWatch) and whose body is read, or that has none (see watchLater),
-	// once both hold: the server's hang-up watch (see hangups) where it can,
-	// else the read watch, a read of the connection begun clientWatchDelay
-	// later (see watch1).
+	// wantWatch) and whose body is read, or that has none (see watchLater): a
+	// read of the connection, begun once both hold and clientWatchDelay has
+	// passed.
 	wmu      sync.Mutex
+	wtimer   *time.Timer
 	wWant    atomic.Bool   // the request waits for something: the watch is wanted
 	wBody    bool          // the request's body is read, or it has none
-	wOn      bool          // the request is watched
-	wRunning chan struct{} // closed when the watch's read or peek ended; nil if none runs
-	wRead    bool          // the read watch serves this request
-	wtimer   *time.Timer   // the read watch's
-	wByte    [1]byte       // what the read watch read of the next request
+	wOn      bool          // the watch may begin
+	wRunning chan struct{} // closed when the watch's read ended; nil if none runs
+	wByte    [1]byte       // what the watch read of the next request
 	wGot     bool
-	hID      uint64          // the connection's id in the hang-up watch; 0 until its first watched request
-	hAdded   bool            // in the hang-up watch's epoll instance
-	hArmed   bool            // registered and armed: no event fired since
-	hOff     bool            // the hang-up watch cannot watch this connection: the read watch does
-	rc       syscall.RawConn // the connection's, for the hang-up watch
 
 	key      string // the last key given to the gate, a copy of its own
 	hijacked bool
@@ -133,9 +125,6 @@ func (c *h1Conn) serve() {
 // buffers.
 func (c *h1Conn) finish() {
 	c.s.forget(c)
-	c.wmu.Lock() // a Done on a request's context may arm the watch from another goroutine
-	c.s.hangups.forget(c)
-	c.wmu.Unlock()
 	c.cancel()
 	if !c.hijacked && !c.handed {
 		_ = c.nc.Close()
@@ -446,18 +435,13 @@ func (c *h1Conn) watchLater() {
 	c.wmu.Unlock()
 }
 
-// armWatchLocked begins the watch once it is wanted and the body is read: the
-// hang-up watch at once, else the read watch in clientWatchDelay. c.wmu is
-// held.
+// armWatchLocked arranges for the watch to begin in clientWatchDelay once it
+// is wanted and the body is read. c.wmu is held.
 func (c *h1Conn) armWatchLocked() {
 	if c.wOn || c.hijacked || !c.wBody || !c.wWant.Load() {
 		return
 	}
 	c.wOn = true
-	if c.s.hangups.arm(c) {
-		return
-	}
-	c.wRead = true
 	if c.wtimer == nil {
 		c.wtimer = time.AfterFunc(clientWatchDelay, c.watch1)
 	} else {
@@ -465,36 +449,7 @@ func (c *h1Conn) armWatchLocked() {
 	}
 }
 
-// hungUp is the hang-up watch's event for c: its client closed or
-// half-closed the connection, or it failed, or (rarely) nothing. A watched
-// request learns, by a peek, whether its client is gone; else the connection
-// is left disarmed until its next watched request.
-func (c *h1Conn) hungUp() {
-	c.wmu.Lock()
-	c.hArmed = false
-	if !c.wOn || c.wRead || c.wRunning != nil || c.hijacked {
-		c.wmu.Unlock()
-		return
-	}
-	done := make(chan struct{})
-	c.wRunning = done
-	c.wmu.Unlock()
-	gone, again := c.peekGone()
-	if gone {
-		c.clientGone()
-	}
-	c.wmu.Lock()
-	if c.wRunning == done {
-		c.wRunning = nil
-		if again && c.wOn {
-			c.s.hangups.arm(c)
-		}
-	}
-	c.wmu.Unlock()
-	close(done)
-}
-
-// watch1 is the read watch: one read of the connection. Bytes mean the client is
+// watch1 is the watch: one read of the connection. Bytes mean the client is
 // there (its next request, kept for later); a failure that is not the stop's
 // deadline means it is gone.
 func (c *h1Conn) watch1() {
@@ -517,8 +472,8 @@ func (c *h1Conn) watch1() {
 	}
 }
 
-// stopWatch ends the watch, waiting for its read or peek to end, and keeps
-// what the read read.
+// stopWatch ends the watch, waiting for its read to end, and keeps what it
+// read.
 func (c *h1Conn) stopWatch() {
 	c.wmu.Lock()
 	c.wBody = false
@@ -528,24 +483,17 @@ func (c *h1Conn) stopWatch() {
 		return
 	}
 	c.wOn = false
-	read := c.wRead
-	c.wRead = false
-	if read {
-		c.wtimer.Stop()
-	}
+	c.wtimer.Stop()
 	running := c.wRunning
 	c.wRunning = nil
-	if running != nil && read {
+	if running != nil {
 		_ = c.nc.SetReadDeadline(aLongTimeAgo) // cut the read short
 	}
 	c.wmu.Unlock()
 	if running == nil {
 		return
 	}
-	<-running // a hang-up's peek, or the read
-	if !read {
-		return
-	}
+	<-running
 	c.dlSet.Store(true) // the next wait re-arms its deadline
 	_ = c.nc.SetReadDeadline(c.readDL)
 	if c.wGot {

@@ -21,11 +21,9 @@ import (
 // What it saves against net/http's server (see BENCHMARKS.md): no goroutine,
 // context or header map per request (a connection's are reused), no
 // background read per request (a request that waits — in the gate's queue,
-// for the upstream — has its connection watched for the client going away,
-// as net/http's server watches every request from its start: on Linux by the
-// server's one epoll instance, told of hang-ups only, which costs a watched
-// request nothing (see hangups); elsewhere by a read begun once the request
-// has waited 10 ms; a refusal is watched by neither), request fields read in place from the
+// for the upstream — has its connection watched for the client going away
+// once it has waited 10 ms, as net/http's server watches every request from
+// its start; a refusal sets no timer), request fields read in place from the
 // connection's buffer rather than copied into strings, and a refusal written
 // from prebuilt bytes with its changing fields patched in and no allocation.
 // (What it cannot save on Go's poller: a read that finds nothing before each
@@ -59,7 +57,6 @@ type H1Server struct {
 	h2Once     sync.Once        // h2 is served from the first Serve on
 
 	clock    coarseClock
-	hangups  hangups     // the client-gone watch, where it can watch
 	errorLog *log.Logger // ServerParams.ErrorLog
 
 	mu       sync.Mutex
@@ -212,7 +209,6 @@ func (s *H1Server) Shutdown(ctx context.Context) error {
 		}
 	}
 	s.clock.stop()
-	s.hangups.close()
 	return <-h2Done
 }
 
@@ -227,7 +223,6 @@ func (s *H1Server) Close() error {
 	s.mu.Unlock()
 	s.cancel()
 	s.clock.stop()
-	s.hangups.close()
 	return err
 }
 

@@ -166,14 +166,7 @@ var testNetHTTPServer = os.Getenv("SLUICE_TEST_SERVER") == "net/http"
 // The own server's tests overwrite every head once its request ended (a
 // string of a request kept beyond it shows), and watch every request for its
 // client going away at once.
-// SLUICE_TEST_WATCH=read has every request watched by the read watch, not the
-// hang-up watch.
-func init() {
-	poisonHeads, clientWatchDelay = true, 0
-	if os.Getenv("SLUICE_TEST_WATCH") == "read" {
-		useHangups = false
-	}
-}
+func init() { poisonHeads, clientWatchDelay = true, 0 }
 
 // startUpstream serves h over HTTP/1.1 (and, with h2c, unencrypted HTTP/2).
 func startUpstream(t testing.TB, h http.Handler, h2c bool) *httptest.Server {
