@@ -257,15 +257,7 @@ func TestLeasedUndoFixedWindow(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var out []int64
-		for _, f := range strings.Fields(text) {
-			v, err := strconv.ParseInt(f, 10, 64)
-			if err != nil {
-				t.Fatalf("renewal answer %q", text)
-			}
-			out = append(out, v)
-		}
-		return out
+		return renewalFields(t, text)
 	}
 	if f := renew(0, 150, 0, 1, 0); f[0] != 150 || f[4] != 850 {
 		t.Fatalf("first renewal: %v, want 150 granted of 1000", f)

@@ -444,6 +444,13 @@ func renewCall(t *testing.T, c *goredis.Client, at time.Time, node string, held,
 	if err != nil {
 		t.Fatal(err)
 	}
+	return renewalFields(t, text)
+}
+
+// renewalFields parses a renewal's answer (lua/lease.lua): its
+// space-separated integer fields, in order.
+func renewalFields(t *testing.T, text string) []int64 {
+	t.Helper()
 	var out []int64
 	for _, f := range strings.Fields(text) {
 		v, err := strconv.ParseInt(f, 10, 64)
