@@ -2,10 +2,8 @@ package proxy
 
 import (
 	"io"
-	"log"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -30,7 +28,7 @@ func (u *busyUpstream) end() { u.ended.Do(func() { close(u.release) }) }
 
 func newBusyUpstream(t *testing.T, h2c bool) (*busyUpstream, string) {
 	u := &busyUpstream{arrived: make(chan struct{}, 100), release: make(chan struct{})}
-	s := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s := startUpstreamWith(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n := u.inFlight.Add(1)
 		for m := u.most.Load(); n > m && !u.most.CompareAndSwap(m, n); m = u.most.Load() {
 		}
@@ -38,22 +36,14 @@ func newBusyUpstream(t *testing.T, h2c bool) (*busyUpstream, string) {
 		<-u.release // the work, which the request's context does not stop
 		u.inFlight.Add(-1)
 		_, _ = io.WriteString(w, "done")
-	}))
-	if h2c {
-		var p http.Protocols
-		p.SetHTTP1(true)
-		p.SetUnencryptedHTTP2(true)
-		s.Config.Protocols = &p
-	}
-	s.Config.ErrorLog = log.New(io.Discard, "", 0)
-	s.Config.ConnState = func(_ net.Conn, st http.ConnState) {
-		if st == http.StateNew {
-			u.conns.Add(1)
+	}), h2c, func(s *http.Server) {
+		s.ConnState = func(_ net.Conn, st http.ConnState) {
+			if st == http.StateNew {
+				u.conns.Add(1)
+			}
 		}
-	}
-	s.Start()
-	t.Cleanup(s.Close)
-	t.Cleanup(u.end) // first: the server's Close waits for its handlers
+	})
+	t.Cleanup(u.end) // before the server's Close, which waits for its handlers
 	return u, s.URL
 }
 
