@@ -4,6 +4,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -137,5 +138,35 @@ func testAbandonedRequestKeepsItsSlot(t *testing.T, proto Protocol) {
 	}
 	if n := up.conns.Load(); proto == ProtocolHTTP1 && n != limit {
 		t.Errorf("%d upstream connections, want %d: an abandoned exchange's connection serves the next", n, limit)
+	}
+}
+
+// TestAbandonedStreamIsCut: a stream (server-sent events) whose client goes
+// away is cut at once, over HTTP/1.1 and h2c alike: it holds a stream slot,
+// not a request's, and its upstream waits for nothing but the cut.
+func TestAbandonedStreamIsCut(t *testing.T) {
+	for _, proto := range []Protocol{ProtocolHTTP1, ProtocolH2C} {
+		cut := make(chan struct{}, 1)
+		up := startUpstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = io.WriteString(w, "data: first\n\n")
+			w.(http.Flusher).Flush()
+			<-r.Context().Done() // the proxy cut the stream
+			cut <- struct{}{}
+		}), proto == ProtocolH2C)
+		px, base := startProxy(t, Params{Upstream: up.URL, Protocol: proto}, ServerParams{})
+		c := dialRaw(t, base)
+		c.send(t, "GET /events HTTP/1.1\r\nHost: sluice.test\r\n\r\n")
+		c.next(t, "the first event", func(b []byte, ended bool) (int, error) {
+			if i := strings.Index(string(b), "data: first\n\n"); i >= 0 {
+				return i + len("data: first\n\n"), nil
+			}
+			return 0, errIncomplete
+		})
+		c.close()
+		recv(t, cut, "the stream cut at the upstream")
+		if st := px.Stats(); st.Abandoned != 0 {
+			t.Errorf("protocol %d: %d abandoned, want 0: a stream is cut, not finished", proto, st.Abandoned)
+		}
 	}
 }
