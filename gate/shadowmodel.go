@@ -29,9 +29,10 @@ import (
 // than in the model (clean: their latency is what enforcement would have
 // measured), over the last minService of them, however many intervals
 // they took to come, and their median until there are minService (at a
-// cold start beyond C the first few are the only ones). A request the model admits starts when the one W admissions
-// ahead of it ends and takes a service time drawn from that latency's
-// quantiles; a waiter of the queue takes the slot of the next to end.
+// cold start beyond C the first few are the only ones). A request the
+// model admits starts when the one W admissions ahead of it ends and takes
+// a service time drawn from that latency's quantiles; a waiter of the
+// queue takes the slot of the next to end.
 //
 // The law of the group is given the interval as the model saw it: its
 // in-flight count, completions, queue and would-be refusals, and the latency
@@ -431,10 +432,7 @@ func (m *enforcement) tick(now int64, limit int, s *adaptive.Sample) {
 	m.measureService()
 	var lat adaptive.Latency
 	if m.clean != nil && m.clean.Count() >= minClean && m.serviceAt != 0 {
-		var q [4]time.Duration
-		m.clean.Quantiles([]float64{0.5, 0.9, 0.95, 0.99}, q[:])
-		lat = adaptive.Latency{Min: m.clean.Min(), Mean: m.clean.Mean(), P50: q[0], P90: q[1], P95: q[2], P99: q[3],
-			P999: m.clean.Quantile(0.999)}
+		lat = latencyOf(m.clean)
 	} else if m.service.Mean > 0 && m.starts > 0 {
 		w := time.Duration(m.startWait / m.starts)
 		sv := m.service
@@ -472,18 +470,21 @@ func (m *enforcement) measureService() {
 	if m.sampled == nil || m.sampled.Count() < minService {
 		return
 	}
-	if mean := m.sampled.Mean(); m.serviceAt == 0 || mean < m.service.Mean || m.ticks-m.serviceAt > serviceWindow {
-		var q [4]time.Duration
-		m.sampled.Quantiles([]float64{0.5, 0.9, 0.95, 0.99}, q[:])
+	if m.serviceAt == 0 || m.sampled.Mean() < m.service.Mean || m.ticks-m.serviceAt > serviceWindow {
 		first := m.serviceAt == 0
-		m.service = adaptive.Latency{Min: m.sampled.Min(), Mean: mean, P50: q[0], P90: q[1], P95: q[2], P99: q[3],
-			P999: m.sampled.Quantile(0.999)}
-		m.serviceAt = m.ticks
+		m.service, m.serviceAt = latencyOf(m.sampled), m.ticks
 		if first {
 			m.known()
 		}
 	}
 	m.sampled.Reset()
+}
+
+// latencyOf is the latency distribution counted in h.
+func latencyOf(h *hist.Histogram) adaptive.Latency {
+	var q [5]time.Duration
+	h.Quantiles([]float64{0.5, 0.9, 0.95, 0.99, 0.999}, q[:])
+	return adaptive.Latency{Min: h.Min(), Mean: h.Mean(), P50: q[0], P90: q[1], P95: q[2], P99: q[3], P999: q[4]}
 }
 
 // waiting is the model's queue length at now (ns), with limit in force,
