@@ -100,8 +100,7 @@
 // in time) in front of a model of the service with the capacity and latency
 // measured on the real one (C, the most it completed per second lately; s,
 // the mean latency of the requests that found it no more loaded than the
-// model, over the last 100 of them, while there are fewer the mean of
-// those within 2.5 times their median;
+// model, over the last 100 of them, their median while there are fewer;
 // W = C·s at once). A request the model admits takes a model slot
 // until the model's service is done with it; one it would make wait counts
 // as would-have-waited (ShadowStatus.Queued) and takes a model slot when

@@ -28,9 +28,8 @@ import (
 // that of the requests that found no more in flight in the real service
 // than in the model (clean: their latency is what enforcement would have
 // measured), over the last minService of them, however many intervals
-// they took to come, and until there are minService the mean of those
-// within outlier times their median (at a cold start beyond C the first
-// few are the only ones). A request the
+// they took to come, and their median until there are minService (at a
+// cold start beyond C the first few are the only ones). A request the
 // model admits starts when the one W admissions ahead of it ends and takes
 // a service time drawn from that latency's quantiles; a waiter of the
 // queue takes the slot of the next to end.
@@ -63,8 +62,7 @@ type enforcement struct {
 	// capacity is C (requests per second) and service s's figures, the
 	// service's own latency distribution (Mean is s); zero while unknown
 	// (then the model's service ends nothing), until the first clean
-	// completions: s estimated from them (firstEstimate), C unbounded until
-	// the first tick.
+	// completions: s their median so far, C unbounded until the first tick.
 	capacity float64
 	service  adaptive.Latency
 	// xs are the last intervals' real successes per second (capacityMean
@@ -82,11 +80,6 @@ type enforcement struct {
 	// by the next minService of them, however slowly they come.
 	serviceAt, ticks int
 	sampled          *hist.Histogram
-	// first holds the latencies of the first clean successes (nFirst of
-	// them, up to minService), of which the service's latency is
-	// estimated until it is measured; sorted is its scratch.
-	first, sorted [minService]time.Duration
-	nFirst        int
 
 	// The interval's account (reset at each tick): completions; the
 	// requests queued; the clean requests dropped; the peak of n and n at
@@ -366,13 +359,13 @@ func (m *enforcement) known() {
 
 // leave ends a shadowed request that ran for latency with outcome o: a
 // clean one's latency is what enforcement would have measured. Until
-// minService of them have been measured, the service's own latency is
-// estimated from those so far leaving out outliers (firstEstimate), and its
-// capacity unbounded until the first tick measures it: at a cold start
-// beyond C the first ~limit requests are the only clean ones for a while,
-// and those that paid for opening connections on a machine busy with the
-// shadowed overload would otherwise double the model's servers and its
-// knee.
+// minService of them have been measured, the service's own latency is the
+// median of those so far, and its capacity unbounded until the first tick
+// measures it. The median, not the mean: at a cold start beyond C the first
+// ~limit requests are the only clean ones for a while, and those that paid
+// for opening connections on a machine busy with the shadowed overload
+// (twice the time, in the lab) would otherwise double the model's servers
+// and its knee.
 func (m *enforcement) leave(mark shadowMark, latency time.Duration, o Outcome) {
 	if !mark.clean {
 		return
@@ -387,12 +380,8 @@ func (m *enforcement) leave(mark shadowMark, latency time.Duration, o Outcome) {
 		m.clean.Add(latency)
 		m.sampled.Add(latency)
 		if m.serviceAt == 0 {
-			if m.nFirst < len(m.first) {
-				m.first[m.nFirst] = latency
-				m.nFirst++
-			}
-			est := m.firstEstimate()
-			m.service = adaptive.Latency{Min: est, Mean: est, P50: est, P90: est, P95: est, P99: est, P999: est}
+			med := m.sampled.Quantile(0.5)
+			m.service = adaptive.Latency{Min: med, Mean: med, P50: med, P90: med, P95: med, P99: med, P999: med}
 			if m.capacity == 0 {
 				m.capacity = math.Inf(1)
 			}
@@ -401,36 +390,6 @@ func (m *enforcement) leave(mark shadowMark, latency time.Duration, o Outcome) {
 	case Dropped:
 		m.cleanDrops++
 	}
-}
-
-// outlier is how many times the median a first clean latency may be and
-// still count toward the service's first estimate: a lognormal service of
-// σ 0.5 (the lab's) takes longer 3.4 % of the time, and the estimate is
-// 0.94 of its mean; the requests slowed by opening connections on a busy
-// machine (31–136 ms beside a median of 12 ms, in the lab) are left out.
-const outlier = 2.5
-
-// firstEstimate is the service's latency estimated from the first clean
-// successes: the mean of those within outlier times their median. Not the
-// median itself: of a skewed service it is well below the mean (0.88 of it
-// for the lab's), and a model whose servers are that many fewer refuses
-// what enforcement would admit (in the lab at 3×: a limit of 20 where
-// enforcement's was 37).
-func (m *enforcement) firstEstimate() time.Duration {
-	xs := m.sorted[:m.nFirst]
-	copy(xs, m.first[:m.nFirst])
-	slices.Sort(xs)
-	med := xs[len(xs)/2]
-	var sum time.Duration
-	n := 0
-	for _, x := range xs {
-		if float64(x) > outlier*float64(med) {
-			break
-		}
-		sum += x
-		n++
-	}
-	return sum / time.Duration(n)
 }
 
 // tick ends the model's interval at now (ns): it measures the real service
