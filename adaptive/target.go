@@ -130,8 +130,10 @@ type Target struct {
 	ls  [kneeWindow]int
 	xAt int
 	// lastX is the previous interval's throughput: the window holds the
-	// mean of two intervals'.
-	lastX float64
+	// mean of two intervals'. started: an interval that completed
+	// something has been seen (the first is left out of the window).
+	lastX   float64
+	started bool
 	// baseDoubt: the service lost capacity (completions fell under a
 	// binding limit that did not fall: it slowed, or lost workers), and no
 	// interval's mean has come within kneeFresh of the baseline since. The
@@ -478,10 +480,21 @@ const (
 // lower than at the peak, the service lost capacity (it slowed, or lost
 // workers) and the baseline is in doubt until an interval's mean comes
 // within kneeFresh of it; fallen with the limit, the limit is below the knee
-// (t.belowKnee). An interval that completed nothing tells nothing.
+// (t.belowKnee). An interval that completed nothing tells nothing, nor
+// does the first that completed something (a start's transient).
 func (t *Target) observeThroughput(s *Sample, x, mean float64) float64 {
 	if s.completed() == 0 {
 		return 0
+	}
+	if !t.started {
+		// The first interval that completed something is a start's
+		// transient (a backlog drained, a shadow model's first guess) and
+		// may read far above what the service completes: in the window,
+		// the fall from it would read as a service that lost capacity,
+		// or a cut toward the knee judged against it as one that cost
+		// completions.
+		t.started = true
+		return x
 	}
 	xm := x
 	if t.lastX > 0 {
@@ -561,11 +574,11 @@ func (t *Target) judgeKnee(s *Sample, xm float64) (Reason, bool) {
 }
 
 // kneeCuts reports whether the law may cut toward the knee: it judges the
-// backend overloaded; the mean shows a queue at least as long as the
-// service itself (kneeQueueing times the baseline: no noise of the baseline
-// or the quantile explains that, while nearer the knee a cut may remove no
-// queue, only throughput); the baseline the knee is estimated from is not
-// in doubt; and the throughput has not fallen with the limit (completions
+// backend overloaded; the mean shows a queue of a quarter of the service
+// time or more (kneeQueueing times the baseline: more than the noise of an
+// interval's mean or of the baseline explains, while nearer the knee a cut
+// may remove no queue, only throughput); the baseline the knee is
+// estimated from is not in doubt; and the throughput has not fallen with the limit (completions
 // that fall with it say the limit is at or below the knee, whatever the
 // estimate); no cut toward it is on trial (judgeKnee), the limit is above
 // the knee's floor, and the service does not wait for CPU (cpuBound).
@@ -592,8 +605,13 @@ func cpuBound(s *Sample) bool {
 // kneeQueueing is how many times the baseline the mean latency must be for
 // the law to cut toward the knee, and the mean a cut toward it aims no
 // lower than. Nearer the knee the law holds (or, below the knee's
-// estimate, grows).
-const kneeQueueing = 2
+// estimate, grows). At 2 (issue 27's first law) a cut stopped at twice the
+// in-flight count that keeps the service busy: at 3×C from cold, with a
+// baseline read at a limit already past the knee (13.5 ms for 15 workers of
+// 10 ms), the law held 40 in flight where 19 keep them busy, and its cut
+// never fired (the mean, 26 ms, under twice the baseline). A cut that does
+// cost completions is undone (judgeKnee).
+const kneeQueueing = 1.25
 
 // noteCut records a cut from old in the episode of cuts, starting one if none
 // is running: what latency and drops were, and for each resource over its
