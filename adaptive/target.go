@@ -544,19 +544,32 @@ func (t *Target) recentX() float64 {
 const kneeJudge = 5
 
 // kneeLoss is the share of its throughput a cut toward the knee may cost
-// (over two intervals) and be kept: completions that fall with a cut say
-// the limit was at the knee, or below it (a service whose throughput grows
-// with its share of the cores, beside a neighbour, has its knee higher than
-// its latency shows).
+// (over two intervals) and be kept, at least: completions that fall with a
+// cut say the limit was at the knee, or below it (a service whose
+// throughput grows with its share of the cores, beside a neighbour, has its
+// knee higher than its latency shows). See kneeCost for the noise of the
+// counts, which is larger at the rates of most services.
 const kneeLoss = 0.03
 
+// kneeCost is how far, in req/s, the throughput must fall after a cut
+// toward the knee (from x, with intervals of iv) for the cut to be undone:
+// kneeLoss of it, and twice the noise of the difference of two recentX of
+// a steady service (each weighs its three intervals 1, 2, 1: a variance of
+// 3/8 of one interval's count, Poisson, so the difference's standard
+// deviation is √(0.75 x / iv)). At 1,500/s that is 134/s, 8.9 %: with the
+// bare 3 % a service at its knee read as costing completions one cut in
+// four by chance, and from a step to 3×C, which takes two cuts to the knee,
+// nearly one step in two was undone (issue 27's fast-sweep, 26 → 51).
+func kneeCost(x float64, iv time.Duration) float64 {
+	return max(kneeLoss*x, 2*math.Sqrt(0.75*x/iv.Seconds()))
+}
+
 // judgeKnee judges a cut toward the knee kneeJudge intervals after it: if
-// the throughput over the last four intervals fell by more than kneeLoss
-// from the four before the cut, the cut
-// is undone and no cut toward the knee goes below the old limit again
-// (kneeFloor) until the overload has ended for kneeWindow intervals or the
-// service loses capacity. It
-// reports the reason and true when it undoes the cut.
+// the throughput over the last four intervals fell by more than kneeCost
+// from the four before the cut, the cut is undone and no cut toward the
+// knee goes below the old limit again (kneeFloor) until the overload has
+// ended for kneeWindow intervals or the service loses capacity. It reports
+// the reason and true when it undoes the cut.
 func (t *Target) judgeKnee(s *Sample, xm float64) (Reason, bool) {
 	if t.kneeFrom == 0 || xm == 0 {
 		return Reason{}, false
@@ -566,7 +579,7 @@ func (t *Target) judgeKnee(s *Sample, xm float64) (Reason, bool) {
 	}
 	from, was := t.kneeFrom, t.kneeX
 	t.kneeFrom = 0
-	if xm = t.recentX(); xm >= (1-kneeLoss)*was || !t.overloaded || from <= t.limit {
+	if xm = t.recentX(); was-xm <= kneeCost(was, s.interval()) || !t.overloaded || from <= t.limit {
 		return Reason{}, false
 	}
 	t.kneeFloor = from
