@@ -591,9 +591,9 @@ func (t *Target) judgeKnee(s *Sample, xm float64) (Reason, bool) {
 // time or more (kneeQueueing times the baseline: more than the noise of an
 // interval's mean or of the baseline explains, while nearer the knee a cut
 // may remove no queue, only throughput); the baseline the knee is
-// estimated from is not in doubt; and the throughput has not fallen with the limit (completions
-// that fall with it say the limit is at or below the knee, whatever the
-// estimate); no cut toward it is on trial (judgeKnee), the limit is above
+// estimated from is not in doubt; and the throughput has not fallen with
+// the limit (completions that fall with it say the limit is at or below
+// the knee, whatever the estimate); no cut toward it is on trial (judgeKnee), the limit is above
 // the knee's floor, and the service does not wait for CPU (cpuBound).
 func (t *Target) kneeCuts(s *Sample, mean float64) bool {
 	return t.overloaded && !t.baseDoubt && !t.belowKnee && t.kneeFrom == 0 &&
