@@ -14,7 +14,7 @@ import (
 	"github.com/sluicehq/sluice/admin/api"
 	"github.com/sluicehq/sluice/configs"
 	"github.com/sluicehq/sluice/gate"
-	"github.com/sluicehq/sluice/gate/spec"
+	"github.com/sluicehq/sluice/limits"
 )
 
 // The read-outs of global quotas (rate scope "global", kept in Redis): each
@@ -28,11 +28,11 @@ func newGlobalView(st gate.GroupStatus) *api.Global {
 	if g == nil {
 		return nil
 	}
-	v := &api.Global{Mode: g.Mode, Fallback: g.Fallback,
+	v := &api.Global{Mode: g.Mode, Fallback: string(g.Fallback),
 		Decisions: api.Decisions{Redis: g.StoreDecisions, Fallback: g.FallbackDecisions},
 		Errors:    g.Errors, Timeouts: g.Timeouts,
 		Sync: string(g.Sync), QuotaVersion: g.QuotaVersion, QuotaError: g.QuotaError}
-	if g.Sync == spec.SyncLeased {
+	if g.Sync == limits.SyncLeased {
 		v.Lease = &api.Lease{Bound: g.Bound, Outstanding: g.Outstanding, Held: g.Held, Keys: g.Leases,
 			Admitted: g.LeasedUnits, Refused: g.RefusedUnits,
 			Renewals: g.Renewals, RenewalErrors: g.RenewalErrors, LastRenewal: when(g.LastRenewal),
@@ -51,7 +51,7 @@ func newRedisView(groups []gate.GroupStatus, cfg *configs.Config) *api.Redis {
 		}
 		if v == nil {
 			v = &api.Redis{Mode: g.Mode, Since: g.Since, NextProbe: when(g.NextProbe), LastError: g.LastError,
-				LastErrorAt: when(g.LastErrorAt), Fallback: g.Fallback, Nodes: api.Nodes{Share: g.Nodes},
+				LastErrorAt: when(g.LastErrorAt), Fallback: string(g.Fallback), Nodes: api.Nodes{Share: g.Nodes},
 				Timeout: g.Timeout.Seconds()}
 			if g.ObservedNodes > 0 {
 				n := g.ObservedNodes
@@ -72,7 +72,7 @@ func newRedisView(groups []gate.GroupStatus, cfg *configs.Config) *api.Redis {
 			late.Bound = &b
 		}
 		v.Late = append(v.Late, late)
-		if g.Sync == spec.SyncLeased {
+		if g.Sync == limits.SyncLeased {
 			v.Leased = append(v.Leased, api.Leased{Group: st.Name, Bound: g.Bound, Outstanding: g.Outstanding})
 		}
 	}
@@ -162,7 +162,7 @@ func collectGlobal(ch chan<- prometheus.Metric, groups []gate.GroupStatus) {
 			ch <- prometheus.MustNewConstMetric(descLateBound, prometheus.GaugeValue, g.LateBound, st.Name)
 		}
 		ch <- prometheus.MustNewConstMetric(descLateAdmitted, prometheus.CounterValue, float64(g.LateAdmitted), st.Name)
-		if g.Sync != spec.SyncLeased {
+		if g.Sync != limits.SyncLeased {
 			continue
 		}
 		gauge := func(d *prometheus.Desc, v int64) {

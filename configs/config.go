@@ -1,6 +1,9 @@
 package configs
 
-import "github.com/sluicehq/sluice/gate/spec"
+import (
+	"github.com/sluicehq/sluice/gate/spec"
+	"github.com/sluicehq/sluice/limits"
+)
 
 // Config is one sluice configuration: what the daemon listens on, the
 // upstream it guards, how it watches that upstream's resources, its admin API,
@@ -318,7 +321,7 @@ type Redis struct {
 	Timeout Duration `toml:"timeout" json:"timeout"`
 	// Fallback is what a global quota does while Redis is unreachable or
 	// slow. Default "local".
-	Fallback Fallback `toml:"fallback" json:"fallback"`
+	Fallback limits.Fallback `toml:"fallback" json:"fallback"`
 	// Nodes is how many sluice nodes share the global quotas, from 1 to
 	// 10000; the "local" fallback gives each node limit / Nodes. Default 1.
 	Nodes int `toml:"nodes" json:"nodes"`
@@ -326,17 +329,3 @@ type Redis struct {
 	// share one Redis. Default "sluice:".
 	KeyPrefix string `toml:"key_prefix" json:"key_prefix"`
 }
-
-// Fallback is the policy of a global quota when Redis cannot answer.
-type Fallback string
-
-// Fallback policies.
-const (
-	// FallbackLocal limits locally with this node's share of the global
-	// quota (rate / Redis.Nodes).
-	FallbackLocal Fallback = "local"
-	// FallbackOpen admits requests without a quota check.
-	FallbackOpen Fallback = "open"
-	// FallbackClosed rejects requests that need the quota.
-	FallbackClosed Fallback = "closed"
-)

@@ -8,6 +8,7 @@ import (
 	"github.com/sluicehq/sluice/adaptive"
 	"github.com/sluicehq/sluice/gate/spec"
 	"github.com/sluicehq/sluice/internal/defaults"
+	"github.com/sluicehq/sluice/limits"
 )
 
 // Defaults live here, in two kinds.
@@ -171,7 +172,7 @@ func (r *RLS) reset() {
 func (r *Redis) reset() {
 	*r = Redis{
 		Timeout:   Duration(defaults.RedisTimeout),
-		Fallback:  FallbackLocal,
+		Fallback:  limits.FallbackLocal,
 		Nodes:     1,
 		KeyPrefix: defaults.RedisKeyPrefix,
 	}

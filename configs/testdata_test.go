@@ -14,6 +14,7 @@ import (
 	"unicode/utf16"
 
 	"github.com/sluicehq/sluice/gate/spec"
+	"github.com/sluicehq/sluice/limits"
 )
 
 // wants returns the "# want: " lines of a test file: the exact problems,
@@ -155,14 +156,14 @@ var validChecks = map[string]func(t *testing.T, c *Config){
 			t.Errorf("redis = %+v", r)
 		}
 		b, w, s := c.Groups[0].Rate, c.Groups[1].Rate, c.Groups[2].Rate
-		if b.Sync != spec.SyncLeased || time.Duration(b.LeasePeriod) != 100*time.Millisecond || time.Duration(b.LeaseExpiry) != 2*time.Second || b.LeaseBound() != 300 {
+		if b.Sync != limits.SyncLeased || time.Duration(b.LeasePeriod) != 100*time.Millisecond || time.Duration(b.LeaseExpiry) != 2*time.Second || b.LeaseBound() != 300 {
 			t.Errorf("leased bucket: %+v, bound %d; want 100ms, 2s, 1.5 × 2000/s × 100ms = 300", b, b.LeaseBound())
 		}
 		// 600 a minute is 10/s: 1.5 × 10/s × 1s.
-		if w.Sync != spec.SyncLeased || time.Duration(w.LeaseExpiry) != 10*time.Second || w.LeaseBound() != 15 {
+		if w.Sync != limits.SyncLeased || time.Duration(w.LeaseExpiry) != 10*time.Second || w.LeaseBound() != 15 {
 			t.Errorf("leased window: %+v, bound %d; want 10s, 15", w, w.LeaseBound())
 		}
-		if s.Sync != spec.SyncExact || s.LeasePeriod != 0 || s.LeaseBound() != 0 {
+		if s.Sync != limits.SyncExact || s.LeasePeriod != 0 || s.LeaseBound() != 0 {
 			t.Errorf("sliding window: %+v, want exact", s)
 		}
 	},
@@ -183,7 +184,7 @@ var validChecks = map[string]func(t *testing.T, c *Config){
 		}
 	},
 	"everything.toml": func(t *testing.T, c *Config) {
-		if c.Redis == nil || len(c.Redis.ClusterAddresses) != 2 || c.Redis.Fallback != FallbackClosed {
+		if c.Redis == nil || len(c.Redis.ClusterAddresses) != 2 || c.Redis.Fallback != limits.FallbackClosed {
 			t.Errorf("redis = %+v", c.Redis)
 		}
 		g := c.Groups[0]

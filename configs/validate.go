@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/gate/spec"
+	"github.com/sluicehq/sluice/limits"
 )
 
 // maxLimit bounds counts that no deployment needs to exceed (the gate's
@@ -157,7 +158,7 @@ func (r *Redis) check(ck *checker, p string) {
 		ck.errorf(join(p, "ca_file"), "only used with tls = true")
 	}
 	ck.duration(join(p, "timeout"), r.Timeout, ms, sec)
-	oneOf(ck, join(p, "fallback"), r.Fallback, FallbackLocal, FallbackOpen, FallbackClosed)
+	oneOf(ck, join(p, "fallback"), r.Fallback, limits.FallbackLocal, limits.FallbackOpen, limits.FallbackClosed)
 	ck.intRange(join(p, "nodes"), r.Nodes, 1, 10_000)
 }
 

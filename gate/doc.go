@@ -100,7 +100,8 @@
 // in time) in front of a model of the service with the capacity and latency
 // measured on the real one (C, the most it completed per second lately; s,
 // the mean latency of the requests that found it no more loaded than the
-// model; W = C·s at once). A request the model admits takes a model slot
+// model, over the last 100 of them, their median while there are fewer;
+// W = C·s at once). A request the model admits takes a model slot
 // until the model's service is done with it; one it would make wait counts
 // as would-have-waited (ShadowStatus.Queued) and takes a model slot when
 // one frees; the others are would-be "concurrency" (no queue) or

@@ -22,8 +22,8 @@ type GlobalReporter interface {
 }
 
 // GlobalStatus is a global quota's state on this node: where decisions are
-// made, the fallback policy and how the nodes share the quota, in the words
-// of the config and the admin API, and the figures (limits.StoreStatus; its
+// made (in the words of the admin API), the fallback policy and how the
+// nodes share the quota, and the figures (limits.StoreStatus; its
 // decision counts are since the group was first built: reloads carry them
 // over). Times are on the clock of the decisions.
 type GlobalStatus struct {
@@ -32,9 +32,9 @@ type GlobalStatus struct {
 	Mode string
 	// Fallback is the policy for decisions the store does not make:
 	// "local" (this node's share of the quota), "open" or "closed".
-	Fallback string
+	Fallback limits.Fallback
 	// Sync is how the nodes share the quota: "exact" or "leased".
-	Sync Sync
+	Sync limits.Sync
 	limits.StoreStatus
 }
 

@@ -30,7 +30,6 @@ type (
 	Law       = spec.Law       // a concurrency control law
 	Algorithm = spec.Algorithm // a rate limiting algorithm
 	Scope     = spec.Scope     // where a rate quota lives
-	Sync      = spec.Sync      // how nodes share a global quota
 	Order     = spec.Order     // a queue discipline
 	Mode      = spec.Mode      // enforce, or shadow: count what would be refused, admit it
 )

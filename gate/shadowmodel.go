@@ -27,15 +27,18 @@ import (
 // queue of its own completes at its capacity) and s its own mean latency,
 // that of the requests that found no more in flight in the real service
 // than in the model (clean: their latency is what enforcement would have
-// measured). A request the model admits starts when the one W admissions
-// ahead of it ends and takes a service time drawn from that latency's
-// quantiles; a waiter of the queue takes the slot of the next to end.
+// measured), over the last minService of them, however many intervals
+// they took to come, and their median until there are minService (at a
+// cold start beyond C the first few are the only ones). A request the
+// model admits starts when the one W admissions ahead of it ends and takes
+// a service time drawn from that latency's quantiles; a waiter of the
+// queue takes the slot of the next to end.
 //
 // The law of the group is given the interval as the model saw it: its
 // in-flight count, completions, queue and would-be refusals, and the latency
-// of the interval's clean requests when there are enough of them, else the
-// service's own distribution plus the mean wait of the model's admissions
-// for a server.
+// of the interval's clean requests when there are enough of them and the
+// service is measured, else the service's own distribution plus the mean
+// wait of the model's admissions for a server.
 //
 // All methods hold mu: a shadowed group's arrivals serialise on it, as they
 // would not enforcing (a preview costs that); an arrival allocates nothing
@@ -59,19 +62,24 @@ type enforcement struct {
 	// capacity is C (requests per second) and service s's figures, the
 	// service's own latency distribution (Mean is s); zero while unknown
 	// (then the model's service ends nothing), until the first clean
-	// completions: s their mean so far, C unbounded until the first tick.
+	// completions: s their median so far, C unbounded until the first tick.
 	capacity float64
 	service  adaptive.Latency
-	// xs are the last intervals' real successes per second (two intervals
-	// averaged), of which capacity is the largest; lastX the last
-	// interval's.
-	xs    [capacityWindow]float64
-	xAt   int
-	lastX float64
+	// xs are the last intervals' real successes per second (capacityMean
+	// intervals averaged), of which capacity is the largest; last the
+	// last capacityMean intervals' own, the xAt-th at xAt mod capacityMean.
+	xs   [capacityWindow]float64
+	xAt  int
+	last [capacityMean]float64
 	// serviceAt is the tick count at which service was measured (0: not
-	// yet on a whole interval); it is measured again when it is older than
-	// serviceWindow ticks.
+	// yet on minService clean completions); it is measured again when it is
+	// older than serviceWindow ticks. sampled holds the clean successes
+	// since it was last measured (or since the start), over as many
+	// intervals as it takes to gather minService: under a load beyond C
+	// clean requests are few, and a high first estimate must be corrected
+	// by the next minService of them, however slowly they come.
 	serviceAt, ticks int
+	sampled          *hist.Histogram
 
 	// The interval's account (reset at each tick): completions; the
 	// requests queued; the clean requests dropped; the peak of n and n at
@@ -103,13 +111,19 @@ const (
 	// successes fall far below what it completes (its clients give up and
 	// it serves requests nobody waits for), so the peak is kept that long.
 	capacityWindow = 120
+	// capacityMean is how many intervals' successes each figure the
+	// capacity is the peak of averages: a second at the default interval.
+	// A busy machine hands completions on in bursts (an interval of twice
+	// C after one of none), and the peak of shorter averages took a burst
+	// for capacity: 1.1–1.25 × C in the lab at 3× in shadow.
+	capacityMean = 4
 	// serviceWindow is how many ticks a measure of the service's own
-	// latency is kept before a later interval's may replace it whatever its
+	// latency is kept before a later one may replace it whatever its
 	// figure: a minute at the default interval.
 	serviceWindow = 240
 	// minClean is how many clean completions an interval needs for its
-	// latency to be the law's, and minService for the service's own
-	// latency to be measured on it (a tail of fewer is one outlier).
+	// latency to be the law's, and minService how many the service's own
+	// latency is measured on (a tail of fewer is one outlier).
 	minClean   = 10
 	minService = 100
 )
@@ -344,9 +358,14 @@ func (m *enforcement) known() {
 }
 
 // leave ends a shadowed request that ran for latency with outcome o: a
-// clean one's latency is what enforcement would have measured. Until the
-// first interval with enough of them, the service's own latency is their
-// mean so far, and its capacity unbounded (the first tick measures it).
+// clean one's latency is what enforcement would have measured. Until
+// minService of them have been measured, the service's own latency is the
+// median of those so far, and its capacity unbounded until the first tick
+// measures it. The median, not the mean: at a cold start beyond C the first
+// ~limit requests are the only clean ones for a while, and those that paid
+// for opening connections on a machine busy with the shadowed overload
+// (twice the time, in the lab) would otherwise double the model's servers
+// and its knee.
 func (m *enforcement) leave(mark shadowMark, latency time.Duration, o Outcome) {
 	if !mark.clean {
 		return
@@ -356,12 +375,13 @@ func (m *enforcement) leave(mark shadowMark, latency time.Duration, o Outcome) {
 	switch o {
 	case Success:
 		if m.clean == nil {
-			m.clean = new(hist.Histogram)
+			m.clean, m.sampled = new(hist.Histogram), new(hist.Histogram)
 		}
 		m.clean.Add(latency)
+		m.sampled.Add(latency)
 		if m.serviceAt == 0 {
-			mean := m.clean.Mean()
-			m.service = adaptive.Latency{Min: mean, Mean: mean, P50: mean, P90: mean, P95: mean, P99: mean, P999: mean}
+			med := m.sampled.Quantile(0.5)
+			m.service = adaptive.Latency{Min: med, Mean: med, P50: med, P90: med, P95: med, P99: med, P999: med}
 			if m.capacity == 0 {
 				m.capacity = math.Inf(1)
 			}
@@ -373,7 +393,8 @@ func (m *enforcement) leave(mark shadowMark, latency time.Duration, o Outcome) {
 }
 
 // tick ends the model's interval at now (ns): it measures the real service
-// from the interval's real successes (s.Successes) and clean latencies, rewrites s (the sample of the real interval) as the model saw
+// from the interval's real successes (s.Successes) and the clean latencies
+// gathered, rewrites s (the sample of the real interval) as the model saw
 // it, and starts the next interval. limit is the limit in force.
 func (m *enforcement) tick(now int64, limit int, s *adaptive.Sample) {
 	m.mu.Lock()
@@ -386,39 +407,33 @@ func (m *enforcement) tick(now int64, limit int, s *adaptive.Sample) {
 	}
 
 	// The capacity: the most the real service completed per second over
-	// the window (two intervals averaged, which halves a count's noise),
-	// successes only: a request that failed fast (a refused connection, a
-	// 503 of the service's own queue) is no work done.
+	// the window (capacityMean intervals averaged, which halves a count's
+	// noise and spreads a burst), successes only: a request that failed
+	// fast (a refused connection, a 503 of the service's own queue) is no
+	// work done.
 	if x := float64(s.Successes) / elapsed; x > 0 {
-		xm := x
-		if m.lastX > 0 {
-			xm = (x + m.lastX) / 2
+		m.last[m.xAt%capacityMean] = x
+		var sum float64
+		n := min(m.xAt+1, capacityMean)
+		for _, v := range m.last[:n] {
+			sum += v
 		}
-		m.lastX = x
-		m.xs[m.xAt%capacityWindow] = xm
+		m.xs[m.xAt%capacityWindow] = sum / float64(n)
 		m.xAt++
 		m.capacity = 0
 		for _, v := range m.xs {
 			m.capacity = max(m.capacity, v)
 		}
 	}
+	// The law's latency: the interval's clean requests' once the service
+	// is measured (before, they are the few the provisional median is
+	// robust to); else the service's own and the mean wait for one of its
+	// W of the interval's admissions.
+	m.measureService()
 	var lat adaptive.Latency
-	if m.clean != nil && m.clean.Count() >= minClean {
-		var q [4]time.Duration
-		m.clean.Quantiles([]float64{0.5, 0.9, 0.95, 0.99}, q[:])
-		lat = adaptive.Latency{Min: m.clean.Min(), Mean: m.clean.Mean(), P50: q[0], P90: q[1], P95: q[2], P99: q[3],
-			P999: m.clean.Quantile(0.999)}
-		// The service's own latency: the lowest mean measured lately.
-		if m.clean.Count() >= minService && (m.serviceAt == 0 || lat.Mean < m.service.Mean || m.ticks-m.serviceAt > serviceWindow) {
-			first := m.serviceAt == 0
-			m.service, m.serviceAt = lat, m.ticks
-			if first {
-				m.known()
-			}
-		}
+	if m.clean != nil && m.clean.Count() >= minClean && m.serviceAt != 0 {
+		lat = latencyOf(m.clean)
 	} else if m.service.Mean > 0 && m.starts > 0 {
-		// The service's own latency and the mean wait for one of its W of
-		// the interval's admissions.
 		w := time.Duration(m.startWait / m.starts)
 		sv := m.service
 		lat = adaptive.Latency{Min: sv.Min + w, Mean: sv.Mean + w, P50: sv.P50 + w, P90: sv.P90 + w,
@@ -445,6 +460,31 @@ func (m *enforcement) tick(now int64, limit int, s *adaptive.Sample) {
 	if m.clean != nil {
 		m.clean.Reset()
 	}
+}
+
+// measureService measures the service's own latency on the clean
+// successes gathered, once there are minService of them: the lowest mean
+// measured lately (a measure older than serviceWindow ticks is replaced
+// whatever its figure), each measure on the next minService.
+func (m *enforcement) measureService() {
+	if m.sampled == nil || m.sampled.Count() < minService {
+		return
+	}
+	if m.serviceAt == 0 || m.sampled.Mean() < m.service.Mean || m.ticks-m.serviceAt > serviceWindow {
+		first := m.serviceAt == 0
+		m.service, m.serviceAt = latencyOf(m.sampled), m.ticks
+		if first {
+			m.known()
+		}
+	}
+	m.sampled.Reset()
+}
+
+// latencyOf is the latency distribution counted in h.
+func latencyOf(h *hist.Histogram) adaptive.Latency {
+	var q [5]time.Duration
+	h.Quantiles([]float64{0.5, 0.9, 0.95, 0.99, 0.999}, q[:])
+	return adaptive.Latency{Min: h.Min(), Mean: h.Mean(), P50: q[0], P90: q[1], P95: q[2], P99: q[3], P999: q[4]}
 }
 
 // waiting is the model's queue length at now (ns), with limit in force,

@@ -4,8 +4,8 @@
 // wrapper with bounded memory (Keyed), the concurrency counter with its
 // bounded wait queue (Concurrency), a lock-free stock of units for
 // quotas leased from elsewhere (Allowance, used by limits/redis), and the
-// figures of a quota kept in a shared store (StoreStatus, which
-// limits/redis's Status and gate.GlobalStatus embed).
+// words and figures of a quota kept in a shared store (Fallback, Sync, and
+// StoreStatus, which limits/redis's Status and gate.GlobalStatus embed).
 //
 // # Time
 //

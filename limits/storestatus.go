@@ -2,11 +2,45 @@ package limits
 
 import "time"
 
+// Fallback is what a quota kept in a shared store does with a decision that
+// the store cannot make in time (an error, a timeout, or the store being
+// skipped while it is down). The values are those of the configuration's
+// [redis] fallback; limits/redis implements them.
+type Fallback string
+
+// Fallback policies.
+const (
+	// FallbackLocal decides locally with this node's share of the global
+	// quota: the rate (or limit) and the burst divided by the node count.
+	FallbackLocal Fallback = "local"
+	// FallbackOpen admits every request.
+	FallbackOpen Fallback = "open"
+	// FallbackClosed rejects every request.
+	FallbackClosed Fallback = "closed"
+)
+
+// Sync is how the nodes share a quota kept in a shared store. The values
+// are those of the configuration's [group.rate] sync; limits/redis
+// implements them.
+type Sync string
+
+// Sync modes (see limits/redis's package doc).
+const (
+	// SyncExact: the store makes every decision. The default; for strict
+	// quotas (billing).
+	SyncExact Sync = "exact"
+	// SyncLeased: each node leases blocks of the quota from the store and
+	// decides locally against them, renewing them in the background.
+	// Only for algorithms whose quota is a stock of units that can be cut
+	// into blocks (Algorithm.Global is GlobalLeased).
+	SyncLeased Sync = "leased"
+)
+
 // StoreStatus is the state of a quota kept in a shared store (such as
 // limits/redis's) on this node, in plain figures: what limits/redis's
 // Status reports and gate.GlobalStatus shows, both embedding it, each with
-// its own words for where decisions are made, the fallback policy and how
-// the nodes share the quota. Times are on the clock of the decisions' now.
+// its own words for where decisions are made, beside the Fallback policy
+// and the Sync mode. Times are on the clock of the decisions' now.
 type StoreStatus struct {
 	// Since is when decisions began to be made where they are made now
 	// (the store's creation, or the last change of mode). NextProbe is,

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
-	"syscall"
 )
 
 // pseudoFile is a procfs or cgroupfs file that the Sampler keeps open and
@@ -20,13 +19,17 @@ import (
 // (ENODEV once a cgroup is removed, ESRCH once a process is gone) closes the
 // file and opens the path again once. Not safe for concurrent use.
 //
+// The system calls are pseudofile_unix.go's; elsewhere (Windows, where no
+// procfs or cgroupfs exists to be read) pseudofile_other.go reads with
+// os.File.ReadAt.
+//
 // A file found missing is not looked up again until the Sampler's next
 // refresh closes its files: a controller or PSI that is not there now rarely
 // appears within the minute, and a failed lookup costs as much as an open.
 type pseudoFile struct {
 	path   string
-	fd     int   // -1 when closed
-	absent error // the not-exist error of the last open, until closed
+	fd     fileHandle // noFile when closed
+	absent error      // the not-exist error of the last open, until closed
 }
 
 // fileSet owns the pseudoFiles of a Sampler, so that they can be closed all
@@ -37,7 +40,7 @@ type fileSet struct {
 }
 
 func (s *fileSet) open(path string) *pseudoFile {
-	f := &pseudoFile{path: path, fd: -1}
+	f := &pseudoFile{path: path, fd: noFile}
 	s.files = append(s.files, f)
 	return f
 }
@@ -56,9 +59,9 @@ func (s *fileSet) forget() {
 }
 
 func (f *pseudoFile) close() {
-	if f.fd >= 0 {
-		syscall.Close(f.fd)
-		f.fd = -1
+	if f.fd != noFile {
+		closeFile(f.fd)
+		f.fd = noFile
 	}
 	f.absent = nil
 }
@@ -69,7 +72,7 @@ func (f *pseudoFile) read(buf *[]byte) ([]byte, error) {
 		if f.absent != nil {
 			return nil, f.absent
 		}
-		if f.fd < 0 {
+		if f.fd == noFile {
 			fd, err := openRead(f.path)
 			if err != nil {
 				err := &fs.PathError{Op: "open", Path: f.path, Err: err}
@@ -93,26 +96,15 @@ func (f *pseudoFile) read(buf *[]byte) ([]byte, error) {
 
 var errTooLarge = fmt.Errorf("larger than %d bytes", maxFileSize)
 
-func openRead(path string) (int, error) {
-	for {
-		fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
-		if err != syscall.EINTR {
-			return fd, err
-		}
-	}
-}
-
 // preadAll reads fd from offset 0 into *buf in one pread, growing *buf and
 // starting over while the file fills it.
-func preadAll(fd int, buf *[]byte) ([]byte, error) {
+func preadAll(fd fileHandle, buf *[]byte) ([]byte, error) {
 	if len(*buf) == 0 {
 		*buf = make([]byte, 8<<10)
 	}
 	for {
-		n, err := syscall.Pread(fd, *buf, 0)
+		n, err := readFromStart(fd, *buf)
 		switch {
-		case err == syscall.EINTR:
-			continue
 		case err != nil:
 			return nil, err
 		case n < len(*buf):

@@ -8,7 +8,6 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -501,7 +500,7 @@ func TestPseudoFileRereads(t *testing.T) {
 	read("1\n")
 	writeFile(t, path, "22\n")
 	read("22\n")
-	syscall.Close(f.fd)
+	closeFile(f.fd) // behind the pseudoFile's back
 	read("22\n")
 	writeFile(t, path, strings.Repeat("x", 20000)) // larger than the buffer
 	read(strings.Repeat("x", 20000))
@@ -683,7 +682,7 @@ func TestSamplerClose(t *testing.T) {
 	s.Sample(t0)
 	open := 0
 	for _, f := range append(s.files.host.files, s.files.cgroup.files...) {
-		if f.fd >= 0 {
+		if f.fd != noFile {
 			open++
 		}
 	}
@@ -694,7 +693,7 @@ func TestSamplerClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range append(s.files.host.files, s.files.cgroup.files...) {
-		if f.fd >= 0 {
+		if f.fd != noFile {
 			t.Fatalf("%s still open after Close", f.path)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/sluicehq/sluice/internal/replay"
 	"github.com/sluicehq/sluice/proxy/h1"
 )
 
@@ -287,7 +288,7 @@ func (s *H1Server) h2c() bool { return s.h2.Protocols != nil && s.h2.Protocols.U
 // server.
 func (c *h1Conn) handOff() {
 	b := (*c.rbuf)[c.r:c.w]
-	rc := &replayConn{Conn: c.nc, head: append([]byte(nil), b...)}
+	rc := &replay.Conn{Conn: c.nc, Head: append([]byte(nil), b...)}
 	c.setReadDeadline(time.Time{})
 	if !c.s.handoff.hand(rc) {
 		_ = c.nc.Close() // the server is closing

@@ -298,30 +298,6 @@ type handoffAddr struct{}
 func (handoffAddr) Network() string { return "handoff" }
 func (handoffAddr) String() string  { return "handoff" }
 
-// replayConn is a connection whose first bytes were read already: they are
-// read again first.
-type replayConn struct {
-	net.Conn
-	head []byte
-}
-
-func (c *replayConn) Read(p []byte) (int, error) {
-	if len(c.head) > 0 {
-		n := copy(p, c.head)
-		c.head = c.head[n:]
-		return n, nil
-	}
-	return c.Conn.Read(p)
-}
-
-// CloseWrite half-closes the connection if it can.
-func (c *replayConn) CloseWrite() error {
-	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
-		return cw.CloseWrite()
-	}
-	return nil
-}
-
 // coarseClock holds the current second's Date value and a clock read at
 // most a second old, renewed by a ticker: no clock read per response.
 type coarseClock struct {

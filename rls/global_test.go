@@ -12,6 +12,7 @@ import (
 	"github.com/sluicehq/sluice/gate"
 	"github.com/sluicehq/sluice/gate/redisrate"
 	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/limits"
 	"github.com/sluicehq/sluice/limits/redis"
 	"github.com/sluicehq/sluice/rls"
 )
@@ -44,7 +45,7 @@ key = "ip"
 		Descriptors: []rls.Descriptor{{Entries: []rls.Entry{{Key: "remote_address"}}, Group: "shared"}}}}}
 	var nodes [2]*rls.Service
 	for i := range nodes {
-		store, err := redis.Open(redis.StoreParams{Address: srv.Addr(), Timeout: time.Second, Fallback: redis.FallbackClosed})
+		store, err := redis.Open(redis.StoreParams{Address: srv.Addr(), Timeout: time.Second, Fallback: limits.FallbackClosed})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -185,3 +185,34 @@ func TestRunWithBackendProcess(t *testing.T) {
 		t.Errorf("hog log: %q, %v", b, err)
 	}
 }
+
+// TestContenderNamesItsOwnSluice: for an A/B of two builds, a contender
+// whose vars name its own sluice binary runs that one, and the run says
+// so; the others run -sluice's (and -var sluice= is the same as -sluice).
+// The contenders only write down the binary they were given and exit.
+func TestContenderNamesItsOwnSluice(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "ab.toml")
+	contender := func(name, vars string) string {
+		return "[[contender]]\nname = \"" + name + "\"\nkind = \"command\"\n" +
+			"command = [\"sh\", \"-c\", \"echo {{sluice}} > {{dir}}/which; exit 1\"]\nurl = \"http://127.0.0.1:{{port}}\"\n" + vars
+	}
+	os.WriteFile(file, []byte("# Two sluice binaries side by side: one contender names its own.\nseed = 3\n"+
+		"[backend]\nworkers = 8\nservice = \"exp:20ms\"\n[load]\npath = \"/x\"\nphases = [{ rate = \"0.5C\", for = \"2s\" }]\n"+
+		contender("new", "vars.sluice = \"/opt/new/sluice\"\n")+contender("old", "")), 0o644)
+	for _, flags := range [][]string{{"-sluice", "/opt/old/sluice"}, {"-var", "sluice=/opt/old/sluice"}} {
+		out := filepath.Join(dir, flags[0])
+		code, _, stderr := runArgs(append(append([]string{"run", "-inprocess", "-out", out}, flags...), file)...)
+		if code != exitError {
+			t.Fatalf("%v: code %d, want %d (the contenders exit at once)\n%s", flags, code, exitError, stderr)
+		}
+		for name, want := range map[string]string{"new": "/opt/new/sluice", "old": "/opt/old/sluice"} {
+			if b, err := os.ReadFile(filepath.Join(out, "ab", name, "which")); err != nil || strings.TrimSpace(string(b)) != want {
+				t.Errorf("%v: contender %s ran %q, %v; want %s", flags, name, b, err, want)
+			}
+		}
+		if note := `ab/new runs its own vars.sluice "/opt/new/sluice", not "/opt/old/sluice"`; !strings.Contains(stderr, note) {
+			t.Errorf("%v: stderr does not say %q:\n%s", flags, note, stderr)
+		}
+	}
+}

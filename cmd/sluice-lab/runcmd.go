@@ -35,7 +35,8 @@ Flags:
                   -var static_limit=16; repeatable
   -sluice PATH    the sluice binary the sluice contenders run (default:
                   "sluice" beside sluice-lab, else on PATH); the same as
-                  -var sluice=PATH
+                  -var sluice=PATH. A contender whose vars.sluice names its
+                  own binary (an A/B of two builds) runs that one
   -seed N         run with this seed instead of each scenario's own (the
                   arrivals differ, the rest is the same): for repeats
   -inprocess      run the backend (and a scenario's CPU hog) inside
@@ -105,24 +106,12 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if bad {
 		return exitUsage
 	}
-	if *sluice != "" {
-		vars["sluice"] = *sluice
-	}
-	if path, ok := vars["sluice"]; ok && strings.ContainsRune(path, filepath.Separator) {
-		// Contenders run in their scratch directories: a relative path
-		// would be taken from there.
-		if abs, err := filepath.Abs(path); err == nil {
-			vars["sluice"] = abs
-		}
-	} else if !ok {
-		if path, ok := findSluice(); ok {
-			vars["sluice"] = path
-		}
-	}
-	r := &lab.Runner{Out: *out, Quick: *quick, Vars: vars, Progress: stderr, Terminal: cli.IsTerminal(stderr)}
+	defaults := sluiceDefault(vars, *sluice)
+	noteOwnSluice(scenarios, defaults["sluice"], stderr)
+	r := &lab.Runner{Out: *out, Quick: *quick, Vars: vars, Defaults: defaults, Progress: stderr, Terminal: cli.IsTerminal(stderr)}
 	if err := r.Check(scenarios); err != nil {
 		cli.Fprintf(stderr, "sluice-lab run: %v\n", err)
-		if _, ok := vars["sluice"]; !ok && strings.Contains(err.Error(), "{{sluice}}") {
+		if _, ok := defaults["sluice"]; !ok && strings.Contains(err.Error(), "{{sluice}}") {
 			cli.Fprintf(stderr, "sluice-lab run: no sluice binary found beside sluice-lab or on PATH: build one (go build -o sluice ./cmd/sluice) and pass -sluice ./sluice\n")
 		}
 		return exitUsage
@@ -175,6 +164,42 @@ func keepContenders(scenarios []*scenario.Scenario, names []string, stderr io.Wr
 		}
 	}
 	return out, bad
+}
+
+// sluiceDefault takes the sluice binary out of vars (-var sluice=PATH, or
+// -sluice PATH, which wins) into the run's defaults, which a contender's
+// own vars.sluice overrides; without either, the sluice found beside
+// sluice-lab or on PATH. A path is made absolute: contenders run in their
+// scratch directories.
+func sluiceDefault(vars map[string]string, flag string) map[string]string {
+	if flag != "" {
+		vars["sluice"] = flag
+	}
+	path, ok := vars["sluice"]
+	delete(vars, "sluice")
+	if !ok {
+		if path, ok = findSluice(); !ok {
+			return nil
+		}
+	}
+	if strings.ContainsRune(path, filepath.Separator) {
+		if abs, err := filepath.Abs(path); err == nil {
+			path = abs
+		}
+	}
+	return map[string]string{"sluice": path}
+}
+
+// noteOwnSluice says which contenders run a sluice binary of their own
+// (their vars.sluice) rather than def, the run's.
+func noteOwnSluice(scenarios []*scenario.Scenario, def string, stderr io.Writer) {
+	for _, s := range scenarios {
+		for _, c := range s.Contenders {
+			if own, ok := c.Vars["sluice"]; ok && def != "" && own != def {
+				cli.Fprintf(stderr, "sluice-lab run: %s/%s runs its own vars.sluice %q, not %q\n", s.Name, c.Name, own, def)
+			}
+		}
+	}
 }
 
 // findSluice looks for the sluice binary beside our own, then on PATH.

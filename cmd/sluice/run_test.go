@@ -22,6 +22,7 @@ import (
 	"github.com/sluicehq/sluice/gate/spec"
 	ilisten "github.com/sluicehq/sluice/internal/listen"
 	"github.com/sluicehq/sluice/internal/tlstest"
+	"github.com/sluicehq/sluice/limits"
 	"github.com/sluicehq/sluice/limits/redis"
 	"github.com/sluicehq/sluice/proxy"
 	"github.com/sluicehq/sluice/proxy/breaker"
@@ -335,11 +336,11 @@ func TestStoreParams(t *testing.T) {
 	r := configs.NewRedis()
 	r.ClusterAddresses = []string{"10.0.0.1:6379", "10.0.0.2:6379"}
 	r.Username, r.PasswordFile, r.CAFile, r.TLS = "sluice", "/etc/pw", "/etc/ca.pem", true
-	r.Fallback, r.Nodes, r.Timeout, r.KeyPrefix = configs.FallbackClosed, 3, configs.Duration(20*time.Millisecond), "q:"
+	r.Fallback, r.Nodes, r.Timeout, r.KeyPrefix = limits.FallbackClosed, 3, configs.Duration(20*time.Millisecond), "q:"
 	p := storeParams(r)
 	if !slices.Equal(p.ClusterAddresses, r.ClusterAddresses) || p.Address != "" || p.Username != "sluice" ||
 		p.PasswordFile != "/etc/pw" || p.CAFile != "/etc/ca.pem" || p.TLS == nil || p.TLS.MinVersion != tls.VersionTLS12 ||
-		p.Fallback != redis.FallbackClosed || p.Nodes != 3 || p.Timeout != 20*time.Millisecond || p.KeyPrefix != "q:" {
+		p.Fallback != limits.FallbackClosed || p.Nodes != 3 || p.Timeout != 20*time.Millisecond || p.KeyPrefix != "q:" {
 		t.Errorf("%+v", p)
 	}
 	if err := p.Validate(); err != nil {
@@ -349,14 +350,13 @@ func TestStoreParams(t *testing.T) {
 	d := configs.NewRedis()
 	d.Address = "127.0.0.1:6379"
 	p = storeParams(d)
-	if p.TLS != nil || p.Fallback != redis.FallbackLocal || p.Nodes != 1 || p.Timeout != redis.DefaultTimeout ||
+	if p.TLS != nil || p.Fallback != limits.FallbackLocal || p.Nodes != 1 || p.Timeout != redis.DefaultTimeout ||
 		p.KeyPrefix != redis.DefaultKeyPrefix || p.DB != 0 {
 		t.Errorf("defaults: %+v", p)
 	}
-	for f, want := range map[configs.Fallback]redis.Fallback{configs.FallbackLocal: redis.FallbackLocal,
-		configs.FallbackOpen: redis.FallbackOpen, configs.FallbackClosed: redis.FallbackClosed} {
+	for _, f := range []limits.Fallback{limits.FallbackLocal, limits.FallbackOpen, limits.FallbackClosed} {
 		d.Fallback = f
-		if got := storeParams(d).Fallback; got != want {
+		if got := storeParams(d).Fallback; got != f {
 			t.Errorf("fallback %s: %s", f, got)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluicehq/sluice/configs"
 	"github.com/sluicehq/sluice/gate/spec"
+	"github.com/sluicehq/sluice/limits"
 	"github.com/sluicehq/sluice/probe"
 )
 
@@ -140,7 +141,7 @@ func logSources(log hclog.Logger, cfg *configs.Config, src probe.Sources) {
 // with the lease's period, expiry and over-admission bound, which the
 // operator otherwise finds only in /v1/status.
 func describeSync(r *spec.Rate) string {
-	if r.Sync != spec.SyncLeased {
+	if r.Sync != limits.SyncLeased {
 		return "exact: every decision in redis"
 	}
 	return fmt.Sprintf("leased: lease_period %s, lease_expiry %s, over-admission bound %d units (1.5 × rate × lease_period)",

@@ -94,20 +94,13 @@ func storeParams(r *configs.Redis) redis.StoreParams {
 		DB:               r.DB,
 		CAFile:           r.CAFile,
 		Timeout:          time.Duration(r.Timeout),
+		Fallback:         r.Fallback,
 		Nodes:            r.Nodes,
 		KeyPrefix:        r.KeyPrefix,
 	}
 	p.SentinelAddresses, p.MasterName, p.SentinelPasswordFile = r.SentinelAddresses, r.MasterName, r.SentinelPasswordFile
 	if r.TLS {
 		p.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
-	}
-	switch r.Fallback {
-	case configs.FallbackOpen:
-		p.Fallback = redis.FallbackOpen
-	case configs.FallbackClosed:
-		p.Fallback = redis.FallbackClosed
-	default:
-		p.Fallback = redis.FallbackLocal
 	}
 	return p
 }

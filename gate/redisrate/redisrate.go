@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/gate"
-	"github.com/sluicehq/sluice/gate/spec"
 	"github.com/sluicehq/sluice/limits"
 	"github.com/sluicehq/sluice/limits/redis"
 )
@@ -60,8 +59,8 @@ func Params(g *gate.Group) (redis.LimiterParams, error) {
 	case limits.ShapeWindow:
 		p.Limit, p.Window = s.Limit, s.Window
 	}
-	if r.Sync == spec.SyncLeased {
-		p.Sync = redis.SyncLeased
+	p.Sync = r.Sync
+	if r.Sync == limits.SyncLeased {
 		p.Lease = redis.LeaseParams{Period: r.LeasePeriod, TTL: r.LeaseExpiry}
 	}
 	return p, nil
@@ -85,7 +84,7 @@ func (l Limiter) Close() error { return l.l.Close() }
 // GlobalStatus tells where the decisions are made now (gate.GlobalReporter).
 func (l Limiter) GlobalStatus() gate.GlobalStatus {
 	s := l.l.Status()
-	return gate.GlobalStatus{Mode: s.Mode.String(), Fallback: string(s.Fallback), Sync: spec.Sync(s.Sync),
+	return gate.GlobalStatus{Mode: s.Mode.String(), Fallback: s.Fallback, Sync: s.Sync,
 		StoreStatus: s.StoreStatus}
 }
 

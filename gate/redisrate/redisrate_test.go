@@ -14,6 +14,7 @@ import (
 	"github.com/sluicehq/sluice/configs"
 	"github.com/sluicehq/sluice/gate"
 	"github.com/sluicehq/sluice/internal/clocktest"
+	"github.com/sluicehq/sluice/limits"
 	"github.com/sluicehq/sluice/limits/redis"
 )
 
@@ -94,14 +95,14 @@ match = { path_prefix = "/fwl/" }
   window = "1m"
 `)
 	want := map[string]redis.LimiterParams{
-		"tb": {Name: "tb", Algorithm: redis.TokenBucket, Rate: 300, Burst: 30, MaxKeys: 500},
-		"lb": {Name: "lb", Algorithm: redis.LeakyBucket, Rate: 0.5, Burst: 2},
-		"fw": {Name: "fw", Algorithm: redis.FixedWindow, Limit: 100, Window: time.Minute},
-		"sw": {Name: "sw", Algorithm: redis.SlidingWindow, Limit: 7, Window: 250 * time.Millisecond},
-		"tbl": {Name: "tbl", Algorithm: redis.TokenBucket, Rate: 2000, Burst: 400, Sync: redis.SyncLeased,
+		"tb": {Name: "tb", Algorithm: redis.TokenBucket, Rate: 300, Burst: 30, MaxKeys: 500, Sync: limits.SyncExact},
+		"lb": {Name: "lb", Algorithm: redis.LeakyBucket, Rate: 0.5, Burst: 2, Sync: limits.SyncExact},
+		"fw": {Name: "fw", Algorithm: redis.FixedWindow, Limit: 100, Window: time.Minute, Sync: limits.SyncExact},
+		"sw": {Name: "sw", Algorithm: redis.SlidingWindow, Limit: 7, Window: 250 * time.Millisecond, Sync: limits.SyncExact},
+		"tbl": {Name: "tbl", Algorithm: redis.TokenBucket, Rate: 2000, Burst: 400, Sync: limits.SyncLeased,
 			Lease: redis.LeaseParams{Period: 50 * time.Millisecond, TTL: time.Second}},
 		// The derived period and expiry, stated: limits/redis's defaults.
-		"fwl": {Name: "fwl", Algorithm: redis.FixedWindow, Limit: 100, Window: time.Minute, Sync: redis.SyncLeased,
+		"fwl": {Name: "fwl", Algorithm: redis.FixedWindow, Limit: 100, Window: time.Minute, Sync: limits.SyncLeased,
 			Lease: redis.LeaseParams{Period: redis.DefaultLeasePeriod, TTL: redis.DefaultLeaseTTL}},
 	}
 	for name, w := range want {
@@ -185,7 +186,7 @@ match = { path_prefix = "/api/" }
 		t.Fatal("api: no Global status")
 	}
 	if gl.Mode != redis.ModeFallback.String() || gl.FallbackDecisions != 4 || gl.StoreDecisions != 0 || gl.Errors != 3 ||
-		gl.LastError == "" || gl.Fallback != string(redis.FallbackLocal) || gl.Nodes != 1 {
+		gl.LastError == "" || gl.Fallback != limits.FallbackLocal || gl.Nodes != 1 {
 		t.Errorf("api: Global = %+v; want fallback mode, 4 fallback decisions, 3 errors, a last error, local, 1 node", *gl)
 	}
 }

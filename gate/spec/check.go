@@ -484,7 +484,7 @@ func (r *Rate) check(ck *check.Checker, p string, key KeySource) {
 		r.checkSync(ck, p, alg)
 	} else if scopeOK {
 		const why = `with scope "local": only a global quota is shared`
-		ck.Unused(at("sync"), r.Sync != "" && r.Sync != SyncExact, why)
+		ck.Unused(at("sync"), r.Sync != "" && r.Sync != limits.SyncExact, why)
 		ck.Unused(at("lease_period"), r.LeasePeriod != 0, why)
 		ck.Unused(at("lease_expiry"), r.LeaseExpiry != 0, why)
 	}
@@ -494,10 +494,10 @@ func (r *Rate) check(ck *check.Checker, p string, key KeySource) {
 // settings.
 func (r *Rate) checkSync(ck *check.Checker, p string, alg *limits.Algorithm) {
 	at := func(k string) string { return check.Join(p, k) }
-	if r.Sync != "" && !check.OneOf(ck, at("sync"), r.Sync, SyncExact, SyncLeased) {
+	if r.Sync != "" && !check.OneOf(ck, at("sync"), r.Sync, limits.SyncExact, limits.SyncLeased) {
 		return
 	}
-	if r.Sync != SyncLeased {
+	if r.Sync != limits.SyncLeased {
 		const why = `with sync = "exact"`
 		ck.Unused(at("lease_period"), r.LeasePeriod != 0, why)
 		ck.Unused(at("lease_expiry"), r.LeaseExpiry != 0, why)

@@ -564,7 +564,7 @@ type Rate struct {
 	// limit. The bound is exported as sluice_redis_lease_bound_units, the
 	// units Redis counts as leased out now as
 	// sluice_redis_lease_outstanding_units, and both in /v1/status.
-	Sync Sync `toml:"sync,omitempty" json:"sync,omitempty"`
+	Sync limits.Sync `toml:"sync,omitempty" json:"sync,omitempty"`
 	// LeasePeriod is how often a node renews its leases (sync = "leased"),
 	// from 10ms to 10s: shorter lowers the bound above, longer lowers the
 	// Redis traffic (nodes / lease_period renewals a second). Keep it under
@@ -609,15 +609,6 @@ const (
 	ScopeGlobal Scope = "global" // shared by all nodes (gate.Params.GlobalRate)
 )
 
-// Sync is how the nodes share a global quota.
-type Sync string
-
-// Syncs.
-const (
-	SyncExact  Sync = "exact"  // every decision in the shared store
-	SyncLeased Sync = "leased" // decided locally against blocks leased from it
-)
-
 // Rate defaults.
 const (
 	DefaultMaxKeys     = limits.DefaultMaxKeys
@@ -653,9 +644,9 @@ func (r Rate) WithDefaults(key KeySource) Rate {
 		r.Cost = 1
 	}
 	if r.Scope == ScopeGlobal && r.Sync == "" {
-		r.Sync = SyncExact
+		r.Sync = limits.SyncExact
 	}
-	if r.Scope == ScopeGlobal && r.Sync == SyncLeased {
+	if r.Scope == ScopeGlobal && r.Sync == limits.SyncLeased {
 		if r.LeasePeriod == 0 {
 			r.LeasePeriod = DefaultLeasePeriod
 		}
@@ -738,9 +729,9 @@ func (r *Rate) FreshAfter() time.Duration {
 
 // LeaseBound returns the over-admission bound of a leased global quota, in
 // cost units: LeaseHeadroom × PerSecond × LeasePeriod, rounded up; 0
-// unless Sync is SyncLeased.
+// unless Sync is limits.SyncLeased.
 func (r *Rate) LeaseBound() int64 {
-	if r.Sync != SyncLeased {
+	if r.Sync != limits.SyncLeased {
 		return 0
 	}
 	return int64(math.Ceil(LeaseHeadroom * r.PerSecond() * r.LeasePeriod.Seconds()))

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/listen"
+	"github.com/sluicehq/sluice/internal/replay"
 )
 
 // firstTimeout bounds how long a new connection may take to send its first
@@ -128,34 +129,9 @@ func (s *Split) route(c net.Conn) {
 			}
 		}
 	}
-	if to == nil || !to.deliver(&prefixConn{Conn: c, prefix: read}) {
+	if to == nil || !to.deliver(&replay.Conn{Conn: c, Head: read}) {
 		c.Close()
 	}
-}
-
-// prefixConn is a connection whose first bytes were read already: Read
-// returns them first.
-type prefixConn struct {
-	net.Conn
-	prefix []byte
-}
-
-func (c *prefixConn) Read(p []byte) (int, error) {
-	if len(c.prefix) > 0 {
-		n := copy(p, c.prefix)
-		c.prefix = c.prefix[n:]
-		return n, nil
-	}
-	return c.Conn.Read(p)
-}
-
-// CloseWrite half-closes the connection if it can, as net/http's server
-// does before it closes after an error.
-func (c *prefixConn) CloseWrite() error {
-	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
-		return cw.CloseWrite()
-	}
-	return nil
 }
 
 // connListener is a net.Listener fed by a Split.

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/limits"
 )
 
 // replyGate is a TCP relay in front of a real Redis that forwards every
@@ -123,7 +125,7 @@ func TestLeasedAbandonedRenewal(t *testing.T) {
 	srv := startServer(t)
 	g := newReplyGate(t, srv.Addr())
 	const burst = 100_000
-	p := LimiterParams{Name: "api", Algorithm: TokenBucket, Rate: 0.05, Burst: burst, Sync: SyncLeased,
+	p := LimiterParams{Name: "api", Algorithm: TokenBucket, Rate: 0.05, Burst: burst, Sync: limits.SyncLeased,
 		Lease: LeaseParams{Period: 20 * time.Millisecond, TTL: 30 * time.Second}}
 	l, err := New(Params{StoreParams: StoreParams{Address: g.addr(), Heartbeat: -1, Timeout: 20 * time.Millisecond,
 		BackoffMin: 10 * time.Millisecond, BackoffMax: 50 * time.Millisecond}, LimiterParams: p})
@@ -178,7 +180,7 @@ func TestLeasedAbandonedRenewal(t *testing.T) {
 	if err := l.Close(); err != nil { // gives back what it holds
 		t.Fatal(err)
 	}
-	p.Sync, p.Lease = SyncExact, LeaseParams{}
+	p.Sync, p.Lease = limits.SyncExact, LeaseParams{}
 	exact, err := New(Params{StoreParams: StoreParams{Address: srv.Addr(), Heartbeat: -1, Timeout: time.Second}, LimiterParams: p})
 	if err != nil {
 		t.Fatal(err)

@@ -110,7 +110,7 @@ func TestCluster(t *testing.T) {
 	// its own (a lease's state key and hash share their key's slot).
 	leased, err := New(Params{
 		StoreParams: StoreParams{ClusterAddresses: seeds, Heartbeat: -1, Timeout: time.Second},
-		LimiterParams: LimiterParams{Name: "leased", Algorithm: TokenBucket, Rate: 1000, Burst: 1000, Sync: SyncLeased,
+		LimiterParams: LimiterParams{Name: "leased", Algorithm: TokenBucket, Rate: 1000, Burst: 1000, Sync: limits.SyncLeased,
 			Lease: LeaseParams{Period: 20 * time.Millisecond, MaxKeys: 8}},
 	})
 	if err != nil {

@@ -179,19 +179,20 @@
 // a busy host's Redis is waited for instead of missed. A decision that
 // still runs out of it while Redis is taken for up (a slow spell, not an
 // outage) is decided by the Fallback within a local bound: with
-// FallbackLocal, the node's share of the quota and a local limiter of
-// Overshoot (1 %) of the quota over the node count must both admit it, so
-// the nodes together admit at most 1 % over the quota however many
+// limits.FallbackLocal, the node's share of the quota and a local limiter
+// of Overshoot (1 %) of the quota over the node count must both admit it,
+// so the nodes together admit at most 1 % over the quota however many
 // decisions time out (TestExactLateBounded; Status.LateBound states it);
-// with FallbackClosed it is refused; with FallbackOpen admitted, counted
-// and unbounded.
+// with limits.FallbackClosed it is refused; with limits.FallbackOpen
+// admitted, counted and unbounded.
 //
 // In leased mode, a renewal that fails (its budget is half a period, far
 // longer than a decision's) takes the store to ModeFallback at once, and
 // from that round on (within one period of the outage) each lease decides
 // by the fallback: first the units the node still holds (Redis counted
-// them), then, with FallbackLocal, a local limiter of the node's fallback
-// share that starts empty, so that what it held counts toward the share.
+// them), then, with limits.FallbackLocal, a local limiter of the node's
+// fallback share that starts empty, so that what it held counts toward the
+// share.
 // The share is answered by every renewal: the max-min fair split of the
 // quota's rate over the nodes' demands (the nodes without a lease on the
 // key keep their equal share, and the spare is split evenly), capped so

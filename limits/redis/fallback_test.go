@@ -23,7 +23,7 @@ func deadAddress(t *testing.T) string {
 // must start and serve while Redis is down) under each policy.
 func TestFallbackPolicies(t *testing.T) {
 	at := time.Unix(1_700_000_000, 0)
-	open := func(t *testing.T, f Fallback, nodes int) *Limiter {
+	open := func(t *testing.T, f limits.Fallback, nodes int) *Limiter {
 		l, err := New(Params{
 			// A budget of a second: a refused dial is an error, never a
 			// timeout (whose late decisions a busy machine's 5ms budget
@@ -39,7 +39,7 @@ func TestFallbackPolicies(t *testing.T) {
 		return l
 	}
 	t.Run("local", func(t *testing.T) {
-		l := open(t, FallbackLocal, 3)
+		l := open(t, limits.FallbackLocal, 3)
 		if n := admitted(l, "k", at, 100); n != 30 {
 			t.Errorf("admitted %d of 100, want the share 90/3 = 30", n)
 		}
@@ -52,7 +52,7 @@ func TestFallbackPolicies(t *testing.T) {
 		}
 	})
 	t.Run("open", func(t *testing.T) {
-		l := open(t, FallbackOpen, 3)
+		l := open(t, limits.FallbackOpen, 3)
 		want := limits.Result{Allowed: true, Limit: 90, Remaining: 90}
 		for range 100 {
 			if r := l.AllowAt("k", at, 1); r != want {
@@ -61,7 +61,7 @@ func TestFallbackPolicies(t *testing.T) {
 		}
 	})
 	t.Run("closed", func(t *testing.T) {
-		l := open(t, FallbackClosed, 3)
+		l := open(t, limits.FallbackClosed, 3)
 		for i := range 10 {
 			r := l.AllowAt("k", at, 1)
 			if r.Allowed || r.Limit != 90 || r.RetryAfter < time.Second*8/10 {

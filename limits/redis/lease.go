@@ -134,13 +134,13 @@ type lease struct {
 
 // leaseFallback is how a lease decides while its node cannot renew it: its
 // units held first (Redis counted them: they are part of the node's share),
-// then the store's Fallback policy; for FallbackLocal, local, a limiter of
-// this node's fallback share that starts with what a lease of the share
-// would hold (1.5 periods of it) less the units held, so that what the
-// node holds and what it admits by the share add up to the share, and the
-// nodes together start the outage with about the bound.
+// then the store's Fallback policy; for limits.FallbackLocal, local, a
+// limiter of this node's fallback share that starts with what a lease of
+// the share would hold (1.5 periods of it) less the units held, so that
+// what the node holds and what it admits by the share add up to the
+// share, and the nodes together start the outage with about the bound.
 type leaseFallback struct {
-	local limits.Limiter // nil unless FallbackLocal
+	local limits.Limiter // nil unless limits.FallbackLocal
 }
 
 // rejoin caps the grants of a lease whose hash came back with a new epoch
@@ -240,7 +240,7 @@ func (ls *leaser) fallback(r *limits.Result, le *lease, fb *leaseFallback, q *qu
 	case fb.local != nil:
 		*r = fb.local.AllowAt(now, n)
 		r.Limit = q.limit
-	case ls.l.s.p.Fallback == FallbackOpen:
+	case ls.l.s.p.Fallback == limits.FallbackOpen:
 		*r = limits.Result{Allowed: true, Limit: q.limit, Remaining: q.limit}
 	default:
 		*r = limits.Result{Allowed: n == 0, Limit: q.limit, RetryAfter: time.Duration(max(le.next.Load()-now.UnixNano(), int64(time.Millisecond)))}
@@ -709,13 +709,13 @@ func (ls *leaser) failed(r *renewal, now time.Time) {
 	}
 }
 
-// newFallback is le's fallback while Redis is away: with FallbackLocal, a
+// newFallback is le's fallback while Redis is away: with limits.FallbackLocal, a
 // limiter of this node's fallback share (from its last renewal, or the
 // equal share) of the quota in force, empty from the moment it is made.
 func (ls *leaser) newFallback(le *lease) *leaseFallback {
 	share := ls.fallbackShare(le)
 	fb := &leaseFallback{}
-	if ls.l.s.p.Fallback != FallbackLocal {
+	if ls.l.s.p.Fallback != limits.FallbackLocal {
 		return fb
 	}
 	q := ls.l.q.Load()

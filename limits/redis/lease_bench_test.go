@@ -133,7 +133,7 @@ func clusterRow(b *testing.B, count int) {
 	const rate, offered = 20_000, 60_000
 	srv := startServer(b)
 	c := srv.Client()
-	p := LimiterParams{Name: "api", Algorithm: TokenBucket, Rate: rate, Burst: rate, Sync: SyncLeased}
+	p := LimiterParams{Name: "api", Algorithm: TokenBucket, Rate: rate, Burst: rate, Sync: limits.SyncLeased}
 	nodes := make([]*node, count)
 	for i := range nodes {
 		nodes[i] = &node{l: leasedNode(b, srv.Addr(), p), perSec: offered / float64(count)}

@@ -20,7 +20,7 @@ import (
 func leasedNode(t testing.TB, addr string, p LimiterParams) *Limiter {
 	t.Helper()
 	if p.Sync == "" {
-		p.Sync = SyncLeased
+		p.Sync = limits.SyncLeased
 	}
 	l, err := New(Params{StoreParams: StoreParams{Address: addr, Heartbeat: -1, Timeout: 50 * time.Millisecond}, LimiterParams: p})
 	if err != nil {
@@ -114,7 +114,7 @@ func TestLeasedDecidesLocally(t *testing.T) {
 	if admitted < 990 || admitted > bound {
 		t.Errorf("admitted %d, want at least 990 and at most burst + refill = %d", admitted, bound)
 	}
-	if st.Sync != SyncLeased || st.Leases != 1 || st.Renewals == 0 || st.LastRenewal.IsZero() {
+	if st.Sync != limits.SyncLeased || st.Leases != 1 || st.Renewals == 0 || st.LastRenewal.IsZero() {
 		t.Errorf("status %+v", st)
 	}
 }
@@ -141,7 +141,7 @@ func TestLeasedCloseGivesBack(t *testing.T) {
 	if n := c.Exists(bg, "sluice:api:lease:{}").Val(); n != 0 {
 		t.Errorf("the lease hash outlived its only lease: %v", c.HGetAll(bg, "sluice:api:lease:{}").Val())
 	}
-	p.Sync, p.Lease = SyncExact, LeaseParams{}
+	p.Sync, p.Lease = limits.SyncExact, LeaseParams{}
 	exact, err := New(Params{StoreParams: StoreParams{Address: srv.Addr(), Heartbeat: -1, Timeout: time.Second}, LimiterParams: p})
 	if err != nil {
 		t.Fatal(err)
@@ -440,7 +440,7 @@ func TestLeasedRedisDown(t *testing.T) {
 			l, err := New(Params{
 				StoreParams: StoreParams{Address: srv.Addr(), Heartbeat: -1, Timeout: 5 * time.Millisecond,
 					BackoffMin: 10 * time.Millisecond, BackoffMax: 100 * time.Millisecond},
-				LimiterParams: LimiterParams{Name: "api", Algorithm: TokenBucket, Rate: 10_000, Burst: 1000, Sync: SyncLeased,
+				LimiterParams: LimiterParams{Name: "api", Algorithm: TokenBucket, Rate: 10_000, Burst: 1000, Sync: limits.SyncLeased,
 					Lease: LeaseParams{Period: 50 * time.Millisecond, TTL: ttl}},
 			})
 			if err != nil {

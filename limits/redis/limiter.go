@@ -59,9 +59,9 @@ type Limiter struct {
 // a decision is admitted only if both the node's share of the quota and
 // that limiter admit it. So exact mode admits at most (1 + Overshoot) times
 // the quota however many decisions time out (a quota split per key: its
-// keys share the one bound). With FallbackOpen they are admitted, counted,
-// and unbounded; with FallbackClosed refused. While Redis is down the
-// fallback decides as it does: the node's share of the quota.
+// keys share the one bound). With limits.FallbackOpen they are admitted,
+// counted, and unbounded; with limits.FallbackClosed refused. While Redis
+// is down the fallback decides as it does: the node's share of the quota.
 const Overshoot = 0.01
 
 // overshoot is a Limiter's bound on what its timed-out decisions admit.
@@ -178,7 +178,7 @@ func (s *Store) NewLimiter(p LimiterParams) (*Limiter, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.p.Timeout)
 	s.refresh(ctx, []*Limiter{l})
 	cancel()
-	if p.Sync == SyncLeased {
+	if p.Sync == limits.SyncLeased {
 		l.lease = newLeaser(l)
 	}
 	s.register(l)
@@ -266,9 +266,9 @@ func (l *Limiter) AllowAt(key string, now time.Time, n int64) (r limits.Result) 
 	}
 	l.fallbackN.Add(1)
 	switch l.s.p.Fallback {
-	case FallbackOpen:
+	case limits.FallbackOpen:
 		return limits.Result{Allowed: true, Limit: q.limit, Remaining: q.limit}
-	case FallbackClosed:
+	case limits.FallbackClosed:
 		retry := l.s.p.BackoffMin
 		if next := l.s.link.retryAt.Load(); l.s.link.down.Load() && next > now.UnixNano() {
 			retry = max(retry, time.Duration(next-now.UnixNano()))
@@ -287,10 +287,10 @@ func (l *Limiter) AllowAt(key string, now time.Time, n int64) (r limits.Result) 
 // within the overshoot bound.
 func (l *Limiter) late(q *quota, key string, now time.Time, n int64) limits.Result {
 	switch l.s.p.Fallback {
-	case FallbackOpen:
+	case limits.FallbackOpen:
 		l.overN.Add(uint64(n))
 		return limits.Result{Allowed: true, Limit: q.limit, Remaining: q.limit}
-	case FallbackClosed:
+	case limits.FallbackClosed:
 		return limits.Result{Allowed: n == 0, Limit: q.limit, RetryAfter: l.s.dl.budget()}
 	}
 	r := l.local.AllowAt(key, now, n)
@@ -358,16 +358,16 @@ func (l *Limiter) Policy() limits.Policy { return l.q.Load().policy }
 // limiter, the quota in force and, in leased mode, its leases.
 func (l *Limiter) Status() Status {
 	st := l.s.Status()
-	st.Sync = SyncExact
+	st.Sync = limits.SyncExact
 	st.StoreDecisions = l.redisN.Load()
 	st.FallbackDecisions = l.fallbackN.Load()
 	st.Errors = l.errN.Load()
 	st.Timeouts = l.timeoutN.Load()
 	st.Timeout, st.LateAdmitted = l.s.dl.budget(), l.overN.Load()
 	switch {
-	case l.s.p.Fallback == FallbackOpen:
+	case l.s.p.Fallback == limits.FallbackOpen:
 		st.LateBound = -1
-	case l.s.p.Fallback == FallbackLocal:
+	case l.s.p.Fallback == limits.FallbackLocal:
 		if o := l.over.Load(); o != nil {
 			st.LateBound = o.per * float64(st.Nodes)
 		}
@@ -377,7 +377,7 @@ func (l *Limiter) Status() Status {
 		st.QuotaError = *e
 	}
 	if l.lease != nil {
-		st.Sync = SyncLeased
+		st.Sync = limits.SyncLeased
 		l.lease.status(&st)
 	}
 	return st
@@ -410,11 +410,11 @@ func (l *Limiter) String() string {
 	return fmt.Sprintf("redis %s %s %s (%d per %v)", l.p.Algorithm, l.syncName(), l.p.Name, q.policy.Quota, q.policy.Window)
 }
 
-func (l *Limiter) syncName() Sync {
+func (l *Limiter) syncName() limits.Sync {
 	if l.lease != nil {
-		return SyncLeased
+		return limits.SyncLeased
 	}
-	return SyncExact
+	return limits.SyncExact
 }
 
 // formatRate formats a rate so that Lua's tonumber reads back the same

@@ -26,38 +26,6 @@ const (
 	SlidingWindow Algorithm = "sliding_window" // as limits.SlidingWindow
 )
 
-// Fallback is what a limiter does with a decision that Redis cannot make in
-// time (an error, a timeout, or Redis being skipped while it is down). The
-// values are those of the configuration's [redis] fallback.
-type Fallback string
-
-// Fallback policies.
-const (
-	// FallbackLocal decides locally with this node's share of the global
-	// quota: the rate (or limit) and the burst divided by the node count.
-	FallbackLocal Fallback = "local"
-	// FallbackOpen admits every request.
-	FallbackOpen Fallback = "open"
-	// FallbackClosed rejects every request.
-	FallbackClosed Fallback = "closed"
-)
-
-// Sync is how the nodes share a global quota. The values are those of the
-// configuration's [group.rate] sync.
-type Sync string
-
-// Sync modes (see the package doc).
-const (
-	// SyncExact: Redis makes every decision. The default; for strict
-	// quotas (billing).
-	SyncExact Sync = "exact"
-	// SyncLeased: each node leases blocks of the quota from Redis and
-	// decides locally against them, renewing them in the background.
-	// Token bucket, leaky bucket and fixed window only: their quota is a
-	// stock of units that can be cut into blocks.
-	SyncLeased Sync = "leased"
-)
-
 // Defaults of LeaseParams.
 const (
 	DefaultLeasePeriod  = defaults.LeasePeriod
@@ -176,8 +144,8 @@ type StoreParams struct {
 	// From 1 ms to 1 s; default 5 ms.
 	Timeout time.Duration
 	// Fallback is the policy while Redis cannot answer. Default
-	// FallbackLocal.
-	Fallback Fallback
+	// limits.FallbackLocal.
+	Fallback limits.Fallback
 	// Nodes is how many nodes share the global quotas, at least 1
 	// (default 1). The local fallback divides each quota by the larger of
 	// Nodes and the nodes seen alive through heartbeats.
@@ -219,9 +187,9 @@ type LimiterParams struct {
 	// MaxKeys bounds the keys of the local fallback (limits.KeyedParams).
 	// Default limits.DefaultMaxKeys.
 	MaxKeys int
-	// Sync is how the nodes share the quota; default SyncExact.
-	Sync Sync
-	// Lease configures SyncLeased (and must be zero otherwise).
+	// Sync is how the nodes share the quota; default limits.SyncExact.
+	Sync limits.Sync
+	// Lease configures limits.SyncLeased (and must be zero otherwise).
 	Lease LeaseParams
 }
 
@@ -288,9 +256,9 @@ func (p StoreParams) Validate() error {
 		ps.add("timeout must be from 1ms to 1s, got %v", p.Timeout)
 	}
 	switch p.Fallback {
-	case "", FallbackLocal, FallbackOpen, FallbackClosed:
+	case "", limits.FallbackLocal, limits.FallbackOpen, limits.FallbackClosed:
 	default:
-		ps.add("fallback must be %q, %q or %q, got %q", FallbackLocal, FallbackOpen, FallbackClosed, p.Fallback)
+		ps.add("fallback must be %q, %q or %q, got %q", limits.FallbackLocal, limits.FallbackOpen, limits.FallbackClosed, p.Fallback)
 	}
 	if p.Nodes < 0 || p.Nodes > 10_000 {
 		ps.add("nodes must be from 1 to 10000 (or 0 for 1), got %d", p.Nodes)
@@ -323,7 +291,7 @@ func (p StoreParams) resolved() StoreParams {
 		p.Timeout = DefaultTimeout
 	}
 	if p.Fallback == "" {
-		p.Fallback = FallbackLocal
+		p.Fallback = limits.FallbackLocal
 	}
 	if p.Nodes == 0 {
 		p.Nodes = 1
@@ -383,21 +351,21 @@ func (p LimiterParams) Validate() error {
 		}
 	}
 	switch p.Sync {
-	case "", SyncExact:
+	case "", limits.SyncExact:
 		if p.Lease != (LeaseParams{}) {
-			ps.add("lease settings need sync %q", SyncLeased)
+			ps.add("lease settings need sync %q", limits.SyncLeased)
 		}
-	case SyncLeased:
+	case limits.SyncLeased:
 		if known && !Leasable(p.Algorithm) {
 			ps.add("%q cannot be leased: only %s keep a stock of units that can be cut into blocks (a sliding window's estimate weighs two windows); use sync %q",
-				p.Algorithm, strings.Join(limits.AlgorithmNames(func(a *limits.Algorithm) bool { return a.Global == limits.GlobalLeased }), ", "), SyncExact)
+				p.Algorithm, strings.Join(limits.AlgorithmNames(func(a *limits.Algorithm) bool { return a.Global == limits.GlobalLeased }), ", "), limits.SyncExact)
 		}
 		ps.lease(p.Lease)
 		if known {
 			ps.leaseStock(p, alg)
 		}
 	default:
-		ps.add("sync must be %q or %q, got %q", SyncExact, SyncLeased, p.Sync)
+		ps.add("sync must be %q or %q, got %q", limits.SyncExact, limits.SyncLeased, p.Sync)
 	}
 	return ps.err()
 }
@@ -431,8 +399,9 @@ func (ps *problems) leaseStock(p LimiterParams, alg *limits.Algorithm) {
 	}
 }
 
-// Leasable reports whether an algorithm can run in leased mode (SyncLeased):
-// its quota is a stock of units that can be cut into blocks.
+// Leasable reports whether an algorithm can run in leased mode
+// (limits.SyncLeased): its quota is a stock of units that can be cut into
+// blocks.
 func Leasable(a Algorithm) bool {
 	alg, ok := algorithm(a)
 	return ok && alg.Global == limits.GlobalLeased

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/limits"
 )
 
 func TestParamsValidate(t *testing.T) {
@@ -30,16 +32,16 @@ func TestParamsValidate(t *testing.T) {
 		{"sync", func(p *Params) { p.Sync = "eventual" }, []string{`sync must be "exact" or "leased", got "eventual"`}},
 		{"lease without leased", func(p *Params) { p.Lease.Period = time.Second }, []string{"lease settings need sync \"leased\""}},
 		{"leased sliding window", func(p *Params) {
-			p.Algorithm, p.Rate, p.Burst, p.Limit, p.Window, p.Sync = SlidingWindow, 0, 0, 10, time.Second, SyncLeased
+			p.Algorithm, p.Rate, p.Burst, p.Limit, p.Window, p.Sync = SlidingWindow, 0, 0, 10, time.Second, limits.SyncLeased
 		}, []string{`"sliding_window" cannot be leased`, `use sync "exact"`}},
 		{"leased burst under a period", func(p *Params) {
-			p.Sync, p.Rate, p.Burst, p.Lease = SyncLeased, 2000, 100, LeaseParams{Period: 100 * time.Millisecond}
+			p.Sync, p.Rate, p.Burst, p.Lease = limits.SyncLeased, 2000, 100, LeaseParams{Period: 100 * time.Millisecond}
 		}, []string{"token_bucket burst 100 is below rate × lease period (200)"}},
 		{"leased window under a period", func(p *Params) {
-			p.Algorithm, p.Rate, p.Burst, p.Limit, p.Window, p.Sync = FixedWindow, 0, 0, 10, 50*time.Millisecond, SyncLeased
+			p.Algorithm, p.Rate, p.Burst, p.Limit, p.Window, p.Sync = FixedWindow, 0, 0, 10, 50*time.Millisecond, limits.SyncLeased
 		}, []string{"fixed_window window 50ms is shorter than the lease period 100ms"}},
 		{"lease params", func(p *Params) {
-			p.Sync, p.Lease = SyncLeased, LeaseParams{Period: time.Millisecond, TTL: time.Millisecond, MaxKeys: 5000}
+			p.Sync, p.Lease = limits.SyncLeased, LeaseParams{Period: time.Millisecond, TTL: time.Millisecond, MaxKeys: 5000}
 		},
 			[]string{"lease period must be from 10ms to 10s", "lease ttl must be from 3 periods", "lease max keys must be from 1 to 1024"}},
 		{"bad address", func(p *Params) { p.Address = "localhost" }, []string{`address must be host:port, got "localhost"`}},

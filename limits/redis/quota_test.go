@@ -127,7 +127,7 @@ func TestQuotaHeartbeatRefresh(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	l, err := s.NewLimiter(LimiterParams{Name: "api", Algorithm: TokenBucket, Rate: 10, Burst: 10, Sync: SyncLeased,
+	l, err := s.NewLimiter(LimiterParams{Name: "api", Algorithm: TokenBucket, Rate: 10, Burst: 10, Sync: limits.SyncLeased,
 		Lease: LeaseParams{Period: 20 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)

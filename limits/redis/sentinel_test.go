@@ -9,6 +9,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/limits"
 )
 
 // TestSentinelFailover: a store that finds its master through Redis
@@ -41,7 +42,7 @@ func TestSentinelFailover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	leased, err := s.NewLimiter(LimiterParams{Name: "leased", Algorithm: TokenBucket, Rate: 1e6, Burst: 1e6, Sync: SyncLeased,
+	leased, err := s.NewLimiter(LimiterParams{Name: "leased", Algorithm: TokenBucket, Rate: 1e6, Burst: 1e6, Sync: limits.SyncLeased,
 		Lease: LeaseParams{Period: 20 * time.Millisecond, TTL: 500 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)

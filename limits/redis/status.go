@@ -38,8 +38,8 @@ type Status struct {
 	// or the last change).
 	Mode Mode
 	// Fallback is the policy for decisions Redis does not make.
-	Fallback Fallback
+	Fallback limits.Fallback
 	// Sync is the limiter's mode ("" in a Store's status).
-	Sync Sync
+	Sync limits.Sync
 	limits.StoreStatus
 }

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/limits"
 )
 
 // Leased quotas through Redis trouble: uneven demand, Redis killed or hung,
@@ -21,7 +23,7 @@ import (
 // probes a dead Redis at least every 400ms.
 func troubleNode(t *testing.T, addr string, nodes int, p LimiterParams) *Limiter {
 	t.Helper()
-	p.Sync = SyncLeased
+	p.Sync = limits.SyncLeased
 	l, err := New(Params{StoreParams: StoreParams{Address: addr, Heartbeat: -1, Timeout: 50 * time.Millisecond, Nodes: nodes,
 		BackoffMin: 20 * time.Millisecond, BackoffMax: 400 * time.Millisecond}, LimiterParams: p})
 	if err != nil {

@@ -50,7 +50,7 @@ func (c *Command) Start(ctx context.Context, env Env) (Running, error) {
 			return nil, &SkipError{Reason: prog + " is not installed"}
 		}
 	}
-	x, err := c.expand(env.Vars)
+	x, err := c.expand(env.Defaults, env.Vars)
 	if err != nil {
 		return nil, err
 	}
@@ -98,10 +98,12 @@ type expanded struct {
 	files               map[string]string
 }
 
-// expand fills in every placeholder of the contender's strings from vars
-// and the contender's own vars (vars win: they hold the operator's -var).
-func (c *Command) expand(vars map[string]string) (expanded, error) {
-	all := merged(c.spec.Vars, vars)
+// expand fills in every placeholder of the contender's strings from
+// defaults, the contender's own vars and vars, each winning over the one
+// before: vars hold the operator's -var, defaults what a contender may set
+// otherwise (the sluice binary).
+func (c *Command) expand(defaults, vars map[string]string) (expanded, error) {
+	all := merged(defaults, c.spec.Vars, vars)
 	x := expanded{argv: make([]string, len(c.spec.Command)), files: map[string]string{}}
 	var errs []error
 	one := func(dst *string, src, where string) {

@@ -60,4 +60,8 @@ type Env struct {
 	// as "300ms"), plus any the operator passed with -var (e.g. sluice,
 	// the daemon's path). A contender's own vars come under these.
 	Vars map[string]string
+	// Defaults are placeholders that come under a contender's own vars
+	// (Runner.Defaults: "sluice", the daemon's path, unless the contender
+	// names its own).
+	Defaults map[string]string
 }

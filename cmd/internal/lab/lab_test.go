@@ -311,7 +311,7 @@ func TestShippedSluiceConfigs(t *testing.T) {
 			if con.Kind != scenario.KindCommand || con.Files["sluice.toml"] == "" {
 				continue
 			}
-			x, err := NewCommand(con).expand(vars)
+			x, err := NewCommand(con).expand(nil, vars)
 			if err != nil {
 				t.Fatalf("%s/%s: %v", name, con.Name, err)
 			}
@@ -539,7 +539,7 @@ func TestShippedNginxConfigs(t *testing.T) {
 			}
 			dir := t.TempDir()
 			vars["dir"] = dir
-			x, err := NewCommand(spec).expand(vars)
+			x, err := NewCommand(spec).expand(nil, vars)
 			if err != nil {
 				t.Fatalf("%s/%s: %v", name, spec.Name, err)
 			}

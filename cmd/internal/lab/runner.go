@@ -34,9 +34,14 @@ type Runner struct {
 	// own binary with "hog"), given -threads and -nice; it must print a line
 	// on stdout once its loops run. Nil runs the hog in this process.
 	HogCommand []string
-	// Vars are extra placeholders for contender commands and files, such
-	// as "sluice" (the daemon's path).
+	// Vars are extra placeholders for contender commands and files (the
+	// operator's -var): they override a contender's own vars.
 	Vars map[string]string
+	// Defaults are placeholders that a contender's own vars (the library's,
+	// its scenario's or its own) may set otherwise, such as "sluice" (the
+	// daemon's path: a contender that names its own binary, for an A/B of
+	// two builds, runs that one).
+	Defaults map[string]string
 	// Progress receives the progress display; nil shows none. Terminal
 	// draws a bar in place instead of a line every ten seconds.
 	Progress io.Writer
@@ -129,7 +134,7 @@ func (r *Runner) Check(scenarios []*scenario.Scenario) error {
 				continue
 			}
 			where := s.Name + "/" + spec.Name
-			_, err := NewCommand(spec).expand(vars)
+			_, err := NewCommand(spec).expand(r.Defaults, vars)
 			var unknown *unknownVarError
 			switch {
 			case err == nil:
@@ -302,7 +307,7 @@ func (r *Runner) env(be *backendRun, bp backend.Params, slo time.Duration, dir s
 		"slo":          slo.String(),
 	}
 	maps.Copy(vars, r.Vars)
-	return Env{Backend: be.url, Dir: abs, Vars: vars}, nil
+	return Env{Backend: be.url, Dir: abs, Vars: vars, Defaults: r.Defaults}, nil
 }
 
 // sample polls the backend, the contender and their processes every

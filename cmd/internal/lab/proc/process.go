@@ -1,6 +1,7 @@
 // Package proc starts, stops and measures the lab's child processes (a
-// backend, a proxy under test). Each child gets a process group of its own,
-// so stopping it reaches the workers it forked, and nothing else.
+// backend, a proxy under test). Each child gets a process group of its own
+// (on Unix; Windows has none), so stopping it reaches the workers it
+// forked, and nothing else.
 package proc
 
 import (
@@ -55,7 +56,7 @@ func start(argv []string, dir, logPath string, env []string, rd *reader) (*Proce
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stderr = log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	ownGroup(cmd)
 	var stdout io.ReadCloser
 	if rd != nil {
 		if stdout, err = cmd.StdoutPipe(); err != nil {
@@ -116,10 +117,10 @@ func (p *Process) Stop(grace time.Duration) error {
 	select {
 	case <-p.done:
 	case <-time.After(grace):
-		_ = syscall.Kill(-p.PID(), syscall.SIGKILL)
+		killGroup(p.cmd.Process)
 		<-p.done
 	}
-	_ = syscall.Kill(-p.PID(), syscall.SIGKILL) // workers left behind by the group leader, if any
+	killGroup(p.cmd.Process) // workers left behind by the group leader, if any
 	var ee *exec.ExitError
 	if errors.As(p.err, &ee) && ee.ProcessState != nil {
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-
-	"github.com/BurntSushi/toml"
 )
 
 // Library is a set of named contenders that scenario files build on with
@@ -27,13 +25,9 @@ func ParseLibrary(file string, src []byte) (*Library, error) {
 	var raw struct {
 		Contenders []Contender `toml:"contender"`
 	}
-	md, err := toml.Decode(string(src), &raw)
+	errs, err := decode(file, src, &raw)
 	if err != nil {
-		return nil, fmt.Errorf("scenario: %s: %w", file, err)
-	}
-	var errs []error
-	for _, k := range md.Undecoded() {
-		errs = append(errs, fmt.Errorf("unknown key %q", k.String()))
+		return nil, err
 	}
 	lib := &Library{Header: header(src), contenders: map[string]Contender{}}
 	if lib.Header == "" {

@@ -163,6 +163,19 @@ const (
 
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,63}$`)
 
+// decode reads the TOML src into v: a file that does not parse is err
+// (naming file); each key v has no field for is one of problems.
+func decode(file string, src []byte, v any) (problems []error, err error) {
+	md, err := toml.Decode(string(src), v)
+	if err != nil {
+		return nil, fmt.Errorf("scenario: %s: %w", file, err)
+	}
+	for _, k := range md.Undecoded() {
+		problems = append(problems, fmt.Errorf("unknown key %q", k.String()))
+	}
+	return problems, nil
+}
+
 // Parse reads a scenario from src; file names it in errors and gives the
 // default name. Every problem is reported, not just the first. A
 // contender with like is an error: see ParseWith.
@@ -174,13 +187,9 @@ func Parse(file string, src []byte) (*Scenario, error) {
 // of lib (nil: none).
 func ParseWith(file string, src []byte, lib *Library) (*Scenario, error) {
 	var s Scenario
-	md, err := toml.Decode(string(src), &s)
+	errs, err := decode(file, src, &s)
 	if err != nil {
-		return nil, fmt.Errorf("scenario: %s: %w", file, err)
-	}
-	var errs []error
-	for _, k := range md.Undecoded() {
-		errs = append(errs, fmt.Errorf("unknown key %q", k.String()))
+		return nil, err
 	}
 	if s.Name == "" {
 		s.Name = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
