@@ -85,7 +85,7 @@ func (a *h2Abandon) isGone() bool {
 	return a.gone && !a.stream
 }
 
-// end ends the watch and the upstream context.
+// end ends the watch and the upstream context; later calls do nothing.
 func (a *h2Abandon) end() {
 	a.stop()
 	a.mu.Lock()

@@ -159,6 +159,7 @@ func (p *Proxy) forwardH2(w http.ResponseWriter, r *http.Request, x *exchange, g
 		}
 	}
 
+	ab.end() // the answer is over: no longer abandoned work, before the slot comes back
 	o, abort := p.responseOutcome(ctx, x, resp.StatusCode, g, h, upErr, clErr)
 	x.finish(o)
 	return abort
