@@ -42,8 +42,8 @@ type clientSide struct {
 	written int64         // bytes written so far
 
 	// up is the upstream connection whose response is written; once its
-	// exchange is finishing (the HTTP/2 client went away after the request
-	// left, see h1.Conn.ClientGone), what the client can no longer take is
+	// exchange is finishing (the client went away after the request left,
+	// see h1.Conn.ClientGone), what the client can no longer take is
 	// dropped, up to maxDrain bytes, and gone is set.
 	up      *h1.Conn
 	gone    bool
@@ -96,7 +96,7 @@ func (cs *clientSide) write(b []byte) error {
 		_ = cs.ctl.SetWriteDeadline(time.Now().Add(cs.timeout))
 	}
 	_, err := cs.w.Write(b)
-	return err
+	return cs.drop(len(b), err)
 }
 
 // flush sends what was written so far, if anything.
@@ -117,13 +117,15 @@ func (cs *clientSide) flush() error {
 	if cs.timeout > 0 && cs.written > unblockedWrite {
 		_ = cs.ctl.SetWriteDeadline(time.Now().Add(cs.timeout))
 	}
-	return cs.ctl.FlushError()
+	return cs.drop(0, cs.ctl.FlushError())
 }
 
-// drop takes err, the outcome of writing n bytes to an HTTP/2 client: a
-// failure of a client that went away while the upstream exchange is
-// finishing drops the rest of the response instead (gone), up to maxDrain
-// bytes; beyond them the failure is returned, and the exchange is cut.
+// drop takes err, the outcome of writing n bytes to the client: a failure
+// (the client went away, or stalled past the client timeout) while the
+// upstream exchange can finish drops the rest of the response instead
+// (gone), up to maxDrain bytes, so that the exchange holds its place until
+// the upstream's work ends (see h1.Conn.ClientGone); beyond them the
+// failure is returned, and the exchange is cut.
 func (cs *clientSide) drop(n int, err error) error {
 	switch {
 	case err == nil && !cs.gone:

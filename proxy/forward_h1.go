@@ -79,7 +79,13 @@ func (p *Proxy) forwardH1(w http.ResponseWriter, r *http.Request, x *exchange, g
 	st.End() // the upstream did not switch: an ordinary response
 	var ls *liveStream
 	if e.h.Status == http.StatusOK && isEventStream(w.Header()) {
-		// Server-sent events: a stream from its head on (see streams.go).
+		// Server-sent events: a stream from its head on (see streams.go),
+		// cut when its client goes away.
+		if !e.c.Stream() {
+			e.drop(x) // the client is gone already
+			x.finish(gate.Ignored)
+			return false
+		}
 		st, rej, ok := x.openStream(time.Now())
 		if !ok {
 			e.drop(x)
@@ -96,10 +102,9 @@ func (p *Proxy) forwardH1(w http.ResponseWriter, r *http.Request, x *exchange, g
 	if ls != nil && ls.gone.Load() {
 		upErr = nil // cut by CloseStreams: the response ends whole, and its client reconnects
 	}
+	// A response whose client went away meanwhile, read to its end and
+	// dropped, counts as any other: its latency is the upstream's service time.
 	o, abort := p.responseOutcome(r.Context(), x, e.h.Status, g, w.Header(), upErr, clErr)
-	if e.cs.gone {
-		o = gate.Ignored // the client went away: its response was dropped
-	}
 	x.finishAt(o, e.releasedAt)
 	if draining {
 		e.finishDrain()
@@ -128,7 +133,7 @@ func (e *h1Exchange) roundTrip(x *exchange) bool {
 		gone := ctx.Err() != nil
 		if !gone {
 			e.watch = watchClient(r, c)
-			if gone = !c.Claim(r.ProtoMajor == 2); gone {
+			if gone = !c.Claim(e.upgrade != ""); gone {
 				e.watch.stop()
 			}
 		}
@@ -179,6 +184,7 @@ func retriable(err error, r *http.Request) bool {
 // request body's sender; a body left unfinished closes the client's connection.
 func (e *h1Exchange) drop(x *exchange) {
 	e.watch.stop()
+	e.c.Finished()
 	e.c.Abort()
 	if e.sender != nil {
 		x.closeClient = e.sender.abandon(&e.cs) && e.r.ProtoMajor == 1

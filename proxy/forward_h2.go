@@ -50,15 +50,13 @@ func (p *Proxy) forwardH2(w http.ResponseWriter, r *http.Request, x *exchange, g
 	ctx := r.Context()
 	cs := newClientSide(w, r, p.clientTimeout) // r.Body is now timed
 	defer cs.h2.stop()
-	out := p.h2Request(r, x, match)
+	// The upstream's request outlives its client (see h2Abandon).
+	uctx, ab := p.watchAbandon(ctx)
+	defer ab.end()
+	out := p.h2Request(r, x, match).WithContext(uctx)
 	var timer *time.Timer
-	var cancel context.CancelCauseFunc
 	if g == grpcNone {
-		var tctx context.Context
-		tctx, cancel = context.WithCancelCause(ctx)
-		defer cancel(nil)
-		timer = time.AfterFunc(p.upstreamTimeout, func() { cancel(errUpstreamTimeout) })
-		out = out.WithContext(tctx)
+		timer = time.AfterFunc(p.upstreamTimeout, func() { ab.cancel(errUpstreamTimeout) })
 	}
 	resp, err := p.h2.RoundTrip(out)
 	if timer != nil {
@@ -72,7 +70,7 @@ func (p *Proxy) forwardH2(w http.ResponseWriter, r *http.Request, x *exchange, g
 			clientBodyFailed(w, r, berr)
 			return false
 		}
-		if cancel != nil && context.Cause(out.Context()) == errUpstreamTimeout {
+		if context.Cause(uctx) == errUpstreamTimeout {
 			err = errUpstreamTimeout
 		}
 		p.fail(ctx, w, x, g, ct, err, false)
@@ -87,6 +85,7 @@ func (p *Proxy) forwardH2(w http.ResponseWriter, r *http.Request, x *exchange, g
 	case isEventStream(resp.Header):
 		// Server-sent events: a stream from its head on (see streams.go).
 		// Refused, its upstream stream is reset.
+		ab.becomeStream()
 		st, rej, ok := x.openStream(time.Now())
 		if !ok {
 			writeRejection(w, g, ct, &rej)
@@ -99,7 +98,7 @@ func (p *Proxy) forwardH2(w http.ResponseWriter, r *http.Request, x *exchange, g
 		// A gRPC call: a request while it ends as a unary call does, a
 		// stream once it outlives its headers by grpcStreamAfter (see
 		// grpcCall).
-		call = p.watchCall(x, resp.Body, time.Now())
+		call = p.watchCall(x, resp.Body, time.Now(), ab)
 	}
 
 	h := w.Header()
@@ -125,6 +124,14 @@ func (p *Proxy) forwardH2(w http.ResponseWriter, r *http.Request, x *exchange, g
 	var upErr error
 	if clErr == nil {
 		upErr, clErr = relayH2Body(&cs, resp.Body)
+	}
+	if clErr != nil && ab.isGone() {
+		// The client went away from an ordinary request: its answer is read
+		// to its end and dropped, and counts as the upstream's.
+		var whole bool
+		if whole, upErr = drainAbandoned(resp.Body); whole {
+			clErr = nil
+		}
 	}
 	for k, vv := range resp.Trailer {
 		h[http.TrailerPrefix+k] = vv
@@ -152,6 +159,7 @@ func (p *Proxy) forwardH2(w http.ResponseWriter, r *http.Request, x *exchange, g
 		}
 	}
 
+	ab.end() // the answer is over: no longer abandoned work, before the slot comes back
 	o, abort := p.responseOutcome(ctx, x, resp.StatusCode, g, h, upErr, clErr)
 	x.finish(o)
 	return abort

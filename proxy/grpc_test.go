@@ -256,3 +256,49 @@ func TestGRPCUpstreamDown(t *testing.T) {
 	}
 	adm.noMoreFinishes(t)
 }
+
+// TestGRPCAbandonedCallFinishes: a unary gRPC call whose caller cancels it
+// (its stream reset) while the upstream works on it is not reset upstream:
+// the handler's context lives on, its answer is read and dropped, and the
+// call finishes as its status says, holding its slot until then.
+func TestGRPCAbandonedCallFinishes(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	arrived, release := make(chan struct{}, 1), make(chan struct{})
+	upstreamCtx := make(chan error, 1)
+	s := grpc.NewServer(grpc.UnknownServiceHandler(func(_ any, stream grpc.ServerStream) error {
+		arrived <- struct{}{}
+		<-release // the work, which does not watch its context
+		upstreamCtx <- stream.Context().Err()
+		return stream.SendMsg(&healthpb.HealthCheckResponse{})
+	}))
+	go func() { _ = s.Serve(ln) }()
+	t.Cleanup(s.Stop)
+	adm := newFinishes(t)
+	px, base := startWatched(t, adm, Params{Upstream: "http://" + ln.Addr().String()}, ServerParams{})
+	cc := dialGRPC(t, base)
+
+	ctx, cancel := context.WithCancel(grpcCtx(t))
+	errc := make(chan error, 1)
+	go func() {
+		errc <- cc.Invoke(ctx, "/busy/work", &healthpb.HealthCheckRequest{}, &healthpb.HealthCheckResponse{})
+	}()
+	recv(t, arrived, "the call at the upstream")
+	cancel()
+	if err := recv(t, errc, "the caller's error"); status.Code(err) != codes.Canceled {
+		t.Fatalf("the cancelled call: %v, want Canceled", err)
+	}
+	waitFor(t, "the proxy seeing the caller gone", func() bool { return px.Stats().AbandonedInFlight == 1 })
+	close(release)
+	if err := recv(t, upstreamCtx, "the upstream's answer"); err != nil {
+		t.Errorf("the upstream's call was cancelled (%v): its stream was reset", err)
+	}
+	if f := adm.outcome(t); f.outcome != gate.Success {
+		t.Errorf("outcome %v, want success (the upstream answered OK)", f.outcome)
+	}
+	if st := px.Stats(); st.Abandoned != 1 || st.AbandonedInFlight != 0 {
+		t.Errorf("%d abandoned, %d in flight; want 1, 0", st.Abandoned, st.AbandonedInFlight)
+	}
+}

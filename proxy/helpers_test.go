@@ -171,6 +171,13 @@ func init() { poisonHeads, clientWatchDelay = true, 0 }
 // startUpstream serves h over HTTP/1.1 (and, with h2c, unencrypted HTTP/2).
 func startUpstream(t testing.TB, h http.Handler, h2c bool) *httptest.Server {
 	t.Helper()
+	return startUpstreamWith(t, h, h2c, nil)
+}
+
+// startUpstreamWith is startUpstream with configure (if not nil) run on the
+// server before it starts.
+func startUpstreamWith(t testing.TB, h http.Handler, h2c bool, configure func(*http.Server)) *httptest.Server {
+	t.Helper()
 	s := httptest.NewUnstartedServer(h)
 	if h2c {
 		var p http.Protocols
@@ -179,6 +186,9 @@ func startUpstream(t testing.TB, h http.Handler, h2c bool) *httptest.Server {
 		s.Config.Protocols = &p
 	}
 	s.Config.ErrorLog = log.New(io.Discard, "", 0)
+	if configure != nil {
+		configure(s.Config)
+	}
 	s.Start()
 	t.Cleanup(s.Close)
 	return s

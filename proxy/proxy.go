@@ -203,7 +203,7 @@ func New(p Params) (*Proxy, error) {
 	}
 	dial := orDuration(p.DialTimeout, defaultDialTimeout)
 	idle := orDuration(p.IdleConnTimeout, defaultIdleConnTimeout)
-	px.pool = h1.NewPool(up.network, up.addr, dial, orInt(p.MaxIdleConns, defaultMaxIdleConns), idle, drainTimeout)
+	px.pool = h1.NewPool(up.network, up.addr, dial, orInt(p.MaxIdleConns, defaultMaxIdleConns), idle, px.upstreamTimeout)
 	if p.Protocol != ProtocolHTTP1 {
 		px.h2 = newH2Transport(up, dial, idle)
 	}

@@ -361,23 +361,26 @@ func TestUpstreamProtocolErrors(t *testing.T) {
 	}
 }
 
-// TestClientCancelIsIgnoredAndReachesUpstream: a client that cancels a
-// request the upstream is still working on has the upstream connection
-// closed, so that the upstream stops working on it; the outcome is ignored.
-// Over HTTP/2 (its stream reset) the exchange first gets drainTimeout to
-// end, as a stream reset right after its request left (a rapid reset)
-// would, and then the connection closes (see h1.Conn.ClientGone).
-func TestClientCancelIsIgnoredAndReachesUpstream(t *testing.T) {
+// TestClientCancelFinishesUpstreamExchange: a client that cancels a request
+// the upstream is still working on (over HTTP/1, its connection closed; over
+// HTTP/2, its stream reset) leaves the upstream exchange to finish: the
+// upstream is not told (its request's context lives on), its answer is read
+// and dropped, and the exchange finishes as that answer says, holding its
+// slot until then (see h1.Conn.ClientGone; TestAbandonedRequestKeepsItsSlot
+// judges the limit).
+func TestClientCancelFinishesUpstreamExchange(t *testing.T) {
 	for _, h2 := range []bool{false, true} {
 		arrived := make(chan struct{}, 1)
-		upstreamSawCancel := make(chan struct{}, 1)
+		proceed := make(chan struct{})
+		upstreamCtx := make(chan error, 1)
 		up := startUpstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			arrived <- struct{}{}
-			<-r.Context().Done() // the proxy closed its connection
-			upstreamSawCancel <- struct{}{}
+			<-proceed
+			upstreamCtx <- r.Context().Err()
+			io.WriteString(w, "an answer nobody waits for")
 		}), false)
 		adm := newFinishes(t)
-		_, base := startWatched(t, adm, Params{Upstream: up.URL}, ServerParams{})
+		px, base := startWatched(t, adm, Params{Upstream: up.URL}, ServerParams{})
 		ctx, cancel := context.WithCancel(context.Background())
 		req, _ := http.NewRequestWithContext(ctx, "GET", base+"/slow", nil)
 		errc := make(chan error, 1)
@@ -393,9 +396,16 @@ func TestClientCancelIsIgnoredAndReachesUpstream(t *testing.T) {
 		if err := recv(t, errc, "the client's error"); err == nil {
 			t.Fatalf("h2 %v: the cancelled request succeeded", h2)
 		}
-		recv(t, upstreamSawCancel, "the cancellation at the upstream")
-		if f := adm.outcome(t); f.outcome != gate.Ignored {
-			t.Errorf("h2 %v: outcome %v, want ignored", h2, f.outcome)
+		waitFor(t, "the proxy seeing the client gone", func() bool { return px.Stats().AbandonedInFlight == 1 })
+		close(proceed)
+		if err := recv(t, upstreamCtx, "the upstream's answer"); err != nil {
+			t.Errorf("h2 %v: the upstream's request was cancelled (%v): its connection was cut", h2, err)
+		}
+		if f := adm.outcome(t); f.outcome != gate.Success {
+			t.Errorf("h2 %v: outcome %v, want success (the upstream answered)", h2, f.outcome)
+		}
+		if st := px.Stats(); st.Abandoned != 1 || st.AbandonedInFlight != 0 {
+			t.Errorf("h2 %v: %d abandoned, %d in flight; want 1, 0", h2, st.Abandoned, st.AbandonedInFlight)
 		}
 	}
 }

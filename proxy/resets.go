@@ -21,8 +21,9 @@ import (
 //   - a reset stream costs no upstream connection: a handler whose client is
 //     gone returns before the gate; no connection is dialled for a done
 //     context (h1.Pool.Get); a connection its request never left goes back
-//     to the pool; and one it left on gets drainTimeout to finish and serves
-//     the next request (h1.Conn.ClientGone), instead of being closed;
+//     to the pool; and one it left on gets the upstream timeout to finish
+//     (holding its request's slot) and serves the next request
+//     (h1.Conn.ClientGone), instead of being closed;
 //   - one client connection's requests dial at most maxDials upstream
 //     connections at once; a request that finds none idle waits for a dial of
 //     its own or for one to come back to the pool (a burst of streams reset

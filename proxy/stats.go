@@ -16,6 +16,14 @@ type Stats struct {
 	Upgrades        uint64 // connections upgraded (WebSocket) and spliced
 	IdleConns       int    // idle HTTP/1.1 connections to the upstream now
 
+	// Abandoned counts the requests whose client went away after they
+	// were sent upstream; AbandonedInFlight is those whose upstream has not
+	// answered yet, each holding its slot of the concurrency limit until it
+	// does (or the upstream timeout passes): the upstream is still working on
+	// them.
+	Abandoned         uint64
+	AbandonedInFlight int
+
 	// HTTP/2 rapid reset (CVE-2023-44487, see resets.go), over NewServer's
 	// server: the streams their client ended within a second of opening
 	// them, those refused on a connection that resets most of its streams,
@@ -28,21 +36,26 @@ type Stats struct {
 type counters struct {
 	circuitRejected, connect, timeout, reset, protocol, local, retries, upgrades atomic.Uint64
 	resetStreams, resetRefused, resetConns                                       atomic.Uint64
+	abandonedH2                                                                  atomic.Uint64 // h2c's abandoned requests (the pool counts HTTP/1.1's)
+	abandonedH2InFlight                                                          atomic.Int64
 }
 
 // Stats returns a snapshot of the proxy's counters. Safe for concurrent use.
 func (p *Proxy) Stats() Stats {
 	c := &p.stats
+	abandoned, finishing := p.pool.Abandoned()
 	return Stats{
-		CircuitRejected: c.circuitRejected.Load(),
-		ConnectErrors:   c.connect.Load(),
-		Timeouts:        c.timeout.Load(),
-		ResetErrors:     c.reset.Load(),
-		ProtocolErrors:  c.protocol.Load(),
-		LocalErrors:     c.local.Load(),
-		Retries:         c.retries.Load(),
-		Upgrades:        c.upgrades.Load(),
-		IdleConns:       p.pool.IdleCount(),
+		Abandoned:         abandoned + c.abandonedH2.Load(),
+		AbandonedInFlight: finishing + int(c.abandonedH2InFlight.Load()),
+		CircuitRejected:   c.circuitRejected.Load(),
+		ConnectErrors:     c.connect.Load(),
+		Timeouts:          c.timeout.Load(),
+		ResetErrors:       c.reset.Load(),
+		ProtocolErrors:    c.protocol.Load(),
+		LocalErrors:       c.local.Load(),
+		Retries:           c.retries.Load(),
+		Upgrades:          c.upgrades.Load(),
+		IdleConns:         p.pool.IdleCount(),
 
 		ResetStreams:     c.resetStreams.Load(),
 		ResetRefused:     c.resetRefused.Load(),

@@ -50,6 +50,7 @@ type grpcCall struct {
 	x       *exchange
 	headers time.Time
 	body    io.Closer // the upstream's response: closed, its stream is reset
+	abandon *h2Abandon
 	timer   *time.Timer
 	ls      *liveStream    // callStream
 	rej     gate.Rejection // callRefused
@@ -63,9 +64,10 @@ const (
 )
 
 // watchCall starts the watch of a gRPC call whose response headers arrived
-// at headers. The caller must end it. x is the timer's to touch until then.
-func (p *Proxy) watchCall(x *exchange, body io.Closer, headers time.Time) *grpcCall {
-	c := &grpcCall{p: p, x: x, headers: headers, body: body}
+// at headers; ab is its exchange's answer to its client going away, which a
+// stream's is not. The caller must end it. x is the timer's to touch until then.
+func (p *Proxy) watchCall(x *exchange, body io.Closer, headers time.Time, ab *h2Abandon) *grpcCall {
+	c := &grpcCall{p: p, x: x, headers: headers, body: body, abandon: ab}
 	c.timer = time.AfterFunc(grpcStreamAfter, c.promote)
 	return c
 }
@@ -83,6 +85,7 @@ func (c *grpcCall) promote() {
 		body := c.body
 		c.ls = c.p.streams.add(st, func() { _ = body.Close() })
 		c.mu.Unlock()
+		c.abandon.becomeStream()
 		return
 	}
 	c.state, c.rej = callRefused, rej

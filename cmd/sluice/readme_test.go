@@ -52,9 +52,10 @@ func TestREADMELayout(t *testing.T) {
 }
 
 // TestCIRunRunsEveryPart runs .ci/run, the README's test command, with a
-// go on PATH whose vet fails: the tests and the deploy module's tests still
-// run, the summary names the part that failed, and the exit code is 1. The
-// README's first lines give .ci/run as the test command.
+// go on PATH whose vet fails: the cross-builds for macOS and Windows, the
+// tests and the deploy module's tests still run, the summary names the part
+// that failed, and the exit code is 1. The README's first lines give
+// .ci/run as the test command.
 func TestCIRunRunsEveryPart(t *testing.T) {
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
@@ -66,7 +67,7 @@ func TestCIRunRunsEveryPart(t *testing.T) {
 	}
 	bin := t.TempDir()
 	calls := filepath.Join(t.TempDir(), "calls")
-	fake := "#!/bin/sh\necho \"$*\" >> " + calls + "\n[ \"$1\" = vet ] && exit 1\nexit 0\n"
+	fake := "#!/bin/sh\necho \"${GOOS:+GOOS=$GOOS }$*\" >> " + calls + "\n[ \"$1\" = vet ] && exit 1\nexit 0\n"
 	if err := os.WriteFile(filepath.Join(bin, "go"), []byte(fake), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +81,7 @@ func TestCIRunRunsEveryPart(t *testing.T) {
 		t.Skip("no bash")
 	}
 	cmd := exec.Command(bash, "../../.ci/run")
-	cmd.Env = append(os.Environ(), "PATH="+bin+":/usr/bin:/bin")
+	cmd.Env = append(os.Environ(), "PATH="+bin+":/usr/bin:/bin", "GOOS=")
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
@@ -93,7 +94,7 @@ func TestCIRunRunsEveryPart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "version\nvet ./...\ntest -race ./...\ntest -C deploy ./...\n"; string(got) != want {
+	if want := "version\nvet ./...\nGOOS=darwin build ./...\nGOOS=windows build ./...\ntest -race ./...\ntest -C deploy ./...\n"; string(got) != want {
 		t.Errorf(".ci/run ran go with\n%s\nwant\n%s", got, want)
 	}
 }

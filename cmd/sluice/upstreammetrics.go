@@ -28,6 +28,10 @@ var (
 		"Connections upgraded (WebSocket) and spliced to the upstream.", nil, nil)
 	upstreamIdleDesc = prometheus.NewDesc("sluice_upstream_idle_connections",
 		"Idle HTTP/1.1 connections to the upstream.", nil, nil)
+	upstreamAbandonedDesc = prometheus.NewDesc("sluice_upstream_abandoned_total",
+		"Requests whose client went away after they were sent upstream: each keeps its concurrency slot until the upstream has answered (read and dropped) or the upstream timeout passes, as the upstream goes on working on it.", nil, nil)
+	upstreamAbandonedInFlightDesc = prometheus.NewDesc("sluice_upstream_abandoned_in_flight",
+		"Requests in flight whose client went away: the upstream has not answered yet, and each holds a concurrency slot (counted in sluice_inflight_requests).", nil, nil)
 	h2ResetsDesc = prometheus.NewDesc("sluice_h2_resets_total",
 		"HTTP/2 streams their client reset (rapid reset, CVE-2023-44487): what=early, ended within a second of opening; what=refused, answered 503 on a connection that resets most of its streams; what=connection, connections closed for it.",
 		[]string{"what"}, nil)
@@ -35,7 +39,8 @@ var (
 
 func (upstreamCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{upstreamCircuitDesc, upstreamErrorsDesc,
-		upstreamCircuitRejectedDesc, upstreamRetriesDesc, upstreamUpgradesDesc, upstreamIdleDesc, h2ResetsDesc} {
+		upstreamCircuitRejectedDesc, upstreamRetriesDesc, upstreamUpgradesDesc, upstreamIdleDesc,
+		upstreamAbandonedDesc, upstreamAbandonedInFlightDesc, h2ResetsDesc} {
 		ch <- d
 	}
 }
@@ -62,6 +67,8 @@ func (c upstreamCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(upstreamRetriesDesc, prometheus.CounterValue, float64(st.Retries))
 	ch <- prometheus.MustNewConstMetric(upstreamUpgradesDesc, prometheus.CounterValue, float64(st.Upgrades))
 	ch <- prometheus.MustNewConstMetric(upstreamIdleDesc, prometheus.GaugeValue, float64(st.IdleConns))
+	ch <- prometheus.MustNewConstMetric(upstreamAbandonedDesc, prometheus.CounterValue, float64(st.Abandoned))
+	ch <- prometheus.MustNewConstMetric(upstreamAbandonedInFlightDesc, prometheus.GaugeValue, float64(st.AbandonedInFlight))
 	ch <- prometheus.MustNewConstMetric(h2ResetsDesc, prometheus.CounterValue, float64(st.ResetStreams), "early")
 	ch <- prometheus.MustNewConstMetric(h2ResetsDesc, prometheus.CounterValue, float64(st.ResetRefused), "refused")
 	ch <- prometheus.MustNewConstMetric(h2ResetsDesc, prometheus.CounterValue, float64(st.ResetConnections), "connection")

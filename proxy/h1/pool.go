@@ -37,9 +37,9 @@ type Conn struct {
 	// is set on the connection once it serves another.
 	finishBy atomic.Int64
 	finishMu sync.Mutex
-	drain    time.Duration // how long an exchange whose HTTP/2 client went away may take to end (see ClientGone)
-	probe    idleProbe     // looks for bytes or a close while the connection is idle
-	out      upWriter      // what W writes to (see FlushAwait)
+	pool     *Pool     // for its finish timeout and its count of abandoned exchanges
+	probe    idleProbe // looks for bytes or a close while the connection is idle
+	out      upWriter  // what W writes to (see FlushAwait)
 
 	// The deadlines last set, so that re-arming them for every request of a busy
 	// connection can be skipped (see ArmRead).
@@ -101,61 +101,82 @@ func (c *Conn) FlushAwait() error {
 // Abort closes the connection under whatever is reading or writing it.
 func (c *Conn) Abort() { _ = c.Net.Close() }
 
-// Where an exchange on an Conn is, for a client that goes away.
+// Where an exchange on a Conn is, for a client that goes away.
 const (
 	upUnsent    uint32 = iota // handed out; its request has not left
-	upSent                    // the request is on its way (claimed): a client gone closes the connection
-	upSentH2                  // the same for an HTTP/2 client: a client gone leaves the exchange a while to end
+	upSent                    // the request is on its way (claimed): a client gone lets the exchange finish
+	upStream                  // the same for a stream (an upgrade, server-sent events): a client gone closes the connection
 	upCanceled                // the client went away before the request left
-	upFinishing               // an HTTP/2 client went away after it left: the exchange ends within the drain timeout
+	upFinishing               // the client went away after the request left: the exchange ends within the finish timeout
 )
 
 // ClientGone is run when the exchange's client goes away. A connection whose
 // request never left is left as it is, fit for another exchange (claim then
-// fails). One whose request left for an HTTP/2 client (a stream reset) gets
-// the pool's drain timeout for the response to end, read and dropped by the
-// exchange's owner, and then serves another exchange: a stream reset
-// costs no upstream connection, where closing one for each would have a
-// rapid reset (CVE-2023-44487) churn through them. Any other is closed under
-// the exchange, so that the upstream can stop working on it.
+// fails). One whose request left gets the pool's finish timeout for the
+// response to end, read and dropped by the exchange's owner, and then serves
+// another exchange (see Finish). A stream's is closed under the exchange.
+//
+// Why an abandoned exchange is finished rather than cut: an upstream goes on
+// working on a request whose connection closed (a thread pool, a handler
+// that does not watch its context, a CPU-bound job), so that a slot of the
+// concurrency limit given back when the client leaves would let the next
+// request in beside work the upstream still does, and the upstream would see
+// more than the limit. Finished, the exchange holds its slot until the
+// upstream's work ends, as far as the proxy can see: its response's end. It
+// also costs no upstream connection, where closing one for each would have
+// a rapid reset (CVE-2023-44487) churn through them.
 func (c *Conn) ClientGone() {
 	if !c.state.CompareAndSwap(upUnsent, upCanceled) && !c.Finish() {
 		c.Abort()
 	}
 }
 
-// Finish lets an exchange whose HTTP/2 client went away after its request
-// left end within the drain timeout (see ClientGone), and reports whether it does
-// so; false for one whose client is not HTTP/2's. The response's writer calls
-// it too when a write fails, as its client's going may be seen there first.
+// Finish lets an exchange whose client went away after its request left end
+// within the finish timeout (see ClientGone), and reports whether it does so;
+// false for a stream's. The response's writer calls it too when a write
+// fails, as its client's going may be seen there first.
+//
+// The deadlines ArmRead and ArmWrite set from now on end by then. The read
+// deadline armed already ends before it (each is at most the upstream
+// timeout away, as the finish timeout is), and a write deadline is set.
 func (c *Conn) Finish() bool {
 	c.finishMu.Lock()
 	defer c.finishMu.Unlock()
-	if c.state.CompareAndSwap(upSentH2, upFinishing) {
-		until := time.Now().Add(c.drain)
+	if c.state.CompareAndSwap(upSent, upFinishing) {
+		until := time.Now().Add(c.pool.finishTimeout)
 		c.finishBy.Store(until.UnixNano())
-		_ = c.Net.SetDeadline(until)
+		_ = c.Net.SetWriteDeadline(until)
+		c.pool.abandoned.Add(1)
+		c.pool.finishing.Add(1)
 		return true
 	}
 	return c.state.Load() == upFinishing
 }
 
-// Claim marks the request as leaving (for an HTTP/2 client: h2); false
-// means the client went away first.
-func (c *Conn) Claim(h2 bool) bool {
+// Claim marks the request as leaving (for a stream, an upgrade: stream);
+// false means the client went away first.
+func (c *Conn) Claim(stream bool) bool {
 	to := upSent
-	if h2 {
-		to = upSentH2
+	if stream {
+		to = upStream
 	}
 	return c.state.CompareAndSwap(upUnsent, to)
 }
 
-// Finishing reports whether the exchange's HTTP/2 client went away after its
+// Stream marks the exchange as a stream's from its response head on (server-
+// sent events): a client gone from now closes the connection. False means
+// the client went away already (the exchange is finishing): the caller cuts it.
+func (c *Conn) Stream() bool {
+	return c.state.CompareAndSwap(upSent, upStream) || c.state.Load() == upStream
+}
+
+// Finishing reports whether the exchange's client went away after its
 // request left (see ClientGone): what is left of the response is dropped.
 func (c *Conn) Finishing() bool { return c.state.Load() == upFinishing }
 
-// Finished makes a connection whose exchange ended after its client went
-// away fit for the next: its deadlines, set by ClientGone, are cleared.
+// Finished ends the exchange on c. A connection whose exchange ended after
+// its client went away is made fit for the next: its deadlines, bounded by
+// Finish, are cleared, and the pool counts one exchange fewer finishing.
 func (c *Conn) Finished() {
 	if c.state.Load() != upFinishing {
 		return // the common case: no lock
@@ -165,6 +186,7 @@ func (c *Conn) Finished() {
 	if c.finishBy.Swap(0) != 0 {
 		c.readDL, c.writeDL = time.Time{}, time.Time{}
 		_ = c.Net.SetDeadline(time.Time{})
+		c.pool.finishing.Add(-1)
 	}
 }
 
@@ -178,7 +200,12 @@ type Pool struct {
 	Dialer        net.Dialer
 	maxIdle       int
 	idleTimeout   time.Duration
-	drainTimeout  time.Duration
+	finishTimeout time.Duration
+
+	// abandoned counts the exchanges whose client went away after their
+	// request left (see Conn.ClientGone); finishing those not ended yet.
+	abandoned atomic.Uint64
+	finishing atomic.Int64
 
 	mu     sync.Mutex
 	idle   []*Conn
@@ -187,17 +214,17 @@ type Pool struct {
 
 // NewPool returns a pool of connections to addr on network (tcp or
 // unix): at most maxIdle idle ones, each for at most idleTimeout; dials give up
-// after dialTimeout; drainTimeout is how long an exchange whose HTTP/2 client
-// went away after its request left may take to end (see Conn.ClientGone).
-func NewPool(network, addr string, dialTimeout time.Duration, maxIdle int, idleTimeout, drainTimeout time.Duration) *Pool {
+// after dialTimeout; finishTimeout is how long an exchange whose client went
+// away after its request left may take to end (see Conn.ClientGone).
+func NewPool(network, addr string, dialTimeout time.Duration, maxIdle int, idleTimeout, finishTimeout time.Duration) *Pool {
 	return &Pool{
-		network:      network,
-		addr:         addr,
-		Dialer:       net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second},
-		maxIdle:      maxIdle,
-		idleTimeout:  idleTimeout,
-		drainTimeout: drainTimeout,
-		idle:         make([]*Conn, 0, maxIdle),
+		network:       network,
+		addr:          addr,
+		Dialer:        net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second},
+		maxIdle:       maxIdle,
+		idleTimeout:   idleTimeout,
+		finishTimeout: finishTimeout,
+		idle:          make([]*Conn, 0, maxIdle),
 	}
 }
 
@@ -243,7 +270,7 @@ func (p *Pool) Get(ctx context.Context, now time.Time, fresh bool, slots chan st
 	if err != nil {
 		return nil, false, err
 	}
-	c = &Conn{Net: nc, R: bufio.NewReaderSize(nc, upReadBuf), drain: p.drainTimeout}
+	c = &Conn{Net: nc, R: bufio.NewReaderSize(nc, upReadBuf), pool: p}
 	c.AbortFn = c.ClientGone
 	c.probe.init(nc)
 	c.out.init(nc, &c.probe)
@@ -321,6 +348,13 @@ func (p *Pool) MaxIdle() int { return p.maxIdle }
 
 // IdleTimeout returns how long p keeps a connection idle at most.
 func (p *Pool) IdleTimeout() time.Duration { return p.idleTimeout }
+
+// Abandoned returns how many exchanges' clients went away after their
+// request left, so far, and how many of them are finishing now (see
+// Conn.ClientGone): each holds its request's place until it ends.
+func (p *Pool) Abandoned() (total uint64, finishing int) {
+	return p.abandoned.Load(), int(p.finishing.Load())
+}
 
 // IdleCount returns how many connections are idle.
 func (p *Pool) IdleCount() int {

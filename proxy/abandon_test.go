@@ -1,0 +1,172 @@
+package proxy
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/sluicehq/sluice/gate"
+)
+
+// busyUpstream is an upstream whose handler does not watch its context, as a
+// thread pool or a CPU-bound job does not: each request it takes is worked on
+// until the test lets it end, whether or not the proxy is still there. It
+// counts the requests it works on at once and the most it ever did.
+type busyUpstream struct {
+	inFlight, most atomic.Int64
+	arrived        chan struct{} // one value per request taken
+	release        chan struct{} // closed (end): every request ends
+	ended          sync.Once
+	conns          atomic.Int64 // connections accepted
+}
+
+// end lets every request end, those to come at once.
+func (u *busyUpstream) end() { u.ended.Do(func() { close(u.release) }) }
+
+func newBusyUpstream(t *testing.T, h2c bool) (*busyUpstream, string) {
+	u := &busyUpstream{arrived: make(chan struct{}, 100), release: make(chan struct{})}
+	s := startUpstreamWith(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := u.inFlight.Add(1)
+		for m := u.most.Load(); n > m && !u.most.CompareAndSwap(m, n); m = u.most.Load() {
+		}
+		u.arrived <- struct{}{}
+		<-u.release // the work, which the request's context does not stop
+		u.inFlight.Add(-1)
+		_, _ = io.WriteString(w, "done")
+	}), h2c, func(s *http.Server) {
+		s.ConnState = func(_ net.Conn, st http.ConnState) {
+			if st == http.StateNew {
+				u.conns.Add(1)
+			}
+		}
+	})
+	t.Cleanup(u.end) // before the server's Close, which waits for its handlers
+	return u, s.URL
+}
+
+// abandonGroup admits two requests at once and queues the rest, long enough
+// for the test (the queue's wait is not what it judges).
+const abandonGroup = `
+[[group]]
+name = "two"
+  [group.concurrency]
+  law = "fixed"
+  limit = 2
+  [group.queue]
+  max = 8
+  max_wait = "1m"
+  codel_target = "0s"
+`
+
+// TestAbandonedRequestKeepsItsSlot: callers that hang up (raw sockets
+// closed) while the upstream works on their requests do not give their
+// slots of the concurrency limit back until the upstream has answered: the
+// requests that queue behind them reach the upstream only then, so that it
+// never works on more than the limit at once. The abandoned exchanges are
+// counted (Stats.Abandoned, AbandonedInFlight), finish as the upstream's
+// answers say (success, with the upstream's service time), and their
+// upstream connections serve the next requests. The same over h2c to the
+// upstream, whose streams are not reset when their callers go.
+func TestAbandonedRequestKeepsItsSlot(t *testing.T) {
+	t.Run("http1", func(t *testing.T) { testAbandonedRequestKeepsItsSlot(t, ProtocolHTTP1) })
+	t.Run("h2c", func(t *testing.T) { testAbandonedRequestKeepsItsSlot(t, ProtocolH2C) })
+}
+
+func testAbandonedRequestKeepsItsSlot(t *testing.T, proto Protocol) {
+	const limit = 2
+	up, upURL := newBusyUpstream(t, proto == ProtocolH2C)
+	g := testGate(t, abandonGroup)
+	adm := newFinishes(t)
+	px, base := startWatched(t, adm, Params{Upstream: upURL, Gate: g, Protocol: proto}, ServerParams{})
+
+	for range limit {
+		c := dialRaw(t, base)
+		c.send(t, "GET /work HTTP/1.1\r\nHost: sluice.test\r\n\r\n")
+		recv(t, up.arrived, "an abandoned request at the upstream")
+		c.close() // the caller gives up
+	}
+	waitFor(t, "the proxy seeing both callers gone", func() bool { return px.Stats().AbandonedInFlight == limit })
+
+	// The callers after them wait in the gate's queue: the slots are held.
+	type answer struct {
+		status int
+		err    error
+	}
+	answers := make(chan answer, limit)
+	client := newClient(t, false)
+	for range limit {
+		go func() {
+			resp, err := client.Get(base + "/work")
+			if err != nil {
+				answers <- answer{err: err}
+				return
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			answers <- answer{status: resp.StatusCode}
+		}()
+	}
+	waitFor(t, "the next callers queued, or at the upstream", func() bool {
+		st, _ := g.Group("two")
+		return st.Queued == limit || up.inFlight.Load() > limit
+	})
+	if n := up.inFlight.Load(); n > limit {
+		t.Fatalf("the upstream works on %d requests at once, limit %d: the abandoned requests' slots were given back", n, limit)
+	}
+
+	up.end() // the upstream ends its work: the abandoned first
+	for range limit {
+		if a := recv(t, answers, "a queued caller's answer"); a.err != nil || a.status != http.StatusOK {
+			t.Errorf("queued caller: %d %v", a.status, a.err)
+		}
+	}
+	if m := up.most.Load(); m > limit {
+		t.Errorf("the upstream worked on %d requests at once, limit %d", m, limit)
+	}
+	for range 2 * limit {
+		if f := adm.outcome(t); f.outcome != gate.Success || f.latency <= 0 {
+			t.Errorf("outcome %v after %v, want success with the upstream's time", f.outcome, f.latency)
+		}
+	}
+	st := px.Stats()
+	if st.Abandoned != limit || st.AbandonedInFlight != 0 {
+		t.Errorf("stats: %d abandoned, %d in flight; want %d, 0", st.Abandoned, st.AbandonedInFlight, limit)
+	}
+	if n := up.conns.Load(); proto == ProtocolHTTP1 && n != limit {
+		t.Errorf("%d upstream connections, want %d: an abandoned exchange's connection serves the next", n, limit)
+	}
+}
+
+// TestAbandonedStreamIsCut: a stream (server-sent events) whose client goes
+// away is cut at once, over HTTP/1.1 and h2c alike: it holds a stream slot,
+// not a request's, and its upstream waits for nothing but the cut.
+func TestAbandonedStreamIsCut(t *testing.T) {
+	for _, proto := range []Protocol{ProtocolHTTP1, ProtocolH2C} {
+		cut := make(chan struct{}, 1)
+		up := startUpstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = io.WriteString(w, "data: first\n\n")
+			w.(http.Flusher).Flush()
+			<-r.Context().Done() // the proxy cut the stream
+			cut <- struct{}{}
+		}), proto == ProtocolH2C)
+		px, base := startProxy(t, Params{Upstream: up.URL, Protocol: proto}, ServerParams{})
+		c := dialRaw(t, base)
+		c.send(t, "GET /events HTTP/1.1\r\nHost: sluice.test\r\n\r\n")
+		c.next(t, "the first event", func(b []byte, ended bool) (int, error) {
+			if i := strings.Index(string(b), "data: first\n\n"); i >= 0 {
+				return i + len("data: first\n\n"), nil
+			}
+			return 0, errIncomplete
+		})
+		c.close()
+		recv(t, cut, "the stream cut at the upstream")
+		if st := px.Stats(); st.Abandoned != 0 {
+			t.Errorf("protocol %d: %d abandoned, want 0: a stream is cut, not finished", proto, st.Abandoned)
+		}
+	}
+}
