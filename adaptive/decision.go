@@ -105,7 +105,7 @@ const (
 	// back, Bound the share that keeps up (stallShare).
 	SignalStalled
 	// SignalKneeCost: a cut toward the knee cost completions (more than
-	// kneeLoss of the throughput over the two intervals after it), so the
+	// kneeCost of the throughput over the intervals after it), so the
 	// knee is not below the old limit: Target restored it and cuts toward
 	// the knee no lower until the overload ends. Observed is the
 	// throughput after the cut, Bound before it, in req/s.

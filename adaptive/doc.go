@@ -65,9 +65,10 @@
 // cut threshold, and such a cut goes no lower than the in-flight count at
 // which the mean would be kneeQueueing times the baseline. Each cut toward
 // the knee is on trial for kneeJudge intervals and undone if it cost more
-// than kneeLoss of the throughput (a service whose completions grow with
-// concurrency past its latency knee); cuts toward the knee then stop at that
-// limit (SignalKneeCost) until the overload ends. They are not made while
+// of the throughput than kneeCost, twice the noise of the counts (a service
+// whose completions grow with concurrency past its latency knee); cuts
+// toward the knee then stop at that limit (SignalKneeCost) until the
+// overload ends. They are not made while
 // the baseline is in doubt (the service lost capacity under a binding
 // limit: it may have slowed, which leaves the baseline stale and a knee
 // estimated from it too low) or while the service waits for CPU (its

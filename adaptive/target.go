@@ -130,8 +130,10 @@ type Target struct {
 	ls  [kneeWindow]int
 	xAt int
 	// lastX is the previous interval's throughput: the window holds the
-	// mean of two intervals'.
-	lastX float64
+	// mean of two intervals'. started: an interval that completed
+	// something has been seen (the first is left out of the window).
+	lastX   float64
+	started bool
 	// baseDoubt: the service lost capacity (completions fell under a
 	// binding limit that did not fall: it slowed, or lost workers), and no
 	// interval's mean has come within kneeFresh of the baseline since. The
@@ -478,10 +480,21 @@ const (
 // lower than at the peak, the service lost capacity (it slowed, or lost
 // workers) and the baseline is in doubt until an interval's mean comes
 // within kneeFresh of it; fallen with the limit, the limit is below the knee
-// (t.belowKnee). An interval that completed nothing tells nothing.
+// (t.belowKnee). An interval that completed nothing tells nothing, nor
+// does the first that completed something (a start's transient).
 func (t *Target) observeThroughput(s *Sample, x, mean float64) float64 {
 	if s.completed() == 0 {
 		return 0
+	}
+	if !t.started {
+		// The first interval that completed something is a start's
+		// transient (a backlog drained, a shadow model's first guess) and
+		// may read far above what the service completes: in the window,
+		// the fall from it would read as a service that lost capacity,
+		// or a cut toward the knee judged against it as one that cost
+		// completions.
+		t.started = true
+		return x
 	}
 	xm := x
 	if t.lastX > 0 {
@@ -531,19 +544,32 @@ func (t *Target) recentX() float64 {
 const kneeJudge = 5
 
 // kneeLoss is the share of its throughput a cut toward the knee may cost
-// (over two intervals) and be kept: completions that fall with a cut say
-// the limit was at the knee, or below it (a service whose throughput grows
-// with its share of the cores, beside a neighbour, has its knee higher than
-// its latency shows).
+// (over two intervals) and be kept, at least: completions that fall with a
+// cut say the limit was at the knee, or below it (a service whose
+// throughput grows with its share of the cores, beside a neighbour, has its
+// knee higher than its latency shows). See kneeCost for the noise of the
+// counts, which is larger at the rates of most services.
 const kneeLoss = 0.03
 
+// kneeCost is how far, in req/s, the throughput must fall after a cut
+// toward the knee (from x, with intervals of iv) for the cut to be undone:
+// kneeLoss of it, and twice the noise of the difference of two recentX of
+// a steady service (each weighs its three intervals 1, 2, 1: a variance of
+// 3/8 of one interval's count, Poisson, so the difference's standard
+// deviation is √(0.75 x / iv)). At 1,500/s that is 134/s, 8.9 %: with the
+// bare 3 % a service at its knee read as costing completions one cut in
+// four by chance, and from a step to 3×C, which takes two cuts to the knee,
+// nearly one step in two was undone (issue 27's fast-sweep, 26 → 51).
+func kneeCost(x float64, iv time.Duration) float64 {
+	return max(kneeLoss*x, 2*math.Sqrt(0.75*x/iv.Seconds()))
+}
+
 // judgeKnee judges a cut toward the knee kneeJudge intervals after it: if
-// the throughput over the last four intervals fell by more than kneeLoss
-// from the four before the cut, the cut
-// is undone and no cut toward the knee goes below the old limit again
-// (kneeFloor) until the overload has ended for kneeWindow intervals or the
-// service loses capacity. It
-// reports the reason and true when it undoes the cut.
+// the throughput over the last four intervals fell by more than kneeCost
+// from the four before the cut, the cut is undone and no cut toward the
+// knee goes below the old limit again (kneeFloor) until the overload has
+// ended for kneeWindow intervals or the service loses capacity. It reports
+// the reason and true when it undoes the cut.
 func (t *Target) judgeKnee(s *Sample, xm float64) (Reason, bool) {
 	if t.kneeFrom == 0 || xm == 0 {
 		return Reason{}, false
@@ -553,7 +579,7 @@ func (t *Target) judgeKnee(s *Sample, xm float64) (Reason, bool) {
 	}
 	from, was := t.kneeFrom, t.kneeX
 	t.kneeFrom = 0
-	if xm = t.recentX(); xm >= (1-kneeLoss)*was || !t.overloaded || from <= t.limit {
+	if xm = t.recentX(); was-xm <= kneeCost(was, s.interval()) || !t.overloaded || from <= t.limit {
 		return Reason{}, false
 	}
 	t.kneeFloor = from
@@ -561,13 +587,13 @@ func (t *Target) judgeKnee(s *Sample, xm float64) (Reason, bool) {
 }
 
 // kneeCuts reports whether the law may cut toward the knee: it judges the
-// backend overloaded; the mean shows a queue at least as long as the
-// service itself (kneeQueueing times the baseline: no noise of the baseline
-// or the quantile explains that, while nearer the knee a cut may remove no
-// queue, only throughput); the baseline the knee is estimated from is not
-// in doubt; and the throughput has not fallen with the limit (completions
-// that fall with it say the limit is at or below the knee, whatever the
-// estimate); no cut toward it is on trial (judgeKnee), the limit is above
+// backend overloaded; the mean shows a queue of a quarter of the service
+// time or more (kneeQueueing times the baseline: more than the noise of an
+// interval's mean or of the baseline explains, while nearer the knee a cut
+// may remove no queue, only throughput); the baseline the knee is
+// estimated from is not in doubt; and the throughput has not fallen with
+// the limit (completions that fall with it say the limit is at or below
+// the knee, whatever the estimate); no cut toward it is on trial (judgeKnee), the limit is above
 // the knee's floor, and the service does not wait for CPU (cpuBound).
 func (t *Target) kneeCuts(s *Sample, mean float64) bool {
 	return t.overloaded && !t.baseDoubt && !t.belowKnee && t.kneeFrom == 0 &&
@@ -592,8 +618,13 @@ func cpuBound(s *Sample) bool {
 // kneeQueueing is how many times the baseline the mean latency must be for
 // the law to cut toward the knee, and the mean a cut toward it aims no
 // lower than. Nearer the knee the law holds (or, below the knee's
-// estimate, grows).
-const kneeQueueing = 2
+// estimate, grows). At 2 (issue 27's first law) a cut stopped at twice the
+// in-flight count that keeps the service busy: at 3×C from cold, with a
+// baseline read at a limit already past the knee (13.5 ms for 15 workers of
+// 10 ms), the law held 40 in flight where 19 keep them busy, and its cut
+// never fired (the mean, 26 ms, under twice the baseline). A cut that does
+// cost completions is undone (judgeKnee).
+const kneeQueueing = 1.25
 
 // noteCut records a cut from old in the episode of cuts, starting one if none
 // is running: what latency and drops were, and for each resource over its
