@@ -20,3 +20,11 @@ func (p *Pass) Admitted() time.Time {
 	}
 	return p.g.gate.at(p.t0)
 }
+
+// HoldsSlot reports whether the request holds a slot of its group's
+// concurrency limit, given back at Done: false for the zero Pass and for a
+// request a shadowed group admitted (its model of enforcement takes no real
+// slot). A proxy holds an abandoned request's slot until the upstream's work
+// ends only where there is one to hold; elsewhere it cancels the upstream's
+// work at once, as the caller's going would without it.
+func (p *Pass) HoldsSlot() bool { return p.g != nil && !p.how.shadow.slotless }

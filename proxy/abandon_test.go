@@ -170,3 +170,34 @@ func TestAbandonedStreamIsCut(t *testing.T) {
 		}
 	}
 }
+
+// TestAbandonedWithoutSlotIsCut: a request that holds no slot of a
+// concurrency limit — one a shadowed group admitted, whose model of
+// enforcement takes none — is cut when its caller hangs up, over HTTP/1.1
+// and h2c alike: the upstream is told (its handler's context ends) as it
+// would be without sluice in front, and nothing is counted abandoned. In
+// shadow mode sluice must not change what the service sees.
+func TestAbandonedWithoutSlotIsCut(t *testing.T) {
+	t.Run("http1", func(t *testing.T) { testAbandonedWithoutSlotIsCut(t, ProtocolHTTP1) })
+	t.Run("h2c", func(t *testing.T) { testAbandonedWithoutSlotIsCut(t, ProtocolH2C) })
+}
+
+func testAbandonedWithoutSlotIsCut(t *testing.T, proto Protocol) {
+	arrived, cancelled := make(chan struct{}, 1), make(chan struct{}, 1)
+	s := startUpstreamWith(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		<-r.Context().Done() // a handler that stops when told
+		cancelled <- struct{}{}
+	}), proto == ProtocolH2C, nil)
+	g := testGate(t, strings.Replace(abandonGroup, `name = "two"`, "name = \"two\"\nmode = \"shadow\"", 1))
+	px, base := startWatched(t, newFinishes(t), Params{Upstream: s.URL, Gate: g, Protocol: proto}, ServerParams{})
+
+	c := dialRaw(t, base)
+	c.send(t, "GET /work HTTP/1.1\r\nHost: sluice.test\r\n\r\n")
+	recv(t, arrived, "the request at the upstream")
+	c.close() // the caller gives up
+	recv(t, cancelled, "the upstream told of the caller's going")
+	if st := px.Stats(); st.Abandoned != 0 {
+		t.Errorf("%d abandoned exchanges counted, want 0: a shadowed request holds no slot to keep", st.Abandoned)
+	}
+}

@@ -133,7 +133,10 @@ func (e *h1Exchange) roundTrip(x *exchange) bool {
 		gone := ctx.Err() != nil
 		if !gone {
 			e.watch = watchClient(r, c)
-			if gone = !c.Claim(e.upgrade != ""); gone {
+			// Cut, not finished, when the client goes (see h1.Conn.Claim):
+			// an upgrade's stream, and a request that holds no slot the
+			// upstream's work would need to keep (Pass.HoldsSlot).
+			if gone = !c.Claim(e.upgrade != "" || !x.pass.HoldsSlot()); gone {
 				e.watch.stop()
 			}
 		}

@@ -53,6 +53,9 @@ func (p *Proxy) forwardH2(w http.ResponseWriter, r *http.Request, x *exchange, g
 	// The upstream's request outlives its client (see h2Abandon).
 	uctx, ab := p.watchAbandon(ctx)
 	defer ab.end()
+	if !x.pass.HoldsSlot() {
+		ab.becomeStream() // no slot to keep: the upstream is told at once (Pass.HoldsSlot)
+	}
 	out := p.h2Request(r, x, match).WithContext(uctx)
 	var timer *time.Timer
 	if g == grpcNone {

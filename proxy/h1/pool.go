@@ -153,8 +153,10 @@ func (c *Conn) Finish() bool {
 	return c.state.Load() == upFinishing
 }
 
-// Claim marks the request as leaving (for a stream, an upgrade: stream);
-// false means the client went away first.
+// Claim marks the request as leaving; stream: its exchange is cut, not
+// finished, when the client goes (an upgrade, or a request that holds no
+// slot for the upstream's work to keep). False means the client went away
+// first.
 func (c *Conn) Claim(stream bool) bool {
 	to := upSent
 	if stream {
