@@ -29,7 +29,7 @@ type h2Abandon struct {
 	stop   func() bool             // stops clientGone's AfterFunc
 
 	mu     sync.Mutex
-	stream bool        // a stream: a client gone cuts it
+	stream bool        // a stream, or an exchange that holds no slot: a client gone cuts it
 	gone   bool        // the client went away from an ordinary request (counted)
 	timer  *time.Timer // the bound on finishing, once gone
 	ended  bool
@@ -42,9 +42,11 @@ var errAbandonTimeout = errors.New("proxy: upstream did not finish an abandoned 
 // watchAbandon returns the upstream context for an h2c exchange whose client's
 // context is ctx: it outlives the client, and ends when the exchange is cut
 // (its cancel function, with a cause) or, once the client went away, within
-// the upstream timeout. The caller must end a.
-func (p *Proxy) watchAbandon(ctx context.Context) (up context.Context, a *h2Abandon) {
-	a = &h2Abandon{p: p}
+// the upstream timeout. An exchange that holds no slot (held false: see
+// gate.Pass.HoldsSlot) is cut when its client goes, as a stream is: there is
+// nothing for the upstream's work to keep. The caller must end a.
+func (p *Proxy) watchAbandon(ctx context.Context, held bool) (up context.Context, a *h2Abandon) {
+	a = &h2Abandon{p: p, stream: !held}
 	up, a.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
 	a.stop = context.AfterFunc(ctx, a.clientGone)
 	return up, a

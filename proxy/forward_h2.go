@@ -51,11 +51,8 @@ func (p *Proxy) forwardH2(w http.ResponseWriter, r *http.Request, x *exchange, g
 	cs := newClientSide(w, r, p.clientTimeout) // r.Body is now timed
 	defer cs.h2.stop()
 	// The upstream's request outlives its client (see h2Abandon).
-	uctx, ab := p.watchAbandon(ctx)
+	uctx, ab := p.watchAbandon(ctx, x.pass.HoldsSlot())
 	defer ab.end()
-	if !x.pass.HoldsSlot() {
-		ab.becomeStream() // no slot to keep: the upstream is told at once (Pass.HoldsSlot)
-	}
 	out := p.h2Request(r, x, match).WithContext(uctx)
 	var timer *time.Timer
 	if g == grpcNone {
