@@ -371,7 +371,7 @@ func (ls *leaser) round(now time.Time, last bool) {
 		rs = append(rs, r)
 	}
 	t := now.UnixNano()
-	toRedis, probe := ls.l.s.link.route(t)
+	toRedis, probe := ls.l.s.link.routeEvery(t, ls.p.Period)
 	var err error
 	if toRedis {
 		err = ls.call(q, rs)
