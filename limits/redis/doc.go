@@ -169,7 +169,15 @@
 // the store stops calling Redis for a backoff that starts at BackoffMin and
 // doubles up to BackoffMax; after each pause one decision or renewal probes
 // Redis, and the first that succeeds brings every limiter of the store back
-// to Redis. Status reports the mode, the last error and the decision counts.
+// to Redis. A leased limiter's renewer probes besides once a lease period,
+// whatever the backoff, so that every node is back within a period or two
+// of Redis's return (TestLeasedBackWithinPeriods): a node that waited out
+// its backoff (up to BackoffMax) decided by its share meanwhile and then
+// debited all of that from the stock the nodes already back were living on,
+// and they ran dry. Its probes cost Redis what its renewals cost while Redis
+// is up, one call a period; a refused connection costs less, and a probe of
+// a hung Redis waits at most the renewal's budget, on the renewer's own
+// goroutine. Status reports the mode, the last error and the decision counts.
 // A decision that timed out may still be applied by Redis later: during a
 // slow spell the quota is charged both in Redis and locally, never less.
 //

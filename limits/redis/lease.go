@@ -374,7 +374,12 @@ func (ls *leaser) round(now time.Time, last bool) {
 	toRedis, probe := ls.l.s.link.routeEvery(t, ls.p.Period)
 	var err error
 	if toRedis {
-		err = ls.call(q, rs)
+		if probe {
+			err = ls.l.s.reach(ls.budget)
+		}
+		if err == nil {
+			err = ls.call(q, rs)
+		}
 		if err == nil {
 			ls.l.s.link.succeeded(t, probe)
 		} else {
