@@ -1,7 +1,10 @@
 package redis
 
 import (
+	"fmt"
 	"runtime"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -105,4 +108,122 @@ func (r *roundLog) since(from time.Time) int {
 		}
 	}
 	return n
+}
+
+// TestLeasedReturnNoDip: three nodes that want 1.5 times the quota, Redis
+// killed (then restarted empty) or hung (then resumed) for two seconds,
+// long enough for the stock to refill while the nodes admit their shares
+// and for their fallbacks to run at their shares; in the second after Redis
+// returns, the nodes together never admit under 90 % of min(decided,
+// quota) per 100ms for longer than a period (by the decisions' instants,
+// windows a 10ms step apart, as the lab judges). The first renewals back
+// find the stock emptied by the outage's debits: nodes that left their
+// fallbacks on any grant ran dry together.
+func TestLeasedReturnNoDip(t *testing.T) {
+	for _, how := range []string{"killed", "hung"} {
+		t.Run(how, func(t *testing.T) {
+			srv := startServer(t)
+			const rate, period = 2000, 50 * time.Millisecond
+			p := LimiterParams{Name: "api", Algorithm: TokenBucket, Rate: rate, Burst: rate, Lease: LeaseParams{Period: period, TTL: 2 * time.Second}}
+			nodes, _ := troubleNodes(t, srv.Addr(), p, []float64{1000, 1000, 1000}, 20)
+			log := &decisionLog{}
+			for _, n := range nodes {
+				n.halt()
+				n.decisions = log
+				n.drive("")
+			}
+			if how == "killed" {
+				srv.Kill()
+			} else {
+				srv.Pause()
+				t.Cleanup(srv.Resume)
+			}
+			// The outage: the sleep is the outage.
+			outage := time.NewTimer(2 * time.Second)
+			<-outage.C
+			if how == "killed" {
+				srv.Restart()
+			} else {
+				srv.Resume()
+			}
+			from := time.Now()
+			// The second measured, the sleep being the window.
+			window := time.NewTimer(time.Second)
+			<-window.C
+			dip, at, dips := log.dip(from, time.Now(), rate)
+			t.Logf("%s: the longest stretch under 90 %% of min(decided, quota) per 100ms in the second after Redis returned: %v from +%v; all: %v",
+				how, dip, at, dips)
+			for i, n := range nodes {
+				st := n.l.Status()
+				t.Logf("node %d: mode %v, %d renewals, %d fallback decisions", i, st.Mode, st.Renewals, st.FallbackDecisions)
+			}
+			if dip > period {
+				t.Errorf("%s: under 90 %% of min(decided, quota) for %v after Redis returned, longer than a period (%v)", how, dip, period)
+			}
+		})
+	}
+}
+
+// decisionLog records decisions' instants and outcomes. Safe for
+// concurrent use.
+type decisionLog struct {
+	mu sync.Mutex
+	at []time.Time
+	ok []bool
+}
+
+func (d *decisionLog) add(at time.Time, ok bool) {
+	d.mu.Lock()
+	d.at, d.ok = append(d.at, at), append(d.ok, ok)
+	d.mu.Unlock()
+}
+
+// dip is the longest stretch in [from, to) over which every 100ms window
+// (one starting every 10ms) admitted fewer than 0.9 × min(decided, rate
+// per 100ms) of the decisions made in it, when it began (after from), and
+// every stretch as "length@start".
+func (d *decisionLog) dip(from, to time.Time, rate float64) (longest, at time.Duration, all []string) {
+	d.mu.Lock()
+	idx := make([]int, len(d.at))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(x, y int) int { return d.at[x].Compare(d.at[y]) })
+	ats, oks := make([]time.Time, len(idx)), make([]bool, len(idx))
+	for i, j := range idx {
+		ats[i], oks[i] = d.at[j], d.ok[j]
+	}
+	d.mu.Unlock()
+	const step, width = 10 * time.Millisecond, 100 * time.Millisecond
+	run := time.Duration(0)
+	lo, hi, ok := 0, 0, 0
+	for w := time.Duration(0); from.Add(w + width).Before(to); w += step {
+		a, b := from.Add(w), from.Add(w+width)
+		for lo < len(ats) && ats[lo].Before(a) {
+			if lo < hi && oks[lo] {
+				ok--
+			}
+			lo++
+		}
+		hi = max(hi, lo)
+		for hi < len(ats) && ats[hi].Before(b) {
+			if oks[hi] {
+				ok++
+			}
+			hi++
+		}
+		if float64(ok) < 0.9*min(float64(hi-lo), rate*width.Seconds()) {
+			run += step
+			if run > longest {
+				longest, at = run, w+step-run
+			}
+		} else if run > 0 {
+			all = append(all, fmt.Sprintf("%v@+%v", run, w-run))
+			run = 0
+		}
+	}
+	if run > 0 {
+		all = append(all, fmt.Sprintf("%v (to the end)", run))
+	}
+	return longest, at, all
 }

@@ -140,6 +140,9 @@ func jitter(d time.Duration) int64 {
 	return int64(float64(d) * (0.8 + 0.4*rand.Float64()))
 }
 
+// jitterSpread spreads d uniformly over [d/2, 3d/2).
+func jitterSpread(d int64) int64 { return d/2 + rand.Int64N(max(d, 1)) }
+
 // linkState is a snapshot of the link for Status.
 type linkState struct {
 	down                   bool
