@@ -36,11 +36,6 @@ const (
 	// shareScale is the unit of the fallback share in a renewal's answer:
 	// thousandths of a unit per second.
 	shareScale = 1000
-	// recoverRate is the part of its share a node back on Redis admits by
-	// its fallback while its lease is too thin to carry a period (see
-	// leaseFallback.recovering); backAt is the part of a period of its
-	// share (or demand, if less) its lease must hold to end the fallback.
-	recoverRate, backAt = 0.95, 0.9
 )
 
 // leaser is a Limiter's leased mode: the leases this node holds, by key,
@@ -106,9 +101,7 @@ type lease struct {
 	rejoining atomic.Bool
 
 	// fb is, while this node cannot renew (Redis down), the fallback that
-	// decides once the units held are used up, and, once Redis answers
-	// again, a recovering one until the lease carries a period (see
-	// leaseFallback); nil while renewals succeed.
+	// decides once the units held are used up; nil while renewals succeed.
 	fb atomic.Pointer[leaseFallback]
 
 	// Written by the decisions: apart from the fields above, so that
@@ -117,9 +110,17 @@ type lease struct {
 	a       limits.Allowance
 	refused atomic.Int64 // units refused since the last renewal
 	fbUnits atomic.Int64 // units decided by fb since the last renewal
-	// fbAdmitted is the units fb admitted and no renewal has reported
-	// yet: the next one answered debits them from the stock.
+	// fbAdmitted is the units fb (or the share's floor) admitted and no
+	// renewal has reported yet: the next one answered debits them from
+	// the stock.
 	fbAdmitted atomic.Int64
+	// floorUnits is the units the share's floor admitted since the last
+	// answered renewal (see leaser.floor).
+	floorUnits atomic.Int64
+	// grantAt (Unix ns: the last answered renewal's send time) and base
+	// (the units held right after its grant), written by the renewer, tell
+	// the share's floor what the lease has admitted since.
+	grantAt, base atomic.Int64
 
 	// The renewer's own.
 	after int64     // units held right after the last grant was added
@@ -146,22 +147,8 @@ type lease struct {
 // the share would hold (1.5 periods of it) less the units held, so that
 // what the node holds and what it admits by the share add up to the
 // share, and the nodes together start the outage with about the bound.
-//
-// Once Redis answers again, a lease whose grant does not carry a period of
-// the share goes on by a recovering one: a limiter of recoverRate of the
-// share decides every request, and the units the lease holds pay for what
-// it admits first (the rest is debited from the stock), until a grant
-// leaves the lease holding backAt of a period of the share. The first
-// renewals after an outage find the stock empty (the outage's admissions
-// debited from it), and the nodes admitting their whole shares would debit
-// all of its refill: a node that left its fallback on any grant (9 units)
-// ran dry at once, and with every node back within a period of Redis's
-// return, all of them did together (190–210ms under 90 % of the quota in
-// the lab). The 5 % it leaves refill the stock until the grants carry the
-// nodes: about 20 periods.
 type leaseFallback struct {
-	local      limits.Limiter // nil unless limits.FallbackLocal
-	recovering bool
+	local limits.Limiter // nil unless limits.FallbackLocal
 }
 
 // rejoin caps the grants of a lease whose hash came back with a new epoch
@@ -222,10 +209,6 @@ func (ls *leaser) allow(r *limits.Result, key string, now time.Time, n int64) bo
 		r.Allowed, r.Limit, r.Remaining, r.RetryAfter, r.ResetAfter, r.Delay = false, q.limit, 0, limits.InfDuration, 0, 0
 		return true
 	}
-	if fb != nil && fb.recovering {
-		ls.recover(r, le, fb, q, now, n)
-		return true
-	}
 	var left int64
 	taken, open := false, false
 	if t < le.until.Load() {
@@ -237,6 +220,10 @@ func (ls *leaser) allow(r *limits.Result, key string, now time.Time, n int64) bo
 	}
 	if !open {
 		return false
+	}
+	if !taken && q.p.Window == 0 && ls.floor(le, t, n) {
+		r.Allowed, r.Limit, r.Remaining, r.RetryAfter, r.ResetAfter, r.Delay = true, q.limit, 0, 0, 0, 0
+		return true
 	}
 	r.Allowed, r.Limit, r.Remaining, r.RetryAfter, r.Delay = taken, q.limit, min(left, q.limit), 0, 0
 	if !taken {
@@ -256,6 +243,46 @@ func (ls *leaser) allow(r *limits.Result, key string, now time.Time, n int64) bo
 	return true
 }
 
+// floor tells whether n more units fit in le's share's floor, and if so
+// counts them admitted: a lease that has run dry admits what its fallback
+// share (units per second, the max-min fair split from its last renewal)
+// allows since its last grant, up to headroom periods of it, beyond what
+// the lease admitted meanwhile; its next renewal debits them from the
+// stock. A node then admits its share whenever its grants fall short of
+// it: a grant that came late (a renewal that waits on a hung Redis for its
+// budget, a starved renewer) or thin (the first grants after an outage,
+// from a stock the outage's debits emptied: every node back within a
+// period left its fallback on a few units and ran dry with the others, a
+// dip of 190–210ms in the lab). At saturation the grants are the shares,
+// and the floor admits nothing. A rate's only: a window's units are its
+// limit, not a pace. Safe for concurrent use; off the path of a lease
+// that holds units.
+func (ls *leaser) floor(le *lease, t, n int64) bool {
+	at := le.grantAt.Load()
+	if at == 0 || n <= 0 {
+		return false
+	}
+	share := float64(le.shareNow.Load()) / shareScale
+	if share == 0 {
+		share = ls.equalShare()
+	}
+	held, _ := le.a.Held()
+	dt := min(time.Duration(t-at), time.Duration(headroom*float64(ls.p.Period)))
+	room := int64(share*dt.Seconds()) - max(0, le.base.Load()-held)
+	for {
+		cur := le.floorUnits.Load()
+		if room-cur < n {
+			return false
+		}
+		if le.floorUnits.CompareAndSwap(cur, cur+n) {
+			break
+		}
+	}
+	le.fbUnits.Add(n)
+	le.fbAdmitted.Add(n)
+	return true
+}
+
 // fallback decides on n units for le by fb, its units held being used up
 // (or lapsed): a fallback decision.
 func (ls *leaser) fallback(r *limits.Result, le *lease, fb *leaseFallback, q *quota, now time.Time, n int64) {
@@ -270,24 +297,6 @@ func (ls *leaser) fallback(r *limits.Result, le *lease, fb *leaseFallback, q *qu
 	default:
 		*r = limits.Result{Allowed: n == 0, Limit: q.limit, RetryAfter: time.Duration(max(le.next.Load()-now.UnixNano(), int64(time.Millisecond)))}
 	}
-	if r.Allowed {
-		le.fbAdmitted.Add(n)
-	}
-}
-
-// recover decides on n units for le by fb, a recovering fallback (see
-// leaseFallback): fb's limiter decides, and what it admits is paid by the
-// units le holds, as far as they go, and else by the fallback (debited).
-func (ls *leaser) recover(r *limits.Result, le *lease, fb *leaseFallback, q *quota, now time.Time, n int64) {
-	*r = fb.local.AllowAt(now, n)
-	r.Limit = q.limit
-	if r.Allowed && now.UnixNano() < le.until.Load() {
-		if _, taken, _ := le.a.Take(n); taken {
-			return
-		}
-	}
-	ls.l.fallbackN.Add(1)
-	le.fbUnits.Add(n)
 	if r.Allowed {
 		le.fbAdmitted.Add(n)
 	}
@@ -678,8 +687,16 @@ func (ls *leaser) settle(r *renewal, now time.Time, q *quota) {
 		return
 	}
 	ls.rejoin(le, r, now)
+	le.grantAt.Store(now.UnixNano())
+	le.floorUnits.Store(0)
 	le.after = le.a.Add(r.grant)
-	ls.leaveFallback(le, r.avail)
+	le.base.Store(le.after)
+	// Back on Redis once the lease holds units: a stock that the debit of
+	// the fallback's admissions emptied grants nothing at first, and the
+	// node goes on by its share meanwhile (debited in turn).
+	if le.after > 0 {
+		le.fb.Store(nil)
+	}
 	life := ls.p.TTL
 	if r.life >= 0 {
 		life = min(life, time.Duration(r.life))
@@ -738,29 +755,6 @@ func (ls *leaser) equalShare() float64 {
 	return ls.l.q.Load().perSecond() / float64(max(1, ls.l.s.divisor.Load()))
 }
 
-// leaveFallback ends le's fallback after an answered renewal once its lease
-// carries it: with limits.FallbackLocal, once the lease holds backAt of a
-// period of the share (or of the demand, if less), meanwhile going on by a
-// recovering fallback (see leaseFallback); with the other policies, once
-// it holds units. The renewer's own.
-func (ls *leaser) leaveFallback(le *lease, avail int64) {
-	fb := le.fb.Load()
-	if fb == nil {
-		return
-	}
-	share := ls.fallbackShare(le)
-	need := backAt * min(le.dem, share) * ls.p.Period.Seconds()
-	if fb.local == nil && le.after > 0 || float64(le.after) >= need && float64(avail) >= need {
-		le.fb.Store(nil)
-		return
-	}
-	if fb.local != nil && !fb.recovering {
-		if next := ls.localFallback(recoverRate*share, 0); next != nil {
-			le.fb.Store(&leaseFallback{local: next, recovering: true})
-		}
-	}
-}
-
 // failed handles a renewal that Redis did not answer (or that was not sent,
 // Redis being down): the units taken back to give back are held again, a
 // lease whose units have lapsed holds nothing any more, and the lease
@@ -778,7 +772,7 @@ func (ls *leaser) failed(r *renewal, now time.Time) {
 		le.a.Close()
 		le.after = 0
 	}
-	if fb := le.fb.Load(); fb == nil || fb.recovering {
+	if le.fb.Load() == nil {
 		le.fb.Store(ls.newFallback(le))
 	}
 }
@@ -787,37 +781,32 @@ func (ls *leaser) failed(r *renewal, now time.Time) {
 // limiter of this node's fallback share (from its last renewal, or the
 // equal share) of the quota in force, empty from the moment it is made.
 func (ls *leaser) newFallback(le *lease) *leaseFallback {
-	if ls.l.s.p.Fallback != limits.FallbackLocal {
-		return &leaseFallback{}
-	}
 	share := ls.fallbackShare(le)
-	held, _ := le.a.Held()
-	return &leaseFallback{local: ls.localFallback(share, max(0, int64(math.Ceil(headroom*share*ls.p.Period.Seconds()))-held))}
-}
-
-// localFallback is a local limiter of rate units per second of the quota
-// in force (its burst or window limit in proportion) that holds start
-// units from this moment; nil (refuse) for a rate too small for the
-// algorithm.
-func (ls *leaser) localFallback(rate float64, start int64) limits.Limiter {
+	fb := &leaseFallback{}
+	if ls.l.s.p.Fallback != limits.FallbackLocal {
+		return fb
+	}
 	q := ls.l.q.Load()
 	p := q.p
-	frac := rate / q.perSecond()
+	frac := share / q.perSecond()
 	if p.Window > 0 {
 		p.Limit = max(1, int64(float64(p.Limit)*frac))
 	} else {
-		p.Rate, p.Burst = max(rate, 1e-9), max(1, int64(math.Ceil(float64(p.Burst)*frac)))
+		p.Rate, p.Burst = max(share, 1e-9), max(1, int64(math.Ceil(float64(p.Burst)*frac)))
 	}
+	held, _ := le.a.Held()
+	start := max(0, int64(math.Ceil(headroom*share*ls.p.Period.Seconds()))-held)
 	local, err := newTemplate(p)
-	if err != nil {
-		return nil
+	if err != nil { // a share too small for the algorithm: refuse
+		return fb
 	}
 	// From this moment (the round's start may be a while ago), it holds
 	// start units.
 	if take := local.Policy().Quota - start; take > 0 {
 		local.AllowAt(time.Now(), take)
 	}
-	return local
+	fb.local = local
+	return fb
 }
 
 // close stops the renewals; with giveBack, the units held are given back
