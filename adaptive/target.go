@@ -398,6 +398,9 @@ func (t *Target) Update(s Sample) Decision {
 		next = min(old, round(cut))
 		if next < old {
 			t.noteCut(&pr, &s, n, x, mean, drops, old)
+			// Another cut ends a cut toward the knee's trial: the limit
+			// from before it is not to come back over a later cut.
+			t.kneeFrom = 0
 			if pr.knee && pr.latency {
 				t.kneeFrom, t.kneeX, t.kneeWait = old, t.recentX(), kneeJudge
 			}
