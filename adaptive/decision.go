@@ -110,6 +110,12 @@ const (
 	// the knee no lower until the overload ends. Observed is the
 	// throughput after the cut, Bound before it, in req/s.
 	SignalKneeCost
+	// SignalKneeBurst: the overload ended while a cut toward the knee was
+	// on trial, so its refusals were a burst, which a queue absorbs, not an
+	// excess: Target restored the limit from before the cut. Observed is
+	// the refused share's average, Bound the share under which the
+	// overload ends.
+	SignalKneeBurst
 )
 
 // Reason explains a Decision with the signal that drove it, the value observed
@@ -202,6 +208,9 @@ func (r Reason) String() string {
 	case SignalKneeCost:
 		return "a cut toward the knee cost completions, " + num(r.Observed) + "/s from " + num(r.Bound) +
 			"/s: limit restored, the knee is not below it"
+	case SignalKneeBurst:
+		return "the overload ended, " + pct(r.Observed) + " of the demand refused (under " + pct(r.Bound) +
+			"): it was a burst, the limit before the cut toward the knee restored"
 	case SignalStalled:
 		if r.Bound == 0 { // the interval after a stall
 			return "completions resumed after a stall: its latency is the stall's, not the limit's"

@@ -68,7 +68,9 @@
 // of the throughput than kneeCost, twice the noise of the counts (a service
 // whose completions grow with concurrency past its latency knee); cuts
 // toward the knee then stop at that limit (SignalKneeCost) until the
-// overload ends. They are not made while
+// overload ends. A cut toward the knee is undone too if the overload ends
+// while it is on trial (SignalKneeBurst): its refusals were a burst at
+// about capacity, which a queue absorbs, not an excess. They are not made while
 // the baseline is in doubt (the service lost capacity under a binding
 // limit: it may have slowed, which leaves the baseline stale and a knee
 // estimated from it too low) or while the service waits for CPU (its

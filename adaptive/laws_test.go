@@ -218,6 +218,7 @@ func TestReasonStrings(t *testing.T) {
 		{Reason{Signal: SignalStalled, Observed: 0.039, Bound: 0.5}, "completions stalled: 3.9% of the work in flight came back (50% keeps up)"},
 		{Reason{Signal: SignalStalled}, "completions resumed after a stall: its latency is the stall's, not the limit's"},
 		{Reason{Signal: SignalKneeCost, Observed: 1350, Bound: 1500}, "a cut toward the knee cost completions, 1350/s from 1500/s: limit restored, the knee is not below it"},
+		{Reason{Signal: SignalKneeBurst, Observed: 0.071, Bound: 0.075}, "the overload ended, 7.1% of the demand refused (under 7.5%): it was a burst, the limit before the cut toward the knee restored"},
 		{Reason{}, ""},
 	} {
 		if got := tc.r.String(); got != tc.want {

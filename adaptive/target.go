@@ -359,9 +359,9 @@ func (t *Target) Update(s Sample) Decision {
 	n := x * mean // mean in flight, by Little's law
 
 	xm := t.observeThroughput(&s, x, mean)
-	if why, ok := t.judgeKnee(&s, xm); ok {
+	if why, to, ok := t.judgeKnee(&s, xm); ok {
 		t.cut = cutEpisode{}
-		t.limit = min(max(old, t.kneeFloor), t.p.Max)
+		t.limit = min(max(old, to), t.p.Max)
 		return decide(old, t.limit, oldRate, t.rate, why)
 	}
 	if why, ok := t.judgeCuts(&s, n, x, mean, drops); ok {
@@ -398,6 +398,9 @@ func (t *Target) Update(s Sample) Decision {
 		next = min(old, round(cut))
 		if next < old {
 			t.noteCut(&pr, &s, n, x, mean, drops, old)
+			// Another cut ends a cut toward the knee's trial: the limit
+			// from before it is not to come back over a later cut.
+			t.kneeFrom = 0
 			if pr.knee && pr.latency {
 				t.kneeFrom, t.kneeX, t.kneeWait = old, t.recentX(), kneeJudge
 			}
@@ -564,26 +567,36 @@ func kneeCost(x float64, iv time.Duration) float64 {
 	return max(kneeLoss*x, 2*math.Sqrt(0.75*x/iv.Seconds()))
 }
 
-// judgeKnee judges a cut toward the knee kneeJudge intervals after it: if
-// the throughput over the last four intervals fell by more than kneeCost
-// from the four before the cut, the cut is undone and no cut toward the
-// knee goes below the old limit again (kneeFloor) until the overload has
-// ended for kneeWindow intervals or the service loses capacity. It reports
-// the reason and true when it undoes the cut.
-func (t *Target) judgeKnee(s *Sample, xm float64) (Reason, bool) {
+// judgeKnee judges a cut toward the knee while it is on trial. If the
+// overload ends meanwhile, the cut is undone: the refusals that made the
+// overload were a burst at about capacity, which a queue absorbs, not an
+// excess the knee sheds (at 1×C a second's bursts refuse up to a sixth of
+// the demand; a cut to the knee there, half of the limit, then refused
+// twice what the law before it did for 1.5 % less goodput: issue 27, a hog
+// at nice 5). kneeJudge intervals after the cut, if the throughput over
+// the last four intervals fell by more than kneeCost from the four before
+// the cut, the cut is undone too and no cut toward the knee goes below the
+// old limit again (kneeFloor) until the overload has ended for kneeWindow
+// intervals or the service loses capacity. It reports the reason, the
+// limit to restore and true when it undoes the cut.
+func (t *Target) judgeKnee(s *Sample, xm float64) (Reason, int, bool) {
 	if t.kneeFrom == 0 || xm == 0 {
-		return Reason{}, false
-	}
-	if t.kneeWait--; t.kneeWait > 0 {
-		return Reason{}, false
+		return Reason{}, 0, false
 	}
 	from, was := t.kneeFrom, t.kneeX
+	if !t.overloaded {
+		t.kneeFrom = 0
+		return Reason{Signal: SignalKneeBurst, Observed: t.refused, Bound: overloadShare * 3 / 4}, from, from > t.limit
+	}
+	if t.kneeWait--; t.kneeWait > 0 {
+		return Reason{}, 0, false
+	}
 	t.kneeFrom = 0
-	if xm = t.recentX(); was-xm <= kneeCost(was, s.interval()) || !t.overloaded || from <= t.limit {
-		return Reason{}, false
+	if xm = t.recentX(); was-xm <= kneeCost(was, s.interval()) || from <= t.limit {
+		return Reason{}, 0, false
 	}
 	t.kneeFloor = from
-	return Reason{Signal: SignalKneeCost, Observed: xm, Bound: was}, true
+	return Reason{Signal: SignalKneeCost, Observed: xm, Bound: was}, from, true
 }
 
 // kneeCuts reports whether the law may cut toward the knee: it judges the

@@ -30,9 +30,10 @@ import (
 // measured), over the last minService of them, however many intervals
 // they took to come, and their median until there are minService (at a
 // cold start beyond C the first few are the only ones). A request the
-// model admits starts when the one W admissions ahead of it ends and takes
-// a service time drawn from that latency's quantiles; a waiter of the
-// queue takes the slot of the next to end.
+// model admits starts when the first of the W servers is free (a FIFO
+// queue of W servers) and takes a service time drawn from that latency's
+// quantiles; a waiter of the gate's queue takes the slot of the next to
+// end.
 //
 // The law of the group is given the interval as the model saw it: its
 // in-flight count, completions, queue and would-be refusals, and the latency
@@ -47,14 +48,13 @@ type enforcement struct {
 	mu sync.Mutex
 
 	// calls are the requests in the model's service, a heap by end (n of
-	// them); ends are the ends of the last len(ends) admitted, by admission
-	// (the k-th at k mod len), for the start of the next; k counts the
-	// admissions. q is the number waiting in the gate's queue, since
-	// queueSince (ns; 0 while none waits).
+	// them); free is when each of its servers is next free (ns), a heap,
+	// least first: W of them, or fewer while fewer are ever busy at once.
+	// q is the number waiting in the gate's queue, since queueSince (ns; 0
+	// while none waits).
 	calls      []modelCall
 	n          int
-	ends       []int64
-	k          int
+	free       []int64
 	q          int
 	queueSince int64
 	rng        rand.PCG // service times
@@ -143,6 +143,10 @@ type shadowMark struct {
 	// clean: the real service held no more requests than the model then,
 	// so its latency is what enforcement would have measured.
 	clean bool
+	// free: the real service held fewer requests than the model's W then
+	// (or W was not known), so one of its servers was free and its latency
+	// is the service's own, without a wait in its queue.
+	free bool
 }
 
 // advance moves the model to now (ns): the calls that ended leave its
@@ -181,8 +185,7 @@ func (m *enforcement) workers() int {
 }
 
 // push admits a call at t (ns) into the model's service: it starts when
-// the call W admissions ahead of it ends (at once with fewer in the
-// service; in a FIFO queue of W servers, about when a server frees for it)
+// the first of the W servers is free (at once with fewer in the service)
 // and ends a service time later, drawn from the service's own latency
 // distribution. The slices grow to the limit and to W (allocating only when
 // they rise past them).
@@ -204,27 +207,49 @@ func (m *enforcement) schedule(c *modelCall) {
 	if w == 0 {
 		return
 	}
-	// The ends kept: W of them, or as many as are in the service when that
-	// is fewer (a call W ahead is looked for only with W in the service).
-	if keep := min(w, max(m.n+1, 16)); len(m.ends) < keep {
-		e := make([]int64, max(keep, min(w, 2*len(m.ends))))
-		for i := range min(len(m.ends), m.k) {
-			j := m.k - 1 - i // the latest first
-			e[j%len(e)] = m.ends[j%len(m.ends)]
-		}
-		m.ends = e
-	}
-	start := c.adm
-	if m.n >= w && m.k >= w {
-		start = max(start, m.ends[(m.k-w)%len(m.ends)])
-	}
+	m.servers(min(w, max(m.n+1, 16)), w)
+	start := max(c.adm, m.free[0])
 	c.end = start + int64(serviceTime(&m.service, c.u))
-	if len(m.ends) > 0 {
-		m.ends[m.k%len(m.ends)] = c.end
-	}
-	m.k++
+	m.free[0] = c.end
+	siftFree(m.free, 0)
 	m.startWait += float64(start - c.adm)
 	m.starts++
+}
+
+// servers makes the model's servers at least keep of them (those added
+// free: with fewer calls in the service than servers, one is) and at most
+// w (dropping the first to be free: fewer servers make the next wait).
+func (m *enforcement) servers(keep, w int) {
+	for len(m.free) < keep {
+		m.free = append(m.free, 0)
+		for i := len(m.free) - 1; i > 0 && m.free[(i-1)/2] > m.free[i]; i = (i - 1) / 2 {
+			m.free[(i-1)/2], m.free[i] = m.free[i], m.free[(i-1)/2]
+		}
+	}
+	for len(m.free) > w {
+		last := len(m.free) - 1
+		m.free[0] = m.free[last]
+		m.free = m.free[:last]
+		siftFree(m.free, 0)
+	}
+}
+
+// siftFree restores the heap of free instants f from i down.
+func siftFree(f []int64, i int) {
+	for {
+		l, least := 2*i+1, i
+		if l < len(f) && f[l] < f[least] {
+			least = l
+		}
+		if r := l + 1; r < len(f) && f[r] < f[least] {
+			least = r
+		}
+		if least == i {
+			return
+		}
+		f[i], f[least] = f[least], f[i]
+		i = least
+	}
 }
 
 // serviceTime is the u-quantile of the service's latency, linear between
@@ -303,7 +328,8 @@ func (m *enforcement) arrive(now int64, p adaptive.Priority, limit, maxQueue int
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.advance(now, limit)
-	mark := shadowMark{slotless: true, clean: inFlight <= m.n}
+	w := m.workers()
+	mark := shadowMark{slotless: true, clean: inFlight <= m.n, free: w == 0 || inFlight < w}
 	if m.q == 0 && m.n < limit {
 		m.push(now, limit)
 		mark.within = true
@@ -347,6 +373,7 @@ func (m *enforcement) arrive(now int64, p adaptive.Priority, limit, maxQueue int
 // known, in the order they were admitted.
 func (m *enforcement) known() {
 	cs := m.calls[:m.n]
+	clear(m.free) // every server free: the calls are scheduled anew
 	slices.SortFunc(cs, func(a, b modelCall) int { return cmp.Compare(a.adm, b.adm) })
 	n := m.n
 	m.n = 0
@@ -378,6 +405,9 @@ func (m *enforcement) leave(mark shadowMark, latency time.Duration, o Outcome) {
 			m.clean, m.sampled = new(hist.Histogram), new(hist.Histogram)
 		}
 		m.clean.Add(latency)
+		if !mark.free {
+			return
+		}
 		m.sampled.Add(latency)
 		if m.serviceAt == 0 {
 			med := m.sampled.Quantile(0.5)
@@ -411,6 +441,7 @@ func (m *enforcement) tick(now int64, limit int, s *adaptive.Sample) {
 	// noise and spreads a burst), successes only: a request that failed
 	// fast (a refused connection, a 503 of the service's own queue) is no
 	// work done.
+	sized := m.capacity > 0 && !math.IsInf(m.capacity, 1) // the interval's servers were C·s
 	if x := float64(s.Successes) / elapsed; x > 0 {
 		m.last[m.xAt%capacityMean] = x
 		var sum float64
@@ -433,7 +464,7 @@ func (m *enforcement) tick(now int64, limit int, s *adaptive.Sample) {
 	var lat adaptive.Latency
 	if m.clean != nil && m.clean.Count() >= minClean && m.serviceAt != 0 {
 		lat = latencyOf(m.clean)
-	} else if m.service.Mean > 0 && m.starts > 0 {
+	} else if m.service.Mean > 0 && m.starts > 0 && sized {
 		w := time.Duration(m.startWait / m.starts)
 		sv := m.service
 		lat = adaptive.Latency{Min: sv.Min + w, Mean: sv.Mean + w, P50: sv.P50 + w, P90: sv.P90 + w,

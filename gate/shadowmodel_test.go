@@ -2,6 +2,7 @@ package gate
 
 import (
 	"container/heap"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -122,12 +123,19 @@ func driveService(t *testing.T, g *Gate, clk *fakeClock, perSec float64, d time.
 // enforcing and in shadow (fresh gates, the same seeded arrivals and
 // service times). In shadow every request reaches the service, whose queue
 // grows without bound past C; the shadowed law must not learn from that:
-// its limit over the second half is within 25 % of the enforcing law's, and
-// its would-be refusals within 15 % of enforcement's refusals (within 3 % of
+// at seeds 1–7, its limit over the second half is within 25 % of the
+// enforcing law's (15 % at 3×, where issue 27's law cuts to the knee,
+// x·1.25·its baseline, and the lab's ±25 % must leave room for the
+// machine; 35 % at a cold start slowed as below, see BENCHMARKS), and its
+// would-be refusals within 15 % of enforcement's refusals (within 3 % of
 // the arrivals where those are a few per cent). Before, at 1,650/s the
 // shadowed law cut to 23 where enforcement's held 121 and counted 76 % of
 // the requests as would-be refusals where enforcement refused 3.6 %; at
-// 4,800/s, 99.5 % against 67 %.
+// 4,800/s, 99.5 % against 67 %. With issue 27's knee (law5), the model's
+// first interval, its servers not yet sized (C unknown: none wait), gave
+// the law a baseline without the queue enforcement's first interval has,
+// and at 3× shadow held 0.81–0.88 of enforcement's limit in five seeds of
+// seven.
 func TestShadowLearnsWhatEnforcementWould(t *testing.T) {
 	conf := func(mode string) string {
 		return `
@@ -147,37 +155,43 @@ mode = "` + mode + `"
 		name   string
 		perSec float64
 		svc    testService
-	}{{"1x", 1500, lab16}, {"at C", 1650, lab16}, {"3x", 4800, lab16},
+		within float64 // the learned limit's bound, relative
+	}{{"1x", 1500, lab16, 0.25}, {"at C", 1650, lab16, 0.25}, {"3x", 4800, lab16, 0.15},
 		// The first six requests 40 ms slower: at 3× only the first ~20
 		// requests of a shadowed group find the real service no more
-		// loaded than the model, so they alone measure its latency.
-		{"3x cold", 4800, testService{workers: 16, mean: 10 * time.Millisecond, slowFirst: 6, slowBy: 40 * time.Millisecond}}} {
-		t.Run(c.name, func(t *testing.T) {
-			ge, ce := newGate(t, conf("enforce"))
-			gs, cs := newGate(t, conf("shadow"))
-			e := driveService(t, ge, ce, c.perSec, 10*time.Second, c.svc, 7)
-			s := driveService(t, gs, cs, c.perSec, 10*time.Second, c.svc, 7)
-			le, ls := meanLimit(e.limits[len(e.limits)/2:]), meanLimit(s.limits[len(s.limits)/2:])
-			t.Logf("enforce: refused %d of %d (%.1f %%), limit over the second half %.1f, service backlog ≤ %d",
-				e.refused, e.arrived, 100*float64(e.refused)/float64(e.arrived), le, e.maxBacklog)
-			t.Logf("shadow: would refuse %d of %d (%.1f %%), limit over the second half %.1f, service backlog ≤ %d",
-				s.would, s.arrived, 100*float64(s.would)/float64(s.arrived), ls, s.maxBacklog)
-			if s.refused != 0 {
-				t.Fatalf("shadow refused %d", s.refused)
-			}
-			if r := ls / le; r < 0.75 || r > 1.25 {
-				t.Errorf("learned limit: shadow %.1f, enforce %.1f (ratio %.2f), want within 25 %%", ls, le, r)
-			}
-			// A few per cent refused near C move by half with the limit's
-			// course: there the two must agree within 3 % of the arrivals.
-			if e.refused > e.arrived/10 {
-				if r := float64(s.would) / float64(e.refused); r < 0.85 || r > 1.15 {
-					t.Errorf("would-be refusals %d against enforcement's %d (ratio %.2f), want within 15 %%", s.would, e.refused, r)
+		// loaded than the model, so they alone measure its latency, and
+		// the six hold six of the 16 workers, so that the rest of those
+		// ~20 wait: the median of the sample is 1.2–1.7 times the
+		// service's own.
+		{"3x cold", 4800, testService{workers: 16, mean: 10 * time.Millisecond, slowFirst: 6, slowBy: 40 * time.Millisecond}, 0.35}} {
+		for seed := uint64(1); seed <= 7; seed++ {
+			t.Run(fmt.Sprintf("%s/seed%d", c.name, seed), func(t *testing.T) {
+				ge, ce := newGate(t, conf("enforce"))
+				gs, cs := newGate(t, conf("shadow"))
+				e := driveService(t, ge, ce, c.perSec, 10*time.Second, c.svc, seed)
+				s := driveService(t, gs, cs, c.perSec, 10*time.Second, c.svc, seed)
+				le, ls := meanLimit(e.limits[len(e.limits)/2:]), meanLimit(s.limits[len(s.limits)/2:])
+				t.Logf("enforce: refused %d of %d (%.1f %%), limit over the second half %.1f, service backlog ≤ %d",
+					e.refused, e.arrived, 100*float64(e.refused)/float64(e.arrived), le, e.maxBacklog)
+				t.Logf("shadow: would refuse %d of %d (%.1f %%), limit over the second half %.1f, service backlog ≤ %d",
+					s.would, s.arrived, 100*float64(s.would)/float64(s.arrived), ls, s.maxBacklog)
+				if s.refused != 0 {
+					t.Fatalf("shadow refused %d", s.refused)
 				}
-			} else if d := s.would - e.refused; d > e.arrived*3/100 || -d > e.arrived*3/100 {
-				t.Errorf("would-be refusals %d against enforcement's %d, of %d: want within 3 %% of the arrivals", s.would, e.refused, e.arrived)
-			}
-		})
+				if r := ls / le; r < 1-c.within || r > 1+c.within {
+					t.Errorf("learned limit: shadow %.1f, enforce %.1f (ratio %.2f), want within %.0f %%", ls, le, r, 100*c.within)
+				}
+				// A few per cent refused near C move by half with the limit's
+				// course: there the two must agree within 3 % of the arrivals.
+				if e.refused > e.arrived/10 {
+					if r := float64(s.would) / float64(e.refused); r < 0.85 || r > 1.15 {
+						t.Errorf("would-be refusals %d against enforcement's %d (ratio %.2f), want within 15 %%", s.would, e.refused, r)
+					}
+				} else if d := s.would - e.refused; d > e.arrived*3/100 || -d > e.arrived*3/100 {
+					t.Errorf("would-be refusals %d against enforcement's %d, of %d: want within 3 %% of the arrivals", s.would, e.refused, e.arrived)
+				}
+			})
+		}
 	}
 }
 
@@ -265,7 +279,7 @@ func TestServiceTime(t *testing.T) {
 func TestServiceLatencyRecovers(t *testing.T) {
 	var m enforcement
 	ms := time.Millisecond
-	clean := shadowMark{slotless: true, within: true, clean: true}
+	clean := shadowMark{slotless: true, within: true, clean: true, free: true}
 	for i := range 20 {
 		l := 10 * ms
 		if i < 6 {
@@ -317,5 +331,66 @@ func TestCapacityAveragesBursts(t *testing.T) {
 	}
 	if m.capacity < 1550 || m.capacity > 1650 {
 		t.Errorf("capacity %.0f/s, want 1,600", m.capacity)
+	}
+}
+
+// TestModelServersAreFIFO: the model's service is a FIFO queue of W
+// servers: with W = 2, a long call and a short one admitted at once, a
+// third waits for the first server free, the short one's, not for the
+// call W admissions ahead of it (the long one). Before, it started when
+// the long one ended.
+func TestModelServersAreFIFO(t *testing.T) {
+	ms := time.Millisecond
+	m := enforcement{capacity: 200, service: adaptive.Latency{Min: 5 * ms, Mean: 10 * ms, P50: 5 * ms,
+		P90: 5 * ms, P95: 5 * ms, P99: 5 * ms, P999: 50 * ms}} // W = 200/s × 10 ms = 2
+	long, short := serviceTime(&m.service, 1), serviceTime(&m.service, 0)
+	a, b, c := modelCall{u: 1}, modelCall{u: 0}, modelCall{u: 0}
+	m.schedule(&a)
+	m.n = 1
+	m.schedule(&b)
+	m.n = 2
+	m.schedule(&c)
+	if a.end != int64(long) || b.end != int64(short) {
+		t.Fatalf("the first two end at %v and %v, want %v and %v", time.Duration(a.end), time.Duration(b.end), long, short)
+	}
+	if want := 2 * short; c.end != int64(want) {
+		t.Errorf("the third ends at %v, want %v: when the short one's server is free (%v), then its own %v",
+			time.Duration(c.end), want, short, short)
+	}
+}
+
+// TestServiceMeasuredOnFreeRequests: the service's own latency (W = C·s)
+// is measured on the clean requests that found a server of the real
+// service free (fewer than W in flight), not on those that found its
+// servers busy and waited in its queue: 100 of 10 ms that found none in
+// flight and 100 of 60 ms that found 50 (W = 10) measure 10 ms. Before,
+// every clean request counted: 35 ms, and W 35.
+func TestServiceMeasuredOnFreeRequests(t *testing.T) {
+	ms := time.Millisecond
+	m := enforcement{capacity: 1000, serviceAt: 1, ticks: 1000, service: adaptive.Latency{Min: 10 * ms,
+		Mean: 10 * ms, P50: 10 * ms, P90: 10 * ms, P95: 10 * ms, P99: 10 * ms, P999: 10 * ms}}
+	qb := adaptive.QueueBound{}
+	var marks []shadowMark
+	for i := range 200 {
+		inFlight := 0
+		if i >= 100 {
+			inFlight = 50 // ≤ the model's 100 in service: clean, but no server free
+		}
+		marks = append(marks, m.arrive(0, adaptive.Default, 1000, 0, &qb, inFlight))
+	}
+	for i, mark := range marks {
+		if !mark.clean {
+			t.Fatalf("arrival %d not clean", i)
+		}
+		l := 10 * ms
+		if i >= 100 {
+			l = 60 * ms
+		}
+		m.leave(mark, l, Success)
+	}
+	s := adaptive.Sample{Interval: 250 * ms, Successes: 250}
+	m.tick(int64(250*ms), 1000, &s)
+	if got := m.service.Mean; got < 9*ms || got > 11*ms {
+		t.Errorf("the service's own latency %v, want 10ms (those that found a server free)", got)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/cmd/internal/lab/load"
 	"github.com/sluicehq/sluice/cmd/internal/lab/report"
 	"github.com/sluicehq/sluice/cmd/internal/lab/scenario"
 	"github.com/sluicehq/sluice/configs"
@@ -289,6 +290,23 @@ func only(t *testing.T, s *scenario.Scenario, name string) *scenario.Scenario {
 	return &c
 }
 
+// mostInFlight bounds how many requests a scenario's load can have in flight
+// through sluice at once: every one arrived within the load's timeout plus
+// upstreamTimeout, as a request whose caller gave up keeps its slot until the
+// upstream answers, for at most upstreamTimeout more; at the schedule's peak
+// rate, req/s.
+func mostInFlight(s *scenario.Scenario, upstreamTimeout time.Duration) float64 {
+	timeout := time.Duration(s.Load.Timeout)
+	if timeout == 0 {
+		timeout = load.DefaultTimeout
+	}
+	var peak float64
+	for _, p := range s.Schedule() {
+		peak = max(peak, p.From, p.To)
+	}
+	return peak * (timeout + upstreamTimeout).Seconds()
+}
+
 // TestShippedSluiceConfigs fills in every shipped scenario's sluice
 // contenders as a run would and checks each config with sluice's own
 // parser: the policies are valid, differ only in the concurrency law and
@@ -325,8 +343,12 @@ func TestShippedSluiceConfigs(t *testing.T) {
 			if g.Concurrency.Law != spec.LawFixed && time.Duration(g.Targets.Latency) != time.Duration(s.SLO) {
 				t.Errorf("%s/%s: latency target %v, SLO %v", name, con.Name, g.Targets.Latency, s.SLO)
 			}
-			if (g.Concurrency.Law == spec.LawFixed && g.Concurrency.Limit >= 4096) != (g.Queue.Max == 0) {
+			noLimit := g.Concurrency.Law == spec.LawFixed && g.Concurrency.Limit >= 4096
+			if noLimit != (g.Queue.Max == 0) {
 				t.Errorf("%s/%s: only no-limit goes without a queue: %+v", name, con.Name, g.Queue)
+			}
+			if most := mostInFlight(s, time.Duration(cfg.Upstream.ResponseHeaderTimeout)); noLimit && float64(g.Concurrency.Limit) < most {
+				t.Errorf("%s/%s: a no-limit of %d in flight can be reached: up to %.0f requests are in flight at once", name, con.Name, g.Concurrency.Limit, most)
 			}
 			groups = append(groups, g)
 		}
