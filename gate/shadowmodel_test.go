@@ -333,3 +333,64 @@ func TestCapacityAveragesBursts(t *testing.T) {
 		t.Errorf("capacity %.0f/s, want 1,600", m.capacity)
 	}
 }
+
+// TestModelServersAreFIFO: the model's service is a FIFO queue of W
+// servers: with W = 2, a long call and a short one admitted at once, a
+// third waits for the first server free, the short one's, not for the
+// call W admissions ahead of it (the long one). Before, it started when
+// the long one ended.
+func TestModelServersAreFIFO(t *testing.T) {
+	ms := time.Millisecond
+	m := enforcement{capacity: 200, service: adaptive.Latency{Min: 5 * ms, Mean: 10 * ms, P50: 5 * ms,
+		P90: 5 * ms, P95: 5 * ms, P99: 5 * ms, P999: 50 * ms}} // W = 200/s × 10 ms = 2
+	long, short := serviceTime(&m.service, 1), serviceTime(&m.service, 0)
+	a, b, c := modelCall{u: 1}, modelCall{u: 0}, modelCall{u: 0}
+	m.schedule(&a)
+	m.n = 1
+	m.schedule(&b)
+	m.n = 2
+	m.schedule(&c)
+	if a.end != int64(long) || b.end != int64(short) {
+		t.Fatalf("the first two end at %v and %v, want %v and %v", time.Duration(a.end), time.Duration(b.end), long, short)
+	}
+	if want := 2 * short; c.end != int64(want) {
+		t.Errorf("the third ends at %v, want %v: when the short one's server is free (%v), then its own %v",
+			time.Duration(c.end), want, short, short)
+	}
+}
+
+// TestServiceMeasuredOnFreeRequests: the service's own latency (W = C·s)
+// is measured on the clean requests that found a server of the real
+// service free (fewer than W in flight), not on those that found its
+// servers busy and waited in its queue: 100 of 10 ms that found none in
+// flight and 100 of 60 ms that found 50 (W = 10) measure 10 ms. Before,
+// every clean request counted: 35 ms, and W 35.
+func TestServiceMeasuredOnFreeRequests(t *testing.T) {
+	ms := time.Millisecond
+	m := enforcement{capacity: 1000, serviceAt: 1, ticks: 1000, service: adaptive.Latency{Min: 10 * ms,
+		Mean: 10 * ms, P50: 10 * ms, P90: 10 * ms, P95: 10 * ms, P99: 10 * ms, P999: 10 * ms}}
+	qb := adaptive.QueueBound{}
+	var marks []shadowMark
+	for i := range 200 {
+		inFlight := 0
+		if i >= 100 {
+			inFlight = 50 // ≤ the model's 100 in service: clean, but no server free
+		}
+		marks = append(marks, m.arrive(0, adaptive.Default, 1000, 0, &qb, inFlight))
+	}
+	for i, mark := range marks {
+		if !mark.clean {
+			t.Fatalf("arrival %d not clean", i)
+		}
+		l := 10 * ms
+		if i >= 100 {
+			l = 60 * ms
+		}
+		m.leave(mark, l, Success)
+	}
+	s := adaptive.Sample{Interval: 250 * ms, Successes: 250}
+	m.tick(int64(250*ms), 1000, &s)
+	if got := m.service.Mean; got < 9*ms || got > 11*ms {
+		t.Errorf("the service's own latency %v, want 10ms (those that found a server free)", got)
+	}
+}

@@ -276,8 +276,9 @@ func (r *labRun) dip(from, to time.Duration, floor float64) (longest, at time.Du
 // min(sent, quota per 100ms) — the limiter's dip, whatever the test
 // process's stalls, which delay sends and arrivals alike; and stalled, the
 // longest stretch over which the generators sent fewer than 0.9 × offered
-// per 100ms (their own dip: what the arrival count's dip includes).
-func (r *labRun) decided(from, to time.Duration, quota, offered float64) (dip, dipAt, stalled, stalledAt time.Duration) {
+// per 100ms (their own dip: what the arrival count's dip includes); and
+// every stretch of the limiter's dip, as "length@start".
+func (r *labRun) decided(from, to time.Duration, quota, offered float64) (dip, dipAt, stalled, stalledAt time.Duration, dips []string) {
 	type send struct {
 		at time.Time
 		ok bool
@@ -314,7 +315,8 @@ func (r *labRun) decided(from, to time.Duration, quota, offered float64) (dip, d
 			if dipRun > dip {
 				dip, dipAt = dipRun, w+step-dipRun
 			}
-		} else {
+		} else if dipRun > 0 {
+			dips = append(dips, fmt.Sprintf("%v@%v", dipRun, w-dipRun))
 			dipRun = 0
 		}
 		if sent < 0.9*offered*perWindow {
@@ -326,7 +328,10 @@ func (r *labRun) decided(from, to time.Duration, quota, offered float64) (dip, d
 			stallRun = 0
 		}
 	}
-	return dip, dipAt, stalled, stalledAt
+	if dipRun > 0 {
+		dips = append(dips, fmt.Sprintf("%v@%v (to the end)", dipRun, to-dipRun))
+	}
+	return dip, dipAt, stalled, stalledAt, dips
 }
 
 // labSteady: rates offered to the nodes (steady: 1,000/s each, 1.5 times
@@ -394,7 +399,8 @@ func labOutage(t *testing.T, how string) {
 	})
 	floor := 0.9 * min(3*labOffered[0], labRate) / 10
 	arrived, arrivedAt := r.dip(3*time.Second, 18*time.Second, floor)
-	dip, at, stalled, stalledAt := r.decided(3*time.Second, 18*time.Second, labRate, 3*labOffered[0])
+	dip, at, stalled, stalledAt, dips := r.decided(3*time.Second, 18*time.Second, labRate, 3*labOffered[0])
+	t.Logf("%s: every stretch under 90 %% of min(sent, quota) per 100ms, by send instant: %v", how, dips)
 	_, during := r.between(4*time.Second, 14*time.Second)
 	slowest, lag := r.slowest()
 	t.Logf("%s: admitted %d in the 10 s without Redis (%.1f/s, %.1f %% of the quota); the longest stretch under 90 %% of min(sent, quota) per 100ms, by send instant: %v from %v; "+

@@ -169,7 +169,19 @@
 // the store stops calling Redis for a backoff that starts at BackoffMin and
 // doubles up to BackoffMax; after each pause one decision or renewal probes
 // Redis, and the first that succeeds brings every limiter of the store back
-// to Redis. Status reports the mode, the last error and the decision counts.
+// to Redis. A leased limiter's renewer probes besides once a lease period,
+// whatever the backoff, so that every node is back within a period or two
+// of Redis's return (TestLeasedBackWithinPeriods): a node that waited out
+// its backoff (up to BackoffMax) decided by its share meanwhile and then
+// debited all of that from the stock the nodes already back were living on,
+// and they ran dry. Its probes cost Redis what its renewals cost while Redis
+// is up, one call a period; a refused connection costs less, and a probe of
+// a hung Redis waits at most the renewal's budget, on the renewer's own
+// goroutine. On one server, a probe (and the heartbeat, while the link is
+// down) first dials Redis itself, and calls it only once it accepts:
+// go-redis's pool stops dialling after as many failed dials as its size
+// (10 a core, counted over the client's life) and then dials once a second
+// by itself, which brought a node back up to a second after Redis. Status reports the mode, the last error and the decision counts.
 // A decision that timed out may still be applied by Redis later: during a
 // slow spell the quota is charged both in Redis and locally, never less.
 //
@@ -202,7 +214,15 @@
 // units they held when it began, the bound (TestLeasedOutage: killed and
 // hung, at least 90 % of min(offered, quota) throughout). The units a node
 // admitted by its share are debited from the stock by its next answered
-// renewal, so a slow spell that put it in fallback is not paid twice. Status, the decision counts (fallback) and Store.Changed
+// renewal, so a slow spell that put it in fallback is not paid twice.
+// A token or leaky bucket's lease that has run dry admits besides what its
+// fallback share allows since its last grant (up to 1.5 periods of it),
+// beyond what the lease admitted meanwhile, debited by its next renewal:
+// the share's floor. It keeps a node at its share while its grants fall
+// short, late (a renewal waiting on a hung Redis for its budget, a starved
+// renewer) or thin (the first grants after an outage, from a stock its
+// debits emptied); at saturation the grants are the shares and the floor
+// admits nothing (TestLeasedReturnNoDip). Status, the decision counts (fallback) and Store.Changed
 // tell it at that moment. The renewals, in the background, bring the node
 // back to leases by themselves once Redis answers.
 // A renewal that Redis applied but whose answer came after its budget (a

@@ -110,9 +110,17 @@ type lease struct {
 	a       limits.Allowance
 	refused atomic.Int64 // units refused since the last renewal
 	fbUnits atomic.Int64 // units decided by fb since the last renewal
-	// fbAdmitted is the units fb admitted and no renewal has reported
-	// yet: the next one answered debits them from the stock.
+	// fbAdmitted is the units fb (or the share's floor) admitted and no
+	// renewal has reported yet: the next one answered debits them from
+	// the stock.
 	fbAdmitted atomic.Int64
+	// floorUnits is the units the share's floor admitted since the last
+	// answered renewal (see leaser.floor).
+	floorUnits atomic.Int64
+	// grantAt (Unix ns: the last answered renewal's send time) and base
+	// (the units held right after its grant), written by the renewer, tell
+	// the share's floor what the lease has admitted since.
+	grantAt, base atomic.Int64
 
 	// The renewer's own.
 	after int64     // units held right after the last grant was added
@@ -213,6 +221,10 @@ func (ls *leaser) allow(r *limits.Result, key string, now time.Time, n int64) bo
 	if !open {
 		return false
 	}
+	if !taken && q.p.Window == 0 && ls.floor(le, t, n) {
+		r.Allowed, r.Limit, r.Remaining, r.RetryAfter, r.ResetAfter, r.Delay = true, q.limit, 0, 0, 0, 0
+		return true
+	}
 	r.Allowed, r.Limit, r.Remaining, r.RetryAfter, r.Delay = taken, q.limit, min(left, q.limit), 0, 0
 	if !taken {
 		le.refused.Add(n)
@@ -228,6 +240,46 @@ func (ls *leaser) allow(r *limits.Result, key string, now time.Time, n int64) bo
 	} else {
 		r.ResetAfter = time.Duration(float64(q.limit-r.Remaining) * q.nsPerUnit)
 	}
+	return true
+}
+
+// floor tells whether n more units fit in le's share's floor, and if so
+// counts them admitted: a lease that has run dry admits what its fallback
+// share (units per second, the max-min fair split from its last renewal)
+// allows since its last grant, up to headroom periods of it, beyond what
+// the lease admitted meanwhile; its next renewal debits them from the
+// stock. A node then admits its share whenever its grants fall short of
+// it: a grant that came late (a renewal that waits on a hung Redis for its
+// budget, a starved renewer) or thin (the first grants after an outage,
+// from a stock the outage's debits emptied: every node back within a
+// period left its fallback on a few units and ran dry with the others, a
+// dip of 190–210ms in the lab). At saturation the grants are the shares,
+// and the floor admits nothing. A rate's only: a window's units are its
+// limit, not a pace. Safe for concurrent use; off the path of a lease
+// that holds units.
+func (ls *leaser) floor(le *lease, t, n int64) bool {
+	at := le.grantAt.Load()
+	if at == 0 || n <= 0 {
+		return false
+	}
+	share := float64(le.shareNow.Load()) / shareScale
+	if share == 0 {
+		share = ls.equalShare()
+	}
+	held, _ := le.a.Held()
+	dt := min(time.Duration(t-at), time.Duration(headroom*float64(ls.p.Period)))
+	room := int64(share*dt.Seconds()) - max(0, le.base.Load()-held)
+	for {
+		cur := le.floorUnits.Load()
+		if room-cur < n {
+			return false
+		}
+		if le.floorUnits.CompareAndSwap(cur, cur+n) {
+			break
+		}
+	}
+	le.fbUnits.Add(n)
+	le.fbAdmitted.Add(n)
 	return true
 }
 
@@ -308,11 +360,17 @@ func (ls *leaser) run() {
 		case <-timer.C:
 		}
 		last = time.Now()
-		ls.round(last, false)
+		probed := ls.round(last, false)
 		if f := ls.rounded.Load(); f != nil {
 			(*f)()
 		}
 		d := ls.nextRound(time.Now())
+		if probed {
+			// Spread over a period: the nodes' renewers, held up together
+			// by a hung Redis, are released together when it answers, and
+			// renewing in step they race for the same refill.
+			d = time.Duration(jitterSpread(int64(d)))
+		}
 		due = time.Now().Add(d)
 		timer.Reset(d)
 	}
@@ -353,14 +411,15 @@ type renewal struct {
 }
 
 // round renews every lease (with last, gives them all back), promotes the
-// candidates, and ends the leases that have gone quiet.
-func (ls *leaser) round(now time.Time, last bool) {
+// candidates, and ends the leases that have gone quiet; it tells whether
+// it probed a down link.
+func (ls *leaser) round(now time.Time, last bool) (probed bool) {
 	leases := *ls.leases.Load()
 	if !last {
 		leases = ls.promote(now, leases)
 	}
 	if len(leases) == 0 {
-		return
+		return false
 	}
 	q := ls.l.q.Load()
 	rs := make([]*renewal, 0, len(leases))
@@ -371,10 +430,15 @@ func (ls *leaser) round(now time.Time, last bool) {
 		rs = append(rs, r)
 	}
 	t := now.UnixNano()
-	toRedis, probe := ls.l.s.link.route(t)
+	toRedis, probe := ls.l.s.link.routeEvery(t, ls.p.Period)
 	var err error
 	if toRedis {
-		err = ls.call(q, rs)
+		if probe {
+			err = ls.l.s.reach(ls.budget)
+		}
+		if err == nil {
+			err = ls.call(q, rs)
+		}
 		if err == nil {
 			ls.l.s.link.succeeded(t, probe)
 		} else {
@@ -409,6 +473,7 @@ func (ls *leaser) round(now time.Time, last bool) {
 	if changed {
 		ls.leases.Store(&next)
 	}
+	return probe
 }
 
 // promote gives a lease to the candidates with promoteAt exact decisions
@@ -622,7 +687,10 @@ func (ls *leaser) settle(r *renewal, now time.Time, q *quota) {
 		return
 	}
 	ls.rejoin(le, r, now)
+	le.grantAt.Store(now.UnixNano())
+	le.floorUnits.Store(0)
 	le.after = le.a.Add(r.grant)
+	le.base.Store(le.after)
 	// Back on Redis once the lease holds units: a stock that the debit of
 	// the fallback's admissions emptied grants nothing at first, and the
 	// node goes on by its share meanwhile (debited in turn).

@@ -174,3 +174,23 @@ func clusterRow(b *testing.B, count int) {
 	b.ReportMetric(100*float64(calls)/float64(decisions), "calls-%-of-decisions")
 	b.ReportMetric(100*float64(all)/float64(decisions), "commands-%-of-decisions")
 }
+
+// BenchmarkLeasedDry: a decision on a lease that has run dry, refused (the
+// share's floor, asked first, has no room at this instant).
+func BenchmarkLeasedDry(b *testing.B) {
+	srv := startServer(b)
+	l := leasedNode(b, srv.Addr(), LimiterParams{Name: "dry", Algorithm: TokenBucket, Rate: 10, Burst: 10,
+		Lease: LeaseParams{TTL: time.Hour}})
+	awaitLease(b, l, "", 10*time.Second)
+	now := time.Now()
+	for l.AllowAt("", now, 1).Allowed { // spend what the lease holds
+	}
+	b.ReportAllocs()
+	allowed := 0
+	for b.Loop() {
+		if l.AllowAt("", now, 1).Allowed {
+			allowed++
+		}
+	}
+	b.ReportMetric(100*float64(allowed)/float64(b.N), "allowed-%")
+}

@@ -162,6 +162,8 @@ type node struct {
 	stop              chan struct{}
 	done              sync.WaitGroup
 	worst             atomic.Int64 // the slowest decision, ns
+	// decisions, if set, records each decision's instant and outcome.
+	decisions *decisionLog
 	// open drops the decisions a late tick missed instead of making them
 	// at once: an open-loop load that a stalled driver does not turn into
 	// a burst (which a lease holding a period and a half of the demand
@@ -197,6 +199,9 @@ func (n *node) drive(key string) {
 				}
 				n.offered.Add(1)
 				n.windowO.Add(1)
+				if n.decisions != nil {
+					n.decisions.add(t, ok)
+				}
 				if ok {
 					n.admitted.Add(1)
 					n.windowA.Add(1)

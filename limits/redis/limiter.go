@@ -244,7 +244,13 @@ func (l *Limiter) AllowAt(key string, now time.Time, n int64) (r limits.Result) 
 	if !l.closed.Load() && !l.s.closed.Load() {
 		t := now.UnixNano()
 		if toRedis, probe := l.s.link.route(t); toRedis {
-			r, err := l.decide(q, key, now, n)
+			var err error
+			if probe {
+				err = l.s.reach(l.s.dl.budget())
+			}
+			if err == nil {
+				r, err = l.decide(q, key, now, n)
+			}
 			if err == nil {
 				l.s.link.succeeded(t, probe)
 				l.redisN.Add(1)

@@ -21,7 +21,9 @@ const failThreshold = 3
 // fallback without calling Redis, except one probe once the backoff has
 // passed: if the probe succeeds the link is up again, else the backoff
 // doubles (up to its maximum, each pause jittered by ±20 %, so the nodes of
-// a cluster do not probe in step).
+// a cluster do not probe in step). A leased limiter's renewer probes on its
+// own schedule besides (routeEvery): once a lease period, so that every
+// node is back on Redis within a period or two of its return.
 //
 // Time is the callers' now (Unix ns), so the schedule is testable. The hot
 // path (route, and success while up) reads atomics and takes no lock; the
@@ -30,6 +32,7 @@ type link struct {
 	down    atomic.Bool
 	retryAt atomic.Int64 // while down: the earliest instant of the next probe
 	probing atomic.Bool  // a probe is in flight
+	probed  atomic.Int64 // while down: the start of the last probe
 	fails   atomic.Int32 // consecutive failures while up
 	lastOK  atomic.Int64 // the last success, give or take quiet/8; 0: none yet
 
@@ -59,13 +62,27 @@ func (k *link) notify() {
 
 // route tells whether a decision at now goes to Redis, and whether it is the
 // probe of a down link (whose outcome must be reported with probe = true).
-func (k *link) route(now int64) (toRedis, probe bool) {
+func (k *link) route(now int64) (toRedis, probe bool) { return k.routeEvery(now, 0) }
+
+// routeEvery is route for a caller that, while the link is down, probes at
+// least every `every` (0: by the backoff only): a lease renewer, once a
+// period. Its probes cost Redis no more than its renewals do while the link
+// is up (one call a period), a refused connection costs less, and against
+// a hung Redis a probe waits for the renewal's budget on the renewer's own
+// goroutine; the backoff still paces the other callers' probes. Without
+// it, the last node back waited out its whole backoff (up to BackoffMax)
+// after Redis returned, deciding by its share meanwhile, and then debited
+// all of that from a stock the nodes already back were living on: they ran
+// dry (the lab's 200ms dip, issue 29).
+func (k *link) routeEvery(now int64, every time.Duration) (toRedis, probe bool) {
 	if !k.down.Load() {
 		return true, false
 	}
-	if now < k.retryAt.Load() || !k.probing.CompareAndSwap(false, true) {
+	due := now >= k.retryAt.Load() || every > 0 && now-k.probed.Load() >= int64(every)
+	if !due || !k.probing.CompareAndSwap(false, true) {
 		return false, false
 	}
+	k.probed.Store(now)
 	return true, true
 }
 
@@ -122,6 +139,9 @@ func (k *link) fail(now int64, probe, hard bool, err error) {
 func jitter(d time.Duration) int64 {
 	return int64(float64(d) * (0.8 + 0.4*rand.Float64()))
 }
+
+// jitterSpread spreads d uniformly over [d/2, 3d/2).
+func jitterSpread(d int64) int64 { return d/2 + rand.Int64N(max(d, 1)) }
 
 // linkState is a snapshot of the link for Status.
 type linkState struct {

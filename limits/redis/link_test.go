@@ -73,3 +73,37 @@ func TestLink(t *testing.T) {
 	}
 	inJitter("down again", pause(), 10*time.Millisecond)
 }
+
+// TestLinkRouteEvery: a caller that probes every period (a lease renewer)
+// probes a down link once that period has passed since the last probe,
+// whatever the backoff (here 40ms, against a period of 10ms), while the
+// other callers still wait for the backoff; one probe at a time.
+func TestLinkRouteEvery(t *testing.T) {
+	const ms = int64(time.Millisecond)
+	boom := errors.New("dial tcp: connection refused")
+	k := newLink(40*time.Millisecond, 40*time.Millisecond, 0, 0)
+	now := int64(1_000) * ms
+	k.failedHard(now, false, boom)
+	check := func(step string, every time.Duration, wantRedis, wantProbe bool) {
+		t.Helper()
+		if r, p := k.routeEvery(now, every); r != wantRedis || p != wantProbe {
+			t.Fatalf("%s: routeEvery(t+%dms, %v) = %v, %v; want %v, %v", step, now/ms-1000, every, r, p, wantRedis, wantProbe)
+		}
+	}
+	check("down, a renewer's first round", 10*time.Millisecond, true, true)
+	check("a second caller while it probes", 10*time.Millisecond, false, false)
+	k.failedHard(now, true, boom)
+	now += 9 * ms
+	check("9ms after the last probe", 10*time.Millisecond, false, false)
+	now += ms
+	check("within the backoff, by the backoff only", 0, false, false)
+	check("a period after the last probe", 10*time.Millisecond, true, true)
+	k.failedHard(now, true, boom)
+	if k.retryAt.Load()-now < 32*ms {
+		t.Fatalf("a renewer's failed probe: the others' pause %v, want the backoff (40ms ± 20 %%)", time.Duration(k.retryAt.Load()-now))
+	}
+	now += 10 * ms
+	check("the next period", 10*time.Millisecond, true, true)
+	k.succeeded(now, true)
+	check("up again", 10*time.Millisecond, true, false)
+}

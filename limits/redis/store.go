@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 	"sync"
@@ -80,6 +81,26 @@ func ioTimeout(budget time.Duration) time.Duration {
 // answers, late: those decisions are bounded by Overshoot) is not taken
 // for an outage, whose fallback decides by the node's whole share.
 func quietFor(timeout time.Duration) time.Duration { return max(10*timeout, 500*time.Millisecond) }
+
+// reach, while the link is down, dials Redis by itself (within d) and
+// tells whether it accepts a connection: the probes of a down link, and the
+// heartbeat meanwhile, go to the client only once it does. go-redis counts
+// its failed dials over the client's life and, at its pool size (10 a
+// core), stops dialling and tries by itself once a second until a dial
+// succeeds: an outage of a few seconds under probes once a lease period got
+// there, and a node came back up to a second after Redis did. nil while
+// the link is up, and with a Cluster or Sentinel (the client picks the
+// server to dial; their probes go to it directly).
+func (s *Store) reach(d time.Duration) error {
+	if !s.link.down.Load() || s.p.Address == "" {
+		return nil
+	}
+	c, err := net.DialTimeout("tcp", s.p.Address, d)
+	if err != nil {
+		return err
+	}
+	return c.Close()
+}
 
 // Open returns a Store for p. It reads p.PasswordFile,
 // p.SentinelPasswordFile and p.CAFile and sets up the connections, which
@@ -254,7 +275,10 @@ func (s *Store) heartbeat() {
 	t := time.NewTicker(s.p.Heartbeat)
 	defer t.Stop()
 	for {
-		n, err := s.beat(false)
+		n, err := 0, s.reach(ioTimeout(s.p.Timeout))
+		if err == nil {
+			n, err = s.beat(false)
+		}
 		if err == nil {
 			ctx, cancel := context.WithTimeout(context.Background(), ioTimeout(s.p.Timeout))
 			_ = s.Refresh(ctx)
@@ -265,7 +289,9 @@ func (s *Store) heartbeat() {
 		}
 		select {
 		case <-s.stop:
-			_, _ = s.beat(true)
+			if s.reach(ioTimeout(s.p.Timeout)) == nil {
+				_, _ = s.beat(true)
+			}
 			return
 		case <-t.C:
 		}
