@@ -38,7 +38,9 @@
 # BASELINE=/path/to/another/checkout adds that tree's daemon and proxy package as
 # the targets "sluice-base" and "proxy-base" (and "sluice-base-refuse" in the
 # refuse part), in the same interleaved rounds: a change measured side by side
-# with what it changes.
+# with what it changes. BASELINE=/path/to/a/sluice/binary adds that daemon alone
+# (sluice-base and sluice-base-refuse; no proxy-base), so that a build of any
+# commit can stand beside this tree's without a checkout of it.
 #
 # TARGETS="direct nginx sluice" runs only these of the saturation and half
 # parts' own targets (the baseline's and the candidates' come on top; nginx is
@@ -100,8 +102,11 @@ done
 if [ -n "$CANDIDATES" ]; then
   (cd "$here/candidates" && go build -o "$dir/candidates" .)
 fi
-if [ -n "$BASELINE" ]; then
+if [ -d "$BASELINE" ]; then
   (cd "$BASELINE" && go build -o "$dir/sluice-base" ./cmd/sluice && go build -o "$dir/front-base" ./proxy/bench/front)
+elif [ -n "$BASELINE" ]; then
+  [ -x "$BASELINE" ] || { echo "run.sh: BASELINE $BASELINE is neither a checkout nor an executable" >&2; exit 2; }
+  cp "$BASELINE" "$dir/sluice-base"
 fi
 
 # The daemon's config: like nginx's limit_req, a per-client-address token
@@ -190,10 +195,13 @@ if [ -n "$BASELINE" ]; then
   "$dir/sluice-base" check -q "$dir/sluice-base.toml"
   "$dir/sluice-base" run -config "$dir/sluice-base.toml" -log-level warn & pids+=($!)
   cand_pid[sluice-base]=${pids[-1]}
-  addr[proxy-base]=127.0.0.1:$((port + 1))
-  "$dir/front-base" -listen "${addr[proxy-base]}" -upstream "http://$UPSTREAM_ADDR" & pids+=($!)
-  cand_pid[proxy-base]=${pids[-1]}
-  targets+=(sluice-base proxy-base)
+  targets+=(sluice-base)
+  if [ -d "$BASELINE" ]; then
+    addr[proxy-base]=127.0.0.1:$((port + 1))
+    "$dir/front-base" -listen "${addr[proxy-base]}" -upstream "http://$UPSTREAM_ADDR" & pids+=($!)
+    cand_pid[proxy-base]=${pids[-1]}
+    targets+=(proxy-base)
+  fi
   addr[sluice-base-refuse]=127.0.0.1:$((port + 2))
   sed -e "0,/^listen = /s|^listen = .*|listen = \"${addr[sluice-base-refuse]}\"|" "$dir/sluice-refuse.toml" |
     if "$dir/sluice-base" check -q "$dir/sluice-refuse.toml" 2>/dev/null; then cat; else grep -v '^trusted_proxies = '; fi >"$dir/sluice-base-refuse.toml"
