@@ -53,7 +53,8 @@ const (
 	// Observed is the queue estimate, Bound the threshold that ends slow start.
 	SignalSlowStart
 	// SignalNoQueueing: Target doubles the limit while the mean latency stays
-	// within Tolerance of its no-load baseline. Observed is the mean latency,
+	// within Tolerance of its no-load baseline and completions keep up with
+	// the doublings (slowGrowth). Observed is the mean latency,
 	// Bound the baseline plus Tolerance, in seconds.
 	SignalNoQueueing
 	// SignalGradient: Gradient's long/short latency ratio (Observed) against 1.

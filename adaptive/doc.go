@@ -43,7 +43,10 @@
 // whole way (a mild one Gain of it, see Pacing), at most to maxCut of what
 // is in use; a raise goes Gain of the way, at most to maxGrowth × the limit. While the limit binds and the mean latency stays
 // within Tolerance of its no-load baseline (the lowest interval mean), the
-// limit doubles per interval, a slow start (SignalNoQueueing).
+// limit doubles per interval, a slow start (SignalNoQueueing), as long as
+// completions keep up: after a doubling, the next waits for the throughput
+// to grow by slowGrowth (a doubling that bought no completions says the
+// latency does not show the queue).
 //
 // Latency the limit cannot fix. The no-queue quantile is p − (mean −
 // baseline); when it is over the aim, only Tolerance of queueing is allowed

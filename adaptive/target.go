@@ -149,6 +149,10 @@ type Target struct {
 	// cut that cost completions (0: none).
 	kneeFrom, kneeWait, kneeFloor int
 	kneeX                         float64
+	// slowX is the throughput at which a slow start last raised the limit
+	// (0: none since the last cut); another doubles only if completions
+	// kept up (keepsUp).
+	slowX float64
 	// calm counts the intervals since the law last judged the backend
 	// overloaded; a knee's floor outlives dips shorter than kneeWindow.
 	calm int
@@ -419,13 +423,18 @@ func (t *Target) Update(s Sample) Decision {
 			}
 			next = old + max(1, round(g*gap))
 			next = min(next, maxGrowth*old)
+			if pr.fast {
+				t.slowX = x
+			}
 		}
 	}
 	if !pr.violated {
 		t.mild = false
 	}
 	t.limit = min(max(next, t.p.Min), t.p.Max)
-	t.cutLast = t.limit < old
+	if t.cutLast = t.limit < old; t.cutLast {
+		t.slowX = 0
+	}
 	if t.cutLast && !pr.firm && !pr.severe {
 		// A mild excess is looked at twice afresh after a cut; a firm one
 		// that is still there once the cut has drained is not chance.
@@ -795,10 +804,11 @@ func (t *Target) proposeLatency(pr *proposal, s *Sample, x, n, mean float64) {
 	switch {
 	case p > high:
 		pr.violate(est, x, why)
-	case p < aim && queueing <= t.p.Tolerance*t.base.v && (s.Rejected > 0 || s.Queued > 0):
+	case p < aim && queueing <= t.p.Tolerance*t.base.v && (s.Rejected > 0 || s.Queued > 0) && t.keepsUp(x):
 		// No queueing to speak of while the limit binds (requests waited or
 		// were refused): latency does not depend on concurrency here, so the
-		// limit may double (a slow start) up to the knee.
+		// limit may double (a slow start) up to the knee, while completions
+		// keep up with the doublings.
 		why = Reason{Signal: SignalNoQueueing, Observed: mean, Bound: t.base.v * (1 + t.p.Tolerance)}
 		pr.allowFast(max(est, 2*float64(t.limit)), why)
 	case overloaded:
@@ -816,6 +826,23 @@ func (t *Target) proposeLatency(pr *proposal, s *Sample, x, n, mean float64) {
 		pr.allow(float64(t.limit), why)
 	}
 }
+
+// keepsUp reports whether completions kept up with the last slow start:
+// none was made since the last cut, or the throughput x has grown by
+// slowGrowth since. A doubling that bought no completions says the
+// latency did not show the queue: a baseline adopted from a mean that did
+// not fall with a cut (SignalUnresponsive) reads any mean near it as "no
+// queueing", and in a starved lab run (the generator late by a second)
+// the law doubled its limit 28 → 364 while goodput collapsed (issue 27).
+func (t *Target) keepsUp(x float64) bool {
+	return t.slowX == 0 || x >= slowGrowth*t.slowX
+}
+
+// slowGrowth is how much the throughput must have grown since the last
+// slow start for another: a quarter, beyond the noise of one interval's
+// count (at 250/s, 62 a quarter second, 13 %); a doubling of the limit
+// that binds doubles the completions of a service with room.
+const slowGrowth = 1.25
 
 // overloadShare is the share of the demand the gate must turn away for the
 // law to take the backend as overloaded: more than a burst at about capacity

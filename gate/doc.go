@@ -100,8 +100,9 @@
 // in time) in front of a model of the service with the capacity and latency
 // measured on the real one (C, the most it completed per second lately; s,
 // the mean latency of the requests that found it no more loaded than the
-// model, over the last 100 of them, their median while there are fewer;
-// W = C·s at once). A request the model admits takes a model slot
+// model and one of its W servers free, over the last 100 of them, their
+// median while there are fewer; W = C·s servers, a FIFO queue). A request
+// the model admits takes a model slot
 // until the model's service is done with it; one it would make wait counts
 // as would-have-waited (ShadowStatus.Queued) and takes a model slot when
 // one frees; the others are would-be "concurrency" (no queue) or
@@ -110,7 +111,10 @@
 // rejections) with the latency of the requests that found the real service
 // no more loaded than the model (what enforcement would have measured), or,
 // while the real service holds more, the service's own latency plus the
-// model's wait for one of its W: so its limit is the one it would enforce.
+// model's wait for one of its W (none before C is first measured: the
+// model's first interval, its servers unbounded, would hand the law a
+// baseline without the queue enforcement's has): so its limit is the one
+// it would enforce.
 // The group's read-outs show the real service (in flight, latency);
 // ShadowStatus.Beyond counts the requests in flight beyond the limit. The
 // fair share counts the model's slots, and a request the model gives one

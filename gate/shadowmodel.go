@@ -27,7 +27,9 @@ import (
 // queue of its own completes at its capacity) and s its own mean latency,
 // that of the requests that found no more in flight in the real service
 // than in the model (clean: their latency is what enforcement would have
-// measured), over the last minService of them, however many intervals
+// measured) and fewer than W (free: a server was free for them, so their
+// latency holds no wait in the real service's own queue, which the model
+// adds itself), over the last minService of them, however many intervals
 // they took to come, and their median until there are minService (at a
 // cold start beyond C the first few are the only ones). A request the
 // model admits starts when the first of the W servers is free (a FIFO
@@ -39,7 +41,10 @@ import (
 // in-flight count, completions, queue and would-be refusals, and the latency
 // of the interval's clean requests when there are enough of them and the
 // service is measured, else the service's own distribution plus the mean
-// wait of the model's admissions for a server.
+// wait of the model's admissions for a server, once its servers were sized
+// (C measured) when the interval began: before, nothing waits for one, and
+// the law would take for its baseline a latency without the queue that
+// enforcement's first interval has.
 //
 // All methods hold mu: a shadowed group's arrivals serialise on it, as they
 // would not enforcing (a preview costs that); an arrival allocates nothing
