@@ -51,12 +51,7 @@ func TestLeasedBackWithinPeriods(t *testing.T) {
 					awaitRounds(t, n.l, chs[i], 1)
 				}
 			}
-			if how == "killed" {
-				srv.Kill()
-			} else {
-				srv.Pause()
-				t.Cleanup(srv.Resume)
-			}
+			goAway(t, srv, how)
 			// Every node in fallback, its backoff at the maximum, for more
 			// rounds than go-redis's pool size (10 a core): as many failed
 			// dials open the pool's own breaker, which then dials once a
@@ -77,11 +72,7 @@ func TestLeasedBackWithinPeriods(t *testing.T) {
 			for i, n := range nodes {
 				renewed[i] = n.l.Status().Renewals
 			}
-			if how == "killed" {
-				srv.Restart()
-			} else {
-				srv.Resume()
-			}
+			comeBack(srv, how)
 			back := time.Now()
 			for i, n := range nodes {
 				for n.l.Status().Renewals == renewed[i] {
@@ -154,20 +145,11 @@ func returnNoDipRun(t *testing.T, how string) error {
 		n.drive("")
 		logs = append(logs, watchRounds(n.l, nil))
 	}
-	if how == "killed" {
-		srv.Kill()
-	} else {
-		srv.Pause()
-		defer srv.Resume()
-	}
+	goAway(t, srv, how)
 	// The outage: the sleep is the outage.
 	outage := time.NewTimer(2 * time.Second)
 	<-outage.C
-	if how == "killed" {
-		srv.Restart()
-	} else {
-		srv.Resume()
-	}
+	comeBack(srv, how)
 	from := time.Now()
 	// The second measured, the sleep being the window.
 	window := time.NewTimer(time.Second)

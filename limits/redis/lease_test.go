@@ -461,11 +461,7 @@ func TestLeasedRedisDown(t *testing.T) {
 				t.Fatalf("no lease: %+v", st)
 			}
 			down := l.Status()
-			if how == "killed" {
-				srv.Kill()
-			} else {
-				srv.Pause()
-			}
+			goAway(t, srv, how)
 			// Renewals fail; the lease lapses (TTL after the last renewal)
 			// and the decisions fall back, without calling Redis.
 			for st := l.Status(); st.Mode != ModeFallback || st.FallbackDecisions < down.FallbackDecisions+100; st = l.Status() {
@@ -474,11 +470,7 @@ func TestLeasedRedisDown(t *testing.T) {
 			if st := l.Status(); st.RenewalErrors == 0 || st.LastError == "" {
 				t.Errorf("status %+v: want the failed renewals", st)
 			}
-			if how == "killed" {
-				srv.Restart()
-			} else {
-				srv.Resume()
-			}
+			comeBack(srv, how)
 			back := l.Status()
 			for st := l.Status(); st.Held == 0 || st.Renewals <= back.Renewals; st = l.Status() {
 				awaitRounds(t, l, rounds, 1)

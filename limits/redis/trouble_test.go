@@ -198,12 +198,7 @@ func TestLeasedOutage(t *testing.T) {
 			for i, n := range nodes {
 				errs[i] = n.l.Status().RenewalErrors
 			}
-			if how == "killed" {
-				srv.Kill()
-			} else {
-				srv.Pause()
-				t.Cleanup(srv.Resume)
-			}
+			goAway(t, srv, how)
 			down := time.Now()
 			// Each node's first round after the outage fails, and that
 			// round leaves the node in fallback mode.
