@@ -201,3 +201,48 @@ func testAbandonedWithoutSlotIsCut(t *testing.T, proto Protocol) {
 		t.Errorf("%d abandoned exchanges counted, want 0: a shadowed request holds no slot to keep", st.Abandoned)
 	}
 }
+
+// TestAbandonedClientSocketClosed: a caller that half-closes its connection
+// while the upstream works on its request (it sent its last byte: gone, as
+// nginx and net/http's server take it) has its socket closed at once, not
+// when the upstream answers: the exchange keeps its slot and its upstream
+// connection, but not the client's descriptor (two a held exchange cost a
+// proxy at overload half its descriptors). Nothing of the response reaches
+// the caller. Over the own server and net/http's, on a guarded listener.
+func TestAbandonedClientSocketClosed(t *testing.T) {
+	for _, netHTTP := range []bool{false, true} {
+		name := "own-server"
+		if netHTTP {
+			name = "net-http"
+		}
+		t.Run(name, func(t *testing.T) {
+			was := testNetHTTPServer
+			testNetHTTPServer = netHTTP
+			defer func() { testNetHTTPServer = was }()
+
+			up, upURL := newBusyUpstream(t, false)
+			adm := newFinishes(t)
+			px, base := startWatched(t, adm, Params{Upstream: upURL, Gate: testGate(t, abandonGroup)}, ServerParams{})
+			c := dialRaw(t, base)
+			c.send(t, "GET /work HTTP/1.1\r\nHost: sluice.test\r\n\r\n")
+			recv(t, up.arrived, "the request at the upstream")
+			if err := c.c.(*net.TCPConn).CloseWrite(); err != nil {
+				t.Fatal(err)
+			}
+			recv(t, c.ended, "the proxy closing the gone caller's socket while the upstream works")
+			// (net/http's server ends the request's context after the read
+			// that saw the caller go: the exchange is counted held then.)
+			waitFor(t, "the exchange held", func() bool { return px.Stats().AbandonedInFlight == 1 })
+			if n := up.inFlight.Load(); n != 1 {
+				t.Fatalf("the upstream works on %d requests, want 1: the socket was closed before the upstream answered", n)
+			}
+			if got := c.received(); len(got) != 0 {
+				t.Errorf("the gone caller was sent %q", got)
+			}
+			up.end()
+			if f := adm.outcome(t); f.outcome != gate.Success {
+				t.Errorf("outcome %v, want success: the held exchange finishes", f.outcome)
+			}
+		})
+	}
+}

@@ -104,6 +104,12 @@ func FuzzH2Frames(f *testing.F) {
 		}
 		ended, acked := make(chan struct{}), make(chan struct{}, 1)
 		mark := [8]byte{'f', 'u', 'z', 'z'}
+		signal := func() {
+			select {
+			case acked <- struct{}{}:
+			default: // said already
+			}
+		}
 		go func() {
 			defer close(ended)
 			for {
@@ -111,14 +117,25 @@ func FuzzH2Frames(f *testing.F) {
 				if err != nil {
 					return
 				}
-				if p, ok := f.(*http2.PingFrame); ok && p.IsAck() && p.Data == mark {
-					acked <- struct{}{}
+				switch f := f.(type) {
+				case *http2.PingFrame:
+					if f.IsAck() && f.Data == mark {
+						signal()
+					}
+				case *http2.GoAwayFrame:
+					// The server ends the connection and answers no PING
+					// after a GOAWAY for an error (it would close only after
+					// a second): it read what it will act on.
+					if f.ErrCode != http2.ErrCodeNo {
+						signal()
+					}
 				}
 			}
 		}()
 		writeFrames(c, data)
-		// Once the PING is answered, the server has read every frame and
-		// started the handlers it will start; then the connection closes.
+		// Once the PING is answered (or a GOAWAY for an error came), the
+		// server has read every frame and started the handlers it will
+		// start; then the connection closes.
 		if c.Fr.WritePing(false, mark) == nil {
 			select {
 			case <-acked:

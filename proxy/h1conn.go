@@ -147,10 +147,12 @@ func (c *h1Conn) read(p []byte) (int, error) {
 	return n, err
 }
 
-// clientGone tells the request in flight, if any, that its client is gone.
+// clientGone tells the request in flight, if any, that its client is gone,
+// and closes the client's socket at once, as guardConn.closeGone says why.
 func (c *h1Conn) clientGone() {
 	c.watch.clientGone()
 	c.cancel()
+	_ = c.nc.Close()
 }
 
 // fill reads more into the buffer, making room first; it never writes the
