@@ -210,6 +210,58 @@ func testAbandonedWithoutSlotIsCut(t *testing.T, proto Protocol) {
 // proxy at overload half its descriptors). Nothing of the response reaches
 // the caller. Over the own server and net/http's, on a guarded listener.
 func TestAbandonedClientSocketClosed(t *testing.T) {
+	bothServers(t, func(t *testing.T) {
+
+		up, upURL := newBusyUpstream(t, false)
+		adm := newFinishes(t)
+		px, base := startWatched(t, adm, Params{Upstream: upURL, Gate: testGate(t, abandonGroup)}, ServerParams{})
+		c := dialRaw(t, base)
+		c.send(t, "GET /work HTTP/1.1\r\nHost: sluice.test\r\n\r\n")
+		recv(t, up.arrived, "the request at the upstream")
+		if err := c.c.(*net.TCPConn).CloseWrite(); err != nil {
+			t.Fatal(err)
+		}
+		recv(t, c.ended, "the proxy closing the gone caller's socket while the upstream works")
+		// (net/http's server ends the request's context after the read
+		// that saw the caller go: the exchange is counted held then.)
+		waitFor(t, "the exchange held", func() bool { return px.Stats().AbandonedInFlight == 1 })
+		if n := up.inFlight.Load(); n != 1 {
+			t.Fatalf("the upstream works on %d requests, want 1: the socket was closed before the upstream answered", n)
+		}
+		if got := c.received(); len(got) != 0 {
+			t.Errorf("the gone caller was sent %q", got)
+		}
+		up.end()
+		if f := adm.outcome(t); f.outcome != gate.Success {
+			t.Errorf("outcome %v, want success: the held exchange finishes", f.outcome)
+		}
+	})
+}
+
+// TestHalfClosedCallerGetsItsRefusal: a caller that half-closes its
+// connection after its request (nc -N, some health checkers) is still sent
+// an answer given at once, a refusal here, as nginx sends it: only a held
+// exchange's caller has its socket closed early.
+func TestHalfClosedCallerGetsItsRefusal(t *testing.T) {
+	bothServers(t, func(t *testing.T) {
+		_, base := startProxy(t, Params{Upstream: "http://" + closedAddr(t), Gate: testGate(t, refuseIPGroup)}, ServerParams{})
+		dialRaw(t, base).exchange(t, "GET", "GET /x HTTP/1.1\r\nHost: sluice.test\r\n\r\n") // the burst's one request
+		for i := range 20 { // the server's read that sees the end may come first, or last
+			c := dialRaw(t, base)
+			c.send(t, "GET /x HTTP/1.1\r\nHost: sluice.test\r\n\r\n")
+			if err := c.c.(*net.TCPConn).CloseWrite(); err != nil {
+				t.Fatal(err)
+			}
+			recv(t, c.ended, "the proxy closing the connection")
+			if got := c.received(); !strings.HasPrefix(got, "HTTP/1.1 429 ") {
+				t.Fatalf("request %d: the half-closed caller got %q, want its 429", i, clipString(got))
+			}
+		}
+	})
+}
+
+// bothServers runs f over the own server and over net/http's (serveProxy).
+func bothServers(t *testing.T, f func(t *testing.T)) {
 	for _, netHTTP := range []bool{false, true} {
 		name := "own-server"
 		if netHTTP {
@@ -219,30 +271,7 @@ func TestAbandonedClientSocketClosed(t *testing.T) {
 			was := testNetHTTPServer
 			testNetHTTPServer = netHTTP
 			defer func() { testNetHTTPServer = was }()
-
-			up, upURL := newBusyUpstream(t, false)
-			adm := newFinishes(t)
-			px, base := startWatched(t, adm, Params{Upstream: upURL, Gate: testGate(t, abandonGroup)}, ServerParams{})
-			c := dialRaw(t, base)
-			c.send(t, "GET /work HTTP/1.1\r\nHost: sluice.test\r\n\r\n")
-			recv(t, up.arrived, "the request at the upstream")
-			if err := c.c.(*net.TCPConn).CloseWrite(); err != nil {
-				t.Fatal(err)
-			}
-			recv(t, c.ended, "the proxy closing the gone caller's socket while the upstream works")
-			// (net/http's server ends the request's context after the read
-			// that saw the caller go: the exchange is counted held then.)
-			waitFor(t, "the exchange held", func() bool { return px.Stats().AbandonedInFlight == 1 })
-			if n := up.inFlight.Load(); n != 1 {
-				t.Fatalf("the upstream works on %d requests, want 1: the socket was closed before the upstream answered", n)
-			}
-			if got := c.received(); len(got) != 0 {
-				t.Errorf("the gone caller was sent %q", got)
-			}
-			up.end()
-			if f := adm.outcome(t); f.outcome != gate.Success {
-				t.Errorf("outcome %v, want success: the held exchange finishes", f.outcome)
-			}
+			f(t)
 		})
 	}
 }
