@@ -246,7 +246,7 @@ func TestHalfClosedCallerGetsItsRefusal(t *testing.T) {
 	bothServers(t, func(t *testing.T) {
 		_, base := startProxy(t, Params{Upstream: "http://" + closedAddr(t), Gate: testGate(t, refuseIPGroup)}, ServerParams{})
 		dialRaw(t, base).exchange(t, "GET", "GET /x HTTP/1.1\r\nHost: sluice.test\r\n\r\n") // the burst's one request
-		for i := range 20 { // the server's read that sees the end may come first, or last
+		for i := range 20 {                                                                 // the server's read that sees the end may come first, or last
 			c := dialRaw(t, base)
 			c.send(t, "GET /x HTTP/1.1\r\nHost: sluice.test\r\n\r\n")
 			if err := c.c.(*net.TCPConn).CloseWrite(); err != nil {
