@@ -1,9 +1,11 @@
 package proxy
 
 import (
+	"context"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -234,25 +236,29 @@ func TestAbandonedClientSocketClosed(t *testing.T) {
 	})
 }
 
-// TestHalfClosedCallerGetsItsRefusal: a caller that half-closes its
-// connection after its request (nc -N, some health checkers) is still sent
-// an answer given at once, a refusal here, as nginx sends it: only a held
-// exchange's caller has its socket closed early.
-func TestHalfClosedCallerGetsItsRefusal(t *testing.T) {
+// TestHalfClosedCallerIsAnsweredTruly: a caller that half-closes its
+// connection after its request (nc -N, some health checkers) is sent the
+// answer the own server gives at once, a refusal here, as nginx sends it:
+// only a held exchange's caller has its socket closed early. net/http's
+// server may see the end before the handler runs and take the caller for
+// gone: then nothing is sent (it answered 200 with an empty body).
+func TestHalfClosedCallerIsAnsweredTruly(t *testing.T) {
 	bothServers(t, func(t *testing.T) {
 		_, base := startProxy(t, Params{Upstream: "http://" + closedAddr(t), Gate: testGate(t, refuseIPGroup)}, ServerParams{})
 		dialRaw(t, base).exchange(t, "GET", "GET /x HTTP/1.1\r\nHost: sluice.test\r\n\r\n") // the burst's one request
 		// The server's read that sees the end may come before the answer, or after.
-		for i := range 20 {
+		for i := range 50 {
 			c := dialRaw(t, base)
 			c.send(t, "GET /x HTTP/1.1\r\nHost: sluice.test\r\n\r\n")
 			if err := c.c.(*net.TCPConn).CloseWrite(); err != nil {
 				t.Fatal(err)
 			}
 			recv(t, c.ended, "the proxy closing the connection")
-			if got := c.received(); !strings.HasPrefix(got, "HTTP/1.1 429 ") {
-				t.Fatalf("request %d: the half-closed caller got %q, want its 429", i, clipString(got))
+			got := c.received()
+			if strings.HasPrefix(got, "HTTP/1.1 429 ") || (got == "" && testNetHTTPServer) {
+				continue
 			}
+			t.Fatalf("request %d: the half-closed caller got %q, want its 429", i, clipString(got))
 		}
 	})
 }
@@ -271,4 +277,26 @@ func bothServers(t *testing.T, f func(t *testing.T)) {
 			f(t)
 		})
 	}
+}
+
+// TestGoneBeforeHandlerAborts: an HTTP/1 request whose client is gone before
+// the proxy looks at it (net/http's server saw the connection end first) is
+// aborted, not answered: returning with nothing written had the server
+// answer 200 with an empty body for a request nothing served.
+func TestGoneBeforeHandlerAborts(t *testing.T) {
+	px, err := New(Params{Upstream: "http://" + closedAddr(t), Gate: testGate(t, roomyGroup)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = px.Close() })
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	r := httptest.NewRequest(http.MethodGet, "http://sluice.test/x", nil).WithContext(ctx)
+	w := httptest.NewRecorder()
+	defer func() {
+		if v := recover(); v != http.ErrAbortHandler {
+			t.Errorf("recovered %v, want http.ErrAbortHandler (recorded %d %q)", v, w.Code, w.Body.String())
+		}
+	}()
+	px.ServeHTTP(w, r)
 }
