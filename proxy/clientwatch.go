@@ -35,6 +35,16 @@ import (
 type clientWatch struct {
 	served context.Context // the context of the request being served; the handler's alone
 	want   func()          // if set, called by arm: the own server's connection watches only then (h1Conn.wantWatch)
+	// closeClient, if set, closes the client's socket; it runs after an
+	// abort. The exchange aborted is finished, not cut (h1.Conn.ClientGone),
+	// and holds its slot until the upstream answers, up to the upstream
+	// timeout; nothing more of it is written to the client, whose socket
+	// would otherwise stay open that long: two descriptors a held exchange,
+	// and a proxy at overload out of them at half its limit. Only an
+	// aborted exchange's: a client that half-closed after its request is
+	// still sent an answer the handler gives at once (a refusal), as nginx
+	// sends it.
+	closeClient func()
 
 	mu      sync.Mutex
 	ctx     context.Context // the armed request's
@@ -92,6 +102,9 @@ func (w *clientWatch) waitLocked() {
 				w.ctx, w.abort, w.waiting = nil, nil, false
 				w.mu.Unlock()
 				abort()
+				if w.closeClient != nil {
+					w.closeClient()
+				}
 				return
 			case nil:
 				w.waiting = false // disarmed

@@ -443,9 +443,6 @@ func (c *chunkedConn) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// Close does nothing: the guard closes a connection whose read failed.
-func (c *chunkedConn) Close() error { return nil }
-
 // readGuarded reads data through a guardConn, in the read sizes of a server
 // (bufio's 4 KiB, with a 1-byte read now and then, as net/http's background
 // read does), the connection's reads cut as sizes says; a head is held to 512

@@ -68,6 +68,9 @@ func (l *guardListener) Accept() (net.Conn, error) {
 		tc := tls.Server(c, l.tls)
 		g.Conn, g.tls = tc, &connTLS{conn: tc}
 	}
+	// Under TLS the socket below it is closed: no close alert waits behind
+	// a write.
+	g.watch.closeClient = func() { _ = c.Close() }
 	return g, nil
 }
 
@@ -260,31 +263,8 @@ func (g *guardConn) read(p []byte) (int, error) {
 	n, err := g.Conn.Read(p)
 	if err != nil && !isTimeout(err) {
 		g.watch.clientGone()
-		g.closeGone()
 	}
 	return n, err
-}
-
-// closeGone closes the socket of a client seen gone (a read of it failed,
-// not by a timeout: it closed or reset the connection, or sent its last
-// byte), at once rather than when the request in flight ends. An exchange
-// whose client went after its request left is finished, not cut, and keeps
-// its slot until the upstream answers (h1.Conn.ClientGone), which can take
-// the upstream timeout: with the client's socket open meanwhile, each held
-// exchange cost two descriptors, and a proxy at overload ran out of them at
-// half its limit. Nothing more is written to such a client: the exchange
-// drops what is left of its response, as nginx ends a request whose client
-// closed (499). Under TLS the socket below it is closed, so that no close
-// alert waits behind a write.
-//
-// Concurrency: safe beside the server's reads and writes of the connection,
-// which then fail; closing it again later does nothing.
-func (g *guardConn) closeGone() {
-	if g.tls != nil {
-		_ = g.tls.conn.NetConn().Close()
-		return
-	}
-	_ = g.Conn.Close()
 }
 
 // hold keeps b, the start of a head.

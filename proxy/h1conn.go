@@ -90,7 +90,7 @@ func newH1Conn(s *H1Server, nc net.Conn) *h1Conn {
 	}
 	c.ctx, c.cancel = context.WithCancel(context.WithValue(s.ctx, h1ConnKey{}, c))
 	c.rctx = reqContext{Context: c.ctx, c: c}
-	c.watch.served, c.watch.want = &c.rctx, c.wantWatch
+	c.watch.served, c.watch.want, c.watch.closeClient = &c.rctx, c.wantWatch, c.closeGone
 	c.req, _ = http.NewRequestWithContext(&c.rctx, http.MethodGet, "/", nil)
 	c.body.c = c
 	c.rw.c = c
@@ -147,12 +147,21 @@ func (c *h1Conn) read(p []byte) (int, error) {
 	return n, err
 }
 
-// clientGone tells the request in flight, if any, that its client is gone,
-// and closes the client's socket at once, as guardConn.closeGone says why.
+// closeGone closes the socket of a client gone while its exchange is held
+// (clientWatch.closeClient), unless the connection was taken over.
+func (c *h1Conn) closeGone() {
+	c.wmu.Lock()
+	taken := c.hijacked
+	c.wmu.Unlock()
+	if !taken {
+		_ = c.nc.Close()
+	}
+}
+
+// clientGone tells the request in flight, if any, that its client is gone.
 func (c *h1Conn) clientGone() {
 	c.watch.clientGone()
 	c.cancel()
-	_ = c.nc.Close()
 }
 
 // fill reads more into the buffer, making room first; it never writes the

@@ -293,7 +293,15 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if r.Context().Err() != nil {
-		return // the client is gone already (a stream reset at once): nothing to forward
+		// The client is gone already (a stream reset at once; an HTTP/1
+		// connection half-closed, seen by net/http's server before the
+		// handler runs): nothing to forward. Over HTTP/1 the response is
+		// aborted, or the server would answer 200 with an empty body for a
+		// request nothing served.
+		if r.ProtoMajor == 1 {
+			panic(http.ErrAbortHandler)
+		}
+		return
 	}
 	if r.Method == http.MethodConnect {
 		http.Error(w, "proxy: CONNECT is not supported", http.StatusMethodNotAllowed)
