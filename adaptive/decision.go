@@ -137,6 +137,11 @@ type Reason struct {
 	// second) and the quantile without queueing, in seconds, that the knee
 	// (Bound) is derived from.
 	Refused, NoQueue float64
+	// CPUWait is, for SignalOverload, the guarded service's CPU pressure
+	// (0..1) when it withheld a cut toward the knee that the quantile
+	// called for (the service waits for CPU: see Target's package doc);
+	// zero when none was withheld.
+	CPUWait float64
 }
 
 // String formats the reason in a few words; "" for SignalNone.
@@ -189,8 +194,12 @@ func (r Reason) String() string {
 		if r.NoQueue > 0 {
 			knee += " (no-queue " + r.Quantile.String() + " " + dur(r.NoQueue) + " + " + pct(r.Bound/r.NoQueue-1) + ")"
 		}
-		return pct(r.Refused) + " of the demand refused, so aiming at the backend's knee, not the target: " +
+		s := pct(r.Refused) + " of the demand refused, so aiming at the backend's knee, not the target: " +
 			r.Quantile.String() + " " + dur(r.Observed) + op + knee + ", target " + dur(r.Target)
+		if r.CPUWait > 0 {
+			s += "; no cut toward the knee: the service waits for CPU (cpu pressure " + pct(r.CPUWait) + ")"
+		}
+		return s
 	case SignalCPUPressure:
 		return "cpu pressure " + pct(r.Observed) + op + "target " + pct(r.Bound)
 	case SignalCPUUnmoved, SignalMemoryUnmoved, SignalPressureUnmoved:

@@ -78,7 +78,9 @@
 // limit: it may have slowed, which leaves the baseline stale and a knee
 // estimated from it too low) or while the service waits for CPU (its
 // pressure over kneePressure: its throughput grows with its share of the
-// cores).
+// cores; the decision's reason then says so). The pressure is the guarded
+// service's, never the host's in its stead: the host's is high whenever
+// the machine is busy, whoever keeps it busy.
 //
 // Stalls. While completions do not keep up with what is in flight (by
 // Little's law the successes account for under stallShare of the work held

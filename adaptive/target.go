@@ -615,26 +615,45 @@ func (t *Target) judgeKnee(s *Sample, xm float64) (Reason, int, bool) {
 // may remove no queue, only throughput); the baseline the knee is
 // estimated from is not in doubt; and the throughput has not fallen with
 // the limit (completions that fall with it say the limit is at or below
-// the knee, whatever the estimate); no cut toward it is on trial (judgeKnee), the limit is above
-// the knee's floor, and the service does not wait for CPU (cpuBound).
-func (t *Target) kneeCuts(s *Sample, mean float64) bool {
-	return t.overloaded && !t.baseDoubt && !t.belowKnee && t.kneeFrom == 0 &&
-		t.limit > t.kneeFloor && mean > kneeQueueing*t.base.v && !cpuBound(s)
+// the knee, whatever the estimate); no cut toward it is on trial
+// (judgeKnee); and the limit is above the knee's floor. Even then it does
+// not while the service waits for CPU (cpuBound): it reports false and the
+// pressure, for the decision's reason.
+func (t *Target) kneeCuts(s *Sample, mean float64) (bool, float64) {
+	if !t.overloaded || t.baseDoubt || t.belowKnee || t.kneeFrom != 0 ||
+		t.limit <= t.kneeFloor || mean <= kneeQueueing*t.base.v {
+		return false, 0
+	}
+	if p, ok := cpuBound(s); ok {
+		return false, p
+	}
+	return true, 0
 }
 
 // kneePressure is the CPU pressure above which the guarded service counts
 // as waiting for CPU (cpuBound).
 const kneePressure = 0.1
 
-// cpuBound reports that the guarded service's runnable threads wait for a
-// CPU (its pressure is known and over kneePressure): its throughput then
-// grows with its share of the cores, which its number of runnable threads
-// sets beside whatever else runs, so the knee of a pool of workers (past it
-// more in flight only queues) does not hold, and the law does not cut
-// toward it.
-func cpuBound(s *Sample) bool {
+// cpuBound reports the guarded service's CPU pressure and whether its
+// runnable threads wait for a CPU (the pressure is known and over
+// kneePressure): a service whose threads are its concurrency (one per
+// request) then completes more the more of them run, its share of the
+// cores beside a neighbour being set by that number, so the knee of a pool
+// of workers (past it more in flight only queues) does not hold, and the
+// law does not cut toward it (adaptive/sim's cpu-hog).
+//
+// The pressure is the guarded service's only (probe.cgroup, probe.pid_file
+// or the cgroup with a limit around sluice; the host's only with
+// probe.source = "host"), never the host's as a fallback when the service's
+// is unknown. The host's is high whenever the machine is busy, whoever
+// keeps it busy: in issue 27's lab (no source for the service, as a user
+// runs sluice) it was 38-98 % in every scenario, a sleeping pool of workers
+// beside the load generator included, and the rule acting on it there lost
+// p99 at 3xC and goodput on a CPU-bound backend whose parallelism its
+// runtime caps at its cores (BENCHMARKS.md, issue 27, law7).
+func cpuBound(s *Sample) (float64, bool) {
 	p, ok := s.cpuPressure()
-	return ok && p > kneePressure
+	return p, ok && p > kneePressure
 }
 
 // kneeQueueing is how many times the baseline the mean latency must be for
@@ -774,15 +793,17 @@ func (t *Target) proposeLatency(pr *proposal, s *Sample, x, n, mean float64) {
 	if aim > high {
 		high, sig = aim*(1+h/3), SignalQueueing
 	}
-	overloaded, kneeCut := false, false
+	overloaded, kneeCut, cpuWait := false, false, 0.0
 	if knee := noQueue * (1 + t.p.Tolerance); knee < aim && t.overloaded {
 		// The knee is the aim, the target only a ceiling: past the knee
 		// more in flight adds latency and no throughput. Where the backend
 		// queues beyond doubt (kneeCuts), the knee is also the cut
 		// threshold, with the dead band Headroom/3 above it.
 		aim, overloaded = knee, true
-		if kneeCut = t.kneeCuts(s, mean); kneeCut {
+		if kneeCut, cpuWait = t.kneeCuts(s, mean); kneeCut {
 			high = min(high, knee*(1+h/3))
+		} else if p <= knee*(1+h/3) || p > target*(1-h/3) {
+			cpuWait = 0 // no cut toward the knee was withheld
 		}
 	}
 	est := n + x*(aim-p)
@@ -799,7 +820,7 @@ func (t *Target) proposeLatency(pr *proposal, s *Sample, x, n, mean float64) {
 	why := Reason{Signal: sig, Quantile: t.p.Quantile, Observed: p, Bound: high, Target: target}
 	if overloaded {
 		why = Reason{Signal: SignalOverload, Quantile: t.p.Quantile, Observed: p, Bound: aim, Target: target,
-			Refused: t.refused, NoQueue: noQueue}
+			Refused: t.refused, NoQueue: noQueue, CPUWait: cpuWait}
 	}
 	switch {
 	case p > high:
