@@ -647,10 +647,10 @@ const kneePressure = 0.1
 // probe.source = "host"), never the host's as a fallback when the service's
 // is unknown. The host's is high whenever the machine is busy, whoever
 // keeps it busy: in issue 27's lab (no source for the service, as a user
-// runs sluice) it was 38-98 % in every scenario, a sleeping pool of workers
-// beside the load generator included, and the rule acting on it there lost
-// p99 at 3xC and goodput on a CPU-bound backend whose parallelism its
-// runtime caps at its cores (BENCHMARKS.md, issue 27, law7).
+// runs sluice) it was over 10 % in every run, a sleeping pool of workers
+// beside the load generator included, and the rule acting on it there
+// bought no goodput on a CPU-bound backend (four runs, each way within the
+// machine's noise) and cost p99 at 3xC (BENCHMARKS.md, issue 27, law7).
 func cpuBound(s *Sample) (float64, bool) {
 	p, ok := s.cpuPressure()
 	return p, ok && p > kneePressure
